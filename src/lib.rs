@@ -1,0 +1,1 @@
+//! zeroclaw-bundle: portable ZeroClaw agents (library side of the CLI).
