@@ -1,1 +1,300 @@
-//! x
+//! The zeroclaw-bundle store: content-addressed objects named by their blake3, tree and
+//! snapshot objects, and a rebuildable catalog.
+//!
+//! Layout of a store directory:
+//!
+//! ```text
+//! <store>/STORE              format marker and version
+//! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
+//! <store>/tmp/               temp files of writers in progress
+//! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
+//! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
+//! ```
+//!
+//! **The crash invariant.** A capture writes in this order: blobs, then trees (each object
+//! to `tmp/` and renamed into place), then [`ObjectDir::sync`] makes them durable, then the
+//! snapshot record (an object), synced again, and only then the catalog entry, flushed. A
+//! crash at any point leaves at most unreferenced objects (which `gc` removes), never a
+//! record or catalog entry that points at missing data. [`Store::commit_snapshot`] is the one
+//! place that enforces the order; `verify` checks its result.
+//!
+//! Nothing here knows what an agent is; sled and blake3 types stay private.
+//!
+//! ```
+//! use zeroclaw_bundle_store::{EntryKind, Store, Tree, TreeEntry};
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open_or_create(&dir.path().join("store")).unwrap();
+//! let (blob, len) = store.objects().write_from(&mut &b"hello"[..]).unwrap();
+//! let tree = Tree::from_entries(vec![TreeEntry {
+//!     name: b"hello.txt".to_vec(), kind: EntryKind::File, size: len, id: blob,
+//! }]).unwrap();
+//! let root = store.write_tree(&tree).unwrap();
+//! assert_eq!(store.read_tree(&root).unwrap(), tree);
+//! ```
+#![deny(missing_docs)]
+
+mod catalog;
+mod error;
+mod id;
+mod maintenance;
+mod objects;
+mod snapshot;
+mod source;
+mod sys;
+mod tree;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use catalog::{Catalog, SnapshotSummary, StatCache, StatEntry};
+pub use error::{DecodeError, StoreError};
+pub use id::{IdHasher, ObjectId};
+pub use maintenance::{GcReport, Lease, VerifyProblem, VerifyReport};
+pub use objects::{Blob, ObjectDir, VerifyingReader};
+pub use snapshot::{CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX};
+pub use source::{resolve_path, ObjectSource};
+pub use tree::{escape_name, invalid_name_reason, unescape_name, EntryKind, Tree, TreeEntry};
+
+/// The store format version this build writes and the highest it reads.
+pub const STORE_VERSION: u32 = 1;
+const MARKER: &str = "STORE";
+const MARKER_HEAD: &str = "zeroclaw-bundle store";
+
+/// An open store. Cheap to clone; holds no lock (the catalog is opened per use).
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+    objects: ObjectDir,
+}
+
+impl Store {
+    /// Opens the store at `root`, creating it when the directory is absent or empty.
+    pub fn open_or_create(root: &Path) -> Result<Store, StoreError> {
+        match fs::symlink_metadata(root) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(StoreError::NotAStore {
+                    path: root.to_path_buf(),
+                    why: "it is not a directory".into(),
+                })
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(root).map_err(|e| StoreError::io("create store", root, e))?;
+            }
+            Err(e) => return Err(StoreError::io("open store", root, e)),
+        }
+        let marker = root.join(MARKER);
+        match fs::read_to_string(&marker) {
+            Ok(text) => Store::check_marker(root, &text)?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let mut entries =
+                    fs::read_dir(root).map_err(|e| StoreError::io("read", root, e))?;
+                if entries.next().is_some() {
+                    return Err(StoreError::NotAStore {
+                        path: root.to_path_buf(),
+                        why: "the directory is not empty and has no STORE marker".into(),
+                    });
+                }
+                ObjectDir::new(root).create_layout()?;
+                let tmp = root.join("STORE.tmp");
+                fs::write(&tmp, format!("{MARKER_HEAD}\nversion {STORE_VERSION}\n"))
+                    .map_err(|e| StoreError::io("write", &tmp, e))?;
+                fs::rename(&tmp, &marker).map_err(|e| StoreError::io("rename", &marker, e))?;
+            }
+            Err(e) => return Err(StoreError::io("read", &marker, e)),
+        }
+        Ok(Store {
+            root: root.to_path_buf(),
+            objects: ObjectDir::new(root),
+        })
+    }
+
+    fn check_marker(root: &Path, text: &str) -> Result<(), StoreError> {
+        let mut lines = text.lines();
+        let not_store = |why: &str| StoreError::NotAStore {
+            path: root.to_path_buf(),
+            why: why.to_string(),
+        };
+        if lines.next() != Some(MARKER_HEAD) {
+            return Err(not_store("the STORE marker is not ours"));
+        }
+        let version: u32 = lines
+            .next()
+            .and_then(|l| l.strip_prefix("version "))
+            .and_then(|v| v.trim().parse().ok())
+            .ok_or_else(|| not_store("the STORE marker has no version"))?;
+        if version > STORE_VERSION {
+            return Err(StoreError::NewerStore {
+                path: root.to_path_buf(),
+                found: version,
+                supported: STORE_VERSION,
+            });
+        }
+        Ok(())
+    }
+
+    /// The store directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The object directory (writes and reads of raw objects).
+    pub fn objects(&self) -> &ObjectDir {
+        &self.objects
+    }
+
+    /// Opens the catalog; drop the result as soon as the work with it is done.
+    pub fn catalog(&self) -> Result<Catalog, StoreError> {
+        Catalog::open(&self.root.join("catalog"))
+    }
+
+    /// Writes a tree object.
+    pub fn write_tree(&self, tree: &Tree) -> Result<ObjectId, StoreError> {
+        self.objects.write_bytes(&tree.encode())
+    }
+
+    /// Reads, verifies and decodes a tree object.
+    pub fn read_tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        let bytes = self.objects.read_verified(id)?;
+        Tree::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        })
+    }
+
+    /// Reads, verifies and decodes a snapshot record.
+    pub fn read_snapshot(&self, id: &ObjectId) -> Result<Snapshot, StoreError> {
+        let bytes = self.objects.read_verified(id)?;
+        Snapshot::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "snapshot record",
+            why,
+        })
+    }
+
+    /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
+    /// the record, then adds it to the catalog (in that order: the crash invariant). When
+    /// `stat_cache` is given, it replaces that source's cache in the same catalog session.
+    pub fn commit_snapshot(
+        &self,
+        snap: &Snapshot,
+        stat_cache: Option<(&str, &StatCache)>,
+    ) -> Result<ObjectId, StoreError> {
+        if let Some(name) = &snap.name {
+            validate_name(name)?;
+        }
+        self.objects.sync()?;
+        let id = self.objects.write_bytes(&snap.encode())?;
+        self.objects.sync()?;
+        let catalog = self.catalog()?;
+        catalog.add_snapshot(id, snap)?;
+        if let Some((key, cache)) = stat_cache {
+            catalog.store_stat_cache(key, cache)?;
+        }
+        Ok(id)
+    }
+
+    /// Resolves a snapshot reference (see [`Catalog::resolve`]) with a short catalog session.
+    pub fn resolve(&self, reference: &str) -> Result<ObjectId, StoreError> {
+        self.catalog()?.resolve(reference)
+    }
+
+    /// A read-only view for mounts and readers: no catalog, only immutable objects.
+    pub fn reader(&self) -> StoreReader {
+        StoreReader {
+            store: self.clone(),
+        }
+    }
+}
+
+/// Checks a `--name`: it must not be mistaken for an id prefix or an `agent/` ref.
+pub fn validate_name(name: &str) -> Result<(), StoreError> {
+    let bad = |why| Err(StoreError::BadName(name.to_string(), why));
+    if name.is_empty() {
+        return bad("it is empty");
+    }
+    if name.starts_with("agent/") {
+        return bad("`agent/<alias>` is reserved for an agent's latest snapshot");
+    }
+    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return bad("it contains whitespace or a control character");
+    }
+    if name.len() >= 8 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return bad("it looks like a snapshot id prefix");
+    }
+    Ok(())
+}
+
+/// A store seen only through its immutable objects (what a mount serves).
+#[derive(Debug, Clone)]
+pub struct StoreReader {
+    store: Store,
+}
+
+impl ObjectSource for StoreReader {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        self.store.read_tree(id)
+    }
+
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        self.store.objects.open_blob(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_file_foreign_dir_and_newer_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        fs::write(&file, "x").unwrap();
+        assert!(matches!(
+            Store::open_or_create(&file),
+            Err(StoreError::NotAStore { .. })
+        ));
+        let foreign = dir.path().join("foreign");
+        fs::create_dir(&foreign).unwrap();
+        fs::write(foreign.join("data"), "x").unwrap();
+        assert!(matches!(
+            Store::open_or_create(&foreign),
+            Err(StoreError::NotAStore { .. })
+        ));
+        let newer = dir.path().join("newer");
+        Store::open_or_create(&newer).unwrap();
+        fs::write(newer.join("STORE"), "zeroclaw-bundle store\nversion 9\n").unwrap();
+        let err = Store::open_or_create(&newer).unwrap_err();
+        assert!(
+            matches!(err, StoreError::NewerStore { found: 9, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn dedup_same_content_is_one_object() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let big = vec![7u8; 3 * 1024 * 1024];
+        let (a, _) = store.objects().write_from(&mut &big[..]).unwrap();
+        let (b, _) = store.objects().write_from(&mut &big[..]).unwrap();
+        let (c, _) = store.objects().write_from(&mut &b"small"[..]).unwrap();
+        let (d, _) = store.objects().write_from(&mut &b"small"[..]).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(c, d);
+        assert_eq!(store.objects().list().unwrap().len(), 2);
+        assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
+        assert_eq!(fs::read(store.objects().path_of(&a)).unwrap(), big);
+    }
+
+    #[test]
+    fn names_that_look_like_refs_are_refused() {
+        assert!(validate_name("release-1").is_ok());
+        assert!(validate_name("deadbeef").is_err());
+        assert!(validate_name("agent/x").is_err());
+        assert!(validate_name("a b").is_err());
+        assert!(validate_name("").is_err());
+    }
+}

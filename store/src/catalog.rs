@@ -1,0 +1,366 @@
+//! The catalog: the only code that names sled. An index over snapshot records (list, names,
+//! per-agent latest) plus the stat cache of incremental capture. Everything here can be
+//! rebuilt from the objects (`reindex`), except the stat cache, which only saves work.
+//!
+//! sled holds an exclusive lock on its directory while open, so a [`Catalog`] is opened for
+//! the moment a command needs it and dropped right after. A second process waits (polling)
+//! up to a timeout and then fails with [`StoreError::CatalogBusy`], never a raw lock error.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::StoreError;
+use crate::id::ObjectId;
+use crate::snapshot::{Snapshot, SnapshotKind};
+
+/// How long to wait for another process to release the catalog, unless
+/// `ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS` says otherwise.
+const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(20);
+
+/// What `list` shows of a snapshot without loading its record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SnapshotSummary {
+    /// Snapshot id.
+    pub id: ObjectId,
+    /// Creation time, ns since the epoch.
+    pub created_unix_ns: i128,
+    /// Plain tree or agent bundle.
+    pub kind: SnapshotKind,
+    /// Where it came from.
+    pub source: String,
+    /// Agent alias, if an agent bundle.
+    pub agent: Option<String>,
+    /// Name, if named.
+    pub name: Option<String>,
+    /// Files carried.
+    pub files: u64,
+    /// Bytes carried.
+    pub bytes: u64,
+    /// Root tree id.
+    pub root: ObjectId,
+}
+
+impl SnapshotSummary {
+    /// The summary of a record.
+    pub fn of(id: ObjectId, snap: &Snapshot) -> SnapshotSummary {
+        SnapshotSummary {
+            id,
+            created_unix_ns: snap.created_unix_ns,
+            kind: snap.kind,
+            source: snap.source.clone(),
+            agent: snap.agent.clone(),
+            name: snap.name.clone(),
+            files: snap.files(),
+            bytes: snap.bytes(),
+            root: snap.root,
+        }
+    }
+}
+
+/// One stat-cache entry: what a source file looked like when its blob was last hashed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatEntry {
+    /// Device.
+    pub dev: u64,
+    /// Inode.
+    pub ino: u64,
+    /// Length.
+    pub size: u64,
+    /// Modification time, ns.
+    pub mtime_ns: i64,
+    /// Status-change time, ns.
+    pub ctime_ns: i64,
+    /// Whether it was executable (part of the tree entry).
+    pub exec: bool,
+    /// The blob id of its content.
+    pub id: ObjectId,
+}
+
+const STAT_LEN: usize = 8 * 5 + 1 + 32;
+
+impl StatEntry {
+    fn encode(&self) -> [u8; STAT_LEN] {
+        let mut out = [0u8; STAT_LEN];
+        out[0..8].copy_from_slice(&self.dev.to_be_bytes());
+        out[8..16].copy_from_slice(&self.ino.to_be_bytes());
+        out[16..24].copy_from_slice(&self.size.to_be_bytes());
+        out[24..32].copy_from_slice(&self.mtime_ns.to_be_bytes());
+        out[32..40].copy_from_slice(&self.ctime_ns.to_be_bytes());
+        out[40] = u8::from(self.exec);
+        out[41..].copy_from_slice(self.id.as_bytes());
+        out
+    }
+
+    fn decode(b: &[u8]) -> Option<StatEntry> {
+        if b.len() != STAT_LEN {
+            return None;
+        }
+        let u = |r: std::ops::Range<usize>| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[r]);
+            a
+        };
+        let mut id = [0u8; 32];
+        id.copy_from_slice(&b[41..]);
+        Some(StatEntry {
+            dev: u64::from_be_bytes(u(0..8)),
+            ino: u64::from_be_bytes(u(8..16)),
+            size: u64::from_be_bytes(u(16..24)),
+            mtime_ns: i64::from_be_bytes(u(24..32)),
+            ctime_ns: i64::from_be_bytes(u(32..40)),
+            exec: b[40] != 0,
+            id: ObjectId::from_bytes(id),
+        })
+    }
+}
+
+/// The stat cache of one source tree: relative path bytes -> entry.
+pub type StatCache = HashMap<Vec<u8>, StatEntry>;
+
+/// An open catalog. Drop it as soon as possible: it locks out other processes.
+pub struct Catalog {
+    path: PathBuf,
+    db: sled::Db,
+    snapshots: sled::Tree,
+    names: sled::Tree,
+    stat: sled::Tree,
+}
+
+impl Catalog {
+    /// Opens (creating) the catalog at `path`, waiting for another process to release it.
+    pub fn open(path: &Path) -> Result<Catalog, StoreError> {
+        let wait = std::env::var("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .map(Duration::from_millis)
+            .unwrap_or(DEFAULT_LOCK_WAIT);
+        let start = Instant::now();
+        let mut delay = Duration::from_millis(5);
+        loop {
+            match sled::Config::new().path(path).open() {
+                Ok(db) => return Catalog::from_db(path, db),
+                Err(sled::Error::Io(e)) if is_lock_error(&e) => {
+                    if start.elapsed() >= wait {
+                        return Err(StoreError::CatalogBusy {
+                            path: path.to_path_buf(),
+                            waited_ms: start.elapsed().as_millis() as u64,
+                        });
+                    }
+                    std::thread::sleep(delay);
+                    delay = (delay * 2).min(Duration::from_millis(100));
+                }
+                Err(e) => return Err(db_err(path, e)),
+            }
+        }
+    }
+
+    fn from_db(path: &Path, db: sled::Db) -> Result<Catalog, StoreError> {
+        let open = |name: &str| db.open_tree(name).map_err(|e| db_err(path, e));
+        Ok(Catalog {
+            path: path.to_path_buf(),
+            snapshots: open("snapshots")?,
+            names: open("names")?,
+            stat: open("stat")?,
+            db,
+        })
+    }
+
+    fn err(&self, e: sled::Error) -> StoreError {
+        db_err(&self.path, e)
+    }
+
+    /// Records a snapshot (and its name) and flushes to disk.
+    pub fn add_snapshot(&self, id: ObjectId, snap: &Snapshot) -> Result<(), StoreError> {
+        let summary = SnapshotSummary::of(id, snap);
+        let value = serde_json::to_vec(&summary).expect("summaries serialize");
+        self.snapshots
+            .insert(id.as_bytes(), value)
+            .map_err(|e| self.err(e))?;
+        if let Some(name) = &snap.name {
+            self.names
+                .insert(name.as_bytes(), id.as_bytes())
+                .map_err(|e| self.err(e))?;
+        }
+        self.flush()
+    }
+
+    /// Removes a snapshot and any name pointing at it.
+    pub fn remove_snapshot(&self, id: &ObjectId) -> Result<(), StoreError> {
+        self.snapshots
+            .remove(id.as_bytes())
+            .map_err(|e| self.err(e))?;
+        for item in self.names.iter() {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            if v.as_ref() == id.as_bytes() {
+                self.names.remove(k).map_err(|e| self.err(e))?;
+            }
+        }
+        self.flush()
+    }
+
+    /// Forgets every snapshot and name (before `reindex`).
+    pub fn clear_index(&self) -> Result<(), StoreError> {
+        self.snapshots.clear().map_err(|e| self.err(e))?;
+        self.names.clear().map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
+    /// Every snapshot, oldest first.
+    pub fn snapshots(&self) -> Result<Vec<SnapshotSummary>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.snapshots.iter() {
+            let (_, v) = item.map_err(|e| self.err(e))?;
+            let s: SnapshotSummary =
+                serde_json::from_slice(&v).map_err(|e| StoreError::Catalog {
+                    path: self.path.clone(),
+                    why: format!("unreadable snapshot entry: {e}"),
+                })?;
+            out.push(s);
+        }
+        out.sort_by(|a, b| {
+            a.created_unix_ns
+                .cmp(&b.created_unix_ns)
+                .then(a.id.cmp(&b.id))
+        });
+        Ok(out)
+    }
+
+    /// Which snapshot a name points at.
+    pub fn name_target(&self, name: &str) -> Result<Option<ObjectId>, StoreError> {
+        let v = self.names.get(name.as_bytes()).map_err(|e| self.err(e))?;
+        Ok(v.and_then(|v| <[u8; 32]>::try_from(v.as_ref()).ok())
+            .map(ObjectId::from_bytes))
+    }
+
+    /// Resolves a reference: a full id, a unique prefix of 8+ hex digits, a name, or
+    /// `agent/<alias>` (the newest snapshot of that agent).
+    pub fn resolve(&self, reference: &str) -> Result<ObjectId, StoreError> {
+        if let Some(id) = self.name_target(reference)? {
+            return Ok(id);
+        }
+        let all = self.snapshots()?;
+        if let Some(alias) = reference.strip_prefix("agent/") {
+            return all
+                .iter()
+                .rev()
+                .find(|s| s.agent.as_deref() == Some(alias))
+                .map(|s| s.id)
+                .ok_or_else(|| StoreError::UnknownSnapshot(reference.to_string()));
+        }
+        let lower = reference.to_ascii_lowercase();
+        if lower.len() >= 8 && lower.len() <= 64 && lower.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let hits: Vec<_> = all
+                .iter()
+                .filter(|s| s.id.to_hex().starts_with(&lower))
+                .collect();
+            match hits.len() {
+                0 => {}
+                1 => return Ok(hits[0].id),
+                _ => {
+                    return Err(StoreError::AmbiguousSnapshot {
+                        reference: reference.to_string(),
+                        candidates: hits
+                            .iter()
+                            .map(|s| s.id.short(16))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                    })
+                }
+            }
+        }
+        Err(StoreError::UnknownSnapshot(reference.to_string()))
+    }
+
+    /// Loads the stat cache of one source (`key` names the source tree).
+    pub fn load_stat_cache(&self, key: &str) -> Result<StatCache, StoreError> {
+        let prefix = stat_prefix(key);
+        let mut out = HashMap::new();
+        for item in self.stat.scan_prefix(&prefix) {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            if let Some(entry) = StatEntry::decode(&v) {
+                out.insert(k[prefix.len()..].to_vec(), entry);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Replaces the stat cache of one source with `cache`, in one batch.
+    pub fn store_stat_cache(&self, key: &str, cache: &StatCache) -> Result<(), StoreError> {
+        let prefix = stat_prefix(key);
+        let mut batch = sled::Batch::default();
+        for item in self.stat.scan_prefix(&prefix).keys() {
+            let k = item.map_err(|e| self.err(e))?;
+            if !cache.contains_key(&k[prefix.len()..]) {
+                batch.remove(k);
+            }
+        }
+        for (path, entry) in cache {
+            let mut k = prefix.clone();
+            k.extend_from_slice(path);
+            batch.insert(k, &entry.encode()[..]);
+        }
+        self.stat.apply_batch(batch).map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
+    fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush().map(|_| ()).map_err(|e| self.err(e))
+    }
+}
+
+fn stat_prefix(key: &str) -> Vec<u8> {
+    let mut p = key.as_bytes().to_vec();
+    p.push(0);
+    p
+}
+
+fn is_lock_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock
+        || e.raw_os_error() == Some(11)
+        || e.to_string().contains("lock")
+}
+
+fn db_err(path: &Path, e: sled::Error) -> StoreError {
+    StoreError::Catalog {
+        path: path.to_path_buf(),
+        why: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_entry_round_trip() {
+        let e = StatEntry {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime_ns: -4,
+            ctime_ns: 5,
+            exec: true,
+            id: ObjectId::of(b"x"),
+        };
+        assert_eq!(StatEntry::decode(&e.encode()), Some(e));
+        assert_eq!(StatEntry::decode(&[0; 3]), None);
+    }
+
+    #[test]
+    fn second_open_waits_then_reports_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog");
+        let held = Catalog::open(&path).unwrap();
+        std::env::set_var("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "150");
+        let err = match Catalog::open(&path) {
+            Err(e) => e,
+            Ok(_) => panic!("second open succeeded while the first holds the lock"),
+        };
+        assert!(matches!(err, StoreError::CatalogBusy { .. }), "{err}");
+        drop(held);
+        Catalog::open(&path).unwrap();
+    }
+}

@@ -1,0 +1,162 @@
+//! The store's error type: one enum, each message naming the operation and the path or id.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::id::ObjectId;
+
+/// Everything that can go wrong in the store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// An I/O failure, with the operation and the path it touched.
+    #[error("could not {op} {path}: {source}")]
+    Io {
+        /// The verb: "open", "read", "write", "rename", ...
+        op: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// The store directory is not a store (a file, or a directory with foreign content).
+    #[error("{path} is not a zeroclaw-bundle store: {why}")]
+    NotAStore {
+        /// The store path.
+        path: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
+    /// The store was written by a newer version of this tool.
+    #[error("store {path} has format version {found}; this zeroclaw-bundle understands up to {supported}: upgrade zeroclaw-bundle")]
+    NewerStore {
+        /// The store path.
+        path: PathBuf,
+        /// Version in the STORE marker.
+        found: u32,
+        /// Highest version this build reads.
+        supported: u32,
+    },
+    /// An object named by a reference is not in the store.
+    #[error("object {0} is missing from the store")]
+    MissingObject(ObjectId),
+    /// An object's bytes do not hash to its name.
+    #[error(
+        "object {id} is corrupt (its content hashes to {actual}); run `zeroclaw-bundle verify`"
+    )]
+    CorruptObject {
+        /// The object's name.
+        id: ObjectId,
+        /// What its bytes hash to now.
+        actual: ObjectId,
+    },
+    /// A tree or snapshot object does not decode.
+    #[error("object {id} is not a valid {what}: {why}")]
+    Malformed {
+        /// The object (if known).
+        id: ObjectId,
+        /// "tree" or "snapshot record".
+        what: &'static str,
+        /// The decoder's finding.
+        why: DecodeError,
+    },
+    /// A string that should be a 64-digit hex id is not.
+    #[error("not an object id: {0:?}")]
+    BadObjectId(String),
+    /// A snapshot reference matched nothing.
+    #[error("no snapshot matches {0:?} (use `zeroclaw-bundle list`)")]
+    UnknownSnapshot(String),
+    /// A snapshot reference matched several snapshots.
+    #[error("snapshot reference {reference:?} is ambiguous: it matches {candidates}")]
+    AmbiguousSnapshot {
+        /// The reference given.
+        reference: String,
+        /// The matching ids, shortened.
+        candidates: String,
+    },
+    /// A name is already taken by another snapshot.
+    #[error("snapshot name {0:?} is invalid: {1}")]
+    BadName(String, &'static str),
+    /// Another process holds the catalog for longer than we wait.
+    #[error("the catalog {path} is in use by another zeroclaw-bundle process (waited {waited_ms} ms); try again when it finishes")]
+    CatalogBusy {
+        /// The catalog directory.
+        path: PathBuf,
+        /// How long we waited.
+        waited_ms: u64,
+    },
+    /// The catalog database failed.
+    #[error("catalog {path}: {why}; `zeroclaw-bundle reindex` rebuilds it from the objects")]
+    Catalog {
+        /// The catalog directory.
+        path: PathBuf,
+        /// The database's message.
+        why: String,
+    },
+    /// A path inside a tree does not exist.
+    #[error("{path}: no such file or directory in snapshot {snapshot}")]
+    NoSuchPath {
+        /// The path asked for.
+        path: String,
+        /// The snapshot id, shortened.
+        snapshot: String,
+    },
+}
+
+/// Why a tree or snapshot object failed to decode.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    /// Magic bytes missing.
+    #[error("bad magic")]
+    BadMagic,
+    /// A version this build does not know.
+    #[error("unsupported format version {0}")]
+    BadVersion(u32),
+    /// The data ends inside a record.
+    #[error("truncated")]
+    Truncated,
+    /// Bytes after the last record.
+    #[error("{0} trailing bytes")]
+    TrailingBytes(usize),
+    /// Entry names not in strictly increasing byte order.
+    #[error("entries not sorted: {0:?}")]
+    Unsorted(String),
+    /// The same name twice.
+    #[error("duplicate entry {0:?}")]
+    Duplicate(String),
+    /// A name that cannot be a single path component.
+    #[error("invalid entry name {0:?}")]
+    BadName(String),
+    /// An unknown entry kind byte.
+    #[error("unknown entry kind {0}")]
+    BadKind(u8),
+    /// The snapshot record's JSON is invalid.
+    #[error("{0}")]
+    Json(String),
+}
+
+impl StoreError {
+    /// Shorthand for an I/O error with its verb and path.
+    pub(crate) fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> StoreError {
+        StoreError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// True when the error means the data is damaged (FUSE maps this to EIO).
+    pub fn is_corruption(&self) -> bool {
+        matches!(
+            self,
+            StoreError::CorruptObject { .. } | StoreError::Malformed { .. }
+        )
+    }
+
+    /// True when the error means something does not exist (FUSE maps this to ENOENT).
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            StoreError::MissingObject(_) | StoreError::NoSuchPath { .. }
+        )
+    }
+}

@@ -1,0 +1,415 @@
+//! Store maintenance: `verify` (rehash every object, check every snapshot's reachability),
+//! `gc` (mark from snapshot records and live mount leases, sweep the rest past a grace
+//! period), `reindex` (rebuild the catalog from snapshot records), `forget`, and the leases
+//! a mount holds so gc never deletes what it serves.
+//!
+//! gc marks from every snapshot record found among the objects, not only from the catalog:
+//! a damaged or deleted catalog can never make gc delete a snapshot's data.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::PathBuf;
+
+use crate::error::StoreError;
+use crate::id::ObjectId;
+use crate::snapshot::RECORD_PREFIX;
+use crate::tree::EntryKind;
+use crate::{Snapshot, Store};
+
+/// One problem found by `verify`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "problem", rename_all = "kebab-case")]
+pub enum VerifyProblem {
+    /// An object whose bytes do not hash to its name.
+    Corrupt {
+        /// The object.
+        id: ObjectId,
+    },
+    /// An object a snapshot reaches that is not in the store.
+    Missing {
+        /// The snapshot.
+        snapshot: ObjectId,
+        /// The missing object.
+        id: ObjectId,
+        /// Where in the snapshot (escaped path).
+        path: String,
+    },
+    /// A tree or record that does not decode.
+    Malformed {
+        /// The object.
+        id: ObjectId,
+        /// The decoder's message.
+        why: String,
+    },
+    /// A catalog entry whose record is absent.
+    DanglingCatalogEntry {
+        /// The snapshot id listed.
+        snapshot: ObjectId,
+    },
+}
+
+impl std::fmt::Display for VerifyProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            VerifyProblem::Corrupt { id } => write!(f, "object {id} is corrupt"),
+            VerifyProblem::Missing { snapshot, id, path } => write!(
+                f,
+                "snapshot {} needs object {id} ({path}), which is missing",
+                snapshot.short(12)
+            ),
+            VerifyProblem::Malformed { id, why } => write!(f, "object {id} is malformed: {why}"),
+            VerifyProblem::DanglingCatalogEntry { snapshot } => {
+                write!(
+                    f,
+                    "the catalog lists snapshot {snapshot}, whose record is missing"
+                )
+            }
+        }
+    }
+}
+
+/// What `verify` found.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct VerifyReport {
+    /// Objects rehashed.
+    pub objects: u64,
+    /// Bytes rehashed.
+    pub bytes: u64,
+    /// Snapshots walked.
+    pub snapshots: u64,
+    /// Everything wrong.
+    pub problems: Vec<VerifyProblem>,
+}
+
+/// What `gc` did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct GcReport {
+    /// Objects reachable (kept).
+    pub reachable: u64,
+    /// Objects removed.
+    pub removed: u64,
+    /// Bytes freed.
+    pub freed_bytes: u64,
+    /// Unreachable objects kept because they are younger than the grace period.
+    pub young_kept: u64,
+    /// Stale temp files removed.
+    pub temp_removed: u64,
+}
+
+/// A running mount's claim on a snapshot; the lease file is removed on drop.
+#[derive(Debug)]
+pub struct Lease {
+    path: PathBuf,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
+impl Store {
+    fn leases_dir(&self) -> PathBuf {
+        self.root().join("leases")
+    }
+
+    /// Records that this process serves the tree `root` (of `snapshot`) until the lease is
+    /// dropped: gc keeps everything it reaches even if the snapshot is forgotten meanwhile.
+    pub fn lease(&self, snapshot: &ObjectId, root: &ObjectId) -> Result<Lease, StoreError> {
+        let dir = self.leases_dir();
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+        let path = dir.join(format!(
+            "{}-{}",
+            std::process::id(),
+            crate::sys::random_token()
+        ));
+        fs::write(&path, format!("{snapshot} {root}\n"))
+            .map_err(|e| StoreError::io("write", &path, e))?;
+        Ok(Lease { path })
+    }
+
+    /// (snapshot, root tree) pairs held by live processes' leases; stale leases are removed.
+    fn live_leases(&self) -> Result<Vec<(ObjectId, ObjectId)>, StoreError> {
+        let dir = self.leases_dir();
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::io("list", &dir, e)),
+        };
+        let mut out = Vec::new();
+        for ent in rd {
+            let ent = ent.map_err(|e| StoreError::io("list", &dir, e))?;
+            let name = ent.file_name().to_string_lossy().into_owned();
+            let pid = name.split('-').next().unwrap_or("");
+            let alive = !pid.is_empty() && PathBuf::from("/proc").join(pid).exists();
+            if !alive {
+                let _ = fs::remove_file(ent.path());
+                continue;
+            }
+            if let Ok(text) = fs::read_to_string(ent.path()) {
+                let mut ids = text.split_whitespace().map(|w| w.parse::<ObjectId>());
+                if let (Some(Ok(snap)), Some(Ok(root))) = (ids.next(), ids.next()) {
+                    out.push((snap, root));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every snapshot record among the objects.
+    pub fn find_snapshot_records(&self) -> Result<Vec<(ObjectId, Snapshot)>, StoreError> {
+        let mut out = Vec::new();
+        for (id, len, _) in self.objects().list()? {
+            if len < RECORD_PREFIX.len() as u64 {
+                continue;
+            }
+            if self.objects().peek(&id, RECORD_PREFIX.len())? == RECORD_PREFIX {
+                if let Ok(snap) = self.read_snapshot(&id) {
+                    out.push((id, snap));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Marks everything reachable from `root`, recording absent objects as problems.
+    fn mark(
+        &self,
+        snapshot: ObjectId,
+        root: ObjectId,
+        marked: &mut HashSet<ObjectId>,
+        problems: &mut Vec<VerifyProblem>,
+    ) {
+        let mut stack = vec![(root, String::from("/"))];
+        marked.insert(root);
+        while let Some((tree_id, path)) = stack.pop() {
+            let tree = match self.read_tree(&tree_id) {
+                Ok(t) => t,
+                Err(StoreError::MissingObject(id)) => {
+                    problems.push(VerifyProblem::Missing { snapshot, id, path });
+                    continue;
+                }
+                Err(StoreError::CorruptObject { .. }) => continue, // reported by the rehash
+                Err(e) => {
+                    problems.push(VerifyProblem::Malformed {
+                        id: tree_id,
+                        why: e.to_string(),
+                    });
+                    continue;
+                }
+            };
+            for e in tree.entries() {
+                let child = format!("{}{}", path, e.display_name());
+                if !marked.insert(e.id) {
+                    continue;
+                }
+                if e.kind == EntryKind::Dir {
+                    stack.push((e.id, format!("{child}/")));
+                } else if !self.objects().has(&e.id) {
+                    problems.push(VerifyProblem::Missing {
+                        snapshot,
+                        id: e.id,
+                        path: child,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Rehashes every object and checks that every cataloged snapshot reaches only present
+    /// objects. `progress` is called with bytes hashed so far.
+    pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport, StoreError> {
+        let mut report = VerifyReport::default();
+        let objects = self.objects().list()?;
+        let total: u64 = objects.iter().map(|o| o.1).sum();
+        for (id, _, _) in &objects {
+            let blob = match self.objects().open_blob(id) {
+                Ok(b) => b,
+                Err(StoreError::MissingObject(_)) => continue, // removed meanwhile
+                Err(e) => return Err(e),
+            };
+            match blob.verify(id) {
+                Ok(()) => {}
+                Err(StoreError::CorruptObject { .. }) => {
+                    report.problems.push(VerifyProblem::Corrupt { id: *id })
+                }
+                Err(e) => return Err(e),
+            }
+            report.objects += 1;
+            report.bytes += blob.len();
+            progress(report.bytes, total);
+        }
+        let listed = self.catalog()?.snapshots()?;
+        let mut marked = HashSet::new();
+        for s in listed {
+            report.snapshots += 1;
+            match self.read_snapshot(&s.id) {
+                Ok(snap) => self.mark(s.id, snap.root, &mut marked, &mut report.problems),
+                Err(StoreError::MissingObject(_)) => report
+                    .problems
+                    .push(VerifyProblem::DanglingCatalogEntry { snapshot: s.id }),
+                Err(StoreError::CorruptObject { .. }) => {}
+                Err(e) => report.problems.push(VerifyProblem::Malformed {
+                    id: s.id,
+                    why: e.to_string(),
+                }),
+            }
+        }
+        Ok(report)
+    }
+
+    /// Removes objects unreachable from every snapshot record and live lease, when older
+    /// than `grace_secs` (a capture in progress writes objects before its record).
+    pub fn gc(&self, grace_secs: u64) -> Result<GcReport, StoreError> {
+        let mut report = GcReport::default();
+        let mut marked = HashSet::new();
+        let mut ignored = Vec::new();
+        for (id, snap) in self.find_snapshot_records()? {
+            marked.insert(id);
+            self.mark(id, snap.root, &mut marked, &mut ignored);
+        }
+        for (snapshot, root) in self.live_leases()? {
+            marked.insert(snapshot);
+            self.mark(snapshot, root, &mut marked, &mut ignored);
+        }
+        for (id, len, age) in self.objects().list()? {
+            if marked.contains(&id) {
+                report.reachable += 1;
+            } else if age < grace_secs {
+                report.young_kept += 1;
+            } else {
+                self.objects().remove(&id)?;
+                report.removed += 1;
+                report.freed_bytes += len;
+            }
+        }
+        let tmp = self.objects().tmp_dir();
+        if let Ok(rd) = fs::read_dir(tmp) {
+            let now = std::time::SystemTime::now();
+            for ent in rd.flatten() {
+                let old = ent
+                    .metadata()
+                    .ok()
+                    .and_then(|m| m.modified().ok())
+                    .and_then(|m| now.duration_since(m).ok())
+                    .map(|d| d.as_secs() >= grace_secs)
+                    .unwrap_or(false);
+                if old && fs::remove_file(ent.path()).is_ok() {
+                    report.temp_removed += 1;
+                }
+            }
+        }
+        self.objects().sync()?;
+        Ok(report)
+    }
+
+    /// Rebuilds the catalog's snapshot list and names from the snapshot records.
+    pub fn reindex(&self) -> Result<u64, StoreError> {
+        let records = self.find_snapshot_records()?;
+        let catalog = self.catalog()?;
+        catalog.clear_index()?;
+        for (id, snap) in &records {
+            catalog.add_snapshot(*id, snap)?;
+        }
+        Ok(records.len() as u64)
+    }
+
+    /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`.
+    pub fn forget(&self, snapshot: &ObjectId) -> Result<(), StoreError> {
+        self.catalog()?.remove_snapshot(snapshot)?;
+        self.objects().remove(snapshot)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CaptureReport, SnapshotKind, Tree, TreeEntry};
+
+    fn snapshot_of(store: &Store, content: &[u8], name: &str) -> (ObjectId, ObjectId) {
+        let (blob, len) = store.objects().write_from(&mut &content[..]).unwrap();
+        let tree = Tree::from_entries(vec![TreeEntry {
+            name: b"f".to_vec(),
+            kind: EntryKind::File,
+            size: len,
+            id: blob,
+        }])
+        .unwrap();
+        let root = store.write_tree(&tree).unwrap();
+        let snap = Snapshot {
+            root,
+            created_unix_ns: 1,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: "s".into(),
+            agent: None,
+            name: Some(name.into()),
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        (store.commit_snapshot(&snap, None).unwrap(), blob)
+    }
+
+    #[test]
+    fn gc_keeps_reachable_and_removes_unreachable() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (keep, keep_blob) = snapshot_of(&store, b"kept", "keep");
+        let (gone, gone_blob) = snapshot_of(&store, b"forgotten", "gone");
+        let (orphan, _) = store.objects().write_from(&mut &b"orphan"[..]).unwrap();
+        store.forget(&gone).unwrap();
+        // Young objects survive a gc with a grace period.
+        let young = store.gc(3600).unwrap();
+        assert_eq!(young.removed, 0);
+        assert!(store.objects().has(&orphan));
+        let r = store.gc(0).unwrap();
+        assert_eq!(r.removed, 3, "{r:?}"); // gone's blob, gone's tree, the orphan
+        assert!(store.objects().has(&keep) && store.objects().has(&keep_blob));
+        assert!(!store.objects().has(&gone_blob) && !store.objects().has(&orphan));
+        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+    }
+
+    #[test]
+    fn gc_survives_a_lost_catalog_and_respects_leases() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (snap, blob) = snapshot_of(&store, b"data", "s");
+        fs::remove_dir_all(dir.path().join("catalog")).unwrap();
+        store.gc(0).unwrap();
+        assert!(store.objects().has(&blob));
+        assert_eq!(store.reindex().unwrap(), 1);
+        assert_eq!(store.resolve("s").unwrap(), snap);
+        // A lease keeps a forgotten snapshot's data while the mount lives.
+        let root = store.read_snapshot(&snap).unwrap().root;
+        let lease = store.lease(&snap, &root).unwrap();
+        store.forget(&snap).unwrap();
+        assert_eq!(store.gc(0).unwrap().removed, 0);
+        assert!(store.objects().has(&blob) && store.objects().has(&root));
+        drop(lease);
+        assert_eq!(store.gc(0).unwrap().removed, 2);
+        assert!(!store.objects().has(&blob));
+    }
+
+    #[test]
+    fn verify_names_corrupt_and_missing_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (snap, blob) = snapshot_of(&store, b"precious", "p");
+        let path = store.objects().path_of(&blob);
+        let mut perms = fs::metadata(&path).unwrap().permissions();
+        #[allow(clippy::permissions_set_readonly_false)]
+        perms.set_readonly(false);
+        fs::set_permissions(&path, perms).unwrap();
+        fs::write(&path, b"tampered").unwrap();
+        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert_eq!(v.problems, vec![VerifyProblem::Corrupt { id: blob }]);
+        fs::remove_file(&path).unwrap();
+        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert!(matches!(
+            v.problems.as_slice(),
+            [VerifyProblem::Missing { snapshot, id, path }] if *snapshot == snap && *id == blob && path == "/f"
+        ));
+    }
+}

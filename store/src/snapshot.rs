@@ -1,0 +1,217 @@
+//! Snapshot records: the object that names a root tree and says where it came from.
+//!
+//! Encoding: the 5 bytes `ZCBS` + version (1), a newline, then one JSON document with fixed
+//! field order. The magic lets `reindex` and `gc` recognise a record from its first bytes.
+//! A record is written only after every object it reaches is durable (see the crate doc).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::DecodeError;
+use crate::id::ObjectId;
+
+const MAGIC: &[u8; 4] = b"ZCBS";
+const VERSION: u8 = 1;
+
+/// The first bytes of every snapshot record (magic + version).
+pub const RECORD_PREFIX: &[u8; 5] = b"ZCBS\x01";
+
+/// What was captured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SnapshotKind {
+    /// Any directory (`snapshot --dir`).
+    Tree,
+    /// A ZeroClaw agent bundle (manifest, config closure, workspace, skills).
+    AgentBundle,
+}
+
+/// Counts of one captured tree (a workspace, a skill bundle, or a plain directory).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tally {
+    /// What this tree is, e.g. `workspace`, `skills/web`, or `.` for a plain directory.
+    pub label: String,
+    /// Regular files carried.
+    pub files: u64,
+    /// Bytes carried.
+    pub bytes: u64,
+    /// Symbolic links skipped.
+    pub symlinks: u64,
+    /// Sockets, FIFOs and devices skipped.
+    pub special: u64,
+    /// Regular files with more than one link, skipped.
+    pub hard_links: u64,
+    /// Entries replaced between classification and open, skipped.
+    pub replaced: u64,
+}
+
+impl Tally {
+    /// Entries skipped, all reasons together.
+    pub fn skipped(&self) -> u64 {
+        self.symlinks + self.special + self.hard_links + self.replaced
+    }
+}
+
+/// One skipped entry, for the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Skipped {
+    /// The path inside the bundle, escaped for display (e.g. `workspace/link`).
+    pub path: String,
+    /// `symlink`, `special`, `hard_link` or `replaced`.
+    pub reason: String,
+}
+
+/// What a capture carried and what it skipped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptureReport {
+    /// One tally per captured tree.
+    pub trees: Vec<Tally>,
+    /// Every skipped entry.
+    pub skipped: Vec<Skipped>,
+}
+
+/// A snapshot record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Snapshot {
+    /// The root tree.
+    pub root: ObjectId,
+    /// Creation time, nanoseconds since the Unix epoch (UTC).
+    pub created_unix_ns: i128,
+    /// Host name of the machine that captured it.
+    pub host: String,
+    /// Plain tree or agent bundle.
+    pub kind: SnapshotKind,
+    /// Where it came from (a path, or `agent <alias> at <install>`).
+    pub source: String,
+    /// The agent alias, for agent bundles.
+    pub agent: Option<String>,
+    /// The name given with `--name`, if any.
+    pub name: Option<String>,
+    /// The previous snapshot of the same source, if any.
+    pub parent: Option<ObjectId>,
+    /// What was carried and skipped.
+    pub report: CaptureReport,
+}
+
+impl Snapshot {
+    /// The canonical encoding; its blake3 is the snapshot id.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(512);
+        out.extend_from_slice(MAGIC);
+        out.push(VERSION);
+        out.push(b'\n');
+        serde_json::to_writer(&mut out, self).expect("a snapshot record always serializes");
+        out
+    }
+
+    /// Decodes a record, rejecting a bad magic, an unknown version, truncation and trailing bytes.
+    pub fn decode(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
+        if bytes.len() < 6 {
+            return Err(if MAGIC.starts_with(&bytes[..bytes.len().min(4)]) {
+                DecodeError::Truncated
+            } else {
+                DecodeError::BadMagic
+            });
+        }
+        if &bytes[..4] != MAGIC {
+            return Err(DecodeError::BadMagic);
+        }
+        if bytes[4] != VERSION {
+            return Err(DecodeError::BadVersion(u32::from(bytes[4])));
+        }
+        if bytes[5] != b'\n' {
+            return Err(DecodeError::BadMagic);
+        }
+        let body = &bytes[6..];
+        let mut stream = serde_json::Deserializer::from_slice(body).into_iter::<Snapshot>();
+        let snap = match stream.next() {
+            None => return Err(DecodeError::Truncated),
+            Some(Err(e)) if e.is_eof() => return Err(DecodeError::Truncated),
+            Some(Err(e)) => return Err(DecodeError::Json(e.to_string())),
+            Some(Ok(snap)) => snap,
+        };
+        let consumed = stream.byte_offset();
+        if consumed != body.len() {
+            return Err(DecodeError::TrailingBytes(body.len() - consumed));
+        }
+        Ok(snap)
+    }
+
+    /// Total files over all tallies.
+    pub fn files(&self) -> u64 {
+        self.report.trees.iter().map(|t| t.files).sum()
+    }
+
+    /// Total bytes over all tallies.
+    pub fn bytes(&self) -> u64 {
+        self.report.trees.iter().map(|t| t.bytes).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample() -> Snapshot {
+        Snapshot {
+            root: ObjectId::of(b"root"),
+            created_unix_ns: 1_700_000_000_123_456_789,
+            host: "host-a".into(),
+            kind: SnapshotKind::Tree,
+            source: "/srv/agent".into(),
+            agent: None,
+            name: Some("before".into()),
+            parent: None,
+            report: CaptureReport {
+                trees: vec![Tally {
+                    label: ".".into(),
+                    files: 2,
+                    bytes: 10,
+                    symlinks: 1,
+                    ..Tally::default()
+                }],
+                skipped: vec![Skipped {
+                    path: "link".into(),
+                    reason: "symlink".into(),
+                }],
+            },
+        }
+    }
+
+    #[test]
+    fn round_trip_and_prefix() {
+        let s = sample();
+        let bytes = s.encode();
+        assert!(bytes.starts_with(RECORD_PREFIX));
+        assert_eq!(Snapshot::decode(&bytes).unwrap(), s);
+        assert_eq!(s.files(), 2);
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        let bytes = sample().encode();
+        for cut in 0..bytes.len() {
+            assert!(Snapshot::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut trailing = bytes.clone();
+        trailing.extend_from_slice(b"{}");
+        assert_eq!(
+            Snapshot::decode(&trailing),
+            Err(DecodeError::TrailingBytes(2))
+        );
+        let mut v2 = bytes.clone();
+        v2[4] = 2;
+        assert_eq!(Snapshot::decode(&v2), Err(DecodeError::BadVersion(2)));
+        assert_eq!(
+            Snapshot::decode(b"ZCBT\x01\n{}"),
+            Err(DecodeError::BadMagic)
+        );
+        let unknown = String::from_utf8(bytes)
+            .unwrap()
+            .replacen('{', "{\"extra\":1,", 1);
+        assert!(matches!(
+            Snapshot::decode(unknown.as_bytes()),
+            Err(DecodeError::Json(_))
+        ));
+    }
+}

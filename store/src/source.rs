@@ -1,0 +1,47 @@
+//! `ObjectSource`: reading trees and blobs by id, whatever holds them (the store's object
+//! directory, or later a pack file). Readers (mount, diff, checkout) take this trait, so a pack
+//! reader plugs in without changing them.
+
+use crate::error::StoreError;
+use crate::id::ObjectId;
+use crate::objects::Blob;
+use crate::tree::{escape_name, EntryKind, Tree, TreeEntry};
+
+/// Anything that can hand out trees and blobs by id.
+pub trait ObjectSource: Send + Sync {
+    /// Reads, verifies and decodes a tree.
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError>;
+    /// Opens a blob for positioned reads (verify with [`Blob::verify`] when needed).
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError>;
+}
+
+/// Finds the entry at `path` (components separated by `/`, raw bytes) below tree `root`.
+/// The empty path (or `/`) names the root itself, returned as a synthetic directory entry.
+pub fn resolve_path(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    path: &[u8],
+    snapshot_label: &str,
+) -> Result<TreeEntry, StoreError> {
+    let mut current = TreeEntry {
+        name: Vec::new(),
+        kind: EntryKind::Dir,
+        size: 0,
+        id: *root,
+    };
+    for part in path.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
+        let not_found = || StoreError::NoSuchPath {
+            path: escape_name(path),
+            snapshot: snapshot_label.to_string(),
+        };
+        if current.kind != EntryKind::Dir {
+            return Err(not_found());
+        }
+        let tree = source.tree(&current.id)?;
+        current = tree.get(part).cloned().ok_or_else(not_found)?;
+    }
+    if current.name.is_empty() {
+        current.size = source.tree(root)?.total_size();
+    }
+    Ok(current)
+}

@@ -1,0 +1,39 @@
+//! The store crate's only use of rustix: `syncfs(2)` and a random token for temp names.
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+/// Flushes the whole filesystem holding `path` (data and metadata); reports writeback errors.
+pub fn syncfs(path: &Path) -> io::Result<()> {
+    let dir = File::open(path)?;
+    rustix::fs::syncfs(&dir).map_err(io::Error::from)
+}
+
+/// Six random alphanumerics from the kernel's generator.
+pub fn random_token() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut raw = [0u8; 6];
+    let mut filled = 0;
+    while filled < raw.len() {
+        match rustix::rand::getrandom(&mut raw[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => {
+                // Fall back to time and pid: uniqueness, not secrecy, is what temp names need.
+                let t = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos())
+                    .unwrap_or(0)
+                    ^ u128::from(std::process::id());
+                for (i, b) in raw.iter_mut().enumerate() {
+                    *b = (t >> (i * 8)) as u8;
+                }
+                filled = raw.len();
+            }
+        }
+    }
+    raw.iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect()
+}
