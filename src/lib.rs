@@ -1,1 +1,10 @@
-//! zeroclaw-bundle: portable ZeroClaw agents (library side of the CLI).
+//! zeroclaw-bundle: portable ZeroClaw agents. This crate is the library behind the
+//! `zeroclaw-bundle` binary, and what zeroclaw itself can link: descriptor-verified capture of
+//! trees into the store, the agent's config closure and manifest, staged publish.
+//!
+//! Module owners: `sys` (every rustix call), `hooks` (test-only race seams), `capture` (the
+//! descriptor-verified walker), `publish` (staged publish and recovery), `cmd` (one file per
+//! subcommand), `cli` (argument parsing).
+
+pub mod hooks;
+pub mod sys;

@@ -1,0 +1,42 @@
+//! Test-only hooks at the race seams: between classify and open, between root components,
+//! before the publish swap, and between publish steps. In a build without the `test-hooks`
+//! feature every hook is an empty inline function, so normal builds carry no hook code.
+//!
+//! With the feature, a hook whose seam matches `ZEROCLAW_BUNDLE_TEST_HOOK_SEAM` (and whose
+//! path ends with `ZEROCLAW_BUNDLE_TEST_HOOK_PATH`, when set) runs
+//! `sh -c "$ZEROCLAW_BUNDLE_TEST_HOOK_CMD"` and waits for it, with `HOOK_SEAM` and
+//! `HOOK_PATH` in its environment. The command can swap an entry for a symlink, replace the
+//! destination, or `kill -9 $PPID` to simulate a crash at exactly that step.
+
+/// Runs the test hook for `seam` at `path` (no-op in normal builds).
+#[cfg(not(feature = "test-hooks"))]
+#[inline(always)]
+pub fn seam(_seam: &str, _path: &str) {}
+
+/// Runs the test hook for `seam` at `path` (no-op in normal builds).
+#[cfg(feature = "test-hooks")]
+pub fn seam(seam: &str, path: &str) {
+    let Ok(want) = std::env::var("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM") else {
+        return;
+    };
+    if want != seam {
+        return;
+    }
+    if let Ok(suffix) = std::env::var("ZEROCLAW_BUNDLE_TEST_HOOK_PATH") {
+        if !path.ends_with(&suffix) {
+            return;
+        }
+    }
+    let Ok(cmd) = std::env::var("ZEROCLAW_BUNDLE_TEST_HOOK_CMD") else {
+        return;
+    };
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(&cmd)
+        .env("HOOK_SEAM", seam)
+        .env("HOOK_PATH", path)
+        .status();
+    if !matches!(status, Ok(s) if s.success()) {
+        eprintln!("test hook {seam} at {path} failed: {status:?}");
+    }
+}

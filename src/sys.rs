@@ -1,0 +1,305 @@
+//! The only file of this crate that calls rustix: directory fds, no-follow opens and stats,
+//! `renameat2` (NOREPLACE, EXCHANGE), `mkdirat`, `unlinkat`, fsync. Safe wrappers only
+//! (`unsafe` is forbidden workspace-wide). Everything takes a directory fd plus a single name
+//! component, so callers never re-resolve a path by name.
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
+
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags, CWD};
+
+/// What a directory entry is, from a no-follow stat.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    /// Regular file.
+    File,
+    /// Directory.
+    Dir,
+    /// Symbolic link.
+    Symlink,
+    /// Socket, FIFO, character or block device.
+    Special,
+}
+
+/// The parts of `struct stat` this crate uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Device id.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+    /// Type.
+    pub kind: FileKind,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub perm: u32,
+    /// Link count.
+    pub nlink: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, ns since the epoch.
+    pub mtime_ns: i64,
+    /// Status change time, ns since the epoch.
+    pub ctime_ns: i64,
+}
+
+impl Stat {
+    /// True when `other` is the same object of the same type (dev, ino, kind).
+    pub fn same_object(&self, other: &Stat) -> bool {
+        self.dev == other.dev && self.ino == other.ino && self.kind == other.kind
+    }
+
+    /// True when any execute bit is set.
+    pub fn is_executable(&self) -> bool {
+        self.perm & 0o111 != 0
+    }
+}
+
+fn convert(st: rustix::fs::Stat) -> Stat {
+    let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    let kind = match ft {
+        rustix::fs::FileType::RegularFile => FileKind::File,
+        rustix::fs::FileType::Directory => FileKind::Dir,
+        rustix::fs::FileType::Symlink => FileKind::Symlink,
+        _ => FileKind::Special,
+    };
+    Stat {
+        dev: st.st_dev,
+        ino: st.st_ino,
+        kind,
+        perm: st.st_mode & 0o7777,
+        nlink: st.st_nlink,
+        size: u64::try_from(st.st_size).unwrap_or(0),
+        mtime_ns: st.st_mtime.saturating_mul(1_000_000_000) + st.st_mtime_nsec as i64,
+        ctime_ns: st.st_ctime.saturating_mul(1_000_000_000) + st.st_ctime_nsec as i64,
+    }
+}
+
+/// Opens a trusted anchor directory by path, following symlinks (the operator's own layout
+/// above an install root or a `--dir` argument's parent).
+pub fn open_dir_path(path: &Path) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Opens directory `name` inside `dir`, refusing a symlink (ELOOP / ENOTDIR otherwise).
+pub fn open_dir_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Opens file `name` inside `dir` for reading, refusing a symlink. O_NONBLOCK keeps a FIFO
+/// swapped in after classification from blocking the open; it does not affect regular files.
+pub fn open_file_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NOCTTY | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    Ok(File::from(fd))
+}
+
+/// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
+pub fn stat_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<Stat> {
+    Ok(convert(rustix::fs::statat(
+        dir,
+        name,
+        AtFlags::SYMLINK_NOFOLLOW,
+    )?))
+}
+
+/// `lstat(path)`.
+pub fn stat_path(path: &Path) -> io::Result<Stat> {
+    Ok(convert(rustix::fs::statat(
+        CWD,
+        path,
+        AtFlags::SYMLINK_NOFOLLOW,
+    )?))
+}
+
+/// `fstat(fd)`.
+pub fn fstat(fd: impl AsFd) -> io::Result<Stat> {
+    Ok(convert(rustix::fs::fstat(fd)?))
+}
+
+/// The names in directory `dir` (without `.` and `..`), in readdir order.
+pub fn read_dir_names(dir: BorrowedFd<'_>) -> io::Result<Vec<Vec<u8>>> {
+    let mut d = rustix::fs::Dir::read_from(dir)?;
+    let mut names = Vec::new();
+    while let Some(ent) = d.read() {
+        let ent = ent?;
+        let name = ent.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(name.to_vec());
+        }
+    }
+    Ok(names)
+}
+
+/// `mkdirat(dir, name, mode)`.
+pub fn mkdir_at(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> io::Result<()> {
+    Ok(rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(mode))?)
+}
+
+/// Creates a new file `name` in `dir` (O_EXCL, no-follow) for writing.
+pub fn create_file_at(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(mode),
+    )?;
+    Ok(File::from(fd))
+}
+
+/// Sets permission bits on an open fd (the umask does not apply).
+pub fn chmod_fd(fd: impl AsFd, mode: u32) -> io::Result<()> {
+    Ok(rustix::fs::fchmod(fd, Mode::from_raw_mode(mode))?)
+}
+
+/// `fsync(fd)`.
+pub fn fsync(fd: impl AsFd) -> io::Result<()> {
+    Ok(rustix::fs::fsync(fd)?)
+}
+
+/// Plain `renameat` (replaces an empty directory or a file).
+pub fn rename_at(
+    old_dir: BorrowedFd<'_>,
+    old: &[u8],
+    new_dir: BorrowedFd<'_>,
+    new: &[u8],
+) -> io::Result<()> {
+    Ok(rustix::fs::renameat(old_dir, old, new_dir, new)?)
+}
+
+/// `renameat2(RENAME_NOREPLACE)`: fails with EEXIST when `new` exists.
+pub fn rename_noreplace(
+    old_dir: BorrowedFd<'_>,
+    old: &[u8],
+    new_dir: BorrowedFd<'_>,
+    new: &[u8],
+) -> io::Result<()> {
+    Ok(rustix::fs::renameat_with(
+        old_dir,
+        old,
+        new_dir,
+        new,
+        RenameFlags::NOREPLACE,
+    )?)
+}
+
+const UNKNOWN: u8 = 0;
+const SUPPORTED: u8 = 1;
+const UNSUPPORTED: u8 = 2;
+static EXCHANGE_SUPPORT: AtomicU8 = AtomicU8::new(UNKNOWN);
+
+/// `renameat2(RENAME_EXCHANGE)`: atomically swaps two names. Returns `Ok(false)` when the
+/// kernel or filesystem does not support it (EINVAL / ENOSYS / EOPNOTSUPP); the answer
+/// "unsupported" is cached for the process, as cap-std does for newer syscalls.
+pub fn rename_exchange(
+    old_dir: BorrowedFd<'_>,
+    old: &[u8],
+    new_dir: BorrowedFd<'_>,
+    new: &[u8],
+) -> io::Result<bool> {
+    if EXCHANGE_SUPPORT.load(Ordering::Relaxed) == UNSUPPORTED || exchange_disabled_for_tests() {
+        return Ok(false);
+    }
+    match rustix::fs::renameat_with(old_dir, old, new_dir, new, RenameFlags::EXCHANGE) {
+        Ok(()) => {
+            EXCHANGE_SUPPORT.store(SUPPORTED, Ordering::Relaxed);
+            Ok(true)
+        }
+        Err(rustix::io::Errno::INVAL | rustix::io::Errno::NOSYS | rustix::io::Errno::OPNOTSUPP) => {
+            EXCHANGE_SUPPORT.store(UNSUPPORTED, Ordering::Relaxed);
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Tests force the two-rename fallback with `ZEROCLAW_BUNDLE_TEST_NO_EXCHANGE=1` (test-hooks
+/// builds only).
+fn exchange_disabled_for_tests() -> bool {
+    cfg!(feature = "test-hooks") && std::env::var_os("ZEROCLAW_BUNDLE_TEST_NO_EXCHANGE").is_some()
+}
+
+/// Removes a file (or, with `dir`, an empty directory) `name` in `dir`.
+pub fn unlink_at(dir: BorrowedFd<'_>, name: &[u8], is_dir: bool) -> io::Result<()> {
+    let flags = if is_dir {
+        AtFlags::REMOVEDIR
+    } else {
+        AtFlags::empty()
+    };
+    Ok(rustix::fs::unlinkat(dir, name, flags)?)
+}
+
+/// Removes `name` in `dir` and everything below it, through fds (never following a symlink).
+pub fn remove_tree_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
+    let st = match stat_at(dir, name) {
+        Ok(st) => st,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if st.kind != FileKind::Dir {
+        return unlink_at(dir, name, false);
+    }
+    let sub = open_dir_at(dir, name)?;
+    for child in read_dir_names(sub.as_fd())? {
+        remove_tree_at(sub.as_fd(), &child)?;
+    }
+    drop(sub);
+    unlink_at(dir, name, true)
+}
+
+/// A component as the byte slice the `*at` calls take.
+pub fn name_bytes(name: &OsStr) -> &[u8] {
+    name.as_bytes()
+}
+
+/// Six random alphanumerics (staging names).
+pub fn random_token() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut raw = [0u8; 6];
+    let mut filled = 0;
+    while filled < raw.len() {
+        match rustix::rand::getrandom(&mut raw[filled..], rustix::rand::GetRandomFlags::empty()) {
+            Ok(n) => filled += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => {
+                let t = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.subsec_nanos())
+                    .unwrap_or(0)
+                    ^ std::process::id();
+                for (i, b) in raw.iter_mut().enumerate() {
+                    *b = (t >> (i * 5)) as u8;
+                }
+                filled = raw.len();
+            }
+        }
+    }
+    raw.iter()
+        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
+        .collect()
+}
+
+/// The host name (`uname -n`).
+pub fn hostname() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
+}
