@@ -4,7 +4,12 @@
 //!
 //! Module owners: `sys` (every rustix call), `hooks` (test-only race seams), `capture` (the
 //! descriptor-verified walker), `publish` (staged publish and recovery), `cmd` (one file per
-//! subcommand), `cli` (argument parsing).
+//! subcommand), `cli` (argument parsing), `clock` (timestamps).
 
+pub mod capture;
+pub mod cli;
+pub mod clock;
+pub mod cmd;
 pub mod hooks;
+pub mod publish;
 pub mod sys;

@@ -303,3 +303,21 @@ pub fn hostname() -> String {
         .to_string_lossy()
         .into_owned()
 }
+
+/// True for the errors a no-follow open gives on a symlink (ELOOP, or ENOTDIR with
+/// O_DIRECTORY).
+pub fn is_symlink_refusal(e: &io::Error) -> bool {
+    let code = e.raw_os_error();
+    code == Some(rustix::io::Errno::LOOP.raw_os_error())
+        || code == Some(rustix::io::Errno::NOTDIR.raw_os_error())
+}
+
+/// True for "permission denied" (EACCES, EPERM).
+pub fn is_permission_denied(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::PermissionDenied
+}
+
+/// True for the error opening a socket or a FIFO without a peer gives (ENXIO).
+pub fn is_no_such_device(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error())
+}

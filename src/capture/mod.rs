@@ -1,0 +1,548 @@
+//! The descriptor-verified tree reader (SPEC §4, reference §9.6): walks an opened root into
+//! store objects and reports what it skipped.
+//!
+//! Invariants:
+//! - every directory is read through its own fd; every entry is classified with a no-follow
+//!   `fstatat` on its parent's fd, opened no-follow through the same fd, and the opened fd is
+//!   fstat'ed and compared with the classification (dev, ino, type). No path is ever reopened
+//!   by name;
+//! - symlinks, sockets, FIFOs, devices and regular files with more than one link are skipped
+//!   and counted; an entry replaced by another file between classify and open is skipped and
+//!   counted as `replaced`; an entry replaced by a SYMLINK fails the capture, naming it;
+//! - an unreadable file or directory fails the capture (unreadable is not absent);
+//! - the stat cache lets an unchanged file (same dev, ino, size, mtime, ctime, and a blob of
+//!   that length still in the store) skip opening and hashing; the racy rule rehashes any
+//!   entry whose mtime or ctime is not older than the capture start minus [`RACY_NS`].
+//!
+//! Reads happen on the opened fd only; bytes go straight into the store (hashed as written).
+
+pub mod root;
+
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+
+use indicatif::ProgressBar;
+use zeroclaw_bundle_store::{
+    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, StatCache, StatEntry, Store,
+    StoreError, Tally, Tree, TreeEntry,
+};
+
+use crate::hooks;
+use crate::sys::{self, FileKind, Stat};
+
+pub use root::RootError;
+
+/// The timestamp granularity the racy rule assumes. Kernel timestamps come from a coarse
+/// clock (a jiffy), and some filesystems store 1 s or 2 s; 2 s covers them all.
+pub const RACY_NS: i64 = 2_000_000_000;
+
+/// Directory nesting deeper than this fails the capture instead of exhausting the stack.
+const MAX_DEPTH: usize = 1024;
+
+/// Why a capture failed. Paths are as they sit in the bundle (`workspace/notes.md`).
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureError {
+    /// A root could not be opened.
+    #[error(transparent)]
+    Root(#[from] RootError),
+    /// An entry became a symlink between classification and open: fail closed.
+    #[error("{path} was swapped for a symlink while it was being read; nothing was captured from it and the capture stops, because following it could carry host data")]
+    SwappedForSymlink {
+        /// Bundle path of the entry.
+        path: String,
+    },
+    /// An entry that cannot be read.
+    #[error("could not read {path}: {source} (an unreadable entry fails the capture: unreadable is not absent)")]
+    Unreadable {
+        /// Bundle path of the entry.
+        path: String,
+        /// The error.
+        source: io::Error,
+    },
+    /// Too deep.
+    #[error("{path} is nested more than {MAX_DEPTH} directories deep")]
+    TooDeep {
+        /// Bundle path.
+        path: String,
+    },
+    /// The store failed.
+    #[error("could not store {path}: {source}")]
+    Store {
+        /// Bundle path of the entry.
+        path: String,
+        /// The store's error.
+        source: StoreError,
+    },
+}
+
+/// What a walk produced: the tree id, its total bytes, and how many files it holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Walked {
+    /// Tree object id.
+    pub id: ObjectId,
+    /// Total file bytes beneath.
+    pub size: u64,
+    /// Files beneath (0 for a tree of empty directories).
+    pub files: u64,
+}
+
+/// Which entries at a tree's top level are left out before anything is looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TopFilter {
+    /// Everything travels (a plain directory, a skill).
+    Everything,
+    /// An agent workspace: `memory` and `MEMORY_SNAPSHOT.md` at the top never travel.
+    Workspace,
+}
+
+impl TopFilter {
+    fn admits(self, name: &[u8]) -> bool {
+        match self {
+            TopFilter::Everything => true,
+            TopFilter::Workspace => name != b"memory" && name != b"MEMORY_SNAPSHOT.md",
+        }
+    }
+}
+
+/// One capture: a stat cache loaded at the start, the tallies, and the new cache to commit.
+pub struct Capture<'s> {
+    store: &'s Store,
+    cache_key: String,
+    old_cache: StatCache,
+    new_cache: StatCache,
+    racy_after_ns: i64,
+    report: CaptureReport,
+    progress: ProgressBar,
+}
+
+impl<'s> Capture<'s> {
+    /// Starts a capture whose stat cache is stored under `cache_key` (one key per source).
+    /// Opens the catalog only for the moment it takes to load the cache.
+    pub fn begin(
+        store: &'s Store,
+        cache_key: String,
+        progress: ProgressBar,
+    ) -> Result<Capture<'s>, StoreError> {
+        let start_ns = now_ns();
+        let old_cache = store.catalog()?.load_stat_cache(&cache_key)?;
+        Ok(Capture {
+            store,
+            cache_key,
+            old_cache,
+            new_cache: StatCache::new(),
+            racy_after_ns: start_ns - RACY_NS,
+            report: CaptureReport::default(),
+            progress,
+        })
+    }
+
+    /// The store written to.
+    pub fn store(&self) -> &'s Store {
+        self.store
+    }
+
+    /// Tallies and skipped entries so far.
+    pub fn report(&self) -> &CaptureReport {
+        &self.report
+    }
+
+    /// Consumes the capture: its report, and the stat cache to commit with the snapshot.
+    pub fn finish(self) -> (CaptureReport, String, StatCache) {
+        self.progress.finish_and_clear();
+        (self.report, self.cache_key, self.new_cache)
+    }
+
+    /// Walks a whole tree from its opened root. `label` prefixes bundle paths (`.` for none).
+    pub fn walk(
+        &mut self,
+        root: OwnedFd,
+        label: &str,
+        filter: TopFilter,
+    ) -> Result<Walked, CaptureError> {
+        let mut tally = Tally {
+            label: label.to_string(),
+            ..Tally::default()
+        };
+        let prefix = prefix_of(label);
+        let walked = self.walk_dir(root.as_fd(), &prefix, filter, &mut tally, 0)?;
+        self.report.trees.push(tally);
+        Ok(walked)
+    }
+
+    /// Walks a skill bundle root: only child directories admitted by `admits` are skills;
+    /// loose files and special entries at the root are ignored and not counted; a skill
+    /// that holds no file is not carried. `Ok(None)` when no skill was carried.
+    pub fn walk_skill_bundle(
+        &mut self,
+        root: OwnedFd,
+        label: &str,
+        admits: &dyn Fn(&str) -> bool,
+    ) -> Result<Option<Walked>, CaptureError> {
+        let mut tally = Tally {
+            label: label.to_string(),
+            ..Tally::default()
+        };
+        let prefix = prefix_of(label);
+        let names = self.list(root.as_fd(), &prefix)?;
+        let mut entries = Vec::new();
+        let (mut size, mut files) = (0, 0);
+        for name in names {
+            let Ok(text) = std::str::from_utf8(&name) else {
+                continue;
+            };
+            if !admits(text) {
+                continue;
+            }
+            let path = format!("{prefix}{text}");
+            let st = match sys::stat_at(root.as_fd(), &name) {
+                Ok(st) => st,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(source) => return Err(CaptureError::Unreadable { path, source }),
+            };
+            match st.kind {
+                FileKind::Symlink => {
+                    self.skip(&mut tally, path, SkipReason::Symlink);
+                    continue;
+                }
+                FileKind::Dir => {}
+                _ => continue,
+            }
+            let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, &mut tally)? else {
+                continue;
+            };
+            let walked = self.walk_dir(
+                sub.as_fd(),
+                &format!("{path}/"),
+                TopFilter::Everything,
+                &mut tally,
+                1,
+            )?;
+            if walked.files == 0 {
+                continue;
+            }
+            size += walked.size;
+            files += walked.files;
+            entries.push(TreeEntry {
+                name,
+                kind: EntryKind::Dir,
+                size: walked.size,
+                id: walked.id,
+            });
+        }
+        self.report.trees.push(tally);
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let id = self.write_tree(entries, label)?;
+        Ok(Some(Walked { id, size, files }))
+    }
+
+    fn list(&self, dir: BorrowedFd<'_>, prefix: &str) -> Result<Vec<Vec<u8>>, CaptureError> {
+        let mut names = sys::read_dir_names(dir).map_err(|source| CaptureError::Unreadable {
+            path: display_dir(prefix),
+            source,
+        })?;
+        names.sort();
+        Ok(names)
+    }
+
+    fn walk_dir(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        prefix: &str,
+        filter: TopFilter,
+        tally: &mut Tally,
+        depth: usize,
+    ) -> Result<Walked, CaptureError> {
+        if depth > MAX_DEPTH {
+            return Err(CaptureError::TooDeep {
+                path: display_dir(prefix),
+            });
+        }
+        let names = self.list(dir, prefix)?;
+        let mut entries = Vec::with_capacity(names.len());
+        let (mut size, mut files) = (0u64, 0u64);
+        for name in names {
+            if depth == 0 && !filter.admits(&name) {
+                continue;
+            }
+            let path = format!("{prefix}{}", escape_name(&name));
+            let classified = match sys::stat_at(dir, &name) {
+                Ok(st) => st,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    // Vanished between readdir and stat: it is not part of this tree.
+                    continue;
+                }
+                Err(source) => return Err(CaptureError::Unreadable { path, source }),
+            };
+            match classified.kind {
+                FileKind::Symlink => self.skip(tally, path, SkipReason::Symlink),
+                FileKind::Special => self.skip(tally, path, SkipReason::Special),
+                FileKind::File if classified.nlink > 1 => {
+                    self.skip(tally, path, SkipReason::HardLink)
+                }
+                FileKind::File => {
+                    if let Some((kind, id, len)) =
+                        self.file(dir, &name, &classified, &path, tally)?
+                    {
+                        size += len;
+                        files += 1;
+                        tally.files += 1;
+                        tally.bytes += len;
+                        self.progress.inc(1);
+                        entries.push(TreeEntry {
+                            name,
+                            kind,
+                            size: len,
+                            id,
+                        });
+                    }
+                }
+                FileKind::Dir => {
+                    let Some(sub) = self.open_dir(dir, &name, &classified, &path, tally)? else {
+                        continue;
+                    };
+                    let walked = self.walk_dir(
+                        sub.as_fd(),
+                        &format!("{path}/"),
+                        TopFilter::Everything,
+                        tally,
+                        depth + 1,
+                    )?;
+                    size += walked.size;
+                    files += walked.files;
+                    entries.push(TreeEntry {
+                        name,
+                        kind: EntryKind::Dir,
+                        size: walked.size,
+                        id: walked.id,
+                    });
+                }
+            }
+        }
+        let id = self.write_tree(entries, prefix)?;
+        Ok(Walked { id, size, files })
+    }
+
+    fn write_tree(&self, entries: Vec<TreeEntry>, prefix: &str) -> Result<ObjectId, CaptureError> {
+        let tree = Tree::from_entries(entries).map_err(|e| CaptureError::Store {
+            path: display_dir(prefix),
+            source: StoreError::Malformed {
+                id: ObjectId::of(b""),
+                what: "tree",
+                why: e,
+            },
+        })?;
+        self.store
+            .write_tree(&tree)
+            .map_err(|source| CaptureError::Store {
+                path: display_dir(prefix),
+                source,
+            })
+    }
+
+    /// Opens a classified directory no-follow; `None` when it was replaced (skipped, counted).
+    fn open_dir(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        name: &[u8],
+        classified: &Stat,
+        path: &str,
+        tally: &mut Tally,
+    ) -> Result<Option<OwnedFd>, CaptureError> {
+        hooks::seam("classify-open", path);
+        let sub = match sys::open_dir_at(dir, name) {
+            Ok(fd) => fd,
+            Err(e) => return self.open_failed(dir, name, path, tally, e),
+        };
+        let opened = sys::fstat(&sub).map_err(|source| CaptureError::Unreadable {
+            path: path.to_string(),
+            source,
+        })?;
+        if !opened.same_object(classified) {
+            self.skip(tally, path.to_string(), SkipReason::Replaced);
+            return Ok(None);
+        }
+        Ok(Some(sub))
+    }
+
+    /// Decides what a failed no-follow open means: a symlink swapped in fails closed; a
+    /// vanished or special entry is a replaced one; anything else is unreadable.
+    fn open_failed<T>(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        name: &[u8],
+        path: &str,
+        tally: &mut Tally,
+        e: io::Error,
+    ) -> Result<Option<T>, CaptureError> {
+        let now = sys::stat_at(dir, name).ok();
+        if sys::is_symlink_refusal(&e) || matches!(now, Some(st) if st.kind == FileKind::Symlink) {
+            if matches!(now, Some(st) if st.kind != FileKind::Symlink) {
+                // ENOTDIR on something that is not a symlink: replaced by a file.
+                self.skip(tally, path.to_string(), SkipReason::Replaced);
+                return Ok(None);
+            }
+            return Err(CaptureError::SwappedForSymlink {
+                path: path.to_string(),
+            });
+        }
+        if e.kind() == io::ErrorKind::NotFound || sys::is_no_such_device(&e) {
+            self.skip(tally, path.to_string(), SkipReason::Replaced);
+            return Ok(None);
+        }
+        Err(CaptureError::Unreadable {
+            path: path.to_string(),
+            source: e,
+        })
+    }
+
+    /// Captures one classified regular file; `None` when skipped.
+    fn file(
+        &mut self,
+        dir: BorrowedFd<'_>,
+        name: &[u8],
+        classified: &Stat,
+        path: &str,
+        tally: &mut Tally,
+    ) -> Result<Option<(EntryKind, ObjectId, u64)>, CaptureError> {
+        let key = path.as_bytes().to_vec();
+        if let Some(hit) = self.cached(&key, classified) {
+            let kind = if hit.exec {
+                EntryKind::ExecFile
+            } else {
+                EntryKind::File
+            };
+            self.new_cache.insert(key, hit);
+            return Ok(Some((kind, hit.id, hit.size)));
+        }
+        hooks::seam("classify-open", path);
+        let mut file = match sys::open_file_at(dir, name) {
+            Ok(f) => f,
+            Err(e) => return self.open_failed(dir, name, path, tally, e),
+        };
+        let opened = sys::fstat(&file).map_err(|source| CaptureError::Unreadable {
+            path: path.to_string(),
+            source,
+        })?;
+        if opened.kind != FileKind::File || !opened.same_object(classified) {
+            let reason = if opened.kind == FileKind::File && opened.nlink > 1 {
+                SkipReason::HardLink
+            } else {
+                SkipReason::Replaced
+            };
+            self.skip(tally, path.to_string(), reason);
+            return Ok(None);
+        }
+        if opened.nlink > 1 {
+            self.skip(tally, path.to_string(), SkipReason::HardLink);
+            return Ok(None);
+        }
+        let (id, len) =
+            self.store
+                .objects()
+                .write_from(&mut file)
+                .map_err(|source| match source {
+                    StoreError::Io {
+                        op: "read", source, ..
+                    } => CaptureError::Unreadable {
+                        path: path.to_string(),
+                        source,
+                    },
+                    source => CaptureError::Store {
+                        path: path.to_string(),
+                        source,
+                    },
+                })?;
+        let exec = opened.is_executable();
+        if len == opened.size {
+            self.new_cache.insert(
+                key,
+                StatEntry {
+                    dev: opened.dev,
+                    ino: opened.ino,
+                    size: len,
+                    mtime_ns: opened.mtime_ns,
+                    ctime_ns: opened.ctime_ns,
+                    exec,
+                    id,
+                },
+            );
+        }
+        let kind = if exec {
+            EntryKind::ExecFile
+        } else {
+            EntryKind::File
+        };
+        Ok(Some((kind, id, len)))
+    }
+
+    /// A stat-cache hit: same identity, size, times and mode class, not racy, blob present.
+    fn cached(&self, key: &[u8], st: &Stat) -> Option<StatEntry> {
+        let hit = self.old_cache.get(key)?;
+        let same = hit.dev == st.dev
+            && hit.ino == st.ino
+            && hit.size == st.size
+            && hit.mtime_ns == st.mtime_ns
+            && hit.ctime_ns == st.ctime_ns
+            && hit.exec == st.is_executable();
+        let racy = st.mtime_ns >= self.racy_after_ns || st.ctime_ns >= self.racy_after_ns;
+        (same && !racy && self.store.objects().has_with_len(&hit.id, hit.size)).then_some(*hit)
+    }
+
+    fn skip(&mut self, tally: &mut Tally, path: String, reason: SkipReason) {
+        match reason {
+            SkipReason::Symlink => tally.symlinks += 1,
+            SkipReason::Special => tally.special += 1,
+            SkipReason::HardLink => tally.hard_links += 1,
+            SkipReason::Replaced => tally.replaced += 1,
+        }
+        self.report.skipped.push(Skipped {
+            path,
+            reason: reason.as_str().to_string(),
+        });
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum SkipReason {
+    Symlink,
+    Special,
+    HardLink,
+    Replaced,
+}
+
+impl SkipReason {
+    fn as_str(self) -> &'static str {
+        match self {
+            SkipReason::Symlink => "symlink",
+            SkipReason::Special => "special",
+            SkipReason::HardLink => "hard_link",
+            SkipReason::Replaced => "replaced",
+        }
+    }
+}
+
+fn prefix_of(label: &str) -> String {
+    if label.is_empty() || label == "." {
+        String::new()
+    } else {
+        format!("{label}/")
+    }
+}
+
+fn display_dir(prefix: &str) -> String {
+    if prefix.is_empty() {
+        ".".to_string()
+    } else {
+        prefix.trim_end_matches('/').to_string()
+    }
+}
+
+/// Nanoseconds since the epoch, now.
+pub fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

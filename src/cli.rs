@@ -1,0 +1,111 @@
+//! Command-line parsing (clap derive): one Args struct per subcommand, the global options,
+//! and nothing else. DESIGN.md §8 is the contract.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Make ZeroClaw agents portable: snapshot, export, review (FUSE), diff.
+#[derive(Debug, Parser)]
+#[command(name = "zeroclaw-bundle", version, about, max_term_width = 100)]
+pub struct Cli {
+    /// Store directory [default: $ZEROCLAW_BUNDLE_STORE, else $XDG_DATA_HOME/zeroclaw-bundle,
+    /// else ~/.local/share/zeroclaw-bundle]
+    #[arg(long, global = true, value_name = "DIR")]
+    pub store: Option<PathBuf>,
+    /// Print one JSON document instead of text
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// Print less (no progress bars)
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Print more
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// The command
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Capture a directory (or an agent) into the store
+    Snapshot(SnapshotArgs),
+    /// List snapshots
+    List,
+    /// Show one snapshot's record
+    Show(RefArgs),
+    /// List a directory of a snapshot: SNAPSHOT[:PATH]
+    Ls(LsArgs),
+    /// Print a file of a snapshot: SNAPSHOT:PATH
+    Cat(CatArgs),
+    /// Publish a stored snapshot into a directory
+    Checkout(CheckoutArgs),
+    /// Rehash every object and check every snapshot's objects exist
+    Verify,
+    /// Remove objects no snapshot reaches
+    Gc(GcArgs),
+    /// Rebuild the catalog from the snapshot records in the store
+    Reindex,
+    /// Remove a snapshot from the store (its data goes at the next gc)
+    Forget(RefArgs),
+}
+
+/// `snapshot`.
+#[derive(Debug, Args)]
+pub struct SnapshotArgs {
+    /// Directory to capture
+    #[arg(long, value_name = "PATH")]
+    pub dir: PathBuf,
+    /// Name for the snapshot (usable wherever a snapshot is expected)
+    #[arg(long)]
+    pub name: Option<String>,
+}
+
+/// A command taking one snapshot reference.
+#[derive(Debug, Args)]
+pub struct RefArgs {
+    /// Snapshot: full id, unique prefix (8+ hex digits), name, or agent/<alias>
+    pub snapshot: String,
+}
+
+/// `ls`.
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// SNAPSHOT or SNAPSHOT:PATH
+    pub target: OsString,
+    /// List subdirectories too
+    #[arg(short, long)]
+    pub recursive: bool,
+}
+
+/// `cat`.
+#[derive(Debug, Args)]
+pub struct CatArgs {
+    /// SNAPSHOT:PATH
+    pub target: OsString,
+}
+
+/// `checkout`.
+#[derive(Debug, Args)]
+pub struct CheckoutArgs {
+    /// Snapshot to publish
+    pub snapshot: String,
+    /// Destination directory
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+    /// Replace the contents of a non-empty destination
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `gc`.
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Keep unreachable objects younger than this many seconds (a capture in progress
+    /// writes objects before its snapshot record)
+    #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
+    pub grace: u64,
+}

@@ -1,0 +1,38 @@
+//! `cat SNAPSHOT:PATH`: write a file's bytes to stdout, after checking its hash (a corrupt
+//! object prints nothing and fails).
+
+use std::io::Write;
+
+use anyhow::{bail, Context, Result};
+use zeroclaw_bundle_store::{escape_name, resolve_path};
+
+use crate::cli::CatArgs;
+use crate::cmd::{resolve, split_target, Ctx, Outcome};
+
+/// Runs `cat`.
+pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let (reference, path) = split_target(&args.target);
+    if path.is_empty() {
+        bail!("`cat` needs SNAPSHOT:PATH (a file inside the snapshot)");
+    }
+    let id = resolve(&store, &reference)?;
+    let snap = store.read_snapshot(&id)?;
+    let entry = resolve_path(&store.reader(), &snap.root, &path, &id.short(12))?;
+    if !entry.kind.is_file() {
+        bail!(
+            "{} is a directory in snapshot {}",
+            escape_name(&path),
+            id.short(12)
+        );
+    }
+    let blob = store.objects().open_blob(&entry.id)?;
+    blob.verify(&entry.id)
+        .with_context(|| format!("could not read {}", escape_name(&path)))?;
+    let mut out = std::io::stdout().lock();
+    let mut reader = blob.verifying_reader(entry.id);
+    std::io::copy(&mut reader, &mut out)
+        .with_context(|| format!("could not write {} to stdout", escape_name(&path)))?;
+    out.flush()?;
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,79 @@
+//! `ls SNAPSHOT[:PATH] [-r]`: list a directory of a snapshot (kind, size, name).
+
+use anyhow::{bail, Result};
+use serde_json::json;
+use zeroclaw_bundle_store::{escape_name, resolve_path, EntryKind, ObjectId, ObjectSource};
+
+use crate::cli::LsArgs;
+use crate::cmd::{resolve, split_target, Ctx, Outcome};
+
+/// Runs `ls`.
+pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let (reference, path) = split_target(&args.target);
+    let id = resolve(&store, &reference)?;
+    let snap = store.read_snapshot(&id)?;
+    let reader = store.reader();
+    let entry = resolve_path(&reader, &snap.root, &path, &id.short(12))?;
+    let base = String::from_utf8_lossy(&path).trim_matches('/').to_string();
+    let mut rows = Vec::new();
+    if entry.kind == EntryKind::Dir {
+        list_dir(
+            &reader,
+            &entry.id,
+            &escape_name(base.as_bytes()),
+            args.recursive,
+            &mut rows,
+        )?;
+    } else {
+        rows.push((entry.kind, entry.size, entry.id, escape_name(&path)));
+    }
+    if ctx.json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(k, size, id, p)| json!({"path": p, "kind": k, "size": size, "id": id}))
+            .collect();
+        ctx.print_json(&json!(v))?;
+    } else {
+        for (kind, size, id, p) in rows {
+            let k = match kind {
+                EntryKind::File => "file",
+                EntryKind::ExecFile => "exec",
+                EntryKind::Dir => "dir ",
+            };
+            if ctx.verbose {
+                println!("{k} {size:>12} {} {p}", id.short(16));
+            } else {
+                println!("{k} {size:>12} {p}");
+            }
+        }
+    }
+    Ok(Outcome::Success)
+}
+
+type Row = (EntryKind, u64, ObjectId, String);
+
+fn list_dir(
+    source: &dyn ObjectSource,
+    tree: &ObjectId,
+    prefix: &str,
+    recursive: bool,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let tree = source.tree(tree)?;
+    for e in tree.entries() {
+        let p = if prefix.is_empty() {
+            e.display_name()
+        } else {
+            format!("{prefix}/{}", e.display_name())
+        };
+        rows.push((e.kind, e.size, e.id, p.clone()));
+        if recursive && e.kind == EntryKind::Dir {
+            if rows.len() > 50_000_000 {
+                bail!("listing too large");
+            }
+            list_dir(source, &e.id, &p, true, rows)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+//! `show SNAPSHOT`: the snapshot record, with its tallies and skipped entries.
+
+use anyhow::Result;
+use serde_json::json;
+
+use crate::cli::RefArgs;
+use crate::clock::rfc3339_utc;
+use crate::cmd::{human_bytes, resolve, Ctx, Outcome};
+
+/// Runs `show`.
+pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let id = resolve(&store, &args.snapshot)?;
+    let snap = store.read_snapshot(&id)?;
+    if ctx.json {
+        let mut v = serde_json::to_value(&snap)?;
+        v["id"] = json!(id);
+        v["created"] = json!(rfc3339_utc(snap.created_unix_ns));
+        ctx.print_json(&v)?;
+        return Ok(Outcome::Success);
+    }
+    println!("snapshot  {id}");
+    println!("created   {}", rfc3339_utc(snap.created_unix_ns));
+    println!("host      {}", snap.host);
+    println!(
+        "kind      {}",
+        match snap.kind {
+            zeroclaw_bundle_store::SnapshotKind::Tree => "tree",
+            zeroclaw_bundle_store::SnapshotKind::AgentBundle => "agent bundle",
+        }
+    );
+    println!("source    {}", snap.source);
+    if let Some(a) = &snap.agent {
+        println!("agent     {a}");
+    }
+    if let Some(n) = &snap.name {
+        println!("name      {n}");
+    }
+    if let Some(p) = &snap.parent {
+        println!("parent    {p}");
+    }
+    println!("root      {}", snap.root);
+    for t in &snap.report.trees {
+        println!(
+            "tree {:<20} {} files, {}; skipped: {} symlinks, {} special, {} hard links, {} replaced",
+            t.label,
+            t.files,
+            human_bytes(t.bytes),
+            t.symlinks,
+            t.special,
+            t.hard_links,
+            t.replaced
+        );
+    }
+    for s in &snap.report.skipped {
+        println!("skipped {:<9} {}", s.reason, s.path);
+    }
+    Ok(Outcome::Success)
+}

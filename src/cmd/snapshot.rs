@@ -1,0 +1,97 @@
+//! `snapshot --dir PATH [--name NAME]`: capture any directory into the store.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use zeroclaw_bundle_store::{Snapshot, SnapshotKind, Store};
+
+use crate::capture::{root, Capture, TopFilter};
+use crate::cli::SnapshotArgs;
+use crate::cmd::{human_bytes, Ctx, Outcome};
+
+/// Runs `snapshot`.
+pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
+    if let Some(name) = &args.name {
+        zeroclaw_bundle_store::validate_name(name)?;
+    }
+    let store = ctx.store()?;
+    let source = describe(&args.dir);
+    let fd = root::open_configured(&args.dir)?
+        .with_context(|| format!("{} does not exist", args.dir.display()))?;
+    let parent = latest_of_source(&store, &source)?;
+    let mut capture = Capture::begin(
+        &store,
+        format!("dir:{source}"),
+        ctx.progress(None, "capturing", false),
+    )?;
+    let walked = capture.walk(fd, ".", TopFilter::Everything)?;
+    let (report, key, cache) = capture.finish();
+    let snap = Snapshot {
+        root: walked.id,
+        created_unix_ns: crate::clock::now_unix_ns(),
+        host: crate::sys::hostname(),
+        kind: SnapshotKind::Tree,
+        source,
+        agent: None,
+        name: args.name,
+        parent,
+        report,
+    };
+    let id = store
+        .commit_snapshot(&snap, Some((&key, &cache)))
+        .context("could not record the snapshot")?;
+    if ctx.json {
+        ctx.print_json(&json!({
+            "id": id,
+            "root": snap.root,
+            "files": snap.files(),
+            "bytes": snap.bytes(),
+            "report": snap.report,
+        }))?;
+    } else {
+        let skipped: u64 = snap.report.trees.iter().map(|t| t.skipped()).sum();
+        if !ctx.quiet {
+            eprintln!(
+                "captured {} files, {} from {}{}",
+                snap.files(),
+                human_bytes(snap.bytes()),
+                snap.source,
+                if skipped > 0 {
+                    format!(" ({skipped} entries skipped: see `show`)")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        println!("{id}");
+    }
+    Ok(Outcome::Success)
+}
+
+/// The absolute path a snapshot came from: parent canonicalized, last component as given.
+fn describe(dir: &Path) -> String {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let resolved = match (abs.parent(), abs.file_name()) {
+        (Some(p), Some(n)) => p
+            .canonicalize()
+            .map(|p| p.join(n))
+            .unwrap_or_else(|_| abs.clone()),
+        _ => abs.clone(),
+    };
+    PathBuf::from(resolved).to_string_lossy().into_owned()
+}
+
+/// The newest snapshot of the same source (the new one's parent).
+fn latest_of_source(
+    store: &Store,
+    source: &str,
+) -> Result<Option<zeroclaw_bundle_store::ObjectId>> {
+    Ok(store
+        .catalog()?
+        .snapshots()?
+        .into_iter()
+        .rev()
+        .find(|s| s.source == source)
+        .map(|s| s.id))
+}
