@@ -1,6 +1,6 @@
 //! `snapshot --dir PATH [--name NAME]`: capture any directory into the store.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -79,7 +79,7 @@ fn describe(dir: &Path) -> String {
             .unwrap_or_else(|_| abs.clone()),
         _ => abs.clone(),
     };
-    PathBuf::from(resolved).to_string_lossy().into_owned()
+    resolved.to_string_lossy().into_owned()
 }
 
 /// The newest snapshot of the same source (the new one's parent).
