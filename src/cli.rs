@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
 pub struct Cli {
     /// Store directory [default: $ZEROCLAW_BUNDLE_STORE, else $XDG_DATA_HOME/zeroclaw-bundle,
     /// else ~/.local/share/zeroclaw-bundle]
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(long, global = true, value_name = "DIR", env = "ZEROCLAW_BUNDLE_STORE")]
     pub store: Option<PathBuf>,
     /// Print one JSON document instead of text
     #[arg(long, global = true)]

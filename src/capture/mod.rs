@@ -104,6 +104,17 @@ impl TopFilter {
     }
 }
 
+/// How much work a capture did: files read and hashed vs. reused from the stat cache.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct CaptureStats {
+    /// Files opened, read and hashed.
+    pub hashed_files: u64,
+    /// Bytes read and hashed.
+    pub hashed_bytes: u64,
+    /// Files whose blob came from the stat cache without reading.
+    pub cached_files: u64,
+}
+
 /// One capture: a stat cache loaded at the start, the tallies, and the new cache to commit.
 pub struct Capture<'s> {
     store: &'s Store,
@@ -112,6 +123,7 @@ pub struct Capture<'s> {
     new_cache: StatCache,
     racy_after_ns: i64,
     report: CaptureReport,
+    stats: CaptureStats,
     progress: ProgressBar,
 }
 
@@ -132,6 +144,7 @@ impl<'s> Capture<'s> {
             new_cache: StatCache::new(),
             racy_after_ns: start_ns - RACY_NS,
             report: CaptureReport::default(),
+            stats: CaptureStats::default(),
             progress,
         })
     }
@@ -144,6 +157,11 @@ impl<'s> Capture<'s> {
     /// Tallies and skipped entries so far.
     pub fn report(&self) -> &CaptureReport {
         &self.report
+    }
+
+    /// Work done so far.
+    pub fn stats(&self) -> CaptureStats {
+        self.stats
     }
 
     /// Consumes the capture: its report, and the stat cache to commit with the snapshot.
@@ -414,6 +432,7 @@ impl<'s> Capture<'s> {
                 EntryKind::File
             };
             self.new_cache.insert(key, hit);
+            self.stats.cached_files += 1;
             return Ok(Some((kind, hit.id, hit.size)));
         }
         hooks::seam("classify-open", path);
@@ -454,6 +473,8 @@ impl<'s> Capture<'s> {
                         source,
                     },
                 })?;
+        self.stats.hashed_files += 1;
+        self.stats.hashed_bytes += len;
         let exec = opened.is_executable();
         if len == opened.size {
             self.new_cache.insert(

@@ -26,6 +26,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         ctx.progress(None, "capturing", false),
     )?;
     let walked = capture.walk(fd, ".", TopFilter::Everything)?;
+    let stats = capture.stats();
     let (report, key, cache) = capture.finish();
     let snap = Snapshot {
         root: walked.id,
@@ -48,6 +49,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             "files": snap.files(),
             "bytes": snap.bytes(),
             "report": snap.report,
+            "work": stats,
         }))?;
     } else {
         let skipped: u64 = snap.report.trees.iter().map(|t| t.skipped()).sum();

@@ -88,16 +88,25 @@ impl Store {
         match fs::read_to_string(&marker) {
             Ok(text) => Store::check_marker(root, &text)?,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                let mut entries =
-                    fs::read_dir(root).map_err(|e| StoreError::io("read", root, e))?;
-                if entries.next().is_some() {
-                    return Err(StoreError::NotAStore {
-                        path: root.to_path_buf(),
-                        why: "the directory is not empty and has no STORE marker".into(),
-                    });
+                // Another process may be creating this store right now: only our own layout
+                // entries are allowed in a directory without a marker.
+                let entries = fs::read_dir(root).map_err(|e| StoreError::io("read", root, e))?;
+                for entry in entries {
+                    let entry = entry.map_err(|e| StoreError::io("read", root, e))?;
+                    let name = entry.file_name();
+                    let ours = ["objects", "tmp", "catalog", "leases", "STORE.tmp"]
+                        .iter()
+                        .any(|n| name.as_encoded_bytes() == n.as_bytes())
+                        || name.to_string_lossy().starts_with("STORE.tmp.");
+                    if !ours {
+                        return Err(StoreError::NotAStore {
+                            path: root.to_path_buf(),
+                            why: "the directory is not empty and has no STORE marker".into(),
+                        });
+                    }
                 }
                 ObjectDir::new(root).create_layout()?;
-                let tmp = root.join("STORE.tmp");
+                let tmp = root.join(format!("STORE.tmp.{}", std::process::id()));
                 fs::write(&tmp, format!("{MARKER_HEAD}\nversion {STORE_VERSION}\n"))
                     .map_err(|e| StoreError::io("write", &tmp, e))?;
                 fs::rename(&tmp, &marker).map_err(|e| StoreError::io("rename", &marker, e))?;

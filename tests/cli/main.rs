@@ -1,0 +1,6 @@
+//! Integration tests: the real `zeroclaw-bundle` binary against temp dirs. One binary, one
+//! module per area; each module says which failures it pins.
+
+mod capture_races;
+mod store_cli;
+mod util;

@@ -1,0 +1,223 @@
+//! The test environment: a fresh temp dir per test with its own store, a runner for the real
+//! `zeroclaw-bundle` binary whose failures show command, status, stdout and stderr, and tree
+//! helpers (build fixtures in code, compare trees byte for byte and mode for mode).
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_zeroclaw-bundle");
+
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub store: PathBuf,
+}
+
+pub struct Run {
+    pub cmd: String,
+    pub out: Output,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    pub fn code(&self) -> i32 {
+        self.out.status.code().unwrap_or(-1)
+    }
+    /// The last line of stdout (where commands print the id they made).
+    pub fn last_line(&self) -> String {
+        self.stdout().lines().last().unwrap_or("").to_string()
+    }
+    pub fn describe(&self) -> String {
+        format!(
+            "command: {}\nstatus: {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.cmd,
+            self.out.status,
+            self.stdout(),
+            self.stderr()
+        )
+    }
+    #[track_caller]
+    pub fn ok(self) -> Run {
+        assert!(
+            self.out.status.success(),
+            "expected success\n{}",
+            self.describe()
+        );
+        self
+    }
+    #[track_caller]
+    pub fn fails(self, code: i32, needle: &str) -> Run {
+        assert_eq!(self.code(), code, "wrong exit code\n{}", self.describe());
+        assert!(
+            self.stderr().contains(needle),
+            "stderr lacks {needle:?}\n{}",
+            self.describe()
+        );
+        self
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.out.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e})\n{}", self.describe()))
+    }
+}
+
+impl TestEnv {
+    pub fn new() -> TestEnv {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = dir.path().join("store");
+        TestEnv { dir, store }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = Command::new(BIN);
+        c.env("ZEROCLAW_BUNDLE_STORE", &self.store)
+            .env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM")
+            .env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_PATH")
+            .env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_CMD")
+            .current_dir(self.dir.path());
+        c
+    }
+
+    pub fn run<S: AsRef<OsStr>>(&self, args: &[S]) -> Run {
+        self.run_with(args, &[])
+    }
+
+    pub fn run_with<S: AsRef<OsStr>>(&self, args: &[S], env: &[(&str, &str)]) -> Run {
+        let mut c = self.cmd();
+        c.args(args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        run_command(c)
+    }
+
+    /// `snapshot --dir DIR`, returning the id.
+    pub fn snapshot(&self, dir: &Path) -> String {
+        let r = self
+            .run(&[OsStr::new("snapshot"), OsStr::new("--dir"), dir.as_os_str()])
+            .ok();
+        let id = r.last_line();
+        assert_eq!(id.len(), 64, "{}", r.describe());
+        id
+    }
+}
+
+pub fn run_command(mut c: Command) -> Run {
+    let cmd = format!("{c:?}");
+    let out = c
+        .output()
+        .unwrap_or_else(|e| panic!("could not run {cmd}: {e}"));
+    Run { cmd, out }
+}
+
+/// Writes a file, creating parents.
+pub fn write(path: &Path, content: &[u8]) {
+    fs::create_dir_all(path.parent().unwrap()).unwrap();
+    fs::write(path, content).unwrap();
+}
+
+pub fn chmod(path: &Path, mode: u32) {
+    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// Deterministic pseudo-random bytes.
+pub fn bytes(seed: u64, len: usize) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// What a tree looks like: relative path -> (kind, exec bit, content) for regular files and
+/// dirs; symlinks and specials are recorded by kind only.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Node {
+    Dir,
+    File { exec: bool, content: Vec<u8> },
+    Other(String),
+}
+
+pub fn read_tree(root: &Path) -> BTreeMap<Vec<u8>, Node> {
+    let mut out = BTreeMap::new();
+    walk(root, root, &mut out);
+    out
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<Vec<u8>, Node>) {
+    for ent in fs::read_dir(dir).unwrap() {
+        let ent = ent.unwrap();
+        let path = ent.path();
+        let rel = path
+            .strip_prefix(root)
+            .unwrap()
+            .as_os_str()
+            .as_bytes()
+            .to_vec();
+        let meta = fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            out.insert(rel, Node::Dir);
+            walk(root, &path, out);
+        } else if meta.is_file() {
+            out.insert(
+                rel,
+                Node::File {
+                    exec: meta.permissions().mode() & 0o111 != 0,
+                    content: fs::read(&path).unwrap(),
+                },
+            );
+        } else {
+            out.insert(rel, Node::Other(format!("{:?}", meta.file_type())));
+        }
+    }
+}
+
+/// Asserts two trees hold the same names, kinds, exec bits and bytes.
+#[track_caller]
+pub fn assert_same_tree(a: &Path, b: &Path) {
+    let ta = read_tree(a);
+    let tb = read_tree(b);
+    let names = |t: &BTreeMap<Vec<u8>, Node>| {
+        t.keys()
+            .map(|k| String::from_utf8_lossy(k).into_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(&ta), names(&tb), "different names: {a:?} vs {b:?}");
+    for (k, v) in &ta {
+        assert!(
+            tb.get(k) == Some(v),
+            "{} differs",
+            String::from_utf8_lossy(k)
+        );
+    }
+}
+
+/// Runs `f` only when `cond`; used to document root-only preconditions.
+pub fn is_root() -> bool {
+    rustix_uid() == 0
+}
+
+fn rustix_uid() -> u32 {
+    let out = Command::new("id").arg("-u").output().unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .parse()
+        .unwrap_or(1)
+}
