@@ -1,1 +1,3 @@
 //! zeroclaw-bundle: portable ZeroClaw agents (library side of the CLI).
+
+pub mod agent;
