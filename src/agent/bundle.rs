@@ -53,9 +53,17 @@ pub struct RenderedBundle {
 impl ExportPlan {
     /// Render `(config.toml, zeroclaw-agent.toml)` from what was carried. Runs the closure gate
     /// (reference §4.9, §10) on the rendered fragment: a failing check is an error naming the field.
-    pub fn render(&self, outcome: &CaptureOutcome, provenance: &Provenance) -> Result<RenderedBundle, AgentError> {
+    pub fn render(
+        &self,
+        outcome: &CaptureOutcome,
+        provenance: &Provenance,
+    ) -> Result<RenderedBundle, AgentError> {
         let planned: Vec<&str> = self.skills.iter().map(|s| s.alias.as_str()).collect();
-        for alias in outcome.carried_skill_bundles.iter().chain(&outcome.missing_skill_bundles) {
+        for alias in outcome
+            .carried_skill_bundles
+            .iter()
+            .chain(&outcome.missing_skill_bundles)
+        {
             if !planned.contains(&alias.as_str()) {
                 return Err(AgentError::CaptureMismatch(format!(
                     "skill bundle `{alias}` was not planned for agent '{}'",
@@ -77,10 +85,14 @@ impl ExportPlan {
         let mut dropped = self.dropped.clone();
         if let Some(document) = &self.identity_document {
             if !outcome.identity_document_carried {
-                if let Some(Node::Table(identity)) = closure.lookup_mut(&["agents", &self.alias, "identity"]) {
+                if let Some(Node::Table(identity)) =
+                    closure.lookup_mut(&["agents", &self.alias, "identity"])
+                {
                     identity.remove("aieos_path");
                     if identity.is_empty() {
-                        if let Some(Node::Table(agent)) = closure.lookup_mut(&["agents", &self.alias]) {
+                        if let Some(Node::Table(agent)) =
+                            closure.lookup_mut(&["agents", &self.alias])
+                        {
                             agent.remove("identity");
                         }
                     }
@@ -110,7 +122,10 @@ impl ExportPlan {
             ));
         }
 
-        let config_toml = format!("{CONFIG_HEADER}{}", ensure_blank_line_before_sections(&to_toml(&closure)));
+        let config_toml = format!(
+            "{CONFIG_HEADER}{}",
+            ensure_blank_line_before_sections(&to_toml(&closure))
+        );
         gate::check(&self.alias, &config_toml)?;
 
         let mut risk_flags: Vec<_> = carried.iter().map(|a| carried_skills_flag(a)).collect();
@@ -123,6 +138,10 @@ impl ExportPlan {
             dropped,
             risk_flags,
         );
-        Ok(RenderedBundle { manifest_toml: manifest.to_toml_string(), config_toml, manifest })
+        Ok(RenderedBundle {
+            manifest_toml: manifest.to_toml_string(),
+            config_toml,
+            manifest,
+        })
     }
 }

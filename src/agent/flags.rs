@@ -24,7 +24,10 @@ pub(crate) fn policy_flags(config: &Table, alias: &str, agent: &Table) -> Vec<Ri
     if let Some(profile) = profile {
         let at = |field: &str| format!("risk_profiles.{profile_name}.{field}");
         let flag_bool = |field: &str, default: bool| {
-            profile.get(field).and_then(Node::as_bool).unwrap_or(default)
+            profile
+                .get(field)
+                .and_then(Node::as_bool)
+                .unwrap_or(default)
         };
         let full = profile.get("level").and_then(Node::as_str) == Some("full");
         if full {
@@ -95,7 +98,11 @@ pub(crate) fn policy_flags(config: &Table, alias: &str, agent: &Table) -> Vec<Ri
                 ));
             }
         }
-        if profile.lookup(&["delegation_policy", "mode"]).and_then(Node::as_str) == Some("allow") {
+        if profile
+            .lookup(&["delegation_policy", "mode"])
+            .and_then(Node::as_str)
+            == Some("allow")
+        {
             flags.push(RiskFlag::new(
                 RiskKind::DelegationEnabled,
                 at("delegation_policy.mode"),
@@ -122,7 +129,10 @@ pub(crate) fn policy_flags(config: &Table, alias: &str, agent: &Table) -> Vec<Ri
 pub(crate) fn server_flags(servers: &[(String, Table)]) -> Vec<RiskFlag> {
     let mut flags = Vec::new();
     for (name, server) in servers {
-        let transport = server.get("transport").and_then(Node::as_str).unwrap_or("stdio");
+        let transport = server
+            .get("transport")
+            .and_then(Node::as_str)
+            .unwrap_or("stdio");
         if transport == "stdio" {
             let command = server.get("command").and_then(Node::as_str).unwrap_or("");
             let args = strings(server.get("args"));

@@ -46,7 +46,10 @@ impl Install {
         // Relative config paths resolve against the install root, so make it absolute once
         // (lexically: the capture decides what the path really reaches).
         let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
-        Ok(Install { root, config: Table::from_toml_edit(doc.as_table()) })
+        Ok(Install {
+            root,
+            config: Table::from_toml_edit(doc.as_table()),
+        })
     }
 
     /// The install root (absolute).

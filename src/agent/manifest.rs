@@ -112,8 +112,16 @@ pub struct Dropped {
 }
 
 impl Dropped {
-    pub(crate) fn new(path: impl Into<String>, reason: DropReason, detail: impl Into<String>) -> Self {
-        Self { path: path.into(), reason, detail: detail.into() }
+    pub(crate) fn new(
+        path: impl Into<String>,
+        reason: DropReason,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            path: path.into(),
+            reason,
+            detail: detail.into(),
+        }
     }
 }
 
@@ -130,7 +138,11 @@ pub struct RiskFlag {
 
 impl RiskFlag {
     pub(crate) fn new(kind: RiskKind, path: impl Into<String>, detail: impl Into<String>) -> Self {
-        Self { kind, path: path.into(), detail: detail.into() }
+        Self {
+            kind,
+            path: path.into(),
+            detail: detail.into(),
+        }
     }
 }
 
@@ -151,7 +163,10 @@ impl Provenance {
             Some(v) => v.to_string(),
             None => format!("zeroclaw-bundle {}", env!("CARGO_PKG_VERSION")),
         };
-        Self { zeroclaw_version, exported_at: rfc3339_utc(at) }
+        Self {
+            zeroclaw_version,
+            exported_at: rfc3339_utc(at),
+        }
     }
 }
 
@@ -182,7 +197,11 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, u32::try_from(m).unwrap_or(1), u32::try_from(d).unwrap_or(1))
+    (
+        y,
+        u32::try_from(m).unwrap_or(1),
+        u32::try_from(d).unwrap_or(1),
+    )
 }
 
 /// The manifest, as written to `zeroclaw-agent.toml`.
@@ -233,8 +252,14 @@ impl Manifest {
         root.insert("required_secrets", strings(&self.required_secrets));
         root.insert("skill_bundles", strings(&self.skill_bundles));
         let mut provenance = Table::new();
-        provenance.insert("zeroclaw_version", Node::Str(self.provenance.zeroclaw_version.clone()));
-        provenance.insert("exported_at", Node::Str(self.provenance.exported_at.clone()));
+        provenance.insert(
+            "zeroclaw_version",
+            Node::Str(self.provenance.zeroclaw_version.clone()),
+        );
+        provenance.insert(
+            "exported_at",
+            Node::Str(self.provenance.exported_at.clone()),
+        );
         root.insert("provenance", Node::Table(provenance));
         let dropped = self
             .dropped
@@ -260,7 +285,10 @@ impl Manifest {
             })
             .collect();
         root.insert("risk_flags", Node::Array(flags));
-        format!("{MANIFEST_HEADER}{}", ensure_blank_line_before_sections(&to_toml(&root)))
+        format!(
+            "{MANIFEST_HEADER}{}",
+            ensure_blank_line_before_sections(&to_toml(&root))
+        )
     }
 }
 
@@ -281,7 +309,10 @@ mod tests {
     fn provenance_defaults_to_this_tool() {
         let p = Provenance::for_export(None, UNIX_EPOCH);
         assert!(p.zeroclaw_version.starts_with("zeroclaw-bundle "));
-        assert_eq!(Provenance::for_export(Some("0.8.4"), UNIX_EPOCH).zeroclaw_version, "0.8.4");
+        assert_eq!(
+            Provenance::for_export(Some("0.8.4"), UNIX_EPOCH).zeroclaw_version,
+            "0.8.4"
+        );
     }
 
     #[test]

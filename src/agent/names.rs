@@ -71,9 +71,11 @@ pub fn portable_identity_path(raw: &str) -> Result<String, String> {
         return Err(EMPTY.to_string());
     }
     if raw.starts_with('/') || std::path::Path::new(raw).is_absolute() {
-        return Err("the AIEOS identity document is referenced by a source-host absolute path; \
+        return Err(
+            "the AIEOS identity document is referenced by a source-host absolute path; \
                     point the imported agent at a path inside its own workspace"
-            .to_string());
+                .to_string(),
+        );
     }
     let mut segments: Vec<&str> = Vec::new();
     for segment in raw.split('/') {
@@ -81,9 +83,11 @@ pub fn portable_identity_path(raw: &str) -> Result<String, String> {
             continue;
         }
         if segment == ".." {
-            return Err("the AIEOS identity document path contains a `..` segment; name the file \
+            return Err(
+                "the AIEOS identity document path contains a `..` segment; name the file \
                         by its plain path from the workspace root"
-                .to_string());
+                    .to_string(),
+            );
         }
         if let Some(reason) = unportable_reason(segment) {
             return Err(format!(
@@ -96,11 +100,14 @@ pub fn portable_identity_path(raw: &str) -> Result<String, String> {
     }
     // With `..` refused above, the lexical resolution under the workspace cannot escape.
     let first = segments.first().copied();
-    if first == Some(WORKSPACE_MEMORY_DIR) || (segments.len() == 1 && first == Some(MEMORY_SNAPSHOT_FILE))
+    if first == Some(WORKSPACE_MEMORY_DIR)
+        || (segments.len() == 1 && first == Some(MEMORY_SNAPSHOT_FILE))
     {
-        return Err("the AIEOS identity document sits in the part of the workspace this bundle \
+        return Err(
+            "the AIEOS identity document sits in the part of the workspace this bundle \
                     does not carry, so the reference would dangle on the target"
-            .to_string());
+                .to_string(),
+        );
     }
     if segments.is_empty() {
         return Err(EMPTY.to_string());
@@ -174,21 +181,39 @@ mod tests {
     #[test]
     fn first_failing_check_gives_the_reason() {
         assert_eq!(unportable_reason(""), Some("is empty"));
-        assert_eq!(unportable_reason(" x"), Some("has leading or trailing whitespace"));
+        assert_eq!(
+            unportable_reason(" x"),
+            Some("has leading or trailing whitespace")
+        );
         // whitespace wins over the trailing dot
-        assert_eq!(unportable_reason("x. "), Some("has leading or trailing whitespace"));
+        assert_eq!(
+            unportable_reason("x. "),
+            Some("has leading or trailing whitespace")
+        );
         assert_eq!(
             unportable_reason(".."),
             Some("names a relative directory rather than an entry")
         );
-        assert_eq!(unportable_reason("a/b"), Some("contains a directory separator"));
-        assert_eq!(unportable_reason("a\\b"), Some("contains a directory separator"));
+        assert_eq!(
+            unportable_reason("a/b"),
+            Some("contains a directory separator")
+        );
+        assert_eq!(
+            unportable_reason("a\\b"),
+            Some("contains a directory separator")
+        );
         assert_eq!(
             unportable_reason("C:evil"),
             Some("contains a character Windows does not allow in a filename")
         );
-        assert_eq!(unportable_reason("a\u{7}b"), Some("contains a control character"));
-        assert_eq!(unportable_reason("a\u{85}b"), Some("contains a control character"));
+        assert_eq!(
+            unportable_reason("a\u{7}b"),
+            Some("contains a control character")
+        );
+        assert_eq!(
+            unportable_reason("a\u{85}b"),
+            Some("contains a control character")
+        );
         assert_eq!(
             unportable_reason("trailing."),
             Some("ends in a dot, which Windows strips to a different name")
@@ -210,7 +235,10 @@ mod tests {
             portable_identity_path("./identity/./aieos.json").as_deref(),
             Ok("identity/aieos.json")
         );
-        assert_eq!(portable_identity_path("notes/memory/x.json").as_deref(), Ok("notes/memory/x.json"));
+        assert_eq!(
+            portable_identity_path("notes/memory/x.json").as_deref(),
+            Ok("notes/memory/x.json")
+        );
     }
 
     #[test]
@@ -233,7 +261,10 @@ mod tests {
             "identity/aieos.json ",
             "\tidentity/aieos.json",
         ] {
-            assert!(portable_identity_path(raw).is_err(), "{raw:?} should be refused");
+            assert!(
+                portable_identity_path(raw).is_err(),
+                "{raw:?} should be refused"
+            );
         }
     }
 

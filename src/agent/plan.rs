@@ -111,7 +111,11 @@ impl ExportPlan {
     /// The risk flags as planned: one `carried_skills` per planned skill bundle, then the
     /// policy and server flags. Rendering removes the skill flags of bundles that carried nothing.
     pub fn risk_flags(&self) -> Vec<RiskFlag> {
-        let mut flags: Vec<RiskFlag> = self.skills.iter().map(|s| carried_skills_flag(&s.alias)).collect();
+        let mut flags: Vec<RiskFlag> = self
+            .skills
+            .iter()
+            .map(|s| carried_skills_flag(&s.alias))
+            .collect();
         flags.extend(self.policy_flags.iter().cloned());
         flags
     }
@@ -133,7 +137,12 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     let agents = match config.get("agents") {
         None => None,
         Some(Node::Table(t)) => Some(t),
-        Some(other) => return Err(invalid("agents", format!("must be a table, not {}", other.type_name()))),
+        Some(other) => {
+            return Err(invalid(
+                "agents",
+                format!("must be a table, not {}", other.type_name()),
+            ))
+        }
     };
     let agent = match agents.and_then(|a| a.get(alias)) {
         Some(Node::Table(t)) => t,
@@ -160,9 +169,10 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
 
     // 1. The agent entry, sanitized and pruned.
     let (entry, identity_document) = planner.sanitize_agent(alias, agent)?;
-    planner
-        .closure
-        .insert_at(&["agents", alias], Node::Table(schema::prune(&entry, &schema::agent_defaults())));
+    planner.closure.insert_at(
+        &["agents", alias],
+        Node::Table(schema::prune(&entry, &schema::agent_defaults())),
+    );
     let workspace = workspace_source(root, alias, agent)?;
 
     // 2. Profiles.
@@ -180,7 +190,9 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
                      rebind one on the target before enabling the agent when that separation is required",
                 ));
             }
-            planner.closure.insert_at(&["risk_profiles", r], Node::Table(pruned));
+            planner
+                .closure
+                .insert_at(&["risk_profiles", r], Node::Table(pruned));
         }
     }
     let runtime_profile = trimmed(opt_str(agent, "runtime_profile", &agent_path)?);
@@ -188,7 +200,9 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     if let Some(p) = runtime_profile {
         if let Some(profile) = lookup_table(config, &["runtime_profiles", p])? {
             let pruned = schema::prune(profile, &schema::runtime_profile_defaults());
-            planner.closure.insert_at(&["runtime_profiles", p], Node::Table(pruned));
+            planner
+                .closure
+                .insert_at(&["runtime_profiles", p], Node::Table(pruned));
             if let Some(cc) = profile.get("context_compression").and_then(Node::as_table) {
                 profile_summary_provider = opt_str(
                     cc,
@@ -221,13 +235,18 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     }
 
     // 4. The MCP servers the agent's bundles actually grant.
-    let granted = granted_servers(config, &dedup(&str_list(agent, "mcp_bundles", &agent_path)?))?;
+    let granted = granted_servers(
+        config,
+        &dedup(&str_list(agent, "mcp_bundles", &agent_path)?),
+    )?;
     if !granted.is_empty() {
         let carried = granted
             .iter()
             .map(|(_, server)| Node::Table(schema::prune(server, &schema::mcp_server_defaults())))
             .collect();
-        planner.closure.insert_at(&["mcp", "servers"], Node::Array(carried));
+        planner
+            .closure
+            .insert_at(&["mcp", "servers"], Node::Array(carried));
     }
 
     // 5. Model providers, with their fallback chains.
@@ -244,16 +263,24 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     }
 
     // 6. TTS and transcription providers.
-    for (field, section) in [("tts_provider", "tts"), ("transcription_provider", "transcription")] {
-        let Some(reference) = trimmed(opt_str(agent, field, &agent_path)?) else { continue };
-        let Some((family, name)) = reference.split_once('.') else { continue };
+    for (field, section) in [
+        ("tts_provider", "tts"),
+        ("transcription_provider", "transcription"),
+    ] {
+        let Some(reference) = trimmed(opt_str(agent, field, &agent_path)?) else {
+            continue;
+        };
+        let Some((family, name)) = reference.split_once('.') else {
+            continue;
+        };
         if family.is_empty() || name.is_empty() {
             continue;
         }
         if let Some(t) = lookup_table(config, &["providers", section, family, name])? {
-            planner
-                .closure
-                .insert_at(&["providers", section, family, name], Node::Table(t.clone()));
+            planner.closure.insert_at(
+                &["providers", section, family, name],
+                Node::Table(t.clone()),
+            );
         }
     }
 
@@ -304,7 +331,11 @@ struct Planner<'a> {
 impl Planner<'_> {
     /// Rows 1-9 of the `dropped` table: remove what names the source host or its other agents,
     /// force `delegate_same_risk_profile = false`, keep a portable `aieos_path` normalized.
-    fn sanitize_agent(&mut self, alias: &str, agent: &Table) -> Result<(Table, Option<String>), AgentError> {
+    fn sanitize_agent(
+        &mut self,
+        alias: &str,
+        agent: &Table,
+    ) -> Result<(Table, Option<String>), AgentError> {
         let mut entry = agent.clone();
         let at = |field: &str| format!("agents.{alias}.{field}");
         let removals: [(&str, DropReason, &str); 3] = [
@@ -344,7 +375,11 @@ impl Planner<'_> {
                 ));
             }
         }
-        if entry.get("delegate_same_risk_profile").and_then(Node::as_bool) != Some(false) {
+        if entry
+            .get("delegate_same_risk_profile")
+            .and_then(Node::as_bool)
+            != Some(false)
+        {
             self.dropped.push(Dropped::new(
                 at("delegate_same_risk_profile"),
                 DropReason::Relational,
@@ -404,8 +439,11 @@ impl Planner<'_> {
             ];
             for (field, reason, detail) in removals {
                 if ws.remove(field).is_some_and(|n| n.is_non_empty()) {
-                    self.dropped
-                        .push(Dropped::new(at(&format!("workspace.{field}")), reason, detail));
+                    self.dropped.push(Dropped::new(
+                        at(&format!("workspace.{field}")),
+                        reason,
+                        detail,
+                    ));
                 }
             }
         }
@@ -420,7 +458,8 @@ impl Planner<'_> {
         };
         let entry_path = format!("skill_bundles.{b}");
         let mut carried = schema::prune(source_entry, &schema::skill_bundle_defaults());
-        let directory = opt_str(source_entry, "directory", &entry_path)?.filter(|d| !d.trim().is_empty());
+        let directory =
+            opt_str(source_entry, "directory", &entry_path)?.filter(|d| !d.trim().is_empty());
         if directory.is_some_and(host_anchored) {
             carried.remove("directory");
             self.dropped.push(Dropped::new(
@@ -431,8 +470,10 @@ impl Planner<'_> {
                  default location for this alias",
             ));
         }
-        let source = self.plan_skill_source(b, directory, source_entry, &entry_path, &mut carried)?;
-        self.closure.insert_at(&["skill_bundles", b], Node::Table(carried));
+        let source =
+            self.plan_skill_source(b, directory, source_entry, &entry_path, &mut carried)?;
+        self.closure
+            .insert_at(&["skill_bundles", b], Node::Table(carried));
         Ok(source)
     }
 
@@ -460,7 +501,8 @@ impl Planner<'_> {
             Some(d) if Path::new(d).is_absolute() => PathBuf::from(d),
             Some(d) => self.root.join(d),
         };
-        let traverses = directory.is_some_and(|d| Path::new(d).components().any(|c| c == Component::ParentDir));
+        let traverses =
+            directory.is_some_and(|d| Path::new(d).components().any(|c| c == Component::ParentDir));
         let components = normalize_lexical(&resolved)
             .strip_prefix(normalize_lexical(self.root))
             .ok()
@@ -487,7 +529,10 @@ impl Planner<'_> {
         };
         Ok(Some(SkillSource {
             alias: b.to_string(),
-            source: TreeSource::Anchored { anchor: self.root.to_path_buf(), components },
+            source: TreeSource::Anchored {
+                anchor: self.root.to_path_buf(),
+                components,
+            },
             include: str_list(source_entry, "include", entry_path)?,
             exclude: str_list(source_entry, "exclude", entry_path)?,
         }))
@@ -506,8 +551,12 @@ impl Planner<'_> {
             return;
         }
         let config = self.config;
-        let models = config.lookup(&["providers", "models"]).and_then(Node::as_table);
-        let Some((family, name, entry)) = models.and_then(|m| find_model_provider(m, reference.trim())) else {
+        let models = config
+            .lookup(&["providers", "models"])
+            .and_then(Node::as_table);
+        let Some((family, name, entry)) =
+            models.and_then(|m| find_model_provider(m, reference.trim()))
+        else {
             return;
         };
         let key = format!("{family}.{name}");
@@ -520,7 +569,10 @@ impl Planner<'_> {
                 let mut kept = Vec::new();
                 for (index, fallback) in fallbacks.iter().enumerate() {
                     let resolves = fallback.as_str().is_some_and(|r| {
-                        r.trim().is_empty() || models.and_then(|m| find_model_provider(m, r.trim())).is_some()
+                        r.trim().is_empty()
+                            || models
+                                .and_then(|m| find_model_provider(m, r.trim()))
+                                .is_some()
                     });
                     if resolves {
                         kept.push(fallback.clone());
@@ -560,7 +612,10 @@ impl Planner<'_> {
 }
 
 /// `ModelProviders::find_by_name`: `family.alias`, or a bare alias that is unique across families.
-pub(crate) fn find_model_provider<'t>(models: &'t Table, reference: &str) -> Option<(&'t str, &'t str, &'t Table)> {
+pub(crate) fn find_model_provider<'t>(
+    models: &'t Table,
+    reference: &str,
+) -> Option<(&'t str, &'t str, &'t Table)> {
     if reference.is_empty() {
         return None;
     }
@@ -571,7 +626,9 @@ pub(crate) fn find_model_provider<'t>(models: &'t Table, reference: &str) -> Opt
     }
     let mut found = None;
     for (family, entries) in models.iter() {
-        let Some(entries) = entries.as_table() else { continue };
+        let Some(entries) = entries.as_table() else {
+            continue;
+        };
         for (a, entry) in entries.iter() {
             if a == reference {
                 if found.is_some() {
@@ -591,7 +648,9 @@ fn granted_servers(config: &Table, bundles: &[String]) -> Result<Vec<(String, Ta
     let mut names: Vec<String> = Vec::new();
     let mut denied: HashSet<String> = HashSet::new();
     for m in bundles {
-        let Some(bundle) = lookup_table(config, &["mcp_bundles", m])? else { continue };
+        let Some(bundle) = lookup_table(config, &["mcp_bundles", m])? else {
+            continue;
+        };
         let path = format!("mcp_bundles.{m}");
         for s in str_list(bundle, "servers", &path)? {
             if !names.contains(&s) {
@@ -604,13 +663,19 @@ fn granted_servers(config: &Table, bundles: &[String]) -> Result<Vec<(String, Ta
     let servers: &[Node] = match config.lookup(&["mcp", "servers"]) {
         None => &[],
         Some(Node::Array(items)) => items,
-        Some(other) => return Err(invalid("mcp.servers", format!("must be an array of tables, not {}", other.type_name()))),
+        Some(other) => {
+            return Err(invalid(
+                "mcp.servers",
+                format!("must be an array of tables, not {}", other.type_name()),
+            ))
+        }
     };
     let mut granted = Vec::new();
     for name in names {
-        let first = servers.iter().filter_map(Node::as_table).find(|s| {
-            s.get("name").and_then(Node::as_str) == Some(name.as_str())
-        });
+        let first = servers
+            .iter()
+            .filter_map(Node::as_table)
+            .find(|s| s.get("name").and_then(Node::as_str) == Some(name.as_str()));
         if let Some(server) = first {
             granted.push((name, server.clone()));
         }
@@ -628,7 +693,11 @@ fn workspace_source(root: &Path, alias: &str, agent: &Table) -> Result<TreeSourc
     };
     if let Some(p) = configured {
         let p = Path::new(p);
-        let path = if p.is_absolute() { p.to_path_buf() } else { root.join(p) };
+        let path = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            root.join(p)
+        };
         return Ok(TreeSource::Configured { path });
     }
     let plain = !alias.is_empty()
@@ -645,7 +714,11 @@ fn workspace_source(root: &Path, alias: &str, agent: &Table) -> Result<TreeSourc
     }
     Ok(TreeSource::Anchored {
         anchor: root.to_path_buf(),
-        components: vec!["agents".to_string(), alias.to_string(), "workspace".to_string()],
+        components: vec![
+            "agents".to_string(),
+            alias.to_string(),
+            "workspace".to_string(),
+        ],
     })
 }
 
@@ -691,11 +764,18 @@ fn trimmed(value: Option<&str>) -> Option<&str> {
 }
 
 pub(crate) fn invalid(field: &str, problem: impl Into<String>) -> AgentError {
-    AgentError::InvalidField { field: field.to_string(), problem: problem.into() }
+    AgentError::InvalidField {
+        field: field.to_string(),
+        problem: problem.into(),
+    }
 }
 
 /// An optional string field; any other type is an error naming the field.
-pub(crate) fn opt_str<'t>(table: &'t Table, key: &str, prefix: &str) -> Result<Option<&'t str>, AgentError> {
+pub(crate) fn opt_str<'t>(
+    table: &'t Table,
+    key: &str,
+    prefix: &str,
+) -> Result<Option<&'t str>, AgentError> {
     match table.get(key) {
         None => Ok(None),
         Some(Node::Str(s)) => Ok(Some(s)),
@@ -722,7 +802,10 @@ pub(crate) fn str_list(table: &Table, key: &str, prefix: &str) -> Result<Vec<Str
                 )),
             })
             .collect(),
-        Some(other) => Err(invalid(&field(), format!("must be an array of strings, not {}", other.type_name()))),
+        Some(other) => Err(invalid(
+            &field(),
+            format!("must be an array of strings, not {}", other.type_name()),
+        )),
     }
 }
 
@@ -731,6 +814,9 @@ fn lookup_table<'t>(config: &'t Table, path: &[&str]) -> Result<Option<&'t Table
     match config.lookup(path) {
         None => Ok(None),
         Some(Node::Table(t)) => Ok(Some(t)),
-        Some(other) => Err(invalid(&path.join("."), format!("must be a table, not {}", other.type_name()))),
+        Some(other) => Err(invalid(
+            &path.join("."),
+            format!("must be a table, not {}", other.type_name()),
+        )),
     }
 }

@@ -23,7 +23,9 @@ pub(crate) fn to_toml(root: &Table) -> String {
 fn is_section(node: &Node) -> bool {
     match node {
         Node::Table(_) => true,
-        Node::Array(items) => !items.is_empty() && items.iter().all(|n| matches!(n, Node::Table(_))),
+        Node::Array(items) => {
+            !items.is_empty() && items.iter().all(|n| matches!(n, Node::Table(_)))
+        }
         _ => false,
     }
 }
@@ -172,17 +174,32 @@ mod tests {
         let text = to_toml(&table);
         assert_eq!(parse(&text), table, "{text}");
         assert_eq!(to_toml(&parse(&text)), text);
-        assert!(text.contains("list = [\n    \"a\",\n    \"b\",\n]\n"), "{text}");
+        assert!(
+            text.contains("list = [\n    \"a\",\n    \"b\",\n]\n"),
+            "{text}"
+        );
         assert!(text.contains("one = [\"x\"]\n"), "{text}");
-        assert!(!text.contains("[a]\n"), "implicit parent gets no header: {text}");
+        assert!(
+            !text.contains("[a]\n"),
+            "implicit parent gets no header: {text}"
+        );
         assert!(text.contains("\n\n[a.b]\n"), "{text}");
-        assert!(text.contains("\n\n[[srv]]\nname = \"gh\"\n\n[srv.env]\nT = \"\"\n"), "{text}");
-        assert!(text.contains("\n\n[empty]\n"), "an empty table keeps its header: {text}");
+        assert!(
+            text.contains("\n\n[[srv]]\nname = \"gh\"\n\n[srv.env]\nT = \"\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n\n[empty]\n"),
+            "an empty table keeps its header: {text}"
+        );
         assert!(text.starts_with("top = 1\n"));
     }
 
     #[test]
     fn blank_lines_before_sections() {
-        assert_eq!(ensure_blank_line_before_sections("[a]\nx = 1\n[b]\n\n[c]"), "[a]\nx = 1\n\n[b]\n\n[c]\n");
+        assert_eq!(
+            ensure_blank_line_before_sections("[a]\nx = 1\n[b]\n\n[c]"),
+            "[a]\nx = 1\n\n[b]\n\n[c]\n"
+        );
     }
 }

@@ -49,7 +49,10 @@ pub(crate) fn agent_defaults() -> Table {
         ("cron_jobs", empty_list()),
         ("delegates", empty_list()),
         ("delegate_same_risk_profile", Node::Bool(true)),
-        ("identity", Node::Table(table(vec![("format", s("openclaw"))]))),
+        (
+            "identity",
+            Node::Table(table(vec![("format", s("openclaw"))])),
+        ),
         (
             "workspace",
             Node::Table(table(vec![("unrestricted_filesystem", Node::Bool(false))])),
@@ -178,7 +181,9 @@ pub(crate) fn scrub_secrets(closure: &mut Table, required: &mut Vec<String>) {
 /// Call `f` on each `<family>.<alias>` table under a provider section.
 fn for_each_entry(families: &mut Table, prefix: &str, f: &mut dyn FnMut(&str, &mut Table)) {
     for (family, entries) in families.iter_mut() {
-        let Node::Table(entries) = entries else { continue };
+        let Node::Table(entries) = entries else {
+            continue;
+        };
         for (alias, entry) in entries.iter_mut() {
             if let Node::Table(entry) = entry {
                 f(&format!("{prefix}.{family}.{alias}"), entry);
@@ -281,7 +286,10 @@ mod tests {
     fn find_ciphertext_names_the_path() {
         let root = parse("[providers]\napi_key = \"enc2:deadbeef\"\n");
         assert_eq!(find_ciphertext(&root).as_deref(), Some("providers.api_key"));
-        assert_eq!(find_ciphertext(&parse("a = [\"x\", \"enc:1\"]\n")).as_deref(), Some("a.1"));
+        assert_eq!(
+            find_ciphertext(&parse("a = [\"x\", \"enc:1\"]\n")).as_deref(),
+            Some("a.1")
+        );
         assert_eq!(find_ciphertext(&parse("a = \"op://vault/item\"\n")), None);
     }
 
@@ -320,7 +328,15 @@ v = "***MASKED***"
             ]
         );
         let text = format!("{closure:?}");
-        for secret in ["t1", "enc2:abc", "op://", "42", "\"b\"", "MASKED", "not-a-map"] {
+        for secret in [
+            "t1",
+            "enc2:abc",
+            "op://",
+            "42",
+            "\"b\"",
+            "MASKED",
+            "not-a-map",
+        ] {
             assert!(!text.contains(secret), "{secret} survived: {text}");
         }
     }

@@ -113,7 +113,10 @@ impl Table {
     }
 
     pub(crate) fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
-        self.entries.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v)
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v)
     }
 
     /// Set `key`, keeping its position when it already exists, appending otherwise.
@@ -243,7 +246,11 @@ pub(crate) fn walk_strings<'a>(prefix: &str, node: &'a Node, visit: &mut dyn FnM
         }
         Node::Array(items) => {
             for (index, child) in items.iter().enumerate() {
-                walk_strings(&join_path(prefix, &element_name(index, child)), child, visit);
+                walk_strings(
+                    &join_path(prefix, &element_name(index, child)),
+                    child,
+                    visit,
+                );
             }
         }
         _ => {}
@@ -252,7 +259,11 @@ pub(crate) fn walk_strings<'a>(prefix: &str, node: &'a Node, visit: &mut dyn FnM
 
 /// How an array element is addressed in a dotted path.
 pub(crate) fn element_name(index: usize, node: &Node) -> String {
-    match node.as_table().and_then(|t| t.get("name")).and_then(Node::as_str) {
+    match node
+        .as_table()
+        .and_then(|t| t.get("name"))
+        .and_then(Node::as_str)
+    {
         Some(name) => name.to_string(),
         None => index.to_string(),
     }
@@ -284,7 +295,10 @@ mod tests {
         let mut two = Table::new();
         two.insert("y", Node::Int(2));
         root.insert_at(&["a", "b"], Node::Table(two));
-        let b = root.lookup(&["a", "b"]).and_then(Node::as_table).expect("table");
+        let b = root
+            .lookup(&["a", "b"])
+            .and_then(Node::as_table)
+            .expect("table");
         assert_eq!(b.keys().collect::<Vec<_>>(), ["x", "y"]);
     }
 
