@@ -67,6 +67,14 @@ pub enum AgentError {
         /// Why it fails.
         problem: String,
     },
+    /// A bundle manifest does not follow format 1.
+    #[error("manifest field {field} {problem}")]
+    InvalidManifest {
+        /// Dotted path of the field in `zeroclaw-agent.toml`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
     /// The capture reported a result that does not match the plan it was given.
     #[error("capture outcome does not match the export plan: {0}")]
     CaptureMismatch(String),

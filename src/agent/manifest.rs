@@ -6,7 +6,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use super::layout::BUNDLE_FORMAT_VERSION;
+use super::error::AgentError;
+use super::layout::{BUNDLE_FORMAT_VERSION, MANIFEST_FILE};
 use super::render::{ensure_blank_line_before_sections, to_toml};
 use super::value::{Node, Table};
 
@@ -43,6 +44,20 @@ pub enum DropReason {
 }
 
 impl DropReason {
+    const ALL: [DropReason; 6] = [
+        DropReason::HostSpecific,
+        DropReason::Relational,
+        DropReason::DefaultClosed,
+        DropReason::PrivateData,
+        DropReason::NotYetPortable,
+        DropReason::SourceMissing,
+    ];
+
+    /// The reason a wire string names, if it is one of format 1's.
+    pub fn from_wire(wire: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.as_str() == wire)
+    }
+
     /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -83,6 +98,24 @@ pub enum RiskKind {
 }
 
 impl RiskKind {
+    const ALL: [RiskKind; 10] = [
+        RiskKind::CarriedSkills,
+        RiskKind::FullAutonomy,
+        RiskKind::FilesystemEscape,
+        RiskKind::SandboxDisabled,
+        RiskKind::ApprovalBypass,
+        RiskKind::EnvPassthrough,
+        RiskKind::ExtraFilesystemRoots,
+        RiskKind::DelegationEnabled,
+        RiskKind::ProcessSpawn,
+        RiskKind::UntrustedStartupContext,
+    ];
+
+    /// The kind a wire string names, if it is one of format 1's.
+    pub fn from_wire(wire: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == wire)
+    }
+
     /// The wire string.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -243,6 +276,113 @@ impl Manifest {
         }
     }
 
+    /// Read a `zeroclaw-agent.toml` back (for `show` and `diff` of a bundle). Unknown keys are
+    /// ignored; a missing or mistyped key, another format version, or a reason or kind string
+    /// format 1 does not define is an error naming the field.
+    pub fn from_toml_str(text: &str) -> Result<Manifest, AgentError> {
+        let bad = |field: &str, problem: &str| AgentError::InvalidManifest {
+            field: field.to_string(),
+            problem: problem.to_string(),
+        };
+        let doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
+            bad(
+                MANIFEST_FILE,
+                &format!("does not parse: {}", e.message().trim()),
+            )
+        })?;
+        let root = Table::from_toml_edit(doc.as_table());
+        let string = |t: &Table, key: &str, field: &str| -> Result<String, AgentError> {
+            t.get(key)
+                .and_then(Node::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| bad(field, "must be a string"))
+        };
+        let strings = |key: &str| -> Result<Vec<String>, AgentError> {
+            let items = root
+                .get(key)
+                .and_then(Node::as_array)
+                .ok_or_else(|| bad(key, "must be an array of strings"))?;
+            items
+                .iter()
+                .map(|n| {
+                    n.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| bad(key, "must be an array of strings"))
+                })
+                .collect()
+        };
+        let tables = |key: &str| -> Result<Vec<&Table>, AgentError> {
+            let items = root
+                .get(key)
+                .and_then(Node::as_array)
+                .ok_or_else(|| bad(key, "must be an array of tables"))?;
+            items
+                .iter()
+                .map(|n| {
+                    n.as_table()
+                        .ok_or_else(|| bad(key, "must be an array of tables"))
+                })
+                .collect()
+        };
+        match root.get("format_version") {
+            Some(Node::Int(BUNDLE_FORMAT_VERSION)) => {}
+            Some(Node::Int(v)) => {
+                return Err(bad(
+                    "format_version",
+                    &format!("is {v}; only format 1 is understood"),
+                ))
+            }
+            _ => return Err(bad("format_version", "must be an integer")),
+        }
+        let provenance = root
+            .get("provenance")
+            .and_then(Node::as_table)
+            .ok_or_else(|| bad("provenance", "must be a table"))?;
+        let mut dropped = Vec::new();
+        for (i, t) in tables("dropped")?.into_iter().enumerate() {
+            let field = |key: &str| format!("dropped[{i}].{key}");
+            let reason = string(t, "reason", &field("reason"))?;
+            dropped.push(Dropped {
+                path: string(t, "path", &field("path"))?,
+                reason: DropReason::from_wire(&reason).ok_or_else(|| {
+                    bad(
+                        &field("reason"),
+                        &format!("{reason:?} is not a format 1 reason"),
+                    )
+                })?,
+                detail: string(t, "detail", &field("detail"))?,
+            });
+        }
+        let mut risk_flags = Vec::new();
+        for (i, t) in tables("risk_flags")?.into_iter().enumerate() {
+            let field = |key: &str| format!("risk_flags[{i}].{key}");
+            let kind = string(t, "kind", &field("kind"))?;
+            risk_flags.push(RiskFlag {
+                kind: RiskKind::from_wire(&kind).ok_or_else(|| {
+                    bad(&field("kind"), &format!("{kind:?} is not a format 1 kind"))
+                })?,
+                path: string(t, "path", &field("path"))?,
+                detail: string(t, "detail", &field("detail"))?,
+            });
+        }
+        Ok(Manifest {
+            format_version: BUNDLE_FORMAT_VERSION,
+            root_agent: string(&root, "root_agent", "root_agent")?,
+            required_secrets: strings("required_secrets")?,
+            skill_bundles: strings("skill_bundles")?,
+            provenance: Provenance {
+                zeroclaw_version: string(
+                    provenance,
+                    "zeroclaw_version",
+                    "provenance.zeroclaw_version",
+                )?,
+                exported_at: string(provenance, "exported_at", "provenance.exported_at")?,
+            },
+            dropped,
+            risk_flags,
+        })
+    }
+
     /// The file text: header, then the body in the fixed key order.
     pub fn to_toml_string(&self) -> String {
         let strings = |v: &[String]| Node::Array(v.iter().cloned().map(Node::Str).collect());
@@ -295,6 +435,42 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn manifest_reads_back() {
+        let m = Manifest::new(
+            "researcher",
+            vec!["a.b".into()],
+            vec!["tools".into()],
+            Provenance::for_export(Some("0.8.4"), UNIX_EPOCH),
+            vec![Dropped::new(
+                "workspace/memory",
+                DropReason::NotYetPortable,
+                "d",
+            )],
+            vec![RiskFlag::new(
+                RiskKind::ProcessSpawn,
+                "mcp.servers.x.command",
+                "npx \"q\"",
+            )],
+        );
+        assert_eq!(
+            Manifest::from_toml_str(&m.to_toml_string()).expect("reads back"),
+            m
+        );
+        let bad = m
+            .to_toml_string()
+            .replace("process_spawn", "something_else");
+        let err = Manifest::from_toml_str(&bad).expect_err("unknown kind");
+        assert_eq!(
+            err.to_string(),
+            "manifest field risk_flags[0].kind \"something_else\" is not a format 1 kind"
+        );
+        let v2 = m
+            .to_toml_string()
+            .replace("format_version = 1", "format_version = 2");
+        assert!(Manifest::from_toml_str(&v2).is_err());
+    }
 
     #[test]
     fn rfc3339_formats_utc() {
