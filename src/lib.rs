@@ -2,10 +2,11 @@
 //! `zeroclaw-bundle` binary, and what zeroclaw itself can link: descriptor-verified capture of
 //! trees into the store, the agent's config closure and manifest, staged publish.
 //!
-//! Module owners: `sys` (every rustix call), `hooks` (test-only race seams), `capture` (the
+//! Module owners: `agent` (install layout, config closure, manifest, names), `sys` (every rustix call), `hooks` (test-only race seams), `capture` (the
 //! descriptor-verified walker), `publish` (staged publish and recovery), `cmd` (one file per
 //! subcommand), `cli` (argument parsing), `clock` (timestamps).
 
+pub mod agent;
 pub mod capture;
 pub mod cli;
 pub mod clock;

@@ -1,0 +1,81 @@
+//! The one error enum of the agent module. Every message is lowercase and names the file, the
+//! config field (as a dotted path) or the alias it is about, so the CLI can print it as is.
+
+use std::path::PathBuf;
+
+/// What can go wrong while reading an install, planning an export or rendering a bundle.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    /// `config.toml` could not be read.
+    #[error("could not read {path}: {source}")]
+    ReadConfig {
+        /// The file that was read.
+        path: PathBuf,
+        /// The underlying error.
+        source: std::io::Error,
+    },
+    /// `config.toml` is not valid TOML.
+    #[error("could not parse {path} at line {line}, column {column}: {message}")]
+    ParseConfig {
+        /// The file that was parsed.
+        path: PathBuf,
+        /// 1-based line of the error.
+        line: usize,
+        /// 1-based column (in characters) of the error.
+        column: usize,
+        /// The parser's description, without its own location header.
+        message: String,
+    },
+    /// The requested alias is not an `[agents.<alias>]` entry.
+    #[error(
+        "agent '{alias}' is not configured in this install; configured agents: {}",
+        if configured.is_empty() { "(none)".to_string() } else { configured.join(", ") }
+    )]
+    UnknownAgent {
+        /// The alias that was asked for.
+        alias: String,
+        /// The configured aliases, sorted.
+        configured: Vec<String>,
+    },
+    /// A config field the planner reads has a shape the schema does not allow.
+    #[error("config field {field} {problem}")]
+    InvalidField {
+        /// Dotted path of the field.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// An `enc:`/`enc2:` value survived the scrub: the export must not be written.
+    #[error(
+        "refusing to write the bundle: encrypted config ciphertext survived scrubbing at {path}; \
+         a standalone exporter cannot decrypt it, so set that field in plain text or remove it and export again"
+    )]
+    CiphertextSurvived {
+        /// Dotted path of the value.
+        path: String,
+    },
+    /// The rendered fragment fails a reference check on its own (the closure gate).
+    #[error(
+        "the closure for agent '{alias}' does not validate on a clean install: {field}: {problem}; \
+         a bundle has to stand on its own, so it is not written: fix that field in this install's config and export again"
+    )]
+    ClosureInvalid {
+        /// The exported agent.
+        alias: String,
+        /// Dotted path of the failing field.
+        field: String,
+        /// Why it fails.
+        problem: String,
+    },
+    /// A bundle manifest does not follow format 1.
+    #[error("manifest field {field} {problem}")]
+    InvalidManifest {
+        /// Dotted path of the field in `zeroclaw-agent.toml`.
+        field: String,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The capture reported a result that does not match the plan it was given.
+    #[error("capture outcome does not match the export plan: {0}")]
+    CaptureMismatch(String),
+}

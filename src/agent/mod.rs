@@ -1,0 +1,45 @@
+//! Everything that knows what a ZeroClaw install and agent are: reading an install's
+//! `config.toml`, planning an export (the config closure with its secret scrub, default pruning,
+//! fallback closure and gate; the `dropped` list; the risk flags; the copy sources), rendering the
+//! bundle's `config.toml` and manifest from what the capture carried, and the portable-name
+//! grammar. Pure logic over TOML: the only filesystem access is reading `config.toml`; capturing
+//! trees and publishing belong to `capture` and `publish`.
+//!
+//! ```no_run
+//! # fn main() -> Result<(), zeroclaw_bundle::agent::AgentError> {
+//! use zeroclaw_bundle::agent::{plan_export, CaptureOutcome, Install, Provenance};
+//! let install = Install::load(std::path::Path::new("/home/me/.zeroclaw"))?;
+//! let plan = plan_export(&install, "researcher")?;
+//! // ... capture plan.workspace and plan.skills, then report what was carried:
+//! let outcome = CaptureOutcome::default();
+//! let bundle = plan.render(&outcome, &Provenance::for_export(None, std::time::SystemTime::now()))?;
+//! # let _ = bundle; Ok(()) }
+//! ```
+
+mod bundle;
+mod error;
+mod flags;
+mod gate;
+mod install;
+mod layout;
+mod manifest;
+pub mod names;
+mod plan;
+mod render;
+mod schema;
+mod value;
+
+pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
+pub use error::AgentError;
+pub use install::Install;
+pub use layout::{
+    workspace_entry_included, BUNDLE_FORMAT_VERSION, CONFIG_FILE, MANIFEST_FILE,
+    MEMORY_SNAPSHOT_FILE, SKILLS_DIR, WORKSPACE_DIR, WORKSPACE_MEMORY_DIR,
+};
+pub use manifest::{
+    rfc3339_utc, DropReason, Dropped, Manifest, Provenance, RiskFlag, RiskKind, MANIFEST_HEADER,
+};
+pub use plan::{plan_export, ExportPlan, SkillSource, TreeSource, MAX_FALLBACK_DEPTH};
+
+#[cfg(test)]
+mod tests;
