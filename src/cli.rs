@@ -31,7 +31,9 @@ pub struct Cli {
 /// The subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Capture a directory (or an agent) into the store
+    /// Capture an agent and publish its bundle
+    Export(ExportArgs),
+    /// Capture an agent (or any directory with --dir) into the store
     Snapshot(SnapshotArgs),
     /// List snapshots
     List,
@@ -56,12 +58,40 @@ pub enum Command {
 /// `snapshot`.
 #[derive(Debug, Args)]
 pub struct SnapshotArgs {
-    /// Directory to capture
+    /// Agent alias to capture (from the install's config.toml)
+    #[arg(required_unless_present = "dir", conflicts_with = "dir")]
+    pub alias: Option<String>,
+    /// Capture this directory instead of an agent (e.g. a received bundle)
     #[arg(long, value_name = "PATH")]
-    pub dir: PathBuf,
+    pub dir: Option<PathBuf>,
+    /// ZeroClaw install [default: $ZEROCLAW_HOME, else ~/.zeroclaw]
+    #[arg(long, value_name = "DIR", conflicts_with = "dir")]
+    pub install: Option<PathBuf>,
     /// Name for the snapshot (usable wherever a snapshot is expected)
     #[arg(long)]
     pub name: Option<String>,
+    /// The zeroclaw version recorded in the manifest's provenance (set by `zeroclaw bundle`)
+    #[arg(long, value_name = "VERSION", conflicts_with = "dir")]
+    pub zeroclaw_version: Option<String>,
+}
+
+/// `export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Agent alias to export
+    pub alias: String,
+    /// Destination bundle directory (created if it does not exist)
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+    /// ZeroClaw install [default: $ZEROCLAW_HOME, else ~/.zeroclaw]
+    #[arg(long, value_name = "DIR")]
+    pub install: Option<PathBuf>,
+    /// Replace the contents of a destination directory that already has files
+    #[arg(long)]
+    pub force: bool,
+    /// The zeroclaw version recorded in the manifest's provenance (set by `zeroclaw bundle`)
+    #[arg(long, value_name = "VERSION")]
+    pub zeroclaw_version: Option<String>,
 }
 
 /// A command taking one snapshot reference.

@@ -11,6 +11,7 @@ pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod cmd;
+pub mod export;
 pub mod hooks;
 pub mod publish;
 pub mod sys;

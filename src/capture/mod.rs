@@ -27,6 +27,7 @@ use zeroclaw_bundle_store::{
     StoreError, Tally, Tree, TreeEntry,
 };
 
+use crate::agent::{MEMORY_SNAPSHOT_FILE, WORKSPACE_MEMORY_DIR};
 use crate::hooks;
 use crate::sys::{self, FileKind, Stat};
 
@@ -99,7 +100,9 @@ impl TopFilter {
     fn admits(self, name: &[u8]) -> bool {
         match self {
             TopFilter::Everything => true,
-            TopFilter::Workspace => name != b"memory" && name != b"MEMORY_SNAPSHOT.md",
+            TopFilter::Workspace => {
+                name != WORKSPACE_MEMORY_DIR.as_bytes() && name != MEMORY_SNAPSHOT_FILE.as_bytes()
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod cat;
 pub mod checkout;
+pub mod export;
 pub mod gc;
 pub mod list;
 pub mod ls;
@@ -108,6 +109,7 @@ fn default_store() -> Result<PathBuf> {
 pub fn run(cli: Cli) -> Result<Outcome> {
     let ctx = Ctx::from_cli(&cli)?;
     match cli.command {
+        Command::Export(args) => export::run(args, &ctx),
         Command::Snapshot(args) => snapshot::run(args, &ctx),
         Command::List => list::run(&ctx),
         Command::Show(args) => show::run(args, &ctx),

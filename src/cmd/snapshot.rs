@@ -1,4 +1,5 @@
-//! `snapshot --dir PATH [--name NAME]`: capture any directory into the store.
+//! `snapshot <ALIAS> [--install DIR]` (capture an agent's bundle into the store) and
+//! `snapshot --dir PATH` (capture any directory), both with `[--name NAME]`.
 
 use std::path::Path;
 
@@ -16,9 +17,25 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         zeroclaw_bundle_store::validate_name(name)?;
     }
     let store = ctx.store()?;
-    let source = describe(&args.dir);
-    let fd = root::open_configured(&args.dir)?
-        .with_context(|| format!("{} does not exist", args.dir.display()))?;
+    let Some(dir) = args.dir else {
+        let alias = args
+            .alias
+            .as_deref()
+            .expect("clap requires an alias without --dir");
+        let install = crate::export::install_root(args.install.as_deref())?;
+        let captured = crate::export::capture_agent(
+            &store,
+            &install,
+            alias,
+            args.name,
+            args.zeroclaw_version.as_deref(),
+            ctx.progress(None, "capturing", false),
+        )?;
+        return super::export::report(ctx, &captured, None);
+    };
+    let source = describe(&dir);
+    let fd = root::open_configured(&dir)?
+        .with_context(|| format!("{} does not exist", dir.display()))?;
     let parent = latest_of_source(&store, &source)?;
     let mut capture = Capture::begin(
         &store,

@@ -1,0 +1,213 @@
+//! Agent capture and export: the one path from an install to a bundle. `capture_agent` plans
+//! the closure (`agent`), captures the workspace and skill trees through the descriptor-
+//! verified reader (`capture`), renders `config.toml` and the manifest from what was carried,
+//! and commits the whole bundle tree as one snapshot. `export` is that capture followed by a
+//! publish of the snapshot (`publish`), so an export and a later `checkout` of its snapshot
+//! write the same bytes.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use indicatif::ProgressBar;
+use zeroclaw_bundle_store::{
+    resolve_path, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, Tree, TreeEntry,
+};
+
+use crate::agent::{
+    plan_export, CaptureOutcome, Install, Provenance, RenderedBundle, TreeSource, CONFIG_FILE,
+    MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
+};
+use crate::capture::{root, Capture, CaptureStats, TopFilter, Walked};
+use crate::publish::{publish, PublishRequest, Published};
+
+/// An agent captured into the store.
+pub struct AgentSnapshot {
+    /// The snapshot id.
+    pub id: ObjectId,
+    /// Its record.
+    pub snapshot: Snapshot,
+    /// The rendered bundle files (manifest in structured form for the report).
+    pub bundle: RenderedBundle,
+    /// Source trees on the host (workspace, skill bundle roots), for overlap refusal.
+    pub sources: Vec<PathBuf>,
+    /// Skill directories carried, over all bundles.
+    pub skills_carried: u64,
+    /// Work done (hashed vs. reused from the stat cache).
+    pub stats: CaptureStats,
+}
+
+/// Where the install is: `--install`, else `$ZEROCLAW_HOME`, else `~/.zeroclaw`.
+pub fn install_root(flag: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = flag {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(h) = std::env::var_os("ZEROCLAW_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .context("no install location: pass --install DIR or set ZEROCLAW_HOME")?;
+    Ok(PathBuf::from(home).join(".zeroclaw"))
+}
+
+fn open_source(source: &TreeSource) -> Result<Option<OwnedFd>, root::RootError> {
+    match source {
+        TreeSource::Anchored { anchor, components } => root::open_anchored(anchor, components),
+        TreeSource::Configured { path } => root::open_configured(path),
+    }
+}
+
+/// Captures agent `alias` of the install at `install_dir` into the store as one snapshot.
+pub fn capture_agent(
+    store: &Store,
+    install_dir: &Path,
+    alias: &str,
+    name: Option<String>,
+    zeroclaw_version: Option<&str>,
+    progress: ProgressBar,
+) -> Result<AgentSnapshot> {
+    let install = Install::load(install_dir)?;
+    let plan = plan_export(&install, alias)?;
+    let source = format!("agent {alias} at {}", install.root().display());
+    let parent = store
+        .catalog()?
+        .snapshots()?
+        .into_iter()
+        .rev()
+        .find(|s| s.source == source)
+        .map(|s| s.id);
+    let mut capture = Capture::begin(
+        store,
+        format!("agent:{}\0{alias}", install.root().display()),
+        progress,
+    )?;
+    let mut sources = vec![plan.workspace.path()];
+    let mut top = Vec::new();
+
+    let workspace = match open_source(&plan.workspace)
+        .with_context(|| format!("could not open the workspace of agent {alias}"))?
+    {
+        Some(fd) => Some(capture.walk(fd, WORKSPACE_DIR, TopFilter::Workspace)?),
+        None => None,
+    };
+    let mut outcome = CaptureOutcome::default();
+    if let Some(w) = workspace.filter(|w| w.files > 0) {
+        top.push(dir_entry(WORKSPACE_DIR, w));
+        if let Some(doc) = plan.identity_document() {
+            let found = resolve_path(&store.reader(), &w.id, doc.as_bytes(), "workspace");
+            outcome.identity_document_carried = matches!(found, Ok(e) if e.kind.is_file());
+        }
+    }
+
+    let mut skill_entries = Vec::new();
+    let mut skills_carried = 0;
+    for skill in &plan.skills {
+        sources.push(skill.source.path());
+        let label = format!("{SKILLS_DIR}/{}", skill.alias);
+        let fd = open_source(&skill.source)
+            .with_context(|| format!("could not open skill bundle `{}`", skill.alias))?;
+        let walked = match fd {
+            Some(fd) => capture.walk_skill_bundle(fd, &label, &|n| skill.admits(n))?,
+            None => None,
+        };
+        match walked {
+            Some(w) => {
+                skills_carried += store.read_tree(&w.id)?.entries().len() as u64;
+                skill_entries.push(dir_entry(&skill.alias, w));
+                outcome.carried_skill_bundles.push(skill.alias.clone());
+            }
+            None => outcome.missing_skill_bundles.push(skill.alias.clone()),
+        }
+    }
+    if !skill_entries.is_empty() {
+        let size = skill_entries.iter().map(|e| e.size).sum();
+        let id = store.write_tree(&Tree::from_entries(skill_entries)?)?;
+        top.push(TreeEntry {
+            name: SKILLS_DIR.as_bytes().to_vec(),
+            kind: EntryKind::Dir,
+            size,
+            id,
+        });
+    }
+
+    let provenance = Provenance::for_export(zeroclaw_version, std::time::SystemTime::now());
+    let bundle = plan
+        .render(&outcome, &provenance)
+        .with_context(|| format!("could not render the bundle of agent {alias}"))?;
+    for (file, text) in [
+        (CONFIG_FILE, &bundle.config_toml),
+        (MANIFEST_FILE, &bundle.manifest_toml),
+    ] {
+        let id = store.objects().write_bytes(text.as_bytes())?;
+        top.push(TreeEntry {
+            name: file.as_bytes().to_vec(),
+            kind: EntryKind::File,
+            size: text.len() as u64,
+            id,
+        });
+    }
+    let root = store.write_tree(&Tree::from_entries(top)?)?;
+    let stats = capture.stats();
+    let (report, key, cache) = capture.finish();
+    let snapshot = Snapshot {
+        root,
+        created_unix_ns: crate::clock::now_unix_ns(),
+        host: crate::sys::hostname(),
+        kind: SnapshotKind::AgentBundle,
+        source,
+        agent: Some(alias.to_string()),
+        name,
+        parent,
+        report,
+    };
+    let id = store
+        .commit_snapshot(&snapshot, Some((&key, &cache)))
+        .context("could not record the snapshot")?;
+    Ok(AgentSnapshot {
+        id,
+        snapshot,
+        bundle,
+        sources,
+        skills_carried,
+        stats,
+    })
+}
+
+fn dir_entry(name: &str, w: Walked) -> TreeEntry {
+    TreeEntry {
+        name: name.as_bytes().to_vec(),
+        kind: EntryKind::Dir,
+        size: w.size,
+        id: w.id,
+    }
+}
+
+/// Captures the agent, then publishes its snapshot to `out`.
+pub fn export(
+    store: &Store,
+    install_dir: &Path,
+    alias: &str,
+    zeroclaw_version: Option<&str>,
+    out: &Path,
+    force: bool,
+    progress: ProgressBar,
+) -> Result<(AgentSnapshot, Published)> {
+    let captured = capture_agent(store, install_dir, alias, None, zeroclaw_version, progress)?;
+    let published = publish(
+        &store.reader(),
+        &captured.snapshot.root,
+        &PublishRequest {
+            dest: out,
+            force,
+            sources: &captured.sources,
+        },
+    )
+    .with_context(|| {
+        format!(
+            "could not publish the bundle of agent {alias} to {}",
+            out.display()
+        )
+    })?;
+    Ok((captured, published))
+}
