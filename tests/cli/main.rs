@@ -2,5 +2,6 @@
 //! module per area; each module says which failures it pins.
 
 mod capture_races;
+mod export;
 mod store_cli;
 mod util;

@@ -1,0 +1,588 @@
+//! Agent export end to end through the binary (reference §12.4, the cases that apply on
+//! Linux): what the capture carries and skips, the memory filter, skill filters, symlinked
+//! and replaced roots, races at the seams, source_missing, and that no secret of the source
+//! config reaches any byte of the bundle.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::util::*;
+
+const SECRETS: [&str; 4] = [
+    "sk-ant-DISTINCT-SECRET-A1",
+    "sk-DISTINCT-SECRET-B2",
+    "ghp_DISTINCT-SECRET-C3",
+    "enc2:DISTINCT-CIPHERTEXT-D4",
+];
+
+pub struct Install {
+    pub root: PathBuf,
+}
+
+impl Install {
+    pub fn new(env: &TestEnv) -> Install {
+        let root = env.path("install");
+        let config = format!(
+            r#"
+[providers.models.anthropic.main]
+api_key = "{a}"
+model = "claude-opus-5"
+fallback = ["openai.backup"]
+
+[providers.models.openai.backup]
+api_key = "{b}"
+model = "gpt-backup"
+
+[risk_profiles.guarded]
+level = "supervised"
+
+[skill_bundles.research_tools]
+exclude = ["internal_only"]
+
+[mcp_bundles.research]
+servers = ["github"]
+
+[[mcp.servers]]
+name = "github"
+command = "npx"
+args = ["-y", "server-github"]
+
+[mcp.servers.env]
+GITHUB_TOKEN = "{c}"
+OTHER_TOKEN = "{d}"
+
+[agents.researcher]
+model_provider = "anthropic.main"
+risk_profile = "guarded"
+skill_bundles = ["research_tools"]
+mcp_bundles = ["research"]
+"#,
+            a = SECRETS[0],
+            b = SECRETS[1],
+            c = SECRETS[2],
+            d = SECRETS[3]
+        );
+        write(&root.join("config.toml"), config.as_bytes());
+        let ws = root.join("agents/researcher/workspace");
+        write(&ws.join("IDENTITY.md"), b"# researcher\n");
+        write(&ws.join("notes.md"), b"notes\n");
+        write(&ws.join("notes/plan.md"), b"plan\n");
+        write(
+            &ws.join("memory/brain.db"),
+            b"SQLite format 3\0home address",
+        );
+        write(&ws.join("memory/brain.db-wal"), b"SQLite format 3\0");
+        write(&ws.join("MEMORY_SNAPSHOT.md"), b"home address");
+        let sk = root.join("shared/skills/research_tools");
+        write(&sk.join("web_search/SKILL.md"), b"# web search\n");
+        write(&sk.join("web_search/run.sh"), b"#!/bin/sh\n");
+        chmod(&sk.join("web_search/run.sh"), 0o755);
+        write(&sk.join("internal_only/SKILL.md"), b"internal runbook");
+        write(&sk.join(".sync-marker"), b"loose");
+        write(&env.path("host/secret.txt"), b"HOST SECRET BYTES");
+        Install { root }
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.root.join("agents/researcher/workspace")
+    }
+
+    pub fn skills(&self) -> PathBuf {
+        self.root.join("shared/skills/research_tools")
+    }
+}
+
+pub fn export(
+    env: &TestEnv,
+    install: &Install,
+    out: &Path,
+    extra: &[&str],
+    hook: &[(&str, &str)],
+) -> Run {
+    let mut args: Vec<&OsStr> = vec![
+        OsStr::new("--json"),
+        OsStr::new("export"),
+        OsStr::new("researcher"),
+        OsStr::new("--install"),
+        install.root.as_os_str(),
+        OsStr::new("--out"),
+        out.as_os_str(),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    env.run_with(&args, hook)
+}
+
+fn hook<'a>(seam: &'a str, path: &'a str, cmd: &'a str) -> [(&'a str, &'a str); 3] {
+    [
+        ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", seam),
+        ("ZEROCLAW_BUNDLE_TEST_HOOK_PATH", path),
+        ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", cmd),
+    ]
+}
+
+/// Every byte of every file under `dir`.
+fn all_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    read_tree(dir)
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            Node::File { content, .. } => Some((String::from_utf8_lossy(&k).into_owned(), content)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn names(dir: &Path) -> Vec<String> {
+    let mut v: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bundle_has_layout_and_no_secret_memory_or_host_bytes() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("out/bundle");
+    fs::create_dir_all(env.path("out")).unwrap();
+    let v = export(&env, &install, &out, &[], &[]).ok().json();
+    assert_eq!(
+        names(&out),
+        ["config.toml", "skills", "workspace", "zeroclaw-agent.toml"]
+    );
+    assert_eq!(names(&env.path("out")), ["bundle"], "parent clean");
+    assert_eq!(
+        names(&out.join("workspace")),
+        ["IDENTITY.md", "notes", "notes.md"]
+    );
+    assert_eq!(names(&out.join("skills/research_tools")), ["web_search"]);
+    let run = fs::metadata(out.join("skills/research_tools/web_search/run.sh")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(run.permissions().mode() & 0o111, 0o111, "exec bits survive");
+    for (path, bytes) in all_bytes(&out) {
+        for s in SECRETS {
+            assert!(
+                !contains(&bytes, s.as_bytes()),
+                "{path} contains secret {s}"
+            );
+        }
+        assert!(
+            !bytes.starts_with(b"SQLite format 3\0"),
+            "{path} is a SQLite file"
+        );
+        assert!(!contains(&bytes, b"home address"), "{path} carries memory");
+        assert!(
+            !contains(&bytes, b"internal runbook"),
+            "{path} carries an excluded skill"
+        );
+    }
+    // The closure parses as TOML, its secrets are blank and listed.
+    let config = fs::read_to_string(out.join("config.toml")).unwrap();
+    let doc: toml_edit::DocumentMut = config.parse().expect("config.toml parses");
+    assert_eq!(
+        doc["providers"]["models"]["anthropic"]["main"]["api_key"].as_str(),
+        Some("")
+    );
+    let manifest: toml_edit::DocumentMut = fs::read_to_string(out.join("zeroclaw-agent.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let secrets: Vec<_> = manifest["required_secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        secrets.contains(&"providers.models.anthropic.main.api_key".to_string()),
+        "{secrets:?}"
+    );
+    assert!(
+        secrets.contains(&"mcp.servers.github.env.GITHUB_TOKEN".to_string()),
+        "{secrets:?}"
+    );
+    assert!(
+        secrets.contains(&"mcp.servers.github.env.OTHER_TOKEN".to_string()),
+        "ciphertext scrubbed too: {secrets:?}"
+    );
+    assert_eq!(manifest["skill_bundles"].as_array().unwrap().len(), 1);
+    assert_eq!(v["skills_carried"], 1);
+    // The same secrets are not in the store either (the snapshot is the bundle).
+    for (path, bytes) in all_bytes(&env.store.join("objects")) {
+        for s in SECRETS {
+            assert!(
+                !contains(&bytes, s.as_bytes()),
+                "store object {path} contains {s}"
+            );
+        }
+    }
+    // And the report tells the operator how to fill them.
+    let text = export(&env, &install, &env.path("second"), &[], &[]);
+    let _ = text;
+    let plain = env
+        .run(&[
+            OsStr::new("export"),
+            OsStr::new("researcher"),
+            OsStr::new("--install"),
+            install.root.as_os_str(),
+            OsStr::new("--out"),
+            env.path("third").as_os_str(),
+        ])
+        .ok()
+        .stdout();
+    assert!(
+        plain.contains("zeroclaw config set providers.models.anthropic.main.api_key"),
+        "{plain}"
+    );
+    assert!(plain.contains("process_spawn"), "{plain}");
+}
+
+#[test]
+fn socket_symlink_and_hard_link_in_workspace_are_skipped_and_counted() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let ws = install.ws();
+    let _sock = std::os::unix::net::UnixListener::bind(ws.join("agent.sock")).unwrap();
+    std::os::unix::fs::symlink(env.path("host/secret.txt"), ws.join("escape.txt")).unwrap();
+    fs::hard_link(env.path("host/secret.txt"), ws.join("borrowed.txt")).unwrap();
+    let out = env.path("bundle");
+    let v = export(&env, &install, &out, &[], &[]).ok().json();
+    let t = &v["tallies"][0];
+    assert_eq!(t["label"], "workspace");
+    assert_eq!(
+        (
+            t["files"].as_u64(),
+            t["special"].as_u64(),
+            t["symlinks"].as_u64(),
+            t["hard_links"].as_u64()
+        ),
+        (Some(3), Some(1), Some(1), Some(1)),
+        "{v}"
+    );
+    for (path, bytes) in all_bytes(&out) {
+        assert!(!contains(&bytes, b"HOST SECRET BYTES"), "{path}");
+    }
+}
+
+#[test]
+fn missing_workspace_is_empty_not_an_error() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    fs::remove_dir_all(install.ws()).unwrap();
+    let out = env.path("bundle");
+    export(&env, &install, &out, &[], &[]).ok();
+    assert!(!out.join("workspace").exists());
+    assert!(out.join("config.toml").exists());
+}
+
+#[test]
+fn absent_or_fully_excluded_skill_bundle_is_source_missing() {
+    for variant in ["absent", "only-excluded", "only-symlink"] {
+        let env = TestEnv::new();
+        let install = Install::new(&env);
+        let sk = install.skills();
+        match variant {
+            "absent" => fs::remove_dir_all(&sk).unwrap(),
+            "only-excluded" => fs::remove_dir_all(sk.join("web_search")).unwrap(),
+            _ => {
+                fs::remove_dir_all(sk.join("web_search")).unwrap();
+                write(&sk.join("web_search/placeholder"), b"x");
+                fs::remove_file(sk.join("web_search/placeholder")).unwrap();
+                std::os::unix::fs::symlink(
+                    env.path("host/secret.txt"),
+                    sk.join("web_search/SKILL.md"),
+                )
+                .unwrap();
+            }
+        }
+        let out = env.path("bundle");
+        let v = export(&env, &install, &out, &[], &[]).ok().json();
+        assert!(!out.join("skills").exists(), "{variant}");
+        assert_eq!(v["skill_bundles"], serde_json::json!([]), "{variant}");
+        let flags = v["risk_flags"].to_string();
+        assert!(!flags.contains("carried_skills"), "{variant}: {flags}");
+        let dropped = v["dropped"].as_array().unwrap();
+        assert!(
+            dropped
+                .iter()
+                .any(|d| d["path"] == "skills/research_tools" && d["reason"] == "source_missing"),
+            "{variant}: {dropped:?}"
+        );
+    }
+}
+
+#[test]
+fn symlinked_roots_and_ancestors_are_refused() {
+    let cases: [(&str, fn(&TestEnv, &Install)); 5] = [
+        ("shared/skills -> outside", |env, i| {
+            let skills = i.root.join("shared/skills");
+            fs::rename(&skills, env.path("outside-skills")).unwrap();
+            std::os::unix::fs::symlink(env.path("outside-skills"), &skills).unwrap();
+        }),
+        ("shared/skills -> inside", |_env, i| {
+            let skills = i.root.join("shared/skills");
+            fs::rename(&skills, i.root.join("private-skills")).unwrap();
+            std::os::unix::fs::symlink(i.root.join("private-skills"), &skills).unwrap();
+        }),
+        ("agents -> elsewhere", |_env, i| {
+            let agents = i.root.join("agents");
+            fs::rename(&agents, i.root.join("elsewhere")).unwrap();
+            std::os::unix::fs::symlink(i.root.join("elsewhere"), &agents).unwrap();
+        }),
+        ("workspace is a symlink", |env, i| {
+            fs::rename(i.ws(), env.path("real-ws")).unwrap();
+            std::os::unix::fs::symlink(env.path("real-ws"), i.ws()).unwrap();
+        }),
+        ("skill bundle is a symlink", |env, i| {
+            fs::rename(i.skills(), env.path("real-skills")).unwrap();
+            std::os::unix::fs::symlink(env.path("real-skills"), i.skills()).unwrap();
+        }),
+    ];
+    for (name, mutate) in cases {
+        let env = TestEnv::new();
+        let install = Install::new(&env);
+        mutate(&env, &install);
+        let out = env.path("out/bundle");
+        fs::create_dir_all(env.path("out")).unwrap();
+        let r = export(&env, &install, &out, &[], &[]);
+        assert_eq!(r.code(), 1, "{name}: {}", r.describe());
+        assert!(r.stderr().contains("symlink"), "{name}: {}", r.describe());
+        assert!(names(&env.path("out")).is_empty(), "{name}: parent clean");
+        assert_eq!(
+            env.run(&["--json", "list"])
+                .ok()
+                .json()
+                .as_array()
+                .unwrap()
+                .len(),
+            0
+        );
+    }
+}
+
+#[test]
+fn workspace_that_is_a_file_fails() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    fs::remove_dir_all(install.ws()).unwrap();
+    write(&install.ws(), b"not a dir");
+    let r = export(&env, &install, &env.path("bundle"), &[], &[]);
+    r.fails(1, "is not a directory");
+    assert!(!env.path("bundle").exists());
+}
+
+#[test]
+fn root_component_races_fail() {
+    // agents classified as a directory, then swapped for a symlink before the open.
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let agents = install.root.join("agents");
+    let cmd = format!("mv {0} {0}.aside && ln -s {0}.aside {0}", agents.display());
+    let r = export(
+        &env,
+        &install,
+        &env.path("bundle"),
+        &[],
+        &hook("root-open", "/agents", &cmd),
+    );
+    r.fails(1, "was replaced while it was being opened");
+    assert!(!env.path("bundle").exists());
+    // shared/skills swapped whole for another real directory.
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let skills = install.root.join("shared/skills");
+    let cmd = format!("mv {0} {0}.aside && mkdir {0}", skills.display());
+    let r = export(
+        &env,
+        &install,
+        &env.path("bundle"),
+        &[],
+        &hook("root-open", "shared/skills", &cmd),
+    );
+    r.fails(1, "replaced");
+}
+
+#[test]
+fn entry_races_in_workspace_and_skills() {
+    // notes.md becomes a relative symlink to memory (inside the root): fail closed.
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let cmd = format!(
+        "cd {} && rm notes.md && ln -s memory/brain.db notes.md",
+        install.ws().display()
+    );
+    let out = env.path("bundle");
+    export(
+        &env,
+        &install,
+        &out,
+        &[],
+        &hook("classify-open", "workspace/notes.md", &cmd),
+    )
+    .fails(1, "workspace/notes.md was swapped for a symlink");
+    assert!(!out.exists());
+    // web_search becomes a symlink to the excluded internal_only: fail closed.
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("bundle");
+    let cmd = format!(
+        "cd {} && mv web_search ws.aside && ln -s internal_only web_search",
+        install.skills().display()
+    );
+    export(
+        &env,
+        &install,
+        &out,
+        &[],
+        &hook("classify-open", "skills/research_tools/web_search", &cmd),
+    )
+    .fails(
+        1,
+        "skills/research_tools/web_search was swapped for a symlink",
+    );
+    // The admitted skill renamed aside and the excluded one renamed into its place: skipped.
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("bundle");
+    let cmd = format!(
+        "cd {} && mv web_search ws.aside && mv internal_only web_search",
+        install.skills().display()
+    );
+    let v = export(
+        &env,
+        &install,
+        &out,
+        &[],
+        &hook("classify-open", "skills/research_tools/web_search", &cmd),
+    )
+    .ok()
+    .json();
+    assert_eq!(v["tallies"][1]["replaced"], 1, "{v}");
+    for (path, bytes) in all_bytes(&out) {
+        assert!(!contains(&bytes, b"internal runbook"), "{path}");
+    }
+    // A host file renamed over notes.md: skipped as replaced, host bytes absent.
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("bundle");
+    let cmd = format!(
+        "cp {} {}/h && mv {}/h {}/notes.md",
+        env.path("host/secret.txt").display(),
+        install.ws().display(),
+        install.ws().display(),
+        install.ws().display()
+    );
+    let v = export(
+        &env,
+        &install,
+        &out,
+        &[],
+        &hook("classify-open", "workspace/notes.md", &cmd),
+    )
+    .ok()
+    .json();
+    assert_eq!(v["tallies"][0]["replaced"], 1, "{v}");
+    for (path, bytes) in all_bytes(&out) {
+        assert!(!contains(&bytes, b"HOST SECRET BYTES"), "{path}");
+    }
+}
+
+#[test]
+fn identity_document_kept_only_when_carried() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let cfg = fs::read_to_string(install.root.join("config.toml")).unwrap()
+        + "\n[agents.researcher.identity]\nformat = \"aieos\"\naieos_path = \"identity/aieos.json\"\n";
+    fs::write(install.root.join("config.toml"), cfg).unwrap();
+    let out = env.path("absent");
+    export(&env, &install, &out, &[], &[]).ok();
+    assert!(!fs::read_to_string(out.join("config.toml"))
+        .unwrap()
+        .contains("aieos.json"));
+    write(&install.ws().join("identity/aieos.json"), b"{}");
+    let out = env.path("present");
+    export(&env, &install, &out, &[], &[]).ok();
+    assert!(fs::read_to_string(out.join("config.toml"))
+        .unwrap()
+        .contains("identity/aieos.json"));
+    assert!(out.join("workspace/identity/aieos.json").is_file());
+}
+
+#[test]
+fn unknown_alias_and_bad_config_are_clear_errors() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    env.run(&[
+        OsStr::new("export"),
+        OsStr::new("nobody"),
+        OsStr::new("--install"),
+        install.root.as_os_str(),
+        OsStr::new("--out"),
+        OsStr::new("b"),
+    ])
+    .fails(1, "researcher");
+    fs::write(
+        install.root.join("config.toml"),
+        "[agents.researcher\nbroken",
+    )
+    .unwrap();
+    env.run(&[
+        OsStr::new("export"),
+        OsStr::new("researcher"),
+        OsStr::new("--install"),
+        install.root.as_os_str(),
+        OsStr::new("--out"),
+        OsStr::new("b"),
+    ])
+    .fails(1, "line 1");
+    assert!(!env.path("b").exists());
+}
+
+#[test]
+fn reexport_of_unchanged_agent_reads_nothing_again() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let r = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "find {} -type f -exec touch -d '2020-01-01' {{}} +",
+            install.root.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(r.success());
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let first = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("snapshot"),
+            OsStr::new("researcher"),
+            OsStr::new("--install"),
+            install.root.as_os_str(),
+        ])
+        .ok()
+        .json();
+    assert!(
+        first["work"]["hashed_files"].as_u64().unwrap() >= 4,
+        "{first}"
+    );
+    let second = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("snapshot"),
+            OsStr::new("researcher"),
+            OsStr::new("--install"),
+            install.root.as_os_str(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(second["work"]["hashed_files"], 0, "{second}");
+    let list = env.run(&["--json", "show", "agent/researcher"]).ok().json();
+    assert_eq!(list["id"], second["snapshot"]);
+}
