@@ -319,7 +319,8 @@ fn absent_or_fully_excluded_skill_bundle_is_source_missing() {
 
 #[test]
 fn symlinked_roots_and_ancestors_are_refused() {
-    let cases: [(&str, fn(&TestEnv, &Install)); 5] = [
+    type Mutation = fn(&TestEnv, &Install);
+    let cases: [(&str, Mutation); 5] = [
         ("shared/skills -> outside", |env, i| {
             let skills = i.root.join("shared/skills");
             fs::rename(&skills, env.path("outside-skills")).unwrap();
