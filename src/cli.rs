@@ -1,6 +1,9 @@
 //! Command-line parsing (clap derive): one Args struct per subcommand, the global options,
 //! and nothing else. DESIGN.md §8 is the contract.
 
+// Doc comments here are the --help text, written for a terminal, not rustdoc.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 use std::ffi::OsString;
 use std::path::PathBuf;
 

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# The main job on a built-in example: build zeroclaw-bundle, create a sample ZeroClaw install,
+# export its agent, list and show the snapshot, change the workspace and export again (--force),
+# then mount both snapshots read-only and diff them the way a reviewer would.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo build --release --quiet
+zb=$PWD/target/release/zeroclaw-bundle
+work=$(mktemp -d "${TMPDIR:-/tmp}/zeroclaw-bundle-demo.XXXXXX")
+export ZEROCLAW_BUNDLE_STORE=$work/store
+mounts=()
+cleanup() {
+  for m in "${mounts[@]}"; do "$zb" umount "$m" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+
+scripts/sample-install.sh "$work/install" >/dev/null
+step zeroclaw-bundle export researcher --install "$work/install" --out "$work/bundle"
+first=$("$zb" export researcher --install "$work/install" --out "$work/bundle" | tee /dev/stderr | tail -n 1)
+
+step find "$work/bundle" -type f
+(cd "$work/bundle" && find . -type f | sort)
+
+printf '\n- read one more paper\n' >> "$work/install/agents/researcher/workspace/notes/2026-11-28.md"
+printf '# new skill\n' > "$work/install/shared/skills/writing/drafts/STYLE.md"
+step zeroclaw-bundle export researcher --out "$work/bundle" --force '# after editing the workspace'
+second=$("$zb" -q export researcher --install "$work/install" --out "$work/bundle" --force | tail -n 1)
+
+step zeroclaw-bundle list
+"$zb" list
+step zeroclaw-bundle show "${second:0:12}"
+"$zb" show "$second"
+step zeroclaw-bundle ls -r agent/researcher
+"$zb" ls -r agent/researcher
+
+if "$zb" help mount >/dev/null 2>&1; then
+  mkdir -p "$work/mnt/first" "$work/mnt/second"
+  step zeroclaw-bundle mount "${first:0:12}" "$work/mnt/first" --daemon
+  "$zb" mount "$first" "$work/mnt/first" --daemon && mounts+=("$work/mnt/first")
+  "$zb" mount "$second" "$work/mnt/second" --daemon && mounts+=("$work/mnt/second")
+  step diff -ru mnt/first mnt/second '# review what changed, with your own tools'
+  (cd "$work/mnt" && diff -ru first second) || true
+  step getfattr -n user.zeroclaw.blake3 mnt/second/config.toml
+  getfattr -n user.zeroclaw.blake3 "$work/mnt/second/config.toml" || true
+  step touch mnt/second/workspace/new-file '# read-only: EROFS'
+  touch "$work/mnt/second/workspace/new-file" || true
+  for m in "${mounts[@]}"; do "$zb" umount "$m"; done
+  mounts=()
+fi
+
+step zeroclaw-bundle verify
+"$zb" verify
+echo
+echo "demo files are in $work"

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# What CI runs (.ci/run calls this): install what the tests need, then format check, clippy
+# with warnings denied, docs with warnings denied, and every test (unit, integration with the
+# test hooks compiled in, FUSE tests that mount for real, doc tests).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --features test-hooks -- -D warnings
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --features test-hooks --no-fail-fast
+  cargo test --workspace --doc --quiet
+else
+  cargo test --workspace --features test-hooks --no-fail-fast
+fi
