@@ -149,7 +149,7 @@ pub fn capture_agent(
     }
     let root = store.write_tree(&Tree::from_entries(top)?)?;
     let stats = capture.stats();
-    let (report, key, cache) = capture.finish();
+    let (report, cache_update) = capture.finish();
     let snapshot = Snapshot {
         root,
         created_unix_ns: crate::clock::now_unix_ns(),
@@ -162,7 +162,7 @@ pub fn capture_agent(
         report,
     };
     let id = store
-        .commit_snapshot(&snapshot, Some((&key, &cache)))
+        .commit_snapshot(&snapshot, Some(&cache_update))
         .context("could not record the snapshot")?;
     Ok(AgentSnapshot {
         id,

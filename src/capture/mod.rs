@@ -23,8 +23,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
-    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, StatCache, StatEntry, Store,
-    StoreError, Tally, Tree, TreeEntry,
+    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, StatCache, StatCacheUpdate,
+    StatEntry, Store, StoreError, Tally, Tree, TreeEntry,
 };
 
 use crate::agent::{MEMORY_SNAPSHOT_FILE, WORKSPACE_MEMORY_DIR};
@@ -123,7 +123,10 @@ pub struct Capture<'s> {
     store: &'s Store,
     cache_key: String,
     old_cache: StatCache,
-    new_cache: StatCache,
+    /// Paths of the old cache seen again unchanged (everything else in it is removed).
+    seen: std::collections::HashSet<Vec<u8>>,
+    /// New or changed entries.
+    changed: Vec<(Vec<u8>, StatEntry)>,
     racy_after_ns: i64,
     report: CaptureReport,
     stats: CaptureStats,
@@ -144,7 +147,8 @@ impl<'s> Capture<'s> {
             store,
             cache_key,
             old_cache,
-            new_cache: StatCache::new(),
+            seen: std::collections::HashSet::new(),
+            changed: Vec::new(),
             racy_after_ns: start_ns - RACY_NS,
             report: CaptureReport::default(),
             stats: CaptureStats::default(),
@@ -167,10 +171,28 @@ impl<'s> Capture<'s> {
         self.stats
     }
 
-    /// Consumes the capture: its report, and the stat cache to commit with the snapshot.
-    pub fn finish(self) -> (CaptureReport, String, StatCache) {
+    /// Consumes the capture: its report, and the stat-cache changes to commit with the
+    /// snapshot.
+    pub fn finish(self) -> (CaptureReport, StatCacheUpdate) {
         self.progress.finish_and_clear();
-        (self.report, self.cache_key, self.new_cache)
+        let Capture {
+            old_cache,
+            seen,
+            changed,
+            cache_key,
+            report,
+            ..
+        } = self;
+        let removed = old_cache
+            .into_keys()
+            .filter(|k| !seen.contains(k))
+            .collect();
+        let update = StatCacheUpdate {
+            key: cache_key,
+            changed,
+            removed,
+        };
+        (report, update)
     }
 
     /// Walks a whole tree from its opened root. `label` prefixes bundle paths (`.` for none).
@@ -434,7 +456,7 @@ impl<'s> Capture<'s> {
             } else {
                 EntryKind::File
             };
-            self.new_cache.insert(key, hit);
+            self.seen.insert(key);
             self.stats.cached_files += 1;
             return Ok(Some((kind, hit.id, hit.size)));
         }
@@ -480,18 +502,20 @@ impl<'s> Capture<'s> {
         self.stats.hashed_bytes += len;
         let exec = opened.is_executable();
         if len == opened.size {
-            self.new_cache.insert(
-                key,
-                StatEntry {
-                    dev: opened.dev,
-                    ino: opened.ino,
-                    size: len,
-                    mtime_ns: opened.mtime_ns,
-                    ctime_ns: opened.ctime_ns,
-                    exec,
-                    id,
-                },
-            );
+            let entry = StatEntry {
+                dev: opened.dev,
+                ino: opened.ino,
+                size: len,
+                mtime_ns: opened.mtime_ns,
+                ctime_ns: opened.ctime_ns,
+                exec,
+                id,
+            };
+            if self.old_cache.get(&key) == Some(&entry) {
+                self.seen.insert(key);
+            } else {
+                self.changed.push((key, entry));
+            }
         }
         let kind = if exec {
             EntryKind::ExecFile

@@ -44,7 +44,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     )?;
     let walked = capture.walk(fd, ".", TopFilter::Everything)?;
     let stats = capture.stats();
-    let (report, key, cache) = capture.finish();
+    let (report, cache_update) = capture.finish();
     let snap = Snapshot {
         root: walked.id,
         created_unix_ns: crate::clock::now_unix_ns(),
@@ -57,7 +57,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         report,
     };
     let id = store
-        .commit_snapshot(&snap, Some((&key, &cache)))
+        .commit_snapshot(&snap, Some(&cache_update))
         .context("could not record the snapshot")?;
     if ctx.json {
         ctx.print_json(&json!({

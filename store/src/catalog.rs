@@ -20,6 +20,10 @@ use crate::snapshot::{Snapshot, SnapshotKind};
 /// `ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS` says otherwise.
 const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(20);
 
+/// sled's page cache bound. The catalog is small and opened briefly; its default (1 GiB)
+/// would let a large stat-cache update dominate a capture's memory.
+const SLED_CACHE_BYTES: u64 = 8 * 1024 * 1024;
+
 /// What `list` shows of a snapshot without loading its record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotSummary {
@@ -120,6 +124,25 @@ impl StatEntry {
 /// The stat cache of one source tree: relative path bytes -> entry.
 pub type StatCache = HashMap<Vec<u8>, StatEntry>;
 
+/// What a capture changed in one source's stat cache (only the difference is written, so a
+/// no-op capture writes nothing).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatCacheUpdate {
+    /// The source's cache key.
+    pub key: String,
+    /// New or changed entries.
+    pub changed: Vec<(Vec<u8>, StatEntry)>,
+    /// Paths no longer present.
+    pub removed: Vec<Vec<u8>>,
+}
+
+impl StatCacheUpdate {
+    /// True when nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.changed.is_empty() && self.removed.is_empty()
+    }
+}
+
 /// An open catalog. Drop it as soon as possible: it locks out other processes.
 pub struct Catalog {
     path: PathBuf,
@@ -140,7 +163,11 @@ impl Catalog {
         let start = Instant::now();
         let mut delay = Duration::from_millis(5);
         loop {
-            match sled::Config::new().path(path).open() {
+            match sled::Config::new()
+                .path(path)
+                .cache_capacity(SLED_CACHE_BYTES)
+                .open()
+            {
                 Ok(db) => return Catalog::from_db(path, db),
                 Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
@@ -287,20 +314,20 @@ impl Catalog {
         Ok(out)
     }
 
-    /// Replaces the stat cache of one source with `cache`, in one batch.
-    pub fn store_stat_cache(&self, key: &str, cache: &StatCache) -> Result<(), StoreError> {
-        let prefix = stat_prefix(key);
-        let mut batch = sled::Batch::default();
-        for item in self.stat.scan_prefix(&prefix).keys() {
-            let k = item.map_err(|e| self.err(e))?;
-            if !cache.contains_key(&k[prefix.len()..]) {
-                batch.remove(k);
-            }
-        }
-        for (path, entry) in cache {
+    /// Applies the changes a capture made to one source's stat cache, in one batch.
+    pub fn update_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
+        let prefix = stat_prefix(&update.key);
+        let key_of = |path: &[u8]| {
             let mut k = prefix.clone();
             k.extend_from_slice(path);
-            batch.insert(k, &entry.encode()[..]);
+            k
+        };
+        let mut batch = sled::Batch::default();
+        for path in &update.removed {
+            batch.remove(key_of(path));
+        }
+        for (path, entry) in &update.changed {
+            batch.insert(key_of(path), &entry.encode()[..]);
         }
         self.stat.apply_batch(batch).map_err(|e| self.err(e))?;
         self.flush()

@@ -47,7 +47,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use catalog::{Catalog, SnapshotSummary, StatCache, StatEntry};
+pub use catalog::{Catalog, SnapshotSummary, StatCache, StatCacheUpdate, StatEntry};
 pub use error::{DecodeError, StoreError};
 pub use id::{IdHasher, ObjectId};
 pub use maintenance::{GcReport, Lease, VerifyProblem, VerifyReport};
@@ -185,11 +185,11 @@ impl Store {
 
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
     /// the record, then adds it to the catalog (in that order: the crash invariant). When
-    /// `stat_cache` is given, it replaces that source's cache in the same catalog session.
+    /// `stat_cache` is given, it is applied in the same catalog session.
     pub fn commit_snapshot(
         &self,
         snap: &Snapshot,
-        stat_cache: Option<(&str, &StatCache)>,
+        stat_cache: Option<&StatCacheUpdate>,
     ) -> Result<ObjectId, StoreError> {
         if let Some(name) = &snap.name {
             validate_name(name)?;
@@ -199,8 +199,8 @@ impl Store {
         self.objects.sync()?;
         let catalog = self.catalog()?;
         catalog.add_snapshot(id, snap)?;
-        if let Some((key, cache)) = stat_cache {
-            catalog.store_stat_cache(key, cache)?;
+        if let Some(update) = stat_cache.filter(|u| !u.is_empty()) {
+            catalog.update_stat_cache(update)?;
         }
         Ok(id)
     }

@@ -313,7 +313,7 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.run(&["snapshot", "--dir", "missing"])
         .fails(1, "missing does not exist");
     // Usage errors exit 2.
-    env.run(&["snapshot"]).fails(2, "--dir");
+    env.run(&["snapshot"]).fails(2, "<ALIAS>");
     env.run(&["frobnicate"]).fails(2, "unrecognized subcommand");
     assert_eq!(
         env.run(&["--json", "list"])
