@@ -7,4 +7,5 @@
 //! subcommand), `cli` (argument parsing).
 
 pub mod hooks;
+pub mod publish;
 pub mod sys;
