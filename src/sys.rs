@@ -321,3 +321,8 @@ pub fn try_lock_exclusive(fd: impl AsFd) -> io::Result<bool> {
         Err(e) => Err(e.into()),
     }
 }
+
+/// True when `err` is ELOOP: what an `O_NOFOLLOW` open reports when the name is a symlink.
+pub fn is_symlink_refusal(err: &io::Error) -> bool {
+    err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error())
+}

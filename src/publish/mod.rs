@@ -103,6 +103,17 @@ pub fn publish(
     root: &ObjectId,
     req: &PublishRequest<'_>,
 ) -> Result<Published, PublishError> {
+    publish_with_progress(source, root, req, &mut |_, _| {})
+}
+
+/// [`publish`], calling `progress(files, bytes)` with the running totals after each staged
+/// file (the total to expect is the root tree's `total_size()`), for a progress bar.
+pub fn publish_with_progress(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    req: &PublishRequest<'_>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Published, PublishError> {
     let dest = resolve::resolve_destination(req.dest)?;
     resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
     let source_ids: Vec<sys::Stat> = req
@@ -121,7 +132,7 @@ pub fn publish(
     hooks::seam("publish-admitted", &hook_path);
 
     let mut staging = Staging::create(parent.as_fd(), &dest.parent)?;
-    let tally = stage::materialize(source, root, staging.fd.as_fd(), &staging.path)?;
+    let tally = stage::materialize(source, root, staging.fd.as_fd(), &staging.path, progress)?;
     sys::chmod_fd(&staging.fd, 0o755)
         .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;
     sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;

@@ -37,21 +37,24 @@ struct Stager<'a> {
     staging_path: &'a Path,
     buf: Vec<u8>,
     tally: Tally,
+    progress: &'a mut dyn FnMut(u64, u64),
 }
 
 /// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
-/// (used in messages only).
+/// (used in messages only). `progress` gets the running (files, bytes) after each file.
 pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
     root_dir: BorrowedFd<'_>,
     staging_path: &Path,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Tally, PublishError> {
     let mut stager = Stager {
         source,
         staging_path,
         buf: vec![0u8; COPY_BUF],
         tally: Tally::default(),
+        progress,
     };
     stager.write_dir(root, root_dir, &mut PathBuf::new())?;
     Ok(stager.tally)
@@ -163,6 +166,7 @@ impl Stager<'_> {
         sys::chmod_fd(&file, mode).map_err(|e| PublishError::io("set the mode of", &path, e))?;
         self.tally.files += 1;
         self.tally.bytes += entry.size;
+        (self.progress)(self.tally.files, self.tally.bytes);
         Ok(())
     }
 }

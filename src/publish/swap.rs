@@ -63,8 +63,19 @@ pub(crate) fn admit(
             return Err(PublishError::DestNotADirectory { path: path() })
         }
     }
-    let fd =
-        sys::open_dir_at(parent, name).map_err(|_| PublishError::DestChanged { path: path() })?;
+    // Nothing, a symlink or a non-directory here now means the entry was swapped since the
+    // stat; anything else (say EACCES) is reported as it is.
+    let fd = sys::open_dir_at(parent, name).map_err(|e| {
+        if matches!(
+            e.kind(),
+            io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+        ) || sys::is_symlink_refusal(&e)
+        {
+            PublishError::DestChanged { path: path() }
+        } else {
+            PublishError::io("open destination", given, e)
+        }
+    })?;
     let opened = sys::fstat(&fd).map_err(|e| PublishError::io("inspect destination", given, e))?;
     if !opened.same_object(&st) {
         return Err(PublishError::DestChanged { path: path() });

@@ -245,7 +245,18 @@ impl Env {
 fn fresh_publish_is_byte_for_byte_with_modes() {
     let env = Env::new();
     let dest = env.path("out/bundle");
-    let p = env.publish(&env.new_id, &dest, false).unwrap();
+    let mut seen = Vec::new();
+    let req = PublishRequest {
+        dest: &dest,
+        force: false,
+        sources: &[],
+    };
+    let p = publish_with_progress(&env.store.reader(), &env.new_id, &req, &mut |f, b| {
+        seen.push((f, b))
+    })
+    .unwrap();
+    assert_eq!(seen.len(), 8);
+    assert_eq!(seen.last(), Some(&(p.files, p.bytes)));
     assert_eq!(listing(&dest), expected(&env.new));
     assert_eq!(
         fs::metadata(&dest).unwrap().permissions().mode() & 0o7777,
