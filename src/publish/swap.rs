@@ -224,7 +224,6 @@ impl Swapper<'_> {
             staging.armed = true;
             return Err(PublishError::DestChanged { path: self.given() });
         }
-        let retired_path = self.path_of(&staging.retired);
         let old_name: &[u8] = match sys::rename_noreplace(
             self.parent,
             &staging.name,
@@ -237,20 +236,23 @@ impl Swapper<'_> {
         };
         self.seam("publish-after-retire");
         if must_be_empty {
+            let mut retired_left = None;
             if let Err(e) = sys::unlink_at(self.parent, old_name, true) {
                 if !is_exists(&e) {
-                    return Err(PublishError::io("remove", self.path_of(old_name), e));
+                    // Published; the empty directory just could not be removed.
+                    retired_left = Some(self.path_of(old_name));
+                } else {
+                    // Entries arrived: swap them back, drop our tree.
+                    self.exchange_back(old_name, &self.path_of(old_name))?;
+                    let _ = sys::remove_tree_at(self.parent, old_name);
+                    return Err(PublishError::DestNoLongerEmpty { path: self.given() });
                 }
-                // Entries arrived: swap them back, drop our tree.
-                self.exchange_back(old_name, &retired_path)?;
-                let _ = sys::remove_tree_at(self.parent, old_name);
-                return Err(PublishError::DestNoLongerEmpty { path: self.given() });
             }
             self.sync_parent()?;
             self.seam("publish-after-remove");
             return Ok(SwapOutcome {
                 used_exchange: true,
-                retired_left: None,
+                retired_left,
             });
         }
         self.sync_parent()?;
@@ -301,10 +303,8 @@ impl Swapper<'_> {
             }
         }
         self.seam("publish-after-first-rename");
-        if !self
-            .at(&staging.retired)?
-            .is_some_and(|m| m.same_object(id))
-        {
+        let moved = self.at(&staging.retired).ok().flatten();
+        if !moved.is_some_and(|m| m.same_object(id)) {
             self.move_back(&staging.retired, &retired_path, None)?;
             return Err(PublishError::DestChanged { path: self.given() });
         }
@@ -319,28 +319,30 @@ impl Swapper<'_> {
         staging.armed = false;
         self.seam("publish-after-second-rename");
         if must_be_empty {
-            if let Err(e) = sys::unlink_at(self.parent, &staging.retired, true) {
-                if !is_exists(&e) {
-                    return Err(PublishError::io("remove", &retired_path, e));
+            let mut retired_left = None;
+            match sys::unlink_at(self.parent, &staging.retired, true) {
+                Ok(()) => {}
+                // Published; the empty directory just could not be removed.
+                Err(e) if !is_exists(&e) => retired_left = Some(retired_path.clone()),
+                Err(_) => {
+                    // Entries arrived: our tree goes back to the staging name (a crash here leaves
+                    // the pair `recover` restores), the previous directory back to the name.
+                    sys::rename_noreplace(self.parent, self.name, self.parent, &staging.name)
+                        .map_err(|source| PublishError::RestoreFailed {
+                            path: self.given(),
+                            retired: retired_path.clone(),
+                            source,
+                        })?;
+                    staging.armed = true;
+                    self.move_back(&staging.retired, &retired_path, None)?;
+                    return Err(PublishError::DestNoLongerEmpty { path: self.given() });
                 }
-                // Entries arrived: our tree goes back to the staging name (a crash here leaves
-                // the pair `recover` restores), the previous directory back to the name.
-                sys::rename_noreplace(self.parent, self.name, self.parent, &staging.name).map_err(
-                    |source| PublishError::RestoreFailed {
-                        path: self.given(),
-                        retired: retired_path.clone(),
-                        source,
-                    },
-                )?;
-                staging.armed = true;
-                self.move_back(&staging.retired, &retired_path, None)?;
-                return Err(PublishError::DestNoLongerEmpty { path: self.given() });
             }
             self.sync_parent()?;
             self.seam("publish-after-remove");
             return Ok(SwapOutcome {
                 used_exchange: false,
-                retired_left: None,
+                retired_left,
             });
         }
         self.sync_parent()?;
