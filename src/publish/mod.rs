@@ -23,8 +23,12 @@
 //! 5. **Re-check and swap** (`swap`): hooks `publish-staged` then `before-swap`; the
 //!    destination is re-checked through the parent fd, then swapped in with
 //!    `RENAME_NOREPLACE` (vacant) or `RENAME_EXCHANGE` (existing; the two-rename fallback
-//!    where exchange is unsupported). After the swap the parent directory is fsynced, which
-//!    makes the new name durable; only then is the previous tree retired and removed.
+//!    where exchange is unsupported). After the swap (and, with exchange, the rename of the
+//!    previous tree to `.zeroclaw-export-old-<token>`) the parent directory is fsynced, which
+//!    makes the new name durable; only then is the previous tree removed. The removal is not
+//!    synced: a crash during it leaves a leftover that `recover` removes. The admitted
+//!    destination's fd is `flock`ed as well, so the previous tree is never mistaken for
+//!    garbage by a `recover` running beside a live publish.
 //!
 //! Every reported failure leaves the destination as it was and removes the staging tree,
 //! except [`PublishError::RestoreFailed`] (says where the previous tree is) and
