@@ -321,3 +321,21 @@ pub fn is_permission_denied(e: &io::Error) -> bool {
 pub fn is_no_such_device(e: &io::Error) -> bool {
     e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error())
 }
+
+/// `syncfs(2)` on the filesystem holding `fd`: flushes every dirty file and directory entry of
+/// that filesystem in one pass. Since Linux 5.8 it reports writeback errors that happened
+/// after `fd` was opened.
+pub fn syncfs(fd: impl AsFd) -> io::Result<()> {
+    Ok(rustix::fs::syncfs(fd)?)
+}
+
+/// `flock(fd, LOCK_EX | LOCK_NB)`: `Ok(true)` when this open file description now holds the
+/// lock, `Ok(false)` when another one holds it. The lock goes away with the last fd of the
+/// description, so a killed process never leaves it behind.
+pub fn try_lock_exclusive(fd: impl AsFd) -> io::Result<bool> {
+    match rustix::fs::flock(fd, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+        Ok(()) => Ok(true),
+        Err(rustix::io::Errno::WOULDBLOCK) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}

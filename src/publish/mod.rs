@@ -1,0 +1,233 @@
+//! Staged, crash-atomic publish of a stored snapshot tree into a destination directory
+//! (`checkout`, `export`), and `recover` after an interrupted one (SPEC §7, DESIGN §5).
+//!
+//! The protocol, in order:
+//!
+//! 1. **Resolve** (`resolve`): the destination's parent is canonicalized, its last component
+//!    is not; a `..` through a directory that does not exist yet is refused, and so is any
+//!    overlap with a source tree, in either direction. Nothing has been created yet.
+//! 2. **Admit** (`swap::admit`): the parent is created if missing, opened once, and its fd is
+//!    held for every later step. An absent destination is *vacant*; an existing one must be a
+//!    real directory (a symlink or a file is refused); empty is admitted, non-empty needs
+//!    `--force`. Its (dev, ino) is recorded: the decision binds to that object, not the name.
+//! 3. **Stage**: `<parent>/.zeroclaw-export-<token>` is created through the parent fd (mode
+//!    0700 while it fills, 0755 at the end) and `flock`ed, so `recover` never touches a live
+//!    publish; the tree is written through dir fds (`stage`), manifest last.
+//! 4. **Sync**: one `syncfs(2)` on the staging directory flushes every file's data and every
+//!    new directory entry of the staged tree before anything refers to it. That is one
+//!    journal commit instead of one per file and directory (a bundle is often thousands of
+//!    small files), and since Linux 5.8 it reports writeback errors such as ENOSPC or EIO
+//!    that happened after the staging fd was opened, so a tree that did not reach the disk
+//!    fails the publish. The price is that it also flushes other dirty data of that
+//!    filesystem.
+//! 5. **Re-check and swap** (`swap`): hooks `publish-staged` then `before-swap`; the
+//!    destination is re-checked through the parent fd, then swapped in with
+//!    `RENAME_NOREPLACE` (vacant) or `RENAME_EXCHANGE` (existing; the two-rename fallback
+//!    where exchange is unsupported). After the swap (and, with exchange, the rename of the
+//!    previous tree to `.zeroclaw-export-old-<token>`) the parent directory is fsynced, which
+//!    makes the new name durable; only then is the previous tree removed. The removal is not
+//!    synced: a crash during it leaves a leftover that `recover` removes. The admitted
+//!    destination's fd is `flock`ed as well, so the previous tree is never mistaken for
+//!    garbage by a `recover` running beside a live publish.
+//!
+//! Every reported failure leaves the destination as it was and removes the staging tree,
+//! except [`PublishError::RestoreFailed`] (says where the previous tree is) and
+//! [`PublishError::NotDurable`] (the new tree is in place but its parent's fsync failed).
+//!
+//! Test hooks (`crate::hooks`, only in `test-hooks` builds), in publish order:
+//! `publish-admitted`, `publish-write` (before each file; path = its path in the bundle),
+//! `publish-staged`, `before-swap`, then one of `publish-after-rename` (vacant),
+//! `publish-after-exchange` / `publish-after-retire` (exchange), or
+//! `publish-after-first-rename` / `publish-after-second-rename` (fallback), and finally
+//! `publish-after-remove`. Every other seam's path is the resolved destination.
+//!
+//! Not a compare-and-swap: the checks narrow the window in which another process writing
+//! the destination can interfere; they do not close it.
+
+mod error;
+mod recover;
+mod resolve;
+mod stage;
+mod swap;
+
+#[cfg(test)]
+mod tests;
+
+use std::fs;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use zeroclaw_bundle_store::{ObjectId, ObjectSource};
+
+pub use error::PublishError;
+pub use recover::{recover, LeftAlone, Recovered};
+
+use crate::{hooks, sys};
+
+/// Prefix of a staging directory (`.zeroclaw-export-<token>`).
+pub const STAGING_PREFIX: &str = ".zeroclaw-export-";
+/// Prefix of a retired previous tree (`.zeroclaw-export-old-<token>`).
+pub const RETIRED_PREFIX: &str = ".zeroclaw-export-old-";
+
+/// What to publish where.
+#[derive(Debug, Clone, Copy)]
+pub struct PublishRequest<'a> {
+    /// `--out` as given.
+    pub dest: &'a Path,
+    /// `--force`: replace a non-empty destination.
+    pub force: bool,
+    /// Source trees (workspace, skill dirs) the destination must not overlap, either
+    /// direction; empty for `checkout`.
+    pub sources: &'a [PathBuf],
+}
+
+/// What a successful publish did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// The resolved destination (canonical parent, last component as given).
+    pub dest: PathBuf,
+    /// Files written.
+    pub files: u64,
+    /// File bytes written.
+    pub bytes: u64,
+    /// True when an existing (empty or forced) directory was replaced.
+    pub replaced_existing: bool,
+    /// True when the swap was one `RENAME_EXCHANGE` (false: vacant rename or the two-rename
+    /// fallback).
+    pub used_exchange: bool,
+    /// The previous tree, when it could not be removed after a successful swap (untidy, not a
+    /// failure: `recover` removes it).
+    pub retired_left: Option<PathBuf>,
+}
+
+/// Publishes tree `root` from `source` at `req.dest` (see the module doc for the protocol).
+pub fn publish(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    req: &PublishRequest<'_>,
+) -> Result<Published, PublishError> {
+    publish_with_progress(source, root, req, &mut |_, _| {})
+}
+
+/// [`publish`], calling `progress(files, bytes)` with the running totals after each staged
+/// file (the total to expect is the root tree's `total_size()`), for a progress bar.
+pub fn publish_with_progress(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    req: &PublishRequest<'_>,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Published, PublishError> {
+    let dest = resolve::resolve_destination(req.dest)?;
+    resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
+    let source_ids: Vec<sys::Stat> = req
+        .sources
+        .iter()
+        .filter_map(|s| resolve::resolve_path(s).ok())
+        .filter_map(|p| sys::stat_path(&p).ok())
+        .collect();
+
+    fs::create_dir_all(&dest.parent).map_err(|e| PublishError::io("create", &dest.parent, e))?;
+    let parent =
+        sys::open_dir_path(&dest.parent).map_err(|e| PublishError::io("open", &dest.parent, e))?;
+    let name = dest.name.as_bytes();
+    let admitted = swap::admit(parent.as_fd(), name, req.dest, req.force)?;
+    let hook_path = dest.full.to_string_lossy().into_owned();
+    hooks::seam("publish-admitted", &hook_path);
+
+    let mut staging = Staging::create(parent.as_fd(), &dest.parent)?;
+    let tally = stage::materialize(source, root, staging.fd.as_fd(), &staging.path, progress)?;
+    sys::chmod_fd(&staging.fd, 0o755)
+        .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;
+    sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;
+    hooks::seam("publish-staged", &hook_path);
+    hooks::seam("before-swap", &hook_path);
+
+    let swapper = swap::Swapper {
+        parent: parent.as_fd(),
+        parent_path: &dest.parent,
+        name,
+        full: &dest.full,
+        given: req.dest,
+        hook_path: &hook_path,
+        sources: &source_ids,
+    };
+    let outcome = swapper.swap(&admitted, &mut staging)?;
+    Ok(Published {
+        dest: dest.full.clone(),
+        files: tally.files,
+        bytes: tally.bytes,
+        replaced_existing: !matches!(admitted, swap::Admission::Vacant),
+        used_exchange: outcome.used_exchange,
+        retired_left: outcome.retired_left,
+    })
+}
+
+/// The staging directory: removed on drop while `armed` (every early return cleans up). It
+/// is disarmed at the moment its name stops holding the staged tree (the swap).
+pub(crate) struct Staging<'a> {
+    parent: BorrowedFd<'a>,
+    /// `.zeroclaw-export-<token>`.
+    pub name: Vec<u8>,
+    /// `.zeroclaw-export-old-<token>`.
+    pub retired: Vec<u8>,
+    /// Full path, for messages.
+    pub path: PathBuf,
+    /// The staging directory's fd, holding the `flock` that marks it live.
+    pub fd: OwnedFd,
+    pub armed: bool,
+}
+
+impl<'a> Staging<'a> {
+    fn create(parent: BorrowedFd<'a>, parent_path: &Path) -> Result<Staging<'a>, PublishError> {
+        let mut last_err = None;
+        for _ in 0..64 {
+            let token = sys::random_token();
+            let name = format!("{STAGING_PREFIX}{token}").into_bytes();
+            let retired = format!("{RETIRED_PREFIX}{token}").into_bytes();
+            let path = parent_path.join(std::ffi::OsStr::from_bytes(&name));
+            if sys::stat_at(parent, &retired).is_ok() {
+                continue;
+            }
+            match sys::mkdir_at(parent, &name, 0o700) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    last_err = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(PublishError::io("create", &path, e)),
+            }
+            let fd = match sys::open_dir_at(parent, &name) {
+                Ok(fd) => fd,
+                Err(e) => {
+                    let _ = sys::unlink_at(parent, &name, true);
+                    return Err(PublishError::io("open", &path, e));
+                }
+            };
+            // Advisory: marks the tree live for `recover`. Failing to lock loses nothing.
+            let _ = sys::try_lock_exclusive(&fd);
+            let staging = Staging {
+                parent,
+                name,
+                retired,
+                path,
+                fd,
+                armed: true,
+            };
+            return Ok(staging);
+        }
+        Err(PublishError::io(
+            "create a staging directory in",
+            parent_path,
+            last_err.unwrap_or_else(|| std::io::Error::other("no free staging name")),
+        ))
+    }
+}
+
+impl Drop for Staging<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = sys::remove_tree_at(self.parent, &self.name);
+        }
+    }
+}

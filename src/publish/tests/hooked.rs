@@ -1,0 +1,350 @@
+//! The tests that need a test hook (`test-hooks` builds): each runs the publish in a child
+//! process, this test binary re-executed on `child_entry`, because the hooks read
+//! process-wide environment variables and the other tests run in parallel threads. Races at
+//! `before-swap` must be refused with the destination untouched; a `kill -9` at any step
+//! followed by `recover` must leave the complete old or the complete new tree and no hidden
+//! directory.
+
+use std::os::unix::process::ExitStatusExt;
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------
+// Child processes (for hooks)
+
+const CHILD_ENV: &str = "ZB_PUBLISH_TEST_CHILD";
+
+/// Not a test of its own: the body a child process runs (see `run_child`).
+#[test]
+fn child_entry() {
+    if std::env::var_os(CHILD_ENV).is_none() {
+        return;
+    }
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    let store = Store::open_or_create(Path::new(&var("ZB_STORE"))).unwrap();
+    let root: ObjectId = var("ZB_ROOT").parse().unwrap();
+    let dest = PathBuf::from(var("ZB_DEST"));
+    let sources: Vec<PathBuf> = var("ZB_SOURCES")
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(PathBuf::from)
+        .collect();
+    let req = PublishRequest {
+        dest: &dest,
+        force: var("ZB_FORCE") == "1",
+        sources: &sources,
+    };
+    match publish(&store.reader(), &root, &req) {
+        Ok(p) => println!("CHILD-RESULT ok exchange={}", p.used_exchange),
+        Err(e) => println!("CHILD-RESULT err {e}"),
+    }
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum Child {
+    Killed,
+    Ok { exchange: bool },
+    Err(String),
+}
+
+struct ChildRun {
+    root: ObjectId,
+    dest: PathBuf,
+    force: bool,
+    sources: Vec<PathBuf>,
+    seam: String,
+    seam_path: Option<String>,
+    cmd: String,
+    no_exchange: bool,
+}
+
+fn run_child(env: &Env, run: &ChildRun) -> Child {
+    let exe = std::env::current_exe().unwrap();
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "--exact",
+        "publish::tests::hooked::child_entry",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .env(CHILD_ENV, "1")
+    .env("ZB_STORE", env.store.root())
+    .env("ZB_ROOT", run.root.to_hex())
+    .env("ZB_DEST", &run.dest)
+    .env("ZB_FORCE", if run.force { "1" } else { "0" })
+    .env(
+        "ZB_SOURCES",
+        run.sources
+            .iter()
+            .map(|s| s.display().to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+    .env("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", &run.seam)
+    .env("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", &run.cmd)
+    .env("DEST", &run.dest)
+    .env("TMPROOT", env.tmp.path());
+    match &run.seam_path {
+        Some(p) => cmd.env("ZEROCLAW_BUNDLE_TEST_HOOK_PATH", p),
+        None => cmd.env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_PATH"),
+    };
+    if run.no_exchange {
+        cmd.env("ZEROCLAW_BUNDLE_TEST_NO_EXCHANGE", "1");
+    } else {
+        cmd.env_remove("ZEROCLAW_BUNDLE_TEST_NO_EXCHANGE");
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if out.status.signal() == Some(9) {
+        return Child::Killed;
+    }
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("CHILD-RESULT ").map(|(_, r)| r))
+        .unwrap_or_else(|| {
+            panic!(
+                "child gave no result: {:?}\nstdout:\n{stdout}\nstderr:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    if let Some(rest) = line.strip_prefix("ok exchange=") {
+        Child::Ok {
+            exchange: rest == "true",
+        }
+    } else {
+        Child::Err(line.strip_prefix("err ").unwrap_or(line).to_string())
+    }
+}
+
+fn child(root: &ObjectId, dest: &Path, force: bool, seam: &str, cmd: &str) -> ChildRun {
+    ChildRun {
+        root: *root,
+        dest: dest.to_path_buf(),
+        force,
+        sources: Vec::new(),
+        seam: seam.to_string(),
+        seam_path: None,
+        cmd: cmd.to_string(),
+        no_exchange: false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// What a publish writes
+
+#[test]
+fn manifest_is_written_last() {
+    let env = Env::new();
+    let dest = env.path("out/bundle");
+    let log = env.path("seen.txt");
+    // When the manifest is about to be written, every other file is already staged.
+    let cmd = format!(
+        "cd \"$TMPROOT/out\" && find . -type f | sort > '{}'",
+        log.display()
+    );
+    let mut run = child(&env.new_id, &dest, false, "publish-write", &cmd);
+    run.seam_path = Some("zeroclaw-agent.toml".into());
+    assert_eq!(run_child(&env, &run), Child::Ok { exchange: false });
+    let seen = fs::read_to_string(&log).unwrap();
+    let files: Vec<&str> = seen.lines().collect();
+    assert_eq!(files.len(), 7, "{seen}");
+    assert!(
+        files.iter().all(|f| !f.ends_with("zeroclaw-agent.toml")),
+        "{seen}"
+    );
+    assert!(
+        files.iter().all(|f| f.starts_with("./.zeroclaw-export-")),
+        "{seen}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Races at the swap (hooks, in a child process)
+
+#[test]
+fn destination_that_appeared_is_refused() {
+    let env = Env::new();
+    fs::create_dir_all(env.path("out")).unwrap();
+    let dest = env.path("out/bundle");
+    let cmd = "mkdir \"$DEST\" && echo mine > \"$DEST/someone-elses.md\"";
+    let got = run_child(&env, &child(&env.new_id, &dest, false, "before-swap", cmd));
+    let Child::Err(msg) = got else {
+        panic!("expected a refusal, got {got:?}")
+    };
+    assert!(
+        msg.contains("did not exist when the publish started"),
+        "{msg}"
+    );
+    assert_eq!(fs::read(dest.join("someone-elses.md")).unwrap(), b"mine\n");
+    assert_eq!(names(&dest), ["someone-elses.md"]);
+    assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
+#[test]
+fn destination_replaced_by_another_directory_is_refused() {
+    for no_exchange in [false, true] {
+        let env = Env::new();
+        let dest = env.with_old_bundle();
+        let cmd = "mv \"$DEST\" \"$TMPROOT/moved-aside\" && mkdir \"$DEST\" && echo other > \"$DEST/other.md\"";
+        let mut run = child(&env.new_id, &dest, true, "before-swap", cmd);
+        run.no_exchange = no_exchange;
+        let got = run_child(&env, &run);
+        let Child::Err(msg) = got else {
+            panic!("expected a refusal, got {got:?}")
+        };
+        assert!(
+            msg.contains("not the directory this publish checked"),
+            "{msg}"
+        );
+        assert_eq!(listing(&env.path("moved-aside")), expected(&env.old));
+        assert_eq!(names(&dest), ["other.md"]);
+        assert_eq!(names(&env.path("out")), ["bundle"]);
+    }
+}
+
+#[test]
+fn empty_destination_that_gained_a_file_is_refused() {
+    for no_exchange in [false, true] {
+        let env = Env::new();
+        let dest = env.path("out/bundle");
+        fs::create_dir_all(&dest).unwrap();
+        let cmd = "echo arrived > \"$DEST/arrived.md\"";
+        let mut run = child(&env.new_id, &dest, false, "before-swap", cmd);
+        run.no_exchange = no_exchange;
+        let got = run_child(&env, &run);
+        let Child::Err(msg) = got else {
+            panic!("expected a refusal, got {got:?}")
+        };
+        assert!(msg.contains("not any more"), "{msg}");
+        assert_eq!(names(&dest), ["arrived.md"]);
+        assert_eq!(fs::read(dest.join("arrived.md")).unwrap(), b"arrived\n");
+        assert_eq!(names(&env.path("out")), ["bundle"]);
+    }
+}
+
+#[test]
+fn destination_that_became_a_source_is_refused() {
+    let env = Env::new();
+    let ws = env.path("home/workspace");
+    fs::create_dir_all(&ws).unwrap();
+    fs::write(ws.join("IDENTITY.md"), "me").unwrap();
+    let dest = env.path("out/bundle");
+    fs::create_dir_all(&dest).unwrap();
+    let mut run = child(
+        &env.new_id,
+        &dest,
+        true,
+        "before-swap",
+        "rmdir \"$DEST\" && mv \"$TMPROOT/home/workspace\" \"$DEST\"",
+    );
+    run.sources = vec![ws.clone()];
+    let got = run_child(&env, &run);
+    let Child::Err(msg) = got else {
+        panic!("expected a refusal, got {got:?}")
+    };
+    assert!(msg.contains("one of the trees this publish read"), "{msg}");
+    assert_eq!(names(&dest), ["IDENTITY.md"]);
+    assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
+#[test]
+fn two_rename_fallback_replaces_like_exchange() {
+    let env = Env::new();
+    let dest = env.with_old_bundle();
+    let mut run = child(&env.new_id, &dest, true, "none", "true");
+    run.no_exchange = true;
+    assert_eq!(run_child(&env, &run), Child::Ok { exchange: false });
+    assert_eq!(listing(&dest), expected(&env.new));
+    assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// Crashes (kill -9 at each step), then recover
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum After {
+    Old,
+    New,
+}
+
+fn crash_then_recover(seam: &str, seam_path: Option<&str>, no_exchange: bool, want: After) {
+    let env = Env::new();
+    let dest = env.with_old_bundle();
+    let mut run = child(&env.new_id, &dest, true, seam, "kill -9 $PPID");
+    run.no_exchange = no_exchange;
+    run.seam_path = seam_path.map(str::to_string);
+    let got = run_child(&env, &run);
+    assert_eq!(
+        got,
+        Child::Killed,
+        "seam {seam} (no_exchange {no_exchange}) was not reached"
+    );
+    let rec = recover(&dest).unwrap();
+    let have = listing(&dest);
+    let (want_listing, other) = match want {
+        After::Old => (expected(&env.old), expected(&env.new)),
+        After::New => (expected(&env.new), expected(&env.old)),
+    };
+    assert!(
+        have == want_listing,
+        "seam {seam} (no_exchange {no_exchange}): want {want:?}, got {}; recover: {rec:?}",
+        if have == other {
+            "the other tree"
+        } else {
+            "a mixture"
+        }
+    );
+    assert_eq!(names(&env.path("out")), ["bundle"], "seam {seam}: {rec:?}");
+    assert!(rec.left_alone.is_empty(), "{rec:?}");
+    // A second recover has nothing to do.
+    assert!(recover(&dest).unwrap().nothing_done());
+}
+
+#[test]
+fn crash_at_each_step_of_the_exchange_path() {
+    for (seam, path, want) in [
+        ("publish-admitted", None, After::Old),
+        ("publish-write", Some("big.bin"), After::Old),
+        ("publish-write", Some("zeroclaw-agent.toml"), After::Old),
+        ("publish-staged", None, After::Old),
+        ("before-swap", None, After::Old),
+        ("publish-after-exchange", None, After::New),
+        ("publish-after-retire", None, After::New),
+        ("publish-after-remove", None, After::New),
+    ] {
+        crash_then_recover(seam, path, false, want);
+    }
+}
+
+#[test]
+fn crash_at_each_step_of_the_two_rename_fallback() {
+    for (seam, path, want) in [
+        ("publish-write", Some("run.sh"), After::Old),
+        ("publish-staged", None, After::Old),
+        ("before-swap", None, After::Old),
+        ("publish-after-first-rename", None, After::Old),
+        ("publish-after-second-rename", None, After::New),
+        ("publish-after-remove", None, After::New),
+    ] {
+        crash_then_recover(seam, path, true, want);
+    }
+}
+
+#[test]
+fn crash_while_publishing_to_a_vacant_destination() {
+    for (seam, published) in [("publish-staged", false), ("publish-after-rename", true)] {
+        let env = Env::new();
+        let dest = env.path("out/bundle");
+        let run = child(&env.new_id, &dest, false, seam, "kill -9 $PPID");
+        assert_eq!(run_child(&env, &run), Child::Killed, "seam {seam}");
+        recover(&dest).unwrap();
+        if published {
+            assert_eq!(listing(&dest), expected(&env.new));
+            assert_eq!(names(&env.path("out")), ["bundle"]);
+        } else {
+            assert!(!dest.exists());
+            assert!(names(&env.path("out")).is_empty());
+        }
+    }
+}
