@@ -1,7 +1,8 @@
 //! Mountpoint admission (`check_mountpoint`) and `unmount`: the checks and the one-line
 //! explanations a person needs before and after a mount.
 //!
-//! Admission order matters: a stale FUSE mount fails every stat with ENOTCONN, so that is
+//! Admission order matters: a stale FUSE mount fails stat with ENOTCONN (or, when the kernel
+//! still has the root's attributes cached, as ours always do, only statfs fails), so that is
 //! recognised first; a live mount point is reported as a mount before its (foreign) content
 //! would make it look merely "not empty". `unmount` only ever unmounts a mount this crate
 //! made (a FUSE mount whose source is our fsname), never whatever happens to be at a path.
@@ -34,6 +35,9 @@ pub fn check_mountpoint(path: &Path) -> Result<(), MountError> {
     if let Some(m) =
         sys::mount_at(&abs).map_err(|e| MountError::io("read", "/proc/self/mountinfo", e))?
     {
+        if sys::is_stale(&abs) {
+            return Err(MountError::StaleMount(path.to_path_buf()));
+        }
         return Err(MountError::AlreadyMounted {
             path: path.to_path_buf(),
             fstype: m.fstype,

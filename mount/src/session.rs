@@ -92,7 +92,10 @@ impl MountOptions {
             MountOption::NoAtime,
             MountOption::DefaultPermissions,
             MountOption::FSName(self.fsname()),
-            MountOption::Subtype(FSNAME.to_string()),
+            // As a raw option, so the kernel gets it on the direct (root) mount path too
+            // (fuser only hands `Subtype` to fusermount3): the type shows as
+            // `fuse.zeroclaw-bundle`.
+            MountOption::CUSTOM(format!("subtype={FSNAME}")),
         ];
         if !self.allow_exec {
             opts.push(MountOption::NoExec);
@@ -253,11 +256,7 @@ impl MountHandle {
         let served = session.join();
         // If the connection was aborted rather than unmounted, the mount is now stale:
         // remove it so the directory is usable again.
-        if std::fs::metadata(&self.path)
-            .err()
-            .and_then(|e| e.raw_os_error())
-            == Some(libc::ENOTCONN)
-        {
+        if sys::is_stale(&self.path) {
             let _ = sys::unmount(&self.path, true);
         }
         served.map_err(|e| MountError::io("serve the mount on", &self.path, e))

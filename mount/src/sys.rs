@@ -101,6 +101,13 @@ pub(crate) fn absolute(path: &Path) -> io::Result<PathBuf> {
     }
 }
 
+/// True when `path` is a FUSE mount whose server is gone. statfs(2) always goes to the
+/// server (a stat may be answered from the kernel's attribute cache, which for our mounts
+/// never expires), and a dead connection answers ENOTCONN.
+pub(crate) fn is_stale(path: &Path) -> bool {
+    matches!(rustix::fs::statfs(path), Err(rustix::io::Errno::NOTCONN))
+}
+
 /// The real uid and gid of this process (what the mounted files report as owner).
 pub(crate) fn user_ids() -> (u32, u32) {
     (
