@@ -9,6 +9,11 @@
 //!   corrupt or wrongly sized object fails every open with EIO.
 //! - Nothing is ever written: every mutating operation answers EROFS (the kernel already
 //!   refuses most of them on an `ro` mount; these answers are the second line).
+//! - Memory: decoded trees sit in the bounded [`TreeCache`]; an open directory handle pins
+//!   its own tree until released (bounded by the directories the kernel has open); inode
+//!   numbers grow with the entries the kernel has seen (see `inodes`).
+//! - The first open of a large blob hashes it on the calling FUSE worker (blake3, roughly
+//!   1 GB/s); other workers keep serving meanwhile.
 //! - Every error goes through [`errno`], the one mapping from [`Fault`] to an errno value.
 //!   Damage reported by the object source is also kept in [`Faults`] for the caller.
 

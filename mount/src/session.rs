@@ -235,8 +235,9 @@ impl MountHandle {
         }
     }
 
-    /// Keeps the store's lease (see `Store::lease`) until the mount is gone, so gc keeps
-    /// every object this mount serves.
+    /// Keeps the store's lease (see `Store::lease`) until the mount is gone (released by a
+    /// successful [`MountHandle::unmount`], the end of [`MountHandle::wait`], or drop), so gc
+    /// keeps every object this mount serves. Take the lease *before* calling [`mount`].
     pub fn keep_lease(&mut self, lease: Lease) {
         self.lease = Some(lease);
     }
@@ -272,6 +273,7 @@ impl MountHandle {
             // Already gone (unmounted from outside): just reap the threads.
             Ok(()) | Err(MountError::NotMounted(_)) => {
                 reap(session, REAP_WAIT);
+                self.lease = None;
                 Ok(())
             }
             Err(e) => {

@@ -51,6 +51,21 @@ fn every_way_of_unmounting_leaves_no_mount_behind() {
 }
 
 #[test]
+fn a_kept_lease_lives_until_unmount() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let Some(mut m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let leases = env.store.root().join("leases");
+    let lease = env.store.lease(&root, &root).unwrap();
+    m.handle().keep_lease(lease);
+    assert_eq!(fs::read_dir(&leases).unwrap().count(), 1);
+    m.handle().unmount().unwrap();
+    assert_eq!(fs::read_dir(&leases).unwrap().count(), 0);
+}
+
+#[test]
 fn busy_mount_refuses_clean_unmount_and_drop_detaches_lazily() {
     let env = Env::new();
     let (root, _) = env.build(sample());
