@@ -1,1 +1,59 @@
-//! x
+//! zeroclaw-bundle-mount: a read-only FUSE view of one snapshot tree, served from anything
+//! that implements [`ObjectSource`] (the store's objects, later a pack file).
+//!
+//! The view is built on fuser's low-level (inode) API: inode numbers are assigned to tree
+//! entries on first sight and stay fixed for the life of the mount; decoded trees live in a
+//! bounded LRU; file reads are positioned reads on the object; each blob is verified against
+//! its blake3 id on first open (damage answers EIO); every write answers EROFS. Each file
+//! and directory carries the extended attribute `user.zeroclaw.blake3`, its object id.
+//!
+//! Mount options are always `ro,nosuid,nodev,noatime,default_permissions`, plus `noexec`
+//! unless [`MountOptions::allow_exec`], and `allow_other` only when asked. Files are 0444
+//! (exec-files 0555), directories 0555, owned by the mounting user. The mount shows in the
+//! mount table as source `zeroclaw-bundle[:label]`; [`unmount`] only touches such mounts.
+//!
+//! This crate knows nothing of the CLI: `zeroclaw-bundle mount` resolves a snapshot, takes
+//! a store lease, calls [`mount`], and waits ([`MountHandle::wait`]) while its signal
+//! handler calls [`Unmounter::unmount`]; `zeroclaw-bundle umount` calls [`unmount`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use zeroclaw_bundle_mount::{check_mountpoint, mount, MountError, MountOptions};
+//! use zeroclaw_bundle_store::{EntryKind, Store, Tree, TreeEntry};
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let store = Store::open_or_create(&dir.path().join("store")).unwrap();
+//! let (blob, len) = store.objects().write_from(&mut &b"hello\n"[..]).unwrap();
+//! let tree = Tree::from_entries(vec![TreeEntry {
+//!     name: b"hello.txt".to_vec(), kind: EntryKind::File, size: len, id: blob,
+//! }]).unwrap();
+//! let root = store.write_tree(&tree).unwrap();
+//!
+//! let mnt = dir.path().join("mnt");
+//! std::fs::create_dir(&mnt).unwrap();
+//! if let Err(e @ MountError::FuseUnavailable { .. }) = check_mountpoint(&mnt) {
+//!     eprintln!("skipping the example: {e}");
+//!     return;
+//! }
+//! let mut handle = mount(Arc::new(store.reader()), root, &mnt, &MountOptions::default()).unwrap();
+//! assert_eq!(std::fs::read(mnt.join("hello.txt")).unwrap(), b"hello\n");
+//! handle.unmount().unwrap();
+//! ```
+#![deny(missing_docs)]
+
+mod cache;
+mod error;
+mod fs;
+mod inodes;
+mod mountpoint;
+mod session;
+mod sys;
+
+pub use error::MountError;
+pub use fs::XATTR_BLAKE3;
+pub use mountpoint::{check_mountpoint, unmount};
+pub use session::{mount, MountHandle, MountOptions, Unmounter};
+pub use zeroclaw_bundle_store::ObjectSource;
+
+/// The mount source (fsname) and FUSE subtype of every mount this crate makes.
+pub const FSNAME: &str = "zeroclaw-bundle";

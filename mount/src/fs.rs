@@ -1,0 +1,826 @@
+//! `SnapshotFs`: the fuser low-level (inode) adapter over an [`ObjectSource`] tree.
+//!
+//! Invariants:
+//! - Content is immutable: entry, attribute and negative-lookup TTLs are effectively
+//!   infinite, files open with FOPEN_KEEP_CACHE and directories with FOPEN_CACHE_DIR, so
+//!   the kernel asks each question once.
+//! - Reads are positioned reads on the blob ([`Blob::read_at`]); no file is ever loaded
+//!   whole. A blob is hashed once, on its first open, and the verdict is cached per id: a
+//!   corrupt or wrongly sized object fails every open with EIO.
+//! - Nothing is ever written: every mutating operation answers EROFS (the kernel already
+//!   refuses most of them on an `ro` mount; these answers are the second line).
+//! - Memory: decoded trees sit in the bounded [`TreeCache`]; an open directory handle pins
+//!   its own tree until released (bounded by the directories the kernel has open); inode
+//!   numbers grow with the entries the kernel has seen (see `inodes`).
+//! - The first open of a large blob hashes it on the calling FUSE worker (blake3, roughly
+//!   1 GB/s); other workers keep serving meanwhile.
+//! - Every error goes through [`errno`], the one mapping from [`Fault`] to an errno value.
+//!   Damage reported by the object source is also kept in [`Faults`] for the caller.
+
+use std::collections::HashMap;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::time::{Duration, SystemTime};
+
+use fuser::{
+    AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType,
+    Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
+    WriteFlags,
+};
+use zeroclaw_bundle_store::{Blob, EntryKind, ObjectId, ObjectSource, StoreError, Tree};
+
+use crate::cache::TreeCache;
+use crate::inodes::{InodeTable, Node, ROOT};
+
+/// The extended attribute carrying an entry's object id (blob id, or tree id for a directory).
+pub const XATTR_BLAKE3: &str = "user.zeroclaw.blake3";
+
+/// "Forever" for the kernel's caches (about 136 years; the kernel clamps it anyway).
+const TTL: Duration = Duration::from_secs(u32::MAX as u64);
+/// Block size reported by stat and statfs: large, so tools read in big chunks.
+const BLKSIZE: u32 = 128 * 1024;
+/// statfs block unit.
+const FRSIZE: u32 = 4096;
+/// Longest name Linux passes through the VFS.
+const NAME_MAX: u32 = 255;
+/// Distinct damage reports kept (the rest are counted only).
+const MAX_FAULTS: usize = 64;
+
+/// Why an operation fails, before it becomes an errno (see [`errno`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// No such name (or an inode number we never handed out).
+    NotFound,
+    /// The object is missing, corrupt, malformed, or unreadable.
+    Damaged,
+    /// Any attempt to change the snapshot.
+    ReadOnly,
+    /// A directory operation on a file.
+    NotADirectory,
+    /// A file operation on a directory.
+    IsADirectory,
+    /// A file handle we did not hand out.
+    BadHandle,
+    /// An extended attribute we do not have.
+    NoAttribute,
+    /// The caller's buffer is too small for the value (xattr size protocol).
+    TooSmall,
+}
+
+/// The one mapping from faults to errno values: not found -> ENOENT, damage -> EIO, any
+/// write -> EROFS.
+pub(crate) fn errno(fault: Fault) -> Errno {
+    match fault {
+        Fault::NotFound => Errno::ENOENT,
+        Fault::Damaged => Errno::EIO,
+        Fault::ReadOnly => Errno::EROFS,
+        Fault::NotADirectory => Errno::ENOTDIR,
+        Fault::IsADirectory => Errno::EISDIR,
+        Fault::BadHandle => Errno::EBADF,
+        Fault::NoAttribute => Errno::ENODATA,
+        Fault::TooSmall => Errno::ERANGE,
+    }
+}
+
+/// Damage seen while serving, kept for the caller to report (the kernel only sees EIO).
+#[derive(Debug, Default)]
+pub(crate) struct Faults {
+    inner: Mutex<(Vec<String>, u64)>,
+}
+
+impl Faults {
+    fn record(&self, message: String) {
+        let mut guard = lock(&self.inner);
+        let (list, count) = &mut *guard;
+        *count += 1;
+        if list.len() < MAX_FAULTS && !list.contains(&message) {
+            list.push(message);
+        }
+    }
+
+    /// Distinct messages (at most 64) and the total number of failures.
+    pub(crate) fn snapshot(&self) -> (Vec<String>, u64) {
+        lock(&self.inner).clone()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here leaves its map consistent at each step, so a panic in
+    // another worker does not make the data unusable.
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What an open file or directory handle refers to.
+#[derive(Debug)]
+enum Handle {
+    File(Blob),
+    Dir(Arc<Tree>),
+}
+
+/// Settings of the view that do not come from the snapshot.
+#[derive(Debug, Clone)]
+pub(crate) struct View {
+    /// Owner reported for every entry.
+    pub(crate) uid: u32,
+    /// Group reported for every entry.
+    pub(crate) gid: u32,
+    /// atime, mtime and ctime of every entry.
+    pub(crate) time: SystemTime,
+    /// Budget of the decoded-tree cache, in entries.
+    pub(crate) tree_cache_entries: usize,
+}
+
+/// The read-only filesystem served for one snapshot tree.
+pub(crate) struct SnapshotFs {
+    source: Arc<dyn ObjectSource>,
+    view: View,
+    inodes: RwLock<InodeTable>,
+    trees: TreeCache,
+    handles: Mutex<HashMap<u64, Handle>>,
+    next_handle: AtomicU64,
+    /// Blob id -> whether it hashed to its id (checked on first open).
+    verified: Mutex<HashMap<ObjectId, bool>>,
+    faults: Arc<Faults>,
+}
+
+impl SnapshotFs {
+    /// A view of tree `root` (already decoded by the caller, which checks it exists).
+    pub(crate) fn new(
+        source: Arc<dyn ObjectSource>,
+        root: ObjectId,
+        root_tree: Tree,
+        view: View,
+        faults: Arc<Faults>,
+    ) -> SnapshotFs {
+        let trees = TreeCache::new(view.tree_cache_entries);
+        let size = root_tree.total_size();
+        trees.insert(root, Arc::new(root_tree));
+        SnapshotFs {
+            source,
+            view,
+            inodes: RwLock::new(InodeTable::new(root, size)),
+            trees,
+            handles: Mutex::new(HashMap::new()),
+            next_handle: AtomicU64::new(1),
+            verified: Mutex::new(HashMap::new()),
+            faults,
+        }
+    }
+
+    fn damaged(&self, err: &StoreError) -> Fault {
+        self.faults.record(err.to_string());
+        Fault::Damaged
+    }
+
+    fn node(&self, ino: INodeNo) -> Result<Node, Fault> {
+        self.inodes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(ino.0)
+            .ok_or(Fault::NotFound)
+    }
+
+    fn tree(&self, id: &ObjectId) -> Result<Arc<Tree>, Fault> {
+        if let Some(tree) = self.trees.get(id) {
+            return Ok(tree);
+        }
+        let tree = Arc::new(self.source.tree(id).map_err(|e| self.damaged(&e))?);
+        self.trees.insert(*id, tree.clone());
+        Ok(tree)
+    }
+
+    fn dir_tree(&self, node: &Node) -> Result<Arc<Tree>, Fault> {
+        if node.kind != EntryKind::Dir {
+            return Err(Fault::NotADirectory);
+        }
+        self.tree(&node.id)
+    }
+
+    fn attr(&self, ino: u64, node: &Node) -> FileAttr {
+        let (kind, perm) = match node.kind {
+            EntryKind::File => (FileType::RegularFile, 0o444),
+            EntryKind::ExecFile => (FileType::RegularFile, 0o555),
+            EntryKind::Dir => (FileType::Directory, 0o555),
+        };
+        FileAttr {
+            ino: INodeNo(ino),
+            size: node.size,
+            blocks: node.size.div_ceil(512),
+            atime: self.view.time,
+            mtime: self.view.time,
+            ctime: self.view.time,
+            crtime: self.view.time,
+            kind,
+            perm,
+            // 1 for directories too: "subdirectory count unknown", so find/fts do not
+            // apply the nlink-2 leaf optimization (btrfs does the same).
+            nlink: 1,
+            uid: self.view.uid,
+            gid: self.view.gid,
+            rdev: 0,
+            blksize: BLKSIZE,
+            flags: 0,
+        }
+    }
+
+    fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<(u64, Node), Fault> {
+        let dir = self.node(parent)?;
+        let tree = self.dir_tree(&dir)?;
+        let name = name.as_bytes();
+        let index = tree
+            .entries()
+            .binary_search_by(|e| e.name.as_slice().cmp(name))
+            .map_err(|_| Fault::NotFound)?;
+        let entry = &tree.entries()[index];
+        let known = self
+            .inodes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .child(parent.0, index);
+        let ino = match known {
+            Some(ino) => ino,
+            None => self
+                .inodes
+                .write()
+                .unwrap_or_else(PoisonError::into_inner)
+                .intern(parent.0, tree.entries().len(), index, entry),
+        };
+        let node = Node {
+            parent: parent.0,
+            kind: entry.kind,
+            size: entry.size,
+            id: entry.id,
+        };
+        Ok((ino, node))
+    }
+
+    fn new_handle(&self, handle: Handle) -> FileHandle {
+        let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
+        lock(&self.handles).insert(fh, handle);
+        FileHandle(fh)
+    }
+
+    /// Opens a blob for reading after checking its length and (once per id) its hash.
+    fn open_blob(&self, node: &Node) -> Result<Blob, Fault> {
+        let blob = self.source.blob(&node.id).map_err(|e| self.damaged(&e))?;
+        if blob.len() != node.size {
+            self.faults.record(format!(
+                "object {} is {} bytes long but its tree records {} bytes",
+                node.id,
+                blob.len(),
+                node.size
+            ));
+            return Err(Fault::Damaged);
+        }
+        let known = lock(&self.verified).get(&node.id).copied();
+        let good = match known {
+            Some(good) => good,
+            None => {
+                // Hash outside the lock: two first opens of one blob may both hash it.
+                let good = match blob.verify(&node.id) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        self.damaged(&e);
+                        false
+                    }
+                };
+                lock(&self.verified).insert(node.id, good);
+                good
+            }
+        };
+        if good {
+            Ok(blob)
+        } else {
+            Err(Fault::Damaged)
+        }
+    }
+
+    /// The directory stream behind `fh`, or (for a handle we do not know) the node's tree.
+    fn dir_stream(&self, ino: INodeNo, fh: FileHandle) -> Result<(Node, Arc<Tree>), Fault> {
+        let node = self.node(ino)?;
+        if let Some(Handle::Dir(tree)) = lock(&self.handles).get(&fh.0) {
+            return Ok((node, tree.clone()));
+        }
+        let tree = self.dir_tree(&node)?;
+        Ok((node, tree))
+    }
+
+    /// Walks the directory stream from `offset` ("." is 0, ".." is 1, entry i is i + 2),
+    /// giving `add` each (inode, next offset, name, node) until it reports a full buffer.
+    fn list(
+        &self,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut add: impl FnMut(u64, u64, &[u8], &Node) -> bool,
+    ) -> Result<(), Fault> {
+        let (node, tree) = self.dir_stream(ino, fh)?;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let entries = tree.entries();
+        let mut table = self.inodes.write().unwrap_or_else(PoisonError::into_inner);
+        for position in start..entries.len().saturating_add(2) {
+            let next = position as u64 + 1;
+            let full = match position {
+                0 => add(ino.0, next, b".", &node),
+                1 => {
+                    let parent = table.get(node.parent).unwrap_or(node);
+                    add(node.parent, next, b"..", &parent)
+                }
+                _ => {
+                    let index = position - 2;
+                    let entry = &entries[index];
+                    let child = table.intern(ino.0, entries.len(), index, entry);
+                    let child_node = Node {
+                        parent: ino.0,
+                        kind: entry.kind,
+                        size: entry.size,
+                        id: entry.id,
+                    };
+                    add(child, next, &entry.name, &child_node)
+                }
+            };
+            if full {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn xattr_value(&self, ino: INodeNo, name: &OsStr) -> Result<Vec<u8>, Fault> {
+        let node = self.node(ino)?;
+        if name.as_bytes() == XATTR_BLAKE3.as_bytes() {
+            Ok(node.id.to_hex().into_bytes())
+        } else {
+            Err(Fault::NoAttribute)
+        }
+    }
+}
+
+/// Answers the xattr size protocol: size 0 asks for the length, a short buffer is ERANGE.
+fn reply_xattr(value: &[u8], size: u32, reply: ReplyXattr) {
+    let len = u32::try_from(value.len()).unwrap_or(u32::MAX);
+    if size == 0 {
+        reply.size(len);
+    } else if size < len {
+        reply.error(errno(Fault::TooSmall));
+    } else {
+        reply.data(value);
+    }
+}
+
+fn file_type(kind: EntryKind) -> FileType {
+    match kind {
+        EntryKind::Dir => FileType::Directory,
+        EntryKind::File | EntryKind::ExecFile => FileType::RegularFile,
+    }
+}
+
+impl Filesystem for SnapshotFs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> std::io::Result<()> {
+        // Each capability separately: an old kernel lacking one still gets the others.
+        for wanted in [
+            InitFlags::FUSE_DO_READDIRPLUS,
+            InitFlags::FUSE_READDIRPLUS_AUTO,
+            InitFlags::FUSE_PARALLEL_DIROPS,
+        ] {
+            let _ = config.add_capabilities(wanted);
+        }
+        Ok(())
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.lookup_entry(parent, name) {
+            Ok((ino, node)) => reply.entry(&TTL, &self.attr(ino, &node), Generation(0)),
+            Err(Fault::NotFound) => {
+                // A negative entry (node id 0) with a long TTL: the kernel caches the
+                // absence and answers ENOENT itself next time (squashfuse_ll does this).
+                let mut attr = self.attr(
+                    ROOT,
+                    &Node {
+                        parent: ROOT,
+                        kind: EntryKind::File,
+                        size: 0,
+                        id: ObjectId::from_bytes([0; 32]),
+                    },
+                );
+                attr.ino = INodeNo(0);
+                reply.entry(&TTL, &attr, Generation(0));
+            }
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, _fh: Option<FileHandle>, reply: ReplyAttr) {
+        match self.node(ino) {
+            Ok(node) => reply.attr(&TTL, &self.attr(ino.0, &node)),
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let result = (|| {
+            let node = self.node(ino)?;
+            if node.kind == EntryKind::Dir {
+                return Err(Fault::IsADirectory);
+            }
+            if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
+                return Err(Fault::ReadOnly);
+            }
+            let blob = self.open_blob(&node)?;
+            Ok(self.new_handle(Handle::File(blob)))
+        })();
+        match result {
+            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE),
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let blob = match lock(&self.handles).get(&fh.0) {
+            Some(Handle::File(blob)) => blob.clone(),
+            _ => return reply.error(errno(Fault::BadHandle)),
+        };
+        let want = blob.len().saturating_sub(offset).min(u64::from(size));
+        let mut buf = vec![0u8; usize::try_from(want).unwrap_or(0)];
+        match blob.read_at(&mut buf, offset) {
+            Ok(n) => reply.data(&buf[..n]),
+            Err(e) => {
+                self.faults.record(format!("could not read an object: {e}"));
+                reply.error(errno(Fault::Damaged));
+            }
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        lock(&self.handles).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        // Nothing is ever dirty.
+        reply.ok();
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let result = self
+            .node(ino)
+            .and_then(|node| self.dir_tree(&node))
+            .map(|tree| self.new_handle(Handle::Dir(tree)));
+        match result {
+            Ok(fh) => reply.opened(
+                fh,
+                FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
+            ),
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let result = self.list(ino, fh, offset, |child, next, name, node| {
+            reply.add(
+                INodeNo(child),
+                next,
+                file_type(node.kind),
+                OsStr::from_bytes(name),
+            )
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let result = self.list(ino, fh, offset, |child, next, name, node| {
+            reply.add(
+                INodeNo(child),
+                next,
+                OsStr::from_bytes(name),
+                &TTL,
+                &self.attr(child, node),
+                Generation(0),
+            )
+        });
+        match result {
+            Ok(()) => reply.ok(),
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        lock(&self.handles).remove(&fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        reply.ok();
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let table = self.inodes.read().unwrap_or_else(PoisonError::into_inner);
+        let total = table.get(ROOT).map(|root| root.size).unwrap_or(0);
+        // Blocks: the snapshot's file bytes, all used, none free. Files: the entries the
+        // kernel has seen so far (counting them all would mean walking the whole snapshot).
+        reply.statfs(
+            total.div_ceil(u64::from(FRSIZE)),
+            0,
+            0,
+            table.len(),
+            0,
+            FRSIZE,
+            NAME_MAX,
+            FRSIZE,
+        );
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        match self.xattr_value(ino, name) {
+            Ok(value) => reply_xattr(&value, size, reply),
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        match self.node(ino) {
+            Ok(_) => {
+                let mut list = XATTR_BLAKE3.as_bytes().to_vec();
+                list.push(0);
+                reply_xattr(&list, size, reply);
+            }
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        // Only called without default_permissions; kept consistent with the modes anyway.
+        match self.node(ino) {
+            Ok(_) if mask.contains(AccessFlags::W_OK) => reply.error(errno(Fault::ReadOnly)),
+            Ok(_) => reply.ok(),
+            Err(fault) => reply.error(errno(fault)),
+        }
+    }
+
+    // Everything below would change the snapshot: EROFS.
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _mode: Option<u32>,
+        _uid: Option<u32>,
+        _gid: Option<u32>,
+        _size: Option<u64>,
+        _atime: Option<TimeOrNow>,
+        _mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        _fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn mknod(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn mkdir(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn unlink(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn rmdir(&self, _req: &Request, _parent: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn symlink(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _link_name: &OsStr,
+        _target: &Path,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        _flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _newparent: INodeNo,
+        _newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn create(
+        &self,
+        _req: &Request,
+        _parent: INodeNo,
+        _name: &OsStr,
+        _mode: u32,
+        _umask: u32,
+        _flags: i32,
+        reply: ReplyCreate,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _name: &OsStr,
+        _value: &[u8],
+        _flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn removexattr(&self, _req: &Request, _ino: INodeNo, _name: &OsStr, reply: ReplyEmpty) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _offset: u64,
+        _length: u64,
+        _mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        reply.error(errno(Fault::ReadOnly));
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        _ino_in: INodeNo,
+        _fh_in: FileHandle,
+        _offset_in: u64,
+        _ino_out: INodeNo,
+        _fh_out: FileHandle,
+        _offset_out: u64,
+        _len: u64,
+        _flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        // The destination would be in this filesystem (the kernel only forwards
+        // same-filesystem copies): a write.
+        reply.error(errno(Fault::ReadOnly));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errno_mapping() {
+        assert_eq!(errno(Fault::NotFound), Errno::ENOENT);
+        assert_eq!(errno(Fault::Damaged), Errno::EIO);
+        assert_eq!(errno(Fault::ReadOnly), Errno::EROFS);
+        assert_eq!(errno(Fault::NoAttribute), Errno::ENODATA);
+        assert_eq!(errno(Fault::TooSmall), Errno::ERANGE);
+    }
+
+    #[test]
+    fn faults_are_deduplicated_and_bounded() {
+        let f = Faults::default();
+        for i in 0..200 {
+            f.record(format!("m{}", i % 100));
+        }
+        f.record("m0".into());
+        let (list, count) = f.snapshot();
+        assert_eq!(count, 201);
+        assert_eq!(list.len(), MAX_FAULTS);
+        assert_eq!(list[0], "m0");
+    }
+}

@@ -1,0 +1,134 @@
+//! `InodeTable`: FUSE inode numbers for tree entries, assigned on first sight and never
+//! reused or changed for the life of the mount.
+//!
+//! Inode 1 is the snapshot's root. Every other inode is (parent inode, index of the entry in
+//! the parent's tree): trees are immutable, so that pair always names the same entry, and the
+//! same entry always gets the same number however it is reached (lookup, readdir,
+//! readdirplus). The table only grows: memory is about 60 bytes per entry the kernel has been
+//! told about, plus 8 bytes per entry of each directory that was listed or searched. FORGET
+//! is ignored on purpose; a number handed out stays valid, so `find -inum` and hard-link
+//! heuristics (`du`, `tar`) see stable numbers.
+
+use std::collections::HashMap;
+
+use zeroclaw_bundle_store::{EntryKind, ObjectId, TreeEntry};
+
+/// The root's inode number (FUSE_ROOT_ID).
+pub(crate) const ROOT: u64 = 1;
+
+/// What an inode stands for: one tree entry (or the root).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Node {
+    /// The directory holding it (the root is its own parent).
+    pub(crate) parent: u64,
+    /// File, exec-file or dir.
+    pub(crate) kind: EntryKind,
+    /// File length, or total file bytes beneath a directory.
+    pub(crate) size: u64,
+    /// Blob id (files) or tree id (directories).
+    pub(crate) id: ObjectId,
+}
+
+/// Inode numbers for entries, see the module doc.
+#[derive(Debug)]
+pub(crate) struct InodeTable {
+    /// `nodes[ino - 1]`.
+    nodes: Vec<Node>,
+    /// Directory inode -> inode of each of its entries by index (0 = not yet assigned).
+    children: HashMap<u64, Box<[u64]>>,
+}
+
+impl InodeTable {
+    /// A table holding only the root (tree `root`, `size` bytes beneath).
+    pub(crate) fn new(root: ObjectId, size: u64) -> InodeTable {
+        InodeTable {
+            nodes: vec![Node {
+                parent: ROOT,
+                kind: EntryKind::Dir,
+                size,
+                id: root,
+            }],
+            children: HashMap::new(),
+        }
+    }
+
+    /// The node behind `ino`, if that number was handed out.
+    pub(crate) fn get(&self, ino: u64) -> Option<Node> {
+        let index = usize::try_from(ino.checked_sub(1)?).ok()?;
+        self.nodes.get(index).copied()
+    }
+
+    /// The inode of entry `index` of directory `dir`, if already assigned.
+    pub(crate) fn child(&self, dir: u64, index: usize) -> Option<u64> {
+        let ino = *self.children.get(&dir)?.get(index)?;
+        (ino != 0).then_some(ino)
+    }
+
+    /// The inode of entry `index` (which is `entry`) of directory `dir`, which has `len`
+    /// entries; assigned now if it has none yet.
+    pub(crate) fn intern(&mut self, dir: u64, len: usize, index: usize, entry: &TreeEntry) -> u64 {
+        let slots = self
+            .children
+            .entry(dir)
+            .or_insert_with(|| vec![0; len].into_boxed_slice());
+        let Some(slot) = slots.get_mut(index) else {
+            // Cannot happen for a well-formed caller (index < len of the same immutable
+            // tree); answer with a fresh, unshared number rather than panic.
+            self.nodes.push(Node {
+                parent: dir,
+                kind: entry.kind,
+                size: entry.size,
+                id: entry.id,
+            });
+            return self.nodes.len() as u64;
+        };
+        if *slot == 0 {
+            self.nodes.push(Node {
+                parent: dir,
+                kind: entry.kind,
+                size: entry.size,
+                id: entry.id,
+            });
+            *slot = self.nodes.len() as u64;
+        }
+        *slot
+    }
+
+    /// How many inode numbers exist (statfs reports it as the file count).
+    pub(crate) fn len(&self) -> u64 {
+        self.nodes.len() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, kind: EntryKind) -> TreeEntry {
+        TreeEntry {
+            name: name.as_bytes().to_vec(),
+            kind,
+            size: 7,
+            id: ObjectId::of(name.as_bytes()),
+        }
+    }
+
+    #[test]
+    fn numbers_are_stable_and_distinct() {
+        let mut t = InodeTable::new(ObjectId::of(b"root"), 14);
+        assert_eq!(t.get(ROOT).unwrap().kind, EntryKind::Dir);
+        assert_eq!(t.get(0), None);
+        assert_eq!(t.child(ROOT, 1), None);
+        let b = t.intern(ROOT, 2, 1, &entry("b", EntryKind::Dir));
+        let a = t.intern(ROOT, 2, 0, &entry("a", EntryKind::File));
+        assert_eq!(t.intern(ROOT, 2, 1, &entry("b", EntryKind::Dir)), b);
+        assert_eq!(t.child(ROOT, 0), Some(a));
+        assert_ne!(a, b);
+        assert!(a > ROOT && b > ROOT);
+        let inner = t.intern(b, 1, 0, &entry("a", EntryKind::ExecFile));
+        assert_ne!(inner, a);
+        assert_eq!(t.get(inner).unwrap().parent, b);
+        assert_eq!(t.len(), 4);
+        assert_eq!(t.get(99), None);
+    }
+}

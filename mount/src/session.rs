@@ -1,0 +1,334 @@
+//! Starting and stopping a mount: [`mount`] returns a [`MountHandle`] once the mount answers;
+//! the handle unmounts on drop. fuser serves requests on its own worker threads.
+//!
+//! Lifecycle invariants:
+//! - `mount` returns only after `/proc/self/mountinfo` lists our mount *and* a stat through
+//!   it was answered (within [`MountOptions::ready_timeout`]); otherwise it detaches the
+//!   mount again and fails, so a failed `mount` never leaves a mount behind.
+//! - Unmounting is by path (umount2(2), or `fusermount3 -u` for a non-root user) and only of
+//!   a mount that is ours. The session threads end when the kernel drops the connection.
+//! - Dropping a handle that is still mounted unmounts it; if something still uses the mount
+//!   it is detached lazily (it leaves the namespace now, the kernel keeps it until the last
+//!   file closes) rather than left to turn stale when this process exits.
+
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+use std::thread;
+use std::time::{Duration, Instant, SystemTime};
+
+use fuser::{BackgroundSession, Config, MountOption, SessionACL};
+use zeroclaw_bundle_store::{Lease, ObjectId, ObjectSource};
+
+use crate::error::MountError;
+use crate::fs::{Faults, SnapshotFs, View};
+use crate::mountpoint::{check_mountpoint, mount_table_path};
+use crate::sys::{self, UnmountOutcome};
+use crate::FSNAME;
+
+/// How to mount. `MountOptions::default()` is the safe choice: private to the mounting user,
+/// no execution, read-only (always).
+#[derive(Debug, Clone)]
+pub struct MountOptions {
+    /// Shown as the mount's source, `zeroclaw-bundle:<label>` (e.g. a short snapshot id);
+    /// characters other than `[A-Za-z0-9._:@+-]` become `_`. Empty: `zeroclaw-bundle`.
+    pub label: String,
+    /// Let other users see the mount (`allow_other`; a non-root user needs
+    /// `user_allow_other` in /etc/fuse.conf). Off by default.
+    pub allow_other: bool,
+    /// Allow executing files from the mount (drops `noexec`). Off by default: a bundle may
+    /// hold scripts, and review should not run them by accident.
+    pub allow_exec: bool,
+    /// FUSE worker threads (at least 1).
+    pub threads: usize,
+    /// The atime/mtime/ctime every entry reports (e.g. the snapshot's creation time).
+    pub time: SystemTime,
+    /// Bound on decoded trees kept in memory, in directory entries (about 100 bytes each).
+    pub tree_cache_entries: usize,
+    /// How long `mount` waits for the mount to answer.
+    pub ready_timeout: Duration,
+}
+
+impl Default for MountOptions {
+    fn default() -> MountOptions {
+        MountOptions {
+            label: String::new(),
+            allow_other: false,
+            allow_exec: false,
+            threads: thread::available_parallelism()
+                .map(|n| n.get().min(4))
+                .unwrap_or(2),
+            time: SystemTime::UNIX_EPOCH,
+            tree_cache_entries: 100_000,
+            ready_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+impl MountOptions {
+    fn fsname(&self) -> String {
+        if self.label.is_empty() {
+            return FSNAME.to_string();
+        }
+        let label: String = self
+            .label
+            .chars()
+            .take(64)
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._:@+-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        format!("{FSNAME}:{label}")
+    }
+
+    fn fuser_config(&self) -> Config {
+        let mut opts = vec![
+            MountOption::RO,
+            MountOption::NoSuid,
+            MountOption::NoDev,
+            MountOption::NoAtime,
+            MountOption::DefaultPermissions,
+            MountOption::FSName(self.fsname()),
+            // As a raw option, so the kernel gets it on the direct (root) mount path too
+            // (fuser only hands `Subtype` to fusermount3): the type shows as
+            // `fuse.zeroclaw-bundle`.
+            MountOption::CUSTOM(format!("subtype={FSNAME}")),
+        ];
+        if !self.allow_exec {
+            opts.push(MountOption::NoExec);
+        }
+        let mut config = Config::default();
+        config.mount_options = opts;
+        config.acl = if self.allow_other {
+            SessionACL::All
+        } else {
+            SessionACL::Owner
+        };
+        config.n_threads = Some(self.threads.max(1));
+        // One /dev/fuse fd per worker (FUSE_DEV_IOC_CLONE, Linux 4.5+).
+        config.clone_fd = self.threads > 1;
+        config
+    }
+}
+
+/// A live mount. Unmounts when dropped; see the module doc.
+#[derive(Debug)]
+pub struct MountHandle {
+    path: PathBuf,
+    session: Option<BackgroundSession>,
+    faults: Arc<Faults>,
+    lease: Option<Lease>,
+}
+
+/// Unmounts one mount from any thread (a signal handler thread, say); cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Unmounter {
+    path: PathBuf,
+}
+
+impl Unmounter {
+    /// Unmounts the mount, as [`crate::unmount`] does. A mount still in use stays mounted
+    /// and this returns [`MountError::Busy`]; a mount already gone is [`MountError::NotMounted`].
+    pub fn unmount(&self) -> Result<(), MountError> {
+        crate::mountpoint::unmount(&self.path)
+    }
+}
+
+/// Mounts tree `root` of `source` read-only on `mountpoint` and returns once the mount
+/// answers. `mountpoint` must pass [`check_mountpoint`]; the root tree must be readable.
+pub fn mount(
+    source: Arc<dyn ObjectSource>,
+    root: ObjectId,
+    mountpoint: &Path,
+    options: &MountOptions,
+) -> Result<MountHandle, MountError> {
+    check_mountpoint(mountpoint)?;
+    let path = mount_table_path(mountpoint)?;
+    let root_tree = source
+        .tree(&root)
+        .map_err(|source| MountError::Root { root, source })?;
+    let (uid, gid) = sys::user_ids();
+    let view = View {
+        uid,
+        gid,
+        time: options.time,
+        tree_cache_entries: options.tree_cache_entries,
+    };
+    let faults = Arc::new(Faults::default());
+    let fs = SnapshotFs::new(source, root, root_tree, view, faults.clone());
+    let mount_err = |source| MountError::Mount {
+        path: mountpoint.to_path_buf(),
+        source,
+    };
+    let session = fuser::Session::new(fs, &path, &options.fuser_config())
+        .and_then(fuser::Session::spawn)
+        .map_err(mount_err)?;
+    let mut handle = MountHandle {
+        path,
+        session: Some(session),
+        faults,
+        lease: None,
+    };
+    if let Err(e) = wait_until_answering(&handle.path, mountpoint, options.ready_timeout) {
+        handle.detach();
+        return Err(e);
+    }
+    Ok(handle)
+}
+
+/// Polls the mount table for our mount, then stats through it on a helper thread (so a
+/// wedged server cannot hang the caller past the timeout).
+fn wait_until_answering(abs: &Path, shown: &Path, timeout: Duration) -> Result<(), MountError> {
+    let start = Instant::now();
+    let not_answering = || MountError::NotAnswering {
+        path: shown.to_path_buf(),
+        waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+    };
+    loop {
+        let listed = sys::mount_at(abs)
+            .map_err(|e| MountError::io("read", "/proc/self/mountinfo", e))?
+            .is_some_and(|m| m.is_ours());
+        if listed {
+            break;
+        }
+        if start.elapsed() >= timeout {
+            return Err(not_answering());
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let (tx, rx) = mpsc::channel();
+    let probe = abs.to_path_buf();
+    thread::Builder::new()
+        .name("zeroclaw-mount-probe".into())
+        .spawn(move || {
+            let _ = tx.send(std::fs::metadata(&probe).map(|m| m.is_dir()));
+        })
+        .map_err(|e| MountError::io("start a thread to probe", shown, e))?;
+    match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
+        Ok(Ok(true)) => Ok(()),
+        Ok(Ok(false)) => Err(MountError::Mount {
+            path: shown.to_path_buf(),
+            source: std::io::Error::other("the mounted root is not a directory"),
+        }),
+        Ok(Err(e)) => Err(MountError::Mount {
+            path: shown.to_path_buf(),
+            source: e,
+        }),
+        Err(_) => Err(not_answering()),
+    }
+}
+
+impl MountHandle {
+    /// The mountpoint (absolute, as the mount table lists it).
+    pub fn mountpoint(&self) -> &Path {
+        &self.path
+    }
+
+    /// Something that can unmount this mount from another thread (e.g. on SIGINT/SIGTERM),
+    /// which makes [`MountHandle::wait`] return.
+    pub fn unmounter(&self) -> Unmounter {
+        Unmounter {
+            path: self.path.clone(),
+        }
+    }
+
+    /// Keeps the store's lease (see `Store::lease`) until the mount is gone (released by a
+    /// successful [`MountHandle::unmount`], the end of [`MountHandle::wait`], or drop), so gc
+    /// keeps every object this mount serves. Take the lease *before* calling [`mount`].
+    pub fn keep_lease(&mut self, lease: Lease) {
+        self.lease = Some(lease);
+    }
+
+    /// Damage seen while serving (missing or corrupt objects answered with EIO): distinct
+    /// messages, at most 64, oldest first.
+    pub fn faults(&self) -> Vec<String> {
+        self.faults.snapshot().0
+    }
+
+    /// Blocks until the mount goes away: unmounted through an [`Unmounter`], by
+    /// `zeroclaw-bundle umount`, `fusermount3 -u` or `umount`. For a foreground `mount`.
+    pub fn wait(mut self) -> Result<(), MountError> {
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        let served = session.join();
+        // If the connection was aborted rather than unmounted, the mount is now stale:
+        // remove it so the directory is usable again.
+        if sys::is_stale(&self.path) {
+            let _ = sys::unmount(&self.path, true);
+        }
+        served.map_err(|e| MountError::io("serve the mount on", &self.path, e))
+    }
+
+    /// Unmounts now. A mount still in use fails with [`MountError::Busy`] and stays mounted
+    /// (retry, or drop the handle to detach it lazily). After success this is a no-op.
+    pub fn unmount(&mut self) -> Result<(), MountError> {
+        let Some(session) = self.session.take() else {
+            return Ok(());
+        };
+        match crate::mountpoint::unmount(&self.path) {
+            // Already gone (unmounted from outside): just reap the threads.
+            Ok(()) | Err(MountError::NotMounted(_)) => {
+                reap(session, REAP_WAIT);
+                self.lease = None;
+                Ok(())
+            }
+            Err(e) => {
+                self.session = Some(session);
+                Err(e)
+            }
+        }
+    }
+
+    /// Best-effort teardown: unmount, or detach lazily when busy.
+    fn detach(&mut self) {
+        let Some(session) = self.session.take() else {
+            return;
+        };
+        let still_ours = sys::mount_at(&self.path)
+            .ok()
+            .flatten()
+            .is_some_and(|m| m.is_ours());
+        let mut wait = REAP_WAIT;
+        if still_ours {
+            match sys::unmount(&self.path, false) {
+                UnmountOutcome::Done => {}
+                UnmountOutcome::Busy | UnmountOutcome::Failed(_) => {
+                    let _ = sys::unmount(&self.path, true);
+                    // Still in use: the threads must keep serving; do not wait for them.
+                    wait = Duration::ZERO;
+                }
+            }
+        }
+        reap(session, wait);
+    }
+}
+
+/// How long teardown waits for the session threads after the mount is gone.
+const REAP_WAIT: Duration = Duration::from_secs(5);
+
+/// Joins the session threads once they end. They end when the kernel drops the connection,
+/// which a lazily detached mount (still in use) or a copy of the mount in another namespace
+/// delays indefinitely: then the session is leaked instead, so its threads go on serving
+/// until the kernel lets go, and fuser's own drop (which unmounts *by path*, whatever is
+/// there by then) never runs.
+fn reap(session: BackgroundSession, wait: Duration) {
+    let start = Instant::now();
+    while !session.guard.is_finished() {
+        if start.elapsed() >= wait {
+            std::mem::forget(session);
+            return;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    let _ = session.join();
+}
+
+impl Drop for MountHandle {
+    fn drop(&mut self) {
+        self.detach();
+    }
+}

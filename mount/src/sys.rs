@@ -1,0 +1,237 @@
+//! The only module of this crate that talks to the kernel directly (rustix, `/proc`, the
+//! `fusermount3` helper): mount table lookups, unmounting, and the user ids the view reports.
+//!
+//! Mount points are compared as absolute paths in this process's mount namespace, the form
+//! `/proc/self/mountinfo` prints (see proc_pid_mountinfo(5): field 5, octal-escaped).
+
+use std::ffi::OsString;
+use std::fs;
+use std::io;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One line of `/proc/self/mountinfo`, reduced to what we use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MountEntry {
+    /// The mount point, unescaped.
+    pub(crate) mount_point: PathBuf,
+    /// Filesystem type (`fuse`, `fuse.zeroclaw-bundle`, `ext4`, ...).
+    pub(crate) fstype: String,
+    /// Mount source (for FUSE: the `fsname`).
+    pub(crate) source: String,
+}
+
+impl MountEntry {
+    /// True for a mount this crate made: a FUSE mount whose source is our fsname.
+    pub(crate) fn is_ours(&self) -> bool {
+        (self.fstype == "fuse" || self.fstype.starts_with("fuse."))
+            && (self.source == crate::FSNAME
+                || self.source.starts_with(&format!("{}:", crate::FSNAME)))
+    }
+}
+
+/// Undoes mountinfo's octal escapes (`\040` for space, `\011`, `\012`, `\134`).
+fn unescape(field: &str) -> PathBuf {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() {
+            let oct = &b[i + 1..i + 4];
+            if oct.iter().all(|c| (b'0'..=b'7').contains(c)) {
+                let v = (u32::from(oct[0] - b'0') << 6)
+                    | (u32::from(oct[1] - b'0') << 3)
+                    | u32::from(oct[2] - b'0');
+                if let Ok(byte) = u8::try_from(v) {
+                    out.push(byte);
+                    i += 4;
+                    continue;
+                }
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    PathBuf::from(OsString::from_vec(out))
+}
+
+/// Parses mountinfo text (one mount per line).
+pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+            continue;
+        };
+        if fields.len() < 5 || fields.len() < dash + 3 {
+            continue;
+        }
+        out.push(MountEntry {
+            mount_point: unescape(fields[4]),
+            fstype: fields[dash + 1].to_string(),
+            source: fields[dash + 2].to_string(),
+        });
+    }
+    out
+}
+
+/// The mount table of this process's namespace.
+pub(crate) fn mounts() -> io::Result<Vec<MountEntry>> {
+    Ok(parse_mountinfo(&fs::read_to_string(
+        "/proc/self/mountinfo",
+    )?))
+}
+
+/// The topmost mount on `path` (an absolute path), if any. Later lines are mounted on top of
+/// earlier ones.
+pub(crate) fn mount_at(path: &Path) -> io::Result<Option<MountEntry>> {
+    Ok(mounts()?.into_iter().rev().find(|m| m.mount_point == path))
+}
+
+/// `path` made absolute without touching the final component (which may be a stale FUSE
+/// mount where any stat fails with ENOTCONN): the parent is canonicalized, the name appended.
+pub(crate) fn absolute(path: &Path) -> io::Result<PathBuf> {
+    let name = path.file_name();
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    match (name, parent) {
+        (Some(name), Some(parent)) => Ok(fs::canonicalize(parent)?.join(name)),
+        (Some(name), None) => Ok(std::env::current_dir()?.join(name)),
+        _ => fs::canonicalize(path),
+    }
+}
+
+/// True when `path` is a FUSE mount whose server is gone. statfs(2) always goes to the
+/// server (a stat may be answered from the kernel's attribute cache, which for our mounts
+/// never expires), and a dead connection answers ENOTCONN.
+pub(crate) fn is_stale(path: &Path) -> bool {
+    matches!(rustix::fs::statfs(path), Err(rustix::io::Errno::NOTCONN))
+}
+
+/// The real uid and gid of this process (what the mounted files report as owner).
+pub(crate) fn user_ids() -> (u32, u32) {
+    (
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    )
+}
+
+/// True when running with euid 0 (mount(2) and umount(2) work directly).
+pub(crate) fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// How an unmount attempt ended.
+pub(crate) enum UnmountOutcome {
+    /// The mount is gone.
+    Done,
+    /// EBUSY: something still uses it.
+    Busy,
+    /// Any other failure, with its text.
+    Failed(String),
+}
+
+/// Unmounts `path`: umount2(2) when we may, else `fusermount3 -u` (the setuid helper). With
+/// `lazy`, MNT_DETACH / `fusermount3 -u -z`: the mount leaves the namespace now and the
+/// kernel releases it once the last open file is closed.
+pub(crate) fn unmount(path: &Path, lazy: bool) -> UnmountOutcome {
+    let flags = if lazy {
+        rustix::mount::UnmountFlags::DETACH
+    } else {
+        rustix::mount::UnmountFlags::empty()
+    };
+    match rustix::mount::unmount(path, flags) {
+        Ok(()) => return UnmountOutcome::Done,
+        Err(rustix::io::Errno::BUSY) => return UnmountOutcome::Busy,
+        // Non-root users get EPERM: the setuid helper checks that the mount is theirs.
+        Err(rustix::io::Errno::PERM) => {}
+        Err(e) => return UnmountOutcome::Failed(io::Error::from(e).to_string()),
+    }
+    let Some(helper) = fusermount() else {
+        return UnmountOutcome::Failed(
+            "umount(2) needs root and neither fusermount3 nor fusermount is installed".into(),
+        );
+    };
+    let mut cmd = Command::new(&helper);
+    cmd.arg(if lazy { "-uz" } else { "-u" }).arg("--").arg(path);
+    match cmd.output() {
+        Ok(out) if out.status.success() => UnmountOutcome::Done,
+        Ok(out) => {
+            let msg = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            if msg.contains("busy") {
+                UnmountOutcome::Busy
+            } else {
+                UnmountOutcome::Failed(format!("{} -u: {msg}", helper.display()))
+            }
+        }
+        Err(e) => UnmountOutcome::Failed(format!("could not run {}: {e}", helper.display())),
+    }
+}
+
+/// The FUSE mount helper on `PATH` (`fusermount3`, else `fusermount`).
+pub(crate) fn fusermount() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    for name in ["fusermount3", "fusermount"] {
+        for dir in std::env::split_paths(&path) {
+            let candidate = dir.join(name);
+            if candidate.is_file() {
+                return Some(candidate);
+            }
+        }
+    }
+    None
+}
+
+/// Checks that `/dev/fuse` can be opened for reading and writing (what mounting needs).
+pub(crate) fn probe_dev_fuse() -> Result<(), String> {
+    const DEV: &str = "/dev/fuse";
+    match fs::OpenOptions::new().read(true).write(true).open(DEV) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!(
+            "{DEV} does not exist: load the module (`modprobe fuse`), or in a container pass \
+             `--device /dev/fuse` (and `--cap-add SYS_ADMIN`)"
+        )),
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Err(format!(
+            "{DEV}: permission denied: this user may not use FUSE (check the device's \
+             permissions, or the container's device policy)"
+        )),
+        Err(e) => Err(format!("could not open {DEV}: {e}")),
+    }
+}
+
+/// Bytes of a path, for comparisons in tests.
+#[cfg(test)]
+fn bytes(p: &Path) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    p.as_os_str().as_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_mountinfo_with_escapes_and_optional_fields() {
+        let text = "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
+                    40 22 0:50 / /tmp/a\\040b\\134c rw,nosuid,nodev,noexec,relatime shared:9 master:2 - fuse zeroclaw-bundle:abc ro,user_id=0\n\
+                    garbage line\n";
+        let m = parse_mountinfo(text);
+        assert_eq!(m.len(), 2);
+        assert_eq!(m[0].mount_point, Path::new("/"));
+        assert_eq!(m[0].fstype, "ext4");
+        assert!(!m[0].is_ours());
+        assert_eq!(bytes(&m[1].mount_point), b"/tmp/a b\\c");
+        assert_eq!(m[1].fstype, "fuse");
+        assert_eq!(m[1].source, "zeroclaw-bundle:abc");
+        assert!(m[1].is_ours());
+    }
+
+    #[test]
+    fn absolute_keeps_the_last_component_unresolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("not-there");
+        let abs = absolute(&p).unwrap();
+        assert_eq!(abs.file_name().unwrap(), "not-there");
+        assert!(abs.is_absolute());
+    }
+}

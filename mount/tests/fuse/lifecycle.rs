@@ -1,0 +1,216 @@
+//! Pins: every way of ending a mount (handle unmount, drop, `unmount(path)` while another
+//! thread waits) leaves no mount behind; a busy mount refuses a clean unmount, and a dropped
+//! busy handle detaches lazily; a mounted path and a stale mount (its process killed) are
+//! refused with their own errors, and `unmount` clears the stale one.
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
+
+use crate::sample;
+use crate::util::{is_mounted, skip_or_fail, Env};
+
+#[test]
+fn every_way_of_unmounting_leaves_no_mount_behind() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+
+    // 1. MountHandle::unmount.
+    let Some(mut m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    assert!(is_mounted(&m.path));
+    m.handle().unmount().unwrap();
+    assert!(!is_mounted(&m.path));
+    m.handle().unmount().unwrap(); // a no-op now
+    let path = m.path.clone();
+    drop(m);
+    assert!(!is_mounted(&path));
+
+    // 2. Drop.
+    let m = env.mount(root, &MountOptions::default()).unwrap();
+    let path = m.path.clone();
+    drop(m);
+    assert!(!is_mounted(&path));
+
+    // 3. unmount(path) from another thread while this one waits.
+    let mut m = env.mount(root, &MountOptions::default()).unwrap();
+    let handle = m.handle.take().unwrap();
+    let unmounter = handle.unmounter();
+    let t = std::thread::spawn(move || unmounter.unmount());
+    handle.wait().unwrap();
+    t.join().unwrap().unwrap();
+    assert!(!is_mounted(&m.path));
+    let err = unmount(&m.path).unwrap_err();
+    assert!(matches!(err, MountError::NotMounted(_)), "{err}");
+}
+
+#[test]
+fn a_kept_lease_lives_until_unmount() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let Some(mut m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let leases = env.store.root().join("leases");
+    let lease = env.store.lease(&root, &root).unwrap();
+    m.handle().keep_lease(lease);
+    assert_eq!(fs::read_dir(&leases).unwrap().count(), 1);
+    m.handle().unmount().unwrap();
+    assert_eq!(fs::read_dir(&leases).unwrap().count(), 0);
+}
+
+#[test]
+fn busy_mount_refuses_clean_unmount_and_drop_detaches_lazily() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let Some(mut m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let open = fs::File::open(m.path.join("README.md")).unwrap();
+    let err = m.handle().unmount().unwrap_err();
+    assert!(matches!(err, MountError::Busy(_)), "{err}");
+    assert!(
+        err.to_string().contains(&*m.path.to_string_lossy()),
+        "{err}"
+    );
+    assert!(is_mounted(&m.path), "a refused unmount leaves the mount");
+    drop(open);
+    m.handle().unmount().unwrap();
+    assert!(!is_mounted(&m.path));
+
+    // Dropping the handle while a file is open: the mount leaves the namespace now and
+    // the open file keeps reading.
+    let mut m = env.mount(root, &MountOptions::default()).unwrap();
+    let mut open = fs::File::open(m.path.join("README.md")).unwrap();
+    drop(m.handle.take());
+    assert!(!is_mounted(&m.path));
+    let mut text = String::new();
+    open.read_to_string(&mut text).unwrap();
+    assert_eq!(text, "# agent\n");
+}
+
+#[test]
+fn a_mounted_path_is_refused() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let Some(m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let err = check_mountpoint(&m.path).unwrap_err();
+    assert!(matches!(err, MountError::AlreadyMounted { .. }), "{err}");
+    assert!(err.to_string().contains("zeroclaw-bundle"), "{err}");
+    let err = mount(
+        Arc::new(env.store.reader()),
+        root,
+        &m.path,
+        &MountOptions::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, MountError::AlreadyMounted { .. }), "{err}");
+}
+
+/// Kills the child on drop (so a failing test does not leave a serving process behind).
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+const CHILD_MOUNTPOINT: &str = "ZCB_TEST_STALE_MOUNTPOINT";
+const CHILD_WORKDIR: &str = "ZCB_TEST_STALE_WORKDIR";
+
+/// Not a test on its own: the child process of `a_stale_mount_is_explained_and_cleared`.
+/// Mounts and then serves until it is killed.
+#[test]
+fn stale_child() {
+    let (Some(mnt), Some(work)) = (
+        std::env::var_os(CHILD_MOUNTPOINT),
+        std::env::var_os(CHILD_WORKDIR),
+    ) else {
+        return;
+    };
+    let env = Env::new_in(Path::new(&work));
+    let (root, _) = env.build(sample());
+    match mount(
+        Arc::new(env.store.reader()),
+        root,
+        Path::new(&mnt),
+        &MountOptions::default(),
+    ) {
+        Ok(handle) => {
+            println!("CHILD MOUNTED");
+            let _keep = handle;
+            loop {
+                std::thread::park();
+            }
+        }
+        Err(e) => println!("CHILD FAILED: {e}"),
+    }
+}
+
+#[test]
+fn a_stale_mount_is_explained_and_cleared() {
+    let work = tempfile::tempdir().unwrap();
+    let mnt: PathBuf = work.path().join("mnt");
+    fs::create_dir(&mnt).unwrap();
+    let mnt = fs::canonicalize(&mnt).unwrap();
+    let child = Command::new(std::env::current_exe().unwrap())
+        .args(["lifecycle::stale_child", "--exact", "--nocapture"])
+        .env(CHILD_MOUNTPOINT, &mnt)
+        .env(CHILD_WORKDIR, work.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = ChildGuard(child);
+    let start = Instant::now();
+    while !is_mounted(&mnt) {
+        if let Some(status) = child.0.try_wait().unwrap() {
+            let mut out = String::new();
+            child
+                .0
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            if out.contains("CHILD FAILED: FUSE is not available") {
+                skip_or_fail(&out);
+                return;
+            }
+            panic!("child exited ({status}) without mounting: {out}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "child did not mount"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SIGKILL: no unmount runs, the kernel connection dies with the process.
+    drop(child);
+
+    // stat may still answer from the kernel's (never expiring) attribute cache; anything
+    // that reaches the dead server fails with ENOTCONN.
+    let err = fs::read_dir(&mnt).unwrap_err();
+    assert_eq!(err.raw_os_error(), Some(libc::ENOTCONN), "{err}");
+    let err = rustix::fs::statfs(&mnt).unwrap_err();
+    assert_eq!(err, rustix::io::Errno::NOTCONN);
+    let err = check_mountpoint(&mnt).unwrap_err();
+    assert!(matches!(err, MountError::StaleMount(_)), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("zeroclaw-bundle umount"), "{text}");
+    assert!(text.contains("not connected"), "{text}");
+
+    unmount(&mnt).unwrap();
+    assert!(!is_mounted(&mnt));
+    check_mountpoint(&mnt).unwrap();
+}

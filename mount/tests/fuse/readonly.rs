@@ -1,0 +1,184 @@
+//! Pins: every kind of write fails with EROFS and changes nothing; the mount carries the
+//! safe options (ro, nosuid, nodev, noexec, default_permissions) and names itself; an
+//! exec-file cannot be executed from the mount.
+
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::PermissionsExt;
+use std::process::Command;
+
+use zeroclaw_bundle_mount::{MountOptions, XATTR_BLAKE3};
+
+use crate::sample;
+use crate::util::{errno_of, mount_options, walk, Env};
+
+#[test]
+fn every_write_fails_with_erofs_and_changes_nothing() {
+    let env = Env::new();
+    let (root, expected) = env.build(sample());
+    let Some(m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let p = |rel: &str| m.path.join(rel);
+    let readme = p("README.md");
+    let attempts: Vec<(&str, i32)> = vec![
+        ("create", errno_of("create", fs::File::create(p("new.txt")))),
+        (
+            "create_new",
+            errno_of(
+                "create_new",
+                OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(p("n2")),
+            ),
+        ),
+        (
+            "open for write",
+            errno_of(
+                "open for write",
+                OpenOptions::new().write(true).open(&readme),
+            ),
+        ),
+        (
+            "open for append",
+            errno_of("append", OpenOptions::new().append(true).open(&readme)),
+        ),
+        (
+            "open read-write",
+            errno_of(
+                "read-write",
+                OpenOptions::new().read(true).write(true).open(&readme),
+            ),
+        ),
+        (
+            "truncate",
+            errno_of(
+                "truncate",
+                OpenOptions::new().write(true).truncate(true).open(&readme),
+            ),
+        ),
+        (
+            "mkdir",
+            errno_of("mkdir", fs::create_dir(p("workspace/new"))),
+        ),
+        ("unlink", errno_of("unlink", fs::remove_file(&readme))),
+        (
+            "rmdir",
+            errno_of("rmdir", fs::remove_dir(p("workspace/empty-dir"))),
+        ),
+        (
+            "rename",
+            errno_of("rename", fs::rename(&readme, p("workspace/moved.md"))),
+        ),
+        (
+            "rename in place",
+            errno_of("rename in place", fs::rename(&readme, p("README2.md"))),
+        ),
+        ("link", errno_of("link", fs::hard_link(&readme, p("hard")))),
+        (
+            "symlink",
+            errno_of("symlink", std::os::unix::fs::symlink("README.md", p("sym"))),
+        ),
+        (
+            "chmod",
+            errno_of(
+                "chmod",
+                fs::set_permissions(&readme, fs::Permissions::from_mode(0o644)),
+            ),
+        ),
+        (
+            "chown",
+            errno_of("chown", std::os::unix::fs::chown(&readme, Some(1), Some(1))),
+        ),
+        (
+            "utimes",
+            errno_of(
+                "utimes",
+                fs::File::open(&readme)
+                    .unwrap()
+                    .set_modified(std::time::SystemTime::now()),
+            ),
+        ),
+        (
+            "setxattr",
+            errno_of(
+                "setxattr",
+                rustix::fs::setxattr(&readme, "user.test", b"x", rustix::fs::XattrFlags::empty())
+                    .map_err(std::io::Error::from),
+            ),
+        ),
+        (
+            "overwrite xattr",
+            errno_of(
+                "overwrite xattr",
+                rustix::fs::setxattr(&readme, XATTR_BLAKE3, b"0", rustix::fs::XattrFlags::empty())
+                    .map_err(std::io::Error::from),
+            ),
+        ),
+        (
+            "removexattr",
+            errno_of(
+                "removexattr",
+                rustix::fs::removexattr(&readme, XATTR_BLAKE3).map_err(std::io::Error::from),
+            ),
+        ),
+    ];
+    for (what, errno) in attempts {
+        assert_eq!(errno, libc::EROFS, "{what}: got errno {errno}");
+    }
+    // Nothing changed.
+    assert_eq!(walk(&m.path), expected);
+}
+
+#[test]
+fn mount_options_are_safe_and_named() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let opts = MountOptions {
+        label: "abc123 def".into(),
+        ..MountOptions::default()
+    };
+    let Some(m) = env.mount(root, &opts) else {
+        return;
+    };
+    let (per_mount, fstype, source_and_super) = mount_options(&m.path);
+    let per_mount: Vec<&str> = per_mount.split(',').collect();
+    for want in ["ro", "nosuid", "nodev", "noexec", "noatime"] {
+        assert!(
+            per_mount.contains(&want),
+            "{want} missing from {per_mount:?}"
+        );
+    }
+    assert_eq!(fstype, "fuse.zeroclaw-bundle");
+    assert!(
+        source_and_super.starts_with("zeroclaw-bundle:abc123_def "),
+        "{source_and_super}"
+    );
+    assert!(
+        source_and_super.contains("default_permissions"),
+        "{source_and_super}"
+    );
+    assert!(
+        !source_and_super.contains("allow_other"),
+        "{source_and_super}"
+    );
+}
+
+#[test]
+fn exec_files_cannot_be_executed_from_the_mount() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let Some(m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let script = m.path.join("run.sh");
+    let mode = fs::metadata(&script).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o555, "exec-files show as executable");
+    let errno = errno_of("exec run.sh", Command::new(&script).status());
+    assert_eq!(errno, libc::EACCES, "noexec refuses execve");
+    let errno = errno_of(
+        "exec skills/tool",
+        Command::new(m.path.join("skills/tool")).status(),
+    );
+    assert_eq!(errno, libc::EACCES);
+}
