@@ -48,6 +48,12 @@ pub enum Command {
     Cat(CatArgs),
     /// Publish a stored snapshot into a directory
     Checkout(CheckoutArgs),
+    /// Mount a snapshot read-only (FUSE) to review it with your own tools
+    Mount(MountArgs),
+    /// Unmount a mount made by `mount`
+    Umount(UmountArgs),
+    /// Repair a destination left by an interrupted publish
+    Recover(RecoverArgs),
     /// Rehash every object and check every snapshot's objects exist
     Verify,
     /// Remove objects no snapshot reaches
@@ -141,4 +147,36 @@ pub struct GcArgs {
     /// writes objects before its snapshot record)
     #[arg(long, default_value_t = 3600, value_name = "SECONDS")]
     pub grace: u64,
+}
+
+/// `mount`.
+#[derive(Debug, Args)]
+pub struct MountArgs {
+    /// Snapshot to mount
+    pub snapshot: String,
+    /// An empty directory to mount on
+    pub mountpoint: PathBuf,
+    /// Return once the mount answers, leaving it served in the background
+    #[arg(long)]
+    pub daemon: bool,
+    /// Let other users see the mount (needs user_allow_other in /etc/fuse.conf unless root)
+    #[arg(long)]
+    pub allow_other: bool,
+    /// Internal: the background half of `--daemon`
+    #[arg(long, hide = true)]
+    pub daemon_child: bool,
+}
+
+/// `umount`.
+#[derive(Debug, Args)]
+pub struct UmountArgs {
+    /// Where a snapshot is mounted
+    pub mountpoint: PathBuf,
+}
+
+/// `recover`.
+#[derive(Debug, Args)]
+pub struct RecoverArgs {
+    /// The destination of the interrupted publish (`--out` of export or checkout)
+    pub dest: PathBuf,
 }

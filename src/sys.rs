@@ -339,3 +339,12 @@ pub fn try_lock_exclusive(fd: impl AsFd) -> io::Result<bool> {
         Err(e) => Err(e.into()),
     }
 }
+
+/// Points stdout and stderr at `/dev/null` (a daemon after it has reported readiness: the
+/// parent closed the pipes, and a write there would fail).
+pub fn detach_stdio() -> io::Result<()> {
+    let null = rustix::fs::open("/dev/null", OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    rustix::stdio::dup2_stdout(&null)?;
+    rustix::stdio::dup2_stderr(&null)?;
+    Ok(())
+}

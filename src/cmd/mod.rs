@@ -7,6 +7,8 @@ pub mod export;
 pub mod gc;
 pub mod list;
 pub mod ls;
+pub mod mount;
+pub mod recover;
 pub mod show;
 pub mod snapshot;
 pub mod verify;
@@ -116,6 +118,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Ls(args) => ls::run(args, &ctx),
         Command::Cat(args) => cat::run(args, &ctx),
         Command::Checkout(args) => checkout::run(args, &ctx),
+        Command::Mount(args) => mount::run(args, &ctx),
+        Command::Umount(args) => mount::run_umount(args, &ctx),
+        Command::Recover(args) => recover::run(args, &ctx),
         Command::Verify => verify::run(&ctx),
         Command::Gc(args) => gc::run_gc(args, &ctx),
         Command::Reindex => gc::run_reindex(&ctx),

@@ -3,5 +3,6 @@
 
 mod capture_races;
 mod export;
+mod mount;
 mod store_cli;
 mod util;

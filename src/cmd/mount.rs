@@ -1,0 +1,146 @@
+//! `mount SNAPSHOT MOUNTPOINT [--daemon]` and `umount MOUNTPOINT`.
+//!
+//! The foreground mount serves until unmounted or interrupted: SIGINT/SIGTERM unmount cleanly
+//! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
+//! new session as the server, waits until it reports that the mount answers (a line on a
+//! pipe), and returns. The catalog is only opened to resolve the snapshot; while mounted, a
+//! store lease tells `gc` to keep everything the mount serves.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
+
+use crate::cli::{MountArgs, UmountArgs};
+use crate::cmd::{resolve, Ctx, Outcome};
+
+/// The line the daemon child prints on its stdout once the mount answers.
+const READY: &str = "zeroclaw-bundle-mount-ready";
+
+/// Runs `mount`.
+pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
+    if args.daemon {
+        return spawn_daemon(&args, ctx);
+    }
+    let store = ctx.store()?;
+    let id = resolve(&store, &args.snapshot)?;
+    let snap = store.read_snapshot(&id)?;
+    check_mountpoint(&args.mountpoint)?;
+    let lease = store.lease(&id, &snap.root)?;
+    let options = MountOptions {
+        label: id.short(12),
+        allow_other: args.allow_other,
+        time: UNIX_EPOCH + Duration::from_nanos(u64::try_from(snap.created_unix_ns).unwrap_or(0)),
+        ..MountOptions::default()
+    };
+    let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
+    let mut handle = mount(
+        Arc::new(store.reader()),
+        snap.root,
+        &args.mountpoint,
+        &options,
+    )
+    .with_context(|| format!("could not mount snapshot {}", id.short(12)))?;
+    handle.keep_lease(lease);
+    let unmounter = handle.unmounter();
+    let handler = signals.handle();
+    let daemon_child = args.daemon_child;
+    std::thread::spawn(move || {
+        let mut signals = signals;
+        for _ in signals.forever() {
+            match unmounter.unmount() {
+                Ok(()) => break,
+                Err(MountError::Busy(_)) if !daemon_child => {
+                    eprintln!("the mount is busy (a file or directory in it is open); close it and interrupt again");
+                }
+                Err(_) => {}
+            }
+        }
+    });
+    if args.daemon_child {
+        // Tell the waiting parent, then stop talking: it closes the pipe after this line.
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{READY} {}", std::process::id());
+        let _ = out.flush();
+        drop(out);
+        crate::sys::detach_stdio().context("could not detach from the terminal")?;
+    } else if !ctx.quiet {
+        eprintln!(
+            "serving snapshot {} read-only at {} (Ctrl-C or `zeroclaw-bundle umount {}` to stop)",
+            id.short(12),
+            args.mountpoint.display(),
+            args.mountpoint.display()
+        );
+    }
+    let ended = handle.wait();
+    handler.close();
+    ended.context("the mount ended with an error")?;
+    Ok(Outcome::Success)
+}
+
+/// Starts the server in a new session and returns once it reports the mount answering.
+fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
+    let exe = std::env::current_exe().context("could not find this executable to re-run it")?;
+    let mut cmd = Command::new(exe);
+    cmd.arg("--store")
+        .arg(&ctx.store_path)
+        .args(["mount", "--daemon-child"])
+        .arg(&args.snapshot)
+        .arg(&args.mountpoint);
+    if args.allow_other {
+        cmd.arg("--allow-other");
+    }
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().context("could not start the mount server")?;
+    let stdout = child.stdout.take().expect("stdout is piped");
+    let mut line = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .context("could not read from the mount server")?;
+    if let Some(pid) = line.trim().strip_prefix(READY) {
+        drop(child.stderr.take());
+        let pid = pid.trim().to_string();
+        if ctx.json {
+            ctx.print_json(&json!({ "mountpoint": args.mountpoint, "pid": pid }))?;
+        } else if !ctx.quiet {
+            eprintln!(
+                "mounted at {} (server pid {pid}); `zeroclaw-bundle umount {}` to stop",
+                args.mountpoint.display(),
+                args.mountpoint.display()
+            );
+        }
+        return Ok(Outcome::Success);
+    }
+    let out = child
+        .wait_with_output()
+        .context("could not wait for the mount server")?;
+    let msg = String::from_utf8_lossy(&out.stderr);
+    let msg = msg.trim().trim_start_matches("error: ");
+    if msg.is_empty() {
+        bail!(
+            "the mount server exited ({}) before the mount answered",
+            out.status
+        );
+    }
+    bail!("{msg}");
+}
+
+/// Runs `umount`.
+pub fn run_umount(args: UmountArgs, ctx: &Ctx) -> Result<Outcome> {
+    unmount(&args.mountpoint)
+        .with_context(|| format!("could not unmount {}", args.mountpoint.display()))?;
+    if ctx.json {
+        ctx.print_json(&json!({ "unmounted": args.mountpoint }))?;
+    }
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,41 @@
+//! `recover DEST`: repair what an interrupted publish left beside DEST (restore the previous
+//! tree of an interrupted two-rename swap, remove stale staging and retired trees).
+
+use anyhow::{Context, Result};
+use serde_json::json;
+
+use crate::cli::RecoverArgs;
+use crate::cmd::{Ctx, Outcome};
+use crate::publish::recover;
+
+/// Runs `recover`.
+pub fn run(args: RecoverArgs, ctx: &Ctx) -> Result<Outcome> {
+    let r = recover(&args.dest)
+        .with_context(|| format!("could not recover {}", args.dest.display()))?;
+    if ctx.json {
+        ctx.print_json(&json!({
+            "dest": r.dest,
+            "restored_from": r.restored_from,
+            "removed_old": r.removed_old,
+            "removed_staging": r.removed_staging,
+            "left_alone": r.left_alone.iter().map(|l| json!({"path": l.path, "reason": l.reason})).collect::<Vec<_>>(),
+        }))?;
+        return Ok(Outcome::Success);
+    }
+    if let Some(from) = &r.restored_from {
+        println!("restored {} from {}", r.dest.display(), from.display());
+    }
+    for p in &r.removed_old {
+        println!("removed the previous tree {}", p.display());
+    }
+    for p in &r.removed_staging {
+        println!("removed the staging tree {}", p.display());
+    }
+    for l in &r.left_alone {
+        println!("left {} alone: {}", l.path.display(), l.reason);
+    }
+    if r.nothing_done() && r.left_alone.is_empty() {
+        println!("nothing to recover at {}", r.dest.display());
+    }
+    Ok(Outcome::Success)
+}
