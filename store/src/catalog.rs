@@ -301,35 +301,26 @@ impl Catalog {
         Err(StoreError::UnknownSnapshot(reference.to_string()))
     }
 
-    /// Loads the stat cache of one source (`key` names the source tree).
+    /// Loads the stat cache of one source (`key` names the source tree). A source's whole
+    /// cache is one catalog value: one read and one write per capture, where an entry per file
+    /// would make sled build (and hold in memory) a node per few files.
     pub fn load_stat_cache(&self, key: &str) -> Result<StatCache, StoreError> {
-        let prefix = stat_prefix(key);
-        let mut out = HashMap::new();
-        for item in self.stat.scan_prefix(&prefix) {
-            let (k, v) = item.map_err(|e| self.err(e))?;
-            if let Some(entry) = StatEntry::decode(&v) {
-                out.insert(k[prefix.len()..].to_vec(), entry);
-            }
-        }
-        Ok(out)
+        let value = self.stat.get(key.as_bytes()).map_err(|e| self.err(e))?;
+        Ok(value.map(|v| decode_stat_cache(&v)).unwrap_or_default())
     }
 
-    /// Applies the changes a capture made to one source's stat cache, in one batch.
+    /// Applies the changes a capture made to one source's stat cache.
     pub fn update_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
-        let prefix = stat_prefix(&update.key);
-        let key_of = |path: &[u8]| {
-            let mut k = prefix.clone();
-            k.extend_from_slice(path);
-            k
-        };
-        let mut batch = sled::Batch::default();
+        let mut cache = self.load_stat_cache(&update.key)?;
         for path in &update.removed {
-            batch.remove(key_of(path));
+            cache.remove(path);
         }
         for (path, entry) in &update.changed {
-            batch.insert(key_of(path), &entry.encode()[..]);
+            cache.insert(path.clone(), *entry);
         }
-        self.stat.apply_batch(batch).map_err(|e| self.err(e))?;
+        self.stat
+            .insert(update.key.as_bytes(), encode_stat_cache(&cache))
+            .map_err(|e| self.err(e))?;
         self.flush()
     }
 
@@ -338,10 +329,38 @@ impl Catalog {
     }
 }
 
-fn stat_prefix(key: &str) -> Vec<u8> {
-    let mut p = key.as_bytes().to_vec();
-    p.push(0);
-    p
+/// `{ path_len:u16 path entry }*`, entries in the fixed [`StatEntry`] layout.
+fn encode_stat_cache(cache: &StatCache) -> Vec<u8> {
+    let mut out = Vec::with_capacity(cache.len() * (2 + 64 + STAT_LEN));
+    for (path, entry) in cache {
+        let Ok(len) = u16::try_from(path.len()) else {
+            continue; // a path that long is simply never cached
+        };
+        out.extend_from_slice(&len.to_be_bytes());
+        out.extend_from_slice(path);
+        out.extend_from_slice(&entry.encode());
+    }
+    out
+}
+
+/// Decodes [`encode_stat_cache`]; a damaged tail is dropped (the cache only saves work).
+fn decode_stat_cache(bytes: &[u8]) -> StatCache {
+    let mut out = StatCache::new();
+    let mut pos = 0;
+    while pos + 2 <= bytes.len() {
+        let len = usize::from(u16::from_be_bytes([bytes[pos], bytes[pos + 1]]));
+        let path_end = pos + 2 + len;
+        let end = path_end + STAT_LEN;
+        let (Some(path), Some(entry)) = (bytes.get(pos + 2..path_end), bytes.get(path_end..end))
+        else {
+            break;
+        };
+        if let Some(entry) = StatEntry::decode(entry) {
+            out.insert(path.to_vec(), entry);
+        }
+        pos = end;
+    }
+    out
 }
 
 fn is_lock_error(e: &std::io::Error) -> bool {
@@ -360,6 +379,25 @@ fn db_err(path: &Path, e: sled::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stat_cache_round_trip_and_damaged_tail() {
+        let e = StatEntry {
+            dev: 9,
+            ino: 8,
+            size: 7,
+            mtime_ns: 6,
+            ctime_ns: 5,
+            exec: false,
+            id: ObjectId::of(b"y"),
+        };
+        let cache: StatCache = [(b"a/b".to_vec(), e), (b"c".to_vec(), e)]
+            .into_iter()
+            .collect();
+        let bytes = encode_stat_cache(&cache);
+        assert_eq!(decode_stat_cache(&bytes), cache);
+        assert_eq!(decode_stat_cache(&bytes[..bytes.len() - 1]).len(), 1);
+    }
 
     #[test]
     fn stat_entry_round_trip() {
