@@ -18,7 +18,7 @@ use crate::agent::{
     plan_export, CaptureOutcome, Install, Provenance, RenderedBundle, TreeSource, CONFIG_FILE,
     MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
 };
-use crate::capture::{root, Capture, CaptureStats, TopFilter, Walked};
+use crate::capture::{root, Capture, CaptureStats, TopFilter};
 use crate::publish::{publish, PublishRequest, Published};
 
 /// An agent captured into the store.
@@ -93,7 +93,7 @@ pub fn capture_agent(
     };
     let mut outcome = CaptureOutcome::default();
     if let Some(w) = workspace.filter(|w| w.files > 0) {
-        top.push(dir_entry(WORKSPACE_DIR, w));
+        top.push(w.entry(WORKSPACE_DIR.as_bytes().to_vec()));
         if let Some(doc) = plan.identity_document() {
             let found = resolve_path(&store.reader(), &w.id, doc.as_bytes(), "workspace");
             outcome.identity_document_carried = matches!(found, Ok(e) if e.kind.is_file());
@@ -114,7 +114,7 @@ pub fn capture_agent(
         match walked {
             Some(w) => {
                 skills_carried += store.read_tree(&w.id)?.entries().len() as u64;
-                skill_entries.push(dir_entry(&skill.alias, w));
+                skill_entries.push(w.entry(skill.alias.as_bytes().to_vec()));
                 outcome.carried_skill_bundles.push(skill.alias.clone());
             }
             None => outcome.missing_skill_bundles.push(skill.alias.clone()),
@@ -172,15 +172,6 @@ pub fn capture_agent(
         skills_carried,
         stats,
     })
-}
-
-fn dir_entry(name: &str, w: Walked) -> TreeEntry {
-    TreeEntry {
-        name: name.as_bytes().to_vec(),
-        kind: EntryKind::Dir,
-        size: w.size,
-        id: w.id,
-    }
 }
 
 /// Captures the agent, then publishes its snapshot to `out`.

@@ -269,31 +269,9 @@ pub fn name_bytes(name: &OsStr) -> &[u8] {
     name.as_bytes()
 }
 
-/// Six random alphanumerics (staging names).
+/// Six random alphanumerics (staging names); the store crate owns the generator.
 pub fn random_token() -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-    let mut raw = [0u8; 6];
-    let mut filled = 0;
-    while filled < raw.len() {
-        match rustix::rand::getrandom(&mut raw[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(_) => {
-                let t = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.subsec_nanos())
-                    .unwrap_or(0)
-                    ^ std::process::id();
-                for (i, b) in raw.iter_mut().enumerate() {
-                    *b = (t >> (i * 5)) as u8;
-                }
-                filled = raw.len();
-            }
-        }
-    }
-    raw.iter()
-        .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
-        .collect()
+    zeroclaw_bundle_store::random_token()
 }
 
 /// The host name (`uname -n`).

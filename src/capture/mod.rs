@@ -87,6 +87,18 @@ pub struct Walked {
     pub files: u64,
 }
 
+impl Walked {
+    /// The directory entry naming this tree in its parent.
+    pub fn entry(&self, name: Vec<u8>) -> TreeEntry {
+        TreeEntry {
+            name,
+            kind: EntryKind::Dir,
+            size: self.size,
+            id: self.id,
+        }
+    }
+}
+
 /// Which entries at a tree's top level are left out before anything is looked at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TopFilter {
@@ -265,12 +277,7 @@ impl<'s> Capture<'s> {
             }
             size += walked.size;
             files += walked.files;
-            entries.push(TreeEntry {
-                name,
-                kind: EntryKind::Dir,
-                size: walked.size,
-                id: walked.id,
-            });
+            entries.push(walked.entry(name));
         }
         self.report.trees.push(tally);
         if entries.is_empty() {
@@ -354,12 +361,7 @@ impl<'s> Capture<'s> {
                     )?;
                     size += walked.size;
                     files += walked.files;
-                    entries.push(TreeEntry {
-                        name,
-                        kind: EntryKind::Dir,
-                        size: walked.size,
-                        id: walked.id,
-                    });
+                    entries.push(walked.entry(name));
                 }
             }
         }

@@ -54,6 +54,7 @@ pub use maintenance::{GcReport, Lease, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
 pub use snapshot::{CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX};
 pub use source::{resolve_path, ObjectSource};
+pub use sys::random_token;
 pub use tree::{escape_name, invalid_name_reason, unescape_name, EntryKind, Tree, TreeEntry};
 
 /// The store format version this build writes and the highest it reads.

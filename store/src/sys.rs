@@ -10,7 +10,8 @@ pub fn syncfs(path: &Path) -> io::Result<()> {
     rustix::fs::syncfs(&dir).map_err(io::Error::from)
 }
 
-/// Six random alphanumerics from the kernel's generator.
+/// Six random alphanumerics from the kernel's generator: unique names for temp files, lease
+/// files and staging directories (uniqueness, not secrecy).
 pub fn random_token() -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
     let mut raw = [0u8; 6];

@@ -36,12 +36,7 @@ fn setup(env: &TestEnv) -> std::path::PathBuf {
 }
 
 fn list_len(env: &TestEnv) -> usize {
-    env.run(&["--json", "list"])
-        .ok()
-        .json()
-        .as_array()
-        .unwrap()
-        .len()
+    env.snapshot_count()
 }
 
 #[test]

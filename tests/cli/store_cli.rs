@@ -139,16 +139,8 @@ fn skip_rules_symlink_special_hardlink_are_counted_not_carried() {
         .unwrap()
         .success());
     let sock = std::os::unix::net::UnixListener::bind(src.join("sock")).unwrap();
-    let r = env
-        .run(&[
-            OsStr::new("--json"),
-            OsStr::new("snapshot"),
-            OsStr::new("--dir"),
-            src.as_os_str(),
-        ])
-        .ok();
+    let v = env.snapshot_json(&src);
     drop(sock);
-    let v = r.json();
     let tally = &v["report"]["trees"][0];
     assert_eq!(tally["files"], 1, "{v}");
     assert_eq!(tally["symlinks"], 2, "{v}");
@@ -186,16 +178,7 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
             .unwrap();
         assert!(st.success());
     }
-    let snap = |env: &TestEnv| {
-        env.run(&[
-            OsStr::new("--json"),
-            OsStr::new("snapshot"),
-            OsStr::new("--dir"),
-            src.as_os_str(),
-        ])
-        .ok()
-        .json()
-    };
+    let snap = |env: &TestEnv| env.snapshot_json(&src);
     let first = snap(&env);
     assert_eq!(first["work"]["hashed_files"], 20);
     // ctime is "now" after touch -d, so the racy rule still rehashes them once.
@@ -209,13 +192,7 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
     let fourth = snap(&env);
     assert_eq!(fourth["work"]["hashed_files"], 1, "{fourth}");
     let id = fourth["id"].as_str().unwrap();
-    assert_eq!(
-        env.run(&["cat".to_string(), format!("{id}:f3.md")])
-            .ok()
-            .out
-            .stdout,
-        b"FILE 3"
-    );
+    assert_eq!(env.cat(&id, "f3.md"), b"FILE 3");
     // Two edits right after each other: the second capture must see the second one even
     // though size and mtime second are equal (racy entries are always rehashed).
     write(&src.join("f4.md"), b"edit-A");
@@ -224,20 +201,8 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
     let b = snap(&env);
     let ida = a["id"].as_str().unwrap();
     let idb = b["id"].as_str().unwrap();
-    assert_eq!(
-        env.run(&["cat".to_string(), format!("{ida}:f4.md")])
-            .ok()
-            .out
-            .stdout,
-        b"edit-A"
-    );
-    assert_eq!(
-        env.run(&["cat".to_string(), format!("{idb}:f4.md")])
-            .ok()
-            .out
-            .stdout,
-        b"edit-B"
-    );
+    assert_eq!(env.cat(&ida, "f4.md"), b"edit-A");
+    assert_eq!(env.cat(&idb, "f4.md"), b"edit-B");
 }
 
 #[test]
@@ -245,15 +210,7 @@ fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
     let env = TestEnv::new();
     let src = env.path("src");
     write(&src.join("a"), b"a");
-    let r = env
-        .run(&[
-            OsStr::new("snapshot"),
-            OsStr::new("--dir"),
-            src.as_os_str(),
-            OsStr::new("--name"),
-            OsStr::new("v1"),
-        ])
-        .ok();
+    let r = env.snapshot_with(&src, &["--name", "v1"]).ok();
     let id = r.last_line();
     assert_eq!(
         env.run(&["show", "--json", "v1"]).ok().json()["id"],
@@ -268,14 +225,8 @@ fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
         .fails(1, "no snapshot matches \"nope\"");
     // Make many snapshots until two share an 8-digit... instead: ambiguity on a shorter
     // common prefix is impossible to force, so check the catalog's message on a crafted case.
-    env.run(&[
-        OsStr::new("snapshot"),
-        OsStr::new("--dir"),
-        src.as_os_str(),
-        OsStr::new("--name"),
-        OsStr::new("deadbeef"),
-    ])
-    .fails(1, "looks like a snapshot id prefix");
+    env.snapshot_with(&src, &["--name", "deadbeef"])
+        .fails(1, "looks like a snapshot id prefix");
     let list = env.run(&["--json", "list"]).ok().json();
     assert_eq!(list.as_array().unwrap().len(), 1);
 }
@@ -315,15 +266,7 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     // Usage errors exit 2.
     env.run(&["snapshot"]).fails(2, "<ALIAS>");
     env.run(&["frobnicate"]).fails(2, "unrecognized subcommand");
-    assert_eq!(
-        env.run(&["--json", "list"])
-            .ok()
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(env.snapshot_count(), 1);
 }
 
 #[test]
@@ -346,13 +289,7 @@ fn corrupted_object_is_named_by_verify_and_fails_reads_only() {
     );
     env.run(&["cat".to_string(), format!("{id}:bad.md")])
         .fails(1, "is corrupt");
-    assert_eq!(
-        env.run(&["cat".to_string(), format!("{id}:good.md")])
-            .ok()
-            .out
-            .stdout,
-        b"good content"
-    );
+    assert_eq!(env.cat(&id, "good.md"), b"good content");
     let out = env.path("out");
     env.run(&[
         OsStr::new("checkout"),
@@ -389,13 +326,7 @@ fn gc_keeps_everything_reachable_and_removes_the_unreachable() {
     assert_eq!(r["removed"], 2, "drop.md's blob and the old root tree: {r}");
     assert!(!all_objects(&env.store).contains(&blake3_hex(b"drop me later")));
     env.run(&["verify"]).ok();
-    assert_eq!(
-        env.run(&["cat".to_string(), format!("{second}:keep.md")])
-            .ok()
-            .out
-            .stdout,
-        b"keep me"
-    );
+    assert_eq!(env.cat(&second, "keep.md"), b"keep me");
 }
 
 #[test]
@@ -403,26 +334,10 @@ fn reindex_rebuilds_a_lost_catalog() {
     let env = TestEnv::new();
     let src = env.path("src");
     write(&src.join("a"), b"a");
-    let r = env
-        .run(&[
-            OsStr::new("snapshot"),
-            OsStr::new("--dir"),
-            src.as_os_str(),
-            OsStr::new("--name"),
-            OsStr::new("named"),
-        ])
-        .ok();
+    let r = env.snapshot_with(&src, &["--name", "named"]).ok();
     let id = r.last_line();
     fs::remove_dir_all(env.store.join("catalog")).unwrap();
-    assert_eq!(
-        env.run(&["--json", "list"])
-            .ok()
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
-        0
-    );
+    assert_eq!(env.snapshot_count(), 0);
     // gc on an empty catalog must not delete the snapshot's data.
     env.run(&["gc", "--grace", "0"]).ok();
     env.run(&["reindex"]).ok();
@@ -461,24 +376,10 @@ fn sigkill_during_capture_leaves_a_store_that_verifies() {
         r.describe()
     );
     env.run(&["verify"]).ok();
-    assert_eq!(
-        env.run(&["--json", "list"])
-            .ok()
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!(env.snapshot_count(), 1);
     // The next capture works and sees everything.
     let id = env.snapshot(&src);
-    assert_eq!(
-        env.run(&["cat".to_string(), format!("{id}:new.md")])
-            .ok()
-            .out
-            .stdout,
-        b"new file"
-    );
+    assert_eq!(env.cat(&id, "new.md"), b"new file");
     env.run(&["verify"]).ok();
 }
 
@@ -515,15 +416,7 @@ fn two_processes_at_once_both_succeed_or_wait() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    assert_eq!(
-        env.run(&["--json", "list"])
-            .ok()
-            .json()
-            .as_array()
-            .unwrap()
-            .len(),
-        6
-    );
+    assert_eq!(env.snapshot_count(), 6);
     env.run(&["verify"]).ok();
 }
 

@@ -115,6 +115,44 @@ impl TestEnv {
     }
 }
 
+impl TestEnv {
+    /// `snapshot --dir DIR` plus `extra` arguments, unchecked.
+    pub fn snapshot_with(&self, dir: &Path, extra: &[&str]) -> Run {
+        let mut args = vec![OsStr::new("snapshot"), OsStr::new("--dir"), dir.as_os_str()];
+        args.extend(extra.iter().map(OsStr::new));
+        self.run(&args)
+    }
+
+    /// `--json snapshot --dir DIR`, checked, as JSON.
+    pub fn snapshot_json(&self, dir: &Path) -> serde_json::Value {
+        self.run(&[
+            OsStr::new("--json"),
+            OsStr::new("snapshot"),
+            OsStr::new("--dir"),
+            dir.as_os_str(),
+        ])
+        .ok()
+        .json()
+    }
+
+    /// The bytes `cat SNAPSHOT:PATH` prints, checked.
+    pub fn cat(&self, snapshot: &str, path: &str) -> Vec<u8> {
+        self.run(&["cat".to_string(), format!("{snapshot}:{path}")])
+            .ok()
+            .out
+            .stdout
+    }
+
+    /// How many snapshots `list` shows.
+    pub fn snapshot_count(&self) -> usize {
+        self.run(&["--json", "list"])
+            .ok()
+            .json()
+            .as_array()
+            .map_or(0, Vec::len)
+    }
+}
+
 pub fn run_command(mut c: Command) -> Run {
     let cmd = format!("{c:?}");
     let out = c
