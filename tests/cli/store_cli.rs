@@ -192,7 +192,7 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
     let fourth = snap(&env);
     assert_eq!(fourth["work"]["hashed_files"], 1, "{fourth}");
     let id = fourth["id"].as_str().unwrap();
-    assert_eq!(env.cat(&id, "f3.md"), b"FILE 3");
+    assert_eq!(env.cat(id, "f3.md"), b"FILE 3");
     // Two edits right after each other: the second capture must see the second one even
     // though size and mtime second are equal (racy entries are always rehashed).
     write(&src.join("f4.md"), b"edit-A");
@@ -201,8 +201,8 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
     let b = snap(&env);
     let ida = a["id"].as_str().unwrap();
     let idb = b["id"].as_str().unwrap();
-    assert_eq!(env.cat(&ida, "f4.md"), b"edit-A");
-    assert_eq!(env.cat(&idb, "f4.md"), b"edit-B");
+    assert_eq!(env.cat(ida, "f4.md"), b"edit-A");
+    assert_eq!(env.cat(idb, "f4.md"), b"edit-B");
 }
 
 #[test]
