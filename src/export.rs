@@ -15,11 +15,11 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::agent::{
-    plan_export, CaptureOutcome, Install, Provenance, RenderedBundle, TreeSource, CONFIG_FILE,
-    MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
+    plan_export, CaptureOutcome, ExportPlan, Install, Provenance, RenderedBundle, TreeSource,
+    CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
 };
 use crate::capture::{root, Capture, CaptureStats, TopFilter};
-use crate::publish::{publish, PublishRequest, Published};
+use crate::publish::{check_request, publish, PublishRequest, Published};
 
 /// An agent captured into the store.
 pub struct AgentSnapshot {
@@ -58,6 +58,13 @@ fn open_source(source: &TreeSource) -> Result<Option<OwnedFd>, root::RootError> 
     }
 }
 
+/// The host trees an export of `plan` reads (its workspace and skill bundle roots).
+fn source_trees(plan: &ExportPlan) -> Vec<PathBuf> {
+    std::iter::once(plan.workspace.path())
+        .chain(plan.skills.iter().map(|s| s.source.path()))
+        .collect()
+}
+
 /// Captures agent `alias` of the install at `install_dir` into the store as one snapshot.
 pub fn capture_agent(
     store: &Store,
@@ -69,6 +76,18 @@ pub fn capture_agent(
 ) -> Result<AgentSnapshot> {
     let install = Install::load(install_dir)?;
     let plan = plan_export(&install, alias)?;
+    capture_plan(store, &install, &plan, name, zeroclaw_version, progress)
+}
+
+fn capture_plan(
+    store: &Store,
+    install: &Install,
+    plan: &ExportPlan,
+    name: Option<String>,
+    zeroclaw_version: Option<&str>,
+    progress: ProgressBar,
+) -> Result<AgentSnapshot> {
+    let alias = plan.alias.as_str();
     let source = format!("agent {alias} at {}", install.root().display());
     let parent = store
         .catalog()?
@@ -82,7 +101,6 @@ pub fn capture_agent(
         format!("agent:{}\0{alias}", install.root().display()),
         progress,
     )?;
-    let mut sources = vec![plan.workspace.path()];
     let mut top = Vec::new();
 
     let workspace = match open_source(&plan.workspace)
@@ -103,7 +121,6 @@ pub fn capture_agent(
     let mut skill_entries = Vec::new();
     let mut skills_carried = 0;
     for skill in &plan.skills {
-        sources.push(skill.source.path());
         let label = format!("{SKILLS_DIR}/{}", skill.alias);
         let fd = open_source(&skill.source)
             .with_context(|| format!("could not open skill bundle `{}`", skill.alias))?;
@@ -168,7 +185,7 @@ pub fn capture_agent(
         id,
         snapshot,
         bundle,
-        sources,
+        sources: source_trees(plan),
         skills_carried,
         stats,
     })
@@ -184,7 +201,22 @@ pub fn export(
     force: bool,
     progress: ProgressBar,
 ) -> Result<(AgentSnapshot, Published)> {
-    let captured = capture_agent(store, install_dir, alias, None, zeroclaw_version, progress)?;
+    let install = Install::load(install_dir)?;
+    let plan = plan_export(&install, alias)?;
+    let sources = source_trees(&plan);
+    // Refuse a destination before capturing anything (SPEC §7: before anything is created).
+    check_request(&PublishRequest {
+        dest: out,
+        force,
+        sources: &sources,
+    })
+    .with_context(|| {
+        format!(
+            "could not publish the bundle of agent {alias} to {}",
+            out.display()
+        )
+    })?;
+    let captured = capture_plan(store, &install, &plan, None, zeroclaw_version, progress)?;
     let published = publish(
         &store.reader(),
         &captured.snapshot.root,

@@ -101,6 +101,24 @@ pub struct Published {
     pub retired_left: Option<PathBuf>,
 }
 
+/// Checks, without creating or changing anything, that `req` would be admitted: the
+/// destination resolves, overlaps no source, and is vacant, empty, or non-empty with
+/// `--force` (never a symlink or a file). `export` calls this before it captures, so a
+/// refused destination costs nothing; [`publish`] checks everything again itself.
+pub fn check_request(req: &PublishRequest<'_>) -> Result<(), PublishError> {
+    let dest = resolve::resolve_destination(req.dest)?;
+    resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
+    match sys::open_dir_path(&dest.parent) {
+        Ok(parent) => {
+            swap::admit(parent.as_fd(), dest.name.as_bytes(), req.dest, req.force)?;
+            Ok(())
+        }
+        // The parent does not exist yet: publish creates it, so the destination is vacant.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(PublishError::io("open", &dest.parent, e)),
+    }
+}
+
 /// Publishes tree `root` from `source` at `req.dest` (see the module doc for the protocol).
 pub fn publish(
     source: &dyn ObjectSource,

@@ -579,3 +579,198 @@ fn reexport_of_unchanged_agent_reads_nothing_again() {
     let list = env.run(&["--json", "show", "agent/researcher"]).ok().json();
     assert_eq!(list["id"], second["snapshot"]);
 }
+
+/// Names beginning with `.zeroclaw-export` in `dir` (staging or retired trees).
+fn hidden(dir: &Path) -> Vec<String> {
+    names(dir)
+        .into_iter()
+        .filter(|n| n.starts_with(".zeroclaw-export"))
+        .collect()
+}
+
+#[test]
+fn destination_overlapping_a_source_is_refused_before_capture() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let before = read_tree(&install.root);
+    let inside = install.ws().join("exports/bundle");
+    export(&env, &install, &inside, &[], &[]).fails(1, "is inside the source tree");
+    let containing = install.root.join("agents");
+    export(&env, &install, &containing, &["--force"], &[]).fails(1, "contains the source tree");
+    let skills = install.root.join("shared/skills");
+    export(&env, &install, &skills, &["--force"], &[]).fails(1, "contains the source tree");
+    assert!(
+        read_tree(&install.root) == before,
+        "the install is untouched"
+    );
+    assert_eq!(env.snapshot_count(), 0, "nothing was captured");
+    // Through a symlink to the workspace: still inside it.
+    std::os::unix::fs::symlink(install.ws(), env.path("ws-link")).unwrap();
+    export(&env, &install, &env.path("ws-link/bundle"), &[], &[])
+        .fails(1, "inside the source tree");
+}
+
+#[test]
+fn destination_admission_symlink_file_nonempty_and_force() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    // A symlink to a directory, even with --force: refused, target untouched.
+    write(&env.path("target/keep.md"), b"keep");
+    std::os::unix::fs::symlink(env.path("target"), env.path("link")).unwrap();
+    export(&env, &install, &env.path("link"), &["--force"], &[]).fails(1, "is a symlink");
+    assert_eq!(names(&env.path("target")), ["keep.md"]);
+    // A regular file: refused, untouched.
+    write(&env.path("file"), b"file");
+    export(&env, &install, &env.path("file"), &["--force"], &[]).fails(1, "not a directory");
+    assert_eq!(fs::read(env.path("file")).unwrap(), b"file");
+    // Non-empty without --force: refused, byte-for-byte unchanged.
+    let old = env.path("out/bundle");
+    write(&old.join("config.toml"), b"old config");
+    write(&old.join("leftover.toml"), b"leftover");
+    write(&old.join("workspace/notes/gone.md"), b"gone");
+    let before = read_tree(&old);
+    export(&env, &install, &old, &[], &[]).fails(1, "--force");
+    assert!(read_tree(&old) == before);
+    // With --force: exactly the new bundle, nothing of the old one, parent clean.
+    export(&env, &install, &old, &["--force"], &[]).ok();
+    assert_eq!(
+        names(&old),
+        ["config.toml", "skills", "workspace", "zeroclaw-agent.toml"]
+    );
+    assert!(!old.join("workspace/notes/gone.md").exists());
+    assert!(fs::read_to_string(old.join("config.toml"))
+        .unwrap()
+        .contains("agent bundle"));
+    assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
+#[test]
+fn destination_appearing_during_publish_is_refused() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("out/bundle");
+    fs::create_dir_all(env.path("out")).unwrap();
+    let cmd = format!(
+        "mkdir {0} && echo mine > {0}/someone-elses.md",
+        out.display()
+    );
+    let r = export(
+        &env,
+        &install,
+        &out,
+        &[],
+        &hook("before-swap", "bundle", &cmd),
+    );
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert_eq!(fs::read(out.join("someone-elses.md")).unwrap(), b"mine\n");
+    assert_eq!(names(&env.path("out")), ["bundle"], "no staging tree left");
+}
+
+#[test]
+fn unreadable_file_fails_the_export_and_keeps_the_previous_bundle() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("out/bundle");
+    export(&env, &install, &out, &[], &[]).ok();
+    let before = read_tree(&out);
+    write(&install.ws().join("locked.md"), b"locked");
+    chmod(&install.ws().join("locked.md"), 0o000);
+    // Run as nobody: everything else readable, the store and out writable.
+    for p in [
+        env.dir.path(),
+        env.store.as_path(),
+        env.path("out").as_path(),
+    ] {
+        chmod(p, 0o777);
+    }
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&env.store)
+        .arg(env.path("out"))
+        .status()
+        .unwrap();
+    assert!(chown.success());
+    let mut c = std::process::Command::new("setpriv");
+    if is_root() {
+        c.args([
+            "--reuid",
+            "65534",
+            "--regid",
+            "65534",
+            "--clear-groups",
+            "--",
+        ]);
+    } else {
+        c.arg("--");
+    }
+    c.arg(BIN).args([
+        OsStr::new("--store"),
+        env.store.as_os_str(),
+        OsStr::new("export"),
+        OsStr::new("researcher"),
+        OsStr::new("--install"),
+        install.root.as_os_str(),
+        OsStr::new("--out"),
+        out.as_os_str(),
+        OsStr::new("--force"),
+    ]);
+    run_command(c).fails(1, "workspace/locked.md");
+    assert!(
+        read_tree(&out) == before,
+        "the previous bundle is byte-for-byte intact"
+    );
+    assert!(hidden(&env.path("out")).is_empty());
+}
+
+#[test]
+fn kill_during_publish_then_recover_gives_a_whole_bundle() {
+    // (seam, exchange disabled?, which bundle `recover` must leave)
+    let cases = [
+        ("publish-staged", false, "old"),
+        ("publish-after-exchange", false, "new"),
+        ("publish-after-retire", false, "new"),
+        ("publish-after-first-rename", true, "old"),
+        ("publish-after-second-rename", true, "new"),
+    ];
+    for (seam, no_exchange, expect) in cases {
+        let env = TestEnv::new();
+        let install = Install::new(&env);
+        let out = env.path("out/bundle");
+        export(&env, &install, &out, &[], &[]).ok();
+        let old = read_tree(&out);
+        write(&install.ws().join("new-note.md"), b"new");
+        let mut env_vars = hook(seam, "bundle", "kill -9 $PPID; sleep 5").to_vec();
+        if no_exchange {
+            env_vars.push(("ZEROCLAW_BUNDLE_TEST_NO_EXCHANGE", "1"));
+        }
+        let r = export(&env, &install, &out, &["--force"], &env_vars);
+        assert_eq!(
+            r.out.status.code(),
+            None,
+            "{seam}: killed: {}",
+            r.describe()
+        );
+        env.run(&[OsStr::new("recover"), out.as_os_str()]).ok();
+        assert!(
+            hidden(&env.path("out")).is_empty(),
+            "{seam}: {:?}",
+            names(&env.path("out"))
+        );
+        let now = read_tree(&out);
+        if expect == "old" {
+            assert!(now == old, "{seam}: the previous bundle is back");
+        } else {
+            assert!(
+                out.join("workspace/new-note.md").is_file(),
+                "{seam}: the new bundle is whole"
+            );
+            assert!(out.join("zeroclaw-agent.toml").is_file(), "{seam}");
+        }
+        let again = env
+            .run(&[OsStr::new("recover"), out.as_os_str()])
+            .ok()
+            .stdout();
+        assert!(again.contains("nothing to recover"), "{seam}: {again}");
+        env.run(&["verify"]).ok();
+    }
+}
