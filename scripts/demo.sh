@@ -18,7 +18,9 @@ step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
 
 scripts/sample-install.sh "$work/install" >/dev/null
 step zeroclaw-bundle export researcher --install "$work/install" --out "$work/bundle"
-first=$("$zb" export researcher --install "$work/install" --out "$work/bundle" | tee /dev/stderr | tail -n 1)
+report=$("$zb" export researcher --install "$work/install" --out "$work/bundle")
+printf '%s\n' "$report"
+first=$(tail -n 1 <<<"$report")
 
 step find "$work/bundle" -type f
 (cd "$work/bundle" && find . -type f | sort)
