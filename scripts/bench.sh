@@ -24,6 +24,8 @@
 #   ZB=path                  binary under test; default target/release/zeroclaw-bundle, built
 #                            with `cargo build --release` from the repo root unless BENCH_BUILD=0
 #   BENCH_REPORT=path        default <repo>/target/bench/report.md
+#   BENCH_TIMEOUT=1800       seconds before one timed command is killed (reported as failed)
+#   BENCH_KEEP=0             1 = keep repositories, checkouts and images under BENCH_DIR
 #
 # "cold" = `sync; echo 3 > /proc/sys/vm/drop_caches` right before the timed command (needs root).
 # FUSE daemons keep their own in-process caches across a drop; that is what a user gets too.
@@ -43,6 +45,8 @@ BENCH_INSTALL=${BENCH_INSTALL:-1}
 BENCH_SYNC=${BENCH_SYNC:-1}
 BENCH_VERIFY=${BENCH_VERIFY:-1}
 BENCH_BUILD=${BENCH_BUILD:-1}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
+BENCH_KEEP=${BENCH_KEEP:-0}
 REPORT=${BENCH_REPORT:-$ROOT/target/bench/report.md}
 OURS=zeroclaw-bundle
 
@@ -123,7 +127,7 @@ LAST_SECS="" LAST_RSS=""
 run_timed() {
 	local t0 t1 rc=0
 	t0=$EPOCHREALTIME
-	/usr/bin/time -f '%M' -o "$W/.time" bash -c "$1" >"$W/.out" 2>"$W/.err" || rc=$?
+	/usr/bin/time -f '%M' -o "$W/.time" timeout -k 10 "$BENCH_TIMEOUT" bash -c "$1" >"$W/.out" 2>"$W/.err" || rc=$?
 	t1=$EPOCHREALTIME
 	LAST_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
 	LAST_RSS=$(tail -n1 "$W/.time" 2>/dev/null | tr -dc '0-9')
@@ -425,10 +429,11 @@ vmhwm_kib() { # max VmHWM over the pids holding mountpoint $1 in argv
 	done
 	echo "$max"
 }
-wait_mounted() { # mountpoint timeout_s [path that must exist]
+wait_mounted() { # mountpoint timeout_s [path that must exist] [pid that must stay alive]
 	local deadline=$((SECONDS + $2))
 	while ((SECONDS < deadline)); do
 		if mountpoint -q "$1" 2>/dev/null && [[ -z ${3:-} || -e ${3:-} ]]; then return 0; fi
+		[[ -n ${4:-} ]] && ! kill -0 "$4" 2>/dev/null && return 1
 		sleep 0.005
 	done
 	return 1
@@ -450,9 +455,9 @@ mount_one() {
 		pid=$!
 		BG_PIDS+=("$pid")
 	else
-		bash -c "$start" >"$W/.mount.log" 2>&1 || rc=$?
+		timeout -k 10 "$BENCH_TIMEOUT" bash -c "$start" >"$W/.mount.log" 2>&1 || rc=$?
 	fi
-	if [[ $rc == 0 ]] && wait_mounted "$m" 600 "$MROOT"; then
+	if [[ $rc == 0 ]] && wait_mounted "$m" 300 "$MROOT" "$pid"; then
 		t1=$EPOCHREALTIME
 		record mount "mount ready" "$tool" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')" "" ok "$note"
 	else
@@ -465,6 +470,13 @@ mount_one() {
 	read_tree mount "$tool"
 	local hwm
 	hwm=$(vmhwm_kib "$m")
+	if [[ $hwm == 0 && $tool == "$OURS" ]]; then # the daemon may not keep the mountpoint in argv
+		local p v
+		for p in $(pgrep -f -- "$(basename "$ZB").* mount " || true); do
+			v=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+			[[ -n $v && $v -gt $hwm ]] && hwm=$v
+		done
+	fi
 	if [[ $hwm -gt 0 ]]; then
 		record mount "daemon peak memory (VmHWM)" "$tool" "" "$hwm" ok ""
 	else
@@ -663,6 +675,10 @@ main() {
 	want mount && section_mount
 	want export && section_export
 
+	if [[ $BENCH_KEEP != 1 ]]; then
+		cleanup_mounts
+		find "$W" -mindepth 1 -maxdepth 1 ! -name '*.tsv' ! -name '*.log' -exec rm -rf {} +
+	fi
 	mkdir -p "$(dirname "$REPORT")"
 	python3 "$SCRIPT_DIR/bench/report.py" "$RESULTS" "$META" >"$REPORT"
 	cp "$RESULTS" "$(dirname "$REPORT")/results.tsv"
