@@ -379,13 +379,16 @@ section_store() {
 		measure store "$op" "tar -x" cold 'mkdir -p "$W/co/tar" && tar -xf "$W/tar/full.tar" -C "$W/co/tar"'"$SYNC" || true
 	have rsync && [[ -d $W/rsync/copy ]] &&
 		measure store "$op" "rsync -a (copy back)" cold 'rsync -a "$W/rsync/copy/" "$W/co/rsync/"'"$SYNC" "" "informational" || true
+	have git && [[ -z $GIT_C1 ]] && record store "$op" "git checkout" "" "" fail "no commit from the initial capture"
 	[[ -n $GIT_C1 ]] && measure store "$op" "git checkout" cold \
 		"mkdir -p \"\$W/co/git\" && GIT_INDEX_FILE=\"\$W/git/co.index\" git --git-dir=\"\$W/git/repo/.git\" --work-tree=\"\$W/co/git\" checkout -q -f $GIT_C1 -- :/$SYNC" || true
+	have ostree && [[ -z $OSTREE_C1 ]] && record store "$op" "ostree checkout --force-copy" "" "" fail "no commit from the initial capture"
 	if [[ -n $OSTREE_C1 ]]; then
 		measure store "$op" "ostree checkout --force-copy" cold "$OST checkout -U --force-copy $OSTREE_C1 \"\$W/co/ostree\"$SYNC" || true
 		measure store "$op" "ostree checkout (hardlinks)" cold "$OST checkout -U $OSTREE_C1 \"\$W/co/ostree-hl\"$SYNC" "" \
 			"informational: shares inodes with the repo" || true
 	fi
+	have restic && [[ -z $RESTIC_S1 ]] && record store "$op" "restic restore" "" "" fail "no snapshot from the initial backup"
 	[[ -n $RESTIC_S1 ]] && measure store "$op" "restic restore" cold "$RST restore -q $RESTIC_S1 --target \"\$W/co/restic\"$SYNC" || true
 	have borg && [[ -d $W/borg/repo ]] && measure store "$op" "borg extract" cold \
 		"mkdir -p \"\$W/co/borg\" && cd \"\$W/co/borg\" && $BRG extract \"\$W/borg/repo::initial\"$SYNC" || true
