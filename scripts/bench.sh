@@ -668,7 +668,8 @@ main() {
 	local zbv="not available"
 	if [[ -x $ZB ]]; then
 		zbv="$ZB ($("$ZB" --version 2>/dev/null | head -n1 || true))"
-		zbv="${zbv/ ()/}, repo at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+		zbv=${zbv/ ()/}
+		[[ $ZB_DEFAULT == 1 ]] && zbv="$zbv, built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
 	fi
 	meta "ours" "$zbv"
 	meta "peers" "$(peer_versions)"
