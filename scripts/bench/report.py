@@ -32,7 +32,7 @@ SECTION_TITLES = OrderedDict(
 OP_ORDER = {
     "store": ["initial capture", "no-op capture (warm)", "no-op capture (cold)", "capture after 1% changed",
               "checkout into new dir"],
-    "export": ["export (first)", "re-export (unchanged, --force)"],
+    "export": ["export (first)", "re-export (unchanged, --force)", "re-export (unchanged, new out dir)"],
     "mount": ["mount ready", "find | wc -l (cold)", "find | wc -l (warm)", "tar -cf - | wc -c (cold)",
               "tar -cf - | wc -c (warm)", "daemon peak memory (VmHWM)"],
 }
