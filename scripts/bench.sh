@@ -420,7 +420,7 @@ mnt_pids() { # pids whose argv has an element equal to $1
 		p=${f#/proc/}
 		p=${p%/cmdline}
 		[[ $p == "$$" || $p == "$BASHPID" ]] && continue
-		tr '\0' '\n' <"$f" 2>/dev/null | grep -Fxq -- "$1" && echo "$p"
+		{ tr '\0' '\n' <"$f"; } 2>/dev/null | grep -Fxq -- "$1" && echo "$p"
 	done
 	return 0
 }
