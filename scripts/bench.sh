@@ -1,0 +1,698 @@
+#!/usr/bin/env bash
+# zeroclaw-bundle benchmark: our tool against the tools a user would pick instead, on the same
+# machine, in the same run, on the same seeded corpus. Prints markdown tables (seconds, max RSS,
+# ratio ours/tool, target, PASS/FAIL) to stdout and writes them to target/bench/report.md.
+#
+# This is a measurement script, not a test: it never fails because a target is missed, and a
+# peer that is missing or fails is reported as such without aborting the run.
+#
+# Usage:  scripts/bench.sh                      full size (~20,000 files, ~600 MiB)
+#         BENCH_SCALE=0.02 scripts/bench.sh     small corpus for development
+#
+# Environment:
+#   BENCH_SCALE=1.0          corpus scale (1.0 = ~20k files / ~600 MiB)
+#   BENCH_SEED=42            corpus seed (same seed + scale = same tree)
+#   BENCH_DIR=/tmp/zb-bench  work dir; removed and recreated at start
+#   BENCH_REPEAT=3           timed repetitions of warm, repeatable operations (median reported;
+#                            one untimed warm-up run precedes them)
+#   BENCH_SECTIONS=store,mount,export   which sections to run
+#   BENCH_INSTALL=1          install missing peers (apt-get, pip for ratarmount); 0 = never
+#   BENCH_SYNC=1             include `sync -f` in the timed region of bulk writes (initial
+#                            capture, checkout, export), so tools that fsync and tools that leave
+#                            dirty pages are compared on durable data; 0 = leave it out
+#   BENCH_VERIFY=1           compare our checkout/export/mount output with the peers' (untimed)
+#   ZB=path                  binary under test; default target/release/zeroclaw-bundle, built
+#                            with `cargo build --release` from the repo root unless BENCH_BUILD=0
+#   BENCH_REPORT=path        default <repo>/target/bench/report.md
+#   BENCH_TIMEOUT=1800       seconds before one timed command is killed (reported as failed)
+#   BENCH_KEEP=0             1 = keep repositories, checkouts and images under BENCH_DIR
+#
+# "cold" = `sync; echo 3 > /proc/sys/vm/drop_caches` right before the timed command (needs root).
+# FUSE daemons keep their own in-process caches across a drop; that is what a user gets too.
+
+set -euo pipefail
+export LC_ALL=C
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$SCRIPT_DIR/.." && pwd)
+
+BENCH_SCALE=${BENCH_SCALE:-1.0}
+BENCH_SEED=${BENCH_SEED:-42}
+BENCH_DIR=${BENCH_DIR:-/tmp/zb-bench}
+BENCH_REPEAT=${BENCH_REPEAT:-3}
+BENCH_SECTIONS=${BENCH_SECTIONS:-store,mount,export}
+BENCH_INSTALL=${BENCH_INSTALL:-1}
+BENCH_SYNC=${BENCH_SYNC:-1}
+BENCH_VERIFY=${BENCH_VERIFY:-1}
+BENCH_BUILD=${BENCH_BUILD:-1}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
+BENCH_KEEP=${BENCH_KEEP:-0}
+REPORT=${BENCH_REPORT:-$ROOT/target/bench/report.md}
+OURS=zeroclaw-bundle
+
+if [[ -z ${ZB:-} ]]; then
+	ZB=$ROOT/target/release/zeroclaw-bundle
+	ZB_DEFAULT=1
+else
+	ZB_DEFAULT=0
+fi
+
+case $BENCH_DIR in
+/ | /tmp | /tmp/ | /root | /home | /work | "") echo "error: refusing BENCH_DIR=$BENCH_DIR" >&2; exit 2 ;;
+/*) ;;
+*) echo "error: BENCH_DIR must be absolute: $BENCH_DIR" >&2; exit 2 ;;
+esac
+W=$BENCH_DIR
+CORPUS=$W/corpus
+RESULTS=$W/results.tsv
+META=$W/meta.tsv
+GEN=(python3 "$SCRIPT_DIR/bench/gen_corpus.py")
+
+# Peers' environment (exported so the timed `bash -c` commands see it).
+export W CORPUS ZB
+export RESTIC_PASSWORD=bench RESTIC_CACHE_DIR=$W/restic/cache
+export BORG_PASSPHRASE="" BORG_BASE_DIR=$W/borg/base
+export BORG_UNKNOWN_UNENCRYPTED_REPO_ACCESS_IS_OK=yes BORG_RELOCATED_REPO_ACCESS_IS_OK=yes
+export GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=bench@localhost
+export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@localhost
+GITC=(git --git-dir="$W/git/repo/.git" -c gc.auto=0 -c maintenance.auto=false)
+
+log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+want() { [[ ",$BENCH_SECTIONS," == *",$1,"* ]]; }
+have() { command -v "$1" >/dev/null 2>&1; }
+# first line of a file, tabs and pipes flattened, bounded length (for notes)
+firstline() { { grep -v '^[[:space:]]*$' "$1" 2>/dev/null || true; } | head -n1 | tr '\t|' '  ' | cut -c1-160; }
+
+IS_ROOT=0
+[[ $(id -u) == 0 ]] && IS_ROOT=1
+
+# ---------------------------------------------------------------------------------------------
+# mounts and processes this run started (cleaned on exit)
+
+BG_PIDS=()
+cleanup_mounts() {
+	local m
+	[[ -d $W ]] || return 0
+	while read -r m; do
+		[[ -n $m ]] || continue
+		fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+	done < <(findmnt -rn -o TARGET 2>/dev/null | awk -v w="$W/" 'index($0, w) == 1' | sort -r)
+}
+on_exit() {
+	local p
+	cleanup_mounts
+	for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+}
+trap on_exit EXIT
+
+# ---------------------------------------------------------------------------------------------
+# results
+
+record() { # section op tool secs rss_kib status note
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" "${5:-}" "${6:-ok}" "${7:-}" >>"$RESULTS"
+}
+meta() { printf '%s\t%s\n' "$1" "$2" >>"$META"; }
+
+COLD_NOTE=""
+drop_caches() {
+	sync
+	if ! { echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null; then
+		COLD_NOTE="caches NOT dropped (not root?)"
+	fi
+}
+
+# run_timed CMD: runs `bash -c CMD` under /usr/bin/time; sets LAST_SECS and LAST_RSS (KiB).
+# stdout -> $W/.out, stderr -> $W/.err. Returns the command's exit status.
+LAST_SECS="" LAST_RSS=""
+run_timed() {
+	local t0 t1 rc=0
+	t0=$EPOCHREALTIME
+	/usr/bin/time -f '%M' -o "$W/.time" timeout -k 10 "$BENCH_TIMEOUT" bash -c "$1" >"$W/.out" 2>"$W/.err" || rc=$?
+	t1=$EPOCHREALTIME
+	LAST_SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')
+	LAST_RSS=$(tail -n1 "$W/.time" 2>/dev/null | tr -dc '0-9')
+	return $rc
+}
+
+SYNC=""
+[[ $BENCH_SYNC == 1 ]] && SYNC=' && sync -f "$W"'
+
+# measure SECTION OP TOOL MODE CMD [PRE] [NOTE]
+#   MODE: cold (drop caches, run once) | once (run once as is) | rep (one untimed warm-up,
+#   then BENCH_REPEAT timed runs, median seconds, max RSS). PRE runs untimed before each run.
+# Returns non-zero if the command failed (already recorded as `fail`).
+measure() {
+	local section=$1 op=$2 tool=$3 mode=$4 cmd=$5 pre=${6:-} note=${7:-}
+	local n=1 i secs=() rss=0 med
+	[[ $mode == rep ]] && n=$BENCH_REPEAT
+	if [[ $mode == rep ]]; then
+		[[ -n $pre ]] && { bash -c "$pre" >/dev/null 2>&1 || true; }
+		run_timed "$cmd" || true
+	fi
+	for ((i = 0; i < n; i++)); do
+		if [[ -n $pre ]] && ! bash -c "$pre" >"$W/.pre" 2>&1; then
+			record "$section" "$op" "$tool" "" "" fail "setup failed: $(firstline "$W/.pre")"
+			return 1
+		fi
+		[[ $mode == cold ]] && drop_caches
+		if ! run_timed "$cmd"; then
+			record "$section" "$op" "$tool" "" "" fail "exit $(sed -n 's/.*non-zero status \([0-9]*\).*/\1/p' "$W/.time"): $(firstline "$W/.err")"
+			log "  $tool: $op FAILED: $(firstline "$W/.err")"
+			return 1
+		fi
+		secs+=("$LAST_SECS")
+		[[ -n $LAST_RSS && $LAST_RSS -gt $rss ]] && rss=$LAST_RSS
+	done
+	med=$(printf '%s\n' "${secs[@]}" | sort -g | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	[[ $mode == cold && -n $COLD_NOTE ]] && note="${note:+$note; }$COLD_NOTE"
+	[[ $mode == rep ]] && note="${note:+$note; }median of $n"
+	record "$section" "$op" "$tool" "$med" "$rss" ok "$note"
+	log "  $tool: $op: ${med}s, max RSS $((rss / 1024)) MiB"
+	return 0
+}
+
+na() { record "$1" "$2" "$3" "" "" na "$4"; }
+
+annotate_last() { # append text to the note of the last results row
+	local last note head
+	last=$(tail -n1 "$RESULTS")
+	note=${last##*$'\t'}
+	head=${last%$'\t'*}
+	head -n -1 "$RESULTS" >"$RESULTS.tmp"
+	printf '%s\t%s\n' "$head" "${note:+$note; }$1" >>"$RESULTS.tmp"
+	mv "$RESULTS.tmp" "$RESULTS"
+}
+
+# ---------------------------------------------------------------------------------------------
+# peers: install what is missing
+
+install_peers() {
+	local pairs=(rsync:rsync tar:tar git:git ostree:ostree restic:restic borg:borgbackup
+		mksquashfs:squashfs-tools squashfuse_ll:squashfuse fusermount3:fuse3 b3sum:b3sum
+		/usr/bin/time:time mountpoint:util-linux findmnt:util-linux pgrep:procps)
+	local missing=() p cmd pkg
+	for p in "${pairs[@]}"; do
+		cmd=${p%%:*} pkg=${p#*:}
+		have "$cmd" || missing+=("$pkg")
+	done
+	# borg mount needs a FUSE binding for the python borg runs on.
+	if have borg; then
+		local py
+		py=$(head -n1 "$(command -v borg)" | sed -n 's/^#!\s*//p' | awk '{ print $1 }')
+		[[ -x ${py:-} ]] && ! "$py" -c 'import llfuse' 2>/dev/null && ! "$py" -c 'import pyfuse3' 2>/dev/null &&
+			missing+=(python3-llfuse)
+	else
+		missing+=(python3-llfuse)
+	fi
+	if ((${#missing[@]})); then
+		if [[ $BENCH_INSTALL == 1 && $IS_ROOT == 1 ]] && have apt-get; then
+			log "installing missing peers: ${missing[*]}"
+			DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$W/apt.log" 2>&1 || log "apt-get update failed (see $W/apt.log)"
+			for pkg in $(printf '%s\n' "${missing[@]}" | sort -u); do
+				DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$pkg" >>"$W/apt.log" 2>&1 ||
+					log "could not install $pkg (see $W/apt.log)"
+			done
+		else
+			log "missing peers, not installing (BENCH_INSTALL=$BENCH_INSTALL, root=$IS_ROOT): ${missing[*]}"
+		fi
+	fi
+	if ! have ratarmount && [[ $BENCH_INSTALL == 1 ]]; then
+		log "installing ratarmount from PyPI"
+		python3 -m pip install -q ratarmount >"$W/pip.log" 2>&1 || log "pip install ratarmount failed (see $W/pip.log)"
+		hash -r
+	fi
+	if [[ ! -x /usr/bin/time ]]; then
+		echo "error: /usr/bin/time is required (package: time)" >&2
+		exit 1
+	fi
+}
+
+peer_versions() {
+	local v=()
+	have rsync && v+=("rsync $(rsync --version | head -n1 | awk '{ print $3 }')")
+	have tar && v+=("tar $(tar --version | head -n1 | awk '{ print $NF }')")
+	have git && v+=("git $(git --version | awk '{ print $3 }')")
+	have ostree && v+=("ostree $(ostree --version | sed -n "s/.*Version: '\(.*\)'/\1/p")")
+	have restic && v+=("restic $(restic version | awk '{ print $2 }')")
+	have borg && v+=("borg $(borg --version | awk '{ print $2 }')")
+	have mksquashfs && v+=("squashfs-tools $(mksquashfs -version 2>&1 | head -n1 | awk '{ print $3 }')")
+	have squashfuse_ll && v+=("squashfuse $(dpkg-query -W -f '${Version}' squashfuse 2>/dev/null || echo '?')")
+	have ratarmount && v+=("ratarmount $(ratarmount --version 2>/dev/null | awk 'NR == 1 { print $2 }')")
+	have b3sum && v+=("b3sum $(b3sum --version | awk '{ print $2 }')")
+	local IFS=,
+	echo "${v[*]}" | sed 's/,/, /g'
+}
+
+# ---------------------------------------------------------------------------------------------
+# our binary
+
+build_ours() {
+	if [[ $ZB_DEFAULT == 1 && $BENCH_BUILD == 1 ]]; then
+		if have cargo; then
+			log "building: cargo build --release (log: $W/build.log)"
+			(cd "$ROOT" && cargo build --release) >"$W/build.log" 2>&1 || log "cargo build --release failed (see $W/build.log)"
+		else
+			log "cargo not found; not building"
+		fi
+	fi
+}
+
+# zb_has SUBCOMMAND [FLAG]: the subcommand exists (its --help prints a usage) and mentions FLAG.
+zb_has() {
+	local out
+	[[ -x $ZB ]] || return 1
+	out=$("$ZB" "$1" --help 2>&1) || return 1
+	grep -qi 'usage' <<<"$out" || return 1
+	[[ -z ${2:-} ]] || grep -q -- "$2" <<<"$out"
+}
+
+ZB_SNAPSHOT=0 ZB_CHECKOUT=0 ZB_EXPORT=0 ZB_MOUNT=0
+probe_ours() {
+	zb_has snapshot --dir && ZB_SNAPSHOT=1
+	zb_has checkout --out && ZB_CHECKOUT=1
+	zb_has export --install && ZB_EXPORT=1
+	zb_has mount --daemon && zb_has umount && ZB_MOUNT=1
+	log "ours: $ZB snapshot=$ZB_SNAPSHOT checkout=$ZB_CHECKOUT export=$ZB_EXPORT mount=$ZB_MOUNT"
+}
+ZB_NA="not implemented in this build"
+
+# ---------------------------------------------------------------------------------------------
+# 1. store: capture and checkout
+
+OUR_STORE=$W/ours/store
+OUR_ID_INITIAL="" OUR_ID_LAST="" GIT_C1="" OSTREE_C1="" RESTIC_S1=""
+
+last_line() { { grep -v '^[[:space:]]*$' "$W/.out" || true; } | tail -n1 | awk '{ print $NF }'; }
+
+ours_snapshot() { # op mode
+	if [[ $ZB_SNAPSHOT != 1 ]]; then na store "$1" "$OURS" "snapshot --dir $ZB_NA"; return 1; fi
+	local sync=""
+	[[ $1 == "initial capture" ]] && sync=$SYNC
+	measure store "$1" "$OURS" "$2" '"$ZB" --store "'"$OUR_STORE"'" snapshot --dir "$CORPUS"'"$sync" || return 1
+	OUR_ID_LAST=$(last_line)
+}
+
+section_store() {
+	log "== store: capture and checkout"
+	mkdir -p "$W/ours" "$W/rsync" "$W/tar" "$W/git" "$W/ostree" "$W/restic" "$W/borg/base" "$W/co"
+
+	# untimed setup of the peers' repositories
+	have git && { git init -q "$W/git/repo" && "${GITC[@]}" config core.worktree "$CORPUS"; } >/dev/null 2>&1 || true
+	have ostree && ostree --repo="$W/ostree/repo" init --mode=bare-user >/dev/null 2>&1 || true
+	have restic && restic -r "$W/restic/repo" init >"$W/restic/init.log" 2>&1 || true
+	have borg && borg init -e none "$W/borg/repo" >"$W/borg/init.log" 2>&1 || true
+	local G='git --git-dir="$W/git/repo/.git" --work-tree="$CORPUS" -c gc.auto=0 -c maintenance.auto=false'
+	local OST='ostree --repo="$W/ostree/repo"' RST='restic -r "$W/restic/repo"' BRG='borg'
+
+	# --- initial capture (cold) ---
+	local op="initial capture"
+	log "-- $op"
+	ours_snapshot "$op" cold && OUR_ID_INITIAL=$OUR_ID_LAST || true
+	have rsync && measure store "$op" "rsync -a" cold 'rsync -a "$CORPUS/" "$W/rsync/copy/"'"$SYNC" || true
+	have tar && measure store "$op" "tar -cf" cold 'tar -cf "$W/tar/full.tar" -C "$CORPUS" .'"$SYNC" || true
+	have tar && measure store "$op" "tar level-0 incremental" cold \
+		'tar --listed-incremental="$W/tar/level0.snar" -cf "$W/tar/level0.tar" -C "$CORPUS" .'"$SYNC" || true
+	if have git; then
+		measure store "$op" "git add -A && git commit" cold "$G add -A && $G commit -q -m initial$SYNC" &&
+			GIT_C1=$("${GITC[@]}" rev-parse HEAD) || true
+	fi
+	if have ostree; then
+		measure store "$op" "ostree commit" cold "$OST commit --branch=bench -s initial --tree=dir=\"\$CORPUS\"$SYNC" &&
+			OSTREE_C1=$(ostree --repo="$W/ostree/repo" rev-parse bench) || true
+	fi
+	if have restic; then
+		measure store "$op" "restic backup" cold "$RST backup -q --host bench --tag initial \"\$CORPUS\"$SYNC" &&
+			RESTIC_S1=$(restic -r "$W/restic/repo" snapshots -q --tag initial --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["short_id"])') || true
+	fi
+	have borg && measure store "$op" "borg create" cold "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::initial\" .$SYNC" || true
+	have b3sum && measure store "$op" "b3sum of every file (hash floor)" cold \
+		'find "$CORPUS" -type f -print0 | xargs -0 b3sum >/dev/null' "" "informational: read + hash only, nothing stored" || true
+
+	# --- no-op capture: warm (median) then cold ---
+	local mode
+	for mode in rep cold; do
+		if [[ $mode == rep ]]; then op="no-op capture (warm)"; else op="no-op capture (cold)"; fi
+		log "-- $op"
+		ours_snapshot "$op" "$mode" || true
+		have rsync && measure store "$op" "rsync -a" "$mode" 'rsync -a "$CORPUS/" "$W/rsync/copy/"' || true
+		have tar && measure store "$op" "tar level-1 incremental" "$mode" \
+			'tar --listed-incremental="$W/tar/level1.snar" -cf "$W/tar/level1.tar" -C "$CORPUS" .' \
+			'cp "$W/tar/level0.snar" "$W/tar/level1.snar"' || true
+		if have git; then
+			measure store "$op" "git status" "$mode" "$G status --porcelain >/dev/null" || true
+			measure store "$op" "git add -A && git commit" "$mode" "$G add -A && $G commit -q --allow-empty -m noop" || true
+		fi
+		have ostree && measure store "$op" "ostree commit" "$mode" "$OST commit --branch=bench -s noop --tree=dir=\"\$CORPUS\"" || true
+		have restic && measure store "$op" "restic backup" "$mode" "$RST backup -q --host bench \"\$CORPUS\"" || true
+		have borg && measure store "$op" "borg create" "$mode" "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::noop-\$(date +%s%N)\" ." || true
+	done
+
+	# --- 1% of files changed (warm, once) ---
+	op="capture after 1% changed"
+	local mline
+	mline=$("${GEN[@]}" mutate --dir "$CORPUS" --seed "$BENCH_SEED" --fraction 0.01)
+	log "-- $op: $mline"
+	meta "1% change" "$mline"
+	ours_snapshot "$op" once || true
+	have rsync && measure store "$op" "rsync -a" once 'rsync -a "$CORPUS/" "$W/rsync/copy/"' || true
+	have tar && measure store "$op" "tar level-1 incremental" once \
+		'tar --listed-incremental="$W/tar/level1.snar" -cf "$W/tar/level1.tar" -C "$CORPUS" .' \
+		'cp "$W/tar/level0.snar" "$W/tar/level1.snar"' || true
+	have git && measure store "$op" "git add -A && git commit" once "$G add -A && $G commit -q -m changed" || true
+	have ostree && measure store "$op" "ostree commit" once "$OST commit --branch=bench -s changed --tree=dir=\"\$CORPUS\"" || true
+	have restic && measure store "$op" "restic backup" once "$RST backup -q --host bench --tag changed \"\$CORPUS\"" || true
+	have borg && measure store "$op" "borg create" once "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::changed\" ." || true
+
+	# --- checkout of the initial capture into a new dir (cold) ---
+	op="checkout into new dir"
+	log "-- $op"
+	if [[ $ZB_CHECKOUT == 1 && -n $OUR_ID_INITIAL ]]; then
+		if measure store "$op" "$OURS" cold "\"\$ZB\" --store \"$OUR_STORE\" checkout $OUR_ID_INITIAL --out \"\$W/co/ours\"$SYNC"; then
+			CHECK_OURS_CO=1
+		fi
+	elif [[ $ZB_CHECKOUT != 1 ]]; then
+		na store "$op" "$OURS" "checkout $ZB_NA"
+	else
+		na store "$op" "$OURS" "no initial snapshot to check out"
+	fi
+	have tar && [[ -f $W/tar/full.tar ]] &&
+		measure store "$op" "tar -x" cold 'mkdir -p "$W/co/tar" && tar -xf "$W/tar/full.tar" -C "$W/co/tar"'"$SYNC" || true
+	have rsync && [[ -d $W/rsync/copy ]] &&
+		measure store "$op" "rsync -a (copy back)" cold 'rsync -a "$W/rsync/copy/" "$W/co/rsync/"'"$SYNC" "" "informational" || true
+	have git && [[ -z $GIT_C1 ]] && record store "$op" "git checkout" "" "" fail "no commit from the initial capture"
+	[[ -n $GIT_C1 ]] && measure store "$op" "git checkout" cold \
+		"mkdir -p \"\$W/co/git\" && GIT_INDEX_FILE=\"\$W/git/co.index\" git --git-dir=\"\$W/git/repo/.git\" --work-tree=\"\$W/co/git\" checkout -q -f $GIT_C1 -- :/$SYNC" || true
+	have ostree && [[ -z $OSTREE_C1 ]] && record store "$op" "ostree checkout --force-copy" "" "" fail "no commit from the initial capture"
+	if [[ -n $OSTREE_C1 ]]; then
+		measure store "$op" "ostree checkout --force-copy" cold "$OST checkout -U --force-copy $OSTREE_C1 \"\$W/co/ostree\"$SYNC" || true
+		measure store "$op" "ostree checkout (hardlinks)" cold "$OST checkout -U $OSTREE_C1 \"\$W/co/ostree-hl\"$SYNC" "" \
+			"informational: shares inodes with the repo" || true
+	fi
+	have restic && [[ -z $RESTIC_S1 ]] && record store "$op" "restic restore" "" "" fail "no snapshot from the initial backup"
+	[[ -n $RESTIC_S1 ]] && measure store "$op" "restic restore" cold "$RST restore -q $RESTIC_S1 --target \"\$W/co/restic\"$SYNC" || true
+	have borg && [[ -d $W/borg/repo ]] && measure store "$op" "borg extract" cold \
+		"mkdir -p \"\$W/co/borg\" && cd \"\$W/co/borg\" && $BRG extract \"\$W/borg/repo::initial\"$SYNC" || true
+
+	if [[ $BENCH_VERIFY == 1 && ${CHECK_OURS_CO:-0} == 1 && -d $W/co/tar ]]; then
+		if diff -r --no-dereference "$W/co/ours" "$W/co/tar" >"$W/co/verify.log" 2>&1; then
+			meta "checkout verification" "our checkout of the initial snapshot equals tar -x of the initial tree"
+		else
+			meta "checkout verification" "MISMATCH between our checkout and tar -x: $(firstline "$W/co/verify.log")"
+		fi
+	fi
+
+	# --- store sizes (informational) ---
+	local d
+	for d in "$OURS:$OUR_STORE" "git:$W/git/repo/.git" "ostree (bare-user):$W/ostree/repo" \
+		"restic:$W/restic/repo" "borg (-e none):$W/borg/repo" "rsync copy:$W/rsync/copy"; do
+		[[ -d ${d#*:} ]] || continue
+		record info "on-disk size after all captures" "${d%%:*}" "" "" ok "$(du -sm "${d#*:}" | awk '{ print $1 }') MiB"
+	done
+}
+
+# ---------------------------------------------------------------------------------------------
+# 3. mount
+
+MNT=$W/mnt
+mnt_pids() { # pids whose argv has an element equal to $1
+	local f p
+	for f in /proc/[0-9]*/cmdline; do
+		p=${f#/proc/}
+		p=${p%/cmdline}
+		[[ $p == "$$" || $p == "$BASHPID" ]] && continue
+		{ tr '\0' '\n' <"$f"; } 2>/dev/null | grep -Fxq -- "$1" && echo "$p"
+	done
+	return 0
+}
+vmhwm_kib() { # max VmHWM over the pids holding mountpoint $1 in argv
+	local p v max=0
+	for p in $(mnt_pids "$1"); do
+		v=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+		[[ -n $v && $v -gt $max ]] && max=$v
+	done
+	echo "$max"
+}
+wait_mounted() { # mountpoint timeout_s [path that must exist] [pid that must stay alive]
+	local deadline=$((SECONDS + $2))
+	while ((SECONDS < deadline)); do
+		if mountpoint -q "$1" 2>/dev/null && [[ -z ${3:-} || -e ${3:-} ]]; then return 0; fi
+		[[ -n ${4:-} ]] && ! kill -0 "$4" 2>/dev/null && return 1
+		sleep 0.005
+	done
+	return 1
+}
+
+# mount_one TOOL START_CMD ROOT UMOUNT_CMD [BACKGROUND=0|1] [NOTE]
+#   START_CMD returns once mounted (daemonizing tools) or, with BACKGROUND=1, runs in the
+#   foreground and is started with &. ROOT is the tree inside the mount to read.
+mount_one() {
+	local tool=$1 start=$2 root=$3 umount_cmd=$4 bg=${5:-0} note=${6:-}
+	local m=$MNT/${tool%% *} t0 t1 rc=0 pid=""
+	m=${m//[^A-Za-z0-9_\/.-]/_}
+	mkdir -p "$m"
+	export M=$m MROOT=${root//@M@/$m}
+	log "-- mount: $tool"
+	t0=$EPOCHREALTIME
+	if [[ $bg == 1 ]]; then
+		bash -c "$start" >"$W/.mount.log" 2>&1 &
+		pid=$!
+		BG_PIDS+=("$pid")
+	else
+		timeout -k 10 "$BENCH_TIMEOUT" bash -c "$start" >"$W/.mount.log" 2>&1 || rc=$?
+	fi
+	if [[ $rc == 0 ]] && wait_mounted "$m" 300 "$MROOT" "$pid"; then
+		t1=$EPOCHREALTIME
+		record mount "mount ready" "$tool" "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.4f", b - a }')" "" ok "$note"
+	else
+		record mount "mount ready" "$tool" "" "" fail "$(firstline "$W/.mount.log")"
+		log "  $tool: mount FAILED: $(firstline "$W/.mount.log")"
+		bash -c "$umount_cmd" >/dev/null 2>&1 || true
+		[[ -n $pid ]] && kill "$pid" 2>/dev/null || true
+		return 1
+	fi
+	read_tree mount "$tool"
+	local hwm
+	hwm=$(vmhwm_kib "$m")
+	if [[ $hwm == 0 && $tool == "$OURS" ]]; then # the daemon may not keep the mountpoint in argv
+		local p v
+		for p in $(pgrep -f -- "$(basename "$ZB").* mount " || true); do
+			v=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null || true)
+			[[ -n $v && $v -gt $hwm ]] && hwm=$v
+		done
+	fi
+	if [[ $hwm -gt 0 ]]; then
+		record mount "daemon peak memory (VmHWM)" "$tool" "" "$hwm" ok ""
+	else
+		record mount "daemon peak memory (VmHWM)" "$tool" "" "" fail "daemon pid not found"
+	fi
+	bash -c "$umount_cmd" >"$W/.umount.log" 2>&1 || {
+		log "  $tool: unmount failed: $(firstline "$W/.umount.log"); lazy unmount"
+		fusermount3 -uz "$m" 2>/dev/null || true
+	}
+	if [[ -n $pid ]]; then
+		local i
+		for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill "$pid" 2>/dev/null || true
+	fi
+	return 0
+}
+
+# read_tree SECTION TOOL: find and full read of $MROOT, cold and warm. Entry and byte counts
+# go to the notes so a tool that shows a different tree is visible.
+read_tree() {
+	local tool=$2
+	measure mount "find | wc -l (cold)" "$tool" cold 'find "$MROOT" | wc -l' &&
+		annotate_last "$(tr -dc 0-9 <"$W/.out") entries" || true
+	measure mount "find | wc -l (warm)" "$tool" rep 'find "$MROOT" | wc -l' || true
+	measure mount "tar -cf - | wc -c (cold)" "$tool" cold 'tar -cf - -C "$MROOT" . | wc -c' &&
+		annotate_last "$(tr -dc 0-9 <"$W/.out") bytes" || true
+	measure mount "tar -cf - | wc -c (warm)" "$tool" rep 'tar -cf - -C "$MROOT" . | wc -c' || true
+}
+
+MOUNT_OPS=("mount ready" "find | wc -l (cold)" "find | wc -l (warm)" "tar -cf - | wc -c (cold)"
+	"tar -cf - | wc -c (warm)" "daemon peak memory (VmHWM)")
+na_mount_ops() { # tool note
+	local op
+	for op in "${MOUNT_OPS[@]}"; do na mount "$op" "$1" "$2"; done
+}
+
+ensure_ours_snapshot() {
+	[[ -n $OUR_ID_LAST || $ZB_SNAPSHOT != 1 ]] && return 0
+	"$ZB" --store "$OUR_STORE" snapshot --dir "$CORPUS" >"$W/.out" 2>"$W/.err" && OUR_ID_LAST=$(last_line) || true
+}
+
+section_mount() {
+	log "== mount"
+	mkdir -p "$MNT" "$W/mount"
+
+	# the plain directory, same reads
+	export MROOT=$CORPUS
+	log "-- plain dir"
+	read_tree mount "plain dir"
+
+	# ours
+	if [[ $ZB_MOUNT == 1 ]]; then
+		ensure_ours_snapshot
+		if [[ -n $OUR_ID_LAST ]]; then
+			mount_one "$OURS" "\"\$ZB\" --store \"$OUR_STORE\" mount $OUR_ID_LAST \"\$M\" --daemon" @M@ \
+				"\"\$ZB\" umount \"\$M\"" 0 "mount --daemon returned" || true
+		else
+			na_mount_ops "$OURS" "no snapshot to mount: $(firstline "$W/.err")"
+		fi
+	else
+		na_mount_ops "$OURS" "mount --daemon $ZB_NA"
+	fi
+
+	# squashfuse_ll on a squashfs image (default mksquashfs options: gzip)
+	if have mksquashfs && have squashfuse_ll; then
+		if measure info "build image for the mount peers" "mksquashfs" once \
+			'mksquashfs "$CORPUS" "$W/mount/tree.sqsh" -noappend -quiet -no-progress' "" "default options (gzip)"; then
+			mount_one squashfuse_ll 'squashfuse_ll "$W/mount/tree.sqsh" "$M"' @M@ 'fusermount3 -u "$M"' || true
+		else
+			na_mount_ops squashfuse_ll "mksquashfs failed"
+		fi
+	else
+		na_mount_ops squashfuse_ll "squashfs-tools or squashfuse not installed"
+	fi
+
+	# ratarmount on a tar of the same tree
+	if have ratarmount; then
+		if measure info "build image for the mount peers" "tar -cf (for ratarmount)" once 'tar -cf "$W/mount/tree.tar" -C "$CORPUS" .'; then
+			mount_one ratarmount 'ratarmount "$W/mount/tree.tar" "$M"' @M@ 'fusermount3 -u "$M"' 0 \
+				"includes building the sqlite index on first mount" || true
+		fi
+	else
+		na_mount_ops ratarmount "not installed (pip install ratarmount failed or disabled)"
+	fi
+
+	# restic mount (foreground process; the tree is under snapshots/latest/<absolute path>)
+	if have restic; then
+		if [[ ! -d $W/restic/repo ]]; then
+			mkdir -p "$W/restic"
+			restic -r "$W/restic/repo" init >/dev/null 2>&1 && restic -r "$W/restic/repo" backup -q --host bench "$CORPUS" >/dev/null 2>&1 || true
+		fi
+		mount_one "restic mount" 'exec restic -r "$W/restic/repo" mount "$M"' "@M@/snapshots/latest$CORPUS" \
+			'fusermount3 -u "$M"' 1 "until snapshots/latest/<path> appears" || true
+	else
+		na_mount_ops "restic mount" "restic not installed"
+	fi
+
+	# borg mount (daemonizes by default)
+	if have borg; then
+		if [[ ! -d $W/borg/repo ]]; then
+			mkdir -p "$W/borg/base"
+			borg init -e none "$W/borg/repo" >/dev/null 2>&1 && (cd "$CORPUS" && borg create "$W/borg/repo::changed" .) >/dev/null 2>&1 || true
+		fi
+		local last
+		last=$(borg list --short "$W/borg/repo" 2>/dev/null | tail -n1)
+		if [[ -n $last ]]; then
+			mount_one "borg mount" "borg mount \"\$W/borg/repo::$last\" \"\$M\"" @M@ 'borg umount "$M"' || true
+		else
+			na_mount_ops "borg mount" "no borg archive"
+		fi
+	else
+		na_mount_ops "borg mount" "borg not installed"
+	fi
+}
+
+# ---------------------------------------------------------------------------------------------
+# 2. export
+
+section_export() {
+	log "== export"
+	local inst=$W/install ws
+	ws=$inst/agents/bench/workspace
+	mkdir -p "$inst/agents/bench" "$W/export"
+	# The corpus becomes the agent's workspace (a move: no hard links, which capture skips).
+	mv "$CORPUS" "$ws"
+	cat >"$inst/config.toml" <<'EOF'
+# minimal ZeroClaw install for the benchmark: one agent, one model provider
+[providers.models.openai.main]
+model = "gpt-4o"
+
+[risk_profiles.guarded]
+level = "supervised"
+
+[agents.bench]
+enabled = true
+model_provider = "openai.main"
+risk_profile = "guarded"
+EOF
+	export INSTALL=$inst WS=$ws
+	local out=$W/export/out ES=$W/export/store
+	export EOUT=$out ES
+	if [[ $ZB_EXPORT == 1 ]]; then
+		measure export "export (first)" "$OURS" cold '"$ZB" --store "$ES" export bench --install "$INSTALL" --out "$EOUT"'"$SYNC" "" \
+			"fresh store" || true
+	else
+		na export "export (first)" "$OURS" "export $ZB_NA"
+	fi
+	have rsync && measure export "export (first)" "rsync -a" cold 'rsync -a "$WS/" "$W/export/rsync/"'"$SYNC" "" "workspace only" || true
+	if [[ $ZB_EXPORT == 1 && -d $out ]]; then
+		if ! measure export "re-export (unchanged, --force)" "$OURS" cold \
+			'"$ZB" --store "$ES" export bench --install "$INSTALL" --out "$EOUT" --force'"$SYNC"; then
+			# still show what an unchanged re-export costs, into a new directory
+			measure export "re-export (unchanged, new out dir)" "$OURS" cold \
+				'"$ZB" --store "$ES" export bench --install "$INSTALL" --out "$EOUT.2"'"$SYNC" "" \
+				"informational: measured because --force into the same dir failed" || true
+		fi
+		if [[ $BENCH_VERIFY == 1 ]]; then
+			if diff -r --no-dereference "$out/workspace" "$ws" >"$W/export/verify.log" 2>&1; then
+				meta "export verification" "bundle workspace/ equals the agent workspace"
+			else
+				meta "export verification" "MISMATCH between bundle workspace/ and the agent workspace: $(firstline "$W/export/verify.log")"
+			fi
+		fi
+	else
+		na export "re-export (unchanged, --force)" "$OURS" "export $ZB_NA"
+	fi
+	mv "$ws" "$CORPUS"
+}
+
+# ---------------------------------------------------------------------------------------------
+# main
+
+main() {
+	cleanup_mounts
+	rm -rf "$W"
+	mkdir -p "$W"
+	: >"$RESULTS"
+	: >"$META"
+	install_peers
+	build_ours
+	probe_ours
+
+	log "generating corpus (seed $BENCH_SEED, scale $BENCH_SCALE)"
+	local corpus_line
+	corpus_line=$("${GEN[@]}" generate --out "$CORPUS" --seed "$BENCH_SEED" --scale "$BENCH_SCALE")
+	log "$corpus_line"
+
+	meta "date" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	meta "machine" "$(nproc) cores, $(free -g | awk '/^Mem:/ { print $2 }') GiB RAM, kernel $(uname -r), $(findmnt -n -o FSTYPE --target "$W") at $W"
+	meta "corpus" "$corpus_line"
+	local zbv="not available"
+	if [[ -x $ZB ]]; then
+		zbv="$ZB ($("$ZB" --version 2>/dev/null | head -n1 || true))"
+		zbv=${zbv/ ()/}
+		[[ $ZB_DEFAULT == 1 ]] && zbv="$zbv, built from $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+	fi
+	meta "ours" "$zbv"
+	meta "peers" "$(peer_versions)"
+	meta "method" "wall clock per command (bash EPOCHREALTIME around /usr/bin/time); max RSS from /usr/bin/time %M (largest process of the command); cold = sync + drop_caches before the command; warm = one untimed warm-up then median of $BENCH_REPEAT; bulk writes $([[ $BENCH_SYNC == 1 ]] && echo 'include sync -f in the timing' || echo 'exclude sync')"
+
+	want store && section_store
+	want mount && section_mount
+	want export && section_export
+
+	if [[ $BENCH_KEEP != 1 ]]; then
+		cleanup_mounts
+		find "$W" -mindepth 1 -maxdepth 1 ! -name '*.tsv' ! -name '*.log' -exec rm -rf {} +
+	fi
+	mkdir -p "$(dirname "$REPORT")"
+	python3 "$SCRIPT_DIR/bench/report.py" "$RESULTS" "$META" >"$REPORT"
+	cp "$RESULTS" "$(dirname "$REPORT")/results.tsv"
+	cat "$REPORT"
+	log "report: $REPORT"
+}
+
+main "$@"
