@@ -15,11 +15,18 @@
 //!   entry whose mtime or ctime is not older than the capture start minus [`RACY_NS`].
 //!
 //! Reads happen on the opened fd only; bytes go straight into the store (hashed as written).
+//! The walker thread lists and classifies; the files it does not find in the stat cache are
+//! opened, checked and stored by a few worker threads (`file`), each through the directory
+//! fd the walker opened. Results are applied in listing order, so trees, tallies and the
+//! skip report do not depend on thread timing.
 
+mod file;
 pub mod root;
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 
 use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
@@ -30,6 +37,8 @@ use zeroclaw_bundle_store::{
 use crate::agent::{MEMORY_SNAPSHOT_FILE, WORKSPACE_MEMORY_DIR};
 use crate::hooks;
 use crate::sys::{self, FileKind, Stat};
+
+use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
 
@@ -60,6 +69,9 @@ pub enum CaptureError {
         /// The error.
         source: io::Error,
     },
+    /// A worker thread died (a bug: it never returns without an outcome).
+    #[error("a capture worker stopped unexpectedly; nothing was recorded")]
+    Workers,
     /// Too deep.
     #[error("{path} is nested more than {MAX_DEPTH} directories deep")]
     TooDeep {
@@ -219,9 +231,34 @@ impl<'s> Capture<'s> {
             ..Tally::default()
         };
         let prefix = prefix_of(label);
-        let walked = self.walk_dir(root.as_fd(), &prefix, filter, &mut tally, 0)?;
+        let walked = self.with_workers(|capture, jobs| {
+            capture.walk_dir(&Arc::new(root), &prefix, filter, &mut tally, 0, jobs)
+        })?;
         self.report.trees.push(tally);
         Ok(walked)
+    }
+
+    /// Runs `walk` with worker threads reading files; stops them (unstarted jobs are
+    /// dropped) when it returns.
+    fn with_workers<R>(
+        &mut self,
+        walk: impl FnOnce(&mut Self, &mpsc::Sender<FileJob>) -> Result<R, CaptureError>,
+    ) -> Result<R, CaptureError> {
+        let store: &Store = self.store;
+        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+        let (job_tx, job_rx) = mpsc::channel::<FileJob>();
+        let job_rx = Mutex::new(job_rx);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let (job_rx, stop) = (&job_rx, &stop);
+                scope.spawn(move || worker(store, job_rx, stop));
+            }
+            let result = walk(self, &job_tx);
+            stop.store(result.is_err(), Ordering::Relaxed);
+            drop(job_tx);
+            result
+        })
     }
 
     /// Walks a skill bundle root: only child directories admitted by `admits` are skills;
@@ -238,9 +275,30 @@ impl<'s> Capture<'s> {
             ..Tally::default()
         };
         let prefix = prefix_of(label);
-        let names = self.list(root.as_fd(), &prefix)?;
+        let entries = self.with_workers(|capture, jobs| {
+            capture.walk_skills(root, &prefix, admits, &mut tally, jobs)
+        })?;
+        self.report.trees.push(tally);
+        if entries.is_empty() {
+            return Ok(None);
+        }
+        let size = entries.iter().map(|(e, _)| e.size).sum();
+        let files = entries.iter().map(|(_, files)| files).sum();
+        let id = self.write_tree(entries.into_iter().map(|(e, _)| e).collect(), label)?;
+        Ok(Some(Walked { id, size, files }))
+    }
+
+    /// The skill directories of a bundle root, each walked whole: (entry, files beneath).
+    fn walk_skills(
+        &mut self,
+        root: OwnedFd,
+        prefix: &str,
+        admits: &dyn Fn(&str) -> bool,
+        tally: &mut Tally,
+        jobs: &mpsc::Sender<FileJob>,
+    ) -> Result<Vec<(TreeEntry, u64)>, CaptureError> {
+        let names = self.list(root.as_fd(), prefix)?;
         let mut entries = Vec::new();
-        let (mut size, mut files) = (0, 0);
         for name in names {
             let Ok(text) = std::str::from_utf8(&name) else {
                 continue;
@@ -256,35 +314,28 @@ impl<'s> Capture<'s> {
             };
             match st.kind {
                 FileKind::Symlink => {
-                    self.skip(&mut tally, path, SkipReason::Symlink);
+                    self.skip(tally, path, SkipReason::Symlink);
                     continue;
                 }
                 FileKind::Dir => {}
                 _ => continue,
             }
-            let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, &mut tally)? else {
+            let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, tally)? else {
                 continue;
             };
             let walked = self.walk_dir(
-                sub.as_fd(),
+                &Arc::new(sub),
                 &format!("{path}/"),
                 TopFilter::Everything,
-                &mut tally,
+                tally,
                 1,
+                jobs,
             )?;
-            if walked.files == 0 {
-                continue;
+            if walked.files > 0 {
+                entries.push((walked.entry(name), walked.files));
             }
-            size += walked.size;
-            files += walked.files;
-            entries.push(walked.entry(name));
         }
-        self.report.trees.push(tally);
-        if entries.is_empty() {
-            return Ok(None);
-        }
-        let id = self.write_tree(entries, label)?;
-        Ok(Some(Walked { id, size, files }))
+        Ok(entries)
     }
 
     fn list(&self, dir: BorrowedFd<'_>, prefix: &str) -> Result<Vec<Vec<u8>>, CaptureError> {
@@ -296,76 +347,131 @@ impl<'s> Capture<'s> {
         Ok(names)
     }
 
+    /// Walks one directory: classifies every entry, hands uncached files to the workers,
+    /// recurses into subdirectories meanwhile, then applies the file results in listing
+    /// order and writes the tree.
     fn walk_dir(
         &mut self,
-        dir: BorrowedFd<'_>,
+        dir: &Arc<OwnedFd>,
         prefix: &str,
         filter: TopFilter,
         tally: &mut Tally,
         depth: usize,
+        jobs: &mpsc::Sender<FileJob>,
     ) -> Result<Walked, CaptureError> {
         if depth > MAX_DEPTH {
             return Err(CaptureError::TooDeep {
                 path: display_dir(prefix),
             });
         }
-        let names = self.list(dir, prefix)?;
-        let mut entries = Vec::with_capacity(names.len());
+        let names = self.list(dir.as_fd(), prefix)?;
+        let (reply_tx, reply_rx) = mpsc::channel::<(FileJob, FileOutcome)>();
+        let mut slots: Vec<Option<TreeEntry>> = Vec::with_capacity(names.len());
+        // (slot, path, what happened) for entries skipped at classification, applied in order
+        // with the workers' results.
+        let mut skips: Vec<(usize, String, SkipReason)> = Vec::new();
+        let mut pending = 0usize;
         let (mut size, mut files) = (0u64, 0u64);
         for name in names {
             if depth == 0 && !filter.admits(&name) {
                 continue;
             }
             let path = format!("{prefix}{}", escape_name(&name));
-            let classified = match sys::stat_at(dir, &name) {
+            let classified = match sys::stat_at(dir.as_fd(), &name) {
                 Ok(st) => st,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    // Vanished between readdir and stat: it is not part of this tree.
-                    continue;
-                }
+                // Vanished between readdir and stat: it is not part of this tree.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(CaptureError::Unreadable { path, source }),
             };
+            let slot = slots.len();
+            slots.push(None);
             match classified.kind {
-                FileKind::Symlink => self.skip(tally, path, SkipReason::Symlink),
-                FileKind::Special => self.skip(tally, path, SkipReason::Special),
+                FileKind::Symlink => skips.push((slot, path, SkipReason::Symlink)),
+                FileKind::Special => skips.push((slot, path, SkipReason::Special)),
                 FileKind::File if classified.nlink > 1 => {
-                    self.skip(tally, path, SkipReason::HardLink)
+                    skips.push((slot, path, SkipReason::HardLink))
                 }
                 FileKind::File => {
-                    if let Some((kind, id, len)) =
-                        self.file(dir, &name, &classified, &path, tally)?
-                    {
-                        size += len;
+                    if let Some(hit) = self.cached(path.as_bytes(), &classified) {
+                        self.stats.cached_files += 1;
                         files += 1;
+                        size += hit.size;
                         tally.files += 1;
-                        tally.bytes += len;
+                        tally.bytes += hit.size;
                         self.progress.inc(1);
-                        entries.push(TreeEntry {
+                        self.seen.insert(path.into_bytes());
+                        slots[slot] = Some(TreeEntry {
                             name,
-                            kind,
-                            size: len,
-                            id,
+                            kind: kind_of(hit.exec),
+                            size: hit.size,
+                            id: hit.id,
                         });
+                        continue;
                     }
+                    let job = FileJob {
+                        dir: Arc::clone(dir),
+                        name,
+                        classified,
+                        path,
+                        slot,
+                        reply: reply_tx.clone(),
+                    };
+                    jobs.send(job).map_err(|_| CaptureError::Workers)?;
+                    pending += 1;
                 }
                 FileKind::Dir => {
-                    let Some(sub) = self.open_dir(dir, &name, &classified, &path, tally)? else {
+                    let Some(sub) = self.open_dir(dir.as_fd(), &name, &classified, &path, tally)?
+                    else {
                         continue;
                     };
                     let walked = self.walk_dir(
-                        sub.as_fd(),
+                        &Arc::new(sub),
                         &format!("{path}/"),
                         TopFilter::Everything,
                         tally,
                         depth + 1,
+                        jobs,
                     )?;
                     size += walked.size;
                     files += walked.files;
-                    entries.push(walked.entry(name));
+                    slots[slot] = Some(walked.entry(name));
                 }
             }
         }
-        let id = self.write_tree(entries, prefix)?;
+        drop(reply_tx);
+        let mut done: Vec<(FileJob, FileOutcome)> = Vec::with_capacity(pending);
+        for _ in 0..pending {
+            done.push(reply_rx.recv().map_err(|_| CaptureError::Workers)?);
+        }
+        done.sort_by_key(|(job, _)| job.slot);
+        let mut skips = skips.into_iter().peekable();
+        for (job, outcome) in done {
+            while let Some((_, path, reason)) = skips.next_if(|(s, _, _)| *s < job.slot) {
+                self.skip(tally, path, reason);
+            }
+            match outcome {
+                FileOutcome::Failed(e) => return Err(e),
+                FileOutcome::Skipped(reason) => self.skip(tally, job.path, reason),
+                FileOutcome::Stored { id, len, opened } => {
+                    self.stored(&job.path, id, len, &opened);
+                    files += 1;
+                    size += len;
+                    tally.files += 1;
+                    tally.bytes += len;
+                    self.progress.inc(1);
+                    slots[job.slot] = Some(TreeEntry {
+                        name: job.name,
+                        kind: kind_of(opened.is_executable()),
+                        size: len,
+                        id,
+                    });
+                }
+            }
+        }
+        for (_, path, reason) in skips {
+            self.skip(tally, path, reason);
+        }
+        let id = self.write_tree(slots.into_iter().flatten().collect(), prefix)?;
         Ok(Walked { id, size, files })
     }
 
@@ -398,7 +504,15 @@ impl<'s> Capture<'s> {
         hooks::seam("classify-open", path);
         let sub = match sys::open_dir_at(dir, name) {
             Ok(fd) => fd,
-            Err(e) => return self.open_failed(dir, name, path, tally, e),
+            Err(e) => {
+                return match open_failure(dir, name, path, e) {
+                    OpenFailure::Skip(reason) => {
+                        self.skip(tally, path.to_string(), reason);
+                        Ok(None)
+                    }
+                    OpenFailure::Fail(e) => Err(e),
+                }
+            }
         };
         let opened = sys::fstat(&sub).map_err(|source| CaptureError::Unreadable {
             path: path.to_string(),
@@ -411,120 +525,28 @@ impl<'s> Capture<'s> {
         Ok(Some(sub))
     }
 
-    /// Decides what a failed no-follow open means: a symlink swapped in fails closed; a
-    /// vanished or special entry is a replaced one; anything else is unreadable.
-    fn open_failed<T>(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        name: &[u8],
-        path: &str,
-        tally: &mut Tally,
-        e: io::Error,
-    ) -> Result<Option<T>, CaptureError> {
-        let now = sys::stat_at(dir, name).ok();
-        if sys::is_symlink_refusal(&e) || matches!(now, Some(st) if st.kind == FileKind::Symlink) {
-            if matches!(now, Some(st) if st.kind != FileKind::Symlink) {
-                // ENOTDIR on something that is not a symlink: replaced by a file.
-                self.skip(tally, path.to_string(), SkipReason::Replaced);
-                return Ok(None);
-            }
-            return Err(CaptureError::SwappedForSymlink {
-                path: path.to_string(),
-            });
-        }
-        if e.kind() == io::ErrorKind::NotFound || sys::is_no_such_device(&e) {
-            self.skip(tally, path.to_string(), SkipReason::Replaced);
-            return Ok(None);
-        }
-        Err(CaptureError::Unreadable {
-            path: path.to_string(),
-            source: e,
-        })
-    }
-
-    /// Captures one classified regular file; `None` when skipped.
-    fn file(
-        &mut self,
-        dir: BorrowedFd<'_>,
-        name: &[u8],
-        classified: &Stat,
-        path: &str,
-        tally: &mut Tally,
-    ) -> Result<Option<(EntryKind, ObjectId, u64)>, CaptureError> {
-        let key = path.as_bytes().to_vec();
-        if let Some(hit) = self.cached(&key, classified) {
-            let kind = if hit.exec {
-                EntryKind::ExecFile
-            } else {
-                EntryKind::File
-            };
-            self.seen.insert(key);
-            self.stats.cached_files += 1;
-            return Ok(Some((kind, hit.id, hit.size)));
-        }
-        hooks::seam("classify-open", path);
-        let mut file = match sys::open_file_at(dir, name) {
-            Ok(f) => f,
-            Err(e) => return self.open_failed(dir, name, path, tally, e),
-        };
-        let opened = sys::fstat(&file).map_err(|source| CaptureError::Unreadable {
-            path: path.to_string(),
-            source,
-        })?;
-        if opened.kind != FileKind::File || !opened.same_object(classified) {
-            let reason = if opened.kind == FileKind::File && opened.nlink > 1 {
-                SkipReason::HardLink
-            } else {
-                SkipReason::Replaced
-            };
-            self.skip(tally, path.to_string(), reason);
-            return Ok(None);
-        }
-        if opened.nlink > 1 {
-            self.skip(tally, path.to_string(), SkipReason::HardLink);
-            return Ok(None);
-        }
-        let (id, len) =
-            self.store
-                .objects()
-                .write_from(&mut file)
-                .map_err(|source| match source {
-                    StoreError::Io {
-                        op: "read", source, ..
-                    } => CaptureError::Unreadable {
-                        path: path.to_string(),
-                        source,
-                    },
-                    source => CaptureError::Store {
-                        path: path.to_string(),
-                        source,
-                    },
-                })?;
+    /// Records a freshly hashed file in the work stats and the stat-cache difference.
+    fn stored(&mut self, path: &str, id: ObjectId, len: u64, opened: &Stat) {
         self.stats.hashed_files += 1;
         self.stats.hashed_bytes += len;
-        let exec = opened.is_executable();
-        if len == opened.size {
-            let entry = StatEntry {
-                dev: opened.dev,
-                ino: opened.ino,
-                size: len,
-                mtime_ns: opened.mtime_ns,
-                ctime_ns: opened.ctime_ns,
-                exec,
-                id,
-            };
-            if self.old_cache.get(&key) == Some(&entry) {
-                self.seen.insert(key);
-            } else {
-                self.changed.push((key, entry));
-            }
+        if len != opened.size {
+            return; // it changed while being read: never trust a cache entry for it
         }
-        let kind = if exec {
-            EntryKind::ExecFile
-        } else {
-            EntryKind::File
+        let key = path.as_bytes().to_vec();
+        let entry = StatEntry {
+            dev: opened.dev,
+            ino: opened.ino,
+            size: len,
+            mtime_ns: opened.mtime_ns,
+            ctime_ns: opened.ctime_ns,
+            exec: opened.is_executable(),
+            id,
         };
-        Ok(Some((kind, id, len)))
+        if self.old_cache.get(&key) == Some(&entry) {
+            self.seen.insert(key);
+        } else {
+            self.changed.push((key, entry));
+        }
     }
 
     /// A stat-cache hit: same identity, size, times and mode class, not racy, blob present.
@@ -555,7 +577,7 @@ impl<'s> Capture<'s> {
 }
 
 #[derive(Debug, Clone, Copy)]
-enum SkipReason {
+pub(crate) enum SkipReason {
     Symlink,
     Special,
     HardLink,
@@ -570,6 +592,33 @@ impl SkipReason {
             SkipReason::HardLink => "hard_link",
             SkipReason::Replaced => "replaced",
         }
+    }
+}
+
+/// Reads the files it is handed until the job channel closes; after a failure elsewhere
+/// (`stop`), hands jobs back unread.
+fn worker(store: &Store, jobs: &Mutex<mpsc::Receiver<FileJob>>, stop: &AtomicBool) {
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        let outcome = if stop.load(Ordering::Relaxed) {
+            FileOutcome::Failed(CaptureError::Workers)
+        } else {
+            read_file(store, &job)
+        };
+        let reply = job.reply.clone();
+        let _ = reply.send((job, outcome));
+    }
+}
+
+fn kind_of(exec: bool) -> EntryKind {
+    if exec {
+        EntryKind::ExecFile
+    } else {
+        EntryKind::File
     }
 }
 
