@@ -309,6 +309,12 @@ impl Catalog {
         Ok(value.map(|v| decode_stat_cache(&v)).unwrap_or_default())
     }
 
+    /// Drops every source's stat cache (after `gc` removed objects a cache may name).
+    pub fn clear_stat_caches(&self) -> Result<(), StoreError> {
+        self.stat.clear().map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
     /// Applies the changes a capture made to one source's stat cache.
     pub fn update_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
         let mut cache = self.load_stat_cache(&update.key)?;
@@ -397,6 +403,57 @@ mod tests {
         let bytes = encode_stat_cache(&cache);
         assert_eq!(decode_stat_cache(&bytes), cache);
         assert_eq!(decode_stat_cache(&bytes[..bytes.len() - 1]).len(), 1);
+    }
+
+    fn summary_snapshot(name: Option<&str>, agent: Option<&str>, created: i128) -> Snapshot {
+        Snapshot {
+            root: ObjectId::of(b"root"),
+            created_unix_ns: created,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: "s".into(),
+            agent: agent.map(str::to_string),
+            name: name.map(str::to_string),
+            parent: None,
+            report: crate::CaptureReport::default(),
+        }
+    }
+
+    #[test]
+    fn refs_resolve_by_id_prefix_name_and_agent_and_report_ambiguity() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = Catalog::open(&dir.path().join("catalog")).unwrap();
+        // Two ids that share their first 9 hex digits (crafted: the catalog indexes any id).
+        let mut a = [0u8; 32];
+        a[..5].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef, 0x10]);
+        let mut b = a;
+        b[4] = 0x1f;
+        let (a, b) = (ObjectId::from_bytes(a), ObjectId::from_bytes(b));
+        cat.add_snapshot(a, &summary_snapshot(Some("first"), Some("bot"), 1))
+            .unwrap();
+        cat.add_snapshot(b, &summary_snapshot(None, Some("bot"), 2))
+            .unwrap();
+        let err = cat.resolve("deadbeef1").unwrap_err();
+        assert!(
+            matches!(&err, StoreError::AmbiguousSnapshot { candidates, .. } if candidates.contains(&a.short(16)) && candidates.contains(&b.short(16))),
+            "{err}"
+        );
+        assert_eq!(cat.resolve("deadbeef10").unwrap(), a);
+        assert_eq!(cat.resolve(&b.to_hex()).unwrap(), b);
+        assert_eq!(cat.resolve("first").unwrap(), a);
+        assert_eq!(
+            cat.resolve("agent/bot").unwrap(),
+            b,
+            "the newest of that agent"
+        );
+        assert!(matches!(
+            cat.resolve("deadbee"),
+            Err(StoreError::UnknownSnapshot(_))
+        ));
+        assert!(matches!(
+            cat.resolve("agent/none"),
+            Err(StoreError::UnknownSnapshot(_))
+        ));
     }
 
     #[test]

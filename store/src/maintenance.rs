@@ -4,7 +4,8 @@
 //! a mount holds so gc never deletes what it serves.
 //!
 //! gc marks from every snapshot record found among the objects, not only from the catalog:
-//! a damaged or deleted catalog can never make gc delete a snapshot's data.
+//! a damaged or deleted catalog can never make gc delete a snapshot's data. Before it removes
+//! anything, it drops the stat caches (captures trust a cache hit without a blob lookup).
 
 use std::collections::HashSet;
 use std::fs;
@@ -273,16 +274,31 @@ impl Store {
             marked.insert(snapshot);
             self.mark(snapshot, root, &mut marked, &mut ignored);
         }
-        for (id, len, age) in self.objects().list()? {
-            if marked.contains(&id) {
-                report.reachable += 1;
-            } else if age < grace_secs {
-                report.young_kept += 1;
-            } else {
-                self.objects().remove(&id)?;
-                report.removed += 1;
-                report.freed_bytes += len;
-            }
+        let doomed: Vec<(ObjectId, u64)> = self
+            .objects()
+            .list()?
+            .into_iter()
+            .filter_map(|(id, len, age)| {
+                if marked.contains(&id) {
+                    report.reachable += 1;
+                    None
+                } else if age < grace_secs {
+                    report.young_kept += 1;
+                    None
+                } else {
+                    Some((id, len))
+                }
+            })
+            .collect();
+        if !doomed.is_empty() {
+            // Stat caches may name these blobs, and captures trust a cache hit without looking
+            // the blob up: drop the caches first (the next capture rehashes once).
+            self.catalog()?.clear_stat_caches()?;
+        }
+        for (id, len) in doomed {
+            self.objects().remove(&id)?;
+            report.removed += 1;
+            report.freed_bytes += len;
         }
         let tmp = self.objects().tmp_dir();
         if let Ok(rd) = fs::read_dir(tmp) {

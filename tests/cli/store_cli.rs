@@ -473,3 +473,33 @@ fn unreadable_file_fails_the_capture_naming_it() {
     r.fails(1, "could not read private/secret.md");
     chmod(&src.join("private/secret.md"), 0o644);
 }
+
+#[test]
+fn gc_drops_stat_caches_so_no_capture_names_a_removed_blob() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("old.md"), b"old content");
+    let st = std::process::Command::new("touch")
+        .args(["-d", "2020-01-01"])
+        .arg(src.join("old.md"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(Duration::from_millis(2100));
+    let first = env.snapshot_json(&src);
+    assert_eq!(first["work"]["hashed_files"], 1);
+    // Forget it and collect: the blob is gone, and so is the stat cache that names it.
+    env.run(&["forget", first["id"].as_str().unwrap()]).ok();
+    let r = env.run(&["--json", "gc", "--grace", "0"]).ok().json();
+    assert!(r["removed"].as_u64().unwrap() >= 2, "{r}");
+    let second = env.snapshot_json(&src);
+    assert_eq!(
+        second["work"]["hashed_files"], 1,
+        "rehashed, not trusted: {second}"
+    );
+    env.run(&["verify"]).ok();
+    assert_eq!(
+        env.cat(second["id"].as_str().unwrap(), "old.md"),
+        b"old content"
+    );
+}
