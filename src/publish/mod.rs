@@ -154,7 +154,11 @@ pub fn publish_with_progress(
     hooks::seam("publish-admitted", &hook_path);
 
     let mut staging = Staging::create(parent.as_fd(), &dest.parent)?;
-    let tally = stage::materialize(source, root, staging.fd.as_fd(), &staging.path, progress)?;
+    let root_dir = staging
+        .fd
+        .try_clone()
+        .map_err(|e| PublishError::io("open", &staging.path, e))?;
+    let tally = stage::materialize(source, root, root_dir, &staging.path, progress)?;
     sys::chmod_fd(&staging.fd, 0o755)
         .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;
     sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;

@@ -9,11 +9,18 @@
 //!
 //! At the root, `zeroclaw-agent.toml` is written last, after every other entry (SPEC §1).
 //! Nothing here fsyncs: the caller runs one `syncfs` over the finished staging tree.
+//!
+//! Directories are created by the walking thread; file contents are copied by a few worker
+//! threads, each through the fd of its directory. A directory's walk waits for its own files
+//! before it returns, so when the root's other entries are done, every file is, and the
+//! manifest is written after them all.
 
 use std::io::{self, Read, Write};
-use std::os::fd::{AsFd, BorrowedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 
 use zeroclaw_bundle_store::{EntryKind, ObjectId, ObjectSource, StoreError, TreeEntry};
 
@@ -35,9 +42,17 @@ pub(crate) struct Tally {
 struct Stager<'a> {
     source: &'a dyn ObjectSource,
     staging_path: &'a Path,
-    buf: Vec<u8>,
     tally: Tally,
     progress: &'a mut dyn FnMut(u64, u64),
+    jobs: &'a mpsc::Sender<FileJob>,
+}
+
+/// One file for a worker to copy.
+struct FileJob {
+    dir: Arc<OwnedFd>,
+    entry: TreeEntry,
+    rel: PathBuf,
+    reply: mpsc::Sender<(u64, Result<(), PublishError>)>,
 }
 
 /// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
@@ -45,19 +60,63 @@ struct Stager<'a> {
 pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
-    root_dir: BorrowedFd<'_>,
+    root_dir: OwnedFd,
     staging_path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Tally, PublishError> {
-    let mut stager = Stager {
-        source,
-        staging_path,
-        buf: vec![0u8; COPY_BUF],
-        tally: Tally::default(),
-        progress,
-    };
-    stager.write_dir(root, root_dir, &mut PathBuf::new())?;
-    Ok(stager.tally)
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+    let (job_tx, job_rx) = mpsc::channel::<FileJob>();
+    let job_rx = Mutex::new(job_rx);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            let (job_rx, stop) = (&job_rx, &stop);
+            scope.spawn(move || copy_worker(source, staging_path, job_rx, stop));
+        }
+        let mut stager = Stager {
+            source,
+            staging_path,
+            tally: Tally::default(),
+            progress,
+            jobs: &job_tx,
+        };
+        let result = stager.write_dir(root, &Arc::new(root_dir), &mut PathBuf::new());
+        let tally = stager.tally;
+        stop.store(result.is_err(), Ordering::Relaxed);
+        drop(job_tx);
+        result.map(|()| tally)
+    })
+}
+
+/// Copies the files it is handed until the job channel closes; after a failure elsewhere
+/// (`stop`), hands jobs back uncopied.
+fn copy_worker(
+    source: &dyn ObjectSource,
+    staging_path: &Path,
+    jobs: &Mutex<mpsc::Receiver<FileJob>>,
+    stop: &AtomicBool,
+) {
+    let mut buf = vec![0u8; COPY_BUF];
+    loop {
+        let job = match jobs.lock() {
+            Ok(rx) => rx.recv(),
+            Err(_) => return,
+        };
+        let Ok(job) = job else { return };
+        let result = if stop.load(Ordering::Relaxed) {
+            Ok(())
+        } else {
+            write_file(
+                source,
+                staging_path,
+                &job.entry,
+                job.dir.as_fd(),
+                &job.rel,
+                &mut buf,
+            )
+        };
+        let _ = job.reply.send((job.entry.size, result));
+    }
 }
 
 fn store_error(rel: &Path, err: StoreError) -> PublishError {
@@ -78,7 +137,7 @@ impl Stager<'_> {
     fn write_dir(
         &mut self,
         id: &ObjectId,
-        dir: BorrowedFd<'_>,
+        dir: &Arc<OwnedFd>,
         rel: &mut PathBuf,
     ) -> Result<(), PublishError> {
         let tree = self.source.tree(id).map_err(|e| store_error(rel, e))?;
@@ -87,14 +146,62 @@ impl Stager<'_> {
             .entries()
             .iter()
             .partition(|e| at_root && e.name == MANIFEST && e.kind.is_file());
-        for entry in rest.into_iter().chain(manifest) {
+        let (reply_tx, reply_rx) = mpsc::channel();
+        let mut pending = 0usize;
+        for entry in rest {
             rel.push(std::ffi::OsStr::from_bytes(&entry.name));
             let res = match entry.kind {
-                EntryKind::Dir => self.write_subdir(entry, dir, rel),
-                EntryKind::File | EntryKind::ExecFile => self.write_file(entry, dir, rel),
+                EntryKind::Dir => self.write_subdir(entry, dir.as_fd(), rel),
+                EntryKind::File | EntryKind::ExecFile => {
+                    pending += 1;
+                    self.jobs
+                        .send(FileJob {
+                            dir: Arc::clone(dir),
+                            entry: entry.clone(),
+                            rel: rel.clone(),
+                            reply: reply_tx.clone(),
+                        })
+                        .map_err(|_| workers_gone(rel))
+                }
             };
             rel.pop();
             res?;
+        }
+        drop(reply_tx);
+        let mut first_error = None;
+        for _ in 0..pending {
+            let (size, result) = reply_rx.recv().map_err(|_| workers_gone(rel))?;
+            match result {
+                Ok(()) => {
+                    self.tally.files += 1;
+                    self.tally.bytes += size;
+                    (self.progress)(self.tally.files, self.tally.bytes);
+                }
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        // Every other file of the bundle is written by now: the manifest goes last.
+        let mut buf = vec![0u8; COPY_BUF];
+        for entry in manifest {
+            rel.push(std::ffi::OsStr::from_bytes(&entry.name));
+            let res = write_file(
+                self.source,
+                self.staging_path,
+                entry,
+                dir.as_fd(),
+                rel,
+                &mut buf,
+            );
+            rel.pop();
+            res?;
+            self.tally.files += 1;
+            self.tally.bytes += entry.size;
+            (self.progress)(self.tally.files, self.tally.bytes);
         }
         Ok(())
     }
@@ -112,61 +219,65 @@ impl Stager<'_> {
             .map_err(|e| PublishError::io("open directory", &path, e))?;
         sys::chmod_fd(&sub, entry.kind.mode())
             .map_err(|e| PublishError::io("set the mode of", &path, e))?;
-        self.write_dir(&entry.id, sub.as_fd(), rel)
+        self.write_dir(&entry.id, &Arc::new(sub), rel)
     }
+}
 
-    fn write_file(
-        &mut self,
-        entry: &TreeEntry,
-        dir: BorrowedFd<'_>,
-        rel: &Path,
-    ) -> Result<(), PublishError> {
-        hooks::seam("publish-write", &rel.to_string_lossy());
-        let path = self.staging_path.join(rel);
-        let blob = self
-            .source
-            .blob(&entry.id)
-            .map_err(|e| store_error(rel, e))?;
-        if blob.len() != entry.size {
-            return Err(PublishError::CorruptObject {
-                path: rel.display().to_string(),
-                detail: format!(
-                    "object {} holds {} bytes where its tree records {}",
-                    entry.id,
-                    blob.len(),
-                    entry.size
-                ),
-            });
-        }
-        let mode = entry.kind.mode();
-        let mut file = sys::create_file_at(dir, &entry.name, mode)
-            .map_err(|e| PublishError::io("create", &path, e))?;
-        let mut reader = blob.verifying_reader(entry.id);
-        loop {
-            let n = match reader.read(&mut self.buf) {
-                Ok(0) => break,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
-                    ) =>
-                {
-                    return Err(PublishError::CorruptObject {
-                        path: rel.display().to_string(),
-                        detail: e.to_string(),
-                    })
-                }
-                Err(e) => return Err(PublishError::io("read the object for", &path, e)),
-            };
-            file.write_all(&self.buf[..n])
-                .map_err(|e| PublishError::io("write", &path, e))?;
-        }
-        sys::chmod_fd(&file, mode).map_err(|e| PublishError::io("set the mode of", &path, e))?;
-        self.tally.files += 1;
-        self.tally.bytes += entry.size;
-        (self.progress)(self.tally.files, self.tally.bytes);
-        Ok(())
+fn workers_gone(rel: &Path) -> PublishError {
+    PublishError::io(
+        "copy",
+        rel,
+        io::Error::other("a copy worker stopped unexpectedly"),
+    )
+}
+
+/// Creates one file in `dir` and copies its verified bytes.
+fn write_file(
+    source: &dyn ObjectSource,
+    staging_path: &Path,
+    entry: &TreeEntry,
+    dir: BorrowedFd<'_>,
+    rel: &Path,
+    buf: &mut [u8],
+) -> Result<(), PublishError> {
+    hooks::seam("publish-write", &rel.to_string_lossy());
+    let path = staging_path.join(rel);
+    let blob = source.blob(&entry.id).map_err(|e| store_error(rel, e))?;
+    if blob.len() != entry.size {
+        return Err(PublishError::CorruptObject {
+            path: rel.display().to_string(),
+            detail: format!(
+                "object {} holds {} bytes where its tree records {}",
+                entry.id,
+                blob.len(),
+                entry.size
+            ),
+        });
     }
+    let mode = entry.kind.mode();
+    let mut file = sys::create_file_at(dir, &entry.name, mode)
+        .map_err(|e| PublishError::io("create", &path, e))?;
+    let mut reader = blob.verifying_reader(entry.id);
+    loop {
+        let n = match reader.read(buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::InvalidData | io::ErrorKind::UnexpectedEof
+                ) =>
+            {
+                return Err(PublishError::CorruptObject {
+                    path: rel.display().to_string(),
+                    detail: e.to_string(),
+                })
+            }
+            Err(e) => return Err(PublishError::io("read the object for", &path, e)),
+        };
+        file.write_all(&buf[..n])
+            .map_err(|e| PublishError::io("write", &path, e))?;
+    }
+    sys::chmod_fd(&file, mode).map_err(|e| PublishError::io("set the mode of", &path, e))
 }
