@@ -19,7 +19,7 @@ use crate::agent::{
     CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
 };
 use crate::capture::{root, Capture, CaptureStats, TopFilter};
-use crate::publish::{check_request, publish, PublishRequest, Published};
+use crate::publish::{check_request, publish, record_destination, PublishRequest, Published};
 
 /// An agent captured into the store.
 pub struct AgentSnapshot {
@@ -204,33 +204,55 @@ pub fn export(
     let install = Install::load(install_dir)?;
     let plan = plan_export(&install, alias)?;
     let sources = source_trees(&plan);
+    let context = || {
+        format!(
+            "could not publish the bundle of agent {alias} to {}",
+            out.display()
+        )
+    };
     // Refuse a destination before capturing anything (SPEC §7: before anything is created).
-    check_request(&PublishRequest {
+    let request = PublishRequest {
         dest: out,
         force,
         sources: &sources,
-    })
-    .with_context(|| {
-        format!(
-            "could not publish the bundle of agent {alias} to {}",
-            out.display()
-        )
-    })?;
+        reuse: None,
+    };
+    check_request(&request).with_context(context)?;
     let captured = capture_plan(store, &install, &plan, None, zeroclaw_version, progress)?;
-    let published = publish(
-        &store.reader(),
-        &captured.snapshot.root,
-        &PublishRequest {
-            dest: out,
-            force,
-            sources: &captured.sources,
-        },
-    )
-    .with_context(|| {
-        format!(
-            "could not publish the bundle of agent {alias} to {}",
-            out.display()
-        )
-    })?;
+    let published =
+        publish_snapshot(store, &captured.snapshot.root, &request).with_context(context)?;
     Ok((captured, published))
+}
+
+/// Publishes tree `root` as `request` says, reusing what the previous publish to the same
+/// destination left there (hard links instead of copies for unchanged files), and records
+/// what this one leaves for the next. The record is only an optimisation: failing to read
+/// or write it never fails the publish.
+pub fn publish_snapshot(
+    store: &Store,
+    root: &ObjectId,
+    request: &PublishRequest<'_>,
+) -> Result<Published> {
+    let resolved = check_request(request)?;
+    let key = format!("dest:{}", resolved.display());
+    let previous = store
+        .catalog()
+        .and_then(|c| c.load_dest_cache(&key))
+        .ok()
+        .flatten();
+    let reader = store.reader();
+    let published = publish(
+        &reader,
+        root,
+        &PublishRequest {
+            reuse: previous.as_ref(),
+            ..*request
+        },
+    )?;
+    if let Ok(record) = record_destination(&reader, root, &published.dest) {
+        let _ = store
+            .catalog()
+            .and_then(|c| c.store_dest_cache(&key, &record));
+    }
+    Ok(published)
 }

@@ -326,3 +326,20 @@ pub fn detach_stdio() -> io::Result<()> {
     rustix::stdio::dup2_stderr(&null)?;
     Ok(())
 }
+
+/// `linkat(old_dir, old, new_dir, new, 0)`: a second name for a file, never following a
+/// symlink at `old`.
+pub fn link_at(
+    old_dir: BorrowedFd<'_>,
+    old: &[u8],
+    new_dir: BorrowedFd<'_>,
+    new: &[u8],
+) -> io::Result<()> {
+    Ok(rustix::fs::linkat(
+        old_dir,
+        old,
+        new_dir,
+        new,
+        AtFlags::empty(),
+    )?)
+}

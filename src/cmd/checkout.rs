@@ -5,20 +5,22 @@ use serde_json::json;
 
 use crate::cli::CheckoutArgs;
 use crate::cmd::{human_bytes, resolve, Ctx, Outcome};
-use crate::publish::{publish, PublishRequest};
+use crate::export::publish_snapshot;
+use crate::publish::PublishRequest;
 
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = resolve(&store, &args.snapshot)?;
     let snap = store.read_snapshot(&id)?;
-    let published = publish(
-        &store.reader(),
+    let published = publish_snapshot(
+        &store,
         &snap.root,
         &PublishRequest {
             dest: &args.out,
             force: args.force,
             sources: &[],
+            reuse: None,
         },
     )
     .with_context(|| {
@@ -34,6 +36,7 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             "dest": published.dest,
             "files": published.files,
             "bytes": published.bytes,
+            "reused_files": published.reused,
         }))?;
     } else {
         if !ctx.quiet {

@@ -37,6 +37,7 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
             "snapshot": c.id,
             "agent": m.root_agent,
             "destination": published.map(|p| &p.dest),
+            "reused_files": published.map(|p| p.reused),
             "files": files,
             "bytes": bytes,
             "skills_carried": c.skills_carried,

@@ -58,7 +58,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use zeroclaw_bundle_store::{ObjectId, ObjectSource};
+use zeroclaw_bundle_store::{DestCache, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry};
 
 pub use error::PublishError;
 pub use recover::{recover, LeftAlone, Recovered};
@@ -80,6 +80,11 @@ pub struct PublishRequest<'a> {
     /// Source trees (workspace, skill dirs) the destination must not overlap, either
     /// direction; empty for `checkout`.
     pub sources: &'a [PathBuf],
+    /// What the previous publish to this destination left there ([`record_destination`]):
+    /// with `--force`, a file whose stat still matches (and whose bytes still hash to the
+    /// right id, when the record is racy) is hard-linked into the new tree instead of being
+    /// written again.
+    pub reuse: Option<&'a DestCache>,
 }
 
 /// What a successful publish did.
@@ -91,6 +96,8 @@ pub struct Published {
     pub files: u64,
     /// File bytes written.
     pub bytes: u64,
+    /// Of `files`, how many were hard-linked from the previous tree instead of written.
+    pub reused: u64,
     /// True when an existing (empty or forced) directory was replaced.
     pub replaced_existing: bool,
     /// True when the swap was one `RENAME_EXCHANGE` (false: vacant rename or the two-rename
@@ -105,18 +112,19 @@ pub struct Published {
 /// destination resolves, overlaps no source, and is vacant, empty, or non-empty with
 /// `--force` (never a symlink or a file). `export` calls this before it captures, so a
 /// refused destination costs nothing; [`publish`] checks everything again itself.
-pub fn check_request(req: &PublishRequest<'_>) -> Result<(), PublishError> {
+/// Returns the resolved destination.
+pub fn check_request(req: &PublishRequest<'_>) -> Result<PathBuf, PublishError> {
     let dest = resolve::resolve_destination(req.dest)?;
     resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
     match sys::open_dir_path(&dest.parent) {
         Ok(parent) => {
             swap::admit(parent.as_fd(), dest.name.as_bytes(), req.dest, req.force)?;
-            Ok(())
         }
         // The parent does not exist yet: publish creates it, so the destination is vacant.
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(PublishError::io("open", &dest.parent, e)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(PublishError::io("open", &dest.parent, e)),
     }
+    Ok(dest.full)
 }
 
 /// Publishes tree `root` from `source` at `req.dest` (see the module doc for the protocol).
@@ -158,7 +166,10 @@ pub fn publish_with_progress(
         .fd
         .try_clone()
         .map_err(|e| PublishError::io("open", &staging.path, e))?;
-    let tally = stage::materialize(source, root, root_dir, &staging.path, progress)?;
+    let previous = admitted
+        .previous_tree()
+        .and_then(|fd| req.reuse.map(|cache| stage::Previous { fd, cache }));
+    let tally = stage::materialize(source, root, root_dir, previous, &staging.path, progress)?;
     sys::chmod_fd(&staging.fd, 0o755)
         .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;
     sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;
@@ -179,10 +190,78 @@ pub fn publish_with_progress(
         dest: dest.full.clone(),
         files: tally.files,
         bytes: tally.bytes,
+        reused: tally.reused,
         replaced_existing: !matches!(admitted, swap::Admission::Vacant),
         used_exchange: outcome.used_exchange,
         retired_left: outcome.retired_left,
     })
+}
+
+/// Stats every file of tree `root` as published at `dest` (through dir fds, never following a
+/// symlink), for the next publish there to reuse ([`PublishRequest::reuse`]). A file that is
+/// missing or not what the tree says is left out.
+pub fn record_destination(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    dest: &Path,
+) -> Result<DestCache, PublishError> {
+    let (Some(parent), Some(name)) = (dest.parent(), dest.file_name()) else {
+        return Err(PublishError::NoParent {
+            path: dest.to_path_buf(),
+        });
+    };
+    let recorded_at_ns = crate::capture::now_ns();
+    let parent_fd = sys::open_dir_path(parent).map_err(|e| PublishError::io("open", parent, e))?;
+    let dir = sys::open_dir_at(parent_fd.as_fd(), name.as_bytes())
+        .map_err(|e| PublishError::io("open", dest, e))?;
+    let mut entries = StatCache::new();
+    record_dir(source, root, dir.as_fd(), &mut Vec::new(), &mut entries)?;
+    Ok(DestCache {
+        entries,
+        recorded_at_ns,
+    })
+}
+
+fn record_dir(
+    source: &dyn ObjectSource,
+    tree: &ObjectId,
+    dir: BorrowedFd<'_>,
+    rel: &mut Vec<u8>,
+    out: &mut StatCache,
+) -> Result<(), PublishError> {
+    let tree = source.tree(tree).map_err(|e| PublishError::Store {
+        path: String::from_utf8_lossy(rel).into_owned(),
+        source: e,
+    })?;
+    for e in tree.entries() {
+        let len = rel.len();
+        if !rel.is_empty() {
+            rel.push(b'/');
+        }
+        rel.extend_from_slice(&e.name);
+        if e.kind == EntryKind::Dir {
+            if let Ok(sub) = sys::open_dir_at(dir, &e.name) {
+                record_dir(source, &e.id, sub.as_fd(), rel, out)?;
+            }
+        } else if let Ok(st) = sys::stat_at(dir, &e.name) {
+            if st.kind == sys::FileKind::File && st.size == e.size {
+                out.insert(
+                    rel.clone(),
+                    StatEntry {
+                        dev: st.dev,
+                        ino: st.ino,
+                        size: st.size,
+                        mtime_ns: st.mtime_ns,
+                        ctime_ns: st.ctime_ns,
+                        exec: e.kind == EntryKind::ExecFile,
+                        id: e.id,
+                    },
+                );
+            }
+        }
+        rel.truncate(len);
+    }
+    Ok(())
 }
 
 /// The staging directory: removed on drop while `armed` (every early return cleans up). It

@@ -10,6 +10,12 @@
 //! At the root, `zeroclaw-agent.toml` is written last, after every other entry (SPEC §1).
 //! Nothing here fsyncs: the caller runs one `syncfs` over the finished staging tree.
 //!
+//! With a [`Previous`] tree (a `--force` publish over what an earlier publish left, with its
+//! [`DestCache`]), a file whose entry in the old tree still has the recorded stat (dev, ino,
+//! size, mtime, ctime, mode, one link) is hard-linked into the staging tree instead of being
+//! copied; when the record is racy (taken within [`RACY_NS`] of the file's times), its bytes
+//! are hashed first. The old tree is removed after the swap, so the new tree owns the inode.
+//!
 //! Directories are created by the walking thread; file contents are copied by a few worker
 //! threads, each through the fd of its directory. A directory's walk waits for its own files
 //! before it returns, so when the root's other entries are done, every file is, and the
@@ -22,9 +28,12 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 
-use zeroclaw_bundle_store::{EntryKind, ObjectId, ObjectSource, StoreError, TreeEntry};
+use zeroclaw_bundle_store::{
+    DestCache, EntryKind, IdHasher, ObjectId, ObjectSource, StatEntry, StoreError, TreeEntry,
+};
 
 use super::PublishError;
+use crate::capture::RACY_NS;
 use crate::{hooks, sys};
 
 /// The manifest, written last at the bundle root.
@@ -37,6 +46,22 @@ const COPY_BUF: usize = 256 * 1024;
 pub(crate) struct Tally {
     pub files: u64,
     pub bytes: u64,
+    /// Files hard-linked from the previous tree.
+    pub reused: u64,
+}
+
+/// The tree being replaced, and what the publish that wrote it recorded.
+pub(crate) struct Previous<'a> {
+    pub fd: OwnedFd,
+    pub cache: &'a DestCache,
+}
+
+/// What the walker knows about reusing one file.
+struct Reuse {
+    old_dir: Arc<OwnedFd>,
+    cached: StatEntry,
+    /// The record is older than the racy window: a matching stat is proof enough.
+    trust_stat: bool,
 }
 
 struct Stager<'a> {
@@ -45,6 +70,7 @@ struct Stager<'a> {
     tally: Tally,
     progress: &'a mut dyn FnMut(u64, u64),
     jobs: &'a mpsc::Sender<FileJob>,
+    reuse: Option<&'a DestCache>,
 }
 
 /// One file for a worker to copy.
@@ -52,7 +78,8 @@ struct FileJob {
     dir: Arc<OwnedFd>,
     entry: TreeEntry,
     rel: PathBuf,
-    reply: mpsc::Sender<(u64, Result<(), PublishError>)>,
+    reuse: Option<Reuse>,
+    reply: mpsc::Sender<(u64, Result<bool, PublishError>)>,
 }
 
 /// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
@@ -61,6 +88,7 @@ pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
     root_dir: OwnedFd,
+    previous: Option<Previous<'_>>,
     staging_path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Tally, PublishError> {
@@ -79,8 +107,10 @@ pub(crate) fn materialize(
             tally: Tally::default(),
             progress,
             jobs: &job_tx,
+            reuse: previous.as_ref().map(|p| p.cache),
         };
-        let result = stager.write_dir(root, &Arc::new(root_dir), &mut PathBuf::new());
+        let old_root = previous.map(|p| Arc::new(p.fd));
+        let result = stager.write_dir(root, &Arc::new(root_dir), old_root, &mut PathBuf::new());
         let tally = stager.tally;
         stop.store(result.is_err(), Ordering::Relaxed);
         drop(job_tx);
@@ -104,7 +134,13 @@ fn copy_worker(
         };
         let Ok(job) = job else { return };
         let result = if stop.load(Ordering::Relaxed) {
-            Ok(())
+            Ok(false)
+        } else if job
+            .reuse
+            .as_ref()
+            .is_some_and(|r| try_reuse(r, &job.entry, job.dir.as_fd(), &mut buf))
+        {
+            Ok(true)
         } else {
             write_file(
                 source,
@@ -114,6 +150,7 @@ fn copy_worker(
                 &job.rel,
                 &mut buf,
             )
+            .map(|()| false)
         };
         let _ = job.reply.send((job.entry.size, result));
     }
@@ -138,6 +175,7 @@ impl Stager<'_> {
         &mut self,
         id: &ObjectId,
         dir: &Arc<OwnedFd>,
+        old_dir: Option<Arc<OwnedFd>>,
         rel: &mut PathBuf,
     ) -> Result<(), PublishError> {
         let tree = self.source.tree(id).map_err(|e| store_error(rel, e))?;
@@ -151,14 +189,16 @@ impl Stager<'_> {
         for entry in rest {
             rel.push(std::ffi::OsStr::from_bytes(&entry.name));
             let res = match entry.kind {
-                EntryKind::Dir => self.write_subdir(entry, dir.as_fd(), rel),
+                EntryKind::Dir => self.write_subdir(entry, dir.as_fd(), old_dir.as_deref(), rel),
                 EntryKind::File | EntryKind::ExecFile => {
                     pending += 1;
+                    let reuse = self.reuse_of(old_dir.as_ref(), rel);
                     self.jobs
                         .send(FileJob {
                             dir: Arc::clone(dir),
                             entry: entry.clone(),
                             rel: rel.clone(),
+                            reuse,
                             reply: reply_tx.clone(),
                         })
                         .map_err(|_| workers_gone(rel))
@@ -172,7 +212,8 @@ impl Stager<'_> {
         for _ in 0..pending {
             let (size, result) = reply_rx.recv().map_err(|_| workers_gone(rel))?;
             match result {
-                Ok(()) => {
+                Ok(reused) => {
+                    self.tally.reused += u64::from(reused);
                     self.tally.files += 1;
                     self.tally.bytes += size;
                     (self.progress)(self.tally.files, self.tally.bytes);
@@ -206,10 +247,23 @@ impl Stager<'_> {
         Ok(())
     }
 
+    /// The reuse candidate for the file at `rel`, when the previous tree recorded one.
+    fn reuse_of(&self, old_dir: Option<&Arc<OwnedFd>>, rel: &Path) -> Option<Reuse> {
+        let (old_dir, cache) = (old_dir?, self.reuse?);
+        let cached = *cache.entries.get(rel.as_os_str().as_bytes())?;
+        let cutoff = cache.recorded_at_ns - RACY_NS;
+        Some(Reuse {
+            old_dir: Arc::clone(old_dir),
+            cached,
+            trust_stat: cached.mtime_ns < cutoff && cached.ctime_ns < cutoff,
+        })
+    }
+
     fn write_subdir(
         &mut self,
         entry: &TreeEntry,
         dir: BorrowedFd<'_>,
+        old_parent: Option<&OwnedFd>,
         rel: &mut PathBuf,
     ) -> Result<(), PublishError> {
         let path = self.staging_path.join(&*rel);
@@ -219,8 +273,69 @@ impl Stager<'_> {
             .map_err(|e| PublishError::io("open directory", &path, e))?;
         sys::chmod_fd(&sub, entry.kind.mode())
             .map_err(|e| PublishError::io("set the mode of", &path, e))?;
-        self.write_dir(&entry.id, &Arc::new(sub), rel)
+        let old_sub = old_parent
+            .and_then(|old| sys::open_dir_at(old.as_fd(), &entry.name).ok())
+            .map(Arc::new);
+        self.write_dir(&entry.id, &Arc::new(sub), old_sub, rel)
     }
+}
+
+/// Hard-links the previous tree's copy of `entry` into `dir` when it is provably the same
+/// bytes: the recorded blob id and stat still match (and, for a racy record, the bytes hash
+/// to the id), it has one link, and the new name ends up on that very inode. Any doubt
+/// returns false and the file is written normally.
+fn try_reuse(reuse: &Reuse, entry: &TreeEntry, dir: BorrowedFd<'_>, buf: &mut [u8]) -> bool {
+    let c = &reuse.cached;
+    let old_dir = reuse.old_dir.as_fd();
+    if c.id != entry.id || c.size != entry.size || c.exec != (entry.kind == EntryKind::ExecFile) {
+        return false;
+    }
+    let Ok(st) = sys::stat_at(old_dir, &entry.name) else {
+        return false;
+    };
+    let unchanged = st.kind == sys::FileKind::File
+        && st.nlink == 1
+        && st.dev == c.dev
+        && st.ino == c.ino
+        && st.size == c.size
+        && st.mtime_ns == c.mtime_ns
+        && st.ctime_ns == c.ctime_ns
+        && st.perm == entry.kind.mode();
+    if !unchanged || (!reuse.trust_stat && !hashes_to(old_dir, entry, &st, buf)) {
+        return false;
+    }
+    if sys::link_at(old_dir, &entry.name, dir, &entry.name).is_err() {
+        return false;
+    }
+    match sys::stat_at(dir, &entry.name) {
+        Ok(now) if now.same_object(&st) && now.size == st.size && now.mtime_ns == st.mtime_ns => {
+            true
+        }
+        _ => {
+            let _ = sys::unlink_at(dir, &entry.name, false);
+            false
+        }
+    }
+}
+
+/// True when the file `entry.name` in `dir`, still the object `st`, hashes to `entry.id`.
+fn hashes_to(dir: BorrowedFd<'_>, entry: &TreeEntry, st: &sys::Stat, buf: &mut [u8]) -> bool {
+    let Ok(mut file) = sys::open_file_at(dir, &entry.name) else {
+        return false;
+    };
+    if !matches!(sys::fstat(&file), Ok(opened) if opened.same_object(st)) {
+        return false;
+    }
+    let mut hasher = IdHasher::new();
+    loop {
+        match file.read(buf) {
+            Ok(0) => break,
+            Ok(n) => hasher.update(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    hasher.finish() == entry.id
 }
 
 fn workers_gone(rel: &Path) -> PublishError {

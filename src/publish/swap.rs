@@ -43,6 +43,17 @@ pub(crate) enum Admission {
     Forced { id: Stat, _fd: OwnedFd },
 }
 
+impl Admission {
+    /// A new fd on the admitted non-empty destination (the tree a publish may reuse files
+    /// from), for a forced admission.
+    pub(crate) fn previous_tree(&self) -> Option<OwnedFd> {
+        match self {
+            Admission::Forced { _fd, .. } => _fd.try_clone().ok(),
+            _ => None,
+        }
+    }
+}
+
 /// Classifies the destination `name` in `parent` (SPEC §7, ref §9.3).
 pub(crate) fn admit(
     parent: BorrowedFd<'_>,

@@ -225,6 +225,7 @@ impl Env {
                 dest,
                 force,
                 sources: &[],
+                reuse: None,
             },
         )
     }
@@ -250,6 +251,7 @@ fn fresh_publish_is_byte_for_byte_with_modes() {
         dest: &dest,
         force: false,
         sources: &[],
+        reuse: None,
     };
     let p = publish_with_progress(&env.store.reader(), &env.new_id, &req, &mut |f, b| {
         seen.push((f, b))
@@ -363,6 +365,7 @@ fn overlap_with_a_source_is_refused_both_ways() {
                 dest,
                 force: true,
                 sources: &sources,
+                reuse: None,
             },
         )
         .unwrap_err()

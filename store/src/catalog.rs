@@ -124,6 +124,17 @@ impl StatEntry {
 /// The stat cache of one source tree: relative path bytes -> entry.
 pub type StatCache = HashMap<Vec<u8>, StatEntry>;
 
+/// What a publish left at a destination: for each file (bundle-relative path), its stat and
+/// blob id right after the publish, and when that was recorded. The next publish to the same
+/// destination hard-links files whose stat still matches instead of writing them again.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DestCache {
+    /// Path -> stat and blob id.
+    pub entries: StatCache,
+    /// When the stats were taken, ns since the epoch (for the racy rule).
+    pub recorded_at_ns: i64,
+}
+
 /// What a capture changed in one source's stat cache (only the difference is written, so a
 /// no-op capture writes nothing).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -312,6 +323,33 @@ impl Catalog {
     /// Drops every source's stat cache (after `gc` removed objects a cache may name).
     pub fn clear_stat_caches(&self) -> Result<(), StoreError> {
         self.stat.clear().map_err(|e| self.err(e))?;
+        self.flush()
+    }
+
+    /// The cache a previous publish left for destination `key`, if any.
+    pub fn load_dest_cache(&self, key: &str) -> Result<Option<DestCache>, StoreError> {
+        let at_key = format!("{key}\0recorded-at");
+        let Some(at) = self.stat.get(at_key.as_bytes()).map_err(|e| self.err(e))? else {
+            return Ok(None);
+        };
+        let Ok(at) = <[u8; 8]>::try_from(at.as_ref()) else {
+            return Ok(None);
+        };
+        Ok(Some(DestCache {
+            entries: self.load_stat_cache(key)?,
+            recorded_at_ns: i64::from_be_bytes(at),
+        }))
+    }
+
+    /// Records what a publish left at destination `key` (replacing any earlier record).
+    pub fn store_dest_cache(&self, key: &str, cache: &DestCache) -> Result<(), StoreError> {
+        let at_key = format!("{key}\0recorded-at");
+        self.stat
+            .insert(key.as_bytes(), encode_stat_cache(&cache.entries))
+            .map_err(|e| self.err(e))?;
+        self.stat
+            .insert(at_key.as_bytes(), &cache.recorded_at_ns.to_be_bytes()[..])
+            .map_err(|e| self.err(e))?;
         self.flush()
     }
 

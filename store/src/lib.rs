@@ -47,7 +47,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use catalog::{Catalog, SnapshotSummary, StatCache, StatCacheUpdate, StatEntry};
+pub use catalog::{Catalog, DestCache, SnapshotSummary, StatCache, StatCacheUpdate, StatEntry};
 pub use error::{DecodeError, StoreError};
 pub use id::{IdHasher, ObjectId};
 pub use maintenance::{GcReport, Lease, VerifyProblem, VerifyReport};

@@ -774,3 +774,77 @@ fn kill_during_publish_then_recover_gives_a_whole_bundle() {
         env.run(&["verify"]).ok();
     }
 }
+
+#[test]
+fn reexport_reuses_unchanged_files_but_never_a_modified_one() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("out/bundle");
+    export(&env, &install, &out, &[], &[]).ok();
+    // Someone edits a published file in place, same size, and puts its mtime back.
+    let notes = out.join("workspace/notes.md");
+    let reference = env.path("mtime-ref");
+    write(&reference, b"");
+    let touch_r = |from: &Path, to: &Path| {
+        let st = std::process::Command::new("touch")
+            .arg("-r")
+            .arg(from)
+            .arg(to)
+            .status();
+        assert!(st.unwrap().success());
+    };
+    let edit_in_place = || {
+        touch_r(&notes, &reference);
+        fs::write(&notes, b"NOTES\n").unwrap();
+        touch_r(&reference, &notes);
+    };
+    edit_in_place();
+    // Right away (the record is racy: reused files are hashed first), then after the racy
+    // window (a matching stat is trusted).
+    for pause in [0u64, 2100] {
+        std::thread::sleep(std::time::Duration::from_millis(pause));
+        let v = export(&env, &install, &out, &["--force"], &[]).ok().json();
+        let files = read_tree(&out)
+            .values()
+            .filter(|n| matches!(n, Node::File { .. }))
+            .count() as u64;
+        let reused = v["reused_files"].as_u64().unwrap();
+        assert!(
+            reused > 0 && reused < files,
+            "pause {pause}: reused {reused} of {files}: {v}"
+        );
+        assert_eq!(
+            fs::read(&notes).unwrap(),
+            b"notes\n",
+            "pause {pause}: the edit is undone"
+        );
+        assert_eq!(
+            fs::read(out.join("workspace/IDENTITY.md")).unwrap(),
+            b"# researcher\n"
+        );
+        assert!(hidden(&env.path("out")).is_empty());
+        let nlink = std::os::unix::fs::MetadataExt::nlink(
+            &fs::metadata(out.join("workspace/IDENTITY.md")).unwrap(),
+        );
+        assert_eq!(
+            nlink, 1,
+            "the previous tree is gone, the new one owns the inode"
+        );
+        edit_in_place();
+    }
+    // Put the edit back once more, then: the bundle equals a fresh checkout of its snapshot.
+    export(&env, &install, &out, &["--force"], &[]).ok();
+    let id = env.run(&["--json", "show", "agent/researcher"]).ok().json()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let fresh = env.path("fresh");
+    env.run(&[
+        OsStr::new("checkout"),
+        OsStr::new(&id),
+        OsStr::new("--out"),
+        fresh.as_os_str(),
+    ])
+    .ok();
+    assert_same_tree(&fresh, &out);
+}

@@ -33,6 +33,7 @@ fn child_entry() {
         dest: &dest,
         force: var("ZB_FORCE") == "1",
         sources: &sources,
+        reuse: None,
     };
     match publish(&store.reader(), &root, &req) {
         Ok(p) => println!("CHILD-RESULT ok exchange={}", p.used_exchange),
