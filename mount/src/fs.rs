@@ -2,17 +2,18 @@
 //!
 //! Invariants:
 //! - Content is immutable: entry, attribute and negative-lookup TTLs are effectively
-//!   infinite, files open with FOPEN_KEEP_CACHE and directories with FOPEN_CACHE_DIR, so
+//!   infinite; file opens are answered ENOSYS once so the kernel stops sending them
+//!   (`no_open`, page cache kept across opens), directories open with FOPEN_CACHE_DIR, so
 //!   the kernel asks each question once.
 //! - Reads are positioned reads on the blob ([`Blob::read_at`]); no file is ever loaded
-//!   whole. A blob is hashed once, on its first open, and the verdict is cached per id: a
-//!   corrupt or wrongly sized object fails every open with EIO.
+//!   whole. A blob is hashed once, on its first read, and the verdict is cached per id: a
+//!   corrupt or wrongly sized object fails every read with EIO.
 //! - Nothing is ever written: every mutating operation answers EROFS (the kernel already
 //!   refuses most of them on an `ro` mount; these answers are the second line).
-//! - Memory: decoded trees sit in the bounded [`TreeCache`]; an open directory handle pins
-//!   its own tree until released (bounded by the directories the kernel has open); inode
-//!   numbers grow with the entries the kernel has seen (see `inodes`).
-//! - The first open of a large blob hashes it on the calling FUSE worker (blake3, roughly
+//! - Memory: decoded trees sit in the bounded [`TreeCache`]; at most `OPEN_BLOBS` object
+//!   files are held open for reads; inode numbers grow with the entries the kernel has seen
+//!   (see `inodes`).
+//! - The first read of a large blob hashes it on the calling FUSE worker (blake3, roughly
 //!   1 GB/s); other workers keep serving meanwhile.
 //! - Every error goes through [`errno`], the one mapping from [`Fault`] to an errno value.
 //!   Damage reported by the object source is also kept in [`Faults`] for the caller.
@@ -27,10 +28,9 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType,
-    Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode,
-    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
-    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
-    WriteFlags,
+    Filesystem, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
 };
 use zeroclaw_bundle_store::{Blob, EntryKind, ObjectId, ObjectSource, StoreError, Tree};
 
@@ -50,6 +50,8 @@ const FRSIZE: u32 = 4096;
 const NAME_MAX: u32 = 255;
 /// Distinct damage reports kept (the rest are counted only).
 const MAX_FAULTS: usize = 64;
+/// How many opened object files the daemon keeps for reads (each holds one fd).
+const OPEN_BLOBS: usize = 256;
 
 /// Why an operation fails, before it becomes an errno (see [`errno`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,8 +66,6 @@ pub(crate) enum Fault {
     NotADirectory,
     /// A file operation on a directory.
     IsADirectory,
-    /// A file handle we did not hand out.
-    BadHandle,
     /// An extended attribute we do not have.
     NoAttribute,
     /// The caller's buffer is too small for the value (xattr size protocol).
@@ -81,7 +81,6 @@ pub(crate) fn errno(fault: Fault) -> Errno {
         Fault::ReadOnly => Errno::EROFS,
         Fault::NotADirectory => Errno::ENOTDIR,
         Fault::IsADirectory => Errno::EISDIR,
-        Fault::BadHandle => Errno::EBADF,
         Fault::NoAttribute => Errno::ENODATA,
         Fault::TooSmall => Errno::ERANGE,
     }
@@ -115,13 +114,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What an open file or directory handle refers to.
-#[derive(Debug)]
-enum Handle {
-    File(Blob),
-    Dir(Arc<Tree>),
-}
-
 /// Settings of the view that do not come from the snapshot.
 #[derive(Debug, Clone)]
 pub(crate) struct View {
@@ -141,10 +133,12 @@ pub(crate) struct SnapshotFs {
     view: View,
     inodes: RwLock<InodeTable>,
     trees: TreeCache,
-    handles: Mutex<HashMap<u64, Handle>>,
-    next_handle: AtomicU64,
-    /// Blob id -> whether it hashed to its id (checked on first open).
+    /// Blob id -> whether it hashed to its id (checked on first read).
     verified: Mutex<HashMap<ObjectId, bool>>,
+    /// Inode -> its opened blob and when it was last read, for reads without an open handle
+    /// (the kernel stops sending opens after the first ENOSYS, see `open`). Bounded.
+    open_blobs: Mutex<HashMap<u64, (Blob, u64)>>,
+    reads: AtomicU64,
     faults: Arc<Faults>,
 }
 
@@ -165,11 +159,38 @@ impl SnapshotFs {
             view,
             inodes: RwLock::new(InodeTable::new(root, size)),
             trees,
-            handles: Mutex::new(HashMap::new()),
-            next_handle: AtomicU64::new(1),
             verified: Mutex::new(HashMap::new()),
+            open_blobs: Mutex::new(HashMap::new()),
+            reads: AtomicU64::new(0),
             faults,
         }
+    }
+
+    /// The verified blob behind file inode `ino`, from the bounded cache of open blobs.
+    fn blob_of(&self, ino: INodeNo) -> Result<Blob, Fault> {
+        let tick = self.reads.fetch_add(1, Ordering::Relaxed);
+        if let Some((blob, last)) = lock(&self.open_blobs).get_mut(&ino.0) {
+            *last = tick;
+            return Ok(blob.clone());
+        }
+        let node = self.node(ino)?;
+        if node.kind == EntryKind::Dir {
+            return Err(Fault::IsADirectory);
+        }
+        let blob = self.open_blob(&node)?;
+        let mut open = lock(&self.open_blobs);
+        if open.len() >= OPEN_BLOBS {
+            // Evict the least recently read (a linear scan over a small, bounded map).
+            if let Some(oldest) = open
+                .iter()
+                .min_by_key(|(_, (_, last))| *last)
+                .map(|(k, _)| *k)
+            {
+                open.remove(&oldest);
+            }
+        }
+        open.insert(ino.0, (blob.clone(), tick));
+        Ok(blob)
     }
 
     fn damaged(&self, err: &StoreError) -> Fault {
@@ -259,12 +280,6 @@ impl SnapshotFs {
         Ok((ino, node))
     }
 
-    fn new_handle(&self, handle: Handle) -> FileHandle {
-        let fh = self.next_handle.fetch_add(1, Ordering::Relaxed);
-        lock(&self.handles).insert(fh, handle);
-        FileHandle(fh)
-    }
-
     /// Opens a blob for reading after checking its length and (once per id) its hash.
     fn open_blob(&self, node: &Node) -> Result<Blob, Fault> {
         let blob = self.source.blob(&node.id).map_err(|e| self.damaged(&e))?;
@@ -300,12 +315,10 @@ impl SnapshotFs {
         }
     }
 
-    /// The directory stream behind `fh`, or (for a handle we do not know) the node's tree.
-    fn dir_stream(&self, ino: INodeNo, fh: FileHandle) -> Result<(Node, Arc<Tree>), Fault> {
+    /// A directory's node and its (immutable) tree, by inode: no handle is needed, since
+    /// the same inode always lists the same entries.
+    fn dir_stream(&self, ino: INodeNo) -> Result<(Node, Arc<Tree>), Fault> {
         let node = self.node(ino)?;
-        if let Some(Handle::Dir(tree)) = lock(&self.handles).get(&fh.0) {
-            return Ok((node, tree.clone()));
-        }
         let tree = self.dir_tree(&node)?;
         Ok((node, tree))
     }
@@ -315,11 +328,10 @@ impl SnapshotFs {
     fn list(
         &self,
         ino: INodeNo,
-        fh: FileHandle,
         offset: u64,
         mut add: impl FnMut(u64, u64, &[u8], &Node) -> bool,
     ) -> Result<(), Fault> {
-        let (node, tree) = self.dir_stream(ino, fh)?;
+        let (node, tree) = self.dir_stream(ino)?;
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let entries = tree.entries();
         let mut table = self.inodes.write().unwrap_or_else(PoisonError::into_inner);
@@ -422,6 +434,11 @@ impl Filesystem for SnapshotFs {
         }
     }
 
+    /// Answers ENOSYS to a read-only open: since Linux 4.19 the kernel then treats every
+    /// open as successful without asking (`no_open`) and keeps the page cache across opens
+    /// (FOPEN_KEEP_CACHE is its default then), which saves one round trip to this daemon per
+    /// opened file. The blob is verified on its first read instead. Write opens never get
+    /// here (the mount is read-only), but are refused anyway.
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let result = (|| {
             let node = self.node(ino)?;
@@ -431,11 +448,10 @@ impl Filesystem for SnapshotFs {
             if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
                 return Err(Fault::ReadOnly);
             }
-            let blob = self.open_blob(&node)?;
-            Ok(self.new_handle(Handle::File(blob)))
+            Ok(())
         })();
         match result {
-            Ok(fh) => reply.opened(fh, FopenFlags::FOPEN_KEEP_CACHE),
+            Ok(()) => reply.error(Errno::ENOSYS),
             Err(fault) => reply.error(errno(fault)),
         }
     }
@@ -443,17 +459,17 @@ impl Filesystem for SnapshotFs {
     fn read(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        fh: FileHandle,
+        ino: INodeNo,
+        _fh: FileHandle,
         offset: u64,
         size: u32,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
-        let blob = match lock(&self.handles).get(&fh.0) {
-            Some(Handle::File(blob)) => blob.clone(),
-            _ => return reply.error(errno(Fault::BadHandle)),
+        let blob = match self.blob_of(ino) {
+            Ok(blob) => blob,
+            Err(fault) => return reply.error(errno(fault)),
         };
         let want = blob.len().saturating_sub(offset).min(u64::from(size));
         let mut buf = vec![0u8; usize::try_from(want).unwrap_or(0)];
@@ -481,13 +497,12 @@ impl Filesystem for SnapshotFs {
         &self,
         _req: &Request,
         _ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        lock(&self.handles).remove(&fh.0);
         reply.ok();
     }
 
@@ -503,16 +518,12 @@ impl Filesystem for SnapshotFs {
         reply.ok();
     }
 
+    /// Like `open`: ENOSYS once, and the kernel stops asking (`no_opendir`, with directory
+    /// contents cached: FOPEN_CACHE_DIR is its default then). Listings are served from the
+    /// tree cache by inode.
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let result = self
-            .node(ino)
-            .and_then(|node| self.dir_tree(&node))
-            .map(|tree| self.new_handle(Handle::Dir(tree)));
-        match result {
-            Ok(fh) => reply.opened(
-                fh,
-                FopenFlags::FOPEN_KEEP_CACHE | FopenFlags::FOPEN_CACHE_DIR,
-            ),
+        match self.node(ino).and_then(|node| self.dir_tree(&node)) {
+            Ok(_) => reply.error(Errno::ENOSYS),
             Err(fault) => reply.error(errno(fault)),
         }
     }
@@ -521,11 +532,11 @@ impl Filesystem for SnapshotFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let result = self.list(ino, fh, offset, |child, next, name, node| {
+        let result = self.list(ino, offset, |child, next, name, node| {
             reply.add(
                 INodeNo(child),
                 next,
@@ -543,11 +554,11 @@ impl Filesystem for SnapshotFs {
         &self,
         _req: &Request,
         ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let result = self.list(ino, fh, offset, |child, next, name, node| {
+        let result = self.list(ino, offset, |child, next, name, node| {
             reply.add(
                 INodeNo(child),
                 next,
@@ -567,11 +578,10 @@ impl Filesystem for SnapshotFs {
         &self,
         _req: &Request,
         _ino: INodeNo,
-        fh: FileHandle,
+        _fh: FileHandle,
         _flags: OpenFlags,
         reply: ReplyEmpty,
     ) {
-        lock(&self.handles).remove(&fh.0);
         reply.ok();
     }
 
