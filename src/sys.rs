@@ -343,3 +343,20 @@ pub fn link_at(
         AtFlags::empty(),
     )?)
 }
+
+/// The process umask, read once from `/proc/self/status` (reading it with umask(2) would
+/// mean setting it, which races with other threads). `None` when it cannot be read.
+pub fn umask() -> Option<u32> {
+    static UMASK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
+    *UMASK.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/self/status").ok()?;
+        let line = status.lines().find(|l| l.starts_with("Umask:"))?;
+        u32::from_str_radix(line.trim_start_matches("Umask:").trim(), 8).ok()
+    })
+}
+
+/// True when a file created with `mode` may not end up with exactly `mode` (the umask
+/// strips some of its bits, or the umask is unknown), so an explicit `fchmod` is needed.
+pub fn umask_alters(mode: u32) -> bool {
+    umask().is_none_or(|mask| mask & mode != 0)
+}

@@ -2,9 +2,9 @@
 //!
 //! Every directory is created with `mkdirat` in its parent's fd and then opened no-follow;
 //! every file is created `O_EXCL | O_NOFOLLOW` in its directory's fd, so nothing below the
-//! staging root is ever reached by a path. Modes are set with `fchmod` after creation (0644,
-//! 0755 for executable files and directories), so the umask does not change what a checkout
-//! holds and a checkout matches what `mount` shows. File bytes come through the blob's
+//! staging root is ever reached by a path. Modes are exact (0644, 0755 for executable files
+//! and directories) whatever the umask: `fchmod` after creation when the umask would strip
+//! bits (skipped for the usual 022), so a checkout matches what `mount` shows. File bytes come through the blob's
 //! verifying reader: a corrupt object fails at its end, and the publish with it.
 //!
 //! At the root, `zeroclaw-agent.toml` is written last, after every other entry (SPEC §1).
@@ -13,8 +13,9 @@
 //! With a [`Previous`] tree (a `--force` publish over what an earlier publish left, with its
 //! [`DestCache`]), a file whose entry in the old tree still has the recorded stat (dev, ino,
 //! size, mtime, ctime, mode, one link) is hard-linked into the staging tree instead of being
-//! copied; when the record is racy (taken within [`RACY_NS`] of the file's times), its bytes
-//! are hashed first. The old tree is removed after the swap, so the new tree owns the inode.
+//! copied; when the record is racy (taken within the timestamp granularity of the file's
+//! times: 100 ms on filesystems with sub-second times, else [`RACY_NS`]), its bytes are
+//! hashed first. The old tree is removed after the swap, so the new tree owns the inode.
 //!
 //! Directories are created by the walking thread; file contents are copied by a few worker
 //! threads, each through the fd of its directory. A directory's walk waits for its own files
@@ -71,6 +72,23 @@ struct Stager<'a> {
     progress: &'a mut dyn FnMut(u64, u64),
     jobs: &'a mpsc::Sender<FileJob>,
     reuse: Option<&'a DestCache>,
+    /// Records of files whose mtime and ctime are both older than this are trusted on stat.
+    trusted_before_ns: i64,
+}
+
+/// The racy window on a filesystem with sub-second timestamps: the kernel stamps files from
+/// a clock that ticks at least every 10 ms, so a change after the record cannot keep the
+/// recorded ctime once this much time separates them.
+const FINE_RACY_NS: i64 = 100_000_000;
+
+/// Records older than this before the recording instant are trusted on stat: 100 ms where
+/// the recorded times show sub-second precision, else the coarse [`RACY_NS`].
+fn trusted_before(cache: &DestCache) -> i64 {
+    let fine = cache
+        .entries
+        .values()
+        .any(|e| e.mtime_ns % 1_000_000_000 != 0 || e.ctime_ns % 1_000_000_000 != 0);
+    cache.recorded_at_ns - if fine { FINE_RACY_NS } else { RACY_NS }
 }
 
 /// One file for a worker to copy.
@@ -108,6 +126,7 @@ pub(crate) fn materialize(
             progress,
             jobs: &job_tx,
             reuse: previous.as_ref().map(|p| p.cache),
+            trusted_before_ns: previous.as_ref().map_or(0, |p| trusted_before(p.cache)),
         };
         let old_root = previous.map(|p| Arc::new(p.fd));
         let result = stager.write_dir(root, &Arc::new(root_dir), old_root, &mut PathBuf::new());
@@ -251,7 +270,7 @@ impl Stager<'_> {
     fn reuse_of(&self, old_dir: Option<&Arc<OwnedFd>>, rel: &Path) -> Option<Reuse> {
         let (old_dir, cache) = (old_dir?, self.reuse?);
         let cached = *cache.entries.get(rel.as_os_str().as_bytes())?;
-        let cutoff = cache.recorded_at_ns - RACY_NS;
+        let cutoff = self.trusted_before_ns;
         Some(Reuse {
             old_dir: Arc::clone(old_dir),
             cached,
@@ -271,8 +290,10 @@ impl Stager<'_> {
             .map_err(|e| PublishError::io("create directory", &path, e))?;
         let sub = sys::open_dir_at(dir, &entry.name)
             .map_err(|e| PublishError::io("open directory", &path, e))?;
-        sys::chmod_fd(&sub, entry.kind.mode())
-            .map_err(|e| PublishError::io("set the mode of", &path, e))?;
+        if sys::umask_alters(entry.kind.mode()) {
+            sys::chmod_fd(&sub, entry.kind.mode())
+                .map_err(|e| PublishError::io("set the mode of", &path, e))?;
+        }
         let old_sub = old_parent
             .and_then(|old| sys::open_dir_at(old.as_fd(), &entry.name).ok())
             .map(Arc::new);
@@ -394,5 +415,8 @@ fn write_file(
         file.write_all(&buf[..n])
             .map_err(|e| PublishError::io("write", &path, e))?;
     }
-    sys::chmod_fd(&file, mode).map_err(|e| PublishError::io("set the mode of", &path, e))
+    if sys::umask_alters(mode) {
+        sys::chmod_fd(&file, mode).map_err(|e| PublishError::io("set the mode of", &path, e))?;
+    }
+    Ok(())
 }

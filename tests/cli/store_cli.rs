@@ -503,3 +503,29 @@ fn gc_drops_stat_caches_so_no_capture_names_a_removed_blob() {
         b"old content"
     );
 }
+
+#[test]
+fn checkout_modes_are_exact_whatever_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new();
+    let src = env.path("src");
+    sample_tree(&src);
+    let id = env.snapshot(&src);
+    for umask in ["077", "022", "000"] {
+        let out = env.path(&format!("out-{umask}"));
+        let mut c = std::process::Command::new("sh");
+        c.arg("-c")
+            .arg(format!(
+                "umask {umask}; exec \"$0\" checkout {id} --out \"$1\""
+            ))
+            .arg(BIN)
+            .arg(&out)
+            .env("ZEROCLAW_BUNDLE_STORE", &env.store);
+        run_command(c).ok();
+        let mode = |p: &str| fs::metadata(out.join(p)).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode("notes/today.md"), 0o644, "umask {umask}");
+        assert_eq!(mode("bin/run.sh"), 0o755, "umask {umask}");
+        assert_eq!(mode("notes/deep"), 0o755, "umask {umask}");
+        assert_eq!(mode(""), 0o755, "umask {umask}");
+    }
+}
