@@ -245,7 +245,11 @@ impl<'s> Capture<'s> {
         walk: impl FnOnce(&mut Self, &mpsc::Sender<FileJob>) -> Result<R, CaptureError>,
     ) -> Result<R, CaptureError> {
         let store: &Store = self.store;
-        let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+        // Workers mostly wait on the disk: more of them than cores keeps several reads in
+        // flight, which is what a cold tree of small files needs (measured: 4 per core cut a
+        // cold capture of the benchmark corpus from 3.6-4.2 s to 2.8 s against 1 per core).
+        let workers =
+            std::thread::available_parallelism().map_or(8, |n| (n.get() * 4).clamp(4, 16));
         let (job_tx, job_rx) = mpsc::channel::<FileJob>();
         let job_rx = Mutex::new(job_rx);
         let stop = AtomicBool::new(false);

