@@ -23,7 +23,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
 use fuser::{
@@ -52,6 +52,23 @@ const NAME_MAX: u32 = 255;
 const MAX_FAULTS: usize = 64;
 /// How many opened object files the daemon keeps for reads (each holds one fd).
 const OPEN_BLOBS: usize = 256;
+/// File bytes hinted per listed directory.
+const PREFETCH_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Starts the thread that passes prefetch hints to the source; it ends when the file system
+/// (the only sender) is dropped.
+fn start_prefetcher(source: Arc<dyn ObjectSource>) -> Option<mpsc::SyncSender<Vec<ObjectId>>> {
+    let (tx, rx) = mpsc::sync_channel::<Vec<ObjectId>>(256);
+    std::thread::Builder::new()
+        .name("zeroclaw-prefetch".into())
+        .spawn(move || {
+            for ids in rx {
+                source.prefetch(&ids);
+            }
+        })
+        .ok()?;
+    Some(tx)
+}
 
 /// Why an operation fails, before it becomes an errno (see [`errno`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +156,8 @@ pub(crate) struct SnapshotFs {
     /// (the kernel stops sending opens after the first ENOSYS, see `open`). Bounded.
     open_blobs: Mutex<HashMap<u64, (Blob, u64)>>,
     reads: AtomicU64,
+    /// Queue of the prefetch thread: children of directories being listed (see `prefetch`).
+    prefetch: Option<mpsc::SyncSender<Vec<ObjectId>>>,
     faults: Arc<Faults>,
 }
 
@@ -151,6 +170,7 @@ impl SnapshotFs {
         view: View,
         faults: Arc<Faults>,
     ) -> SnapshotFs {
+        let source_for_prefetch = Arc::clone(&source);
         let trees = TreeCache::new(view.tree_cache_entries);
         let size = root_tree.total_size();
         trees.insert(root, Arc::new(root_tree));
@@ -162,7 +182,33 @@ impl SnapshotFs {
             verified: Mutex::new(HashMap::new()),
             open_blobs: Mutex::new(HashMap::new()),
             reads: AtomicU64::new(0),
+            prefetch: start_prefetcher(source_for_prefetch),
             faults,
+        }
+    }
+
+    /// Hints the children of a directory being listed to the source: subdirectory trees
+    /// first (a walk descends next), then file blobs up to [`PREFETCH_BYTES`]. A cold `find`
+    /// or `tar` over the mount then finds them on their way in. Dropped when the queue is
+    /// full: prefetching is only an optimisation.
+    fn prefetch_children(&self, tree: &Tree) {
+        let Some(queue) = &self.prefetch else { return };
+        let mut ids: Vec<ObjectId> = tree
+            .entries()
+            .iter()
+            .filter(|e| e.kind == EntryKind::Dir)
+            .map(|e| e.id)
+            .collect();
+        let mut budget = PREFETCH_BYTES;
+        for e in tree.entries().iter().filter(|e| e.kind.is_file()) {
+            if e.size > budget {
+                break;
+            }
+            budget -= e.size;
+            ids.push(e.id);
+        }
+        if !ids.is_empty() {
+            let _ = queue.try_send(ids);
         }
     }
 
@@ -332,6 +378,9 @@ impl SnapshotFs {
         mut add: impl FnMut(u64, u64, &[u8], &Node) -> bool,
     ) -> Result<(), Fault> {
         let (node, tree) = self.dir_stream(ino)?;
+        if offset == 0 {
+            self.prefetch_children(&tree);
+        }
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let entries = tree.entries();
         let mut table = self.inodes.write().unwrap_or_else(PoisonError::into_inner);

@@ -251,6 +251,14 @@ impl ObjectSource for StoreReader {
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
         self.store.objects.open_blob(id)
     }
+
+    fn prefetch(&self, ids: &[ObjectId]) {
+        for id in ids {
+            if let Ok(file) = fs::File::open(self.store.objects.path_of(id)) {
+                sys::will_need(&file);
+            }
+        }
+    }
 }
 
 #[cfg(test)]

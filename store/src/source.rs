@@ -13,6 +13,10 @@ pub trait ObjectSource: Send + Sync {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError>;
     /// Opens a blob for positioned reads (verify with [`Blob::verify`] when needed).
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError>;
+    /// Hints that these objects will be read soon (a mount passes a directory's children
+    /// as it lists them), so a cold read finds them on their way into memory. Best effort;
+    /// the default does nothing.
+    fn prefetch(&self, _ids: &[ObjectId]) {}
 }
 
 /// Finds the entry at `path` (components separated by `/`, raw bytes) below tree `root`.

@@ -1,4 +1,5 @@
-//! The store crate's only use of rustix: `syncfs(2)` and a random token for temp names.
+//! The store crate's only use of rustix: `syncfs(2)`, read-ahead hints, and a random token
+//! for temp names.
 
 use std::fs::File;
 use std::io;
@@ -8,6 +9,12 @@ use std::path::Path;
 pub fn syncfs(path: &Path) -> io::Result<()> {
     let dir = File::open(path)?;
     rustix::fs::syncfs(&dir).map_err(io::Error::from)
+}
+
+/// `posix_fadvise(WILLNEED)` on the whole file: starts reading it into the page cache in
+/// the background. Only a hint; errors are ignored.
+pub fn will_need(file: &File) {
+    let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::WillNeed);
 }
 
 /// Six random alphanumerics from the kernel's generator: unique names for temp files, lease
