@@ -4,7 +4,7 @@
 //!
 //! Module owners: `agent` (install layout, config closure, manifest, names), `sys` (every rustix call), `hooks` (test-only race seams), `capture` (the
 //! descriptor-verified walker), `publish` (staged publish and recovery), `cmd` (one file per
-//! subcommand), `cli` (argument parsing), `clock` (timestamps).
+//! subcommand), `cli` (argument parsing), `clock` (timestamps), `workers` (the I/O worker pool).
 
 pub mod agent;
 pub mod capture;
@@ -15,3 +15,4 @@ pub mod export;
 pub mod hooks;
 pub mod publish;
 pub mod sys;
+pub mod workers;

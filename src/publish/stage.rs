@@ -26,8 +26,7 @@ use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{mpsc, Arc};
 
 use zeroclaw_bundle_store::{
     DestCache, EntryKind, IdHasher, ObjectId, ObjectSource, StatEntry, StoreError, TreeEntry,
@@ -35,7 +34,7 @@ use zeroclaw_bundle_store::{
 
 use super::PublishError;
 use crate::capture::RACY_NS;
-use crate::{hooks, sys};
+use crate::{hooks, sys, workers};
 
 /// The manifest, written last at the bundle root.
 pub(crate) const MANIFEST: &[u8] = b"zeroclaw-agent.toml";
@@ -110,72 +109,45 @@ pub(crate) fn materialize(
     staging_path: &Path,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Tally, PublishError> {
-    // Workers mostly wait on the disk: more of them than cores keeps several reads in flight,
-    // which is what a cold tree of small files needs (measured: 4 per core cut a cold
-    // checkout of the benchmark corpus from 3.5 s to 2.5 s against 1 per core).
-    let workers = std::thread::available_parallelism().map_or(8, |n| (n.get() * 4).clamp(4, 16));
-    let (job_tx, job_rx) = mpsc::channel::<FileJob>();
-    let job_rx = Mutex::new(job_rx);
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|scope| {
-        for _ in 0..workers {
-            let (job_rx, stop) = (&job_rx, &stop);
-            scope.spawn(move || copy_worker(source, staging_path, job_rx, stop));
-        }
-        let mut stager = Stager {
-            source,
-            staging_path,
-            tally: Tally::default(),
-            progress,
-            jobs: &job_tx,
-            reuse: previous.as_ref().map(|p| p.cache),
-            trusted_before_ns: previous.as_ref().map_or(0, |p| trusted_before(p.cache)),
-        };
-        let old_root = previous.map(|p| Arc::new(p.fd));
-        let result = stager.write_dir(root, &Arc::new(root_dir), old_root, &mut PathBuf::new());
-        let tally = stager.tally;
-        stop.store(result.is_err(), Ordering::Relaxed);
-        drop(job_tx);
-        result.map(|()| tally)
-    })
-}
-
-/// Copies the files it is handed until the job channel closes; after a failure elsewhere
-/// (`stop`), hands jobs back uncopied.
-fn copy_worker(
-    source: &dyn ObjectSource,
-    staging_path: &Path,
-    jobs: &Mutex<mpsc::Receiver<FileJob>>,
-    stop: &AtomicBool,
-) {
-    let mut buf = vec![0u8; COPY_BUF];
-    loop {
-        let job = match jobs.lock() {
-            Ok(rx) => rx.recv(),
-            Err(_) => return,
-        };
-        let Ok(job) = job else { return };
-        let result = if stop.load(Ordering::Relaxed) {
-            Ok(false)
-        } else if job
-            .reuse
-            .as_ref()
-            .is_some_and(|r| try_reuse(r, &job.entry, job.dir.as_fd(), &mut buf))
-        {
-            Ok(true)
-        } else {
-            write_file(
+    workers::with_pool(
+        || vec![0u8; COPY_BUF],
+        |buf, job: FileJob, stopped| {
+            let result = if stopped {
+                Ok(false)
+            } else if job
+                .reuse
+                .as_ref()
+                .is_some_and(|r| try_reuse(r, &job.entry, job.dir.as_fd(), buf))
+            {
+                Ok(true)
+            } else {
+                write_file(
+                    source,
+                    staging_path,
+                    &job.entry,
+                    job.dir.as_fd(),
+                    &job.rel,
+                    buf,
+                )
+                .map(|()| false)
+            };
+            let _ = job.reply.send((job.entry.size, result));
+        },
+        |jobs| {
+            let mut stager = Stager {
                 source,
                 staging_path,
-                &job.entry,
-                job.dir.as_fd(),
-                &job.rel,
-                &mut buf,
-            )
-            .map(|()| false)
-        };
-        let _ = job.reply.send((job.entry.size, result));
-    }
+                tally: Tally::default(),
+                progress,
+                jobs,
+                reuse: previous.as_ref().map(|p| p.cache),
+                trusted_before_ns: previous.as_ref().map_or(0, |p| trusted_before(p.cache)),
+            };
+            let old_root = previous.map(|p| Arc::new(p.fd));
+            stager.write_dir(root, &Arc::new(root_dir), old_root, &mut PathBuf::new())?;
+            Ok(stager.tally)
+        },
+    )
 }
 
 fn store_error(rel: &Path, err: StoreError) -> PublishError {
