@@ -2,9 +2,13 @@
 //! `zeroclaw-bundle` binary, and what zeroclaw itself can link: descriptor-verified capture of
 //! trees into the store, the agent's config closure and manifest, staged publish.
 //!
-//! Module owners: `agent` (install layout, config closure, manifest, names), `sys` (every rustix call), `hooks` (test-only race seams), `capture` (the
-//! descriptor-verified walker), `publish` (staged publish and recovery), `cmd` (one file per
-//! subcommand), `cli` (argument parsing), `clock` (timestamps), `workers` (the I/O worker pool).
+//! Module owners:
+//! - `agent`: the install layout, config closure, manifest, risk flags, portable names;
+//! - `capture`: the descriptor-verified walker; `export`: agent capture and export (one path
+//!   from install to bundle); `publish`: staged publish, reuse and recovery;
+//! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
+//!   worker pool; `clock`: timestamps;
+//! - `cli`: argument parsing; `cmd`: one file per subcommand.
 
 pub mod agent;
 pub mod capture;
