@@ -15,6 +15,22 @@ pub fn rfc3339_utc(unix_ns: i128) -> String {
     )
 }
 
+/// Formats a time as RFC 3339 UTC with microseconds (`2026-11-29T16:37:09.123456+00:00`),
+/// the manifest's `exported_at` form; times before 1970 clamp to the epoch.
+pub fn rfc3339_utc_micros(at: std::time::SystemTime) -> String {
+    let since = at.duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = i64::try_from(since.as_secs()).unwrap_or(i64::MAX / 2);
+    let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+    let rem = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}+00:00",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        since.subsec_micros()
+    )
+}
+
 /// Now, as nanoseconds since the epoch.
 pub fn now_unix_ns() -> i128 {
     std::time::SystemTime::now()

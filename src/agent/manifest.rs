@@ -2,7 +2,7 @@
 //! serialized for `--json` reports), the `dropped` and `risk_flags` vocabularies with their wire
 //! strings, and its deterministic rendering with the fixed header comment.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::SystemTime;
 
 use serde::Serialize;
 
@@ -205,36 +205,7 @@ impl Provenance {
 
 /// `YYYY-MM-DDTHH:MM:SS.ffffff+00:00` (microseconds; times before 1970 clamp to the epoch).
 pub fn rfc3339_utc(at: SystemTime) -> String {
-    let since = at.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = since.as_secs();
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
-    let rem = secs % 86_400;
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:06}+00:00",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        since.subsec_micros()
-    )
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (
-        y,
-        u32::try_from(m).unwrap_or(1),
-        u32::try_from(d).unwrap_or(1),
-    )
+    crate::clock::rfc3339_utc_micros(at)
 }
 
 /// The manifest, as written to `zeroclaw-agent.toml`.
