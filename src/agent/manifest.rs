@@ -406,6 +406,7 @@ impl Manifest {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn manifest_reads_back() {
