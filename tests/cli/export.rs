@@ -690,31 +690,19 @@ fn unreadable_file_fails_the_export_and_keeps_the_previous_bundle() {
         .status()
         .unwrap();
     assert!(chown.success());
-    let mut c = std::process::Command::new("setpriv");
-    if is_root() {
-        c.args([
-            "--reuid",
-            "65534",
-            "--regid",
-            "65534",
-            "--clear-groups",
-            "--",
-        ]);
-    } else {
-        c.arg("--");
-    }
-    c.arg(BIN).args([
-        OsStr::new("--store"),
-        env.store.as_os_str(),
-        OsStr::new("export"),
-        OsStr::new("researcher"),
-        OsStr::new("--install"),
-        install.root.as_os_str(),
-        OsStr::new("--out"),
-        out.as_os_str(),
-        OsStr::new("--force"),
-    ]);
-    run_command(c).fails(1, "workspace/locked.md");
+    run_as_nobody(
+        &env,
+        &[
+            OsStr::new("export"),
+            OsStr::new("researcher"),
+            OsStr::new("--install"),
+            install.root.as_os_str(),
+            OsStr::new("--out"),
+            out.as_os_str(),
+            OsStr::new("--force"),
+        ],
+    )
+    .fails(1, "workspace/locked.md");
     assert!(
         read_tree(&out) == before,
         "the previous bundle is byte-for-byte intact"

@@ -449,27 +449,10 @@ fn unreadable_file_fails_the_capture_naming_it() {
     chmod(env.dir.path(), 0o777);
     fs::create_dir_all(&env.store).unwrap();
     chmod(&env.store, 0o777);
-    let mut c = std::process::Command::new("setpriv");
-    if is_root() {
-        c.args([
-            "--reuid",
-            "65534",
-            "--regid",
-            "65534",
-            "--clear-groups",
-            "--",
-        ]);
-    } else {
-        c.arg("--");
-    }
-    c.arg(BIN).args([
-        OsStr::new("--store"),
-        env.store.as_os_str(),
-        OsStr::new("snapshot"),
-        OsStr::new("--dir"),
-        src.as_os_str(),
-    ]);
-    let r = run_command(c);
+    let r = run_as_nobody(
+        &env,
+        &[OsStr::new("snapshot"), OsStr::new("--dir"), src.as_os_str()],
+    );
     r.fails(1, "could not read private/secret.md");
     chmod(&src.join("private/secret.md"), 0o644);
 }

@@ -153,6 +153,21 @@ impl TestEnv {
     }
 }
 
+/// Runs the binary as the unprivileged user `nobody` (setpriv drops privileges for this
+/// child only; as a non-root user it runs as that user), with the env's store.
+pub fn run_as_nobody<S: AsRef<OsStr>>(env: &TestEnv, args: &[S]) -> Run {
+    let mut c = Command::new("setpriv");
+    if is_root() {
+        c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
+    }
+    c.arg("--")
+        .arg(BIN)
+        .arg("--store")
+        .arg(&env.store)
+        .args(args);
+    run_command(c)
+}
+
 pub fn run_command(mut c: Command) -> Run {
     let cmd = format!("{c:?}");
     let out = c
