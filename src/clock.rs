@@ -31,11 +31,12 @@ pub fn rfc3339_utc_micros(at: std::time::SystemTime) -> String {
     )
 }
 
-/// Now, as nanoseconds since the epoch.
-pub fn now_unix_ns() -> i128 {
+/// Now, as nanoseconds since the epoch (the unit of snapshot times, stat-cache times and
+/// the racy rule).
+pub fn now_ns() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as i128)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
 

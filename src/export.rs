@@ -89,13 +89,7 @@ fn capture_plan(
 ) -> Result<AgentSnapshot> {
     let alias = plan.alias.as_str();
     let source = format!("agent {alias} at {}", install.root().display());
-    let parent = store
-        .catalog()?
-        .snapshots()?
-        .into_iter()
-        .rev()
-        .find(|s| s.source == source)
-        .map(|s| s.id);
+    let parent = store.catalog()?.latest_of_source(&source)?;
     let mut capture = Capture::begin(
         store,
         format!("agent:{}\0{alias}", install.root().display()),
@@ -169,7 +163,7 @@ fn capture_plan(
     let (report, cache_update) = capture.finish();
     let snapshot = Snapshot {
         root,
-        created_unix_ns: crate::clock::now_unix_ns(),
+        created_unix_ns: i128::from(crate::clock::now_ns()),
         host: crate::sys::hostname(),
         kind: SnapshotKind::AgentBundle,
         source,

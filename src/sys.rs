@@ -174,16 +174,6 @@ pub fn fsync(fd: impl AsFd) -> io::Result<()> {
     Ok(rustix::fs::fsync(fd)?)
 }
 
-/// Plain `renameat` (replaces an empty directory or a file).
-pub fn rename_at(
-    old_dir: BorrowedFd<'_>,
-    old: &[u8],
-    new_dir: BorrowedFd<'_>,
-    new: &[u8],
-) -> io::Result<()> {
-    Ok(rustix::fs::renameat(old_dir, old, new_dir, new)?)
-}
-
 /// `renameat2(RENAME_NOREPLACE)`: fails with EEXIST when `new` exists.
 pub fn rename_noreplace(
     old_dir: BorrowedFd<'_>,
@@ -290,11 +280,6 @@ pub fn is_symlink_refusal(e: &io::Error) -> bool {
         || code == Some(rustix::io::Errno::NOTDIR.raw_os_error())
 }
 
-/// True for "permission denied" (EACCES, EPERM).
-pub fn is_permission_denied(e: &io::Error) -> bool {
-    e.kind() == io::ErrorKind::PermissionDenied
-}
-
 /// True for the error opening a socket or a FIFO without a peer gives (ENXIO).
 pub fn is_no_such_device(e: &io::Error) -> bool {
     e.raw_os_error() == Some(rustix::io::Errno::NXIO.raw_os_error())
@@ -346,7 +331,7 @@ pub fn link_at(
 
 /// The process umask, read once from `/proc/self/status` (reading it with umask(2) would
 /// mean setting it, which races with other threads). `None` when it cannot be read.
-pub fn umask() -> Option<u32> {
+fn umask() -> Option<u32> {
     static UMASK: std::sync::OnceLock<Option<u32>> = std::sync::OnceLock::new();
     *UMASK.get_or_init(|| {
         let status = std::fs::read_to_string("/proc/self/status").ok()?;

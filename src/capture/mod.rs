@@ -164,7 +164,7 @@ impl<'s> Capture<'s> {
         cache_key: String,
         progress: ProgressBar,
     ) -> Result<Capture<'s>, StoreError> {
-        let start_ns = now_ns();
+        let start_ns = crate::clock::now_ns();
         let old_cache = store.catalog()?.load_stat_cache(&cache_key)?;
         Ok(Capture {
             store,
@@ -619,12 +619,4 @@ fn display_dir(prefix: &str) -> String {
     } else {
         prefix.trim_end_matches('/').to_string()
     }
-}
-
-/// Nanoseconds since the epoch, now.
-pub fn now_ns() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
 }

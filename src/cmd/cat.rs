@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use zeroclaw_bundle_store::{escape_name, resolve_path};
 
 use crate::cli::CatArgs;
-use crate::cmd::{resolve, split_target, Ctx, Outcome};
+use crate::cmd::{split_target, Ctx, Outcome};
 
 /// Runs `cat`.
 pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -16,7 +16,7 @@ pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
     if path.is_empty() {
         bail!("`cat` needs SNAPSHOT:PATH (a file inside the snapshot)");
     }
-    let id = resolve(&store, &reference)?;
+    let id = store.resolve(&reference)?;
     let snap = store.read_snapshot(&id)?;
     let entry = resolve_path(&store.reader(), &snap.root, &path, &id.short(12))?;
     if !entry.kind.is_file() {

@@ -4,14 +4,14 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::cli::CheckoutArgs;
-use crate::cmd::{human_bytes, resolve, Ctx, Outcome};
+use crate::cmd::{human_bytes, Ctx, Outcome};
 use crate::export::publish_snapshot;
 use crate::publish::PublishRequest;
 
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = resolve(&store, &args.snapshot)?;
+    let id = store.resolve(&args.snapshot)?;
     let snap = store.read_snapshot(&id)?;
     let published = publish_snapshot(
         &store,

@@ -4,7 +4,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::{GcArgs, RefArgs};
-use crate::cmd::{human_bytes, resolve, Ctx, Outcome};
+use crate::cmd::{human_bytes, Ctx, Outcome};
 
 /// Runs `gc`.
 pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -39,7 +39,7 @@ pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
 /// Runs `forget`.
 pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = resolve(&store, &args.snapshot)?;
+    let id = store.resolve(&args.snapshot)?;
     store.forget(&id)?;
     if ctx.json {
         ctx.print_json(&json!({ "forgotten": id }))?;

@@ -5,13 +5,13 @@ use serde_json::json;
 use zeroclaw_bundle_store::{escape_name, resolve_path, EntryKind, ObjectId, ObjectSource};
 
 use crate::cli::LsArgs;
-use crate::cmd::{resolve, split_target, Ctx, Outcome};
+use crate::cmd::{split_target, Ctx, Outcome};
 
 /// Runs `ls`.
 pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let (reference, path) = split_target(&args.target);
-    let id = resolve(&store, &reference)?;
+    let id = store.resolve(&reference)?;
     let snap = store.read_snapshot(&id)?;
     let reader = store.reader();
     let entry = resolve_path(&reader, &snap.root, &path, &id.short(12))?;

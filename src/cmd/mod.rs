@@ -20,7 +20,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use zeroclaw_bundle_store::{unescape_name, ObjectId, Store};
+use zeroclaw_bundle_store::{unescape_name, Store};
 
 use crate::cli::{Cli, Command};
 
@@ -126,11 +126,6 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Reindex => gc::run_reindex(&ctx),
         Command::Forget(args) => gc::run_forget(args, &ctx),
     }
-}
-
-/// Resolves a snapshot reference with a short catalog session.
-pub fn resolve(store: &Store, reference: &str) -> Result<ObjectId> {
-    Ok(store.resolve(reference)?)
 }
 
 /// Splits `SNAPSHOT[:PATH]` into the reference and the raw path bytes. A UTF-8 path may spell

@@ -19,7 +19,7 @@ use signal_hook::iterator::Signals;
 use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
 
 use crate::cli::{MountArgs, UmountArgs};
-use crate::cmd::{resolve, Ctx, Outcome};
+use crate::cmd::{Ctx, Outcome};
 
 /// The line the daemon child prints on its stdout once the mount answers.
 const READY: &str = "zeroclaw-bundle-mount-ready";
@@ -30,7 +30,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         return spawn_daemon(&args, ctx);
     }
     let store = ctx.store()?;
-    let id = resolve(&store, &args.snapshot)?;
+    let id = store.resolve(&args.snapshot)?;
     let snap = store.read_snapshot(&id)?;
     check_mountpoint(&args.mountpoint)?;
     let lease = store.lease(&id, &snap.root)?;

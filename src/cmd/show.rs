@@ -5,12 +5,12 @@ use serde_json::json;
 
 use crate::cli::RefArgs;
 use crate::clock::rfc3339_utc;
-use crate::cmd::{human_bytes, resolve, Ctx, Outcome};
+use crate::cmd::{human_bytes, Ctx, Outcome};
 
 /// Runs `show`.
 pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = resolve(&store, &args.snapshot)?;
+    let id = store.resolve(&args.snapshot)?;
     let snap = store.read_snapshot(&id)?;
     if ctx.json {
         let mut v = serde_json::to_value(&snap)?;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::{Snapshot, SnapshotKind, Store};
+use zeroclaw_bundle_store::{Snapshot, SnapshotKind};
 
 use crate::capture::{root, Capture, TopFilter};
 use crate::cli::SnapshotArgs;
@@ -36,7 +36,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     let source = describe(&dir);
     let fd = root::open_configured(&dir)?
         .with_context(|| format!("{} does not exist", dir.display()))?;
-    let parent = latest_of_source(&store, &source)?;
+    let parent = store.catalog()?.latest_of_source(&source)?;
     let mut capture = Capture::begin(
         &store,
         format!("dir:{source}"),
@@ -47,7 +47,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     let (report, cache_update) = capture.finish();
     let snap = Snapshot {
         root: walked.id,
-        created_unix_ns: crate::clock::now_unix_ns(),
+        created_unix_ns: i128::from(crate::clock::now_ns()),
         host: crate::sys::hostname(),
         kind: SnapshotKind::Tree,
         source,
@@ -99,18 +99,4 @@ fn describe(dir: &Path) -> String {
         _ => abs.clone(),
     };
     resolved.to_string_lossy().into_owned()
-}
-
-/// The newest snapshot of the same source (the new one's parent).
-fn latest_of_source(
-    store: &Store,
-    source: &str,
-) -> Result<Option<zeroclaw_bundle_store::ObjectId>> {
-    Ok(store
-        .catalog()?
-        .snapshots()?
-        .into_iter()
-        .rev()
-        .find(|s| s.source == source)
-        .map(|s| s.id))
 }

@@ -210,7 +210,7 @@ pub fn record_destination(
             path: dest.to_path_buf(),
         });
     };
-    let recorded_at_ns = crate::capture::now_ns();
+    let recorded_at_ns = crate::clock::now_ns();
     let parent_fd = sys::open_dir_path(parent).map_err(|e| PublishError::io("open", parent, e))?;
     let dir = sys::open_dir_at(parent_fd.as_fd(), name.as_bytes())
         .map_err(|e| PublishError::io("open", dest, e))?;

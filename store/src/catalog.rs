@@ -266,6 +266,16 @@ impl Catalog {
         Ok(out)
     }
 
+    /// The newest snapshot captured from `source` (a new capture's parent).
+    pub fn latest_of_source(&self, source: &str) -> Result<Option<ObjectId>, StoreError> {
+        Ok(self
+            .snapshots()?
+            .into_iter()
+            .rev()
+            .find(|s| s.source == source)
+            .map(|s| s.id))
+    }
+
     /// Which snapshot a name points at.
     pub fn name_target(&self, name: &str) -> Result<Option<ObjectId>, StoreError> {
         let v = self.names.get(name.as_bytes()).map_err(|e| self.err(e))?;

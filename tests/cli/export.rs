@@ -401,85 +401,68 @@ fn root_component_races_fail() {
     r.fails(1, "replaced");
 }
 
+/// A fresh install exported to `bundle` with the `classify-open` hook running the command
+/// that `cmd` builds when the walker reaches `path`.
+fn raced_export(path: &str, cmd: impl Fn(&TestEnv, &Install) -> String) -> (TestEnv, PathBuf, Run) {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("bundle");
+    let cmd = cmd(&env, &install);
+    let run = export(
+        &env,
+        &install,
+        &out,
+        &[],
+        &hook("classify-open", path, &cmd),
+    );
+    (env, out, run)
+}
+
 #[test]
 fn entry_races_in_workspace_and_skills() {
     // notes.md becomes a relative symlink to memory (inside the root): fail closed.
-    let env = TestEnv::new();
-    let install = Install::new(&env);
-    let cmd = format!(
-        "cd {} && rm notes.md && ln -s memory/brain.db notes.md",
-        install.ws().display()
-    );
-    let out = env.path("bundle");
-    export(
-        &env,
-        &install,
-        &out,
-        &[],
-        &hook("classify-open", "workspace/notes.md", &cmd),
-    )
-    .fails(1, "workspace/notes.md was swapped for a symlink");
+    let (_env, out, run) = raced_export("workspace/notes.md", |_, i| {
+        format!(
+            "cd {} && rm notes.md && ln -s memory/brain.db notes.md",
+            i.ws().display()
+        )
+    });
+    run.fails(1, "workspace/notes.md was swapped for a symlink");
     assert!(!out.exists());
     // web_search becomes a symlink to the excluded internal_only: fail closed.
-    let env = TestEnv::new();
-    let install = Install::new(&env);
-    let out = env.path("bundle");
-    let cmd = format!(
-        "cd {} && mv web_search ws.aside && ln -s internal_only web_search",
-        install.skills().display()
-    );
-    export(
-        &env,
-        &install,
-        &out,
-        &[],
-        &hook("classify-open", "skills/research_tools/web_search", &cmd),
-    )
-    .fails(
+    let (_env, out, run) = raced_export("skills/research_tools/web_search", |_, i| {
+        format!(
+            "cd {} && mv web_search ws.aside && ln -s internal_only web_search",
+            i.skills().display()
+        )
+    });
+    run.fails(
         1,
         "skills/research_tools/web_search was swapped for a symlink",
     );
+    assert!(!out.exists());
     // The admitted skill renamed aside and the excluded one renamed into its place: skipped.
-    let env = TestEnv::new();
-    let install = Install::new(&env);
-    let out = env.path("bundle");
-    let cmd = format!(
-        "cd {} && mv web_search ws.aside && mv internal_only web_search",
-        install.skills().display()
-    );
-    let v = export(
-        &env,
-        &install,
-        &out,
-        &[],
-        &hook("classify-open", "skills/research_tools/web_search", &cmd),
-    )
-    .ok()
-    .json();
+    let (_env, out, run) = raced_export("skills/research_tools/web_search", |_, i| {
+        format!(
+            "cd {} && mv web_search ws.aside && mv internal_only web_search",
+            i.skills().display()
+        )
+    });
+    let v = run.ok().json();
     assert_eq!(v["tallies"][1]["replaced"], 1, "{v}");
     for (path, bytes) in all_bytes(&out) {
         assert!(!contains(&bytes, b"internal runbook"), "{path}");
     }
     // A host file renamed over notes.md: skipped as replaced, host bytes absent.
-    let env = TestEnv::new();
-    let install = Install::new(&env);
-    let out = env.path("bundle");
-    let cmd = format!(
-        "cp {} {}/h && mv {}/h {}/notes.md",
-        env.path("host/secret.txt").display(),
-        install.ws().display(),
-        install.ws().display(),
-        install.ws().display()
-    );
-    let v = export(
-        &env,
-        &install,
-        &out,
-        &[],
-        &hook("classify-open", "workspace/notes.md", &cmd),
-    )
-    .ok()
-    .json();
+    let (_env, out, run) = raced_export("workspace/notes.md", |env, i| {
+        let ws = i.ws();
+        format!(
+            "cp {} {1}/h && mv {1}/h {1}/notes.md",
+            env.path("host/secret.txt").display(),
+            ws.display()
+        )
+    });
+    let v = run.ok().json();
     assert_eq!(v["tallies"][0]["replaced"], 1, "{v}");
     for (path, bytes) in all_bytes(&out) {
         assert!(!contains(&bytes, b"HOST SECRET BYTES"), "{path}");

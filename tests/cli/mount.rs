@@ -72,6 +72,16 @@ fn mount_daemon<'a>(env: &'a TestEnv, snapshot: &str, at: &Path) -> Mounted<'a> 
     }
 }
 
+/// A fresh env with the sample snapshot, or `None` (after the CI check) without FUSE.
+fn sample_if_fuse() -> Option<(TestEnv, String)> {
+    if !fuse_available() {
+        return None;
+    }
+    let env = TestEnv::new();
+    let id = sample(&env);
+    Some((env, id))
+}
+
 fn sample(env: &TestEnv) -> String {
     let src = env.path("src");
     write(&src.join("README.md"), b"# hello\n");
@@ -86,11 +96,9 @@ fn sample(env: &TestEnv) -> String {
 
 #[test]
 fn mounted_tree_equals_checkout_and_is_read_only() {
-    if !fuse_available() {
+    let Some((env, id)) = sample_if_fuse() else {
         return;
-    }
-    let env = TestEnv::new();
-    let id = sample(&env);
+    };
     let out = env.path("checkout");
     env.run(&[
         OsStr::new("checkout"),
@@ -159,11 +167,9 @@ fn mounted_tree_equals_checkout_and_is_read_only() {
 
 #[test]
 fn umount_and_sigterm_leave_no_mount() {
-    if !fuse_available() {
+    let Some((env, id)) = sample_if_fuse() else {
         return;
-    }
-    let env = TestEnv::new();
-    let id = sample(&env);
+    };
     let mnt = env.path("mnt");
     let m = mount_daemon(&env, &id, &mnt);
     env.run(&[OsStr::new("umount"), mnt.as_os_str()]).ok();
@@ -206,11 +212,9 @@ fn umount_and_sigterm_leave_no_mount() {
 
 #[test]
 fn snapshot_and_gc_work_while_mounted_and_gc_keeps_what_is_served() {
-    if !fuse_available() {
+    let Some((env, id)) = sample_if_fuse() else {
         return;
-    }
-    let env = TestEnv::new();
-    let id = sample(&env);
+    };
     let mnt = env.path("mnt");
     let _m = mount_daemon(&env, &id, &mnt);
     // The catalog is not held: another capture runs now.
@@ -227,11 +231,9 @@ fn snapshot_and_gc_work_while_mounted_and_gc_keeps_what_is_served() {
 
 #[test]
 fn bad_mountpoints_get_one_clear_error() {
-    if !fuse_available() {
+    let Some((env, id)) = sample_if_fuse() else {
         return;
-    }
-    let env = TestEnv::new();
-    let id = sample(&env);
+    };
     let try_mount = |at: &Path| {
         env.run(&[
             OsStr::new("mount"),
@@ -256,11 +258,9 @@ fn bad_mountpoints_get_one_clear_error() {
 
 #[test]
 fn a_killed_server_leaves_a_stale_mount_that_is_explained() {
-    if !fuse_available() {
+    let Some((env, id)) = sample_if_fuse() else {
         return;
-    }
-    let env = TestEnv::new();
-    let id = sample(&env);
+    };
     let mnt = env.path("mnt");
     let m = mount_daemon(&env, &id, &mnt);
     let pids = std::process::Command::new("pgrep")
