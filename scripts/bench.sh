@@ -607,6 +607,8 @@ section_export() {
 	mv "$CORPUS" "$ws"
 	cat >"$inst/config.toml" <<'EOF'
 # minimal ZeroClaw install for the benchmark: one agent, one model provider
+schema_version = 3
+
 [providers.models.openai.main]
 model = "gpt-4o"
 

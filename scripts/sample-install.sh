@@ -7,6 +7,8 @@ set -euo pipefail
 root=${1:?usage: sample-install.sh DIR}
 mkdir -p "$root"
 cat > "$root/config.toml" <<'EOF'
+schema_version = 3
+
 [providers.models.anthropic.main]
 api_key = "sk-ant-SAMPLE-SECRET-0001"
 model = "claude-opus-5"

@@ -82,6 +82,11 @@ pub struct SnapshotArgs {
     /// The zeroclaw version recorded in the manifest's provenance (set by `zeroclaw bundle`)
     #[arg(long, value_name = "VERSION", conflicts_with = "dir")]
     pub zeroclaw_version: Option<String>,
+    /// Leave out bundle entries matching GLOB (repeatable; bundle paths such as
+    /// `workspace/USER.md` or `workspace/**/*.log`); each is listed in the manifest's `dropped`,
+    /// and a pattern that matches nothing fails the capture
+    #[arg(long, value_name = "GLOB", conflicts_with = "dir")]
+    pub exclude: Vec<String>,
 }
 
 /// `export`.
@@ -101,6 +106,11 @@ pub struct ExportArgs {
     /// The zeroclaw version recorded in the manifest's provenance (set by `zeroclaw bundle`)
     #[arg(long, value_name = "VERSION")]
     pub zeroclaw_version: Option<String>,
+    /// Leave out bundle entries matching GLOB (repeatable; bundle paths such as
+    /// `workspace/USER.md` or `workspace/**/*.log`); each is listed in the manifest's `dropped`,
+    /// and a pattern that matches nothing fails the capture
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
 }
 
 /// A command taking one snapshot reference.

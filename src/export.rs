@@ -15,10 +15,11 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::agent::{
-    plan_export, CaptureOutcome, ExportPlan, Install, Provenance, RenderedBundle, TreeSource,
-    CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
+    plan_export, BundleFilter, CaptureOutcome, ExportPlan, Install, Provenance, RenderedBundle,
+    TreeSource, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
 };
-use crate::capture::{root, Capture, CaptureStats, TopFilter};
+use crate::capture::{root, Capture, CaptureStats};
+use crate::credentials::CredentialFinding;
 use crate::publish::{check_request, publish, record_destination, PublishRequest, Published};
 
 /// An agent captured into the store.
@@ -35,7 +36,34 @@ pub struct AgentSnapshot {
     pub skills_carried: u64,
     /// Work done (hashed vs. reused from the stat cache).
     pub stats: CaptureStats,
+    /// Paths scrubbed only by the credential-name rule, with the rule (also in the manifest's
+    /// `required_secrets`).
+    pub scrubbed_by_name: Vec<(String, &'static str)>,
+    /// Values that look like credentials and travel as written: dotted config paths of the
+    /// closure, then bundle file paths with their line. Never the values.
+    pub credential_findings: Vec<CredentialFinding>,
+    /// Workspace files ZeroClaw's templates describe as facts about the human or long-term
+    /// memory (`USER.md`, `MEMORY.md`) that this bundle carries.
+    pub personal_files: Vec<String>,
 }
+
+/// What the operator chose for one agent capture.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AgentCaptureOptions<'a> {
+    /// A name for the snapshot (`snapshot --name`).
+    pub name: Option<&'a str>,
+    /// The zeroclaw version recorded in the manifest's provenance.
+    pub zeroclaw_version: Option<&'a str>,
+    /// `--exclude` patterns (bundle paths, globs).
+    pub excludes: &'a [String],
+}
+
+/// Workspace files ZeroClaw's templates describe as personal: facts about the human
+/// (`USER.md`) and the agent's long-term memory (`MEMORY.md`).
+pub const PERSONAL_FILES: &[&str] = &["USER.md", "MEMORY.md"];
+
+/// Carried files larger than this are not scanned for credential-looking values.
+const SCAN_LIMIT: u64 = 1 << 20;
 
 /// Where the install is: `--install`, else `$ZEROCLAW_HOME`, else `~/.zeroclaw`.
 pub fn install_root(flag: Option<&Path>) -> Result<PathBuf> {
@@ -70,24 +98,25 @@ pub fn capture_agent(
     store: &Store,
     install_dir: &Path,
     alias: &str,
-    name: Option<String>,
-    zeroclaw_version: Option<&str>,
+    options: AgentCaptureOptions<'_>,
     progress: ProgressBar,
 ) -> Result<AgentSnapshot> {
     let install = Install::load(install_dir)?;
     let plan = plan_export(&install, alias)?;
-    capture_plan(store, &install, &plan, name, zeroclaw_version, progress)
+    let filter = BundleFilter::new(options.excludes)?;
+    capture_plan(store, &install, &plan, options, &filter, progress)
 }
 
 fn capture_plan(
     store: &Store,
     install: &Install,
     plan: &ExportPlan,
-    name: Option<String>,
-    zeroclaw_version: Option<&str>,
+    options: AgentCaptureOptions<'_>,
+    filter: &BundleFilter,
     progress: ProgressBar,
 ) -> Result<AgentSnapshot> {
     let alias = plan.alias.as_str();
+    let keep = |path: &str| filter.keeps(path);
     let source = format!("agent {alias} at {}", install.root().display());
     let parent = store.catalog()?.latest_of_source(&source)?;
     let mut capture = Capture::begin(
@@ -100,7 +129,7 @@ fn capture_plan(
     let workspace = match open_source(&plan.workspace)
         .with_context(|| format!("could not open the workspace of agent {alias}"))?
     {
-        Some(fd) => Some(capture.walk(fd, WORKSPACE_DIR, TopFilter::Workspace)?),
+        Some(fd) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
         None => None,
     };
     let mut outcome = CaptureOutcome::default();
@@ -119,7 +148,7 @@ fn capture_plan(
         let fd = open_source(&skill.source)
             .with_context(|| format!("could not open skill bundle `{}`", skill.alias))?;
         let walked = match fd {
-            Some(fd) => capture.walk_skill_bundle(fd, &label, &|n| skill.admits(n))?,
+            Some(fd) => capture.walk_skill_bundle(fd, &label, &|n| skill.admits(n), &keep)?,
             None => None,
         };
         match walked {
@@ -142,7 +171,32 @@ fn capture_plan(
         });
     }
 
-    let provenance = Provenance::for_export(zeroclaw_version, std::time::SystemTime::now());
+    let unmatched = filter.unmatched();
+    if !unmatched.is_empty() {
+        anyhow::bail!(
+            "--exclude '{}' matched nothing in the bundle of agent {alias}, so nothing was \
+             recorded; check the spelling (patterns are bundle paths such as workspace/USER.md)",
+            unmatched.join("', '")
+        );
+    }
+    outcome.excluded = filter.dropped();
+    let personal_files = match &workspace {
+        Some(w) if w.files > 0 => {
+            let tree = store.read_tree(&w.id)?;
+            PERSONAL_FILES
+                .iter()
+                .filter(|f| {
+                    tree.entries()
+                        .iter()
+                        .any(|e| e.name == f.as_bytes() && e.kind.is_file())
+                })
+                .map(|f| format!("{WORKSPACE_DIR}/{f}"))
+                .collect()
+        }
+        _ => Vec::new(),
+    };
+
+    let provenance = Provenance::for_export(options.zeroclaw_version, std::time::SystemTime::now());
     let bundle = plan
         .render(&outcome, &provenance)
         .with_context(|| format!("could not render the bundle of agent {alias}"))?;
@@ -159,6 +213,8 @@ fn capture_plan(
         });
     }
     let root = store.write_tree(&Tree::from_entries(top)?)?;
+    let mut credential_findings = plan.config_findings().to_vec();
+    credential_findings.extend(scan_files(store, &root)?);
     let stats = capture.stats();
     let (report, cache_update) = capture.finish();
     let snapshot = Snapshot {
@@ -168,7 +224,7 @@ fn capture_plan(
         kind: SnapshotKind::AgentBundle,
         source,
         agent: Some(alias.to_string()),
-        name,
+        name: options.name.map(str::to_string),
         parent,
         report,
     };
@@ -182,7 +238,51 @@ fn capture_plan(
         sources: source_trees(plan),
         skills_carried,
         stats,
+        scrubbed_by_name: plan.scrubbed_by_name().to_vec(),
+        credential_findings,
+        personal_files,
     })
+}
+
+/// Scans the carried text files of a bundle tree (up to [`SCAN_LIMIT`] each; a file with a NUL
+/// in its first 8 KiB is binary and skipped) for credential-looking values, line by line. The
+/// two bundle files are skipped: the closure was scanned by dotted path when planning.
+fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> {
+    let mut findings = Vec::new();
+    let mut stack = vec![(String::new(), *root)];
+    while let Some((prefix, id)) = stack.pop() {
+        let tree = store.read_tree(&id)?;
+        for entry in tree.entries() {
+            let name = zeroclaw_bundle_store::escape_name(&entry.name);
+            let path = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            match entry.kind {
+                EntryKind::Dir => stack.push((path, entry.id)),
+                _ if prefix.is_empty() => {}
+                _ if entry.size > SCAN_LIMIT => {}
+                _ => {
+                    let bytes = store.objects().read_verified(&entry.id)?;
+                    if bytes[..bytes.len().min(8192)].contains(&0) {
+                        continue;
+                    }
+                    let text = String::from_utf8_lossy(&bytes);
+                    for (index, line) in text.lines().enumerate() {
+                        if let Some(reason) = crate::credentials::detect(line) {
+                            findings.push(CredentialFinding {
+                                location: format!("{path}:{}", index + 1),
+                                reason,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    findings.sort_by(|a, b| a.location.cmp(&b.location));
+    Ok(findings)
 }
 
 /// Captures the agent, then publishes its snapshot to `out`.
@@ -190,13 +290,14 @@ pub fn export(
     store: &Store,
     install_dir: &Path,
     alias: &str,
-    zeroclaw_version: Option<&str>,
+    options: AgentCaptureOptions<'_>,
     out: &Path,
     force: bool,
     progress: ProgressBar,
 ) -> Result<(AgentSnapshot, Published)> {
     let install = Install::load(install_dir)?;
     let plan = plan_export(&install, alias)?;
+    let filter = BundleFilter::new(options.excludes)?;
     let sources = source_trees(&plan);
     let context = || {
         format!(
@@ -212,7 +313,7 @@ pub fn export(
         reuse: None,
     };
     check_request(&request).with_context(context)?;
-    let captured = capture_plan(store, &install, &plan, None, zeroclaw_version, progress)?;
+    let captured = capture_plan(store, &install, &plan, options, &filter, progress)?;
     let published =
         publish_snapshot(store, &captured.snapshot.root, &request).with_context(context)?;
     Ok((captured, published))

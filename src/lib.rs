@@ -15,6 +15,7 @@ pub mod capture;
 pub mod cli;
 pub mod clock;
 pub mod cmd;
+pub mod credentials;
 pub mod export;
 pub mod hooks;
 pub mod publish;

@@ -37,6 +37,8 @@ pub struct CaptureOutcome {
     /// Whether `workspace/<identity_document>` was carried as a regular file. Only read when the
     /// plan retains an identity document; `false` drops the reference (`source_missing`).
     pub identity_document_carried: bool,
+    /// Entries the operator's `--exclude` patterns left out (`BundleFilter::dropped`).
+    pub excluded: Vec<Dropped>,
 }
 
 /// The two bundle files, and the manifest in structured form for reports.
@@ -83,6 +85,7 @@ impl ExportPlan {
 
         let mut closure = self.closure.clone();
         let mut dropped = self.dropped.clone();
+        dropped.extend(outcome.excluded.iter().cloned());
         if let Some(document) = &self.identity_document {
             if !outcome.identity_document_carried {
                 if let Some(Node::Table(identity)) =

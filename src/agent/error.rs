@@ -45,14 +45,45 @@ pub enum AgentError {
         /// What is wrong with it.
         problem: String,
     },
-    /// An `enc:`/`enc2:` value survived the scrub: the export must not be written.
+    /// An `enc:`/`enc2:` value survived the scrub: the export must not be written. Secret
+    /// fields never get here (they are blanked whatever they hold); this is ciphertext in a
+    /// field the schema does not mark secret.
     #[error(
-        "refusing to write the bundle: encrypted config ciphertext survived scrubbing at {path}; \
-         a standalone exporter cannot decrypt it, so set that field in plain text or remove it and export again"
+        "refusing to write the bundle: {path} holds encrypted config ciphertext, but ZeroClaw's \
+         schema does not mark that field secret, so it is not scrubbed and this tool cannot \
+         decrypt it; unset {path} in this install's config (keep any credential in a field the \
+         schema marks secret, where it is scrubbed and listed in required_secrets) and export again"
     )]
     CiphertextSurvived {
         /// Dotted path of the value.
         path: String,
+    },
+    /// The config's `schema_version` is newer than the pinned ZeroClaw schema this crate reads.
+    #[error(
+        "config.toml has schema_version {found}, newer than schema version {supported} that this \
+         zeroclaw-bundle reads; export it with a zeroclaw-bundle built for schema version {found}"
+    )]
+    SchemaTooNew {
+        /// The version the config declares.
+        found: i64,
+        /// The version this crate reads.
+        supported: i64,
+    },
+    /// The config's `schema_version` is older than the pinned one (ZeroClaw migrates it on
+    /// load; this crate does not re-implement that migration).
+    #[error(
+        "config.toml is schema_version {found}{}; this zeroclaw-bundle reads schema version \
+         {supported} only: run `zeroclaw config migrate` on this install to write the migrated \
+         config, then export again",
+        if *implicit { " (it has no schema_version key)" } else { "" }
+    )]
+    SchemaTooOld {
+        /// The version the config declares (1 when the key is absent).
+        found: i64,
+        /// The version this crate reads.
+        supported: i64,
+        /// Whether the version was implied by a missing `schema_version`.
+        implicit: bool,
     },
     /// The rendered fragment fails a reference check on its own (the closure gate).
     #[error(
@@ -65,6 +96,14 @@ pub enum AgentError {
         /// Dotted path of the failing field.
         field: String,
         /// Why it fails.
+        problem: String,
+    },
+    /// An `export --exclude` pattern cannot be used.
+    #[error("--exclude '{pattern}' {problem}")]
+    InvalidExclude {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
         problem: String,
     },
     /// A bundle manifest does not follow format 1.

@@ -162,6 +162,69 @@ pub(crate) fn server_flags(servers: &[(String, Table)]) -> Vec<RiskFlag> {
     flags
 }
 
+/// Provider entries of the closure whose family runs a host process (the schema module's
+/// `SUBPROCESS_PROVIDERS`): a `process_spawn` flag naming the binary, its arguments and its
+/// working directory, and an `env_passthrough` flag naming the host variables it receives. Like
+/// a stdio MCP server, such a provider runs with the target host's environment.
+pub(crate) fn provider_flags(closure: &Table) -> Vec<RiskFlag> {
+    let mut flags = Vec::new();
+    for (section, family, default_binary) in super::schema::SUBPROCESS_PROVIDERS {
+        let Some(entries) = closure
+            .lookup(&["providers", section, family])
+            .and_then(Node::as_table)
+        else {
+            continue;
+        };
+        for (alias, entry) in entries.iter() {
+            let Some(entry) = entry.as_table() else {
+                continue;
+            };
+            let at = format!("providers.{section}.{family}.{alias}");
+            let binary = entry
+                .get("binary_path")
+                .and_then(Node::as_str)
+                .filter(|b| !b.trim().is_empty());
+            let mut line = match binary {
+                Some(b) => b.to_string(),
+                None => format!("{default_binary} (looked up on PATH)"),
+            };
+            let args = strings(entry.get("extra_args"));
+            if !args.is_empty() {
+                line.push(' ');
+                line.push_str(&args.join(" "));
+            }
+            if let Some(dir) = entry
+                .get("working_directory")
+                .and_then(Node::as_str)
+                .filter(|d| !d.is_empty())
+            {
+                line.push_str(&format!(", in {dir}"));
+            }
+            flags.push(RiskFlag::new(
+                RiskKind::ProcessSpawn,
+                if binary.is_some() {
+                    format!("{at}.binary_path")
+                } else {
+                    at.clone()
+                },
+                format!("the provider starts a local process on the target host: {line}"),
+            ));
+            let passthrough = strings(entry.get("env_passthrough"));
+            if !passthrough.is_empty() {
+                flags.push(RiskFlag::new(
+                    RiskKind::EnvPassthrough,
+                    format!("{at}.env_passthrough"),
+                    format!(
+                        "host environment variables are forwarded into the provider process: {}",
+                        passthrough.join(", ")
+                    ),
+                ));
+            }
+        }
+    }
+    flags
+}
+
 /// The string elements of an array (anything else reads as empty).
 pub(crate) fn strings(node: Option<&Node>) -> Vec<String> {
     node.and_then(Node::as_array)

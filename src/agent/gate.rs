@@ -404,8 +404,7 @@ fn check_model_providers(root: &Table) -> Check {
 /// The scrub, checked again on what will be written: secret fields empty, no ciphertext.
 fn check_scrubbed(root: &Table) -> Check {
     let mut copy = root.clone();
-    let mut leaked = Vec::new();
-    schema::scrub_secrets(&mut copy, &mut leaked);
+    let leaked = schema::scrub_secrets(&mut copy).required;
     if let Some(path) = leaked.into_iter().next() {
         return Err((path, "holds a secret after scrubbing".into()));
     }

@@ -18,6 +18,7 @@
 
 mod bundle;
 mod error;
+mod filter;
 mod flags;
 mod gate;
 mod install;
@@ -31,6 +32,7 @@ mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
 pub use error::AgentError;
+pub use filter::BundleFilter;
 pub use install::Install;
 pub use layout::{
     workspace_entry_included, BUNDLE_FORMAT_VERSION, CONFIG_FILE, MANIFEST_FILE,
@@ -40,6 +42,7 @@ pub use manifest::{
     rfc3339_utc, DropReason, Dropped, Manifest, Provenance, RiskFlag, RiskKind, MANIFEST_HEADER,
 };
 pub use plan::{plan_export, ExportPlan, SkillSource, TreeSource, MAX_FALLBACK_DEPTH};
+pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_SCHEMA_COMMIT};
 
 #[cfg(test)]
 mod tests;

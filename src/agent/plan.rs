@@ -10,12 +10,13 @@ use std::collections::HashSet;
 use std::path::{Component, Path, PathBuf};
 
 use super::error::AgentError;
-use super::flags::{policy_flags, server_flags};
+use super::flags::{policy_flags, provider_flags, server_flags};
 use super::install::Install;
 use super::manifest::{DropReason, Dropped, RiskFlag, RiskKind};
 use super::names::{portable_identity_path, unportable_reason};
 use super::schema;
 use super::value::{Node, Table};
+use crate::credentials::CredentialFinding;
 
 /// Maximum depth of the model-provider fallback walk (roots are depth 0).
 pub const MAX_FALLBACK_DEPTH: usize = 3;
@@ -87,6 +88,8 @@ pub struct ExportPlan {
     pub(crate) identity_document: Option<String>,
     pub(crate) closure: Table,
     pub(crate) required_secrets: Vec<String>,
+    pub(crate) scrubbed_by_name: Vec<(String, &'static str)>,
+    pub(crate) config_findings: Vec<CredentialFinding>,
     pub(crate) dropped: Vec<Dropped>,
     pub(crate) policy_flags: Vec<RiskFlag>,
 }
@@ -101,6 +104,18 @@ impl ExportPlan {
     /// Dotted config paths scrubbed to `""`, sorted and deduplicated.
     pub fn required_secrets(&self) -> &[String] {
         &self.required_secrets
+    }
+
+    /// Scrubbed paths that no schema secret field covers, caught by the credential-name rule
+    /// (`*_token`, `*secret*`, ...), with the rule that matched. Also in `required_secrets`.
+    pub fn scrubbed_by_name(&self) -> &[(String, &'static str)] {
+        &self.scrubbed_by_name
+    }
+
+    /// Values of the scrubbed closure that look like credentials (they travel as written), by
+    /// dotted config path. Never the values themselves.
+    pub fn config_findings(&self) -> &[CredentialFinding] {
+        &self.config_findings
     }
 
     /// The `dropped` entries known before the capture (the capture may add `source_missing`).
@@ -134,6 +149,7 @@ pub(crate) fn carried_skills_flag(alias: &str) -> RiskFlag {
 pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentError> {
     let config = &install.config;
     let root = install.root();
+    check_schema_version(config)?;
     let agents = match config.get("agents") {
         None => None,
         Some(Node::Table(t)) => Some(t),
@@ -179,8 +195,9 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     let risk_profile = trimmed(opt_str(agent, "risk_profile", &agent_path)?);
     if let Some(r) = risk_profile {
         if let Some(profile) = lookup_table(config, &["risk_profiles", r])? {
-            let mut pruned = schema::prune(profile, &schema::risk_profile_defaults());
-            if pruned.remove("approval_route").is_some() {
+            // Never pruned: every key of a risk profile bounds what the agent may do.
+            let mut carried = profile.clone();
+            if carried.remove("approval_route").is_some() {
                 planner.dropped.push(Dropped::new(
                     format!("risk_profiles.{r}.approval_route"),
                     DropReason::HostSpecific,
@@ -192,17 +209,17 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
             }
             planner
                 .closure
-                .insert_at(&["risk_profiles", r], Node::Table(pruned));
+                .insert_at(&["risk_profiles", r], Node::Table(carried));
         }
     }
     let runtime_profile = trimmed(opt_str(agent, "runtime_profile", &agent_path)?);
     let mut profile_summary_provider = None;
     if let Some(p) = runtime_profile {
         if let Some(profile) = lookup_table(config, &["runtime_profiles", p])? {
-            let pruned = schema::prune(profile, &schema::runtime_profile_defaults());
+            // Never pruned: budgets and delegation depth bound what the agent may do.
             planner
                 .closure
-                .insert_at(&["runtime_profiles", p], Node::Table(pruned));
+                .insert_at(&["runtime_profiles", p], Node::Table(profile.clone()));
             if let Some(cc) = profile.get("context_compression").and_then(Node::as_table) {
                 profile_summary_provider = opt_str(
                     cc,
@@ -285,11 +302,23 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     }
 
     // 7. Scrub, then make sure no ciphertext survived anywhere.
-    let mut required_secrets = Vec::new();
-    schema::scrub_secrets(&mut planner.closure, &mut required_secrets);
+    let scrubbed = schema::scrub_secrets(&mut planner.closure);
     if let Some(path) = schema::find_ciphertext(&planner.closure) {
         return Err(AgentError::CiphertextSurvived { path });
     }
+    let mut config_findings = Vec::new();
+    super::value::walk_strings(
+        "",
+        &Node::Table(planner.closure.clone()),
+        &mut |path, value| {
+            if let Some(reason) = crate::credentials::detect(value) {
+                config_findings.push(CredentialFinding {
+                    location: path.to_string(),
+                    reason,
+                });
+            }
+        },
+    );
 
     // 8. Memory never travels in format 1.
     planner.dropped.push(Dropped::new(
@@ -308,6 +337,7 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     // 9. Risk flags from the source config.
     let mut flags = policy_flags(config, alias, agent);
     flags.extend(server_flags(&granted));
+    flags.extend(provider_flags(&planner.closure));
 
     Ok(ExportPlan {
         alias: alias.to_string(),
@@ -315,10 +345,47 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
         skills,
         identity_document,
         closure: planner.closure,
-        required_secrets,
+        required_secrets: scrubbed.required,
+        scrubbed_by_name: scrubbed.by_name,
+        config_findings,
         dropped: planner.dropped,
         policy_flags: flags,
     })
+}
+
+/// Refuse a config whose `schema_version` this crate does not read (schema module: the pinned
+/// version). ZeroClaw reads a missing key as version 1 and migrates older versions in memory;
+/// that migration rewrites whole sections, so an older config is refused by name instead of
+/// being half understood.
+fn check_schema_version(config: &Table) -> Result<(), AgentError> {
+    let found = match config.get("schema_version") {
+        None => 1,
+        Some(Node::Int(v)) if *v >= 1 => *v,
+        Some(Node::Int(v)) => {
+            return Err(invalid(
+                "schema_version",
+                format!("must be a positive integer, not {v}"),
+            ))
+        }
+        Some(other) => {
+            return Err(invalid(
+                "schema_version",
+                format!("must be a positive integer, not {}", other.type_name()),
+            ))
+        }
+    };
+    match found.cmp(&schema::SUPPORTED_SCHEMA_VERSION) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err(AgentError::SchemaTooNew {
+            found,
+            supported: schema::SUPPORTED_SCHEMA_VERSION,
+        }),
+        std::cmp::Ordering::Less => Err(AgentError::SchemaTooOld {
+            found,
+            supported: schema::SUPPORTED_SCHEMA_VERSION,
+            implicit: config.get("schema_version").is_none(),
+        }),
+    }
 }
 
 struct Planner<'a> {
@@ -383,9 +450,10 @@ impl Planner<'_> {
             self.dropped.push(Dropped::new(
                 at("delegate_same_risk_profile"),
                 DropReason::Relational,
-                "auto-delegation to same-profile peers would name agents on the target install \
-                 that this agent has never been paired with; the imported agent arrives with no \
-                 delegate reach",
+                "auto-delegation to same-profile peers is on for this agent (ZeroClaw's default \
+                 when the key is unset); it would reach agents on the target install that this \
+                 agent has never been paired with, so the bundle sets it to false and the \
+                 imported agent arrives with no delegate reach",
             ));
         }
         entry.insert("delegate_same_risk_profile", Node::Bool(false));

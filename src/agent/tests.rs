@@ -11,6 +11,8 @@ use super::value::{Node, Table};
 use super::*;
 
 const BASE: &str = r#"
+schema_version = 3
+
 [risk_profiles.guarded]
 
 [mcp_bundles.research]
@@ -202,6 +204,7 @@ fn all_carried(plan: &ExportPlan) -> CaptureOutcome {
         carried_skill_bundles: plan.skills.iter().map(|s| s.alias.clone()).collect(),
         missing_skill_bundles: Vec::new(),
         identity_document_carried: true,
+        excluded: Vec::new(),
     }
 }
 
@@ -705,7 +708,8 @@ fn case15_full_autonomy_turns_confinement_off() {
 #[test]
 fn case16_default_profile_raises_nothing() {
     let mut fx = Fx::base();
-    // spelling every default out changes nothing, and all of it is pruned
+    // spelling every default out raises nothing, and a risk profile is never pruned: every key
+    // of it bounds the agent (issue: an explicit `[]` pruned away read back as the real default)
     fx.append(
         "[risk_profiles.spelled]\nlevel = \"supervised\"\nworkspace_only = true\nrequire_approval_for_medium_risk = true\nblock_high_risk_commands = true\nshell_env_passthrough = []\nallowed_roots = []\n[risk_profiles.spelled.delegation_policy]\nmode = \"forbidden\"\n",
     );
@@ -719,10 +723,11 @@ fn case16_default_profile_raises_nothing() {
             flags(&plan.risk_flags()),
             [("process_spawn", "mcp.servers.github.command".to_string())]
         );
+        let source = get(&fx.install().config, &["risk_profiles", profile]).cloned();
         assert_eq!(
             get(&plan.closure, &["risk_profiles", profile]),
-            Some(&Node::Table(Table::new())),
-            "{profile} pruned to nothing"
+            source.as_ref(),
+            "{profile} carried whole"
         );
     }
 }
@@ -1405,6 +1410,7 @@ fn case36_missing_skill_content() {
         carried_skill_bundles: vec![],
         missing_skill_bundles: vec!["research_tools".into()],
         identity_document_carried: true,
+        excluded: Vec::new(),
     };
     let bundle = render_with(&plan, &outcome);
     assert!(bundle.manifest.skill_bundles.is_empty());

@@ -33,7 +33,6 @@ use zeroclaw_bundle_store::{
     StatEntry, Store, StoreError, Tally, Tree, TreeEntry,
 };
 
-use crate::agent::{MEMORY_SNAPSHOT_FILE, WORKSPACE_MEMORY_DIR};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
@@ -110,24 +109,15 @@ impl Walked {
     }
 }
 
-/// Which entries at a tree's top level are left out before anything is looked at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TopFilter {
-    /// Everything travels (a plain directory, a skill).
-    Everything,
-    /// An agent workspace: `memory` and `MEMORY_SNAPSHOT.md` at the top never travel.
-    Workspace,
-}
+/// Which entries a walk keeps: asked once per entry, before it is looked at, with the entry's
+/// bundle path (`workspace/notes/a.md`; names escaped as in reports). A directory that is not
+/// kept is not entered, and nothing left out is counted or reported by the capture: the caller
+/// owns the rule (and reports what it left out). Capture itself knows nothing of agents.
+pub type Keep<'k> = &'k dyn Fn(&str) -> bool;
 
-impl TopFilter {
-    fn admits(self, name: &[u8]) -> bool {
-        match self {
-            TopFilter::Everything => true,
-            TopFilter::Workspace => {
-                name != WORKSPACE_MEMORY_DIR.as_bytes() && name != MEMORY_SNAPSHOT_FILE.as_bytes()
-            }
-        }
-    }
+/// The [`Keep`] rule of a plain directory: everything travels.
+pub fn keep_everything(_: &str) -> bool {
+    true
 }
 
 /// How much work a capture did: files read and hashed vs. reused from the stat cache.
@@ -223,7 +213,7 @@ impl<'s> Capture<'s> {
         &mut self,
         root: OwnedFd,
         label: &str,
-        filter: TopFilter,
+        keep: Keep<'_>,
     ) -> Result<Walked, CaptureError> {
         let mut tally = Tally {
             label: label.to_string(),
@@ -231,7 +221,7 @@ impl<'s> Capture<'s> {
         };
         let prefix = prefix_of(label);
         let walked = self.with_workers(|capture, jobs| {
-            capture.walk_dir(&Arc::new(root), &prefix, filter, &mut tally, 0, jobs)
+            capture.walk_dir(&Arc::new(root), &prefix, keep, &mut tally, 0, jobs)
         })?;
         self.report.trees.push(tally);
         Ok(walked)
@@ -261,12 +251,14 @@ impl<'s> Capture<'s> {
 
     /// Walks a skill bundle root: only child directories admitted by `admits` are skills;
     /// loose files and special entries at the root are ignored and not counted; a skill
-    /// that holds no file is not carried. `Ok(None)` when no skill was carried.
+    /// that holds no file is not carried; `keep` is asked about every entry (skill directories
+    /// included). `Ok(None)` when no skill was carried.
     pub fn walk_skill_bundle(
         &mut self,
         root: OwnedFd,
         label: &str,
         admits: &dyn Fn(&str) -> bool,
+        keep: Keep<'_>,
     ) -> Result<Option<Walked>, CaptureError> {
         let mut tally = Tally {
             label: label.to_string(),
@@ -274,7 +266,7 @@ impl<'s> Capture<'s> {
         };
         let prefix = prefix_of(label);
         let entries = self.with_workers(|capture, jobs| {
-            capture.walk_skills(root, &prefix, admits, &mut tally, jobs)
+            capture.walk_skills(root, &prefix, admits, keep, &mut tally, jobs)
         })?;
         self.report.trees.push(tally);
         if entries.is_empty() {
@@ -292,6 +284,7 @@ impl<'s> Capture<'s> {
         root: OwnedFd,
         prefix: &str,
         admits: &dyn Fn(&str) -> bool,
+        keep: Keep<'_>,
         tally: &mut Tally,
         jobs: &mpsc::Sender<FileJob>,
     ) -> Result<Vec<(TreeEntry, u64)>, CaptureError> {
@@ -301,10 +294,10 @@ impl<'s> Capture<'s> {
             let Ok(text) = std::str::from_utf8(&name) else {
                 continue;
             };
-            if !admits(text) {
+            let path = format!("{prefix}{text}");
+            if !admits(text) || !keep(&path) {
                 continue;
             }
-            let path = format!("{prefix}{text}");
             let st = match sys::stat_at(root.as_fd(), &name) {
                 Ok(st) => st,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -321,14 +314,8 @@ impl<'s> Capture<'s> {
             let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, tally)? else {
                 continue;
             };
-            let walked = self.walk_dir(
-                &Arc::new(sub),
-                &format!("{path}/"),
-                TopFilter::Everything,
-                tally,
-                1,
-                jobs,
-            )?;
+            let walked =
+                self.walk_dir(&Arc::new(sub), &format!("{path}/"), keep, tally, 1, jobs)?;
             if walked.files > 0 {
                 entries.push((walked.entry(name), walked.files));
             }
@@ -352,7 +339,7 @@ impl<'s> Capture<'s> {
         &mut self,
         dir: &Arc<OwnedFd>,
         prefix: &str,
-        filter: TopFilter,
+        keep: Keep<'_>,
         tally: &mut Tally,
         depth: usize,
         jobs: &mpsc::Sender<FileJob>,
@@ -371,10 +358,10 @@ impl<'s> Capture<'s> {
         let mut pending = 0usize;
         let (mut size, mut files) = (0u64, 0u64);
         for name in names {
-            if depth == 0 && !filter.admits(&name) {
+            let path = format!("{prefix}{}", escape_name(&name));
+            if !keep(&path) {
                 continue;
             }
-            let path = format!("{prefix}{}", escape_name(&name));
             let classified = match sys::stat_at(dir.as_fd(), &name) {
                 Ok(st) => st,
                 // Vanished between readdir and stat: it is not part of this tree.
@@ -425,7 +412,7 @@ impl<'s> Capture<'s> {
                     let walked = self.walk_dir(
                         &Arc::new(sub),
                         &format!("{path}/"),
-                        TopFilter::Everything,
+                        keep,
                         tally,
                         depth + 1,
                         jobs,

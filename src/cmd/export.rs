@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::cli::ExportArgs;
 use crate::cmd::{human_bytes, Ctx, Outcome};
-use crate::export::{export, install_root, AgentSnapshot};
+use crate::export::{export, install_root, AgentCaptureOptions, AgentSnapshot};
 use crate::publish::Published;
 
 /// Runs `export`.
@@ -17,7 +17,11 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
         &store,
         &install,
         &args.alias,
-        args.zeroclaw_version.as_deref(),
+        AgentCaptureOptions {
+            name: None,
+            zeroclaw_version: args.zeroclaw_version.as_deref(),
+            excludes: &args.exclude,
+        },
         &args.out,
         args.force,
         ctx.progress(None, "capturing", false),
@@ -46,6 +50,9 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
             "skipped": c.snapshot.report.skipped,
             "risk_flags": m.risk_flags,
             "required_secrets": m.required_secrets,
+            "scrubbed_by_name": c.scrubbed_by_name.iter().map(|(path, rule)| json!({"path": path, "rule": rule})).collect::<Vec<_>>(),
+            "credential_looking_values": c.credential_findings.iter().map(|f| json!({"location": f.location, "reason": f.reason.describe()})).collect::<Vec<_>>(),
+            "personal_files": c.personal_files,
             "set_secrets": m.required_secrets.iter().map(|p| format!("zeroclaw config set {p}")).collect::<Vec<_>>(),
             "dropped": m.dropped,
             "work": c.stats,
@@ -87,6 +94,23 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
         out += "\nCredentials scrubbed (fill them on the target):\n";
         for p in &m.required_secrets {
             out += &format!("  zeroclaw config set {p}\n");
+        }
+        for (path, rule) in &c.scrubbed_by_name {
+            out += &format!(
+                "  note: {path} is not a secret field in ZeroClaw's schema; it was scrubbed because of its name ({rule})\n"
+            );
+        }
+    }
+    if !c.credential_findings.is_empty() {
+        out += "\nValues that look like credentials (they travel as written):\n";
+        for f in &c.credential_findings {
+            out += &format!("  - {}: {}\n", f.location, f.reason.describe());
+        }
+    }
+    if !c.personal_files.is_empty() {
+        out += "\nPersonal files that travel (facts about you, long-term memory; leave one out with --exclude):\n";
+        for f in &c.personal_files {
+            out += &format!("  - {f}\n");
         }
     }
     if !m.dropped.is_empty() {

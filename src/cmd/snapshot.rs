@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::{Snapshot, SnapshotKind};
 
-use crate::capture::{root, Capture, TopFilter};
+use crate::capture::{keep_everything, root, Capture};
 use crate::cli::SnapshotArgs;
 use crate::cmd::{human_bytes, Ctx, Outcome};
 
@@ -27,8 +27,11 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             &store,
             &install,
             alias,
-            args.name,
-            args.zeroclaw_version.as_deref(),
+            crate::export::AgentCaptureOptions {
+                name: args.name.as_deref(),
+                zeroclaw_version: args.zeroclaw_version.as_deref(),
+                excludes: &args.exclude,
+            },
             ctx.progress(None, "capturing", false),
         )?;
         return super::export::report(ctx, &captured, None);
@@ -42,7 +45,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         format!("dir:{source}"),
         ctx.progress(None, "capturing", false),
     )?;
-    let walked = capture.walk(fd, ".", TopFilter::Everything)?;
+    let walked = capture.walk(fd, ".", &keep_everything)?;
     let stats = capture.stats();
     let (report, cache_update) = capture.finish();
     let snap = Snapshot {

@@ -24,7 +24,8 @@ impl Install {
     pub fn new(env: &TestEnv) -> Install {
         let root = env.path("install");
         let config = format!(
-            r#"
+            r#"schema_version = 3
+
 [providers.models.anthropic.main]
 api_key = "{a}"
 model = "claude-opus-5"

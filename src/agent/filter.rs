@@ -1,0 +1,178 @@
+//! Which bundle entries travel: the one owner of the "memory stays behind" rule at capture time
+//! (layout's `workspace_entry_included`) and of the operator's `export --exclude GLOB` patterns.
+//! The capture asks [`BundleFilter::keeps`] about every entry by its bundle path; the filter
+//! remembers what each pattern left out, so the manifest can list it under `dropped` and a
+//! pattern that matched nothing (a typo that would let a private file travel) fails the export.
+
+use std::sync::Mutex;
+
+use globset::{GlobSet, GlobSetBuilder};
+
+use super::error::AgentError;
+use super::layout::{workspace_entry_included, SKILLS_DIR, WORKSPACE_DIR};
+use super::manifest::{DropReason, Dropped};
+
+/// The keep rule of one agent capture.
+#[derive(Debug)]
+pub struct BundleFilter {
+    patterns: Vec<String>,
+    set: GlobSet,
+    /// (bundle path, index of the first pattern that matched it), in capture order.
+    excluded: Mutex<Vec<(String, usize)>>,
+}
+
+impl BundleFilter {
+    /// A filter with the memory rule and `patterns` (bundle-relative globs: `workspace/USER.md`,
+    /// `workspace/**/*.log`, `skills/ops/deploy`; `*` stays within one path component, `**`
+    /// crosses them). A pattern outside `workspace/` and `skills/`, absolute, or with `..` is
+    /// refused, naming it.
+    pub fn new(patterns: &[String]) -> Result<Self, AgentError> {
+        let mut builder = GlobSetBuilder::new();
+        for pattern in patterns {
+            let bad = |problem: &str| AgentError::InvalidExclude {
+                pattern: pattern.clone(),
+                problem: problem.to_string(),
+            };
+            let first = pattern.split('/').next().unwrap_or("");
+            if pattern.starts_with('/') {
+                return Err(bad("is absolute; patterns are relative to the bundle root"));
+            }
+            if pattern.split('/').any(|c| c == "..") {
+                return Err(bad("contains `..`"));
+            }
+            if first != WORKSPACE_DIR && first != SKILLS_DIR {
+                return Err(bad(
+                    "must start with workspace/ or skills/ (config.toml and the manifest always travel)",
+                ));
+            }
+            let glob = globset::GlobBuilder::new(pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| bad(&format!("is not a valid glob: {}", e.kind())))?;
+            builder.add(glob);
+        }
+        let set = builder.build().map_err(|e| AgentError::InvalidExclude {
+            pattern: patterns.join(" "),
+            problem: e.to_string(),
+        })?;
+        Ok(BundleFilter {
+            patterns: patterns.to_vec(),
+            set,
+            excluded: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether the entry at `bundle_path` travels; records it when a pattern left it out.
+    pub fn keeps(&self, bundle_path: &str) -> bool {
+        if let Some(rel) = bundle_path.strip_prefix("workspace/") {
+            if !workspace_entry_included(rel) {
+                return false;
+            }
+        }
+        match self.set.matches(bundle_path).first() {
+            None => true,
+            Some(&index) => {
+                self.excluded
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .push((bundle_path.to_string(), index));
+                false
+            }
+        }
+    }
+
+    /// What the patterns left out, as `dropped` entries (`private_data`: the operator chose to
+    /// keep it on this host), in capture order.
+    pub fn dropped(&self) -> Vec<Dropped> {
+        self.excluded
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .map(|(path, index)| {
+                Dropped::new(
+                    path.clone(),
+                    DropReason::PrivateData,
+                    format!(
+                        "left out by the operator (export --exclude '{}')",
+                        self.patterns[*index]
+                    ),
+                )
+            })
+            .collect()
+    }
+
+    /// Patterns that left nothing out (a typo, or a file that no longer exists).
+    pub fn unmatched(&self) -> Vec<String> {
+        let excluded = self
+            .excluded
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.patterns
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !excluded.iter().any(|(_, m)| m == i))
+            .map(|(_, p)| p.clone())
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_rule_and_patterns() {
+        let f = BundleFilter::new(&[
+            "workspace/USER.md".to_string(),
+            "workspace/**/*.log".to_string(),
+            "skills/ops/*/secrets".to_string(),
+            "workspace/nothing-here".to_string(),
+        ])
+        .expect("valid patterns");
+        for kept in [
+            "workspace/IDENTITY.md",
+            "workspace/notes/USER.md",
+            "workspace/notes/memory",
+            "skills/ops/deploy/SKILL.md",
+            "skills/ops/deploy/x/secrets",
+        ] {
+            assert!(f.keeps(kept), "{kept} must travel");
+        }
+        for left in [
+            "workspace/memory",
+            "workspace/MEMORY_SNAPSHOT.md",
+            "workspace/USER.md",
+            "workspace/a/b/run.log",
+            "workspace/run.log",
+            "skills/ops/deploy/secrets",
+        ] {
+            assert!(!f.keeps(left), "{left} must stay behind");
+        }
+        let dropped: Vec<String> = f.dropped().into_iter().map(|d| d.path).collect();
+        assert_eq!(
+            dropped,
+            [
+                "workspace/USER.md",
+                "workspace/a/b/run.log",
+                "workspace/run.log",
+                "skills/ops/deploy/secrets"
+            ]
+        );
+        assert_eq!(f.unmatched(), ["workspace/nothing-here"]);
+    }
+
+    #[test]
+    fn bad_patterns_are_refused_by_name() {
+        for (pattern, needle) in [
+            ("/etc/passwd", "absolute"),
+            ("workspace/../x", ".."),
+            ("config.toml", "workspace/ or skills/"),
+            ("*.md", "workspace/ or skills/"),
+            ("workspace/[x", "not a valid glob"),
+        ] {
+            let err = BundleFilter::new(&[pattern.to_string()]).expect_err(pattern);
+            let text = err.to_string();
+            assert!(text.contains(pattern) && text.contains(needle), "{text}");
+        }
+    }
+}
