@@ -79,7 +79,7 @@ pub struct SnapshotArgs {
     /// Name for the snapshot (usable wherever a snapshot is expected)
     #[arg(long)]
     pub name: Option<String>,
-    /// The zeroclaw version recorded in the manifest's provenance (set by `zeroclaw bundle`)
+    /// The zeroclaw version recorded in the manifest's provenance (for ZeroClaw itself to pass once it links this tool; ZeroClaw has no `zeroclaw bundle` subcommand yet)
     #[arg(long, value_name = "VERSION", conflicts_with = "dir")]
     pub zeroclaw_version: Option<String>,
     /// Leave out bundle entries matching GLOB (repeatable; bundle paths such as
@@ -103,7 +103,7 @@ pub struct ExportArgs {
     /// Replace the contents of a destination directory that already has files
     #[arg(long)]
     pub force: bool,
-    /// The zeroclaw version recorded in the manifest's provenance (set by `zeroclaw bundle`)
+    /// The zeroclaw version recorded in the manifest's provenance (for ZeroClaw itself to pass once it links this tool; ZeroClaw has no `zeroclaw bundle` subcommand yet)
     #[arg(long, value_name = "VERSION")]
     pub zeroclaw_version: Option<String>,
     /// Leave out bundle entries matching GLOB (repeatable; bundle paths such as

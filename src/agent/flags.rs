@@ -136,10 +136,10 @@ pub(crate) fn server_flags(servers: &[(String, Table)]) -> Vec<RiskFlag> {
         if transport == "stdio" {
             let command = server.get("command").and_then(Node::as_str).unwrap_or("");
             let args = strings(server.get("args"));
-            let mut line = command.to_string();
+            let mut line = shown(command);
             if !args.is_empty() {
                 line.push(' ');
-                line.push_str(&args.join(" "));
+                line.push_str(&shown_all(&args));
             }
             flags.push(RiskFlag::new(
                 RiskKind::ProcessSpawn,
@@ -185,13 +185,13 @@ pub(crate) fn provider_flags(closure: &Table) -> Vec<RiskFlag> {
                 .and_then(Node::as_str)
                 .filter(|b| !b.trim().is_empty());
             let mut line = match binary {
-                Some(b) => b.to_string(),
+                Some(b) => shown(b),
                 None => format!("{default_binary} (looked up on PATH)"),
             };
             let args = strings(entry.get("extra_args"));
             if !args.is_empty() {
                 line.push(' ');
-                line.push_str(&args.join(" "));
+                line.push_str(&shown_all(&args));
             }
             if let Some(dir) = entry
                 .get("working_directory")
@@ -223,6 +223,20 @@ pub(crate) fn provider_flags(closure: &Table) -> Vec<RiskFlag> {
         }
     }
     flags
+}
+
+/// A command-line word as a flag shows it: verbatim (the operator must see what will run),
+/// except a word that looks like a credential, which is named, not repeated, so a report or a
+/// log never prints it (it is in `config.toml` as written).
+fn shown(word: &str) -> String {
+    match crate::credentials::detect(word) {
+        Some(reason) => format!("<{reason}: not shown>"),
+        None => word.to_string(),
+    }
+}
+
+fn shown_all(words: &[String]) -> String {
+    words.iter().map(|w| shown(w)).collect::<Vec<_>>().join(" ")
 }
 
 /// The string elements of an array (anything else reads as empty).

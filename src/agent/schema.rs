@@ -556,4 +556,95 @@ sources = ["https://example.com/?token=x"]
             assert!(text.contains(kept), "{kept} lost: {text}");
         }
     }
+
+    /// Every field name ZeroClaw marks `#[secret]` anywhere in its config schema at
+    /// [`ZEROCLAW_SCHEMA_COMMIT`] (all structs, not only those the closure reaches).
+    const ZEROCLAW_SECRET_FIELD_NAMES: &[&str] = &[
+        "access_token",
+        "amqp_url",
+        "api_key",
+        "api_keys",
+        "api_token",
+        "app_password",
+        "app_secret",
+        "app_token",
+        "auth_header",
+        "auth_token",
+        "bearer_token",
+        "bocha_api_key",
+        "bot_token",
+        "brave_api_key",
+        "channel_access_token",
+        "channel_secret",
+        "client_cert",
+        "client_key",
+        "client_secret",
+        "config",
+        "db_url",
+        "embedding_api_key",
+        "encrypt_key",
+        "env",
+        "extra_headers",
+        "headers",
+        "jina_api_key",
+        "nickserv_password",
+        "oauth_client_id",
+        "oauth_client_secret",
+        "oauth_refresh_token",
+        "oauth_token",
+        "otel_headers",
+        "paired_tokens",
+        "password",
+        "private_key",
+        "recovery_key",
+        "refresh_token",
+        "sasl_password",
+        "secret",
+        "secrets",
+        "server_password",
+        "shared_secret",
+        "signing_secret",
+        "smtp_password",
+        "tavily_api_key",
+        "token",
+        "verification_token",
+        "verify_token",
+        "webhook_key",
+        "webhook_secret",
+    ];
+
+    /// The name rule never takes a non-secret value from ZeroClaw's own example configs (the
+    /// files of tests/zeroclaw, copied at the pinned commit, v1 ones included): every string
+    /// it would blank sits under a field name the real schema marks secret.
+    #[test]
+    fn name_rule_takes_nothing_but_secrets_from_real_configs() {
+        let configs = [
+            include_str!("../../tests/zeroclaw/dev-config.template.toml"),
+            include_str!("../../tests/zeroclaw/dev-config.harness-test.toml"),
+            include_str!("../../tests/zeroclaw/docs-providers-catalog-grok-cli.toml"),
+            include_str!("../../tests/zeroclaw/docs-getting-started-multi-model-setup.toml"),
+            include_str!("../../tests/zeroclaw/docs-tools-mcp.toml"),
+            include_str!("../../tests/zeroclaw/config-fixtures-v1.toml"),
+            include_str!("../../tests/zeroclaw/demo-zeroclaw.toml.example"),
+            include_str!("../../tests/zeroclaw/scripts-rpi-config.toml"),
+        ];
+        let mut hits = 0;
+        for text in configs {
+            let mut whole = parse(text);
+            let scrubbed = scrub_secrets(&mut whole);
+            for (path, _rule) in &scrubbed.by_name {
+                let key = path
+                    .rsplit('.')
+                    .find(|segment| segment.parse::<usize>().is_err())
+                    .expect("a key");
+                assert!(
+                    ZEROCLAW_SECRET_FIELD_NAMES.contains(&key),
+                    "the name rule would scrub {path}, which is not a secret field"
+                );
+                hits += 1;
+            }
+        }
+        // The v1 fixture is full of channel tokens: the rule is exercised, not vacuous.
+        assert!(hits >= 25, "only {hits} hits");
+    }
 }

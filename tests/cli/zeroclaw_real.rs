@@ -1,0 +1,826 @@
+//! Exports of installs built from ZeroClaw's own material (`tests/zeroclaw/`, copied from
+//! zeroclaw-labs/zeroclaw at 15d28660, see ORIGIN.md), with a distinct fake secret planted in
+//! every field the real schema marks `#[secret]` that the closure can reach. Pins: no planted
+//! value reaches a bundle file, a store file (objects or catalog), stdout or stderr; every
+//! scrubbed field is listed in `required_secrets`; an `enc2:` install exports; pruning never
+//! changes what the fragment means against ZeroClaw's real defaults; schema versions are
+//! checked; provider processes raise flags; credential-looking values are reported by location
+//! without their value; `--exclude` drops a file and records it.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+use toml_edit::{value, Array, DocumentMut, InlineTable, Item, Table};
+
+use crate::util::{read_tree, write, Node, TestEnv};
+
+const TEMPLATE: &str = include_str!("../zeroclaw/dev-config.template.toml");
+const HARNESS: &str = include_str!("../zeroclaw/dev-config.harness-test.toml");
+const GROK_CLI: &str = include_str!("../zeroclaw/docs-providers-catalog-grok-cli.toml");
+const MULTI_MODEL: &str = include_str!("../zeroclaw/docs-getting-started-multi-model-setup.toml");
+const MCP: &str = include_str!("../zeroclaw/docs-tools-mcp.toml");
+const V1: &str = include_str!("../zeroclaw/config-fixtures-v1.toml");
+const DEMO_V1: &str = include_str!("../zeroclaw/demo-zeroclaw.toml.example");
+
+/// (fixture file, text, agents to export)
+const FIXTURES: &[(&str, &str, &[&str])] = &[
+    ("dev-config.template.toml", TEMPLATE, &["default"]),
+    ("dev-config.harness-test.toml", HARNESS, &["default"]),
+    (
+        "docs-providers-catalog-grok-cli.toml",
+        GROK_CLI,
+        &["default", "dependabot"],
+    ),
+    (
+        "docs-getting-started-multi-model-setup.toml",
+        MULTI_MODEL,
+        &["local"],
+    ),
+    ("docs-tools-mcp.toml", MCP, &["assistant"]),
+];
+
+/// An install built from a real config with secrets planted; `planted` maps each planted value
+/// to the dotted config path that holds it.
+struct Planted {
+    root: PathBuf,
+    planted: BTreeMap<String, String>,
+    /// The config as written to the install (the source the fragment is compared with).
+    source: DocumentMut,
+}
+
+fn table_mut<'d>(doc: &'d mut DocumentMut, path: &[&str]) -> &'d mut Table {
+    let mut t = doc.as_table_mut();
+    for key in path {
+        let entry = t.entry(key).or_insert_with(|| {
+            let mut new = Table::new();
+            new.set_implicit(true);
+            Item::Table(new)
+        });
+        t = entry.as_table_mut().expect("a table on the way");
+    }
+    t
+}
+
+/// Plant `value` at `table.key`, remembering its dotted path.
+fn plant(
+    planted: &mut BTreeMap<String, String>,
+    table: &mut Table,
+    path: &str,
+    key: &str,
+    secret: String,
+) {
+    table.insert(key, value(secret.clone()));
+    planted.insert(secret, format!("{path}.{key}"));
+}
+
+/// Plant every `#[secret]` field of a model provider entry of `family` (the schema's table at
+/// 15d28660: api_key and extra_headers on every family; qwen/minimax oauth_refresh_token;
+/// gemini oauth_client_id/secret).
+fn plant_model_provider(
+    planted: &mut BTreeMap<String, String>,
+    doc: &mut DocumentMut,
+    family: &str,
+    alias: &str,
+    tag: &str,
+) {
+    let path = format!("providers.models.{family}.{alias}");
+    let t = table_mut(doc, &["providers", "models", family, alias]);
+    plant(
+        planted,
+        t,
+        &path,
+        "api_key",
+        format!("PLANTED-{tag}-api-key"),
+    );
+    let mut headers = InlineTable::new();
+    let header = format!("PLANTED-{tag}-header");
+    headers.insert("Authorization", header.clone().into());
+    t.insert("extra_headers", value(headers));
+    planted.insert(header, format!("{path}.extra_headers.Authorization"));
+    match family {
+        "qwen" | "minimax" => plant(
+            planted,
+            t,
+            &path,
+            "oauth_refresh_token",
+            format!("op://vault/PLANTED-{tag}-refresh"),
+        ),
+        "gemini" => {
+            plant(
+                planted,
+                t,
+                &path,
+                "oauth_client_id",
+                format!("PLANTED-{tag}-client-id"),
+            );
+            // What an encrypted install holds (`secrets.encrypt` defaults to true).
+            plant(
+                planted,
+                t,
+                &path,
+                "oauth_client_secret",
+                format!("enc2:PLANTED-{tag}-client-secret"),
+            );
+        }
+        _ => {}
+    }
+}
+
+fn build(env: &TestEnv, name: &str, text: &str, agents: &[&str]) -> Planted {
+    let mut doc: DocumentMut = text.parse().expect("the real config parses");
+    if !doc.contains_key("schema_version") {
+        // The docs snippets are fragments of a v3 config (ORIGIN.md).
+        doc.insert("schema_version", value(3));
+    }
+    let root = env.path(&format!("install-{name}"));
+    let mut planted = BTreeMap::new();
+    // Every provider the fixture configures.
+    let families: Vec<(String, Vec<String>)> = doc
+        .get("providers")
+        .and_then(|p| p.get("models"))
+        .and_then(Item::as_table_like)
+        .map(|models| {
+            models
+                .iter()
+                .map(|(family, aliases)| {
+                    let aliases = aliases
+                        .as_table_like()
+                        .map(|a| a.iter().map(|(k, _)| k.to_string()).collect())
+                        .unwrap_or_default();
+                    (family.to_string(), aliases)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (family, aliases) in &families {
+        for alias in aliases {
+            plant_model_provider(
+                &mut planted,
+                &mut doc,
+                family,
+                alias,
+                &format!("{family}-{alias}"),
+            );
+        }
+    }
+    // The family-specific secret fields, reached through a fallback chain from a summary
+    // provider, plus a TTS provider that spawns a process and a local whisper endpoint.
+    for family in ["qwen", "minimax", "gemini"] {
+        plant_model_provider(&mut planted, &mut doc, family, "planted", family);
+        table_mut(&mut doc, &["providers", "models", family, "planted"])
+            .insert("model", value(format!("{family}-model")));
+    }
+    let mut chain = Array::new();
+    chain.push("minimax.planted");
+    chain.push("gemini.planted");
+    table_mut(&mut doc, &["providers", "models", "qwen", "planted"])
+        .insert("fallback", value(chain));
+    let tts = table_mut(&mut doc, &["providers", "tts", "edge", "planted"]);
+    plant(
+        &mut planted,
+        tts,
+        "providers.tts.edge.planted",
+        "api_key",
+        "PLANTED-tts-key".into(),
+    );
+    let stt = table_mut(
+        &mut doc,
+        &["providers", "transcription", "local_whisper", "planted"],
+    );
+    stt.insert("uri", value("http://127.0.0.1:9000/v1/audio"));
+    plant(
+        &mut planted,
+        stt,
+        "providers.transcription.local_whisper.planted",
+        "bearer_token",
+        "PLANTED-whisper-bearer".into(),
+    );
+    // MCP servers: every env and header value is a secret.
+    if let Some(servers) = doc
+        .get_mut("mcp")
+        .and_then(|m| m.get_mut("servers"))
+        .and_then(Item::as_array_of_tables_mut)
+    {
+        for server in servers.iter_mut() {
+            let name = server
+                .get("name")
+                .and_then(Item::as_str)
+                .unwrap_or("?")
+                .to_string();
+            let mut env_map = InlineTable::new();
+            let secret = format!("PLANTED-mcp-{name}-env");
+            env_map.insert("API_TOKEN", secret.clone().into());
+            server.insert("env", value(env_map));
+            planted.insert(secret, format!("mcp.servers.{name}.env.API_TOKEN"));
+        }
+    }
+    for agent in agents {
+        let a = table_mut(&mut doc, &["agents", agent]);
+        // The docs snippets leave out bindings ZeroClaw's validation requires of an enabled
+        // agent (they show one feature each); fill the missing ones, never the present ones.
+        let mut needs_profile = false;
+        if !a.contains_key("model_provider") {
+            a.insert("model_provider", value("qwen.planted"));
+        }
+        if !a.contains_key("risk_profile") {
+            a.insert("risk_profile", value("test_filled"));
+            needs_profile = true;
+        }
+        if needs_profile {
+            table_mut(&mut doc, &["risk_profiles", "test_filled"])
+                .insert("level", value("supervised"));
+        }
+        let a = table_mut(&mut doc, &["agents", agent]);
+        if !a.contains_key("summary_provider") {
+            a.insert("summary_provider", value("qwen.planted"));
+        }
+        a.insert("tts_provider", value("edge.planted"));
+        a.insert("transcription_provider", value("local_whisper.planted"));
+        let ws = root.join("ws").join(agent);
+        table_mut(&mut doc, &["agents", agent, "workspace"])
+            .insert("path", value(ws.to_string_lossy().into_owned()));
+        write(&ws.join("IDENTITY.md"), format!("# {agent}\n").as_bytes());
+        write(
+            &ws.join("USER.md"),
+            b"The operator lives at 1 Example Street.\n",
+        );
+        write(&ws.join("memory/brain.db"), b"SQLite format 3\0memory");
+    }
+    write(&root.join("config.toml"), doc.to_string().as_bytes());
+    Planted {
+        root,
+        planted,
+        source: doc,
+    }
+}
+
+fn export(
+    env: &TestEnv,
+    install: &Path,
+    agent: &str,
+    out: &Path,
+    extra: &[&str],
+) -> crate::util::Run {
+    let mut args = vec![
+        "--json".to_string(),
+        "export".into(),
+        agent.into(),
+        "--install".into(),
+        install.to_string_lossy().into_owned(),
+        "--out".into(),
+        out.to_string_lossy().into_owned(),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    env.run(&args)
+}
+
+fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    read_tree(dir)
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            Node::File { content, .. } => Some((String::from_utf8_lossy(&k).into_owned(), content)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .expect("an array")
+        .iter()
+        .map(|s| s.as_str().expect("a string").to_string())
+        .collect()
+}
+
+#[test]
+fn real_configs_with_every_secret_planted_leak_nothing_and_list_every_secret() {
+    let env = TestEnv::new();
+    let mut exports = 0;
+    for (name, text, agents) in FIXTURES {
+        let install = build(&env, name, text, agents);
+        for agent in *agents {
+            let out = env.path(&format!("out-{name}-{agent}"));
+            let run = export(&env, &install.root, agent, &out, &[]);
+            let run = run.ok();
+            exports += 1;
+            let report = run.json();
+            let required = strings(&report["required_secrets"]);
+            // Every planted field is a schema secret: the schema table, not the name-based
+            // defence in depth, must be what scrubbed it.
+            assert_eq!(
+                report["scrubbed_by_name"],
+                json!([]),
+                "{name} agent {agent}: a schema secret was left to the name rule"
+            );
+            let bundle_config: DocumentMut = fs::read_to_string(out.join("config.toml"))
+                .expect("config.toml")
+                .parse()
+                .expect("config.toml parses");
+            // Nothing planted anywhere: bundle, store (objects and catalog), stdout, stderr.
+            let mut haystacks = files_under(&out);
+            haystacks.extend(files_under(&env.path("store")));
+            haystacks.push(("stdout".into(), run.stdout().into_bytes()));
+            haystacks.push(("stderr".into(), run.stderr().into_bytes()));
+            for (secret, path) in &install.planted {
+                for (file, bytes) in &haystacks {
+                    assert!(
+                        !contains(bytes, secret.as_bytes()),
+                        "{name} agent {agent}: planted {path} leaked into {file}"
+                    );
+                }
+                // A carried provider or server lists every secret field it held.
+                let carried = path_is_carried(&bundle_config, path);
+                assert_eq!(
+                    required.contains(path),
+                    carried,
+                    "{name} agent {agent}: {path} carried={carried}, required_secrets={required:?}"
+                );
+            }
+            for must in [
+                "providers.models.qwen.planted.oauth_refresh_token",
+                "providers.models.minimax.planted.oauth_refresh_token",
+                "providers.models.gemini.planted.oauth_client_id",
+                "providers.models.gemini.planted.oauth_client_secret",
+                "providers.tts.edge.planted.api_key",
+                "providers.transcription.local_whisper.planted.bearer_token",
+            ] {
+                assert!(
+                    required.iter().any(|r| r == must),
+                    "{name}/{agent}: {must} not listed"
+                );
+            }
+            assert_meaning_kept(name, agent, &install.source, &bundle_config);
+            // Personal files are pointed out; memory never travels.
+            assert_eq!(report["personal_files"], json!(["workspace/USER.md"]));
+            assert!(out.join("workspace/USER.md").exists());
+            assert!(!out.join("workspace/memory").exists());
+        }
+    }
+    assert_eq!(exports, 6);
+}
+
+/// Whether the table holding dotted `path` (its provider entry or MCP server) is in the bundle.
+fn path_is_carried(bundle: &DocumentMut, path: &str) -> bool {
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts[0] == "mcp" {
+        let name = parts[2];
+        return bundle
+            .get("mcp")
+            .and_then(|m| m.get("servers"))
+            .and_then(Item::as_array_of_tables)
+            .is_some_and(|servers| {
+                servers
+                    .iter()
+                    .any(|s| s.get("name").and_then(Item::as_str) == Some(name))
+            });
+    }
+    let mut item = bundle.as_item();
+    for key in &parts[..4] {
+        match item.get(key) {
+            Some(next) => item = next,
+            None => return false,
+        }
+    }
+    true
+}
+
+/// ZeroClaw's real defaults at 15d28660 for the tables the closure prunes or keeps, taken from
+/// the `Default` impls (`RiskProfileConfig` uses `policy::default_allowed_commands` (23 on
+/// Linux), `default_forbidden_paths` (18) and `default_auto_approve`).
+fn real_defaults(section: &str) -> Value {
+    match section {
+        "agents" => json!({
+            "enabled": true, "model_provider": "", "classifier_provider": "", "summary_provider": "",
+            "tts_provider": "", "transcription_provider": "", "risk_profile": "", "runtime_profile": "",
+            "skill_bundles": [], "knowledge_bundles": [], "mcp_bundles": [], "acp_enable_mcp": false,
+            "delegate_same_risk_profile": true, "identity": {"format": "openclaw"},
+            "workspace": {"unrestricted_filesystem": false},
+        }),
+        "risk_profiles" => json!({
+            "level": "supervised", "workspace_only": true,
+            "allowed_commands": ["git", "npm", "cargo", "ls", "cat", "grep", "find", "echo", "pwd",
+                "wc", "head", "tail", "date", "df", "du", "uname", "uptime", "hostname", "python",
+                "python3", "pip", "node", "free"],
+            "forbidden_paths": ["/etc", "/root", "/home", "/usr", "/bin", "/sbin", "/lib", "/opt",
+                "/boot", "/dev", "/proc", "/sys", "/var", "/tmp", "~/.ssh", "~/.gnupg", "~/.aws",
+                "~/.config"],
+            "require_approval_for_medium_risk": true, "block_high_risk_commands": true,
+            "shell_env_passthrough": [],
+            "auto_approve": ["file_read", "memory_recall", "web_search_tool", "web_fetch",
+                "calculator", "glob_search", "content_search", "image_info", "weather",
+                "tool_search", "browser", "browser_open"],
+            "always_ask": [], "allowed_roots": [], "delegation_policy": {"mode": "forbidden"},
+            "allowed_tools": [], "excluded_tools": [], "firejail_args": [],
+        }),
+        "runtime_profiles" => json!({
+            "agentic": false, "max_tool_iterations": 0, "max_actions_per_hour": 20,
+            "max_cost_per_day_cents": 500, "shell_timeout_secs": 60, "max_delegation_depth": 0,
+            "tool_call_dedup_exempt": [], "strict_tool_parsing": false, "tool_filter_groups": [],
+        }),
+        "mcp_bundles" => json!({"servers": [], "exclude": []}),
+        "skill_bundles" => json!({"include": [], "exclude": []}),
+        "knowledge_bundles" => json!({"sources": [], "tags": []}),
+        _ => json!({}),
+    }
+}
+
+fn to_json(item: &Item) -> Value {
+    match item {
+        Item::Value(v) => value_json(v),
+        Item::Table(t) => {
+            Value::Object(t.iter().map(|(k, v)| (k.to_string(), to_json(v))).collect())
+        }
+        Item::ArrayOfTables(a) => Value::Array(
+            a.iter()
+                .map(|t| {
+                    Value::Object(t.iter().map(|(k, v)| (k.to_string(), to_json(v))).collect())
+                })
+                .collect(),
+        ),
+        Item::None => Value::Null,
+    }
+}
+
+fn value_json(v: &toml_edit::Value) -> Value {
+    match v {
+        toml_edit::Value::String(s) => json!(s.value()),
+        toml_edit::Value::Integer(i) => json!(i.value()),
+        toml_edit::Value::Float(f) => json!(f.value()),
+        toml_edit::Value::Boolean(b) => json!(b.value()),
+        toml_edit::Value::Datetime(d) => json!(d.value().to_string()),
+        toml_edit::Value::Array(a) => Value::Array(a.iter().map(value_json).collect()),
+        toml_edit::Value::InlineTable(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_string(), value_json(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// `defaults` overlaid with `actual`, tables merged key by key: what ZeroClaw reads.
+fn effective(defaults: &Value, actual: &Value) -> Value {
+    match (defaults, actual) {
+        (Value::Object(d), Value::Object(a)) => {
+            let mut out = d.clone();
+            for (k, v) in a {
+                let merged = match d.get(k) {
+                    Some(dv) => effective(dv, v),
+                    None => v.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (_, a) => a.clone(),
+    }
+}
+
+/// Keys the closure removes or rewrites on purpose (SPEC §5: sanitization, scrubbing), which
+/// are not "meaning" the fragment must keep.
+fn strip_sanitized(section: &str, v: &mut Value) {
+    let Some(map) = v.as_object_mut() else { return };
+    match section {
+        "agents" => {
+            for k in [
+                "channels",
+                "delegates",
+                "cron_jobs",
+                "a2a",
+                "delegate_same_risk_profile",
+            ] {
+                map.remove(k);
+            }
+            if let Some(ws) = map.get_mut("workspace").and_then(Value::as_object_mut) {
+                for k in ["path", "access", "read_memory_from"] {
+                    ws.remove(k);
+                }
+            }
+        }
+        "risk_profiles" => {
+            map.remove("approval_route");
+        }
+        _ => {}
+    }
+    for secret in [
+        "api_key",
+        "extra_headers",
+        "oauth_refresh_token",
+        "oauth_client_id",
+        "oauth_client_secret",
+        "bearer_token",
+        "env",
+        "headers",
+    ] {
+        map.remove(secret);
+    }
+}
+
+/// Every table the fragment carries means, read with ZeroClaw's real defaults, what the same
+/// table of the source meant.
+fn assert_meaning_kept(name: &str, agent: &str, source: &DocumentMut, bundle: &DocumentMut) {
+    let mut compared = 0;
+    for section in [
+        "agents",
+        "risk_profiles",
+        "runtime_profiles",
+        "mcp_bundles",
+        "skill_bundles",
+        "knowledge_bundles",
+    ] {
+        let Some(carried) = bundle.get(section).and_then(Item::as_table_like) else {
+            continue;
+        };
+        for (key, item) in carried.iter() {
+            let src = source
+                .get(section)
+                .and_then(|s| s.get(key))
+                .map(to_json)
+                .unwrap_or_else(|| json!({}));
+            let defaults = real_defaults(section);
+            let mut want = effective(&defaults, &src);
+            let mut got = effective(&defaults, &to_json(item));
+            strip_sanitized(section, &mut want);
+            strip_sanitized(section, &mut got);
+            assert_eq!(
+                got, want,
+                "{name} agent {agent}: [{section}.{key}] changed meaning"
+            );
+            compared += 1;
+        }
+    }
+    assert!(compared >= 1, "{name}: nothing compared");
+}
+
+#[test]
+fn explicit_empty_allowlists_are_kept_and_read_back_empty() {
+    let env = TestEnv::new();
+    let text = format!(
+        "{HARNESS}\n[risk_profiles.locked]\nallowed_commands = []\nforbidden_paths = []\nauto_approve = []\n"
+    );
+    let text = text.replace("risk_profile = \"default\"", "risk_profile = \"locked\"");
+    let install = build(&env, "locked", &text, &["default"]);
+    let out = env.path("out");
+    export(&env, &install.root, "default", &out, &[]).ok();
+    let config: DocumentMut = fs::read_to_string(out.join("config.toml"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let locked = &config["risk_profiles"]["locked"];
+    for key in ["allowed_commands", "forbidden_paths", "auto_approve"] {
+        assert_eq!(
+            locked.get(key).and_then(Item::as_array).map(Array::len),
+            Some(0),
+            "{key} must travel as an explicit empty list: {config}"
+        );
+    }
+}
+
+#[test]
+fn schema_versions_are_checked_by_name() {
+    let env = TestEnv::new();
+    for (name, text, needle) in [
+        ("v1", V1, "schema_version 1 (it has no schema_version key)"),
+        (
+            "demo",
+            DEMO_V1,
+            "schema_version 1 (it has no schema_version key)",
+        ),
+        (
+            "v2",
+            &HARNESS.replace("schema_version = 3", "schema_version = 2"),
+            "schema_version 2;",
+        ),
+    ] {
+        let root = env.path(&format!("install-{name}"));
+        write(&root.join("config.toml"), text.as_bytes());
+        let agent = "default";
+        let run =
+            export(&env, &root, agent, &env.path(&format!("out-{name}")), &[]).fails(1, needle);
+        assert!(
+            run.stderr().contains("zeroclaw config migrate"),
+            "{}",
+            run.describe()
+        );
+        assert!(
+            !run.stderr().contains("model_provider"),
+            "{}",
+            run.describe()
+        );
+    }
+    let root = env.path("install-v4");
+    write(
+        &root.join("config.toml"),
+        HARNESS
+            .replace("schema_version = 3", "schema_version = 4")
+            .as_bytes(),
+    );
+    export(&env, &root, "default", &env.path("out-v4"), &[])
+        .fails(1, "schema_version 4, newer than schema version 3");
+    assert!(!env.path("out-v4").exists());
+}
+
+#[test]
+fn grok_cli_provider_raises_process_and_env_flags() {
+    let env = TestEnv::new();
+    let install = build(&env, "grok", GROK_CLI, &["dependabot"]);
+    let out = env.path("out");
+    let report = export(&env, &install.root, "dependabot", &out, &[])
+        .ok()
+        .json();
+    let flags: Vec<(String, String, String)> = report["risk_flags"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["kind"].as_str().unwrap().to_string(),
+                f["path"].as_str().unwrap().to_string(),
+                f["detail"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let spawn = flags
+        .iter()
+        .find(|f| f.0 == "process_spawn" && f.1 == "providers.models.grok_cli.ops.binary_path")
+        .unwrap_or_else(|| panic!("no process_spawn flag: {flags:?}"));
+    assert!(
+        spawn
+            .2
+            .contains("/home/you/.grok/bin/grok --tools=Read,Grep"),
+        "{spawn:?}"
+    );
+    assert!(
+        spawn.2.contains("/path/to/agents/ops/workspace"),
+        "{spawn:?}"
+    );
+    let env_flag = flags
+        .iter()
+        .find(|f| {
+            f.0 == "env_passthrough" && f.1 == "providers.models.grok_cli.ops.env_passthrough"
+        })
+        .unwrap_or_else(|| panic!("no env_passthrough flag: {flags:?}"));
+    assert!(
+        env_flag
+            .2
+            .contains("AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY"),
+        "{env_flag:?}"
+    );
+    // The planted edge TTS provider spawns edge-tts too.
+    assert!(flags
+        .iter()
+        .any(|f| f.0 == "process_spawn" && f.1 == "providers.tts.edge.planted"));
+    let manifest = fs::read_to_string(out.join("zeroclaw-agent.toml")).unwrap();
+    assert!(
+        manifest.contains("providers.models.grok_cli.ops.env_passthrough"),
+        "{manifest}"
+    );
+}
+
+#[test]
+fn credential_looking_values_are_reported_by_location_never_by_value() {
+    let env = TestEnv::new();
+    let text = format!(
+        "{MCP}\n[knowledge_bundles.docs]\nsources = [\"https://kb.example.com/export?format=md&token=KB-QUERY-TOKEN-123\"]\n"
+    )
+    .replace(
+        "mcp_bundles = [\"files\"]",
+        "mcp_bundles = [\"files\", \"remote\"]\nknowledge_bundles = [\"docs\"]",
+    )
+    .replace(
+        "[mcp_bundles.files]",
+        "[[mcp.servers]]\nname = \"remote\"\ntransport = \"http\"\nurl = \"https://user:URL-USERINFO-PASS@mcp.example.com/mcp\"\n\n[[mcp.servers]]\nname = \"cli\"\ncommand = \"curl\"\nargs = [\"-H\", \"Authorization: Bearer ARGS-BEARER-TOKEN-456\"]\n\n[mcp_bundles.remote]\nservers = [\"remote\", \"cli\"]\n\n[mcp_bundles.files]",
+    );
+    let install = build(&env, "creds", &text, &["assistant"]);
+    write(
+        &install.root.join("ws/assistant/notes/deploy.md"),
+        b"# deploy\n\nclone https://ci:FILE-USERINFO-PASS@git.example.com/app.git\n",
+    );
+    let out = env.path("out");
+    let run = export(&env, &install.root, "assistant", &out, &[]).ok();
+    let report = run.json();
+    let found: Vec<(String, String)> = report["credential_looking_values"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            (
+                f["location"].as_str().unwrap().to_string(),
+                f["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    for want in [
+        ("knowledge_bundles.docs.sources.0", "URL query token"),
+        ("mcp.servers.remote.url", "URL userinfo"),
+        ("mcp.servers.cli.args.1", "bearer token"),
+        ("workspace/notes/deploy.md:3", "URL userinfo"),
+    ] {
+        assert!(
+            found.iter().any(|(l, r)| l == want.0 && r == want.1),
+            "{want:?} not in {found:?}"
+        );
+    }
+    // The values travel (by design of format 1) but are never printed.
+    let text_run = env.run(&[
+        "export",
+        "assistant",
+        "--install",
+        &install.root.to_string_lossy(),
+        "--out",
+        &env.path("out2").to_string_lossy(),
+    ]);
+    let text_run = text_run.ok();
+    assert!(text_run
+        .stdout()
+        .contains("Values that look like credentials (they travel as written):"));
+    assert!(text_run
+        .stdout()
+        .contains("mcp.servers.remote.url: URL userinfo"));
+    for secret in [
+        "KB-QUERY-TOKEN-123",
+        "URL-USERINFO-PASS",
+        "ARGS-BEARER-TOKEN-456",
+        "FILE-USERINFO-PASS",
+    ] {
+        for r in [&run, &text_run] {
+            assert!(
+                !r.stdout().contains(secret) && !r.stderr().contains(secret),
+                "{secret} printed"
+            );
+        }
+    }
+}
+
+#[test]
+fn exclude_drops_a_file_and_records_it_and_a_typo_fails() {
+    let env = TestEnv::new();
+    let install = build(&env, "excl", HARNESS, &["default"]);
+    write(&install.root.join("ws/default/logs/a/run.log"), b"log");
+    let out = env.path("out");
+    let report = export(
+        &env,
+        &install.root,
+        "default",
+        &out,
+        &[
+            "--exclude",
+            "workspace/USER.md",
+            "--exclude",
+            "workspace/**/*.log",
+        ],
+    )
+    .ok()
+    .json();
+    assert!(!out.join("workspace/USER.md").exists());
+    assert!(!out.join("workspace/logs/a/run.log").exists());
+    assert!(out.join("workspace/IDENTITY.md").exists());
+    assert_eq!(report["personal_files"], json!([]));
+    let dropped: Vec<(String, String)> = report["dropped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["path"].as_str().unwrap().into(),
+                d["detail"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    for path in ["workspace/USER.md", "workspace/logs/a/run.log"] {
+        let d = dropped
+            .iter()
+            .find(|d| d.0 == path)
+            .unwrap_or_else(|| panic!("{path} not dropped: {dropped:?}"));
+        assert!(d.1.contains("--exclude"), "{d:?}");
+    }
+    let manifest = fs::read_to_string(out.join("zeroclaw-agent.toml")).unwrap();
+    assert!(
+        manifest.contains("path = \"workspace/USER.md\""),
+        "{manifest}"
+    );
+    // A pattern that matches nothing (a typo) would let the file travel: the export fails and
+    // the previous bundle stays.
+    export(
+        &env,
+        &install.root,
+        "default",
+        &out,
+        &["--force", "--exclude", "workspace/USR.md"],
+    )
+    .fails(1, "--exclude 'workspace/USR.md' matched nothing");
+    assert!(!out.join("workspace/USER.md").exists());
+    export(
+        &env,
+        &install.root,
+        "default",
+        &out,
+        &["--force", "--exclude", "/etc/passwd"],
+    )
+    .fails(1, "is absolute");
+}
