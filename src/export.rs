@@ -175,7 +175,8 @@ fn capture_plan(
     if !unmatched.is_empty() {
         anyhow::bail!(
             "--exclude '{}' matched nothing in the bundle of agent {alias}, so nothing was \
-             recorded; check the spelling (patterns are bundle paths such as workspace/USER.md)",
+             written (a misspelt pattern would let the file travel); check the spelling: \
+             patterns are bundle paths such as workspace/USER.md",
             unmatched.join("', '")
         );
     }

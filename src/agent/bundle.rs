@@ -21,9 +21,10 @@ pub const CONFIG_HEADER: &str = "\
 # Empty-string values are credentials that were scrubbed on export and must be
 # supplied on the target — see `required_secrets` in zeroclaw-agent.toml.
 #
-# Scrubbing blanks the fields the schema marks secret. It is not credential
-# detection: any other value here travels as written, so a token in an MCP
-# server's `url`, or a credential in its `command` or `args`, is still present.
+# Scrubbing blanks the fields the schema marks secret, and any value under a
+# key named like a credential. It is not credential detection: every other
+# value here travels as written, so a token in an MCP server's `url`, or a
+# credential in its `command` or `args`, is still present.
 ";
 
 /// What the capture found, fed back before rendering: the bundle describes what was carried.

@@ -119,9 +119,11 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
             out += &format!("  - {} ({}): {}\n", d.path, d.reason.as_str(), d.detail);
         }
     }
-    out += "\nNote: scrubbing blanks the fields the schema marks secret; it is not credential \
-            detection (urls, commands and args travel as written).\n";
-    out += "Note: files under workspace/ and skills/ are copied as-is and never scanned for secrets.\n";
+    out += "\nNote: scrubbing blanks the fields the schema marks secret and values under \
+            credential-named keys; it is not credential detection (urls, commands and args travel \
+            as written).\n";
+    out += "Note: files under workspace/ and skills/ are copied as-is; the look for \
+            credential-looking values above is a heuristic, not a guarantee.\n";
     if let Some(p) = published {
         out += &format!("Bundle: {} ({})\n", p.dest.display(), human_bytes(p.bytes));
     }
