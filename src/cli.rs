@@ -62,6 +62,42 @@ pub enum Command {
     Reindex,
     /// Remove a snapshot from the store (its data goes at the next gc)
     Forget(RefArgs),
+    /// Compare two snapshots or directories: changed files, and for agent bundles what the
+    /// agent may do (exit 0 equal, 1 different, 2 error)
+    Diff(DiffArgs),
+}
+
+/// `diff`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+Each side is a snapshot (full id, unique prefix of 8+ hex digits, a --name, or agent/<alias>),
+optionally limited to a subtree as SNAPSHOT:PATH, or a directory (a published bundle or any tree;
+a path that exists as a directory is read as one). A directory is hashed with the same
+descriptor-verified reader as a snapshot, but nothing is written to the store.
+
+Examples:
+  zeroclaw-bundle diff agent/researcher ./received-bundle
+  zeroclaw-bundle diff 3f2a9c01 agent/researcher --stat
+  zeroclaw-bundle diff old:workspace new:workspace -p
+  zeroclaw-bundle diff agent/researcher ./bundle --quiet --exit-on-new-grants")]
+pub struct DiffArgs {
+    /// Side A: SNAPSHOT, SNAPSHOT:PATH or DIR
+    pub a: OsString,
+    /// Side B: SNAPSHOT, SNAPSHOT:PATH or DIR
+    pub b: OsString,
+    /// Per-file size changes and a summary line
+    #[arg(long, conflicts_with_all = ["content", "quiet"])]
+    pub stat: bool,
+    /// Show a unified diff of changed text files (capped per file)
+    #[arg(short = 'p', long = "content", conflicts_with = "quiet")]
+    pub content: bool,
+    /// Print nothing; only the exit code says whether the sides differ
+    #[arg(long)]
+    pub quiet: bool,
+    /// Exit 3 when side B grants the agent something side A did not (a new risk flag, skill
+    /// bundle or MCP server, a widened allowlist)
+    #[arg(long)]
+    pub exit_on_new_grants: bool,
 }
 
 /// `snapshot`.

@@ -4,7 +4,8 @@
 //!
 //! Module owners:
 //! - `agent`: the install layout, config closure, manifest, risk flags, portable names;
-//! - `capture`: the descriptor-verified walker; `export`: agent capture and export (one path
+//! - `capture`: the descriptor-verified walker (into the store, or hash-only for `diff`);
+//!   `diff`: the Merkle-pruned tree diff; `credentials`: the credential-looking value detector; `export`: agent capture and export (one path
 //!   from install to bundle); `publish`: staged publish, reuse and recovery;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
 //!   worker pool; `clock`: timestamps;
@@ -16,6 +17,7 @@ pub mod cli;
 pub mod clock;
 pub mod cmd;
 pub mod credentials;
+pub mod diff;
 pub mod export;
 pub mod hooks;
 pub mod publish;

@@ -1,10 +1,11 @@
 //! The `zeroclaw-bundle` binary: parse, run, exit code. The only place that prints errors
-//! (`error: ...` with its causes) and picks exit codes: 0 ok, 1 failure, 2 usage.
+//! (`error: ...` with its causes) and picks exit codes: 0 ok, 1 failure, 2 usage (and for
+//! `diff`, like diff(1): 0 equal, 1 different, 2 error, 3 new grants when asked).
 
 use std::process::ExitCode;
 
 use clap::Parser;
-use zeroclaw_bundle::cli::Cli;
+use zeroclaw_bundle::cli::{Cli, Command};
 use zeroclaw_bundle::cmd::{self, Outcome};
 
 fn main() -> ExitCode {
@@ -20,12 +21,19 @@ fn main() -> ExitCode {
             };
         }
     };
+    // diff(1)'s convention: 1 means "different", so a failed diff exits 2.
+    let error_code = if matches!(cli.command, Command::Diff(_)) {
+        2
+    } else {
+        1
+    };
     match cmd::run(cli) {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
-        Ok(Outcome::Failure) => ExitCode::from(1),
+        Ok(Outcome::Failure | Outcome::Different) => ExitCode::from(1),
+        Ok(Outcome::NewGrants) => ExitCode::from(3),
         Err(err) => {
             eprintln!("error: {err:#}");
-            ExitCode::from(1)
+            ExitCode::from(error_code)
         }
     }
 }

@@ -17,6 +17,7 @@
 //! ```
 
 mod bundle;
+mod compare;
 mod error;
 mod filter;
 mod flags;
@@ -31,6 +32,7 @@ mod schema;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
+pub use compare::{compare_bundles, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use install::Install;

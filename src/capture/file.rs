@@ -8,7 +8,7 @@ use std::sync::{mpsc, Arc};
 
 use zeroclaw_bundle_store::{ObjectId, Store, StoreError};
 
-use crate::capture::{CaptureError, SkipReason};
+use crate::capture::{CaptureError, Sink, SkipReason};
 use crate::hooks;
 use crate::sys::{self, FileKind, Stat};
 
@@ -79,7 +79,7 @@ pub(crate) fn open_failure(
 }
 
 /// Opens, checks and stores one file.
-pub(crate) fn read_file(store: &Store, job: &FileJob) -> FileOutcome {
+pub(crate) fn read_file(store: &Store, sink: &Sink, job: &FileJob) -> FileOutcome {
     let dir = std::os::fd::AsFd::as_fd(&*job.dir);
     hooks::seam("classify-open", &job.path);
     let mut file = match sys::open_file_at(dir, &job.name) {
@@ -110,7 +110,7 @@ pub(crate) fn read_file(store: &Store, job: &FileJob) -> FileOutcome {
     if opened.nlink > 1 {
         return FileOutcome::Skipped(SkipReason::HardLink);
     }
-    match store.objects().write_from(&mut file) {
+    match sink.put_blob(store, &job.path, &mut file) {
         Ok((id, len)) => FileOutcome::Stored { id, len, opened },
         Err(StoreError::Io {
             op: "read", source, ..

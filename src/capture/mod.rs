@@ -22,6 +22,7 @@
 
 mod file;
 pub mod root;
+pub mod sink;
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -39,6 +40,7 @@ use crate::{hooks, workers};
 use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
+pub use sink::{KeepBytes, MemoryObjects, Sink};
 
 /// The timestamp granularity the racy rule assumes. Kernel timestamps come from a coarse
 /// clock (a jiffy), and some filesystems store 1 s or 2 s; 2 s covers them all.
@@ -144,6 +146,7 @@ pub struct Capture<'s> {
     report: CaptureReport,
     stats: CaptureStats,
     progress: ProgressBar,
+    sink: Sink,
 }
 
 impl<'s> Capture<'s> {
@@ -166,7 +169,16 @@ impl<'s> Capture<'s> {
             report: CaptureReport::default(),
             stats: CaptureStats::default(),
             progress,
+            sink: Sink::Store,
         })
+    }
+
+    /// Sends what this capture reads to `sink` instead of the store (a hash-only capture for
+    /// `diff`). Its stat cache must then live under a key of its own: a cached id of a
+    /// hash-only capture names no object in the store.
+    pub fn with_sink(mut self, sink: Sink) -> Self {
+        self.sink = sink;
+        self
     }
 
     /// The store written to.
@@ -234,13 +246,14 @@ impl<'s> Capture<'s> {
         walk: impl FnOnce(&mut Self, &mpsc::Sender<FileJob>) -> Result<R, CaptureError>,
     ) -> Result<R, CaptureError> {
         let store: &Store = self.store;
+        let sink = self.sink.clone();
         workers::with_pool(
             || (),
             |_, job: FileJob, stopped| {
                 let outcome = if stopped {
                     FileOutcome::Failed(CaptureError::Workers)
                 } else {
-                    read_file(store, &job)
+                    read_file(store, &sink, &job)
                 };
                 let reply = job.reply.clone();
                 let _ = reply.send((job, outcome));
@@ -377,7 +390,12 @@ impl<'s> Capture<'s> {
                     skips.push((slot, path, SkipReason::HardLink))
                 }
                 FileKind::File => {
-                    if let Some(hit) = self.cached(path.as_bytes(), &classified) {
+                    let hit = if self.sink.wants_bytes(&path) {
+                        None
+                    } else {
+                        self.cached(path.as_bytes(), &classified)
+                    };
+                    if let Some(hit) = hit {
                         self.stats.cached_files += 1;
                         files += 1;
                         size += hit.size;
@@ -469,8 +487,8 @@ impl<'s> Capture<'s> {
                 why: e,
             },
         })?;
-        self.store
-            .write_tree(&tree)
+        self.sink
+            .put_tree(self.store, tree)
             .map_err(|source| CaptureError::Store {
                 path: display_dir(prefix),
                 source,

@@ -3,6 +3,7 @@
 
 pub mod cat;
 pub mod checkout;
+pub mod diff;
 pub mod export;
 pub mod gc;
 pub mod list;
@@ -44,6 +45,10 @@ pub enum Outcome {
     Success,
     /// Exit 1 without an error message of its own (verify found problems, already printed).
     Failure,
+    /// Exit 1: `diff` found the sides different (diff(1)'s convention).
+    Different,
+    /// Exit 3: `diff --exit-on-new-grants` found a new capability grant.
+    NewGrants,
 }
 
 impl Ctx {
@@ -125,6 +130,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Gc(args) => gc::run_gc(args, &ctx),
         Command::Reindex => gc::run_reindex(&ctx),
         Command::Forget(args) => gc::run_forget(args, &ctx),
+        Command::Diff(args) => diff::run(args, &ctx),
     }
 }
 

@@ -1,0 +1,433 @@
+//! The semantic diff of two agent bundles: what changed in what the agent may do, from their
+//! manifests and `config.toml` fragments. Manifest changes (risk flags, required secrets,
+//! dropped entries, carried skill bundles, root agent, format version; provenance is ignored)
+//! and config changes key by key as dotted paths. Secret values are never shown: a path the
+//! manifest lists as a required secret, or one the schema or the credential-name rule marks,
+//! is shown as `(scrubbed)` or `(set, not shown)`.
+//!
+//! A change that grants the agent something new is marked `grant`: an added risk flag (or one
+//! whose detail changed: a different command line is a different grant), an added skill
+//! bundle, a new MCP server, or a bounding list of a risk profile widened (an allowlist gains
+//! an entry, a denylist loses one).
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::error::AgentError;
+use super::manifest::Manifest;
+use super::schema::credential_key_rule;
+use super::value::{element_name, join_path, Node, Table};
+
+/// One semantic change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SemanticChange {
+    /// `manifest` or `config`.
+    pub area: &'static str,
+    /// What changed: `risk_flag`, `required_secret`, `dropped`, `skill_bundle`, `root_agent`,
+    /// `format_version`, or `key` for a config value.
+    pub item: &'static str,
+    /// The dotted path (or `kind at path` for a risk flag).
+    pub path: String,
+    /// The value on side A (absent: not there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub old: Option<String>,
+    /// The value on side B (absent: not there).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub new: Option<String>,
+    /// Whether B grants the agent something A did not.
+    pub grant: bool,
+    /// Why it is a grant, or other context.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub note: String,
+}
+
+/// Risk-profile lists whose new entries widen what the agent may do.
+const ALLOW_LISTS: &[&str] = &[
+    "allowed_commands",
+    "allowed_roots",
+    "allowed_paths",
+    "allowed_path",
+    "allowed_tools",
+    "auto_approve",
+    "shell_env_passthrough",
+];
+
+/// Risk-profile lists whose removed entries widen what the agent may do.
+const DENY_LISTS: &[&str] = &["forbidden_paths", "always_ask", "excluded_tools"];
+
+/// Compares two bundles given the texts of their manifests and `config.toml` files.
+pub fn compare_bundles(
+    a_manifest: &str,
+    a_config: &str,
+    b_manifest: &str,
+    b_config: &str,
+) -> Result<Vec<SemanticChange>, AgentError> {
+    let ma = Manifest::from_toml_str(a_manifest)?;
+    let mb = Manifest::from_toml_str(b_manifest)?;
+    let mut out = Vec::new();
+    manifest_changes(&ma, &mb, &mut out);
+    let secrets: Vec<&str> = ma
+        .required_secrets
+        .iter()
+        .chain(&mb.required_secrets)
+        .map(String::as_str)
+        .collect();
+    let ca = leaves(&parse(a_config, "A")?);
+    let cb = leaves(&parse(b_config, "B")?);
+    config_changes(&ca, &cb, &secrets, &mut out);
+    Ok(out)
+}
+
+fn parse(text: &str, side: &str) -> Result<Table, AgentError> {
+    let doc: toml_edit::DocumentMut =
+        text.parse()
+            .map_err(|e: toml_edit::TomlError| AgentError::InvalidManifest {
+                field: format!("config.toml of side {side}"),
+                problem: format!("is not valid TOML: {}", e.message().trim()),
+            })?;
+    Ok(Table::from_toml_edit(doc.as_table()))
+}
+
+fn change(
+    area: &'static str,
+    item: &'static str,
+    path: String,
+    old: Option<String>,
+    new: Option<String>,
+) -> SemanticChange {
+    SemanticChange {
+        area,
+        item,
+        path,
+        old,
+        new,
+        grant: false,
+        note: String::new(),
+    }
+}
+
+fn manifest_changes(a: &Manifest, b: &Manifest, out: &mut Vec<SemanticChange>) {
+    if a.format_version != b.format_version {
+        out.push(change(
+            "manifest",
+            "format_version",
+            "format_version".into(),
+            Some(a.format_version.to_string()),
+            Some(b.format_version.to_string()),
+        ));
+    }
+    if a.root_agent != b.root_agent {
+        out.push(change(
+            "manifest",
+            "root_agent",
+            "root_agent".into(),
+            Some(a.root_agent.clone()),
+            Some(b.root_agent.clone()),
+        ));
+    }
+    let flags = |m: &Manifest| -> BTreeMap<String, String> {
+        m.risk_flags
+            .iter()
+            .map(|f| {
+                (
+                    format!("{} at {}", f.kind.as_str(), f.path),
+                    f.detail.clone(),
+                )
+            })
+            .collect()
+    };
+    let (fa, fb) = (flags(a), flags(b));
+    for (key, detail) in &fb {
+        match fa.get(key) {
+            None => out.push(SemanticChange {
+                grant: true,
+                note: "new capability grant".into(),
+                ..change(
+                    "manifest",
+                    "risk_flag",
+                    key.clone(),
+                    None,
+                    Some(detail.clone()),
+                )
+            }),
+            Some(old) if old != detail => out.push(SemanticChange {
+                grant: true,
+                note: "the granted capability changed".into(),
+                ..change(
+                    "manifest",
+                    "risk_flag",
+                    key.clone(),
+                    Some(old.clone()),
+                    Some(detail.clone()),
+                )
+            }),
+            Some(_) => {}
+        }
+    }
+    for (key, detail) in &fa {
+        if !fb.contains_key(key) {
+            out.push(change(
+                "manifest",
+                "risk_flag",
+                key.clone(),
+                Some(detail.clone()),
+                None,
+            ));
+        }
+    }
+    set_changes(
+        "required_secret",
+        &a.required_secrets,
+        &b.required_secrets,
+        false,
+        out,
+    );
+    let dropped = |m: &Manifest| -> Vec<String> {
+        m.dropped
+            .iter()
+            .map(|d| format!("{} ({})", d.path, d.reason.as_str()))
+            .collect()
+    };
+    set_changes("dropped", &dropped(a), &dropped(b), false, out);
+    set_changes(
+        "skill_bundle",
+        &a.skill_bundles,
+        &b.skill_bundles,
+        true,
+        out,
+    );
+}
+
+fn set_changes(
+    item: &'static str,
+    a: &[String],
+    b: &[String],
+    added_is_grant: bool,
+    out: &mut Vec<SemanticChange>,
+) {
+    for x in b.iter().filter(|x| !a.contains(x)) {
+        let mut c = change("manifest", item, x.clone(), None, Some(x.clone()));
+        if added_is_grant {
+            c.grant = true;
+            c.note = "new skill bundle carried".into();
+        }
+        out.push(c);
+    }
+    for x in a.iter().filter(|x| !b.contains(x)) {
+        out.push(change("manifest", item, x.clone(), Some(x.clone()), None));
+    }
+}
+
+/// Every leaf of a config as (dotted path -> value). Arrays of tables are named by their
+/// elements' `name`; arrays of plain values are one leaf.
+fn leaves(root: &Table) -> BTreeMap<String, Node> {
+    let mut out = BTreeMap::new();
+    fn walk(prefix: &str, node: &Node, out: &mut BTreeMap<String, Node>) {
+        match node {
+            Node::Table(t) if !t.is_empty() => {
+                for (k, v) in t.iter() {
+                    walk(&join_path(prefix, k), v, out);
+                }
+            }
+            Node::Array(items)
+                if !items.is_empty() && items.iter().all(|n| n.as_table().is_some()) =>
+            {
+                for (i, item) in items.iter().enumerate() {
+                    walk(&join_path(prefix, &element_name(i, item)), item, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.clone());
+            }
+        }
+    }
+    for (k, v) in root.iter() {
+        walk(k, v, &mut out);
+    }
+    out
+}
+
+fn is_secret(path: &str, secrets: &[&str]) -> bool {
+    secrets.contains(&path)
+        || secrets.iter().any(|s| path.starts_with(&format!("{s}.")))
+        || path
+            .split('.')
+            .any(|segment| credential_key_rule(segment).is_some())
+        || path.contains(".env.")
+        || path.contains(".headers.")
+        || path.contains(".extra_headers.")
+}
+
+fn show(path: &str, node: &Node, secrets: &[&str]) -> String {
+    if is_secret(path, secrets) {
+        return match node {
+            Node::Str(s) if s.is_empty() => "(scrubbed)".into(),
+            _ => "(set, not shown)".into(),
+        };
+    }
+    render(node)
+}
+
+fn render(node: &Node) -> String {
+    match node {
+        Node::Str(s) => format!("{s:?}"),
+        Node::Int(i) => i.to_string(),
+        Node::Float(f) => f.to_string(),
+        Node::Bool(b) => b.to_string(),
+        Node::Datetime(d) => d.to_string(),
+        Node::Array(items) => format!(
+            "[{}]",
+            items.iter().map(render).collect::<Vec<_>>().join(", ")
+        ),
+        Node::Table(t) => format!(
+            "{{{}}}",
+            t.iter()
+                .map(|(k, v)| format!("{k} = {}", render(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn strings(node: Option<&Node>) -> Vec<String> {
+    node.and_then(Node::as_array)
+        .map(|items| items.iter().map(render).collect())
+        .unwrap_or_default()
+}
+
+fn config_changes(
+    a: &BTreeMap<String, Node>,
+    b: &BTreeMap<String, Node>,
+    secrets: &[&str],
+    out: &mut Vec<SemanticChange>,
+) {
+    let servers = |m: &BTreeMap<String, Node>| -> Vec<String> {
+        let mut names: Vec<String> = m
+            .keys()
+            .filter_map(|k| k.strip_prefix("mcp.servers."))
+            .filter_map(|rest| rest.split('.').next())
+            .map(str::to_string)
+            .collect();
+        names.dedup();
+        names
+    };
+    let (sa, sb) = (servers(a), servers(b));
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    for key in keys {
+        let (x, y) = (a.get(key), b.get(key));
+        if x == y {
+            continue;
+        }
+        let mut c = change(
+            "config",
+            "key",
+            key.clone(),
+            x.map(|n| show(key, n, secrets)),
+            y.map(|n| show(key, n, secrets)),
+        );
+        if let Some(server) = key
+            .strip_prefix("mcp.servers.")
+            .and_then(|r| r.split('.').next())
+        {
+            if sb.iter().any(|s| s == server) && !sa.iter().any(|s| s == server) {
+                c.grant = true;
+                c.note = format!("new MCP server `{server}`");
+            }
+        }
+        if key.starts_with("risk_profiles.") {
+            let field = key.rsplit('.').next().unwrap_or("");
+            let (old, new) = (strings(x), strings(y));
+            if ALLOW_LISTS.contains(&field) {
+                let gained: Vec<&String> = new.iter().filter(|v| !old.contains(v)).collect();
+                if !gained.is_empty() {
+                    c.grant = true;
+                    c.note = format!(
+                        "widens the allowlist: adds {}",
+                        gained
+                            .iter()
+                            .map(|s| s.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    );
+                }
+            } else if DENY_LISTS.contains(&field) {
+                let lost: Vec<&String> = old.iter().filter(|v| !new.contains(v)).collect();
+                if !lost.is_empty() || (x.is_some() && y.is_none()) {
+                    c.grant = true;
+                    c.note = if lost.is_empty() {
+                        "the denylist is gone (ZeroClaw's default applies)".into()
+                    } else {
+                        format!(
+                            "narrows the denylist: removes {}",
+                            lost.iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    };
+                }
+            }
+        }
+        out.push(c);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MANIFEST_A: &str = r#"format_version = 1
+root_agent = "r"
+required_secrets = ["providers.models.anthropic.main.api_key"]
+skill_bundles = []
+dropped = []
+risk_flags = []
+
+[provenance]
+zeroclaw_version = "x"
+exported_at = "2026-01-01T00:00:00.000000+00:00"
+"#;
+
+    #[test]
+    fn grants_and_secrets() {
+        let manifest_b = MANIFEST_A
+            .replace(
+                "required_secrets = [\"providers.models.anthropic.main.api_key\"]",
+                "required_secrets = [\"mcp.servers.fs.env.TOKEN\", \"providers.models.anthropic.main.api_key\"]",
+            )
+            .replace("2026-01-01", "2026-02-02")
+            .replace("risk_flags = []\n", "")
+            + "\n[[risk_flags]]\nkind = \"process_spawn\"\npath = \"mcp.servers.fs.command\"\ndetail = \"starts npx\"\n";
+        let config_a = "[risk_profiles.g]\nallowed_commands = [\"ls\"]\nforbidden_paths = [\"/etc\", \"/root\"]\n[providers.models.anthropic.main]\napi_key = \"\"\nmodel = \"m1\"\n";
+        let config_b = "[risk_profiles.g]\nallowed_commands = [\"ls\", \"rm\"]\nforbidden_paths = [\"/etc\"]\n[providers.models.anthropic.main]\napi_key = \"sk-leaked\"\nmodel = \"m2\"\n[[mcp.servers]]\nname = \"fs\"\ncommand = \"npx\"\nenv = { TOKEN = \"\" }\n";
+        let changes = compare_bundles(MANIFEST_A, config_a, &manifest_b, config_b).expect("valid");
+        let text = format!("{changes:?}");
+        assert!(!text.contains("sk-leaked"), "{text}");
+        assert!(!text.contains("2026-02-02"), "provenance ignored: {text}");
+        let grant = |path: &str| {
+            changes
+                .iter()
+                .find(|c| c.path == path)
+                .unwrap_or_else(|| panic!("{path} missing: {text}"))
+                .grant
+        };
+        assert!(grant("process_spawn at mcp.servers.fs.command"));
+        assert!(grant("risk_profiles.g.allowed_commands"));
+        assert!(grant("risk_profiles.g.forbidden_paths"));
+        assert!(grant("mcp.servers.fs.command"));
+        assert!(!grant("providers.models.anthropic.main.model"));
+        assert!(!grant("mcp.servers.fs.env.TOKEN"));
+        let key = changes
+            .iter()
+            .find(|c| c.path == "providers.models.anthropic.main.api_key")
+            .expect("secret change listed");
+        assert_eq!(key.old.as_deref(), Some("(scrubbed)"));
+        assert_eq!(key.new.as_deref(), Some("(set, not shown)"));
+        assert!(changes
+            .iter()
+            .any(|c| c.item == "required_secret" && c.path == "mcp.servers.fs.env.TOKEN"));
+    }
+}

@@ -1,0 +1,385 @@
+//! `diff <A> <B> [--stat | -p | --quiet] [--exit-on-new-grants]`: what changed between two
+//! snapshots, subtrees of snapshots (`SNAP:PATH`) or directories. For two agent bundles, the
+//! semantic section (what the agent may do) comes first, then the files. Exit 0 when equal, 1
+//! when different, 2 on error (main), 3 with `--exit-on-new-grants` when B grants something new.
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use zeroclaw_bundle_store::{resolve_path, EntryKind, Store, TreeEntry};
+
+use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
+use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
+use crate::cli::DiffArgs;
+use crate::cmd::{split_target, Ctx, Outcome};
+use crate::diff::content::{unified, Shown, CONTENT_CAP};
+use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
+
+/// Bundle files above this are not read for the semantic section.
+const BUNDLE_FILE_CAP: u64 = 4 << 20;
+
+/// One resolved side.
+struct Side {
+    label: String,
+    root: Root,
+    source: SideSource,
+    /// Whether the side is a whole tree (not `SNAP:PATH` with a path), so bundle files sit at
+    /// its root.
+    whole: bool,
+}
+
+enum SideSource {
+    Store(zeroclaw_bundle_store::StoreReader),
+    Memory(Arc<MemoryObjects>),
+}
+
+impl Side {
+    fn tree_side(&self) -> Box<dyn TreeSide + '_> {
+        match &self.source {
+            SideSource::Store(r) => Box::new(SourceSide(r)),
+            SideSource::Memory(m) => Box::new(MemorySide(m)),
+        }
+    }
+
+    /// The bytes of a top-level file of this side, if it has one of that name.
+    fn top_file(&self, name: &str) -> Result<Option<Vec<u8>>> {
+        if !self.whole || self.root.entry.kind != EntryKind::Dir {
+            return Ok(None);
+        }
+        let side = self.tree_side();
+        let tree = side.tree(&self.root.entry.id)?;
+        let Some(e) = tree.get(name.as_bytes()).filter(|e| e.kind.is_file()) else {
+            return Ok(None);
+        };
+        Ok(side.bytes(&e.id, e.size, BUNDLE_FILE_CAP)?)
+    }
+}
+
+/// Runs `diff`.
+pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let a = resolve_side(&store, &args.a, args.content, ctx)
+        .with_context(|| format!("side A ({})", args.a.to_string_lossy()))?;
+    let b = resolve_side(&store, &args.b, args.content, ctx)
+        .with_context(|| format!("side B ({})", args.b.to_string_lossy()))?;
+    let semantic = semantic_changes(&a, &b)?;
+    let grants = semantic.iter().any(|c| c.grant);
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    let mode = if args.quiet {
+        Mode::Quiet
+    } else if ctx.json {
+        Mode::Json
+    } else if args.stat {
+        Mode::Stat
+    } else if args.content {
+        Mode::Content
+    } else {
+        Mode::NameStatus
+    };
+    let mut printer = Printer {
+        out: &mut out,
+        mode,
+        a: &a,
+        b: &b,
+        stat_rows: Vec::new(),
+    };
+    printer.semantic(&semantic)?;
+    let (sa, sb) = (a.tree_side(), b.tree_side());
+    let summary = diff(sa.as_ref(), &a.root, sb.as_ref(), &b.root, &mut |c| {
+        printer.change(c).map_err(|e| DiffError::Output(e.into()))
+    })
+    .context("could not compare the two sides")?;
+    printer.summary(&summary, grants)?;
+    out.flush().ok();
+    Ok(if args.exit_on_new_grants && grants {
+        Outcome::NewGrants
+    } else if summary.differs() || !semantic.is_empty() {
+        Outcome::Different
+    } else {
+        Outcome::Success
+    })
+}
+
+/// A side argument: an existing directory, else `SNAPSHOT[:PATH]`.
+fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result<Side> {
+    let path = Path::new(arg);
+    if path.is_dir() {
+        return capture_dir(store, path, keep_all, ctx);
+    }
+    let (reference, sub) = split_target(arg);
+    let id = store.resolve(&reference)?;
+    let snapshot = store.read_snapshot(&id)?;
+    let reader = store.reader();
+    let entry = if sub.is_empty() {
+        TreeEntry {
+            name: Vec::new(),
+            kind: EntryKind::Dir,
+            size: snapshot.bytes(),
+            id: snapshot.root,
+        }
+    } else {
+        resolve_path(&reader, &snapshot.root, &sub, &reference)?
+    };
+    let label = if sub.is_empty() {
+        id.short(12)
+    } else {
+        format!("{}:{}", id.short(12), String::from_utf8_lossy(&sub))
+    };
+    Ok(Side {
+        label,
+        root: Root { entry },
+        source: SideSource::Store(reader),
+        whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
+    })
+}
+
+/// Hashes a directory with the capture's reader, writing nothing to the store. Its stat
+/// cache lives under a `diff:` key of its own, so a second diff of the same directory is a stat
+/// walk, and a snapshot's cache never names an object this capture did not write.
+fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<Side> {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let fd = root::open_configured(&abs)?
+        .with_context(|| format!("{} does not exist", abs.display()))?;
+    let objects = Arc::new(MemoryObjects::default());
+    let keep = if keep_all {
+        KeepBytes::Every(CONTENT_CAP)
+    } else {
+        KeepBytes::TopLevel(BUNDLE_FILE_CAP)
+    };
+    let mut capture = Capture::begin(
+        store,
+        format!("diff:{}", abs.display()),
+        ctx.progress(None, "hashing", false),
+    )?
+    .with_sink(Sink::Memory(Arc::clone(&objects), keep));
+    let walked = capture.walk(fd, ".", &keep_everything)?;
+    let (_report, update) = capture.finish();
+    // Only an optimisation: a failure to record it never fails the diff.
+    let _ = store.catalog().and_then(|c| c.update_stat_cache(&update));
+    Ok(Side {
+        label: abs.display().to_string(),
+        root: Root {
+            entry: TreeEntry {
+                name: Vec::new(),
+                kind: EntryKind::Dir,
+                size: walked.size,
+                id: walked.id,
+            },
+        },
+        source: SideSource::Memory(objects),
+        whole: true,
+    })
+}
+
+/// The semantic section, when both sides are whole agent bundles.
+fn semantic_changes(a: &Side, b: &Side) -> Result<Vec<SemanticChange>> {
+    let texts = |s: &Side| -> Result<Option<(String, String)>> {
+        let (Some(m), Some(c)) = (s.top_file(MANIFEST_FILE)?, s.top_file(CONFIG_FILE)?) else {
+            return Ok(None);
+        };
+        Ok(Some((
+            String::from_utf8_lossy(&m).into_owned(),
+            String::from_utf8_lossy(&c).into_owned(),
+        )))
+    };
+    match (texts(a)?, texts(b)?) {
+        (Some((ma, ca)), Some((mb, cb))) => Ok(compare_bundles(&ma, &ca, &mb, &cb)
+            .context("could not compare the two agent bundles")?),
+        _ => Ok(Vec::new()),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    NameStatus,
+    Stat,
+    Content,
+    Json,
+    Quiet,
+}
+
+struct Printer<'p, W: Write> {
+    out: &'p mut W,
+    mode: Mode,
+    a: &'p Side,
+    b: &'p Side,
+    stat_rows: Vec<(String, String)>,
+}
+
+impl<W: Write> Printer<'_, W> {
+    fn semantic(&mut self, changes: &[SemanticChange]) -> std::io::Result<()> {
+        match self.mode {
+            Mode::Quiet => Ok(()),
+            Mode::Json => {
+                for c in changes {
+                    let mut v = serde_json::to_value(c).map_err(std::io::Error::other)?;
+                    v["type"] = json!("semantic");
+                    writeln!(self.out, "{v}")?;
+                }
+                Ok(())
+            }
+            _ if changes.is_empty() => Ok(()),
+            _ => {
+                writeln!(
+                    self.out,
+                    "Agent bundle changes (lines marked ! grant something new):"
+                )?;
+                for c in changes {
+                    let mark = if c.grant { "!" } else { " " };
+                    let what = match (&c.old, &c.new) {
+                        (None, Some(n)) if c.item == "key" => format!("added: {n}"),
+                        (Some(o), None) if c.item == "key" => format!("removed (was {o})"),
+                        (Some(o), Some(n)) => format!("{o} -> {n}"),
+                        (None, Some(n)) if n == &c.path => "added".to_string(),
+                        (None, Some(n)) => format!("added: {n}"),
+                        (Some(_), None) => "removed".to_string(),
+                        (None, None) => String::new(),
+                    };
+                    let note = if c.note.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" [{}]", c.note)
+                    };
+                    writeln!(
+                        self.out,
+                        "{mark} {} {} {}: {what}{note}",
+                        c.area,
+                        c.item.replace('_', " "),
+                        c.path
+                    )?;
+                }
+                writeln!(self.out)
+            }
+        }
+    }
+
+    fn change(&mut self, c: &Change) -> std::io::Result<()> {
+        let letter = format!("{:?}", c.status);
+        match self.mode {
+            Mode::Quiet => Ok(()),
+            Mode::Json => {
+                let mut v = serde_json::to_value(c).map_err(std::io::Error::other)?;
+                v["type"] = json!("file");
+                writeln!(self.out, "{v}")
+            }
+            Mode::NameStatus => match &c.from {
+                Some(from) => writeln!(self.out, "{letter}\t{from} -> {}", c.path),
+                None => writeln!(self.out, "{letter}\t{}", c.path),
+            },
+            Mode::Stat => {
+                let old = c.old.as_ref().map_or(0, |e| e.size);
+                let new = c.new.as_ref().map_or(0, |e| e.size);
+                let name = match &c.from {
+                    Some(from) => format!("{from} -> {}", c.path),
+                    None => c.path.clone(),
+                };
+                let delta = new as i128 - old as i128;
+                let detail = match c.status {
+                    Status::T => format!("{} -> {}", kind(c, true), kind(c, false)),
+                    Status::X => format!("mode {} -> {}", kind(c, true), kind(c, false)),
+                    _ => format!("{old} -> {new} bytes ({delta:+})"),
+                };
+                self.stat_rows.push((name, detail));
+                Ok(())
+            }
+            Mode::Content => {
+                match &c.from {
+                    Some(from) => writeln!(self.out, "{letter}\t{from} -> {}", c.path)?,
+                    None => writeln!(self.out, "{letter}\t{}", c.path)?,
+                }
+                self.content(c)
+            }
+        }
+    }
+
+    fn content(&mut self, c: &Change) -> std::io::Result<()> {
+        if !matches!(c.status, Status::A | Status::D | Status::M) {
+            return Ok(());
+        }
+        let read = |side: &Side, e: Option<&crate::diff::EntryInfo>| -> Option<Option<Vec<u8>>> {
+            let e = e?;
+            if e.kind == "dir" {
+                return None;
+            }
+            Some(
+                side.tree_side()
+                    .bytes(&e.id, e.size, CONTENT_CAP)
+                    .ok()
+                    .flatten(),
+            )
+        };
+        let old = read(self.a, c.old.as_ref());
+        let new = read(self.b, c.new.as_ref());
+        let too_large = matches!(old, Some(None)) || matches!(new, Some(None));
+        let shown = if too_large {
+            Shown::TooLarge
+        } else {
+            unified(&c.path, old.flatten().as_deref(), new.flatten().as_deref())
+        };
+        match shown {
+            Shown::Text(t) => write!(self.out, "{t}"),
+            Shown::Binary => writeln!(self.out, "Binary files differ: {}", c.path),
+            Shown::TooLarge => writeln!(
+                self.out,
+                "Not shown: {} is over {} KiB on one side",
+                c.path,
+                CONTENT_CAP / 1024
+            ),
+        }
+    }
+
+    fn summary(&mut self, s: &crate::diff::Summary, grants: bool) -> std::io::Result<()> {
+        match self.mode {
+            Mode::Quiet => Ok(()),
+            Mode::Json => {
+                let mut v = serde_json::to_value(s).map_err(std::io::Error::other)?;
+                v["type"] = json!("summary");
+                v["a"] = json!(self.a.label);
+                v["b"] = json!(self.b.label);
+                v["new_grants"] = json!(grants);
+                writeln!(self.out, "{v}")
+            }
+            Mode::Stat => {
+                let width = self.stat_rows.iter().map(|(n, _)| n.chars().count()).max();
+                for (name, detail) in &self.stat_rows {
+                    writeln!(self.out, " {name:<w$} | {detail}", w = width.unwrap_or(0))?;
+                }
+                writeln!(
+                    self.out,
+                    " {} changed: {} added, {} modified, {} deleted, {} renamed, {} kind, {} mode; +{} -{} bytes",
+                    plural(
+                        s.added + s.deleted + s.modified + s.renamed + s.kind_changed + s.exec_changed,
+                        "file"
+                    ),
+                    s.added,
+                    s.modified,
+                    s.deleted,
+                    s.renamed,
+                    s.kind_changed,
+                    s.exec_changed,
+                    s.bytes_added,
+                    s.bytes_removed
+                )
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+fn kind(c: &Change, old: bool) -> &'static str {
+    let e = if old { &c.old } else { &c.new };
+    e.as_ref().map_or("-", |e| e.kind)
+}
+
+fn plural(n: u64, what: &str) -> String {
+    if n == 1 {
+        format!("1 {what}")
+    } else {
+        format!("{n} {what}s")
+    }
+}

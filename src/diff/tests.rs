@@ -1,0 +1,248 @@
+//! Tree diff cases against trees written into a temporary store: equal, one byte changed,
+//! added, removed, renamed, exec-bit-only and kind changes at depth, and Merkle pruning (an
+//! unchanged subtree is never read).
+
+use std::collections::BTreeMap;
+
+use zeroclaw_bundle_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
+
+use super::*;
+
+/// A tree described as path -> (content, exec); directories are implied.
+type Spec<'a> = &'a [(&'a str, &'a str, bool)];
+
+fn write(store: &Store, spec: Spec<'_>) -> ObjectId {
+    fn build(store: &Store, files: &BTreeMap<Vec<u8>, Node>) -> (ObjectId, u64) {
+        let mut entries = Vec::new();
+        let mut total = 0;
+        for (name, node) in files {
+            match node {
+                Node::File(content, exec) => {
+                    let id = store.objects().write_bytes(content.as_bytes()).unwrap();
+                    total += content.len() as u64;
+                    entries.push(TreeEntry {
+                        name: name.clone(),
+                        kind: if *exec {
+                            EntryKind::ExecFile
+                        } else {
+                            EntryKind::File
+                        },
+                        size: content.len() as u64,
+                        id,
+                    });
+                }
+                Node::Dir(children) => {
+                    let (id, size) = build(store, children);
+                    total += size;
+                    entries.push(TreeEntry {
+                        name: name.clone(),
+                        kind: EntryKind::Dir,
+                        size,
+                        id,
+                    });
+                }
+            }
+        }
+        let id = store
+            .write_tree(&Tree::from_entries(entries).unwrap())
+            .unwrap();
+        (id, total)
+    }
+    enum Node {
+        File(String, bool),
+        Dir(BTreeMap<Vec<u8>, Node>),
+    }
+    let mut root: BTreeMap<Vec<u8>, Node> = BTreeMap::new();
+    for (path, content, exec) in spec {
+        let parts: Vec<&str> = path.split('/').collect();
+        let mut dir = &mut root;
+        for p in &parts[..parts.len() - 1] {
+            let node = dir
+                .entry(p.as_bytes().to_vec())
+                .or_insert_with(|| Node::Dir(BTreeMap::new()));
+            dir = match node {
+                Node::Dir(d) => d,
+                Node::File(..) => panic!("file in the way"),
+            };
+        }
+        dir.insert(
+            parts[parts.len() - 1].as_bytes().to_vec(),
+            Node::File(content.to_string(), *exec),
+        );
+    }
+    build(store, &root).0
+}
+
+fn root(id: ObjectId) -> Root {
+    Root {
+        entry: TreeEntry {
+            name: Vec::new(),
+            kind: EntryKind::Dir,
+            size: 0,
+            id,
+        },
+    }
+}
+
+fn run(store: &Store, a: Spec<'_>, b: Spec<'_>) -> (Vec<String>, Summary) {
+    let (ia, ib) = (write(store, a), write(store, b));
+    let reader = store.reader();
+    let mut seen = Vec::new();
+    let summary = diff(
+        &SourceSide(&reader),
+        &root(ia),
+        &SourceSide(&reader),
+        &root(ib),
+        &mut |c| {
+            seen.push(match &c.from {
+                Some(f) => format!("{:?} {f} -> {}", c.status, c.path),
+                None => format!("{:?} {}", c.status, c.path),
+            });
+            Ok(())
+        },
+    )
+    .unwrap();
+    (seen, summary)
+}
+
+const BASE: Spec<'static> = &[
+    ("a/b/c/deep.md", "deep", false),
+    ("a/b/c/tool.sh", "#!/bin/sh", true),
+    ("a/x.md", "x", false),
+    ("big/1.md", "one", false),
+    ("big/2.md", "two", false),
+    ("top.md", "top", false),
+];
+
+fn store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("s")).unwrap();
+    (dir, store)
+}
+
+#[test]
+fn identical_trees_read_no_tree_at_all() {
+    let (_d, s) = store();
+    let (seen, summary) = run(&s, BASE, BASE);
+    assert!(seen.is_empty());
+    assert!(!summary.differs());
+    assert_eq!(
+        summary.trees_read, 0,
+        "equal roots are pruned before reading"
+    );
+}
+
+#[test]
+fn each_kind_of_change_at_depth() {
+    let (_d, s) = store();
+    let b: Spec<'_> = &[
+        ("a/b/c/deep.md", "deeP", false),      // M: one byte
+        ("a/b/c/tool.sh", "#!/bin/sh", false), // X: exec bit only
+        ("a/b/c/new.md", "new", false),        // A
+        ("a/y.md", "x", false),                // R a/x.md -> a/y.md
+        ("big/1.md", "one", false),
+        ("big/2.md", "two", false),
+        ("top.md/now-a-dir.md", "d", false), // T: file -> dir, and its file added
+    ];
+    let (seen, summary) = run(&s, BASE, b);
+    assert_eq!(
+        seen,
+        [
+            "M a/b/c/deep.md",
+            "X a/b/c/tool.sh",
+            "T top.md",
+            "A a/b/c/new.md",
+            "R a/x.md -> a/y.md",
+            "A top.md/now-a-dir.md",
+        ]
+    );
+    assert_eq!(
+        (
+            summary.added,
+            summary.modified,
+            summary.renamed,
+            summary.exec_changed,
+            summary.kind_changed
+        ),
+        (2, 1, 1, 1, 1)
+    );
+    // `big` is equal on both sides: never read. Read: the two roots, a, a/b, a/b/c on both
+    // sides, and the new directory top.md on side B.
+    assert_eq!(summary.trees_read, 9);
+}
+
+#[test]
+fn removed_directory_lists_its_files_and_a_renamed_copy_pairs_once() {
+    let (_d, s) = store();
+    let b: Spec<'_> = &[
+        ("a/b/c/deep.md", "deep", false),
+        ("a/b/c/tool.sh", "#!/bin/sh", true),
+        ("a/x.md", "x", false),
+        ("moved/1.md", "one", false),
+        ("moved/2.md", "two", false),
+        ("top.md", "top", false),
+        ("zz-copy.md", "one", false),
+    ];
+    let (seen, _) = run(&s, BASE, b);
+    assert_eq!(
+        seen,
+        [
+            "R big/1.md -> moved/1.md",
+            "R big/2.md -> moved/2.md",
+            "A zz-copy.md",
+        ]
+    );
+}
+
+#[test]
+fn a_deep_chain_is_walked_without_recursion_and_bounded() {
+    let (_d, s) = store();
+    // 5,000 nested directories differing only at the bottom: no stack overflow.
+    let mut a = s
+        .write_tree(
+            &Tree::from_entries(vec![TreeEntry {
+                name: b"f".to_vec(),
+                kind: EntryKind::File,
+                size: 1,
+                id: s.objects().write_bytes(b"1").unwrap(),
+            }])
+            .unwrap(),
+        )
+        .unwrap();
+    let mut b = s
+        .write_tree(
+            &Tree::from_entries(vec![TreeEntry {
+                name: b"f".to_vec(),
+                kind: EntryKind::File,
+                size: 1,
+                id: s.objects().write_bytes(b"2").unwrap(),
+            }])
+            .unwrap(),
+        )
+        .unwrap();
+    for _ in 0..5_000 {
+        for id in [&mut a, &mut b] {
+            *id = s
+                .write_tree(
+                    &Tree::from_entries(vec![TreeEntry {
+                        name: b"d".to_vec(),
+                        kind: EntryKind::Dir,
+                        size: 1,
+                        id: *id,
+                    }])
+                    .unwrap(),
+                )
+                .unwrap();
+        }
+    }
+    let reader = s.reader();
+    let err = diff(
+        &SourceSide(&reader),
+        &root(a),
+        &SourceSide(&reader),
+        &root(b),
+        &mut |_| Ok(()),
+    )
+    .expect_err("deeper than the bound");
+    assert!(err.to_string().contains("nests deeper than 4096"), "{err}");
+}
