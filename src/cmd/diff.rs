@@ -112,7 +112,12 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         return capture_dir(store, path, keep_all, ctx);
     }
     let (reference, sub) = split_target(arg);
-    let id = store.resolve(&reference)?;
+    let id = store.resolve(&reference).with_context(|| {
+        format!(
+            "{} is not a directory, so it was read as a snapshot",
+            arg.to_string_lossy()
+        )
+    })?;
     let snapshot = store.read_snapshot(&id)?;
     let reader = store.reader();
     let entry = if sub.is_empty() {

@@ -2,6 +2,7 @@
 //! module per area; each module says which failures it pins.
 
 mod capture_races;
+mod diff;
 mod export;
 mod mount;
 mod store_cli;
