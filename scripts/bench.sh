@@ -363,6 +363,8 @@ section_store() {
 	have restic && measure store "$op" "restic backup" once "$RST backup -q --host bench --tag changed \"\$CORPUS\"" || true
 	have borg && measure store "$op" "borg create" once "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::changed\" ." || true
 
+	section_diff_after_change
+
 	# --- checkout of the initial capture into a new dir (cold) ---
 	op="checkout into new dir"
 	log "-- $op"
@@ -408,6 +410,45 @@ section_store() {
 		[[ -d ${d#*:} ]] || continue
 		record info "on-disk size after all captures" "${d%%:*}" "" "" ok "$(du -sm "${d#*:}" | awk '{ print $1 }') MiB"
 	done
+}
+
+# ---------------------------------------------------------------------------------------------
+# 1b. diff: the initial tree against the tree after 1% changed, in each tool's own repository
+# (run from section_store, right after the 1% change was captured by every tool)
+
+section_diff_after_change() {
+	local op G='git --git-dir="$W/git/repo/.git" --work-tree="$CORPUS" -c gc.auto=0 -c maintenance.auto=false'
+	local OST='ostree --repo="$W/ostree/repo"' RST='restic -r "$W/restic/repo"'
+	# `diff` exits 1 when the sides differ (diff(1)); only 2 and up is a failure here.
+	local ZBD='"$ZB" --store "'"$OUR_STORE"'" diff'
+	for mode in cold rep; do
+		if [[ $mode == cold ]]; then op="diff after 1% changed (cold)"; else op="diff after 1% changed (warm)"; fi
+		log "-- $op"
+		if [[ -n $OUR_ID_INITIAL && -n $OUR_ID_LAST ]] && zb_has diff --stat; then
+			measure diff "$op" "$OURS" "$mode" "$ZBD --stat $OUR_ID_INITIAL $OUR_ID_LAST >/dev/null; [ \$? -le 1 ]" || true
+		else
+			na diff "$op" "$OURS" "diff $ZB_NA"
+		fi
+		[[ -n $GIT_C1 ]] && measure diff "$op" "git diff --stat" "$mode" "$G diff --stat $GIT_C1 HEAD >/dev/null" || true
+		[[ -n $OSTREE_C1 ]] && measure diff "$op" "ostree diff" "$mode" "$OST diff $OSTREE_C1 bench >/dev/null" || true
+		[[ -n $RESTIC_S1 ]] && measure diff "$op" "restic diff" "$mode" \
+			"$RST diff -q $RESTIC_S1 \$($RST snapshots -q --tag changed --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0][\"short_id\"])') >/dev/null" || true
+		have borg && [[ -d $W/borg/repo ]] && measure diff "$op" "borg diff" "$mode" 'borg diff "$W/borg/repo::initial" changed >/dev/null' || true
+	done
+	if [[ -n $OUR_ID_INITIAL && -n $OUR_ID_LAST ]] && zb_has diff --stat; then
+		"$ZB" --store "$OUR_STORE" --json diff "$OUR_ID_INITIAL" "$OUR_ID_LAST" 2>/dev/null | tail -n1 >"$W/diff-summary.json" || true
+		meta "diff after 1% changed" "$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); print("%d trees read, %d modified, %d added, %d deleted, %d renamed" % (s["trees_read"], s["modified"], s["added"], s["deleted"], s["renamed"]))' "$W/diff-summary.json" 2>/dev/null || echo 'summary not available')"
+	fi
+	# The live directory against the snapshot of it (what `git status` answers for git). Warm:
+	# the first diff fills the directory's stat cache, as `git status` has its index.
+	op="directory vs its snapshot (warm)"
+	log "-- $op"
+	if [[ -n $OUR_ID_LAST ]] && zb_has diff --stat; then
+		measure diff "$op" "$OURS" rep "$ZBD $OUR_ID_LAST \"\$CORPUS\" >/dev/null; [ \$? -le 1 ]" || true
+	else
+		na diff "$op" "$OURS" "diff $ZB_NA"
+	fi
+	have git && [[ -n $GIT_C1 ]] && measure diff "$op" "git status" rep "$G status --porcelain >/dev/null" || true
 }
 
 # ---------------------------------------------------------------------------------------------

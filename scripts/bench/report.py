@@ -22,6 +22,7 @@ OURS = "zeroclaw-bundle"
 SECTION_TITLES = OrderedDict(
     [
         ("store", "1. Store: capture and checkout"),
+        ("diff", "1b. Diff after 1% of files changed"),
         ("export", "2. Export of a ZeroClaw agent"),
         ("mount", "3. Read-only mount"),
         ("info", "Informational"),
@@ -32,6 +33,7 @@ SECTION_TITLES = OrderedDict(
 OP_ORDER = {
     "store": ["initial capture", "no-op capture (warm)", "no-op capture (cold)", "capture after 1% changed",
               "checkout into new dir"],
+    "diff": ["diff after 1% changed (cold)", "diff after 1% changed (warm)", "directory vs its snapshot (warm)"],
     "export": ["export (first)", "re-export (unchanged, --force)", "re-export (unchanged, new out dir)"],
     "mount": ["mount ready", "find | wc -l (cold)", "find | wc -l (warm)", "tar -cf - | wc -c (cold)",
               "tar -cf - | wc -c (warm)", "daemon peak memory (VmHWM)"],
@@ -54,6 +56,12 @@ TARGETS = [
     *[("store", op, "restic backup", "ratio_le", 0.2, ">= 5x faster") for op in NOOP_OPS],
     *[("store", op, "borg create", "ratio_le", 0.2, ">= 5x faster") for op in NOOP_OPS],
     ("store", "checkout into new dir", "tar -x", "ratio_le", 1.2, "ours <= 1.2x"),
+    *[
+        ("diff", op, tool, "ratio_le", 1.0, "at or below the fastest")
+        for op in ["diff after 1% changed (cold)", "diff after 1% changed (warm)"]
+        for tool in ["git diff --stat", "ostree diff", "restic diff", "borg diff"]
+    ],
+    ("diff", "directory vs its snapshot (warm)", "git status", "ratio_le", 1.5, "ours <= 1.5x"),
     *[
         ("store", op, OURS, "rss_lt", 100, "max RSS < 100 MiB")
         for op in ["initial capture", *NOOP_OPS, "capture after 1% changed", "checkout into new dir"]
