@@ -65,6 +65,45 @@ pub enum Command {
     /// Compare two snapshots or directories: changed files, and for agent bundles what the
     /// agent may do (exit 0 equal, 1 different, 2 error)
     Diff(DiffArgs),
+    /// Write a snapshot and every object it reaches into one self-verifying pack file
+    Pack(PackArgs),
+    /// Import a pack into the store, verifying every object before anything becomes visible
+    Unpack(UnpackArgs),
+}
+
+/// `pack`.
+#[derive(Debug, Args)]
+#[command(after_help = "\
+A pack is one file that proves its own integrity (every object is named by its blake3, and a
+trailer checksums the whole file). It can be mounted and diffed without unpacking.
+
+Examples:
+  zeroclaw-bundle pack agent/researcher --out researcher.zcpack
+  zeroclaw-bundle pack agent/researcher --since 3f2a9c01 --out update.zcpack
+  zeroclaw-bundle pack agent/researcher --trees-only --out digest.zcpack
+  zeroclaw-bundle pack agent/researcher --out - | ssh host zeroclaw-bundle unpack -")]
+pub struct PackArgs {
+    /// Snapshot to pack (full id, 8+ hex digit prefix, name, or agent/<alias>)
+    pub snapshot: String,
+    /// The pack file to write, or - for stdout
+    #[arg(long, short, value_name = "FILE")]
+    pub out: PathBuf,
+    /// Leave out every object this snapshot reaches (the other side must have it)
+    #[arg(long, value_name = "SNAPSHOT")]
+    pub since: Option<String>,
+    /// Only the snapshot record and its trees: a digest the other side can diff against
+    #[arg(long)]
+    pub trees_only: bool,
+    /// Replace FILE if it exists
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// `unpack`.
+#[derive(Debug, Args)]
+pub struct UnpackArgs {
+    /// The pack file, or - for stdin
+    pub pack: PathBuf,
 }
 
 /// `diff`.
@@ -198,7 +237,7 @@ pub struct GcArgs {
 /// `mount`.
 #[derive(Debug, Args)]
 pub struct MountArgs {
-    /// Snapshot to mount
+    /// Snapshot to mount, or a pack file (served from the pack, no unpacking)
     pub snapshot: String,
     /// An empty directory to mount on
     pub mountpoint: PathBuf,

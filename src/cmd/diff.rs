@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::{resolve_path, EntryKind, Store, TreeEntry};
+use zeroclaw_bundle_store::{resolve_path, EntryKind, PackReader, Store, TreeEntry};
 
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
@@ -34,6 +34,7 @@ struct Side {
 
 enum SideSource {
     Store(zeroclaw_bundle_store::StoreReader),
+    Pack(PackReader),
     Memory(Arc<MemoryObjects>),
 }
 
@@ -41,6 +42,7 @@ impl Side {
     fn tree_side(&self) -> Box<dyn TreeSide + '_> {
         match &self.source {
             SideSource::Store(r) => Box::new(SourceSide(r)),
+            SideSource::Pack(p) => Box::new(SourceSide(p)),
             SideSource::Memory(m) => Box::new(MemorySide(m)),
         }
     }
@@ -105,11 +107,29 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     })
 }
 
-/// A side argument: an existing directory, else `SNAPSHOT[:PATH]`.
+/// A side argument: an existing directory, an existing file (a pack, or a digest pack), else
+/// `SNAPSHOT[:PATH]`.
 fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result<Side> {
     let path = Path::new(arg);
     if path.is_dir() {
         return capture_dir(store, path, keep_all, ctx);
+    }
+    if path.is_file() {
+        let pack = PackReader::open(path)?;
+        let snapshot = pack.snapshot()?;
+        return Ok(Side {
+            label: format!("{} ({})", pack.root.short(12), path.display()),
+            root: Root {
+                entry: TreeEntry {
+                    name: Vec::new(),
+                    kind: EntryKind::Dir,
+                    size: snapshot.bytes(),
+                    id: snapshot.root,
+                },
+            },
+            source: SideSource::Pack(pack),
+            whole: true,
+        });
     }
     let (reference, sub) = split_target(arg);
     let id = store.resolve(&reference).with_context(|| {

@@ -9,6 +9,7 @@ pub mod gc;
 pub mod list;
 pub mod ls;
 pub mod mount;
+pub mod pack;
 pub mod recover;
 pub mod show;
 pub mod snapshot;
@@ -131,6 +132,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Reindex => gc::run_reindex(&ctx),
         Command::Forget(args) => gc::run_forget(args, &ctx),
         Command::Diff(args) => diff::run(args, &ctx),
+        Command::Pack(args) => pack::run_pack(args, &ctx),
+        Command::Unpack(args) => pack::run_unpack(args, &ctx),
     }
 }
 

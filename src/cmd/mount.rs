@@ -17,6 +17,7 @@ use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
+use zeroclaw_bundle_store::{ObjectSource, PackReader};
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
@@ -29,11 +30,22 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon {
         return spawn_daemon(&args, ctx);
     }
-    let store = ctx.store()?;
-    let id = store.resolve(&args.snapshot)?;
-    let snap = store.read_snapshot(&id)?;
+    // A pack file is served from the pack itself (each object verified as it is read); a
+    // snapshot from the store, with a lease that keeps `gc` off what the mount serves.
+    let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
+        if std::path::Path::new(&args.snapshot).is_file() {
+            let pack = PackReader::open(std::path::Path::new(&args.snapshot))?;
+            let snap = pack.snapshot()?;
+            let id = pack.root;
+            (Arc::new(pack), id, snap, None)
+        } else {
+            let store = ctx.store()?;
+            let id = store.resolve(&args.snapshot)?;
+            let snap = store.read_snapshot(&id)?;
+            let lease = store.lease(&id, &snap.root)?;
+            (Arc::new(store.reader()), id, snap, Some(lease))
+        };
     check_mountpoint(&args.mountpoint)?;
-    let lease = store.lease(&id, &snap.root)?;
     let options = MountOptions {
         label: id.short(12),
         allow_other: args.allow_other,
@@ -41,14 +53,11 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         ..MountOptions::default()
     };
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
-    let mut handle = mount(
-        Arc::new(store.reader()),
-        snap.root,
-        &args.mountpoint,
-        &options,
-    )
-    .with_context(|| format!("could not mount snapshot {}", id.short(12)))?;
-    handle.keep_lease(lease);
+    let mut handle = mount(source, snap.root, &args.mountpoint, &options)
+        .with_context(|| format!("could not mount snapshot {}", id.short(12)))?;
+    if let Some(lease) = lease {
+        handle.keep_lease(lease);
+    }
     let unmounter = handle.unmounter();
     let handler = signals.handle();
     let daemon_child = args.daemon_child;
@@ -92,7 +101,12 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     cmd.arg("--store")
         .arg(&ctx.store_path)
         .args(["mount", "--daemon-child"])
-        .arg(&args.snapshot)
+        .arg(match std::path::Path::new(&args.snapshot) {
+            p if p.is_file() => std::path::absolute(p)
+                .map(|p| p.into_os_string())
+                .unwrap_or_else(|_| args.snapshot.clone().into()),
+            _ => args.snapshot.clone().into(),
+        })
         .arg(&args.mountpoint);
     if args.allow_other {
         cmd.arg("--allow-other");

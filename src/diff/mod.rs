@@ -42,7 +42,11 @@ impl TreeSide for SourceSide<'_> {
         if size > limit {
             return Ok(None);
         }
-        let blob = self.0.blob(id)?;
+        // A digest pack holds no blobs: its files have ids, not bytes.
+        let blob = match self.0.blob(id) {
+            Err(StoreError::MissingObject(_)) => return Ok(None),
+            other => other?,
+        };
         blob.verify(id)?;
         let mut buf = vec![0u8; blob.len() as usize];
         let mut pos = 0usize;

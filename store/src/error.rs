@@ -92,6 +92,14 @@ pub enum StoreError {
         /// The database's message.
         why: String,
     },
+    /// A pack file is malformed, corrupt or not usable here.
+    #[error("pack {pack} {why}")]
+    BadPack {
+        /// The pack file.
+        pack: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
     /// A path inside a tree does not exist.
     #[error("{path}: no such file or directory in snapshot {snapshot}")]
     NoSuchPath {

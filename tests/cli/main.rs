@@ -5,6 +5,7 @@ mod capture_races;
 mod diff;
 mod export;
 mod mount;
+mod pack;
 mod store_cli;
 mod util;
 mod zeroclaw_real;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::util::*;
 
 /// True when FUSE can be used here; panics in CI when it cannot.
-fn fuse_available() -> bool {
+pub(crate) fn fuse_available() -> bool {
     let ok = Path::new("/dev/fuse").exists() && is_root();
     if !ok {
         assert!(
@@ -37,7 +37,7 @@ fn mounted(path: &Path) -> bool {
 }
 
 /// Unmounts on drop, and never deletes a live mountpoint.
-struct Mounted<'a> {
+pub(crate) struct Mounted<'a> {
     env: &'a TestEnv,
     path: std::path::PathBuf,
 }
@@ -56,7 +56,7 @@ impl Drop for Mounted<'_> {
     }
 }
 
-fn mount_daemon<'a>(env: &'a TestEnv, snapshot: &str, at: &Path) -> Mounted<'a> {
+pub(crate) fn mount_daemon<'a>(env: &'a TestEnv, snapshot: &str, at: &Path) -> Mounted<'a> {
     fs::create_dir_all(at).unwrap();
     env.run(&[
         OsStr::new("mount"),
@@ -82,7 +82,7 @@ fn sample_if_fuse() -> Option<(TestEnv, String)> {
     Some((env, id))
 }
 
-fn sample(env: &TestEnv) -> String {
+pub(crate) fn sample(env: &TestEnv) -> String {
     let src = env.path("src");
     write(&src.join("README.md"), b"# hello\n");
     write(&src.join("docs/a.md"), &bytes(3, 100_000));

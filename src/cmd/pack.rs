@@ -1,0 +1,184 @@
+//! `pack <SNAPSHOT> --out FILE|- [--since SNAPSHOT] [--trees-only]` and `unpack FILE|-`.
+//! A pack file is written beside its destination and renamed into place, so a failed or
+//! interrupted `pack` never leaves a partial FILE; `unpack` verifies the whole pack before it
+//! writes anything, and commits the snapshot record last.
+
+use std::fs;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+use zeroclaw_bundle_store::{unpack, write_pack, PackOptions, PackReader, Store};
+
+use crate::cli::{PackArgs, UnpackArgs};
+use crate::cmd::{human_bytes, Ctx, Outcome};
+
+/// Runs `pack`.
+pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let id = store.resolve(&args.snapshot)?;
+    let since = match &args.since {
+        Some(r) => Some(store.resolve(r).with_context(|| format!("--since {r}"))?),
+        None => None,
+    };
+    let options = PackOptions {
+        since,
+        trees_only: args.trees_only,
+    };
+    let total = store.read_snapshot(&id)?.bytes();
+    let bar = ctx.progress(Some(total), "packing", true);
+    let to_stdout = args.out.as_os_str() == "-";
+    if to_stdout && io::stdout().is_terminal() {
+        bail!("refusing to write a pack to a terminal; redirect it or pass --out FILE");
+    }
+    let stats = if to_stdout {
+        let stdout = io::stdout();
+        let mut out = io::BufWriter::new(stdout.lock());
+        write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n))?
+    } else {
+        if args.out.exists() && !args.force {
+            bail!("{} exists; pass --force to replace it", args.out.display());
+        }
+        let (tmp, file) = staging_file(&args.out)?;
+        let mut out = io::BufWriter::new(file);
+        let written =
+            write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).and_then(|s| {
+                let file = out
+                    .into_inner()
+                    .map_err(|e| zeroclaw_bundle_store::StoreError::Io {
+                        op: "write pack",
+                        path: tmp.clone(),
+                        source: e.into_error(),
+                    })?;
+                file.sync_all()
+                    .map_err(|e| zeroclaw_bundle_store::StoreError::Io {
+                        op: "sync pack",
+                        path: tmp.clone(),
+                        source: e,
+                    })?;
+                Ok(s)
+            });
+        let stats = match written {
+            Ok(s) => s,
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                return Err(e).with_context(|| format!("could not write {}", args.out.display()));
+            }
+        };
+        fs::rename(&tmp, &args.out).with_context(|| {
+            let _ = fs::remove_file(&tmp);
+            format!(
+                "could not move the pack into place at {}",
+                args.out.display()
+            )
+        })?;
+        stats
+    };
+    bar.finish_and_clear();
+    if ctx.json {
+        ctx.print_json(&json!({
+            "snapshot": id,
+            "since": since,
+            "trees_only": args.trees_only,
+            "objects": stats.objects,
+            "trees": stats.trees,
+            "blobs": stats.blobs,
+            "bytes": stats.bytes,
+            "pack_bytes": stats.pack_bytes,
+        }))?;
+    } else if !ctx.quiet {
+        eprintln!(
+            "packed {} objects ({} trees, {} blobs), {} into {}{}",
+            stats.objects,
+            stats.trees,
+            stats.blobs,
+            human_bytes(stats.bytes),
+            human_bytes(stats.pack_bytes),
+            if to_stdout {
+                String::new()
+            } else {
+                format!(" at {}", args.out.display())
+            }
+        );
+    }
+    if !to_stdout && !ctx.json {
+        println!("{id}");
+    }
+    Ok(Outcome::Success)
+}
+
+/// A new file beside `dest` (same directory, so the final rename is atomic).
+fn staging_file(dest: &Path) -> Result<(PathBuf, fs::File)> {
+    let dir = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = dest
+        .file_name()
+        .with_context(|| format!("{} names no file", dest.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.zeroclaw-pack-{}",
+        name.to_string_lossy(),
+        zeroclaw_bundle_store::random_token()
+    ));
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .with_context(|| format!("could not create {}", tmp.display()))?;
+    Ok((tmp, file))
+}
+
+/// Runs `unpack`.
+pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let (path, spooled) = if args.pack.as_os_str() == "-" {
+        (spool_stdin(&store)?, true)
+    } else {
+        (args.pack.clone(), false)
+    };
+    let result = (|| -> Result<_> {
+        let pack = PackReader::open(&path)?;
+        let id = unpack(&store, &pack)?;
+        Ok((id, pack.entries().len()))
+    })();
+    if spooled {
+        let _ = fs::remove_file(&path);
+    }
+    let (id, objects) = result.with_context(|| {
+        format!(
+            "could not unpack {}; nothing was imported",
+            if spooled {
+                "the pack from stdin".to_string()
+            } else {
+                args.pack.display().to_string()
+            }
+        )
+    })?;
+    if ctx.json {
+        ctx.print_json(&json!({ "snapshot": id, "objects": objects }))?;
+    } else {
+        if !ctx.quiet {
+            eprintln!("unpacked {objects} objects, verified");
+        }
+        println!("{id}");
+    }
+    Ok(Outcome::Success)
+}
+
+/// Copies stdin into a file under the store's tmp/ (a pack is read from its end first).
+fn spool_stdin(store: &Store) -> Result<PathBuf> {
+    let dir = store.objects().tmp_dir().to_path_buf();
+    fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
+    let path = dir.join(format!("unpack-{}", zeroclaw_bundle_store::random_token()));
+    let mut file =
+        fs::File::create(&path).with_context(|| format!("could not create {}", path.display()))?;
+    let copied =
+        io::copy(&mut io::stdin().lock().take(u64::MAX), &mut file).and_then(|_| file.flush());
+    if let Err(e) = copied {
+        let _ = fs::remove_file(&path);
+        return Err(e).context("could not read the pack from stdin");
+    }
+    Ok(path)
+}

@@ -1,0 +1,970 @@
+//! Packs: one self-verifying file that carries a snapshot and every object it reaches, so a
+//! bundle crosses hosts as one file and can be mounted, diffed or checked out without
+//! unpacking ([`PackReader`] is an [`ObjectSource`] like the store).
+//!
+//! Format version 1, all integers little-endian:
+//!
+//! ```text
+//! header   "ZCBPACK\0" | version u32 = 1 | flags u32 (bit 0: trees only, a digest pack)
+//!          | root snapshot id [32] | base snapshot id [32] (zeros: not incremental)
+//! objects  the snapshot record, then every tree, then (unless trees only) every blob; each
+//!          object once; each stored raw or zstd-compressed, whichever is smaller
+//! index    count u64, then per object sorted by id: id [32] | offset u64 | stored length u64
+//!          | length u64 | flags u8 (bit 0: zstd)
+//! trailer  index offset u64 | blake3 of every byte before the trailer [32] | "ZCBPEND\0"
+//! ```
+//!
+//! An object's id is the blake3 of its uncompressed bytes, as in the store. A pack written
+//! with a base (`--since`) leaves out every object the base snapshot reaches.
+//!
+//! Reading is hostile-input safe: the trailer, the index and every entry are checked against the
+//! file size before anything is allocated (offsets inside the object area, no overlaps, ids
+//! strictly sorted, lengths within bounds), a compressed object is decompressed into a buffer
+//! capped at its declared length (a decompression bomb stops there), and every object read is
+//! hashed and compared with its id. [`PackReader::verify`] checks the trailer hash and every
+//! object; `unpack` runs it before anything becomes visible in the store.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::StoreError;
+use crate::id::{IdHasher, ObjectId};
+use crate::objects::Blob;
+use crate::snapshot::Snapshot;
+use crate::source::ObjectSource;
+use crate::tree::{EntryKind, Tree};
+use crate::Store;
+
+const MAGIC: &[u8; 8] = b"ZCBPACK\0";
+const END: &[u8; 8] = b"ZCBPEND\0";
+/// The pack format this crate writes and reads.
+pub const PACK_VERSION: u32 = 1;
+const HEADER_LEN: u64 = 8 + 4 + 4 + 32 + 32;
+const ENTRY_LEN: u64 = 32 + 8 + 8 + 8 + 1;
+const TRAILER_LEN: u64 = 8 + 32 + 8;
+const FLAG_TREES_ONLY: u32 = 1;
+const FLAG_ZSTD: u8 = 1;
+/// zstd level for blobs: level 3 is zstd's default and keeps `pack` near `tar` speed.
+const ZSTD_LEVEL: i32 = 3;
+
+/// What is wrong with a pack (always named, with the pack's path, by [`StoreError::BadPack`]).
+fn bad(pack: &Path, why: impl Into<String>) -> StoreError {
+    StoreError::BadPack {
+        pack: pack.to_path_buf(),
+        why: why.into(),
+    }
+}
+
+/// One index entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackEntry {
+    /// Object id (blake3 of the uncompressed bytes).
+    pub id: ObjectId,
+    /// Where its stored bytes start.
+    pub offset: u64,
+    /// Stored (possibly compressed) length.
+    pub stored_len: u64,
+    /// Uncompressed length.
+    pub len: u64,
+    /// Stored with zstd.
+    pub zstd: bool,
+}
+
+/// What a written pack holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackStats {
+    /// Objects written.
+    pub objects: u64,
+    /// Of which trees (the record not counted).
+    pub trees: u64,
+    /// Of which blobs.
+    pub blobs: u64,
+    /// Uncompressed bytes of the objects.
+    pub bytes: u64,
+    /// Bytes of the pack file.
+    pub pack_bytes: u64,
+}
+
+/// Options of [`write_pack`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PackOptions {
+    /// Leave out every object this snapshot reaches (an incremental pack).
+    pub since: Option<ObjectId>,
+    /// Only the record and the trees (a digest pack).
+    pub trees_only: bool,
+}
+
+/// Every tree id reachable from `root` (iteratively; each tree read once).
+fn reachable_trees(store: &Store, root: &ObjectId) -> Result<Vec<(ObjectId, Tree)>, StoreError> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let mut stack = vec![*root];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let tree = store.read_tree(&id)?;
+        for e in tree.entries().iter().rev() {
+            if e.kind == EntryKind::Dir {
+                stack.push(e.id);
+            }
+        }
+        out.push((id, tree));
+    }
+    Ok(out)
+}
+
+/// Writes snapshot `snapshot_id` of `store` as a pack to `out`, calling `progress` with the
+/// uncompressed bytes of each object written.
+pub fn write_pack(
+    store: &Store,
+    snapshot_id: &ObjectId,
+    options: PackOptions,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats, StoreError> {
+    let snapshot = store.read_snapshot(snapshot_id)?;
+    let base: HashSet<ObjectId> = match &options.since {
+        Some(base_id) => {
+            let base = store.read_snapshot(base_id)?;
+            let trees = reachable_trees(store, &base.root)?;
+            let mut ids: HashSet<ObjectId> = trees.iter().map(|(id, _)| *id).collect();
+            for (_, tree) in &trees {
+                ids.extend(tree.entries().iter().map(|e| e.id));
+            }
+            ids
+        }
+        None => HashSet::new(),
+    };
+    // Trees the base has are skipped whole: everything below them is in the base too.
+    let mut trees = Vec::new();
+    let mut blobs = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![snapshot.root];
+    while let Some(id) = stack.pop() {
+        if base.contains(&id) || !seen.insert(id) {
+            continue;
+        }
+        let tree = store.read_tree(&id)?;
+        for e in tree.entries().iter().rev() {
+            match e.kind {
+                EntryKind::Dir => stack.push(e.id),
+                _ if options.trees_only || base.contains(&e.id) => {}
+                _ => {
+                    if seen.insert(e.id) {
+                        blobs.push((e.id, e.size));
+                    }
+                }
+            }
+        }
+        trees.push((id, tree.encode()));
+    }
+
+    let mut w = HashingWriter {
+        inner: out,
+        hasher: IdHasher::new(),
+        written: 0,
+    };
+    let mut header = Vec::with_capacity(HEADER_LEN as usize);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&PACK_VERSION.to_le_bytes());
+    let flags = if options.trees_only {
+        FLAG_TREES_ONLY
+    } else {
+        0
+    };
+    header.extend_from_slice(&flags.to_le_bytes());
+    header.extend_from_slice(snapshot_id.as_bytes());
+    header.extend_from_slice(
+        options
+            .since
+            .map(|b| *b.as_bytes())
+            .unwrap_or([0; 32])
+            .as_slice(),
+    );
+    w.write_all(&header).map_err(write_err)?;
+
+    let mut index: Vec<PackEntry> = Vec::new();
+    let mut stats = PackStats::default();
+    let record = store.objects().read_verified(snapshot_id)?;
+    put(&mut w, &mut index, *snapshot_id, &record, false)?;
+    progress(record.len() as u64);
+    for (id, bytes) in &trees {
+        put(&mut w, &mut index, *id, bytes, false)?;
+        stats.trees += 1;
+        progress(bytes.len() as u64);
+    }
+    for (id, size) in &blobs {
+        let blob = store.objects().open_blob(id)?;
+        if blob.len() != *size {
+            return Err(StoreError::CorruptObject {
+                id: *id,
+                actual: ObjectId::of(b""),
+            });
+        }
+        let mut bytes = vec![0u8; blob.len() as usize];
+        read_full(&blob, &mut bytes).map_err(|e| StoreError::io("read object", id.to_hex(), e))?;
+        if ObjectId::of(&bytes) != *id {
+            return Err(StoreError::CorruptObject {
+                id: *id,
+                actual: ObjectId::of(&bytes),
+            });
+        }
+        put(&mut w, &mut index, *id, &bytes, true)?;
+        stats.blobs += 1;
+        progress(bytes.len() as u64);
+    }
+    stats.objects = index.len() as u64;
+    stats.bytes = index.iter().map(|e| e.len).sum();
+
+    let index_offset = w.written;
+    index.sort_by_key(|e| e.id);
+    let mut buf = Vec::with_capacity(8 + index.len() * ENTRY_LEN as usize);
+    buf.extend_from_slice(&(index.len() as u64).to_le_bytes());
+    for e in &index {
+        buf.extend_from_slice(e.id.as_bytes());
+        buf.extend_from_slice(&e.offset.to_le_bytes());
+        buf.extend_from_slice(&e.stored_len.to_le_bytes());
+        buf.extend_from_slice(&e.len.to_le_bytes());
+        buf.push(if e.zstd { FLAG_ZSTD } else { 0 });
+    }
+    w.write_all(&buf).map_err(write_err)?;
+    let digest = w.hasher.finish();
+    let mut trailer = Vec::with_capacity(TRAILER_LEN as usize);
+    trailer.extend_from_slice(&index_offset.to_le_bytes());
+    trailer.extend_from_slice(digest.as_bytes());
+    trailer.extend_from_slice(END);
+    w.inner.write_all(&trailer).map_err(write_err)?;
+    w.inner.flush().map_err(write_err)?;
+    stats.pack_bytes = w.written + TRAILER_LEN;
+    Ok(stats)
+}
+
+fn write_err(e: io::Error) -> StoreError {
+    StoreError::io("write pack", "<pack>", e)
+}
+
+fn read_full(blob: &Blob, buf: &mut [u8]) -> io::Result<()> {
+    let mut pos = 0;
+    while pos < buf.len() {
+        let n = blob.read_at(&mut buf[pos..], pos as u64)?;
+        if n == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "object shorter than recorded",
+            ));
+        }
+        pos += n;
+    }
+    Ok(())
+}
+
+fn put(
+    w: &mut HashingWriter<'_>,
+    index: &mut Vec<PackEntry>,
+    id: ObjectId,
+    bytes: &[u8],
+    try_zstd: bool,
+) -> Result<(), StoreError> {
+    let compressed = if try_zstd && bytes.len() >= 64 {
+        zstd::bulk::compress(bytes, ZSTD_LEVEL)
+            .ok()
+            .filter(|c| c.len() < bytes.len())
+    } else {
+        None
+    };
+    let stored: &[u8] = compressed.as_deref().unwrap_or(bytes);
+    index.push(PackEntry {
+        id,
+        offset: w.written,
+        stored_len: stored.len() as u64,
+        len: bytes.len() as u64,
+        zstd: compressed.is_some(),
+    });
+    w.write_all(stored).map_err(write_err)
+}
+
+struct HashingWriter<'w> {
+    inner: &'w mut dyn Write,
+    hasher: IdHasher,
+    written: u64,
+}
+
+impl HashingWriter<'_> {
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_all(bytes)?;
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+}
+
+/// A pack opened for reading: its header and index, checked against the file.
+#[derive(Debug)]
+pub struct PackReader {
+    path: PathBuf,
+    file: Arc<File>,
+    /// The snapshot the pack carries.
+    pub root: ObjectId,
+    /// The base of an incremental pack.
+    pub base: Option<ObjectId>,
+    /// A digest pack: trees and the record only.
+    pub trees_only: bool,
+    index: Vec<PackEntry>,
+    index_offset: u64,
+    digest: ObjectId,
+}
+
+impl PackReader {
+    /// Opens `path` and checks its structure (not yet its bytes: see [`PackReader::verify`]).
+    pub fn open(path: &Path) -> Result<PackReader, StoreError> {
+        let file = File::open(path).map_err(|e| StoreError::io("open pack", path, e))?;
+        let size = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat pack", path, e))?
+            .len();
+        if size < HEADER_LEN + 8 + TRAILER_LEN {
+            return Err(bad(
+                path,
+                format!("is {size} bytes, too short to be a pack"),
+            ));
+        }
+        let read = |offset: u64, len: usize| -> Result<Vec<u8>, StoreError> {
+            let mut buf = vec![0u8; len];
+            file.read_exact_at(&mut buf, offset)
+                .map_err(|e| StoreError::io("read pack", path, e))?;
+            Ok(buf)
+        };
+        let header = read(0, HEADER_LEN as usize)?;
+        if &header[..8] != MAGIC {
+            return Err(bad(
+                path,
+                "does not start with the pack magic (not a zeroclaw-bundle pack)",
+            ));
+        }
+        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+        if version != PACK_VERSION {
+            return Err(bad(
+                path,
+                format!("is pack format {version}; this build reads format {PACK_VERSION}"),
+            ));
+        }
+        let flags = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+        if flags & !FLAG_TREES_ONLY != 0 {
+            return Err(bad(path, format!("has unknown flags {flags:#x}")));
+        }
+        let root = ObjectId::from_bytes(header[16..48].try_into().expect("32 bytes"));
+        let base_bytes: [u8; 32] = header[48..80].try_into().expect("32 bytes");
+        let base = (base_bytes != [0; 32]).then(|| ObjectId::from_bytes(base_bytes));
+
+        let trailer = read(size - TRAILER_LEN, TRAILER_LEN as usize)?;
+        if &trailer[40..48] != END {
+            return Err(bad(path, "has no pack trailer (truncated or not a pack)"));
+        }
+        let index_offset = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
+        let digest = ObjectId::from_bytes(trailer[8..40].try_into().expect("32 bytes"));
+        let index_end = size - TRAILER_LEN;
+        if index_offset < HEADER_LEN || index_offset > index_end - 8 {
+            return Err(bad(
+                path,
+                format!("its index offset {index_offset} lies outside the file ({size} bytes)"),
+            ));
+        }
+        let count = u64::from_le_bytes(read(index_offset, 8)?.try_into().expect("8 bytes"));
+        let room = index_end - index_offset - 8;
+        if count.checked_mul(ENTRY_LEN) != Some(room) {
+            return Err(bad(
+                path,
+                format!("its index claims {count} objects but holds {room} bytes of entries"),
+            ));
+        }
+        // `room` is within the file, so this allocation is bounded by the pack's size.
+        let raw = read(index_offset + 8, room as usize)?;
+        let mut index = Vec::with_capacity(count as usize);
+        for chunk in raw.chunks_exact(ENTRY_LEN as usize) {
+            let u = |r: std::ops::Range<usize>| {
+                u64::from_le_bytes(chunk[r].try_into().expect("8 bytes"))
+            };
+            let flag = chunk[56];
+            if flag & !FLAG_ZSTD != 0 {
+                return Err(bad(
+                    path,
+                    format!("an index entry has unknown flags {flag:#x}"),
+                ));
+            }
+            index.push(PackEntry {
+                id: ObjectId::from_bytes(chunk[..32].try_into().expect("32 bytes")),
+                offset: u(32..40),
+                stored_len: u(40..48),
+                len: u(48..56),
+                zstd: flag & FLAG_ZSTD != 0,
+            });
+        }
+        for pair in index.windows(2) {
+            if pair[0].id >= pair[1].id {
+                return Err(bad(
+                    path,
+                    if pair[0].id == pair[1].id {
+                        format!("its index lists object {} twice", pair[0].id.short(12))
+                    } else {
+                        "its index is not sorted by id".to_string()
+                    },
+                ));
+            }
+        }
+        // An empty object stores nothing, so it may share its offset with the next object.
+        let mut by_offset: Vec<&PackEntry> = index.iter().collect();
+        by_offset.sort_by_key(|e| (e.offset, e.stored_len));
+        let mut end_of_previous = HEADER_LEN;
+        for e in &by_offset {
+            let end = e.offset.checked_add(e.stored_len);
+            let overlaps = e.stored_len > 0 && e.offset < end_of_previous;
+            if overlaps || e.offset < HEADER_LEN || end.is_none_or(|end| end > index_offset) {
+                return Err(bad(
+                    path,
+                    format!(
+                        "object {} at {}+{} overlaps another or lies outside the object area",
+                        e.id.short(12),
+                        e.offset,
+                        e.stored_len
+                    ),
+                ));
+            }
+            if !e.zstd && e.len != e.stored_len {
+                return Err(bad(
+                    path,
+                    format!(
+                        "object {} claims {} bytes but stores {}",
+                        e.id.short(12),
+                        e.len,
+                        e.stored_len
+                    ),
+                ));
+            }
+            end_of_previous = end_of_previous.max(e.offset + e.stored_len);
+        }
+        let reader = PackReader {
+            path: path.to_path_buf(),
+            file: Arc::new(file),
+            root,
+            base,
+            trees_only: flags & FLAG_TREES_ONLY != 0,
+            index,
+            index_offset,
+            digest,
+        };
+        if reader.entry(&root).is_none() {
+            return Err(bad(
+                path,
+                format!("does not hold its snapshot record {}", root.short(12)),
+            ));
+        }
+        Ok(reader)
+    }
+
+    /// The pack's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The index, sorted by id.
+    pub fn entries(&self) -> &[PackEntry] {
+        &self.index
+    }
+
+    /// The entry of `id`, if the pack holds it.
+    pub fn entry(&self, id: &ObjectId) -> Option<&PackEntry> {
+        self.index
+            .binary_search_by(|e| e.id.cmp(id))
+            .ok()
+            .map(|i| &self.index[i])
+    }
+
+    /// The uncompressed bytes of `id`, hashed and compared with it.
+    pub fn read(&self, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
+        let e = *self.entry(id).ok_or(StoreError::MissingObject(*id))?;
+        let mut stored = vec![0u8; e.stored_len as usize];
+        self.file
+            .read_exact_at(&mut stored, e.offset)
+            .map_err(|err| StoreError::io("read pack", &self.path, err))?;
+        let bytes = if e.zstd {
+            // Capped at the declared length: a bomb stops there; a lie about the length fails.
+            let mut out = Vec::new();
+            let mut decoder = zstd::stream::read::Decoder::new(&stored[..])
+                .map_err(|err| bad(&self.path, format!("object {}: {err}", e.id.short(12))))?;
+            (&mut decoder)
+                .take(e.len + 1)
+                .read_to_end(&mut out)
+                .map_err(|err| {
+                    bad(
+                        &self.path,
+                        format!("object {} does not decompress: {err}", e.id.short(12)),
+                    )
+                })?;
+            if out.len() as u64 != e.len {
+                return Err(bad(
+                    &self.path,
+                    format!(
+                        "object {} decompresses to {} bytes, not the {} its index says",
+                        e.id.short(12),
+                        if out.len() as u64 > e.len {
+                            format!("more than {}", e.len)
+                        } else {
+                            out.len().to_string()
+                        },
+                        e.len
+                    ),
+                ));
+            }
+            out
+        } else {
+            stored
+        };
+        let actual = ObjectId::of(&bytes);
+        if actual != e.id {
+            return Err(bad(
+                &self.path,
+                format!(
+                    "object {} hashes to {} (corrupt)",
+                    e.id.short(12),
+                    actual.short(12)
+                ),
+            ));
+        }
+        Ok(bytes)
+    }
+
+    /// The snapshot record the pack carries.
+    pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
+        let bytes = self.read(&self.root)?;
+        Snapshot::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: self.root,
+            what: "snapshot record",
+            why,
+        })
+    }
+
+    /// Checks the trailer hash over every byte before it, then every object against its id,
+    /// and that every tree and the record decode. Nothing is trusted until this passes.
+    pub fn verify(&self) -> Result<(), StoreError> {
+        let mut hasher = IdHasher::new();
+        let end = self.index_offset + 8 + self.index.len() as u64 * ENTRY_LEN;
+        let mut buf = vec![0u8; 1 << 20];
+        let mut pos = 0u64;
+        while pos < end {
+            let n = ((end - pos) as usize).min(buf.len());
+            self.file
+                .read_exact_at(&mut buf[..n], pos)
+                .map_err(|e| StoreError::io("read pack", &self.path, e))?;
+            hasher.update(&buf[..n]);
+            pos += n as u64;
+        }
+        if hasher.finish() != self.digest {
+            return Err(bad(
+                &self.path,
+                "its trailer checksum does not match its content (corrupt or truncated)",
+            ));
+        }
+        for e in &self.index {
+            self.read(&e.id)?;
+        }
+        self.snapshot()?;
+        Ok(())
+    }
+
+    /// Ids of the objects reached from the pack's root that it does not hold (for an
+    /// incremental pack: what the base must provide), given a way to test the store.
+    pub fn missing(&self, has: &dyn Fn(&ObjectId) -> bool) -> Result<Vec<ObjectId>, StoreError> {
+        let snap = self.snapshot()?;
+        let mut missing = Vec::new();
+        let mut seen = HashSet::new();
+        let mut stack = vec![snap.root];
+        while let Some(id) = stack.pop() {
+            if !seen.insert(id) {
+                continue;
+            }
+            if self.entry(&id).is_none() {
+                if !has(&id) {
+                    missing.push(id);
+                }
+                continue;
+            }
+            let tree = self.tree(&id)?;
+            for e in tree.entries() {
+                if e.kind == EntryKind::Dir {
+                    stack.push(e.id);
+                } else if self.entry(&e.id).is_none()
+                    && !self.trees_only
+                    && !has(&e.id)
+                    && seen.insert(e.id)
+                {
+                    missing.push(e.id);
+                }
+            }
+        }
+        Ok(missing)
+    }
+}
+
+impl ObjectSource for PackReader {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        let bytes = self.read(id)?;
+        Tree::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        })
+    }
+
+    /// An uncompressed blob is a range of the pack file (positioned reads, no copy); a
+    /// compressed one is decompressed (verified) into an unnamed temporary file.
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        let e = *self.entry(id).ok_or(StoreError::MissingObject(*id))?;
+        if !e.zstd {
+            return Ok(Blob::from_range(Arc::clone(&self.file), e.offset, e.len));
+        }
+        let bytes = self.read(id)?;
+        let mut tmp = tempfile_in_tmp()
+            .map_err(|err| StoreError::io("create temporary file", std::env::temp_dir(), err))?;
+        tmp.write_all(&bytes)
+            .map_err(|err| StoreError::io("write temporary file", std::env::temp_dir(), err))?;
+        Ok(Blob::from_range(Arc::new(tmp), 0, e.len))
+    }
+}
+
+/// An unnamed temporary file (`O_TMPFILE` where supported, else created and unlinked).
+fn tempfile_in_tmp() -> io::Result<File> {
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!(".zeroclaw-pack-{}", crate::sys::random_token()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
+}
+
+/// Imports a verified pack into `store`: every object (blobs, then trees), then the record and
+/// the catalog entry through [`Store::commit_snapshot`], so an interrupted unpack leaves at
+/// most unreferenced objects. Fails before writing anything when the pack does not verify, is
+/// a digest pack, or (incremental) needs objects the store lacks.
+pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> {
+    pack.verify()?;
+    if pack.trees_only {
+        return Err(bad(
+            pack.path(),
+            "is a digest pack (trees only): it can be diffed or listed, not unpacked",
+        ));
+    }
+    let missing = pack.missing(&|id| store.objects().has(id))?;
+    if let Some(first) = missing.first() {
+        return Err(bad(
+            pack.path(),
+            match pack.base {
+                Some(base) => format!(
+                    "is incremental on snapshot {} and this store lacks {} of the objects it needs (first: {}); unpack a pack of the base first",
+                    base.short(12),
+                    missing.len(),
+                    first.short(12)
+                ),
+                None => format!("lacks {} objects its trees name (first: {})", missing.len(), first.short(12)),
+            },
+        ));
+    }
+    let snapshot = pack.snapshot()?;
+    for e in pack.entries().iter().filter(|e| e.id != pack.root) {
+        store.objects().write_bytes(&pack.read(&e.id)?)?;
+    }
+    let id = store.commit_snapshot(&snapshot, None)?;
+    if id != pack.root {
+        return Err(bad(
+            pack.path(),
+            format!(
+                "its record re-encodes to {}, not {}",
+                id.short(12),
+                pack.root.short(12)
+            ),
+        ));
+    }
+    Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::snapshot::{CaptureReport, SnapshotKind};
+    use crate::tree::TreeEntry;
+
+    /// A store with one snapshot: a tree holding a compressible file, a small one and a
+    /// subdirectory.
+    fn fixture() -> (tempfile::TempDir, Store, ObjectId) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("s")).unwrap();
+        let big = vec![b'z'; 10_000];
+        let small = b"hello\n".to_vec();
+        let file = |name: &str, bytes: &[u8]| TreeEntry {
+            name: name.as_bytes().to_vec(),
+            kind: EntryKind::File,
+            size: bytes.len() as u64,
+            id: store.objects().write_bytes(bytes).unwrap(),
+        };
+        let sub = Tree::from_entries(vec![file("s.txt", &small), file("empty", b"")]).unwrap();
+        let sub_id = store.write_tree(&sub).unwrap();
+        let root = Tree::from_entries(vec![
+            file("big.txt", &big),
+            file("hello.txt", &small),
+            TreeEntry {
+                name: b"sub".to_vec(),
+                kind: EntryKind::Dir,
+                size: small.len() as u64,
+                id: sub_id,
+            },
+        ])
+        .unwrap();
+        let root_id = store.write_tree(&root).unwrap();
+        let snap = Snapshot {
+            root: root_id,
+            created_unix_ns: 1,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: "test".into(),
+            agent: None,
+            name: None,
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        let id = store.commit_snapshot(&snap, None).unwrap();
+        (dir, store, id)
+    }
+
+    fn pack_bytes(store: &Store, id: &ObjectId, options: PackOptions) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_pack(store, id, options, &mut out, &mut |_| {}).unwrap();
+        out
+    }
+
+    fn open_bytes(dir: &Path, bytes: &[u8]) -> Result<PackReader, StoreError> {
+        let path = dir.join("p.zcpack");
+        std::fs::write(&path, bytes).unwrap();
+        let reader = PackReader::open(&path)?;
+        reader.verify()?;
+        Ok(reader)
+    }
+
+    #[test]
+    fn round_trip_between_two_stores() {
+        let (dir, store, id) = fixture();
+        let bytes = pack_bytes(&store, &id, PackOptions::default());
+        let reader = open_bytes(dir.path(), &bytes).unwrap();
+        assert_eq!(reader.root, id);
+        assert_eq!(
+            reader.entries().len(),
+            6,
+            "record, 2 trees, 3 distinct blobs (one is shared, one is empty)"
+        );
+        assert!(
+            reader.entries().iter().any(|e| e.zstd),
+            "the 10 kB file compresses"
+        );
+        let other = Store::open_or_create(&dir.path().join("other")).unwrap();
+        assert_eq!(unpack(&other, &reader).unwrap(), id);
+        assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        // A digest pack has the record and trees only.
+        let digest = pack_bytes(
+            &store,
+            &id,
+            PackOptions {
+                trees_only: true,
+                since: None,
+            },
+        );
+        let d = open_bytes(dir.path(), &digest).unwrap();
+        assert_eq!(d.entries().len(), 3);
+        assert!(d.trees_only);
+    }
+
+    #[test]
+    fn every_truncation_and_every_flipped_byte_is_refused_without_panic() {
+        let (dir, store, id) = fixture();
+        let bytes = pack_bytes(&store, &id, PackOptions::default());
+        for len in 0..bytes.len() {
+            let err = open_bytes(dir.path(), &bytes[..len]).expect_err("truncated");
+            assert!(err.to_string().contains("p.zcpack"), "{err}");
+        }
+        for at in 0..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[at] ^= 0x41;
+            assert!(
+                open_bytes(dir.path(), &bad).is_err(),
+                "flip at {at} accepted"
+            );
+        }
+    }
+
+    /// Rewrites one index entry (and the trailer hash, so only the structure checks can catch it).
+    fn tamper(bytes: &[u8], f: &mut dyn FnMut(&mut Vec<PackEntry>)) -> Vec<u8> {
+        let n = bytes.len();
+        let index_offset = u64::from_le_bytes(bytes[n - 48..n - 40].try_into().unwrap()) as usize;
+        let count = u64::from_le_bytes(bytes[index_offset..index_offset + 8].try_into().unwrap());
+        let mut entries: Vec<PackEntry> = (0..count as usize)
+            .map(|i| {
+                let c = &bytes[index_offset + 8 + i * 57..index_offset + 8 + (i + 1) * 57];
+                PackEntry {
+                    id: ObjectId::from_bytes(c[..32].try_into().unwrap()),
+                    offset: u64::from_le_bytes(c[32..40].try_into().unwrap()),
+                    stored_len: u64::from_le_bytes(c[40..48].try_into().unwrap()),
+                    len: u64::from_le_bytes(c[48..56].try_into().unwrap()),
+                    zstd: c[56] == 1,
+                }
+            })
+            .collect();
+        f(&mut entries);
+        let mut out = bytes[..index_offset].to_vec();
+        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+        for e in &entries {
+            out.extend_from_slice(e.id.as_bytes());
+            out.extend_from_slice(&e.offset.to_le_bytes());
+            out.extend_from_slice(&e.stored_len.to_le_bytes());
+            out.extend_from_slice(&e.len.to_le_bytes());
+            out.push(u8::from(e.zstd));
+        }
+        let digest = ObjectId::of(&out);
+        out.extend_from_slice(&(index_offset as u64).to_le_bytes());
+        out.extend_from_slice(digest.as_bytes());
+        out.extend_from_slice(END);
+        out
+    }
+
+    #[test]
+    fn lying_indexes_are_refused_by_name() {
+        let (dir, store, id) = fixture();
+        let bytes = pack_bytes(&store, &id, PackOptions::default());
+        let zstd_at = |e: &Vec<PackEntry>| e.iter().position(|e| e.zstd).unwrap();
+        type Tamper = Box<dyn FnMut(&mut Vec<PackEntry>)>;
+        let cases: Vec<(&str, Tamper)> = vec![
+            (
+                "outside the object area",
+                Box::new(|e| e[0].offset = 1 << 40),
+            ),
+            (
+                "outside the object area",
+                Box::new(|e| e[0].stored_len = u64::MAX),
+            ),
+            ("overlaps", Box::new(|e| e[1].offset = e[0].offset)),
+            ("not sorted", Box::new(|e| e.swap(0, 1))),
+            ("twice", Box::new(|e| e[1].id = e[0].id)),
+            (
+                "claims",
+                Box::new(|e| {
+                    let i = e.iter().position(|x| !x.zstd).unwrap();
+                    e[i].len += 1;
+                }),
+            ),
+            (
+                "decompresses to",
+                Box::new(move |e| {
+                    let i = zstd_at(e);
+                    e[i].len = 5; // a bomb against its cap, and a lie
+                }),
+            ),
+            (
+                "decompresses to",
+                Box::new(move |e| {
+                    let i = zstd_at(e);
+                    e[i].len += 1;
+                }),
+            ),
+            (
+                "hashes to",
+                Box::new(|e| {
+                    let (a, b) = (e[0].offset, e[0].stored_len);
+                    let j = e
+                        .iter()
+                        .position(|x| !x.zstd && x.stored_len == b && x.offset != a);
+                    if let Some(j) = j {
+                        e[0].offset = e[j].offset; // points at another object of the same size
+                    }
+                    e[0].id = ObjectId::of(b"nothing");
+                    e.sort_by_key(|x| x.id);
+                }),
+            ),
+        ];
+        for (needle, mut f) in cases {
+            let bad = tamper(&bytes, &mut *f);
+            let err = open_bytes(dir.path(), &bad).expect_err(needle);
+            let text = err.to_string();
+            assert!(text.contains("p.zcpack"), "{text}");
+            assert!(
+                text.contains(needle)
+                    || text.contains("overlaps")
+                    || text.contains("snapshot record"),
+                "want {needle:?}: {text}"
+            );
+        }
+        // A huge count: the index size check refuses it before anything is allocated.
+        let mut bad = bytes.clone();
+        let n = bad.len();
+        let io = u64::from_le_bytes(bad[n - 48..n - 40].try_into().unwrap()) as usize;
+        bad[io..io + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        let err = PackReader::open(&{
+            let p = dir.path().join("huge.zcpack");
+            std::fs::write(&p, &bad).unwrap();
+            p
+        })
+        .expect_err("huge count");
+        assert!(err.to_string().contains("claims"), "{err}");
+    }
+
+    #[test]
+    fn since_leaves_out_what_the_base_has() {
+        let (dir, store, base) = fixture();
+        let snap = store.read_snapshot(&base).unwrap();
+        let tree = store.read_tree(&snap.root).unwrap();
+        let mut entries = tree.entries().to_vec();
+        entries.push(TreeEntry {
+            name: b"new.txt".to_vec(),
+            kind: EntryKind::File,
+            size: 3,
+            id: store.objects().write_bytes(b"new").unwrap(),
+        });
+        let root = store
+            .write_tree(&Tree::from_entries(entries).unwrap())
+            .unwrap();
+        let next = store
+            .commit_snapshot(
+                &Snapshot {
+                    root,
+                    created_unix_ns: 2,
+                    ..snap
+                },
+                None,
+            )
+            .unwrap();
+        let bytes = pack_bytes(
+            &store,
+            &next,
+            PackOptions {
+                since: Some(base),
+                trees_only: false,
+            },
+        );
+        let reader = open_bytes(dir.path(), &bytes).unwrap();
+        // The record, the new root tree and the new blob: `sub` and the old blobs stay out.
+        assert_eq!(reader.entries().len(), 3);
+        assert_eq!(reader.base, Some(base));
+        let empty = Store::open_or_create(&dir.path().join("empty")).unwrap();
+        let err = unpack(&empty, &reader).expect_err("base missing");
+        assert!(err.to_string().contains(&base.short(12)), "{err}");
+        assert!(empty.catalog().unwrap().snapshots().unwrap().is_empty());
+        let full = pack_bytes(&store, &base, PackOptions::default());
+        unpack(&empty, &open_bytes(dir.path(), &full).unwrap()).unwrap();
+        let reader = open_bytes(dir.path(), &bytes).unwrap();
+        assert_eq!(unpack(&empty, &reader).unwrap(), next);
+        assert!(empty.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+    }
+}

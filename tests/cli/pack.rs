@@ -1,0 +1,283 @@
+//! `pack` / `unpack` between two stores standing in for two hosts, and packs mounted and diffed
+//! without unpacking. Pins: ids equal and checkouts byte-identical after unpack; `--since`
+//! carries only new objects; a digest pack diffs against a directory; a pack mount equals the
+//! checkout; an unpack killed at random points leaves a store that verifies and lists nothing
+//! that misses objects; a corrupt pack imports nothing.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::mount::{fuse_available, mount_daemon, sample};
+use crate::util::{assert_same_tree, bytes, write, TestEnv};
+
+fn other(env: &TestEnv, name: &str) -> String {
+    env.path(name).to_string_lossy().into_owned()
+}
+
+#[test]
+fn pack_on_one_store_unpack_on_another() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("notes.md"), b"notes\n");
+    write(&src.join("data/big.bin"), &bytes(7, 400_000));
+    write(&src.join("data/zeros"), &vec![0u8; 200_000]);
+    let id = env.snapshot(&src);
+    let pack = env.path("p.zcpack");
+    let v = env
+        .run(&["--json", "pack", &id, "--out", &pack.to_string_lossy()])
+        .ok()
+        .json();
+    assert!(
+        v["pack_bytes"].as_u64().unwrap() < 400_000 + 200_000,
+        "zeros compress: {v}"
+    );
+    // Host B.
+    let b = other(&env, "store-b");
+    let r = env
+        .run(&["--store", &b, "unpack", &pack.to_string_lossy()])
+        .ok();
+    assert_eq!(r.last_line(), id, "the same snapshot id on both hosts");
+    env.run(&["--store", &b, "verify"]).ok();
+    let out = env.path("checkout-b");
+    env.run(&[
+        "--store",
+        &b,
+        "checkout",
+        &id,
+        "--out",
+        &out.to_string_lossy(),
+    ])
+    .ok();
+    assert_same_tree(&src, &out);
+    // Through a pipe, and refused on a terminal-less existing file without --force.
+    let r = env.run(&["pack", &id, "--out", &pack.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(r.stderr().contains("--force"), "{}", r.describe());
+    let c = other(&env, "store-c");
+    let piped = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "'{bin}' --store '{a}' pack {id} --out - | '{bin}' --store '{c}' unpack -",
+            bin = env!("CARGO_BIN_EXE_zeroclaw-bundle"),
+            a = env.path("store").display(),
+        ))
+        .output()
+        .unwrap();
+    assert!(piped.status.success(), "{piped:?}");
+    assert_eq!(String::from_utf8_lossy(&piped.stdout).trim(), id);
+}
+
+#[test]
+fn since_carries_only_new_objects_and_needs_its_base() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for i in 0..50 {
+        write(
+            &src.join(format!("f{i}.md")),
+            format!("file {i}\n").as_bytes(),
+        );
+    }
+    let base = env.snapshot(&src);
+    write(&src.join("f7.md"), b"changed\n");
+    let next = env.snapshot(&src);
+    let inc = env.path("inc.zcpack");
+    let v = env
+        .run(&[
+            "--json",
+            "pack",
+            &next,
+            "--since",
+            &base,
+            "--out",
+            &inc.to_string_lossy(),
+        ])
+        .ok()
+        .json();
+    // The record, the root tree and the one changed blob.
+    assert_eq!(
+        (v["objects"].as_u64(), v["blobs"].as_u64()),
+        (Some(3), Some(1)),
+        "{v}"
+    );
+    let b = other(&env, "store-b");
+    let r = env.run(&["--store", &b, "unpack", &inc.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(
+        r.stderr().contains(&base[..12]),
+        "names the base: {}",
+        r.describe()
+    );
+    assert!(
+        r.stderr().contains("nothing was imported"),
+        "{}",
+        r.describe()
+    );
+    let full = env.path("full.zcpack");
+    env.run(&["pack", &base, "--out", &full.to_string_lossy()])
+        .ok();
+    env.run(&["--store", &b, "unpack", &full.to_string_lossy()])
+        .ok();
+    env.run(&["--store", &b, "unpack", &inc.to_string_lossy()])
+        .ok();
+    env.run(&["--store", &b, "verify"]).ok();
+    assert_eq!(
+        env.run(&["--store", &b, "cat", &format!("{next}:f7.md")])
+            .ok()
+            .stdout(),
+        "changed\n"
+    );
+}
+
+#[test]
+fn a_digest_pack_diffs_against_what_the_other_host_received() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a.md"), b"a\n");
+    write(&src.join("d/b.md"), b"b\n");
+    let id = env.snapshot(&src);
+    let digest = env.path("digest.zcpack");
+    let v = env
+        .run(&[
+            "--json",
+            "pack",
+            &id,
+            "--trees-only",
+            "--out",
+            &digest.to_string_lossy(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(v["blobs"].as_u64(), Some(0), "{v}");
+    // The other host has the bundle as a directory, one file edited, and only the digest.
+    let received = env.path("received");
+    write(&received.join("a.md"), b"a\n");
+    write(&received.join("d/b.md"), b"B!\n");
+    let b = other(&env, "store-b");
+    let r = env.run(&[
+        "--store",
+        &b,
+        "diff",
+        &digest.to_string_lossy(),
+        &received.to_string_lossy(),
+    ]);
+    assert_eq!(
+        (r.code(), r.stdout().as_str()),
+        (1, "M\td/b.md\n"),
+        "{}",
+        r.describe()
+    );
+    // A digest pack cannot be unpacked.
+    let r = env.run(&["--store", &b, "unpack", &digest.to_string_lossy()]);
+    assert!(r.stderr().contains("digest pack"), "{}", r.describe());
+}
+
+#[test]
+fn a_corrupt_pack_imports_nothing() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a.md"), &bytes(1, 50_000));
+    let id = env.snapshot(&src);
+    let pack = env.path("p.zcpack");
+    env.run(&["pack", &id, "--out", &pack.to_string_lossy()])
+        .ok();
+    let mut data = fs::read(&pack).unwrap();
+    let mid = data.len() / 2;
+    data[mid] ^= 1;
+    fs::write(&pack, &data).unwrap();
+    let b = other(&env, "store-b");
+    let r = env.run(&["--store", &b, "unpack", &pack.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(r.stderr().contains("p.zcpack"), "{}", r.describe());
+    let objects = Path::new(&b).join("objects");
+    let count = walk_count(&objects);
+    assert_eq!(count, 0, "objects landed from a corrupt pack");
+}
+
+fn walk_count(dir: &Path) -> usize {
+    let Ok(rd) = fs::read_dir(dir) else { return 0 };
+    rd.map(|e| e.unwrap().path())
+        .map(|p| if p.is_dir() { walk_count(&p) } else { 1 })
+        .sum()
+}
+
+#[test]
+fn unpack_killed_at_random_points_leaves_a_consistent_store() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for i in 0..200 {
+        write(
+            &src.join(format!("d{}/f{i}.bin", i % 10)),
+            &bytes(i, 20_000),
+        );
+    }
+    let id = env.snapshot(&src);
+    let pack = env.path("p.zcpack");
+    env.run(&["pack", &id, "--out", &pack.to_string_lossy()])
+        .ok();
+    let runs: u64 = if std::env::var_os("ZCB_LONG").is_some() {
+        200
+    } else {
+        12
+    };
+    let mut completed = 0;
+    for i in 0..runs {
+        let b = other(&env, &format!("store-{i}"));
+        let mut child = env
+            .cmd()
+            .args(["--store", &b, "unpack", &pack.to_string_lossy()])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Spread the kills over the unpack (it takes tens of milliseconds here).
+        std::thread::sleep(Duration::from_micros(i * 7_919 % 120_000));
+        let _ = child.kill();
+        let status = child.wait().unwrap();
+        if status.success() {
+            completed += 1;
+        }
+        if !Path::new(&b).join("STORE").exists() {
+            continue; // killed before the store existed
+        }
+        env.run(&["--store", &b, "verify"]).ok();
+        let listed = env.run(&["--store", &b, "--json", "list"]).ok().json();
+        for snap in listed.as_array().unwrap() {
+            let sid = snap["id"].as_str().unwrap();
+            assert_eq!(sid, id, "only the packed snapshot can appear");
+            let out = env.path(&format!("co-{i}"));
+            env.run(&[
+                "--store",
+                &b,
+                "checkout",
+                sid,
+                "--out",
+                &out.to_string_lossy(),
+            ])
+            .ok();
+            assert_same_tree(&src, &out);
+        }
+    }
+    eprintln!("{runs} unpacks killed at random points, {completed} had finished");
+}
+
+#[test]
+fn a_pack_mounts_without_unpacking_and_equals_the_checkout() {
+    if !fuse_available() {
+        return;
+    }
+    let env = TestEnv::new();
+    let id = sample(&env);
+    let pack = env.path("s.zcpack");
+    env.run(&["pack", &id, "--out", &pack.to_string_lossy()])
+        .ok();
+    let out = env.path("co");
+    env.run(&["checkout", &id, "--out", &out.to_string_lossy()])
+        .ok();
+    // Mounted from the pack with another, empty store: nothing comes from the first store.
+    let empty = TestEnv::new();
+    let mnt = empty.path("mnt");
+    let _m = mount_daemon(&empty, &pack.to_string_lossy(), &mnt);
+    assert_same_tree(&out, &mnt);
+}
