@@ -183,7 +183,23 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     )?
     .with_sink(Sink::Memory(Arc::clone(&objects), keep));
     let walked = capture.walk(fd, ".", &keep_everything)?;
-    let (_report, update) = capture.finish();
+    let (report, update) = capture.finish();
+    // What the reader refuses to follow is not compared: say so, or a symlink planted in a
+    // received bundle would be invisible here.
+    if !report.skipped.is_empty() && !ctx.quiet {
+        eprintln!(
+            "note: {} entr{} of {} not compared (the reader skips symlinks, special files and hard links):",
+            report.skipped.len(),
+            if report.skipped.len() == 1 { "y" } else { "ies" },
+            abs.display()
+        );
+        for s in report.skipped.iter().take(20) {
+            eprintln!("  {} ({})", s.path, s.reason);
+        }
+        if report.skipped.len() > 20 {
+            eprintln!("  ... and {} more", report.skipped.len() - 20);
+        }
+    }
     // Only an optimisation: a failure to record it never fails the diff.
     let _ = store.catalog().and_then(|c| c.update_stat_cache(&update));
     Ok(Side {

@@ -110,6 +110,12 @@ fn subtree_and_directory_sides() {
         r.describe()
     );
     fs::remove_file(out.join("extra.md")).unwrap();
+    // A symlink planted in the directory is not followed, and not silently ignored either.
+    std::os::unix::fs::symlink("/etc/passwd", out.join("planted")).unwrap();
+    let r = env.run(&["diff", &sa, &out.to_string_lossy()]);
+    assert_eq!((r.code(), r.stdout().as_str()), (0, ""), "{}", r.describe());
+    assert!(r.stderr().contains("planted (symlink)"), "{}", r.describe());
+    fs::remove_file(out.join("planted")).unwrap();
     for (x, y) in [
         (sa.clone(), out.to_string_lossy().into_owned()),
         (out.to_string_lossy().into_owned(), sa.clone()),
