@@ -223,25 +223,50 @@ pub fn write_pack(
 
     let index_offset = w.written;
     index.sort_by_key(|e| e.id);
+    w.write_all(&encode_index(&index)).map_err(write_err)?;
+    let digest = w.hasher.finish();
+    w.inner
+        .write_all(&encode_trailer(index_offset, &digest))
+        .map_err(write_err)?;
+    w.inner.flush().map_err(write_err)?;
+    stats.pack_bytes = w.written + TRAILER_LEN;
+    Ok(stats)
+}
+
+/// The index as written: the count, then each entry.
+fn encode_index(index: &[PackEntry]) -> Vec<u8> {
     let mut buf = Vec::with_capacity(8 + index.len() * ENTRY_LEN as usize);
     buf.extend_from_slice(&(index.len() as u64).to_le_bytes());
-    for e in &index {
+    for e in index {
         buf.extend_from_slice(e.id.as_bytes());
         buf.extend_from_slice(&e.offset.to_le_bytes());
         buf.extend_from_slice(&e.stored_len.to_le_bytes());
         buf.extend_from_slice(&e.len.to_le_bytes());
         buf.push(if e.zstd { FLAG_ZSTD } else { 0 });
     }
-    w.write_all(&buf).map_err(write_err)?;
-    let digest = w.hasher.finish();
+    buf
+}
+
+/// One index entry from its `ENTRY_LEN` bytes, and its raw flags byte.
+fn decode_entry(chunk: &[u8]) -> (PackEntry, u8) {
+    let u = |r: std::ops::Range<usize>| u64::from_le_bytes(chunk[r].try_into().expect("8 bytes"));
+    let flags = chunk[56];
+    let entry = PackEntry {
+        id: ObjectId::from_bytes(chunk[..32].try_into().expect("32 bytes")),
+        offset: u(32..40),
+        stored_len: u(40..48),
+        len: u(48..56),
+        zstd: flags & FLAG_ZSTD != 0,
+    };
+    (entry, flags)
+}
+
+fn encode_trailer(index_offset: u64, digest: &ObjectId) -> Vec<u8> {
     let mut trailer = Vec::with_capacity(TRAILER_LEN as usize);
     trailer.extend_from_slice(&index_offset.to_le_bytes());
     trailer.extend_from_slice(digest.as_bytes());
     trailer.extend_from_slice(END);
-    w.inner.write_all(&trailer).map_err(write_err)?;
-    w.inner.flush().map_err(write_err)?;
-    stats.pack_bytes = w.written + TRAILER_LEN;
-    Ok(stats)
+    trailer
 }
 
 fn write_err(e: io::Error) -> StoreError {
@@ -386,23 +411,14 @@ impl PackReader {
         let raw = read(index_offset + 8, room as usize)?;
         let mut index = Vec::with_capacity(count as usize);
         for chunk in raw.chunks_exact(ENTRY_LEN as usize) {
-            let u = |r: std::ops::Range<usize>| {
-                u64::from_le_bytes(chunk[r].try_into().expect("8 bytes"))
-            };
-            let flag = chunk[56];
-            if flag & !FLAG_ZSTD != 0 {
+            let (entry, flags) = decode_entry(chunk);
+            if flags & !FLAG_ZSTD != 0 {
                 return Err(bad(
                     path,
-                    format!("an index entry has unknown flags {flag:#x}"),
+                    format!("an index entry has unknown flags {flags:#x}"),
                 ));
             }
-            index.push(PackEntry {
-                id: ObjectId::from_bytes(chunk[..32].try_into().expect("32 bytes")),
-                offset: u(32..40),
-                stored_len: u(40..48),
-                len: u(48..56),
-                zstd: flag & FLAG_ZSTD != 0,
-            });
+            index.push(entry);
         }
         for pair in index.windows(2) {
             if pair[0].id >= pair[1].id {
@@ -813,30 +829,15 @@ mod tests {
         let count = u64::from_le_bytes(bytes[index_offset..index_offset + 8].try_into().unwrap());
         let mut entries: Vec<PackEntry> = (0..count as usize)
             .map(|i| {
-                let c = &bytes[index_offset + 8 + i * 57..index_offset + 8 + (i + 1) * 57];
-                PackEntry {
-                    id: ObjectId::from_bytes(c[..32].try_into().unwrap()),
-                    offset: u64::from_le_bytes(c[32..40].try_into().unwrap()),
-                    stored_len: u64::from_le_bytes(c[40..48].try_into().unwrap()),
-                    len: u64::from_le_bytes(c[48..56].try_into().unwrap()),
-                    zstd: c[56] == 1,
-                }
+                let at = index_offset + 8 + i * ENTRY_LEN as usize;
+                decode_entry(&bytes[at..at + ENTRY_LEN as usize]).0
             })
             .collect();
         f(&mut entries);
         let mut out = bytes[..index_offset].to_vec();
-        out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
-        for e in &entries {
-            out.extend_from_slice(e.id.as_bytes());
-            out.extend_from_slice(&e.offset.to_le_bytes());
-            out.extend_from_slice(&e.stored_len.to_le_bytes());
-            out.extend_from_slice(&e.len.to_le_bytes());
-            out.push(u8::from(e.zstd));
-        }
+        out.extend_from_slice(&encode_index(&entries));
         let digest = ObjectId::of(&out);
-        out.extend_from_slice(&(index_offset as u64).to_le_bytes());
-        out.extend_from_slice(digest.as_bytes());
-        out.extend_from_slice(END);
+        out.extend_from_slice(&encode_trailer(index_offset as u64, &digest));
         out
     }
 
