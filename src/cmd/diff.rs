@@ -47,8 +47,9 @@ impl Side {
         }
     }
 
-    /// The bytes of a top-level file of this side, if it has one of that name.
-    fn top_file(&self, name: &str) -> Result<Option<Vec<u8>>> {
+    /// A top-level file of this side: `None` when there is no such file, `Some(None)` when
+    /// the side names it but does not hold its bytes (a digest pack).
+    fn top_file(&self, name: &str) -> Result<Option<Option<Vec<u8>>>> {
         if !self.whole || self.root.entry.kind != EntryKind::Dir {
             return Ok(None);
         }
@@ -57,7 +58,7 @@ impl Side {
         let Some(e) = tree.get(name.as_bytes()).filter(|e| e.kind.is_file()) else {
             return Ok(None);
         };
-        Ok(side.bytes(&e.id, e.size, BUNDLE_FILE_CAP)?)
+        Ok(Some(side.bytes(&e.id, e.size, BUNDLE_FILE_CAP)?))
     }
 }
 
@@ -68,7 +69,7 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         .with_context(|| format!("side A ({})", args.a.to_string_lossy()))?;
     let b = resolve_side(&store, &args.b, args.content, ctx)
         .with_context(|| format!("side B ({})", args.b.to_string_lossy()))?;
-    let semantic = semantic_changes(&a, &b)?;
+    let semantic = semantic_changes(&a, &b, ctx)?;
     let grants = semantic.iter().any(|c| c.grant);
     let out = std::io::stdout();
     let mut out = out.lock();
@@ -217,16 +218,28 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     })
 }
 
-/// The semantic section, when both sides are whole agent bundles.
-fn semantic_changes(a: &Side, b: &Side) -> Result<Vec<SemanticChange>> {
+/// The semantic section, when both sides are whole agent bundles. A side that names the
+/// bundle files without holding their bytes (a digest pack) is said on stderr: its files are
+/// still compared by id.
+fn semantic_changes(a: &Side, b: &Side, ctx: &Ctx) -> Result<Vec<SemanticChange>> {
     let texts = |s: &Side| -> Result<Option<(String, String)>> {
-        let (Some(m), Some(c)) = (s.top_file(MANIFEST_FILE)?, s.top_file(CONFIG_FILE)?) else {
-            return Ok(None);
-        };
-        Ok(Some((
-            String::from_utf8_lossy(&m).into_owned(),
-            String::from_utf8_lossy(&c).into_owned(),
-        )))
+        match (s.top_file(MANIFEST_FILE)?, s.top_file(CONFIG_FILE)?) {
+            (Some(Some(m)), Some(Some(c))) => Ok(Some((
+                String::from_utf8_lossy(&m).into_owned(),
+                String::from_utf8_lossy(&c).into_owned(),
+            ))),
+            (Some(None), _) | (_, Some(None)) => {
+                if !ctx.quiet {
+                    eprintln!(
+                        "note: {} holds no file contents (a digest pack), so the agent section is \
+                         left out; its files are compared by content id",
+                        s.label
+                    );
+                }
+                Ok(None)
+            }
+            _ => Ok(None),
+        }
     };
     match (texts(a)?, texts(b)?) {
         (Some((ma, ca)), Some((mb, cb))) => Ok(compare_bundles(&ma, &ca, &mb, &cb)
