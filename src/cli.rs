@@ -95,9 +95,12 @@ pub struct ExportArgs {
     /// ZeroClaw install [default: $ZEROCLAW_HOME, else ~/.zeroclaw]
     #[arg(long, value_name = "DIR")]
     pub install: Option<PathBuf>,
-    /// Replace the contents of a destination directory that already has files
+    /// Replace the destination when it is a bundle or a previous checkout of this tool
     #[arg(long)]
     pub force: bool,
+    /// Replace the destination whatever it holds (implies --force): its files are deleted
+    #[arg(long)]
+    pub replace_any: bool,
     /// The zeroclaw version recorded in the manifest's provenance (set by `zeroclaw bundle`)
     #[arg(long, value_name = "VERSION")]
     pub zeroclaw_version: Option<String>,
@@ -135,9 +138,12 @@ pub struct CheckoutArgs {
     /// Destination directory
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
-    /// Replace the contents of a non-empty destination
+    /// Replace the destination when it is a bundle or a previous checkout of this tool
     #[arg(long)]
     pub force: bool,
+    /// Replace the destination whatever it holds (implies --force): its files are deleted
+    #[arg(long)]
+    pub replace_any: bool,
 }
 
 /// `gc`.

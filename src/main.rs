@@ -1,11 +1,15 @@
 //! The `zeroclaw-bundle` binary: parse, run, exit code. The only place that prints errors
-//! (`error: ...` with its causes) and picks exit codes: 0 ok, 1 failure, 2 usage.
+//! (`error: ...` with its causes) and picks exit codes: 0 ok, 1 failure, 2 usage, 130 when
+//! interrupted (SIGINT/SIGTERM). A closed stdout (`| head -1`) ends the command quietly with
+//! 0 (see `cmd::StdoutClosed`).
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
 use zeroclaw_bundle::cli::Cli;
-use zeroclaw_bundle::cmd::{self, Outcome};
+use zeroclaw_bundle::cmd::{self, Outcome, StdoutClosed};
+use zeroclaw_bundle::interrupt::Interrupted;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -23,9 +27,15 @@ fn main() -> ExitCode {
     match cmd::run(cli) {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failure) => ExitCode::from(1),
+        Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(1)
+            let interrupted = err.chain().any(|c| c.is::<Interrupted>());
+            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            if interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::from(1)
+            }
         }
     }
 }

@@ -164,6 +164,17 @@ pub fn create_file_at(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> io::Result
     Ok(File::from(fd))
 }
 
+/// Opens (creating, mode 0600) the lock file `name` in `dir`, never following a symlink.
+pub fn open_lock_file_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    Ok(File::from(fd))
+}
+
 /// Sets permission bits on an open fd (the umask does not apply).
 pub fn chmod_fd(fd: impl AsFd, mode: u32) -> io::Result<()> {
     Ok(rustix::fs::fchmod(fd, Mode::from_raw_mode(mode))?)

@@ -51,6 +51,9 @@ const MAX_DEPTH: usize = 1024;
 /// Why a capture failed. Paths are as they sit in the bundle (`workspace/notes.md`).
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
+    /// SIGINT or SIGTERM arrived: the capture stopped and recorded nothing.
+    #[error("interrupted: the capture stopped and recorded no snapshot")]
+    Interrupted(#[source] crate::interrupt::Interrupted),
     /// A root could not be opened.
     #[error(transparent)]
     Root(#[from] RootError),
@@ -371,6 +374,7 @@ impl<'s> Capture<'s> {
         let mut pending = 0usize;
         let (mut size, mut files) = (0u64, 0u64);
         for name in names {
+            crate::interrupt::check().map_err(CaptureError::Interrupted)?;
             if depth == 0 && !filter.admits(&name) {
                 continue;
             }

@@ -5,31 +5,36 @@ use serde_json::json;
 
 use crate::cli::CheckoutArgs;
 use crate::cmd::{human_bytes, Ctx, Outcome};
-use crate::export::publish_snapshot;
-use crate::publish::PublishRequest;
+use crate::export::{check_replacement, publish_snapshot, Replace};
+use crate::publish::{check_request, claim_destination, PublishRequest};
 
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
     let snap = store.read_snapshot(&id)?;
-    let published = publish_snapshot(
-        &store,
-        &snap.root,
-        &PublishRequest {
-            dest: &args.out,
-            force: args.force,
-            sources: &[],
-            reuse: None,
-        },
-    )
-    .with_context(|| {
+    let context = || {
         format!(
             "could not publish snapshot {} to {}",
             id.short(12),
             args.out.display()
         )
-    })?;
+    };
+    let request = PublishRequest {
+        dest: &args.out,
+        force: args.force || args.replace_any,
+        sources: &[],
+        reuse: None,
+    };
+    check_request(&request).with_context(context)?;
+    let _claim = claim_destination(&args.out).with_context(context)?;
+    let replaced = check_replacement(
+        Some(&store),
+        &args.out,
+        Replace::of_flags(args.force, args.replace_any),
+    )
+    .with_context(context)?;
+    let published = publish_snapshot(&store, &snap.root, &request).with_context(context)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
@@ -37,17 +42,21 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             "files": published.files,
             "bytes": published.bytes,
             "reused_files": published.reused,
+            "replaced": replaced,
         }))?;
     } else {
         if !ctx.quiet {
-            eprintln!(
+            crate::note!(
                 "published {} files, {} to {}",
                 published.files,
                 human_bytes(published.bytes),
                 published.dest.display()
             );
+            if let Some(r) = &replaced {
+                crate::note!("{}", r.describe(&published.dest));
+            }
         }
-        println!("{id}");
+        crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
 }

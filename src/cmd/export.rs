@@ -6,28 +6,41 @@ use serde_json::json;
 
 use crate::cli::ExportArgs;
 use crate::cmd::{human_bytes, Ctx, Outcome};
-use crate::export::{export, install_root, AgentSnapshot};
+use crate::export::{install_root, AgentSnapshot, ExportJob, Replace, Replaced};
 use crate::publish::Published;
 
-/// Runs `export`.
+/// Runs `export`: the install and the destination are checked (and the destination
+/// claimed) before the store is opened or created, so a typo creates nothing.
 pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
     let install = install_root(args.install.as_deref())?;
-    let (captured, published) = export(
-        &store,
+    let existing = ctx.existing_store()?;
+    let job = ExportJob::prepare(
+        existing.as_ref(),
         &install,
         &args.alias,
-        args.zeroclaw_version.as_deref(),
         &args.out,
-        args.force,
-        ctx.progress(None, "capturing", false),
+        Replace::of_flags(args.force, args.replace_any),
     )?;
-    report(ctx, &captured, Some(&published))
+    let store = match existing {
+        Some(store) => store,
+        None => ctx.create_store()?,
+    };
+    let bar = ctx.progress(None, "capturing", false);
+    let (captured, published, replaced) = job
+        .run(&store, args.zeroclaw_version.as_deref(), bar.clone())
+        .inspect_err(|_| bar.finish_and_clear())?;
+    report(ctx, &captured, Some((&published, replaced.as_ref())))
 }
 
 /// Prints what an agent capture carried, what it asks of the importing operator, what was
 /// scrubbed and what could not travel; the snapshot id last.
-pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Result<Outcome> {
+pub fn report(
+    ctx: &Ctx,
+    c: &AgentSnapshot,
+    published: Option<(&Published, Option<&Replaced>)>,
+) -> Result<Outcome> {
+    let replaced = published.and_then(|(_, r)| r);
+    let published = published.map(|(p, _)| p);
     let m = &c.bundle.manifest;
     let files = c.snapshot.files();
     let bytes = c.snapshot.bytes();
@@ -38,6 +51,7 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
             "agent": m.root_agent,
             "destination": published.map(|p| &p.dest),
             "reused_files": published.map(|p| p.reused),
+            "replaced": replaced,
             "files": files,
             "bytes": bytes,
             "skills_carried": c.skills_carried,
@@ -100,10 +114,13 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
     out += "Note: files under workspace/ and skills/ are copied as-is and never scanned for secrets.\n";
     if let Some(p) = published {
         out += &format!("Bundle: {} ({})\n", p.dest.display(), human_bytes(p.bytes));
+        if let Some(r) = replaced {
+            out += &format!("Note: {}\n", r.describe(&p.dest));
+        }
     }
     if !ctx.quiet {
-        print!("{out}");
+        crate::cmd::write_stdout(out.as_bytes())?;
     }
-    println!("{}", c.id);
+    crate::outln!("{}", c.id)?;
     Ok(Outcome::Success)
 }

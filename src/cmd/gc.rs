@@ -13,14 +13,14 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!(r))?;
     } else {
-        println!(
+        crate::outln!(
             "removed {} objects ({}), kept {} reachable and {} unreachable younger than {} s",
             r.removed,
             human_bytes(r.freed_bytes),
             r.reachable,
             r.young_kept,
             args.grace
-        );
+        )?;
     }
     Ok(Outcome::Success)
 }
@@ -31,7 +31,7 @@ pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({ "snapshots": n }))?;
     } else {
-        println!("reindexed {n} snapshots");
+        crate::outln!("reindexed {n} snapshots")?;
     }
     Ok(Outcome::Success)
 }
@@ -44,7 +44,7 @@ pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({ "forgotten": id }))?;
     } else {
-        println!("forgot {id} (run `gc` to free its data)");
+        crate::outln!("forgot {id} (run `gc` to free its data)")?;
     }
     Ok(Outcome::Success)
 }

@@ -19,7 +19,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
             (None, Some(a)) => format!("agent/{a}"),
             (None, None) => "-".to_string(),
         };
-        println!(
+        crate::outln!(
             "{}  {}  {:<16} {:>7} files {:>10}  {}",
             s.id.short(16),
             rfc3339_utc(s.created_unix_ns),
@@ -27,7 +27,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
             s.files,
             human_bytes(s.bytes),
             s.source
-        );
+        )?;
     }
     Ok(Outcome::Success)
 }

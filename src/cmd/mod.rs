@@ -1,5 +1,12 @@
 //! One file per subcommand, each a thin `run(args, ctx)`; this file holds what they share:
-//! the context (store location, output mode), progress bars, and snapshot-path parsing.
+//! the context (store location, output mode), progress bars, snapshot-path parsing, and the
+//! two print paths: [`outln!`] for stdout and [`note!`] for stderr.
+//!
+//! A closed stdout (the reader went away: `... | head -1`) is not an error: the write fails
+//! with EPIPE (Rust ignores SIGPIPE), [`outln!`] turns that into [`StdoutClosed`], and `main`
+//! exits 0 without a message, as ripgrep does. (git is killed by SIGPIPE instead, status 141;
+//! 0 keeps `set -o pipefail` scripts that only wanted the first lines working.) Notes on
+//! stderr are best-effort: a closed stderr never fails a command.
 
 pub mod cat;
 pub mod checkout;
@@ -18,11 +25,52 @@ use std::io::IsTerminal;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zeroclaw_bundle_store::{unescape_name, Store};
 
 use crate::cli::{Cli, Command};
+
+/// Stdout was closed by its reader (EPIPE); the command stops printing and `main` exits 0
+/// quietly.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed")]
+pub struct StdoutClosed;
+
+/// Writes `text` to stdout and flushes it. EPIPE becomes [`StdoutClosed`].
+pub fn write_stdout(text: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text)
+        .and_then(|()| out.flush())
+        .map_err(stdout_error)
+}
+
+/// Maps a stdout write error: EPIPE to [`StdoutClosed`], anything else with its context.
+pub fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        anyhow::Error::new(StdoutClosed)
+    } else {
+        anyhow::Error::new(e).context("could not write to stdout")
+    }
+}
+
+/// `println!` that returns EPIPE as [`StdoutClosed`] (use with `?`).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stdout(format!("{}\n", format_args!($($arg)*)).as_bytes())
+    };
+}
+
+/// `eprintln!` that never fails or panics (stderr may be closed too).
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// What every command gets: where the store is and how to print.
 #[derive(Debug, Clone)]
@@ -61,10 +109,36 @@ impl Ctx {
         })
     }
 
-    /// Opens (creating if needed) the store.
-    pub fn store(&self) -> Result<Store> {
+    /// Opens the store, creating it if needed: only for the commands that capture.
+    pub fn create_store(&self) -> Result<Store> {
         Store::open_or_create(&self.store_path)
             .with_context(|| format!("could not open the store {}", self.store_path.display()))
+    }
+
+    /// Opens an existing store; fails with "no store at PATH" when there is none (commands
+    /// that only read, or change only what exists, never create a store).
+    pub fn store(&self) -> Result<Store> {
+        match self.existing_store()? {
+            Some(store) => Ok(store),
+            None => bail!(
+                "no store at {} (a store is created by the first `snapshot` or `export`; \
+                 pass --store DIR or set ZEROCLAW_BUNDLE_STORE to use another)",
+                self.store_path.display()
+            ),
+        }
+    }
+
+    /// The store, when one exists at the store path. A missing path or an empty directory
+    /// is no store; anything else is opened (and refused when it is not a store).
+    pub fn existing_store(&self) -> Result<Option<Store>> {
+        match std::fs::symlink_metadata(&self.store_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Ok(m) if m.is_dir() && is_empty_dir(&self.store_path) => return Ok(None),
+            _ => {}
+        }
+        Store::open_or_create(&self.store_path)
+            .with_context(|| format!("could not open the store {}", self.store_path.display()))
+            .map(Some)
     }
 
     /// A progress bar on a terminal; hidden in a pipe or with `--quiet`/`--json`.
@@ -92,9 +166,12 @@ impl Ctx {
 
     /// Prints a JSON document on stdout.
     pub fn print_json(&self, value: &serde_json::Value) -> Result<()> {
-        println!("{}", serde_json::to_string_pretty(value)?);
-        Ok(())
+        crate::outln!("{}", serde_json::to_string_pretty(value)?)
     }
+}
+
+fn is_empty_dir(path: &std::path::Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
 }
 
 fn default_store() -> Result<PathBuf> {
@@ -110,6 +187,12 @@ fn default_store() -> Result<PathBuf> {
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<Outcome> {
     let ctx = Ctx::from_cli(&cli)?;
+    if matches!(
+        cli.command,
+        Command::Export(_) | Command::Snapshot(_) | Command::Checkout(_)
+    ) {
+        crate::interrupt::install().context("could not install the signal handlers")?;
+    }
     match cli.command {
         Command::Export(args) => export::run(args, &ctx),
         Command::Snapshot(args) => snapshot::run(args, &ctx),

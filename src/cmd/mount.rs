@@ -58,7 +58,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             match unmounter.unmount() {
                 Ok(()) => break,
                 Err(MountError::Busy(_)) if !daemon_child => {
-                    eprintln!("the mount is busy (a file or directory in it is open); close it and interrupt again");
+                    crate::note!("the mount is busy (a file or directory in it is open); close it and interrupt again");
                 }
                 Err(_) => {}
             }
@@ -72,7 +72,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         drop(out);
         crate::sys::detach_stdio().context("could not detach from the terminal")?;
     } else if !ctx.quiet {
-        eprintln!(
+        crate::note!(
             "serving snapshot {} read-only at {} (Ctrl-C or `zeroclaw-bundle umount {}` to stop)",
             id.short(12),
             args.mountpoint.display(),
@@ -113,7 +113,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         if ctx.json {
             ctx.print_json(&json!({ "mountpoint": args.mountpoint, "pid": pid }))?;
         } else if !ctx.quiet {
-            eprintln!(
+            crate::note!(
                 "mounted at {} (server pid {pid}); `zeroclaw-bundle umount {}` to stop",
                 args.mountpoint.display(),
                 args.mountpoint.display()

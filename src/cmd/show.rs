@@ -19,29 +19,29 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&v)?;
         return Ok(Outcome::Success);
     }
-    println!("snapshot  {id}");
-    println!("created   {}", rfc3339_utc(snap.created_unix_ns));
-    println!("host      {}", snap.host);
-    println!(
+    crate::outln!("snapshot  {id}")?;
+    crate::outln!("created   {}", rfc3339_utc(snap.created_unix_ns))?;
+    crate::outln!("host      {}", snap.host)?;
+    crate::outln!(
         "kind      {}",
         match snap.kind {
             zeroclaw_bundle_store::SnapshotKind::Tree => "tree",
             zeroclaw_bundle_store::SnapshotKind::AgentBundle => "agent bundle",
         }
-    );
-    println!("source    {}", snap.source);
+    )?;
+    crate::outln!("source    {}", snap.source)?;
     if let Some(a) = &snap.agent {
-        println!("agent     {a}");
+        crate::outln!("agent     {a}")?;
     }
     if let Some(n) = &snap.name {
-        println!("name      {n}");
+        crate::outln!("name      {n}")?;
     }
     if let Some(p) = &snap.parent {
-        println!("parent    {p}");
+        crate::outln!("parent    {p}")?;
     }
-    println!("root      {}", snap.root);
+    crate::outln!("root      {}", snap.root)?;
     for t in &snap.report.trees {
-        println!(
+        crate::outln!(
             "tree {:<20} {} files, {}; skipped: {} symlinks, {} special, {} hard links, {} replaced",
             t.label,
             t.files,
@@ -50,10 +50,10 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
             t.special,
             t.hard_links,
             t.replaced
-        );
+        )?;
     }
     for s in &snap.report.skipped {
-        println!("skipped {:<9} {}", s.reason, s.path);
+        crate::outln!("skipped {:<9} {}", s.reason, s.path)?;
     }
     Ok(Outcome::Success)
 }

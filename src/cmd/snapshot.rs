@@ -16,33 +16,36 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     if let Some(name) = &args.name {
         zeroclaw_bundle_store::validate_name(name)?;
     }
-    let store = ctx.store()?;
     let Some(dir) = args.dir else {
         let alias = args
             .alias
             .as_deref()
             .expect("clap requires an alias without --dir");
         let install = crate::export::install_root(args.install.as_deref())?;
-        let captured = crate::export::capture_agent(
+        let (install, plan) = crate::export::load_agent(&install, alias)?;
+        let store = ctx.create_store()?;
+        let bar = ctx.progress(None, "capturing", false);
+        let captured = crate::export::capture_loaded(
             &store,
             &install,
-            alias,
+            &plan,
             args.name,
             args.zeroclaw_version.as_deref(),
-            ctx.progress(None, "capturing", false),
-        )?;
+            bar.clone(),
+        )
+        .inspect_err(|_| bar.finish_and_clear())?;
         return super::export::report(ctx, &captured, None);
     };
     let source = describe(&dir);
     let fd = root::open_configured(&dir)?
         .with_context(|| format!("{} does not exist", dir.display()))?;
+    let store = ctx.create_store()?;
     let parent = store.catalog()?.latest_of_source(&source)?;
-    let mut capture = Capture::begin(
-        &store,
-        format!("dir:{source}"),
-        ctx.progress(None, "capturing", false),
-    )?;
-    let walked = capture.walk(fd, ".", TopFilter::Everything)?;
+    let bar = ctx.progress(None, "capturing", false);
+    let mut capture = Capture::begin(&store, format!("dir:{source}"), bar.clone())?;
+    let walked = capture
+        .walk(fd, ".", TopFilter::Everything)
+        .inspect_err(|_| bar.finish_and_clear())?;
     let stats = capture.stats();
     let (report, cache_update) = capture.finish();
     let snap = Snapshot {
@@ -71,7 +74,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         let skipped: u64 = snap.report.trees.iter().map(|t| t.skipped()).sum();
         if !ctx.quiet {
-            eprintln!(
+            crate::note!(
                 "captured {} files, {} from {}{}",
                 snap.files(),
                 human_bytes(snap.bytes()),
@@ -83,7 +86,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
                 }
             );
         }
-        println!("{id}");
+        crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
 }

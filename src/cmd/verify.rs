@@ -18,9 +18,9 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&json!(report))?;
     } else {
         for p in &report.problems {
-            println!("problem: {p}");
+            crate::outln!("problem: {p}")?;
         }
-        println!(
+        crate::outln!(
             "verified {} objects ({}) and {} snapshots: {}",
             report.objects,
             human_bytes(report.bytes),
@@ -30,7 +30,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
             } else {
                 format!("{} problems", report.problems.len())
             }
-        );
+        )?;
     }
     Ok(if report.problems.is_empty() {
         Outcome::Success

@@ -44,6 +44,7 @@
 //! Not a compare-and-swap: the checks narrow the window in which another process writing
 //! the destination can interfere; they do not close it.
 
+mod claim;
 mod error;
 mod recover;
 mod resolve;
@@ -60,6 +61,7 @@ use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::{DestCache, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry};
 
+pub use claim::{claim_destination, DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
 pub use recover::{recover, LeftAlone, Recovered};
 
@@ -175,6 +177,8 @@ pub fn publish_with_progress(
     sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;
     hooks::seam("publish-staged", &hook_path);
     hooks::seam("before-swap", &hook_path);
+    // The last point where a signal stops the publish; from the swap on it runs to the end.
+    crate::interrupt::check().map_err(PublishError::Interrupted)?;
 
     let swapper = swap::Swapper {
         parent: parent.as_fd(),
