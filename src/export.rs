@@ -11,7 +11,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
-    escape_name, resolve_path, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, Tree, TreeEntry,
+    escape_name, resolve_path, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, Tally, Tree,
+    TreeEntry,
 };
 
 use crate::agent::{
@@ -195,7 +196,16 @@ fn capture_plan(
     }
     let root = store.write_tree(&Tree::from_entries(top)?)?;
     let stats = capture.stats();
-    let (report, cache_update) = capture.finish();
+    let (mut report, cache_update) = capture.finish();
+    // The two rendered files are part of the bundle too: with their tally, a snapshot's file
+    // and byte counts (report, `list`, `show`) are those of the whole bundle, the same numbers
+    // a checkout writes.
+    report.trees.push(Tally {
+        label: format!("{CONFIG_FILE} + {MANIFEST_FILE}"),
+        files: 2,
+        bytes: (bundle.config_toml.len() + bundle.manifest_toml.len()) as u64,
+        ..Tally::default()
+    });
     let snapshot = Snapshot {
         root,
         created_unix_ns: i128::from(crate::clock::now_ns()),
@@ -207,6 +217,8 @@ fn capture_plan(
         parent,
         report,
     };
+    // A signal during the capture stops it here at the latest: nothing is recorded.
+    crate::interrupt::check().map_err(|_| crate::capture::CaptureError::Interrupted)?;
     let id = store
         .commit_snapshot(&snapshot, Some(&cache_update))
         .context("could not record the snapshot")?;
@@ -484,7 +496,7 @@ pub fn publish_snapshot(
         },
     )
     .map_err(|e| match e {
-        PublishError::Interrupted(_) => {
+        PublishError::Interrupted => {
             let e = anyhow::Error::new(e);
             match leftover_staging(&resolved) {
                 Some(left) => e.context(format!(

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use zeroclaw_bundle::cli::Cli;
 use zeroclaw_bundle::cmd::{self, Outcome, StdoutClosed};
-use zeroclaw_bundle::interrupt::Interrupted;
+use zeroclaw_bundle::interrupt;
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         Ok(Outcome::Failure) => ExitCode::from(1),
         Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
-            let interrupted = err.chain().any(|c| c.is::<Interrupted>());
+            let interrupted = interrupt::requested();
             let _ = writeln!(std::io::stderr(), "error: {err:#}");
             if interrupted {
                 ExitCode::from(130)

@@ -52,8 +52,11 @@ const MAX_DEPTH: usize = 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
     /// SIGINT or SIGTERM arrived: the capture stopped and recorded nothing.
-    #[error("interrupted: the capture stopped and recorded no snapshot")]
-    Interrupted(#[source] crate::interrupt::Interrupted),
+    #[error(
+        "interrupted: the capture stopped and recorded no snapshot (what it already stored is \
+         freed by `zeroclaw-bundle gc --grace 0` when no other capture is running)"
+    )]
+    Interrupted,
     /// A root could not be opened.
     #[error(transparent)]
     Root(#[from] RootError),
@@ -374,7 +377,7 @@ impl<'s> Capture<'s> {
         let mut pending = 0usize;
         let (mut size, mut files) = (0u64, 0u64);
         for name in names {
-            crate::interrupt::check().map_err(CaptureError::Interrupted)?;
+            crate::interrupt::check().map_err(|_| CaptureError::Interrupted)?;
             if depth == 0 && !filter.admits(&name) {
                 continue;
             }

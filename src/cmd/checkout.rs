@@ -4,7 +4,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::cli::CheckoutArgs;
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 use crate::export::{check_replacement, publish_snapshot, Replace};
 use crate::publish::{check_request, claim_destination, PublishRequest};
 
@@ -47,8 +47,8 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         if !ctx.quiet {
             crate::note!(
-                "published {} files, {} to {}",
-                published.files,
+                "published {}, {} to {}",
+                count(published.files, "file"),
                 human_bytes(published.bytes),
                 published.dest.display()
             );

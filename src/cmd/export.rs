@@ -5,7 +5,9 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::ExportArgs;
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use zeroclaw_bundle_store::Tally;
+
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 use crate::export::{install_root, AgentSnapshot, ExportJob, Replace, Replaced};
 use crate::publish::Published;
 
@@ -30,6 +32,26 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
         .run(&store, args.zeroclaw_version.as_deref(), bar.clone())
         .inspect_err(|_| bar.finish_and_clear())?;
     report(ctx, &captured, Some((&published, replaced.as_ref())))
+}
+
+/// The non-zero skip counts of a tally, e.g. `1 symlink, 2 hard links`.
+pub fn skipped_counts(t: &Tally) -> String {
+    [
+        (t.symlinks, "symlink"),
+        (t.special, "special file"),
+        (t.hard_links, "hard link"),
+        (t.replaced, "entry replaced while reading"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| match (*n, *what) {
+        (n, "entry replaced while reading") if n != 1 => {
+            format!("{n} entries replaced while reading")
+        }
+        (n, what) => count(n, what),
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// Prints what an agent capture carried, what it asks of the importing operator, what was
@@ -78,17 +100,18 @@ pub fn report(
         None => out += &format!("Captured agent `{}` into the store\n", m.root_agent),
     }
     out += &format!(
-        "  {files} files, {} KiB; {} skills from {bundles} skill bundle{}\n",
-        bytes.div_ceil(1024),
-        c.skills_carried,
-        if bundles == 1 { "" } else { "s" }
+        "  {}, {} (the whole bundle: workspace, skills, config.toml and the manifest)\n",
+        count(files, "file"),
+        human_bytes(bytes),
+    );
+    out += &format!(
+        "  {} from {}\n",
+        count(c.skills_carried, "skill"),
+        count(bundles as u64, "skill bundle"),
     );
     for t in &c.snapshot.report.trees {
         if t.skipped() > 0 {
-            out += &format!(
-                "  skipped in {}: {} symlinks, {} special files, {} hard links, {} replaced while reading\n",
-                t.label, t.symlinks, t.special, t.hard_links, t.replaced
-            );
+            out += &format!("  skipped in {}: {}\n", t.label, skipped_counts(t));
         }
     }
     if !m.risk_flags.is_empty() {
@@ -113,7 +136,20 @@ pub fn report(
             detection (urls, commands and args travel as written).\n";
     out += "Note: files under workspace/ and skills/ are copied as-is and never scanned for secrets.\n";
     if let Some(p) = published {
-        out += &format!("Bundle: {} ({})\n", p.dest.display(), human_bytes(p.bytes));
+        out += &format!(
+            "Bundle: {} ({} written, {}{})\n",
+            p.dest.display(),
+            count(p.files, "file"),
+            human_bytes(p.bytes),
+            if p.reused > 0 {
+                format!(
+                    "; {} of them linked unchanged from the previous bundle",
+                    p.reused
+                )
+            } else {
+                String::new()
+            }
+        );
         if let Some(r) = replaced {
             out += &format!("Note: {}\n", r.describe(&p.dest));
         }

@@ -229,6 +229,17 @@ pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
     }
 }
 
+/// `n` and `noun`, plural when `n != 1` (`1 file`, `2 files`, `3 entries`).
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun.strip_suffix('y') {
+        format!("{n} {stem}ies")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Human-readable byte counts.
 pub fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];

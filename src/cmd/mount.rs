@@ -137,6 +137,14 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// Runs `umount`.
 pub fn run_umount(args: UmountArgs, ctx: &Ctx) -> Result<Outcome> {
+    if let Err(e) = std::fs::symlink_metadata(&args.mountpoint) {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            bail!(
+                "could not unmount {}: it does not exist",
+                args.mountpoint.display()
+            );
+        }
+    }
     unmount(&args.mountpoint)
         .with_context(|| format!("could not unmount {}", args.mountpoint.display()))?;
     if ctx.json {

@@ -9,7 +9,7 @@ use zeroclaw_bundle_store::{Snapshot, SnapshotKind};
 
 use crate::capture::{root, Capture, TopFilter};
 use crate::cli::SnapshotArgs;
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `snapshot`.
 pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -59,6 +59,8 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         parent,
         report,
     };
+    // A signal during the capture stops it here at the latest: nothing is recorded.
+    crate::interrupt::check().map_err(|_| crate::capture::CaptureError::Interrupted)?;
     let id = store
         .commit_snapshot(&snap, Some(&cache_update))
         .context("could not record the snapshot")?;
@@ -75,12 +77,12 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         let skipped: u64 = snap.report.trees.iter().map(|t| t.skipped()).sum();
         if !ctx.quiet {
             crate::note!(
-                "captured {} files, {} from {}{}",
-                snap.files(),
+                "captured {}, {} from {}{}",
+                count(snap.files(), "file"),
                 human_bytes(snap.bytes()),
                 snap.source,
                 if skipped > 0 {
-                    format!(" ({skipped} entries skipped: see `show`)")
+                    format!(" ({} skipped: see `show`)", count(skipped, "entry"))
                 } else {
                     String::new()
                 }

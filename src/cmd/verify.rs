@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `verify`; exit 1 when anything is wrong.
 pub fn run(ctx: &Ctx) -> Result<Outcome> {
@@ -21,14 +21,14 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
             crate::outln!("problem: {p}")?;
         }
         crate::outln!(
-            "verified {} objects ({}) and {} snapshots: {}",
-            report.objects,
+            "verified {} ({}) and {}: {}",
+            count(report.objects, "object"),
             human_bytes(report.bytes),
-            report.snapshots,
+            count(report.snapshots, "snapshot"),
             if report.problems.is_empty() {
                 "ok".to_string()
             } else {
-                format!("{} problems", report.problems.len())
+                count(report.problems.len() as u64, "problem")
             }
         )?;
     }

@@ -25,7 +25,7 @@ pub enum PublishError {
     },
     /// SIGINT or SIGTERM arrived before the swap: nothing was published.
     #[error("interrupted before anything was published; the destination is unchanged")]
-    Interrupted(#[source] crate::interrupt::Interrupted),
+    Interrupted,
     /// The destination resolves to `/` (or has no last component to publish under).
     #[error("destination {path} has no parent directory to stage the bundle beside")]
     NoParent {

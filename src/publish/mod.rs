@@ -178,7 +178,7 @@ pub fn publish_with_progress(
     hooks::seam("publish-staged", &hook_path);
     hooks::seam("before-swap", &hook_path);
     // The last point where a signal stops the publish; from the swap on it runs to the end.
-    crate::interrupt::check().map_err(PublishError::Interrupted)?;
+    crate::interrupt::check().map_err(|_| PublishError::Interrupted)?;
 
     let swapper = swap::Swapper {
         parent: parent.as_fd(),

@@ -6,3 +6,4 @@ mod export;
 mod mount;
 mod store_cli;
 mod util;
+mod ux;
