@@ -6,13 +6,11 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-use zeroclaw_bundle::cli::Cli;
 use zeroclaw_bundle::cmd::{self, Outcome, StdoutClosed};
 use zeroclaw_bundle::interrupt;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match zeroclaw_bundle::cli::parse() {
         Ok(cli) => cli,
         Err(e) => {
             let usage = e.use_stderr();

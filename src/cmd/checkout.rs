@@ -52,6 +52,12 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
                 human_bytes(published.bytes),
                 published.dest.display()
             );
+            if ctx.verbose {
+                crate::note!(
+                    "{} of them linked unchanged from the previous checkout",
+                    count(published.reused, "file")
+                );
+            }
             if let Some(r) = &replaced {
                 crate::note!("{}", r.describe(&published.dest));
             }

@@ -114,6 +114,22 @@ pub fn report(
             out += &format!("  skipped in {}: {}\n", t.label, skipped_counts(t));
         }
     }
+    if ctx.verbose {
+        for t in &c.snapshot.report.trees {
+            out += &format!(
+                "  {}: {}, {}\n",
+                t.label,
+                count(t.files, "file"),
+                human_bytes(t.bytes)
+            );
+        }
+        out += &format!(
+            "  capture: {} read and hashed ({}), {} unchanged since the last capture (not read)\n",
+            count(c.stats.hashed_files, "file"),
+            human_bytes(c.stats.hashed_bytes),
+            count(c.stats.cached_files, "file")
+        );
+    }
     if !m.risk_flags.is_empty() {
         out += "\nCapabilities an importing operator is asked to grant:\n";
         for f in &m.risk_flags {

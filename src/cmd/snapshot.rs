@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::{Snapshot, SnapshotKind};
+use zeroclaw_bundle_store::{ObjectId, Snapshot, SnapshotKind, Store};
 
 use crate::capture::{root, Capture, TopFilter};
 use crate::cli::SnapshotArgs;
@@ -24,6 +24,8 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         let install = crate::export::install_root(args.install.as_deref())?;
         let (install, plan) = crate::export::load_agent(&install, alias)?;
         let store = ctx.create_store()?;
+        let named = name_holder(&store, args.name.as_deref());
+        let name_copy = args.name.clone();
         let bar = ctx.progress(None, "capturing", false);
         let captured = crate::export::capture_loaded(
             &store,
@@ -34,12 +36,15 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             bar.clone(),
         )
         .inspect_err(|_| bar.finish_and_clear())?;
-        return super::export::report(ctx, &captured, None);
+        let outcome = super::export::report(ctx, &captured, None)?;
+        note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
+        return Ok(outcome);
     };
     let source = describe(&dir);
     let fd = root::open_configured(&dir)?
         .with_context(|| format!("{} does not exist", dir.display()))?;
     let store = ctx.create_store()?;
+    let named = name_holder(&store, args.name.as_deref());
     let parent = store.catalog()?.latest_of_source(&source)?;
     let bar = ctx.progress(None, "capturing", false);
     let mut capture = Capture::begin(&store, format!("dir:{source}"), bar.clone())?;
@@ -88,9 +93,38 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
                 }
             );
         }
+        if ctx.verbose {
+            crate::note!(
+                "capture: {} read and hashed ({}), {} unchanged since the last capture (not read)",
+                count(stats.hashed_files, "file"),
+                human_bytes(stats.hashed_bytes),
+                count(stats.cached_files, "file")
+            );
+        }
         crate::outln!("{id}")?;
     }
+    note_moved_name(ctx, snap.name.as_deref(), named, &id);
     Ok(Outcome::Success)
+}
+
+/// The snapshot a `--name` points at before this capture, if any.
+fn name_holder(store: &Store, name: Option<&str>) -> Option<ObjectId> {
+    store.catalog().ok()?.name_target(name?).ok()?
+}
+
+/// Says so when `--name` moved from another snapshot to this one (on stderr: stdout ends
+/// with the id).
+fn note_moved_name(ctx: &Ctx, name: Option<&str>, before: Option<ObjectId>, id: &ObjectId) {
+    if let (Some(name), Some(old)) = (name, before) {
+        if old != *id && !ctx.quiet && !ctx.json {
+            crate::note!(
+                "the name `{name}` moved from snapshot {} to this one; {} stays in the store, \
+                 by its id",
+                old.short(16),
+                old.short(16)
+            );
+        }
+    }
 }
 
 /// The absolute path a snapshot came from: parent canonicalized, last component as given.

@@ -499,3 +499,117 @@ fn interrupts_during_capture_and_publish_stop_cleanly() {
     let r = env.run(&["gc", "--grace", "0"]).ok();
     assert!(!r.stdout().contains("younger"), "{}", r.describe());
 }
+
+#[test]
+fn messages_say_what_to_do_and_numbers_agree() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("bundle");
+    let exported = env
+        .run(&{
+            let mut a = os(&["--json"]);
+            a.extend(export_args(&install, &out, &[]));
+            a
+        })
+        .ok()
+        .json();
+    env.run(&["show", "dead"]).fails(1, "at least 8 hex digits");
+    env.run(&["show", "researcher"])
+        .fails(1, "agent/researcher");
+    env.run(&["umount", "no-such-dir"])
+        .fails(1, "does not exist");
+    // One snapshot: the same file and byte counts in the export report, list, ls and the
+    // published tree.
+    let files = exported["files"].as_u64().unwrap();
+    let bytes = exported["bytes"].as_u64().unwrap();
+    let list = env.run(&["--json", "list"]).ok().json();
+    assert_eq!(list[0]["files"].as_u64(), Some(files));
+    assert_eq!(list[0]["bytes"].as_u64(), Some(bytes));
+    let ls = env
+        .run(&["--json", "ls", "-r", "agent/researcher"])
+        .ok()
+        .json();
+    let ls_files: Vec<_> = ls
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["kind"] != "dir")
+        .collect();
+    assert_eq!(ls_files.len() as u64, files, "{ls}");
+    let ls_bytes: u64 = ls_files.iter().map(|e| e["size"].as_u64().unwrap()).sum();
+    assert_eq!(ls_bytes, bytes);
+    let on_disk = read_tree(&out)
+        .values()
+        .filter(|n| matches!(n, Node::File { .. }))
+        .count() as u64;
+    assert_eq!(on_disk, files);
+    // Text: a header, plurals.
+    let text = env.run(&["list"]).ok().stdout();
+    assert!(text.starts_with("SNAPSHOT"), "{text}");
+    let v = env.run(&["verify"]).ok().stdout();
+    assert!(
+        v.contains("1 snapshot:") || v.contains("1 snapshot "),
+        "{v}"
+    );
+    let report = env
+        .run(&export_args(&install, &env.path("b2"), &[]))
+        .ok()
+        .stdout();
+    assert!(
+        report.contains(&format!("{files} files")) && !report.contains("1 symlinks"),
+        "{report}"
+    );
+    // --name reused: the name moves, and the command says so.
+    let src = env.path("src");
+    write(&src.join("a"), b"a");
+    let first = env
+        .snapshot_with(&src, &["--name", "keep"])
+        .ok()
+        .last_line();
+    write(&src.join("a"), b"changed");
+    let r = env.snapshot_with(&src, &["--name", "keep"]).ok();
+    assert!(r.stderr().contains("moved"), "{}", r.describe());
+    assert_eq!(
+        env.run(&["show", &first]).ok().code(),
+        0,
+        "the old one stays"
+    );
+    // -q and -v together are refused.
+    env.run(&["-q", "-v", "list"])
+        .fails(2, "cannot be used with");
+}
+
+#[test]
+fn help_has_examples_and_no_repeated_or_internal_options() {
+    let env = TestEnv::new();
+    let top = env.run(&["--help"]).ok().stdout();
+    assert!(
+        top.contains("Examples:") && top.contains("--store <DIR>"),
+        "{top}"
+    );
+    assert!(
+        !top.contains("diff"),
+        "promises a command that does not exist: {top}"
+    );
+    let takes_snapshot = ["show", "ls", "cat", "checkout", "mount", "forget"];
+    for sub in [
+        "export", "snapshot", "list", "show", "ls", "cat", "checkout", "mount", "umount",
+        "recover", "verify", "gc", "reindex", "forget",
+    ] {
+        let h = env.run(&[sub, "--help"]).ok().stdout();
+        assert!(h.contains("Example"), "{sub}: {h}");
+        assert!(
+            !h.contains("--store <DIR>"),
+            "{sub} repeats the globals: {h}"
+        );
+        assert!(!h.contains("zeroclaw-version"), "{sub}: {h}");
+        assert!(h.contains("Global options"), "{sub}: {h}");
+        if takes_snapshot.contains(&sub) {
+            assert!(h.contains("SNAPSHOT is one of"), "{sub}: {h}");
+        }
+    }
+    let recover = env.run(&["recover", "--help"]).ok().stdout();
+    assert!(recover.contains("You need it"), "{recover}");
+    let snapshot = env.run(&["snapshot", "--help"]).ok().stdout();
+    assert!(snapshot.contains("moves to the new snapshot"), "{snapshot}");
+}
