@@ -21,8 +21,8 @@ use crate::agent::{
 };
 use crate::capture::{root, Capture, CaptureStats, TopFilter};
 use crate::publish::{
-    check_request, claim_destination, publish, record_destination, DestClaim, PublishError,
-    PublishRequest, Published, LOCK_PREFIX, STAGING_PREFIX,
+    check_request, claim_destination, publish_with_progress, record_destination, DestClaim,
+    PublishError, PublishRequest, Published, LOCK_PREFIX, STAGING_PREFIX,
 };
 
 /// An agent captured into the store.
@@ -424,6 +424,7 @@ impl ExportJob {
         store: &Store,
         zeroclaw_version: Option<&str>,
         progress: ProgressBar,
+        publish_progress: &mut dyn FnMut(u64, u64, u64, u64),
     ) -> Result<(AgentSnapshot, Published, Option<Replaced>)> {
         let alias = self.plan.alias.clone();
         let context = publish_context(&alias, &self.out);
@@ -441,7 +442,12 @@ impl ExportJob {
             sources: &self.sources,
             reuse: None,
         };
-        match publish_snapshot(store, &captured.snapshot.root, &request).with_context(&context) {
+        let (total_files, total_bytes) = (captured.snapshot.files(), captured.snapshot.bytes());
+        let mut progress =
+            |files: u64, bytes: u64| publish_progress(files, total_files, bytes, total_bytes);
+        match publish_snapshot(store, &captured.snapshot.root, &request, &mut progress)
+            .with_context(&context)
+        {
             Ok(published) => Ok((captured, published, self.replaced)),
             Err(e) => {
                 let kept = match store.forget(&captured.id) {
@@ -477,6 +483,7 @@ pub fn publish_snapshot(
     store: &Store,
     root: &ObjectId,
     request: &PublishRequest<'_>,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Published> {
     let resolved = check_request(request)?;
     let key = format!("dest:{}", resolved.display());
@@ -487,13 +494,14 @@ pub fn publish_snapshot(
         .flatten();
     let reader = store.reader();
     let publishing = crate::interrupt::publishing(request.dest);
-    let published = publish(
+    let published = publish_with_progress(
         &reader,
         root,
         &PublishRequest {
             reuse: previous.as_ref(),
             ..*request
         },
+        progress,
     )
     .map_err(|e| match e {
         PublishError::Interrupted => {

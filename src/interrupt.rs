@@ -8,12 +8,17 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::flag;
 use signal_hook::iterator::Signals;
 
-static REQUESTED: AtomicBool = AtomicBool::new(false);
+/// Set by the signal handler itself (not the watcher thread), so a check right after the
+/// signal was delivered sees it.
+static REQUESTED: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+/// Set when a SIGINT (what Ctrl-C sends) arrived.
+static SIGINT_SEEN: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 /// The destination of the publish in progress, for the hint after a second signal.
 static PUBLISHING: Mutex<Option<PathBuf>> = Mutex::new(None);
 
@@ -24,10 +29,17 @@ pub struct Interrupted;
 
 /// Starts watching SIGINT and SIGTERM (see the module doc).
 pub fn install() -> std::io::Result<()> {
+    let requested = Arc::clone(REQUESTED.get_or_init(Arc::default));
+    let sigint = Arc::clone(SIGINT_SEEN.get_or_init(Arc::default));
+    for signal in [SIGINT, SIGTERM] {
+        flag::register(signal, Arc::clone(&requested))?;
+    }
+    flag::register(SIGINT, sigint)?;
     let mut signals = Signals::new([SIGINT, SIGTERM])?;
     std::thread::spawn(move || {
-        for _ in signals.forever() {
-            if !REQUESTED.swap(true, Ordering::SeqCst) {
+        // The first signal only sets the flag (above); the second stops at once.
+        for (seen, _) in signals.forever().enumerate() {
+            if seen == 0 {
                 continue;
             }
             let hint = match PUBLISHING.lock() {
@@ -51,7 +63,12 @@ pub fn install() -> std::io::Result<()> {
 
 /// True once a signal asked the work to stop.
 pub fn requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
+    REQUESTED.get().is_some_and(|f| f.load(Ordering::SeqCst))
+}
+
+/// True when the stop was asked by SIGINT (what Ctrl-C sends).
+pub fn by_sigint() -> bool {
+    SIGINT_SEEN.get().is_some_and(|f| f.load(Ordering::SeqCst))
 }
 
 /// Fails with [`Interrupted`] once a signal asked the work to stop.

@@ -356,3 +356,13 @@ fn umask() -> Option<u32> {
 pub fn umask_alters(mode: u32) -> bool {
     umask().is_none_or(|mask| mask & mode != 0)
 }
+
+/// True when `fd` is a terminal that echoes control characters (`ECHO` and `ECHOCTL`): a
+/// Ctrl-C typed there was echoed as `^C`.
+pub fn echoes_control_chars(fd: impl AsFd) -> bool {
+    use rustix::termios::LocalModes;
+    rustix::termios::tcgetattr(fd).is_ok_and(|t| {
+        t.local_modes
+            .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
+    })
+}

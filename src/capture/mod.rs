@@ -160,6 +160,8 @@ pub struct Capture<'s> {
     report: CaptureReport,
     stats: CaptureStats,
     progress: ProgressBar,
+    /// Bytes of the files counted on `progress`.
+    progress_bytes: u64,
 }
 
 impl<'s> Capture<'s> {
@@ -182,6 +184,7 @@ impl<'s> Capture<'s> {
             report: CaptureReport::default(),
             stats: CaptureStats::default(),
             progress,
+            progress_bytes: 0,
         })
     }
 
@@ -193,6 +196,17 @@ impl<'s> Capture<'s> {
     /// Tallies and skipped entries so far.
     pub fn report(&self) -> &CaptureReport {
         &self.report
+    }
+
+    /// One more file of `len` bytes on the progress spinner (files as its position, bytes so
+    /// far as its prefix).
+    fn advance(&mut self, len: u64) {
+        self.progress_bytes += len;
+        self.progress.inc(1);
+        if !self.progress.is_hidden() {
+            self.progress
+                .set_prefix(format!("({})", indicatif::HumanBytes(self.progress_bytes)));
+        }
     }
 
     /// Work done so far.
@@ -403,7 +417,7 @@ impl<'s> Capture<'s> {
                         size += hit.size;
                         tally.files += 1;
                         tally.bytes += hit.size;
-                        self.progress.inc(1);
+                        self.advance(hit.size);
                         self.seen.insert(path.into_bytes());
                         slots[slot] = Some(TreeEntry {
                             name,
@@ -446,7 +460,13 @@ impl<'s> Capture<'s> {
         drop(reply_tx);
         let mut done: Vec<(FileJob, FileOutcome)> = Vec::with_capacity(pending);
         for _ in 0..pending {
-            done.push(reply_rx.recv().map_err(|_| CaptureError::Workers)?);
+            let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
+            // Count a file on the progress spinner as soon as it is stored, not when its
+            // whole directory is done (a directory can hold most of a tree).
+            if let FileOutcome::Stored { len, .. } = &reply.1 {
+                self.advance(*len);
+            }
+            done.push(reply);
         }
         done.sort_by_key(|(job, _)| job.slot);
         let mut skips = skips.into_iter().peekable();
@@ -463,7 +483,6 @@ impl<'s> Capture<'s> {
                     size += len;
                     tally.files += 1;
                     tally.bytes += len;
-                    self.progress.inc(1);
                     slots[job.slot] = Some(TreeEntry {
                         name: job.name,
                         kind: kind_of(opened.is_executable()),

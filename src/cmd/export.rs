@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::cli::ExportArgs;
 use zeroclaw_bundle_store::Tally;
 
-use crate::cmd::{count, human_bytes, Ctx, Outcome};
+use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome, PublishProgress};
 use crate::export::{install_root, AgentSnapshot, ExportJob, Replace, Replaced};
 use crate::publish::Published;
 
@@ -28,9 +28,22 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
         None => ctx.create_store()?,
     };
     let bar = ctx.progress(None, "capturing", false);
-    let (captured, published, replaced) = job
-        .run(&store, args.zeroclaw_version.as_deref(), bar.clone())
-        .inspect_err(|_| bar.finish_and_clear())?;
+    let mut publishing: Option<PublishProgress> = None;
+    let result = job.run(
+        &store,
+        args.zeroclaw_version.as_deref(),
+        bar.clone(),
+        &mut |files, total_files, bytes, total_bytes| {
+            publishing
+                .get_or_insert_with(|| ctx.publish_progress(total_files, total_bytes))
+                .update(files, bytes)
+        },
+    );
+    match &publishing {
+        Some(p) => clear_progress(&[&bar, p.bar()]),
+        None => clear_progress(&[&bar]),
+    }
+    let (captured, published, replaced) = result?;
     report(ctx, &captured, Some((&published, replaced.as_ref())))
 }
 

@@ -31,6 +31,52 @@ use zeroclaw_bundle_store::{unescape_name, Store};
 
 use crate::cli::{Cli, Command};
 
+/// Clears `bars` (any of them may be hidden). After a Ctrl-C typed while one was drawn, also
+/// erases the frame the terminal's `^C` echo left behind: indicatif leaves the cursor at the
+/// right edge of its line, so the echo wraps to a new line, and the bar, which only knows the
+/// line it is on, clears that one and not the frame above it.
+pub fn clear_progress(bars: &[&ProgressBar]) {
+    let drawn = bars.iter().any(|b| !b.is_hidden());
+    for b in bars {
+        b.finish_and_clear();
+    }
+    if drawn && crate::interrupt::by_sigint() && crate::sys::echoes_control_chars(std::io::stderr())
+    {
+        use std::io::Write as _;
+        let mut err = std::io::stderr();
+        let _ = err.write_all(b"\x1b[1A\r\x1b[2K");
+        let _ = err.flush();
+    }
+}
+
+/// A publish's progress bar (see [`Ctx::publish_progress`]).
+pub struct PublishProgress {
+    bar: ProgressBar,
+    total_files: u64,
+}
+
+impl PublishProgress {
+    /// Records the running totals (the `publish` callback).
+    pub fn update(&self, files: u64, bytes: u64) {
+        if self.bar.is_hidden() {
+            return;
+        }
+        self.bar.set_position(bytes);
+        self.bar
+            .set_message(format!("publishing {files}/{} files", self.total_files));
+    }
+
+    /// Removes the bar (success or failure).
+    pub fn clear(&self) {
+        clear_progress(&[&self.bar]);
+    }
+
+    /// The bar itself (to clear it together with others, [`clear_progress`]).
+    pub fn bar(&self) -> &ProgressBar {
+        &self.bar
+    }
+}
+
 /// Stdout was closed by its reader (EPIPE); the command stops printing and `main` exits 0
 /// quietly.
 #[derive(Debug, thiserror::Error)]
@@ -141,9 +187,18 @@ impl Ctx {
             .map(Some)
     }
 
-    /// A progress bar on a terminal; hidden in a pipe or with `--quiet`/`--json`.
+    /// True when progress may be drawn: stderr is a terminal and neither `--quiet` nor
+    /// `--json` was given.
+    pub fn shows_progress(&self) -> bool {
+        !self.quiet && !self.json && std::io::stderr().is_terminal()
+    }
+
+    /// A progress bar on a terminal; hidden in a pipe or with `--quiet`/`--json`. With a
+    /// length it is a bar of `len` (bytes when `bytes`) with an ETA; without, a spinner
+    /// counting files (and, for a capture, the bytes so far in its message). It redraws on a
+    /// steady tick, so a long file still moves the spinner and the ETA.
     pub fn progress(&self, len: Option<u64>, what: &str, bytes: bool) -> ProgressBar {
-        if self.quiet || self.json || !std::io::stderr().is_terminal() {
+        if !self.shows_progress() {
             return ProgressBar::hidden();
         }
         let bar = match len {
@@ -152,16 +207,25 @@ impl Ctx {
         };
         bar.set_draw_target(ProgressDrawTarget::stderr());
         let template = match (len.is_some(), bytes) {
-            (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})",
-            (true, false) => "{msg} [{bar:30}] {pos}/{len}",
-            (false, true) => "{spinner} {msg} {bytes}",
-            (false, false) => "{spinner} {msg} {pos} files",
+            (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta} left)",
+            (true, false) => "{msg} [{bar:30}] {pos}/{len} ({eta} left)",
+            (false, _) => "{spinner} {msg}: {pos} files {prefix}",
         };
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_message(what.to_string());
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
+    }
+
+    /// The bar of a publish (`checkout`, the publish half of `export`): bytes of
+    /// `total_bytes` with an ETA, and files of `total_files` in its message.
+    pub fn publish_progress(&self, total_files: u64, total_bytes: u64) -> PublishProgress {
+        PublishProgress {
+            bar: self.progress(Some(total_bytes), "publishing", true),
+            total_files,
+        }
     }
 
     /// Prints a JSON document on stdout.

@@ -9,7 +9,7 @@ use zeroclaw_bundle_store::{ObjectId, Snapshot, SnapshotKind, Store};
 
 use crate::capture::{root, Capture, TopFilter};
 use crate::cli::SnapshotArgs;
-use crate::cmd::{count, human_bytes, Ctx, Outcome};
+use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome};
 
 /// Runs `snapshot`.
 pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -35,7 +35,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             args.zeroclaw_version.as_deref(),
             bar.clone(),
         )
-        .inspect_err(|_| bar.finish_and_clear())?;
+        .inspect_err(|_| clear_progress(&[&bar]))?;
         let outcome = super::export::report(ctx, &captured, None)?;
         note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
         return Ok(outcome);
@@ -50,7 +50,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     let mut capture = Capture::begin(&store, format!("dir:{source}"), bar.clone())?;
     let walked = capture
         .walk(fd, ".", TopFilter::Everything)
-        .inspect_err(|_| bar.finish_and_clear())?;
+        .inspect_err(|_| clear_progress(&[&bar]))?;
     let stats = capture.stats();
     let (report, cache_update) = capture.finish();
     let snap = Snapshot {
@@ -65,7 +65,9 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         report,
     };
     // A signal during the capture stops it here at the latest: nothing is recorded.
-    crate::interrupt::check().map_err(|_| crate::capture::CaptureError::Interrupted)?;
+    crate::interrupt::check()
+        .map_err(|_| crate::capture::CaptureError::Interrupted)
+        .inspect_err(|_| clear_progress(&[&bar]))?;
     let id = store
         .commit_snapshot(&snap, Some(&cache_update))
         .context("could not record the snapshot")?;

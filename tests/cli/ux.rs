@@ -613,3 +613,196 @@ fn help_has_examples_and_no_repeated_or_internal_options() {
     let snapshot = env.run(&["snapshot", "--help"]).ok().stdout();
     assert!(snapshot.contains("moves to the new snapshot"), "{snapshot}");
 }
+
+/// A tmux session running one command on a terminal; killed on drop.
+struct Tmux {
+    name: String,
+}
+
+impl Tmux {
+    /// Starts `script` in a detached 120x20 session, or `None` (skipped) where tmux is missing
+    /// outside CI.
+    fn start(tag: &str, script: &Path) -> Option<Tmux> {
+        let have = Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !have {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "tmux is missing, and CI must run the terminal tests"
+            );
+            eprintln!("SKIPPED: tmux is missing");
+            return None;
+        }
+        let name = format!("zb-{tag}-{}", std::process::id());
+        let ok = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "20"])
+            .arg(format!("bash {}; sleep 600", script.display()))
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "tmux new-session failed");
+        Some(Tmux { name })
+    }
+
+    fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-t", &self.name])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["kill-session", "-t", &self.name])
+            .status();
+    }
+}
+
+/// Waits for `path` (polling, no time assertion beyond a generous cap).
+fn wait_file(path: &Path) {
+    for _ in 0..3000 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// Polls the screen until `want` holds (the bar redraws on a 200 ms tick).
+fn screen_until(t: &Tmux, want: impl Fn(&str) -> bool) -> String {
+    let mut last = String::new();
+    for _ in 0..500 {
+        last = t.screen();
+        if want(&last) {
+            return last;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("the screen never showed what was expected:\n{last}");
+}
+
+#[test]
+fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for i in 0..20 {
+        write(&src.join(format!("f{i:02}")), &bytes(i, 200_000));
+    }
+    env.snapshot_with(&src, &["--name", "s"]).ok();
+    write(&src.join("f00"), b"changed");
+    let ready = env.path("ready");
+    let go = env.path("go");
+    let pause = format!(
+        "touch {}; while [ ! -e {} ]; do sleep 0.05; done",
+        ready.display(),
+        go.display()
+    );
+    // (what runs, the seam to pause at, the file to pause at (for the capture, a changed one:
+    // an unchanged one may come from the stat cache unread), what the screen must show)
+    let cases: [(&str, &str, &str, &[&str]); 2] = [
+        (
+            "snapshot --dir src",
+            "classify-open",
+            "f00",
+            &["capturing:", "files ("],
+        ),
+        (
+            "checkout s --out co",
+            "publish-write",
+            "f05",
+            &["publishing", "/20 files", "MiB/3.81 MiB", "left)"],
+        ),
+    ];
+    for (args, seam, file, expect) in cases {
+        for f in [&ready, &go] {
+            let _ = fs::remove_file(f);
+        }
+        let script = env.path("run.sh");
+        fs::write(
+            &script,
+            format!(
+                "cd {dir}\nexport ZEROCLAW_BUNDLE_STORE={store} ZEROCLAW_BUNDLE_TEST_HOOK_SEAM={seam} \
+                 ZEROCLAW_BUNDLE_TEST_HOOK_PATH={file} ZEROCLAW_BUNDLE_TEST_HOOK_CMD='{pause}'\n\
+                 {bin} {args}\necho \"EXIT=$?\"\n",
+                dir = env.dir.path().display(),
+                store = env.store.display(),
+                bin = BIN,
+            ),
+        )
+        .unwrap();
+        let Some(t) = Tmux::start(seam, &script) else {
+            return;
+        };
+        wait_file(&ready);
+        let seen = screen_until(&t, |s| expect.iter().all(|e| s.contains(e)));
+        assert!(!seen.contains("0 B/0 B"), "{seen}");
+        fs::write(&go, b"").unwrap();
+        let done = screen_until(&t, |s| s.contains("EXIT="));
+        assert!(done.contains("EXIT=0"), "{done}");
+        assert!(
+            !done.contains("capturing:") && !done.contains("publishing"),
+            "the bar is cleared: {done}"
+        );
+    }
+    // Ctrl-C on the terminal during a capture: the spinner line is cleared, one message says
+    // what happened, exit 130, nothing recorded.
+    let count = env.snapshot_count();
+    write(&src.join("f01"), b"changed again");
+    for f in [&ready, &go] {
+        let _ = fs::remove_file(f);
+    }
+    let script = env.path("run.sh");
+    fs::write(
+        &script,
+        format!(
+            "cd {dir}\nexport ZEROCLAW_BUNDLE_STORE={store} ZEROCLAW_BUNDLE_TEST_HOOK_SEAM=classify-open \
+             ZEROCLAW_BUNDLE_TEST_HOOK_PATH=f01 ZEROCLAW_BUNDLE_TEST_HOOK_CMD=\"trap '' INT; {pause}\"\n\
+             {bin} snapshot --dir src\necho \"EXIT=$?\"\n",
+            dir = env.dir.path().display(),
+            store = env.store.display(),
+            bin = BIN,
+        ),
+    )
+    .unwrap();
+    let t = Tmux::start("ctrl-c", &script).expect("tmux ran above");
+    wait_file(&ready);
+    screen_until(&t, |s| s.contains("capturing:"));
+    let sent = Command::new("tmux")
+        .args(["send-keys", "-t", &t.name, "C-c"])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    // The hook ignores SIGINT (it stands for a file being read); release it once the
+    // terminal has seen the Ctrl-C.
+    screen_until(&t, |s| s.contains("^C"));
+    fs::write(&go, b"").unwrap();
+    let done = screen_until(&t, |s| s.contains("EXIT="));
+    assert!(done.contains("EXIT=130"), "{done}");
+    assert!(done.contains("interrupted: the capture stopped"), "{done}");
+    assert!(
+        !done.contains("capturing:"),
+        "the spinner line is cleared: {done}"
+    );
+    drop(t);
+    assert_eq!(env.snapshot_count(), count, "nothing recorded");
+    // The same work in a pipe: no bar, no carriage return, no escape code.
+    let _ = fs::remove_dir_all(env.path("co"));
+    for r in [
+        env.run(&["snapshot", "--dir", "src"]).ok(),
+        env.run(&["checkout", "s", "--out", "co"]).ok(),
+        env.run(&["verify"]).ok(),
+    ] {
+        let err = r.stderr();
+        assert!(
+            !err.contains('\r') && !err.contains('\x1b') && !err.contains("files ("),
+            "{}",
+            r.describe()
+        );
+    }
+}
