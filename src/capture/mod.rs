@@ -198,14 +198,18 @@ impl<'s> Capture<'s> {
         &self.report
     }
 
-    /// One more file of `len` bytes on the progress spinner (files as its position, bytes so
-    /// far as its prefix).
+    /// One more file of `len` bytes on the progress spinner (files as its position; files and
+    /// bytes so far, in words, as its prefix).
     fn advance(&mut self, len: u64) {
         self.progress_bytes += len;
         self.progress.inc(1);
         if !self.progress.is_hidden() {
-            self.progress
-                .set_prefix(format!("({})", indicatif::HumanBytes(self.progress_bytes)));
+            let files = self.progress.position();
+            self.progress.set_prefix(format!(
+                "{files} file{} ({})",
+                if files == 1 { "" } else { "s" },
+                indicatif::HumanBytes(self.progress_bytes)
+            ));
         }
     }
 

@@ -209,12 +209,13 @@ impl Ctx {
         let template = match (len.is_some(), bytes) {
             (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta} left)",
             (true, false) => "{msg} [{bar:30}] {pos}/{len} ({eta} left)",
-            (false, _) => "{spinner} {msg}: {pos} files {prefix}",
+            (false, _) => "{spinner} {msg}: {prefix}",
         };
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_message(what.to_string());
+        bar.set_prefix("0 files");
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
     }

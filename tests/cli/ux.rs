@@ -710,7 +710,7 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
             "snapshot --dir src",
             "classify-open",
             "f00",
-            &["capturing:", "files ("],
+            &["capturing:", " files ("],
         ),
         (
             "checkout s --out co",
