@@ -1,9 +1,9 @@
 //! One file per subcommand, each a thin `run(args, ctx)`; this file holds what they share:
 //! the context (store location, output mode), progress bars, snapshot-path parsing, and the
-//! two print paths: [`outln!`] for stdout and [`note!`] for stderr.
+//! two print paths: [`crate::outln!`] for stdout and [`crate::note!`] for stderr.
 //!
 //! A closed stdout (the reader went away: `... | head -1`) is not an error: the write fails
-//! with EPIPE (Rust ignores SIGPIPE), [`outln!`] turns that into [`StdoutClosed`], and `main`
+//! with EPIPE (Rust ignores SIGPIPE), [`crate::outln!`] turns that into [`StdoutClosed`], and `main`
 //! exits 0 without a message, as ripgrep does. (git is killed by SIGPIPE instead, status 141;
 //! 0 keeps `set -o pipefail` scripts that only wanted the first lines working.) Notes on
 //! stderr are best-effort: a closed stderr never fails a command.
