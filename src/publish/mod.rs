@@ -3,6 +3,9 @@
 //!
 //! The protocol, in order:
 //!
+//! 0. **Claim** (`claim`, by the caller: `export` before it captures, `checkout`, `recover`):
+//!    an `flock`ed lock file `<parent>/.zeroclaw-export-lock-<name>` held for the whole
+//!    operation, so a second publish to the same destination fails at once.
 //! 1. **Resolve** (`resolve`): the destination's parent is canonicalized, its last component
 //!    is not; a `..` through a directory that does not exist yet is refused, and so is any
 //!    overlap with a source tree, in either direction. Nothing has been created yet.
@@ -29,6 +32,9 @@
 //!    synced: a crash during it leaves a leftover that `recover` removes. The admitted
 //!    destination's fd is `flock`ed as well, so the previous tree is never mistaken for
 //!    garbage by a `recover` running beside a live publish.
+//!
+//! A signal (SIGINT/SIGTERM, `crate::interrupt`) stops the publish before each staged file and
+//! just before the swap with [`PublishError::Interrupted`]; from the swap on it runs to the end.
 //!
 //! Every reported failure leaves the destination as it was and removes the staging tree,
 //! except [`PublishError::RestoreFailed`] (says where the previous tree is) and
