@@ -334,10 +334,13 @@ fn two_exports_to_one_destination_and_a_failed_one_moves_no_ref() {
         for f in [&ready, &go] {
             let _ = fs::remove_file(f);
         }
-        // The first export holds inside capture (or publish) ...
+        // The first export holds inside capture (or publish) at a new file (one it must read
+        // and write: an unchanged one may come from the stat cache, or be linked) ...
+        let fresh = format!("fresh-{seam}.md");
+        write(&install.ws().join(&fresh), seam.as_bytes());
         let mut c = env.cmd();
         c.args(export_args(&install, &out, &["--force"]))
-            .envs(hook(seam, "", &wait))
+            .envs(hook(seam, &fresh, &wait))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut held = c.spawn().unwrap();
@@ -413,17 +416,12 @@ fn interrupts_during_capture_and_publish_stop_cleanly() {
         ("publish-write", "TERM"),
     ] {
         let cmd = format!("kill -{signal} $PPID");
+        // At new.md: never captured (every capture here is interrupted) nor published, so
+        // both the capture and the publish must read and write it (one signal, as from one
+        // Ctrl-C: the hook runs for that file only).
         let r = env.run_with(
             &export_args(&install, &out, &["--force"]),
-            &hook(
-                seam,
-                if seam == "classify-open" {
-                    "IDENTITY.md"
-                } else {
-                    "new.md"
-                },
-                &cmd,
-            ),
+            &hook(seam, "new.md", &cmd),
         );
         assert_eq!(r.code(), 130, "{seam} {signal}: {}", r.describe());
         let err = r.stderr();
