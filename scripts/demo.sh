@@ -14,7 +14,9 @@ cleanup() {
   for m in "${mounts[@]}"; do "$zb" umount "$m" 2>/dev/null || true; done
 }
 trap cleanup EXIT
-step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; }
+# Bold step lines on a terminal only: a pipe or a file gets plain text, no escape codes.
+if [ -t 1 ]; then bold=$'\033[1m' plain=$'\033[0m'; else bold='' plain=''; fi
+step() { printf '\n%s$ %s%s\n' "$bold" "$*" "$plain"; }
 
 scripts/sample-install.sh "$work/install" >/dev/null
 step zeroclaw-bundle export researcher --install "$work/install" --out "$work/bundle"

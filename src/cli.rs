@@ -7,24 +7,60 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-/// Make ZeroClaw agents portable: snapshot, export, review (FUSE), diff.
+/// The global options, named once under each subcommand's help instead of repeated.
+const GLOBALS: &str = "\
+Global options (before or after the command): --store DIR, --json, -q/--quiet, -v/--verbose;
+see `zeroclaw-bundle --help`.";
+
+/// Make ZeroClaw agents portable: snapshot an agent (or any directory) into a
+/// content-addressed store, export it as a bundle with an atomic publish, review any snapshot
+/// read-only through FUSE, diff bundles, and carry them between hosts as packs.
 #[derive(Debug, Parser)]
-#[command(name = "zeroclaw-bundle", version, about, max_term_width = 100)]
+#[command(
+    name = "zeroclaw-bundle",
+    version,
+    about = "Make ZeroClaw agents portable: snapshots, bundles published atomically, read-only review (FUSE), diff, packs",
+    max_term_width = 100,
+    after_help = "\
+Global options (before or after the command):
+      --store <DIR>  Store directory [default: $ZEROCLAW_BUNDLE_STORE, else
+                     $XDG_DATA_HOME/zeroclaw-bundle, else ~/.local/share/zeroclaw-bundle]
+      --json         Print one JSON document on stdout instead of text
+  -q, --quiet        Print only the id a command makes (no report, no progress bars)
+  -v, --verbose      Print more detail: object ids in `ls`, the work capture and publish did
+
+Examples:
+  zeroclaw-bundle export researcher --out ./researcher-bundle
+  zeroclaw-bundle list
+  zeroclaw-bundle show agent/researcher
+  zeroclaw-bundle mount agent/researcher /tmp/review --daemon
+  zeroclaw-bundle diff agent/researcher ./received-bundle
+  zeroclaw-bundle pack agent/researcher --out researcher.zcpack
+
+A store is created by the first `snapshot` or `export`; every other command needs one."
+)]
 pub struct Cli {
     /// Store directory [default: $ZEROCLAW_BUNDLE_STORE, else $XDG_DATA_HOME/zeroclaw-bundle,
     /// else ~/.local/share/zeroclaw-bundle]
-    #[arg(long, global = true, value_name = "DIR", env = "ZEROCLAW_BUNDLE_STORE")]
+    #[arg(
+        long,
+        global = true,
+        hide = true,
+        value_name = "DIR",
+        env = "ZEROCLAW_BUNDLE_STORE"
+    )]
     pub store: Option<PathBuf>,
-    /// Print one JSON document instead of text
-    #[arg(long, global = true)]
+    /// Print one JSON document on stdout instead of text
+    #[arg(long, global = true, hide = true)]
     pub json: bool,
-    /// Print less (no progress bars)
-    #[arg(short, long, global = true)]
+    /// Print only the id a command makes (no report, no progress bars)
+    #[arg(short, long, global = true, hide = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Print more
-    #[arg(short, long, global = true)]
+    /// Print more detail: object ids in `ls`, the work capture and publish did (files hashed,
+    /// reused)
+    #[arg(short, long, global = true, hide = true)]
     pub verbose: bool,
     /// The command
     #[command(subcommand)]
@@ -35,32 +71,122 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Capture an agent and publish its bundle
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle export researcher --out ./researcher-bundle
+  zeroclaw-bundle export researcher --install /srv/zeroclaw --out ./b --force
+
+A second export to the same --out while one runs fails at once. A failed export records no
+snapshot, so agent/<alias> keeps naming the last export that succeeded.")]
     Export(ExportArgs),
     /// Capture an agent (or any directory with --dir) into the store
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle snapshot researcher --name before-upgrade
+  zeroclaw-bundle snapshot --dir ./received-bundle --name from-alice")]
     Snapshot(SnapshotArgs),
-    /// List snapshots
+    /// List snapshots (oldest first)
+    #[command(after_help = "\
+Example:
+  zeroclaw-bundle list
+
+FILES and SIZE count the snapshot's regular files and their bytes: what a checkout writes.")]
     List,
     /// Show one snapshot's record
+    #[command(after_help = concat!("\
+Examples:
+  zeroclaw-bundle show agent/researcher
+  zeroclaw-bundle show 9dd40880
+
+", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Show(RefArgs),
     /// List a directory of a snapshot: SNAPSHOT[:PATH]
+    #[command(after_help = concat!("\
+Examples:
+  zeroclaw-bundle ls agent/researcher
+  zeroclaw-bundle ls -r agent/researcher:workspace
+
+", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Ls(LsArgs),
     /// Print a file of a snapshot: SNAPSHOT:PATH
+    #[command(after_help = concat!("\
+Example:
+  zeroclaw-bundle cat agent/researcher:zeroclaw-agent.toml
+
+", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Cat(CatArgs),
     /// Publish a stored snapshot into a directory
+    #[command(after_help = concat!("\
+Examples:
+  zeroclaw-bundle checkout agent/researcher --out ./researcher-bundle
+  zeroclaw-bundle checkout before-upgrade --out ./restore --force
+
+", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Checkout(CheckoutArgs),
     /// Mount a snapshot read-only (FUSE) to review it with your own tools
+    #[command(after_help = concat!("\
+Examples:
+  zeroclaw-bundle mount agent/researcher /tmp/review            (Ctrl-C to unmount)
+  zeroclaw-bundle mount agent/researcher /tmp/review --daemon   (then `umount /tmp/review`)
+
+Needs /dev/fuse and fusermount3 (root, or a user allowed to use FUSE).
+
+", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Mount(MountArgs),
     /// Unmount a mount made by `mount`
+    #[command(after_help = "\
+Example:
+  zeroclaw-bundle umount /tmp/review")]
     Umount(UmountArgs),
     /// Repair a destination left by an interrupted publish
+    #[command(
+        long_about = "\
+Repair a destination left by an interrupted publish.
+
+You need it after an export or checkout was killed (or interrupted twice) while it was
+publishing: it removes the hidden .zeroclaw-export-* staging and retired trees beside DEST,
+puts the previous bundle back when the swap was cut in half, and removes a stale lock file.
+An export or checkout interrupted once cleans up by itself, and prints this command when it
+could not. Safe to run at any time: it never touches a publish that is still running.",
+        after_help = "\
+Example:
+  zeroclaw-bundle recover ./researcher-bundle"
+    )]
     Recover(RecoverArgs),
     /// Rehash every object and check every snapshot's objects exist
+    #[command(after_help = "\
+Example:
+  zeroclaw-bundle verify        (exit 1 when a problem is found)")]
     Verify,
     /// Remove objects no snapshot reaches
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle gc
+  zeroclaw-bundle gc --grace 0   (also objects of the last hour; only when no capture runs)")]
     Gc(GcArgs),
     /// Rebuild the catalog from the snapshot records in the store
+    #[command(after_help = "\
+Example:
+  zeroclaw-bundle reindex")]
     Reindex,
     /// Remove a snapshot from the store (its data goes at the next gc)
+    #[command(after_help = concat!("\
+Example:
+  zeroclaw-bundle forget before-upgrade && zeroclaw-bundle gc
+
+", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Forget(RefArgs),
     /// Compare two snapshots or directories: changed files, and for agent bundles what the
     /// agent may do (exit 0 equal, 1 different, 2 error)
@@ -81,7 +207,11 @@ Examples:
   zeroclaw-bundle pack agent/researcher --out researcher.zcpack
   zeroclaw-bundle pack agent/researcher --since 3f2a9c01 --out update.zcpack
   zeroclaw-bundle pack agent/researcher --trees-only --out digest.zcpack
-  zeroclaw-bundle pack agent/researcher --out - | ssh host zeroclaw-bundle unpack -")]
+  zeroclaw-bundle pack agent/researcher --out - | ssh host zeroclaw-bundle unpack -
+
+SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them.")]
 pub struct PackArgs {
     /// Snapshot to pack (full id, 8+ hex digit prefix, name, or agent/<alias>)
     pub snapshot: String,
@@ -101,6 +231,15 @@ pub struct PackArgs {
 
 /// `unpack`.
 #[derive(Debug, Args)]
+#[command(after_help = "\
+The whole pack is verified (its trailer checksum, every object against its id) before anything
+is written; then every object lands, then the snapshot record, then the catalog entry, so an
+interrupted unpack leaves no snapshot that misses objects. A pack made with --since needs its
+base snapshot in this store first.
+
+Examples:
+  zeroclaw-bundle unpack researcher.zcpack
+  ssh host zeroclaw-bundle pack agent/researcher --out - | zeroclaw-bundle unpack -")]
 pub struct UnpackArgs {
     /// The pack file, or - for stdin
     pub pack: PathBuf,
@@ -109,16 +248,21 @@ pub struct UnpackArgs {
 /// `diff`.
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Each side is a snapshot (full id, unique prefix of 8+ hex digits, a --name, or agent/<alias>),
-optionally limited to a subtree as SNAPSHOT:PATH, or a directory (a published bundle or any tree;
-a path that exists as a directory is read as one). A directory is hashed with the same
-descriptor-verified reader as a snapshot, but nothing is written to the store.
+Each side is a snapshot, optionally limited to a subtree as SNAPSHOT:PATH; a directory (a
+published bundle or any tree: a path that exists as a directory is read as one); or a pack file
+(a digest pack made with `pack --trees-only` compares by content id). A directory is hashed with
+the same descriptor-verified reader as a snapshot, but nothing is written to the store. For two
+agent bundles, what the agent may do is compared first (lines marked ! grant something new).
 
 Examples:
   zeroclaw-bundle diff agent/researcher ./received-bundle
   zeroclaw-bundle diff 3f2a9c01 agent/researcher --stat
   zeroclaw-bundle diff old:workspace new:workspace -p
-  zeroclaw-bundle diff agent/researcher ./bundle --quiet --exit-on-new-grants")]
+  zeroclaw-bundle diff agent/researcher ./bundle --quiet --exit-on-new-grants
+
+SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
+with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
+`snapshot <ALIAS>`). `zeroclaw-bundle list` shows them.")]
 pub struct DiffArgs {
     /// Side A: SNAPSHOT, SNAPSHOT:PATH or DIR
     pub a: OsString,
@@ -151,11 +295,13 @@ pub struct SnapshotArgs {
     /// ZeroClaw install [default: $ZEROCLAW_HOME, else ~/.zeroclaw]
     #[arg(long, value_name = "DIR", conflicts_with = "dir")]
     pub install: Option<PathBuf>,
-    /// Name for the snapshot (usable wherever a snapshot is expected)
+    /// Name for the snapshot (usable wherever a snapshot is expected). A name already in use
+    /// moves to the new snapshot; the old snapshot stays, reachable by its id
     #[arg(long)]
     pub name: Option<String>,
-    /// The zeroclaw version recorded in the manifest's provenance (for ZeroClaw itself to pass once it links this tool; ZeroClaw has no `zeroclaw bundle` subcommand yet)
-    #[arg(long, value_name = "VERSION", conflicts_with = "dir")]
+    /// Internal: the zeroclaw version recorded in the manifest's provenance (for ZeroClaw to
+    /// pass once it links this tool; ZeroClaw has no `zeroclaw bundle` subcommand yet)
+    #[arg(long, value_name = "VERSION", conflicts_with = "dir", hide = true)]
     pub zeroclaw_version: Option<String>,
     /// Leave out bundle entries matching GLOB (repeatable; bundle paths such as
     /// `workspace/USER.md` or `workspace/**/*.log`); each is listed in the manifest's `dropped`,
@@ -175,11 +321,15 @@ pub struct ExportArgs {
     /// ZeroClaw install [default: $ZEROCLAW_HOME, else ~/.zeroclaw]
     #[arg(long, value_name = "DIR")]
     pub install: Option<PathBuf>,
-    /// Replace the contents of a destination directory that already has files
+    /// Replace the destination when it is a bundle or a previous checkout of this tool
     #[arg(long)]
     pub force: bool,
-    /// The zeroclaw version recorded in the manifest's provenance (for ZeroClaw itself to pass once it links this tool; ZeroClaw has no `zeroclaw bundle` subcommand yet)
-    #[arg(long, value_name = "VERSION")]
+    /// Replace the destination whatever it holds (implies --force): its files are deleted
+    #[arg(long)]
+    pub replace_any: bool,
+    /// Internal: the zeroclaw version recorded in the manifest's provenance (for ZeroClaw to
+    /// pass once it links this tool; ZeroClaw has no `zeroclaw bundle` subcommand yet)
+    #[arg(long, value_name = "VERSION", hide = true)]
     pub zeroclaw_version: Option<String>,
     /// Leave out bundle entries matching GLOB (repeatable; bundle paths such as
     /// `workspace/USER.md` or `workspace/**/*.log`); each is listed in the manifest's `dropped`,
@@ -198,7 +348,7 @@ pub struct RefArgs {
 /// `ls`.
 #[derive(Debug, Args)]
 pub struct LsArgs {
-    /// SNAPSHOT or SNAPSHOT:PATH
+    /// SNAPSHOT or SNAPSHOT:PATH (a directory or a file inside the snapshot)
     pub target: OsString,
     /// List subdirectories too
     #[arg(short, long)]
@@ -208,21 +358,24 @@ pub struct LsArgs {
 /// `cat`.
 #[derive(Debug, Args)]
 pub struct CatArgs {
-    /// SNAPSHOT:PATH
+    /// SNAPSHOT:PATH (a file inside the snapshot)
     pub target: OsString,
 }
 
 /// `checkout`.
 #[derive(Debug, Args)]
 pub struct CheckoutArgs {
-    /// Snapshot to publish
+    /// Snapshot to publish: id, 8+ hex digit prefix, name, or agent/<alias>
     pub snapshot: String,
     /// Destination directory
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
-    /// Replace the contents of a non-empty destination
+    /// Replace the destination when it is a bundle or a previous checkout of this tool
     #[arg(long)]
     pub force: bool,
+    /// Replace the destination whatever it holds (implies --force): its files are deleted
+    #[arg(long)]
+    pub replace_any: bool,
 }
 
 /// `gc`.
@@ -237,7 +390,8 @@ pub struct GcArgs {
 /// `mount`.
 #[derive(Debug, Args)]
 pub struct MountArgs {
-    /// Snapshot to mount, or a pack file (served from the pack, no unpacking)
+    /// Snapshot to mount: id, 8+ hex digit prefix, name, or agent/<alias>; or a pack file
+    /// (served from the pack, no unpacking)
     pub snapshot: String,
     /// An empty directory to mount on
     pub mountpoint: PathBuf,
@@ -264,4 +418,31 @@ pub struct UmountArgs {
 pub struct RecoverArgs {
     /// The destination of the interrupted publish (`--out` of export or checkout)
     pub dest: PathBuf,
+}
+
+/// The command line definition: [`Cli`], with the global options (hidden from every option
+/// list, so no subcommand repeats them) listed once in the top-level help and pointed to
+/// under each subcommand's.
+pub fn command() -> clap::Command {
+    let mut cmd = Cli::command();
+    let names: Vec<String> = cmd
+        .get_subcommands()
+        .map(|s| s.get_name().to_string())
+        .collect();
+    for name in names {
+        cmd = cmd.mut_subcommand(&name, |sub| {
+            let after = sub
+                .get_after_help()
+                .map(|h| format!("{h}\n\n{GLOBALS}"))
+                .unwrap_or_else(|| GLOBALS.to_string());
+            sub.after_help(after)
+        });
+    }
+    cmd
+}
+
+/// Parses the process's arguments with [`command`].
+pub fn parse() -> Result<Cli, clap::Error> {
+    let matches = command().try_get_matches()?;
+    Cli::from_arg_matches(&matches)
 }

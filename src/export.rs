@@ -8,19 +8,23 @@
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
-    resolve_path, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, Tree, TreeEntry,
+    escape_name, resolve_path, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, Tally, Tree,
+    TreeEntry,
 };
 
 use crate::agent::{
     plan_export, BundleFilter, CaptureOutcome, ExportPlan, Install, Provenance, RenderedBundle,
-    TreeSource, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
+    TreeSource, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER, SKILLS_DIR, WORKSPACE_DIR,
 };
 use crate::capture::{root, Capture, CaptureStats};
 use crate::credentials::CredentialFinding;
-use crate::publish::{check_request, publish, record_destination, PublishRequest, Published};
+use crate::publish::{
+    check_request, claim_destination, publish_with_progress, record_destination, DestClaim,
+    PublishError, PublishRequest, Published, LOCK_PREFIX, STAGING_PREFIX,
+};
 
 /// An agent captured into the store.
 pub struct AgentSnapshot {
@@ -93,6 +97,27 @@ fn source_trees(plan: &ExportPlan) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Loads the install at `install_dir` and plans the export of agent `alias`, without
+/// touching the store (a bad install path creates nothing).
+pub fn load_agent(install_dir: &Path, alias: &str) -> Result<(Install, ExportPlan)> {
+    let config = install_dir.join(CONFIG_FILE);
+    match std::fs::metadata(&config) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
+            "no ZeroClaw install at {}: {} does not exist (pass --install DIR, or set \
+             ZEROCLAW_HOME, to name the install)",
+            install_dir.display(),
+            config.display()
+        ),
+        Err(e) => {
+            return Err(e).with_context(|| format!("could not read {}", config.display()));
+        }
+    }
+    let install = Install::load(install_dir)?;
+    let plan = plan_export(&install, alias)?;
+    Ok((install, plan))
+}
+
 /// Captures agent `alias` of the install at `install_dir` into the store as one snapshot.
 pub fn capture_agent(
     store: &Store,
@@ -101,10 +126,19 @@ pub fn capture_agent(
     options: AgentCaptureOptions<'_>,
     progress: ProgressBar,
 ) -> Result<AgentSnapshot> {
-    let install = Install::load(install_dir)?;
-    let plan = plan_export(&install, alias)?;
-    let filter = BundleFilter::new(options.excludes)?;
-    capture_plan(store, &install, &plan, options, &filter, progress)
+    let (install, plan) = load_agent(install_dir, alias)?;
+    capture_loaded(store, &install, &plan, options, progress)
+}
+
+/// [`capture_agent`] of an install and plan already loaded with [`load_agent`].
+pub fn capture_loaded(
+    store: &Store,
+    install: &Install,
+    plan: &ExportPlan,
+    options: AgentCaptureOptions<'_>,
+    progress: ProgressBar,
+) -> Result<AgentSnapshot> {
+    capture_plan(store, install, plan, options, progress)
 }
 
 fn capture_plan(
@@ -112,10 +146,10 @@ fn capture_plan(
     install: &Install,
     plan: &ExportPlan,
     options: AgentCaptureOptions<'_>,
-    filter: &BundleFilter,
     progress: ProgressBar,
 ) -> Result<AgentSnapshot> {
     let alias = plan.alias.as_str();
+    let filter = BundleFilter::new(options.excludes)?;
     let keep = |path: &str| filter.keeps(path);
     let source = format!("agent {alias} at {}", install.root().display());
     let parent = store.catalog()?.latest_of_source(&source)?;
@@ -173,7 +207,7 @@ fn capture_plan(
 
     let unmatched = filter.unmatched();
     if !unmatched.is_empty() {
-        anyhow::bail!(
+        bail!(
             "--exclude '{}' matched nothing in the bundle of agent {alias}, so nothing was \
              written (a misspelt pattern would let the file travel); check the spelling: \
              patterns are bundle paths such as workspace/USER.md",
@@ -217,7 +251,16 @@ fn capture_plan(
     let mut credential_findings = plan.config_findings().to_vec();
     credential_findings.extend(scan_files(store, &root)?);
     let stats = capture.stats();
-    let (report, cache_update) = capture.finish();
+    let (mut report, cache_update) = capture.finish();
+    // The two rendered files are part of the bundle too: with their tally, a snapshot's file
+    // and byte counts (report, `list`, `show`) are those of the whole bundle, the same numbers
+    // a checkout writes.
+    report.trees.push(Tally {
+        label: format!("{CONFIG_FILE} + {MANIFEST_FILE}"),
+        files: 2,
+        bytes: (bundle.config_toml.len() + bundle.manifest_toml.len()) as u64,
+        ..Tally::default()
+    });
     let snapshot = Snapshot {
         root,
         created_unix_ns: i128::from(crate::clock::now_ns()),
@@ -229,6 +272,8 @@ fn capture_plan(
         parent,
         report,
     };
+    // A signal during the capture stops it here at the latest: nothing is recorded.
+    crate::interrupt::check().map_err(|_| crate::capture::CaptureError::Interrupted)?;
     let id = store
         .commit_snapshot(&snapshot, Some(&cache_update))
         .context("could not record the snapshot")?;
@@ -254,7 +299,7 @@ fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> 
     while let Some((prefix, id)) = stack.pop() {
         let tree = store.read_tree(&id)?;
         for entry in tree.entries() {
-            let name = zeroclaw_bundle_store::escape_name(&entry.name);
+            let name = escape_name(&entry.name);
             let path = if prefix.is_empty() {
                 name
             } else {
@@ -286,38 +331,249 @@ fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> 
     Ok(findings)
 }
 
-/// Captures the agent, then publishes its snapshot to `out`.
-pub fn export(
-    store: &Store,
-    install_dir: &Path,
-    alias: &str,
-    options: AgentCaptureOptions<'_>,
-    out: &Path,
-    force: bool,
-    progress: ProgressBar,
-) -> Result<(AgentSnapshot, Published)> {
-    let install = Install::load(install_dir)?;
-    let plan = plan_export(&install, alias)?;
-    let filter = BundleFilter::new(options.excludes)?;
-    let sources = source_trees(&plan);
-    let context = || {
-        format!(
-            "could not publish the bundle of agent {alias} to {}",
-            out.display()
-        )
+/// What `--force` and `--replace-any` allow at an existing, non-empty destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Replace {
+    /// Refuse a non-empty destination.
+    Nothing,
+    /// `--force`: replace a bundle, or a previous checkout recorded in the catalog.
+    Bundle,
+    /// `--replace-any`: replace any directory.
+    Anything,
+}
+
+impl Replace {
+    /// The policy of the two flags.
+    pub fn of_flags(force: bool, replace_any: bool) -> Replace {
+        match (force, replace_any) {
+            (_, true) => Replace::Anything,
+            (true, false) => Replace::Bundle,
+            (false, false) => Replace::Nothing,
+        }
+    }
+}
+
+/// What was at the destination before a publish replaced it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
+pub enum Replaced {
+    /// An agent bundle (it holds this tool's manifest).
+    Bundle,
+    /// A previous checkout of this tool (recorded in the store's catalog).
+    Checkout,
+    /// Another directory, replaced because of `--replace-any`; a few of its entries.
+    Other {
+        /// The first entries (by name), for the report.
+        entries: Vec<String>,
+        /// How many entries it had at the top.
+        count: usize,
+    },
+}
+
+impl Replaced {
+    /// One line for the report.
+    pub fn describe(&self, dest: &Path) -> String {
+        match self {
+            Replaced::Bundle => format!("replaced the previous bundle at {}", dest.display()),
+            Replaced::Checkout => {
+                format!("replaced the previous checkout at {}", dest.display())
+            }
+            Replaced::Other { entries, count } => format!(
+                "replaced {} (not a bundle; {} entr{} at its top: {}{}) because of --replace-any",
+                dest.display(),
+                count,
+                if *count == 1 { "y" } else { "ies" },
+                entries.join(", "),
+                if *count > entries.len() { ", ..." } else { "" }
+            ),
+        }
+    }
+}
+
+/// Decides, before anything is captured or written, whether the publish may replace what is
+/// at `dest`: `Ok(None)` when nothing is there (or it is empty), `Ok(Some(what))` when the
+/// policy allows replacing it, an error naming the flag that would otherwise. `store` (when
+/// one exists) is asked whether `dest` is a previous checkout.
+pub fn check_replacement(
+    store: Option<&Store>,
+    dest: &Path,
+    replace: Replace,
+) -> Result<Option<Replaced>> {
+    let Ok(entries) = std::fs::read_dir(dest) else {
+        // Absent, or not a directory: admission says what is wrong with it.
+        return Ok(None);
     };
-    // Refuse a destination before capturing anything (SPEC §7: before anything is created).
-    let request = PublishRequest {
-        dest: out,
-        force,
-        sources: &sources,
-        reuse: None,
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| escape_name(e.file_name().as_encoded_bytes()))
+        .collect();
+    if names.is_empty() {
+        return Ok(None);
+    }
+    names.sort();
+    if replace == Replace::Nothing {
+        // Admission refuses it with the message that names --force.
+        return Ok(None);
+    }
+    if is_bundle(dest) {
+        return Ok(Some(Replaced::Bundle));
+    }
+    let recorded = store.is_some_and(|s| {
+        let key = crate::publish::check_request(&PublishRequest {
+            dest,
+            force: true,
+            sources: &[],
+            reuse: None,
+        })
+        .map(|full| format!("dest:{}", full.display()));
+        key.ok()
+            .and_then(|k| s.catalog().ok()?.load_dest_cache(&k).ok()?)
+            .is_some()
+    });
+    if recorded {
+        return Ok(Some(Replaced::Checkout));
+    }
+    let count = names.len();
+    if replace != Replace::Anything {
+        bail!(
+            "{} is not a bundle or a previous checkout of zeroclaw-bundle (it holds {}{}); \
+             --force only replaces those. Pass --replace-any to replace this directory and \
+             everything in it",
+            dest.display(),
+            names.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+            if count > 5 { ", ..." } else { "" }
+        );
+    }
+    names.truncate(5);
+    Ok(Some(Replaced::Other {
+        entries: names,
+        count,
+    }))
+}
+
+/// True when `dest` holds this tool's bundle manifest (a regular file with our header).
+fn is_bundle(dest: &Path) -> bool {
+    use std::io::Read;
+    let path = dest.join(MANIFEST_FILE);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return false;
     };
-    check_request(&request).with_context(context)?;
-    let captured = capture_plan(store, &install, &plan, options, &filter, progress)?;
-    let published =
-        publish_snapshot(store, &captured.snapshot.root, &request).with_context(context)?;
-    Ok((captured, published))
+    if !meta.is_file() {
+        return false;
+    }
+    let mut head = vec![0u8; MANIFEST_HEADER.len()];
+    std::fs::File::open(&path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && head.starts_with(MANIFEST_HEADER.lines().next().unwrap_or("#").as_bytes())
+}
+
+/// An export with its install loaded, its destination checked and claimed: nothing has been
+/// captured or written yet.
+pub struct ExportJob {
+    install: Install,
+    plan: ExportPlan,
+    sources: Vec<PathBuf>,
+    out: PathBuf,
+    replace: Replace,
+    replaced: Option<Replaced>,
+    _claim: DestClaim,
+}
+
+impl ExportJob {
+    /// Loads agent `alias` of the install at `install_dir`, checks `out` (overlap, admission,
+    /// the replace policy) and claims it, so a second export to `out` fails at once. `store`
+    /// is the existing store, if any (never created here).
+    pub fn prepare(
+        store: Option<&Store>,
+        install_dir: &Path,
+        alias: &str,
+        out: &Path,
+        replace: Replace,
+    ) -> Result<ExportJob> {
+        let (install, plan) = load_agent(install_dir, alias)?;
+        let sources = source_trees(&plan);
+        let context = publish_context(alias, out);
+        // Refuse a destination before capturing anything (SPEC §7: before anything is created).
+        check_request(&PublishRequest {
+            dest: out,
+            force: replace != Replace::Nothing,
+            sources: &sources,
+            reuse: None,
+        })
+        .with_context(&context)?;
+        let claim = claim_destination(out).with_context(&context)?;
+        let replaced = check_replacement(store, out, replace).with_context(&context)?;
+        Ok(ExportJob {
+            install,
+            plan,
+            sources,
+            out: out.to_path_buf(),
+            replace,
+            replaced,
+            _claim: claim,
+        })
+    }
+
+    /// Captures the agent into `store`, then publishes its snapshot. When the publish fails,
+    /// the snapshot is forgotten again, so `agent/<alias>` keeps naming the latest export that
+    /// succeeded (its data goes at the next `gc`).
+    pub fn run(
+        self,
+        store: &Store,
+        options: AgentCaptureOptions<'_>,
+        progress: ProgressBar,
+        publish_progress: &mut dyn FnMut(u64, u64, u64, u64),
+    ) -> Result<(AgentSnapshot, Published, Option<Replaced>)> {
+        let alias = self.plan.alias.clone();
+        let context = publish_context(&alias, &self.out);
+        let captured = capture_plan(
+            store,
+            &self.install,
+            &self.plan,
+            AgentCaptureOptions {
+                name: None,
+                ..options
+            },
+            progress,
+        )?;
+        let request = PublishRequest {
+            dest: &self.out,
+            force: self.replace != Replace::Nothing,
+            sources: &self.sources,
+            reuse: None,
+        };
+        let (total_files, total_bytes) = (captured.snapshot.files(), captured.snapshot.bytes());
+        let mut progress =
+            |files: u64, bytes: u64| publish_progress(files, total_files, bytes, total_bytes);
+        match publish_snapshot(store, &captured.snapshot.root, &request, &mut progress)
+            .with_context(&context)
+        {
+            Ok(published) => Ok((captured, published, self.replaced)),
+            Err(e) => {
+                let kept = match store.forget(&captured.id) {
+                    Ok(()) => String::new(),
+                    Err(f) => format!(
+                        " (and its snapshot {} could not be forgotten: {f}; \
+                         `zeroclaw-bundle forget {}` removes it)",
+                        captured.id.short(12),
+                        captured.id.short(12)
+                    ),
+                };
+                Err(e.context(format!(
+                    "the export of agent {alias} failed; nothing was recorded{kept}"
+                )))
+            }
+        }
+    }
+}
+
+fn publish_context(alias: &str, out: &Path) -> impl Fn() -> String {
+    let msg = format!(
+        "could not publish the bundle of agent {alias} to {}",
+        out.display()
+    );
+    move || msg.clone()
 }
 
 /// Publishes tree `root` as `request` says, reusing what the previous publish to the same
@@ -328,6 +584,7 @@ pub fn publish_snapshot(
     store: &Store,
     root: &ObjectId,
     request: &PublishRequest<'_>,
+    progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Published> {
     let resolved = check_request(request)?;
     let key = format!("dest:{}", resolved.display());
@@ -337,18 +594,52 @@ pub fn publish_snapshot(
         .ok()
         .flatten();
     let reader = store.reader();
-    let published = publish(
+    let publishing = crate::interrupt::publishing(request.dest);
+    let published = publish_with_progress(
         &reader,
         root,
         &PublishRequest {
             reuse: previous.as_ref(),
             ..*request
         },
-    )?;
+        progress,
+    )
+    .map_err(|e| match e {
+        PublishError::Interrupted => {
+            let e = anyhow::Error::new(e);
+            match leftover_staging(&resolved) {
+                Some(left) => e.context(format!(
+                    "a staging directory was left at {}; remove it with: zeroclaw-bundle recover {}",
+                    left.display(),
+                    crate::interrupt::shell_quote(request.dest)
+                )),
+                None => e,
+            }
+        }
+        e => e.into(),
+    })?;
+    drop(publishing);
     if let Ok(record) = record_destination(&reader, root, &published.dest) {
         let _ = store
             .catalog()
             .and_then(|c| c.store_dest_cache(&key, &record));
     }
     Ok(published)
+}
+
+/// A staging directory beside `dest` (resolved), if one is left: after an interrupted
+/// publish, the hint that `recover` is needed.
+fn leftover_staging(dest: &Path) -> Option<PathBuf> {
+    let parent = dest.parent()?;
+    std::fs::read_dir(parent)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .find(|e| {
+            let name = e.file_name();
+            let name = name.as_encoded_bytes();
+            name.starts_with(STAGING_PREFIX.as_bytes())
+                && !name.starts_with(LOCK_PREFIX.as_bytes())
+                && e.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .map(|e| e.path())
 }

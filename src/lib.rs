@@ -8,7 +8,7 @@
 //!   `diff`: the Merkle-pruned tree diff; `credentials`: the credential-looking value detector; `export`: agent capture and export (one path
 //!   from install to bundle); `publish`: staged publish, reuse and recovery;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
-//!   worker pool; `clock`: timestamps;
+//!   worker pool; `clock`: timestamps; `interrupt`: SIGINT/SIGTERM as a request to stop;
 //! - `cli`: argument parsing; `cmd`: one file per subcommand.
 
 pub mod agent;
@@ -20,6 +20,7 @@ pub mod credentials;
 pub mod diff;
 pub mod export;
 pub mod hooks;
+pub mod interrupt;
 pub mod publish;
 pub mod sys;
 pub mod workers;

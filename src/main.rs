@@ -1,15 +1,18 @@
 //! The `zeroclaw-bundle` binary: parse, run, exit code. The only place that prints errors
-//! (`error: ...` with its causes) and picks exit codes: 0 ok, 1 failure, 2 usage (and for
-//! `diff`, like diff(1): 0 equal, 1 different, 2 error, 3 new grants when asked).
+//! (`error: ...` with its causes) and picks exit codes: 0 ok, 1 failure, 2 usage, 130 when
+//! interrupted (SIGINT/SIGTERM); for `diff`, like diff(1): 0 equal, 1 different, 2 error, and 3
+//! for new grants when asked. A closed stdout (`| head -1`) ends the command quietly with 0
+//! (see `cmd::StdoutClosed`).
 
+use std::io::Write;
 use std::process::ExitCode;
 
-use clap::Parser;
-use zeroclaw_bundle::cli::{Cli, Command};
-use zeroclaw_bundle::cmd::{self, Outcome};
+use zeroclaw_bundle::cli::Command;
+use zeroclaw_bundle::cmd::{self, Outcome, StdoutClosed};
+use zeroclaw_bundle::interrupt;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let cli = match zeroclaw_bundle::cli::parse() {
         Ok(cli) => cli,
         Err(e) => {
             let usage = e.use_stderr();
@@ -31,9 +34,15 @@ fn main() -> ExitCode {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failure | Outcome::Different) => ExitCode::from(1),
         Ok(Outcome::NewGrants) => ExitCode::from(3),
+        Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("error: {err:#}");
-            ExitCode::from(error_code)
+            let interrupted = interrupt::requested();
+            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            if interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::from(error_code)
+            }
         }
     }
 }

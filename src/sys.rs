@@ -164,6 +164,17 @@ pub fn create_file_at(dir: BorrowedFd<'_>, name: &[u8], mode: u32) -> io::Result
     Ok(File::from(fd))
 }
 
+/// Opens (creating, mode 0600) the lock file `name` in `dir`, never following a symlink.
+pub fn open_lock_file_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<File> {
+    let fd = rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    Ok(File::from(fd))
+}
+
 /// Sets permission bits on an open fd (the umask does not apply).
 pub fn chmod_fd(fd: impl AsFd, mode: u32) -> io::Result<()> {
     Ok(rustix::fs::fchmod(fd, Mode::from_raw_mode(mode))?)
@@ -344,4 +355,14 @@ fn umask() -> Option<u32> {
 /// strips some of its bits, or the umask is unknown), so an explicit `fchmod` is needed.
 pub fn umask_alters(mode: u32) -> bool {
     umask().is_none_or(|mask| mask & mode != 0)
+}
+
+/// True when `fd` is a terminal that echoes control characters (`ECHO` and `ECHOCTL`): a
+/// Ctrl-C typed there was echoed as `^C`.
+pub fn echoes_control_chars(fd: impl AsFd) -> bool {
+    use rustix::termios::LocalModes;
+    rustix::termios::tcgetattr(fd).is_ok_and(|t| {
+        t.local_modes
+            .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
+    })
 }

@@ -52,6 +52,12 @@ const MAX_DEPTH: usize = 1024;
 /// Why a capture failed. Paths are as they sit in the bundle (`workspace/notes.md`).
 #[derive(Debug, thiserror::Error)]
 pub enum CaptureError {
+    /// SIGINT or SIGTERM arrived: the capture stopped and recorded nothing.
+    #[error(
+        "interrupted: the capture stopped and recorded no snapshot (what it already stored is \
+         freed by `zeroclaw-bundle gc --grace 0` when no other capture is running)"
+    )]
+    Interrupted,
     /// A root could not be opened.
     #[error(transparent)]
     Root(#[from] RootError),
@@ -147,6 +153,8 @@ pub struct Capture<'s> {
     stats: CaptureStats,
     progress: ProgressBar,
     sink: Sink,
+    /// Bytes of the files counted on `progress`.
+    progress_bytes: u64,
 }
 
 impl<'s> Capture<'s> {
@@ -170,6 +178,7 @@ impl<'s> Capture<'s> {
             stats: CaptureStats::default(),
             progress,
             sink: Sink::Store,
+            progress_bytes: 0,
         })
     }
 
@@ -189,6 +198,21 @@ impl<'s> Capture<'s> {
     /// Tallies and skipped entries so far.
     pub fn report(&self) -> &CaptureReport {
         &self.report
+    }
+
+    /// One more file of `len` bytes on the progress spinner (files as its position; files and
+    /// bytes so far, in words, as its prefix).
+    fn advance(&mut self, len: u64) {
+        self.progress_bytes += len;
+        self.progress.inc(1);
+        if !self.progress.is_hidden() {
+            let files = self.progress.position();
+            self.progress.set_prefix(format!(
+                "{files} file{} ({})",
+                if files == 1 { "" } else { "s" },
+                indicatif::HumanBytes(self.progress_bytes)
+            ));
+        }
     }
 
     /// Work done so far.
@@ -371,6 +395,7 @@ impl<'s> Capture<'s> {
         let mut pending = 0usize;
         let (mut size, mut files) = (0u64, 0u64);
         for name in names {
+            crate::interrupt::check().map_err(|_| CaptureError::Interrupted)?;
             let path = format!("{prefix}{}", escape_name(&name));
             if !keep(&path) {
                 continue;
@@ -401,7 +426,7 @@ impl<'s> Capture<'s> {
                         size += hit.size;
                         tally.files += 1;
                         tally.bytes += hit.size;
-                        self.progress.inc(1);
+                        self.advance(hit.size);
                         self.seen.insert(path.into_bytes());
                         slots[slot] = Some(TreeEntry {
                             name,
@@ -444,7 +469,13 @@ impl<'s> Capture<'s> {
         drop(reply_tx);
         let mut done: Vec<(FileJob, FileOutcome)> = Vec::with_capacity(pending);
         for _ in 0..pending {
-            done.push(reply_rx.recv().map_err(|_| CaptureError::Workers)?);
+            let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
+            // Count a file on the progress spinner as soon as it is stored, not when its
+            // whole directory is done (a directory can hold most of a tree).
+            if let FileOutcome::Stored { len, .. } = &reply.1 {
+                self.advance(*len);
+            }
+            done.push(reply);
         }
         done.sort_by_key(|(job, _)| job.slot);
         let mut skips = skips.into_iter().peekable();
@@ -461,7 +492,6 @@ impl<'s> Capture<'s> {
                     size += len;
                     tally.files += 1;
                     tally.bytes += len;
-                    self.progress.inc(1);
                     slots[job.slot] = Some(TreeEntry {
                         name: job.name,
                         kind: kind_of(opened.is_executable()),

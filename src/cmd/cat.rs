@@ -1,13 +1,13 @@
 //! `cat SNAPSHOT:PATH`: write a file's bytes to stdout, after checking its hash (a corrupt
 //! object prints nothing and fails).
 
-use std::io::Write;
+use std::io::{Read, Write};
 
 use anyhow::{bail, Context, Result};
 use zeroclaw_bundle_store::{escape_name, resolve_path};
 
 use crate::cli::CatArgs;
-use crate::cmd::{split_target, Ctx, Outcome};
+use crate::cmd::{split_target, stdout_error, Ctx, Outcome};
 
 /// Runs `cat`.
 pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -31,8 +31,18 @@ pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
         .with_context(|| format!("could not read {}", escape_name(&path)))?;
     let mut out = std::io::stdout().lock();
     let mut reader = blob.verifying_reader(entry.id);
-    std::io::copy(&mut reader, &mut out)
-        .with_context(|| format!("could not write {} to stdout", escape_name(&path)))?;
-    out.flush()?;
+    // Which side failed matters: a read error is a corrupt object, a write error is stdout
+    // (EPIPE when the reader went away: quiet, see `cmd::StdoutClosed`).
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        let n = reader
+            .read(&mut buf)
+            .with_context(|| format!("could not read {}", escape_name(&path)))?;
+        if n == 0 {
+            break;
+        }
+        out.write_all(&buf[..n]).map_err(stdout_error)?;
+    }
+    out.flush().map_err(stdout_error)?;
     Ok(Outcome::Success)
 }

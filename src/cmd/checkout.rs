@@ -4,32 +4,42 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::cli::CheckoutArgs;
-use crate::cmd::{human_bytes, Ctx, Outcome};
-use crate::export::publish_snapshot;
-use crate::publish::PublishRequest;
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
+use crate::export::{check_replacement, publish_snapshot, Replace};
+use crate::publish::{check_request, claim_destination, PublishRequest};
 
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
     let snap = store.read_snapshot(&id)?;
-    let published = publish_snapshot(
-        &store,
-        &snap.root,
-        &PublishRequest {
-            dest: &args.out,
-            force: args.force,
-            sources: &[],
-            reuse: None,
-        },
-    )
-    .with_context(|| {
+    let context = || {
         format!(
             "could not publish snapshot {} to {}",
             id.short(12),
             args.out.display()
         )
-    })?;
+    };
+    let request = PublishRequest {
+        dest: &args.out,
+        force: args.force || args.replace_any,
+        sources: &[],
+        reuse: None,
+    };
+    check_request(&request).with_context(context)?;
+    let _claim = claim_destination(&args.out).with_context(context)?;
+    let replaced = check_replacement(
+        Some(&store),
+        &args.out,
+        Replace::of_flags(args.force, args.replace_any),
+    )
+    .with_context(context)?;
+    let bar = ctx.publish_progress(snap.files(), snap.bytes());
+    let published = publish_snapshot(&store, &snap.root, &request, &mut |files, bytes| {
+        bar.update(files, bytes)
+    });
+    bar.clear();
+    let published = published.with_context(context)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
@@ -37,17 +47,27 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             "files": published.files,
             "bytes": published.bytes,
             "reused_files": published.reused,
+            "replaced": replaced,
         }))?;
     } else {
         if !ctx.quiet {
-            eprintln!(
-                "published {} files, {} to {}",
-                published.files,
+            crate::note!(
+                "published {}, {} to {}",
+                count(published.files, "file"),
                 human_bytes(published.bytes),
                 published.dest.display()
             );
+            if ctx.verbose {
+                crate::note!(
+                    "{} of them linked unchanged from the previous checkout",
+                    count(published.reused, "file")
+                );
+            }
+            if let Some(r) = &replaced {
+                crate::note!("{}", r.describe(&published.dest));
+            }
         }
-        println!("{id}");
+        crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
 }

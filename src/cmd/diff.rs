@@ -15,7 +15,7 @@ use zeroclaw_bundle_store::{resolve_path, EntryKind, PackReader, Store, TreeEntr
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
 use crate::cli::DiffArgs;
-use crate::cmd::{split_target, Ctx, Outcome};
+use crate::cmd::{split_target, stdout_error, Ctx, Outcome};
 use crate::diff::content::{unified, Shown, CONTENT_CAP};
 use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
 
@@ -64,7 +64,19 @@ impl Side {
 
 /// Runs `diff`.
 pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
+    // A directory side keeps its stat cache in the store, so it may create one; snapshot and
+    // pack sides only read.
+    let store = if [&args.a, &args.b].iter().any(|s| Path::new(s).is_dir()) {
+        ctx.create_store()?
+    } else {
+        match ctx.existing_store()? {
+            Some(store) => store,
+            None if [&args.a, &args.b].iter().all(|s| Path::new(s).is_file()) => {
+                ctx.create_store()?
+            }
+            None => ctx.store()?,
+        }
+    };
     let a = resolve_side(&store, &args.a, args.content, ctx)
         .with_context(|| format!("side A ({})", args.a.to_string_lossy()))?;
     let b = resolve_side(&store, &args.b, args.content, ctx)
@@ -91,14 +103,21 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         b: &b,
         stat_rows: Vec::new(),
     };
-    printer.semantic(&semantic)?;
+    printer.semantic(&semantic).map_err(stdout_error)?;
     let (sa, sb) = (a.tree_side(), b.tree_side());
-    let summary = diff(sa.as_ref(), &a.root, sb.as_ref(), &b.root, &mut |c| {
+    let summary = match diff(sa.as_ref(), &a.root, sb.as_ref(), &b.root, &mut |c| {
         printer.change(c).map_err(|e| DiffError::Output(e.into()))
-    })
-    .context("could not compare the two sides")?;
-    printer.summary(&summary, grants)?;
-    out.flush().ok();
+    }) {
+        Ok(summary) => summary,
+        // The consumer of the output went away (`| head`): end quietly, as every command does.
+        Err(DiffError::Output(e)) => match e.downcast::<std::io::Error>() {
+            Ok(io) => return Err(stdout_error(*io)),
+            Err(e) => return Err(anyhow::anyhow!(e)),
+        },
+        Err(e) => return Err(e).context("could not compare the two sides"),
+    };
+    printer.summary(&summary, grants).map_err(stdout_error)?;
+    out.flush().map_err(stdout_error)?;
     Ok(if args.exit_on_new_grants && grants {
         Outcome::NewGrants
     } else if summary.differs() || !semantic.is_empty() {
@@ -188,17 +207,17 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     // What the reader refuses to follow is not compared: say so, or a symlink planted in a
     // received bundle would be invisible here.
     if !report.skipped.is_empty() && !ctx.quiet {
-        eprintln!(
+        crate::note!(
             "note: {} entr{} of {} not compared (the reader skips symlinks, special files and hard links):",
             report.skipped.len(),
             if report.skipped.len() == 1 { "y" } else { "ies" },
             abs.display()
         );
         for s in report.skipped.iter().take(20) {
-            eprintln!("  {} ({})", s.path, s.reason);
+            crate::note!("  {} ({})", s.path, s.reason);
         }
         if report.skipped.len() > 20 {
-            eprintln!("  ... and {} more", report.skipped.len() - 20);
+            crate::note!("  ... and {} more", report.skipped.len() - 20);
         }
     }
     // Only an optimisation: a failure to record it never fails the diff.
@@ -230,7 +249,7 @@ fn semantic_changes(a: &Side, b: &Side, ctx: &Ctx) -> Result<Vec<SemanticChange>
             ))),
             (Some(None), _) | (_, Some(None)) => {
                 if !ctx.quiet {
-                    eprintln!(
+                    crate::note!(
                         "note: {} holds no file contents (a digest pack), so the agent section is \
                          left out; its files are compared by content id",
                         s.label

@@ -5,33 +5,83 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::ExportArgs;
-use crate::cmd::{human_bytes, Ctx, Outcome};
-use crate::export::{export, install_root, AgentCaptureOptions, AgentSnapshot};
+use zeroclaw_bundle_store::Tally;
+
+use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome, PublishProgress};
+use crate::export::{
+    install_root, AgentCaptureOptions, AgentSnapshot, ExportJob, Replace, Replaced,
+};
 use crate::publish::Published;
 
-/// Runs `export`.
+/// Runs `export`: the install and the destination are checked (and the destination
+/// claimed) before the store is opened or created, so a typo creates nothing.
 pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
     let install = install_root(args.install.as_deref())?;
-    let (captured, published) = export(
-        &store,
+    let existing = ctx.existing_store()?;
+    let job = ExportJob::prepare(
+        existing.as_ref(),
         &install,
         &args.alias,
+        &args.out,
+        Replace::of_flags(args.force, args.replace_any),
+    )?;
+    let store = match existing {
+        Some(store) => store,
+        None => ctx.create_store()?,
+    };
+    let bar = ctx.progress(None, "capturing", false);
+    let mut publishing: Option<PublishProgress> = None;
+    let result = job.run(
+        &store,
         AgentCaptureOptions {
             name: None,
             zeroclaw_version: args.zeroclaw_version.as_deref(),
             excludes: &args.exclude,
         },
-        &args.out,
-        args.force,
-        ctx.progress(None, "capturing", false),
-    )?;
-    report(ctx, &captured, Some(&published))
+        bar.clone(),
+        &mut |files, total_files, bytes, total_bytes| {
+            publishing
+                .get_or_insert_with(|| ctx.publish_progress(total_files, total_bytes))
+                .update(files, bytes)
+        },
+    );
+    match &publishing {
+        Some(p) => clear_progress(&[&bar, p.bar()]),
+        None => clear_progress(&[&bar]),
+    }
+    let (captured, published, replaced) = result?;
+    report(ctx, &captured, Some((&published, replaced.as_ref())))
+}
+
+/// The non-zero skip counts of a tally, e.g. `1 symlink, 2 hard links`.
+pub fn skipped_counts(t: &Tally) -> String {
+    [
+        (t.symlinks, "symlink"),
+        (t.special, "special file"),
+        (t.hard_links, "hard link"),
+        (t.replaced, "entry replaced while reading"),
+    ]
+    .iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| match (*n, *what) {
+        (n, "entry replaced while reading") if n != 1 => {
+            format!("{n} entries replaced while reading")
+        }
+        (n, what) => count(n, what),
+    })
+    .collect::<Vec<_>>()
+    .join(", ")
 }
 
 /// Prints what an agent capture carried, what it asks of the importing operator, what was
 /// scrubbed and what could not travel; the snapshot id last.
-pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Result<Outcome> {
+pub fn report(
+    ctx: &Ctx,
+    c: &AgentSnapshot,
+    published: Option<(&Published, Option<&Replaced>)>,
+) -> Result<Outcome> {
+    let replaced = published.and_then(|(_, r)| r);
+    let published = published.map(|(p, _)| p);
     let m = &c.bundle.manifest;
     let files = c.snapshot.files();
     let bytes = c.snapshot.bytes();
@@ -42,6 +92,7 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
             "agent": m.root_agent,
             "destination": published.map(|p| &p.dest),
             "reused_files": published.map(|p| p.reused),
+            "replaced": replaced,
             "files": files,
             "bytes": bytes,
             "skills_carried": c.skills_carried,
@@ -71,18 +122,35 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
         None => out += &format!("Captured agent `{}` into the store\n", m.root_agent),
     }
     out += &format!(
-        "  {files} files, {} KiB; {} skills from {bundles} skill bundle{}\n",
-        bytes.div_ceil(1024),
-        c.skills_carried,
-        if bundles == 1 { "" } else { "s" }
+        "  {}, {} (the whole bundle: workspace, skills, config.toml and the manifest)\n",
+        count(files, "file"),
+        human_bytes(bytes),
+    );
+    out += &format!(
+        "  {} from {}\n",
+        count(c.skills_carried, "skill"),
+        count(bundles as u64, "skill bundle"),
     );
     for t in &c.snapshot.report.trees {
         if t.skipped() > 0 {
+            out += &format!("  skipped in {}: {}\n", t.label, skipped_counts(t));
+        }
+    }
+    if ctx.verbose {
+        for t in &c.snapshot.report.trees {
             out += &format!(
-                "  skipped in {}: {} symlinks, {} special files, {} hard links, {} replaced while reading\n",
-                t.label, t.symlinks, t.special, t.hard_links, t.replaced
+                "  {}: {}, {}\n",
+                t.label,
+                count(t.files, "file"),
+                human_bytes(t.bytes)
             );
         }
+        out += &format!(
+            "  capture: {} read and hashed ({}), {} unchanged since the last capture (not read)\n",
+            count(c.stats.hashed_files, "file"),
+            human_bytes(c.stats.hashed_bytes),
+            count(c.stats.cached_files, "file")
+        );
     }
     if !m.risk_flags.is_empty() {
         out += "\nCapabilities an importing operator is asked to grant:\n";
@@ -125,11 +193,27 @@ pub fn report(ctx: &Ctx, c: &AgentSnapshot, published: Option<&Published>) -> Re
     out += "Note: files under workspace/ and skills/ are copied as-is; the look for \
             credential-looking values above is a heuristic, not a guarantee.\n";
     if let Some(p) = published {
-        out += &format!("Bundle: {} ({})\n", p.dest.display(), human_bytes(p.bytes));
+        out += &format!(
+            "Bundle: {} ({} written, {}{})\n",
+            p.dest.display(),
+            count(p.files, "file"),
+            human_bytes(p.bytes),
+            if p.reused > 0 {
+                format!(
+                    "; {} of them linked unchanged from the previous bundle",
+                    p.reused
+                )
+            } else {
+                String::new()
+            }
+        );
+        if let Some(r) = replaced {
+            out += &format!("Note: {}\n", r.describe(&p.dest));
+        }
     }
     if !ctx.quiet {
-        print!("{out}");
+        crate::cmd::write_stdout(out.as_bytes())?;
     }
-    println!("{}", c.id);
+    crate::outln!("{}", c.id)?;
     Ok(Outcome::Success)
 }

@@ -4,7 +4,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::{GcArgs, RefArgs};
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `gc`.
 pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -13,14 +13,27 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!(r))?;
     } else {
-        println!(
-            "removed {} objects ({}), kept {} reachable and {} unreachable younger than {} s",
-            r.removed,
+        crate::outln!(
+            "removed {} ({}); kept {} reachable from a snapshot or a running mount",
+            count(r.removed, "unreachable object"),
             human_bytes(r.freed_bytes),
-            r.reachable,
-            r.young_kept,
-            args.grace
-        );
+            count(r.reachable, "object"),
+        )?;
+        if r.young_kept > 0 {
+            crate::outln!(
+                "kept {} ({}) that no snapshot reaches because {} younger than the grace \
+                 period ({} s: a capture in progress writes its objects before its snapshot); \
+                 `zeroclaw-bundle gc --grace 0` frees them when no capture is running",
+                count(r.young_kept, "object"),
+                human_bytes(r.young_kept_bytes),
+                if r.young_kept == 1 {
+                    "it is"
+                } else {
+                    "they are"
+                },
+                args.grace
+            )?;
+        }
     }
     Ok(Outcome::Success)
 }
@@ -31,7 +44,7 @@ pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({ "snapshots": n }))?;
     } else {
-        println!("reindexed {n} snapshots");
+        crate::outln!("reindexed {n} snapshots")?;
     }
     Ok(Outcome::Success)
 }
@@ -44,7 +57,10 @@ pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({ "forgotten": id }))?;
     } else {
-        println!("forgot {id} (run `gc` to free its data)");
+        crate::outln!(
+            "forgot {id}; `zeroclaw-bundle gc` frees its data once it is older than the grace \
+             period (`gc --grace 0` at once, when no capture is running)"
+        )?;
     }
     Ok(Outcome::Success)
 }

@@ -1,4 +1,5 @@
-//! `list`: every snapshot, oldest first.
+//! `list`: every snapshot, oldest first, under a header. FILES and SIZE count the regular
+//! files of the snapshot's tree and their bytes (what a checkout writes).
 
 use anyhow::Result;
 
@@ -13,21 +14,59 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&serde_json::to_value(&snaps)?)?;
         return Ok(Outcome::Success);
     }
-    for s in snaps {
-        let label = match (&s.name, &s.agent) {
-            (Some(n), _) => n.clone(),
-            (None, Some(a)) => format!("agent/{a}"),
-            (None, None) => "-".to_string(),
-        };
-        println!(
-            "{}  {}  {:<16} {:>7} files {:>10}  {}",
-            s.id.short(16),
-            rfc3339_utc(s.created_unix_ns),
-            label,
-            s.files,
-            human_bytes(s.bytes),
-            s.source
-        );
+    if snaps.is_empty() {
+        crate::outln!(
+            "no snapshots in {} (`zeroclaw-bundle snapshot` or `export` makes one)",
+            store.root().display()
+        )?;
+        return Ok(Outcome::Success);
+    }
+    let rows: Vec<[String; 6]> = snaps
+        .iter()
+        .map(|s| {
+            let label = match (&s.name, &s.agent) {
+                (Some(n), _) => n.clone(),
+                (None, Some(a)) => format!("agent/{a}"),
+                (None, None) => "-".to_string(),
+            };
+            [
+                s.id.short(16),
+                rfc3339_utc(s.created_unix_ns),
+                label,
+                s.files.to_string(),
+                human_bytes(s.bytes),
+                s.source.clone(),
+            ]
+        })
+        .collect();
+    let header = ["SNAPSHOT", "CREATED", "NAME", "FILES", "SIZE", "SOURCE"];
+    let width = |i: usize| {
+        rows.iter()
+            .map(|r| r[i].chars().count())
+            .chain([header[i].len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let w: Vec<usize> = (0..6).map(width).collect();
+    let line = |r: &[&str; 6]| {
+        format!(
+            "{:<w0$}  {:<w1$}  {:<w2$}  {:>w3$}  {:>w4$}  {}",
+            r[0],
+            r[1],
+            r[2],
+            r[3],
+            r[4],
+            r[5],
+            w0 = w[0],
+            w1 = w[1],
+            w2 = w[2],
+            w3 = w[3],
+            w4 = w[4]
+        )
+    };
+    crate::outln!("{}", line(&header))?;
+    for r in &rows {
+        crate::outln!("{}", line(&[&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]))?;
     }
     Ok(Outcome::Success)
 }

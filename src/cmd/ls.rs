@@ -42,9 +42,9 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
                 EntryKind::Dir => "dir ",
             };
             if ctx.verbose {
-                println!("{k} {size:>12} {} {p}", id.short(16));
+                crate::outln!("{k} {size:>12} {} {p}", id.short(16))?;
             } else {
-                println!("{k} {size:>12} {p}");
+                crate::outln!("{k} {size:>12} {p}")?;
             }
         }
     }

@@ -1,5 +1,12 @@
 //! One file per subcommand, each a thin `run(args, ctx)`; this file holds what they share:
-//! the context (store location, output mode), progress bars, and snapshot-path parsing.
+//! the context (store location, output mode), progress bars, snapshot-path parsing, and the
+//! two print paths: [`crate::outln!`] for stdout and [`crate::note!`] for stderr.
+//!
+//! A closed stdout (the reader went away: `... | head -1`) is not an error: the write fails
+//! with EPIPE (Rust ignores SIGPIPE), [`crate::outln!`] turns that into [`StdoutClosed`], and `main`
+//! exits 0 without a message, as ripgrep does. (git is killed by SIGPIPE instead, status 141;
+//! 0 keeps `set -o pipefail` scripts that only wanted the first lines working.) Notes on
+//! stderr are best-effort: a closed stderr never fails a command.
 
 pub mod cat;
 pub mod checkout;
@@ -20,11 +27,98 @@ use std::io::IsTerminal;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zeroclaw_bundle_store::{unescape_name, Store};
 
 use crate::cli::{Cli, Command};
+
+/// Clears `bars` (any of them may be hidden). After a Ctrl-C typed while one was drawn, also
+/// erases the frame the terminal's `^C` echo left behind: indicatif leaves the cursor at the
+/// right edge of its line, so the echo wraps to a new line, and the bar, which only knows the
+/// line it is on, clears that one and not the frame above it.
+pub fn clear_progress(bars: &[&ProgressBar]) {
+    let drawn = bars.iter().any(|b| !b.is_hidden());
+    for b in bars {
+        b.finish_and_clear();
+    }
+    if drawn && crate::interrupt::by_sigint() && crate::sys::echoes_control_chars(std::io::stderr())
+    {
+        use std::io::Write as _;
+        let mut err = std::io::stderr();
+        let _ = err.write_all(b"\x1b[1A\r\x1b[2K");
+        let _ = err.flush();
+    }
+}
+
+/// A publish's progress bar (see [`Ctx::publish_progress`]).
+pub struct PublishProgress {
+    bar: ProgressBar,
+    total_files: u64,
+}
+
+impl PublishProgress {
+    /// Records the running totals (the `publish` callback).
+    pub fn update(&self, files: u64, bytes: u64) {
+        if self.bar.is_hidden() {
+            return;
+        }
+        self.bar.set_position(bytes);
+        self.bar
+            .set_message(format!("publishing {files}/{} files", self.total_files));
+    }
+
+    /// Removes the bar (success or failure).
+    pub fn clear(&self) {
+        clear_progress(&[&self.bar]);
+    }
+
+    /// The bar itself (to clear it together with others, [`clear_progress`]).
+    pub fn bar(&self) -> &ProgressBar {
+        &self.bar
+    }
+}
+
+/// Stdout was closed by its reader (EPIPE); the command stops printing and `main` exits 0
+/// quietly.
+#[derive(Debug, thiserror::Error)]
+#[error("stdout was closed")]
+pub struct StdoutClosed;
+
+/// Writes `text` to stdout and flushes it. EPIPE becomes [`StdoutClosed`].
+pub fn write_stdout(text: &[u8]) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text)
+        .and_then(|()| out.flush())
+        .map_err(stdout_error)
+}
+
+/// Maps a stdout write error: EPIPE to [`StdoutClosed`], anything else with its context.
+pub fn stdout_error(e: std::io::Error) -> anyhow::Error {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        anyhow::Error::new(StdoutClosed)
+    } else {
+        anyhow::Error::new(e).context("could not write to stdout")
+    }
+}
+
+/// `println!` that returns EPIPE as [`StdoutClosed`] (use with `?`).
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::cmd::write_stdout(format!("{}\n", format_args!($($arg)*)).as_bytes())
+    };
+}
+
+/// `eprintln!` that never fails or panics (stderr may be closed too).
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
 
 /// What every command gets: where the store is and how to print.
 #[derive(Debug, Clone)]
@@ -67,15 +161,50 @@ impl Ctx {
         })
     }
 
-    /// Opens (creating if needed) the store.
-    pub fn store(&self) -> Result<Store> {
+    /// Opens the store, creating it if needed: only for the commands that capture.
+    pub fn create_store(&self) -> Result<Store> {
         Store::open_or_create(&self.store_path)
             .with_context(|| format!("could not open the store {}", self.store_path.display()))
     }
 
-    /// A progress bar on a terminal; hidden in a pipe or with `--quiet`/`--json`.
+    /// Opens an existing store; fails with "no store at PATH" when there is none (commands
+    /// that only read, or change only what exists, never create a store).
+    pub fn store(&self) -> Result<Store> {
+        match self.existing_store()? {
+            Some(store) => Ok(store),
+            None => bail!(
+                "no store at {} (a store is created by the first `snapshot` or `export`; \
+                 pass --store DIR or set ZEROCLAW_BUNDLE_STORE to use another)",
+                self.store_path.display()
+            ),
+        }
+    }
+
+    /// The store, when one exists at the store path. A missing path or an empty directory
+    /// is no store; anything else is opened (and refused when it is not a store).
+    pub fn existing_store(&self) -> Result<Option<Store>> {
+        match std::fs::symlink_metadata(&self.store_path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Ok(m) if m.is_dir() && is_empty_dir(&self.store_path) => return Ok(None),
+            _ => {}
+        }
+        Store::open_or_create(&self.store_path)
+            .with_context(|| format!("could not open the store {}", self.store_path.display()))
+            .map(Some)
+    }
+
+    /// True when progress may be drawn: stderr is a terminal and neither `--quiet` nor
+    /// `--json` was given.
+    pub fn shows_progress(&self) -> bool {
+        !self.quiet && !self.json && std::io::stderr().is_terminal()
+    }
+
+    /// A progress bar on a terminal; hidden in a pipe or with `--quiet`/`--json`. With a
+    /// length it is a bar of `len` (bytes when `bytes`) with an ETA; without, a spinner
+    /// counting files (and, for a capture, the bytes so far in its message). It redraws on a
+    /// steady tick, so a long file still moves the spinner and the ETA.
     pub fn progress(&self, len: Option<u64>, what: &str, bytes: bool) -> ProgressBar {
-        if self.quiet || self.json || !std::io::stderr().is_terminal() {
+        if !self.shows_progress() {
             return ProgressBar::hidden();
         }
         let bar = match len {
@@ -84,23 +213,36 @@ impl Ctx {
         };
         bar.set_draw_target(ProgressDrawTarget::stderr());
         let template = match (len.is_some(), bytes) {
-            (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta})",
-            (true, false) => "{msg} [{bar:30}] {pos}/{len}",
-            (false, true) => "{spinner} {msg} {bytes}",
-            (false, false) => "{spinner} {msg} {pos} files",
+            (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta} left)",
+            (true, false) => "{msg} [{bar:30}] {pos}/{len} ({eta} left)",
+            (false, _) => "{spinner} {msg}: {prefix}",
         };
         if let Ok(style) = ProgressStyle::with_template(template) {
             bar.set_style(style.progress_chars("=> "));
         }
         bar.set_message(what.to_string());
+        bar.set_prefix("0 files");
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
+    }
+
+    /// The bar of a publish (`checkout`, the publish half of `export`): bytes of
+    /// `total_bytes` with an ETA, and files of `total_files` in its message.
+    pub fn publish_progress(&self, total_files: u64, total_bytes: u64) -> PublishProgress {
+        PublishProgress {
+            bar: self.progress(Some(total_bytes), "publishing", true),
+            total_files,
+        }
     }
 
     /// Prints a JSON document on stdout.
     pub fn print_json(&self, value: &serde_json::Value) -> Result<()> {
-        println!("{}", serde_json::to_string_pretty(value)?);
-        Ok(())
+        crate::outln!("{}", serde_json::to_string_pretty(value)?)
     }
+}
+
+fn is_empty_dir(path: &std::path::Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
 }
 
 fn default_store() -> Result<PathBuf> {
@@ -116,6 +258,12 @@ fn default_store() -> Result<PathBuf> {
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<Outcome> {
     let ctx = Ctx::from_cli(&cli)?;
+    if matches!(
+        cli.command,
+        Command::Export(_) | Command::Snapshot(_) | Command::Checkout(_)
+    ) {
+        crate::interrupt::install().context("could not install the signal handlers")?;
+    }
     match cli.command {
         Command::Export(args) => export::run(args, &ctx),
         Command::Snapshot(args) => snapshot::run(args, &ctx),
@@ -152,6 +300,17 @@ pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
             (reference, path)
         }
         None => (String::from_utf8_lossy(bytes).into_owned(), Vec::new()),
+    }
+}
+
+/// `n` and `noun`, plural when `n != 1` (`1 file`, `2 files`, `3 entries`).
+pub fn count(n: u64, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else if let Some(stem) = noun.strip_suffix('y') {
+        format!("{n} {stem}ies")
+    } else {
+        format!("{n} {noun}s")
     }
 }
 

@@ -67,7 +67,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             match unmounter.unmount() {
                 Ok(()) => break,
                 Err(MountError::Busy(_)) if !daemon_child => {
-                    eprintln!("the mount is busy (a file or directory in it is open); close it and interrupt again");
+                    crate::note!("the mount is busy (a file or directory in it is open); close it and interrupt again");
                 }
                 Err(_) => {}
             }
@@ -81,7 +81,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         drop(out);
         crate::sys::detach_stdio().context("could not detach from the terminal")?;
     } else if !ctx.quiet {
-        eprintln!(
+        crate::note!(
             "serving snapshot {} read-only at {} (Ctrl-C or `zeroclaw-bundle umount {}` to stop)",
             id.short(12),
             args.mountpoint.display(),
@@ -127,7 +127,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         if ctx.json {
             ctx.print_json(&json!({ "mountpoint": args.mountpoint, "pid": pid }))?;
         } else if !ctx.quiet {
-            eprintln!(
+            crate::note!(
                 "mounted at {} (server pid {pid}); `zeroclaw-bundle umount {}` to stop",
                 args.mountpoint.display(),
                 args.mountpoint.display()
@@ -151,6 +151,14 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// Runs `umount`.
 pub fn run_umount(args: UmountArgs, ctx: &Ctx) -> Result<Outcome> {
+    if let Err(e) = std::fs::symlink_metadata(&args.mountpoint) {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            bail!(
+                "could not unmount {}: it does not exist",
+                args.mountpoint.display()
+            );
+        }
+    }
     unmount(&args.mountpoint)
         .with_context(|| format!("could not unmount {}", args.mountpoint.display()))?;
     if ctx.json {

@@ -88,7 +88,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             "pack_bytes": stats.pack_bytes,
         }))?;
     } else if !ctx.quiet {
-        eprintln!(
+        crate::note!(
             "packed {} objects ({} trees, {} blobs), {} into {}{}",
             stats.objects,
             stats.trees,
@@ -103,7 +103,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         );
     }
     if !to_stdout && !ctx.json {
-        println!("{id}");
+        crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
 }
@@ -132,7 +132,7 @@ fn staging_file(dest: &Path) -> Result<(PathBuf, fs::File)> {
 
 /// Runs `unpack`.
 pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
+    let store = ctx.create_store()?;
     let (path, spooled) = if args.pack.as_os_str() == "-" {
         (spool_stdin(&store)?, true)
     } else {
@@ -160,9 +160,9 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&json!({ "snapshot": id, "objects": objects }))?;
     } else {
         if !ctx.quiet {
-            eprintln!("unpacked {objects} objects, verified");
+            crate::note!("unpacked {objects} objects, verified");
         }
-        println!("{id}");
+        crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
 }

@@ -23,19 +23,19 @@ pub fn run(args: RecoverArgs, ctx: &Ctx) -> Result<Outcome> {
         return Ok(Outcome::Success);
     }
     if let Some(from) = &r.restored_from {
-        println!("restored {} from {}", r.dest.display(), from.display());
+        crate::outln!("restored {} from {}", r.dest.display(), from.display())?;
     }
     for p in &r.removed_old {
-        println!("removed the previous tree {}", p.display());
+        crate::outln!("removed the previous tree {}", p.display())?;
     }
     for p in &r.removed_staging {
-        println!("removed the staging tree {}", p.display());
+        crate::outln!("removed the staging tree {}", p.display())?;
     }
     for l in &r.left_alone {
-        println!("left {} alone: {}", l.path.display(), l.reason);
+        crate::outln!("left {} alone: {}", l.path.display(), l.reason)?;
     }
     if r.nothing_done() && r.left_alone.is_empty() {
-        println!("nothing to recover at {}", r.dest.display());
+        crate::outln!("nothing to recover at {}", r.dest.display())?;
     }
     Ok(Outcome::Success)
 }

@@ -5,7 +5,7 @@ use serde_json::json;
 
 use crate::cli::RefArgs;
 use crate::clock::rfc3339_utc;
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `show`.
 pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -19,41 +19,65 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&v)?;
         return Ok(Outcome::Success);
     }
-    println!("snapshot  {id}");
-    println!("created   {}", rfc3339_utc(snap.created_unix_ns));
-    println!("host      {}", snap.host);
-    println!(
+    crate::outln!("snapshot  {id}")?;
+    crate::outln!("created   {}", rfc3339_utc(snap.created_unix_ns))?;
+    crate::outln!("host      {}", snap.host)?;
+    crate::outln!(
         "kind      {}",
         match snap.kind {
             zeroclaw_bundle_store::SnapshotKind::Tree => "tree",
             zeroclaw_bundle_store::SnapshotKind::AgentBundle => "agent bundle",
         }
-    );
-    println!("source    {}", snap.source);
+    )?;
+    crate::outln!("source    {}", snap.source)?;
     if let Some(a) = &snap.agent {
-        println!("agent     {a}");
+        crate::outln!("agent     {a}")?;
     }
     if let Some(n) = &snap.name {
-        println!("name      {n}");
+        crate::outln!("name      {n}")?;
     }
     if let Some(p) = &snap.parent {
-        println!("parent    {p}");
+        crate::outln!("parent    {p}")?;
     }
-    println!("root      {}", snap.root);
-    for t in &snap.report.trees {
-        println!(
-            "tree {:<20} {} files, {}; skipped: {} symlinks, {} special, {} hard links, {} replaced",
-            t.label,
-            t.files,
-            human_bytes(t.bytes),
-            t.symlinks,
-            t.special,
-            t.hard_links,
-            t.replaced
-        );
+    crate::outln!("root      {}", snap.root)?;
+    if !snap.report.trees.is_empty() {
+        crate::outln!(
+            "files     {}, {} in all",
+            count(snap.files(), "file"),
+            human_bytes(snap.bytes())
+        )?;
+        let rows: Vec<[String; 3]> = snap
+            .report
+            .trees
+            .iter()
+            .map(|t| {
+                [
+                    t.label.clone(),
+                    count(t.files, "file"),
+                    human_bytes(t.bytes),
+                ]
+            })
+            .collect();
+        let w = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+        let (w0, w1, w2) = (w(0), w(1), w(2));
+        for (r, t) in rows.iter().zip(&snap.report.trees) {
+            let skipped = if t.skipped() > 0 {
+                format!("  skipped: {}", super::export::skipped_counts(t))
+            } else {
+                String::new()
+            };
+            crate::outln!("  {:<w0$}  {:>w1$}  {:>w2$}{skipped}", r[0], r[1], r[2])?;
+        }
     }
+    let w = snap
+        .report
+        .skipped
+        .iter()
+        .map(|s| s.reason.len())
+        .max()
+        .unwrap_or(0);
     for s in &snap.report.skipped {
-        println!("skipped {:<9} {}", s.reason, s.path);
+        crate::outln!("skipped   {:<w$}  {}", s.reason, s.path)?;
     }
     Ok(Outcome::Success)
 }

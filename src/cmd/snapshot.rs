@@ -5,47 +5,55 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::{Snapshot, SnapshotKind};
+use zeroclaw_bundle_store::{ObjectId, Snapshot, SnapshotKind, Store};
 
 use crate::capture::{keep_everything, root, Capture};
 use crate::cli::SnapshotArgs;
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome};
 
 /// Runs `snapshot`.
 pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     if let Some(name) = &args.name {
         zeroclaw_bundle_store::validate_name(name)?;
     }
-    let store = ctx.store()?;
     let Some(dir) = args.dir else {
         let alias = args
             .alias
             .as_deref()
             .expect("clap requires an alias without --dir");
         let install = crate::export::install_root(args.install.as_deref())?;
-        let captured = crate::export::capture_agent(
+        let (install, plan) = crate::export::load_agent(&install, alias)?;
+        let store = ctx.create_store()?;
+        let named = name_holder(&store, args.name.as_deref());
+        let name_copy = args.name.clone();
+        let bar = ctx.progress(None, "capturing", false);
+        let captured = crate::export::capture_loaded(
             &store,
             &install,
-            alias,
+            &plan,
             crate::export::AgentCaptureOptions {
                 name: args.name.as_deref(),
                 zeroclaw_version: args.zeroclaw_version.as_deref(),
                 excludes: &args.exclude,
             },
-            ctx.progress(None, "capturing", false),
-        )?;
-        return super::export::report(ctx, &captured, None);
+            bar.clone(),
+        )
+        .inspect_err(|_| clear_progress(&[&bar]))?;
+        let outcome = super::export::report(ctx, &captured, None)?;
+        note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
+        return Ok(outcome);
     };
     let source = describe(&dir);
     let fd = root::open_configured(&dir)?
         .with_context(|| format!("{} does not exist", dir.display()))?;
+    let store = ctx.create_store()?;
+    let named = name_holder(&store, args.name.as_deref());
     let parent = store.catalog()?.latest_of_source(&source)?;
-    let mut capture = Capture::begin(
-        &store,
-        format!("dir:{source}"),
-        ctx.progress(None, "capturing", false),
-    )?;
-    let walked = capture.walk(fd, ".", &keep_everything)?;
+    let bar = ctx.progress(None, "capturing", false);
+    let mut capture = Capture::begin(&store, format!("dir:{source}"), bar.clone())?;
+    let walked = capture
+        .walk(fd, ".", &keep_everything)
+        .inspect_err(|_| clear_progress(&[&bar]))?;
     let stats = capture.stats();
     let (report, cache_update) = capture.finish();
     let snap = Snapshot {
@@ -59,6 +67,10 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         parent,
         report,
     };
+    // A signal during the capture stops it here at the latest: nothing is recorded.
+    crate::interrupt::check()
+        .map_err(|_| crate::capture::CaptureError::Interrupted)
+        .inspect_err(|_| clear_progress(&[&bar]))?;
     let id = store
         .commit_snapshot(&snap, Some(&cache_update))
         .context("could not record the snapshot")?;
@@ -74,21 +86,50 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         let skipped: u64 = snap.report.trees.iter().map(|t| t.skipped()).sum();
         if !ctx.quiet {
-            eprintln!(
-                "captured {} files, {} from {}{}",
-                snap.files(),
+            crate::note!(
+                "captured {}, {} from {}{}",
+                count(snap.files(), "file"),
                 human_bytes(snap.bytes()),
                 snap.source,
                 if skipped > 0 {
-                    format!(" ({skipped} entries skipped: see `show`)")
+                    format!(" ({} skipped: see `show`)", count(skipped, "entry"))
                 } else {
                     String::new()
                 }
             );
         }
-        println!("{id}");
+        if ctx.verbose {
+            crate::note!(
+                "capture: {} read and hashed ({}), {} unchanged since the last capture (not read)",
+                count(stats.hashed_files, "file"),
+                human_bytes(stats.hashed_bytes),
+                count(stats.cached_files, "file")
+            );
+        }
+        crate::outln!("{id}")?;
     }
+    note_moved_name(ctx, snap.name.as_deref(), named, &id);
     Ok(Outcome::Success)
+}
+
+/// The snapshot a `--name` points at before this capture, if any.
+fn name_holder(store: &Store, name: Option<&str>) -> Option<ObjectId> {
+    store.catalog().ok()?.name_target(name?).ok()?
+}
+
+/// Says so when `--name` moved from another snapshot to this one (on stderr: stdout ends
+/// with the id).
+fn note_moved_name(ctx: &Ctx, name: Option<&str>, before: Option<ObjectId>, id: &ObjectId) {
+    if let (Some(name), Some(old)) = (name, before) {
+        if old != *id && !ctx.quiet && !ctx.json {
+            crate::note!(
+                "the name `{name}` moved from snapshot {} to this one; {} stays in the store, \
+                 by its id",
+                old.short(16),
+                old.short(16)
+            );
+        }
+    }
 }
 
 /// The absolute path a snapshot came from: parent canonicalized, last component as given.

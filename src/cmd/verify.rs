@@ -3,34 +3,42 @@
 use anyhow::Result;
 use serde_json::json;
 
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `verify`; exit 1 when anything is wrong.
 pub fn run(ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let bar = ctx.progress(Some(0), "verifying", true);
+    // The bar appears once the total is known (no `0 B/0 B` flash before it).
+    let mut bar: Option<indicatif::ProgressBar> = None;
     let report = store.verify(&mut |done, total| {
-        bar.set_length(total);
-        bar.set_position(done);
-    })?;
-    bar.finish_and_clear();
+        if total == 0 {
+            return;
+        }
+        let b = bar.get_or_insert_with(|| ctx.progress(Some(total), "verifying", true));
+        b.set_length(total);
+        b.set_position(done);
+    });
+    if let Some(b) = &bar {
+        b.finish_and_clear();
+    }
+    let report = report?;
     if ctx.json {
         ctx.print_json(&json!(report))?;
     } else {
         for p in &report.problems {
-            println!("problem: {p}");
+            crate::outln!("problem: {p}")?;
         }
-        println!(
-            "verified {} objects ({}) and {} snapshots: {}",
-            report.objects,
+        crate::outln!(
+            "verified {} ({}) and {}: {}",
+            count(report.objects, "object"),
             human_bytes(report.bytes),
-            report.snapshots,
+            count(report.snapshots, "snapshot"),
             if report.problems.is_empty() {
                 "ok".to_string()
             } else {
-                format!("{} problems", report.problems.len())
+                count(report.problems.len() as u64, "problem")
             }
-        );
+        )?;
     }
     Ok(if report.problems.is_empty() {
         Outcome::Success

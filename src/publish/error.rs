@@ -12,6 +12,20 @@ use zeroclaw_bundle_store::StoreError;
 /// [`PublishError::RestoreFailed`], which says where the previous tree is.
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
+    /// Another export or checkout holds the destination's claim.
+    #[error(
+        "another export or checkout to {path} is running (it holds {lock}); wait for it to \
+         finish, then run this again"
+    )]
+    DestBusy {
+        /// `--out` as given.
+        path: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+    },
+    /// SIGINT or SIGTERM arrived before the swap: nothing was published.
+    #[error("interrupted before anything was published; the destination is unchanged")]
+    Interrupted,
     /// The destination resolves to `/` (or has no last component to publish under).
     #[error("destination {path} has no parent directory to stage the bundle beside")]
     NoParent {

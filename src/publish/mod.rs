@@ -3,6 +3,9 @@
 //!
 //! The protocol, in order:
 //!
+//! 0. **Claim** (`claim`, by the caller: `export` before it captures, `checkout`, `recover`):
+//!    an `flock`ed lock file `<parent>/.zeroclaw-export-lock-<name>` held for the whole
+//!    operation, so a second publish to the same destination fails at once.
 //! 1. **Resolve** (`resolve`): the destination's parent is canonicalized, its last component
 //!    is not; a `..` through a directory that does not exist yet is refused, and so is any
 //!    overlap with a source tree, in either direction. Nothing has been created yet.
@@ -30,6 +33,9 @@
 //!    destination's fd is `flock`ed as well, so the previous tree is never mistaken for
 //!    garbage by a `recover` running beside a live publish.
 //!
+//! A signal (SIGINT/SIGTERM, `crate::interrupt`) stops the publish before each staged file and
+//! just before the swap with [`PublishError::Interrupted`]; from the swap on it runs to the end.
+//!
 //! Every reported failure leaves the destination as it was and removes the staging tree,
 //! except [`PublishError::RestoreFailed`] (says where the previous tree is) and
 //! [`PublishError::NotDurable`] (the new tree is in place but its parent's fsync failed).
@@ -44,6 +50,7 @@
 //! Not a compare-and-swap: the checks narrow the window in which another process writing
 //! the destination can interfere; they do not close it.
 
+mod claim;
 mod error;
 mod recover;
 mod resolve;
@@ -60,6 +67,7 @@ use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::{DestCache, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry};
 
+pub use claim::{claim_destination, DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
 pub use recover::{recover, LeftAlone, Recovered};
 
@@ -175,6 +183,8 @@ pub fn publish_with_progress(
     sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;
     hooks::seam("publish-staged", &hook_path);
     hooks::seam("before-swap", &hook_path);
+    // The last point where a signal stops the publish; from the swap on it runs to the end.
+    crate::interrupt::check().map_err(|_| PublishError::Interrupted)?;
 
     let swapper = swap::Swapper {
         parent: parent.as_fd(),

@@ -15,6 +15,8 @@
 //!   exchange whose retire did not happen: garbage either way, removed.
 //!
 //! A leftover whose `flock` is held belongs to a publish still running and is never touched.
+//! `recover` claims the destination first (`claim`): it refuses to run beside a publish to
+//! the same destination, and removes the stale lock file of a killed one.
 //! Only directories are considered; a file or symlink with such a name is not ours.
 
 use std::collections::BTreeMap;
@@ -121,6 +123,9 @@ pub fn recover(dest: &Path) -> Result<Recovered, PublishError> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
         Err(e) => return Err(PublishError::io("open", &d.parent, e)),
     };
+    // Claiming the destination keeps a publish to it from starting meanwhile, fails at once
+    // when one is running, and removes the lock file a killed publish left.
+    let _claim = super::claim::claim_destination(dest)?;
     let parent_fd = parent.as_fd();
     let names =
         sys::read_dir_names(parent_fd).map_err(|e| PublishError::io("read", &d.parent, e))?;

@@ -352,6 +352,7 @@ fn write_file(
     buf: &mut [u8],
 ) -> Result<(), PublishError> {
     hooks::seam("publish-write", &rel.to_string_lossy());
+    crate::interrupt::check().map_err(|_| PublishError::Interrupted)?;
     let path = staging_path.join(rel);
     let blob = source.blob(&entry.id).map_err(|e| store_error(rel, e))?;
     if blob.len() != entry.size {

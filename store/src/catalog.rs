@@ -64,6 +64,28 @@ impl SnapshotSummary {
     }
 }
 
+/// What to suggest for a reference that matched nothing: the `agent/` ref it may mean, or
+/// the forms a reference takes.
+fn unknown_hint(reference: &str, all: &[SnapshotSummary]) -> String {
+    if all.iter().any(|s| s.agent.as_deref() == Some(reference)) {
+        return format!(
+            "did you mean `agent/{reference}` (the latest snapshot of agent `{reference}`)?"
+        );
+    }
+    if !reference.is_empty()
+        && reference.len() < 8
+        && reference.bytes().all(|b| b.is_ascii_hexdigit())
+    {
+        return format!(
+            "an id prefix needs at least 8 hex digits ({} given); `zeroclaw-bundle list` shows the ids",
+            reference.len()
+        );
+    }
+    "a snapshot is a full id, a unique id prefix of 8+ hex digits, a name given with --name, \
+     or agent/<alias>; `zeroclaw-bundle list` shows them"
+        .to_string()
+}
+
 /// One stat-cache entry: what a source file looked like when its blob was last hashed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StatEntry {
@@ -296,7 +318,12 @@ impl Catalog {
                 .rev()
                 .find(|s| s.agent.as_deref() == Some(alias))
                 .map(|s| s.id)
-                .ok_or_else(|| StoreError::UnknownSnapshot(reference.to_string()));
+                .ok_or_else(|| StoreError::UnknownSnapshot {
+                    reference: reference.to_string(),
+                    hint: format!(
+                        "no snapshot of agent `{alias}` (`zeroclaw-bundle list` shows the snapshots)"
+                    ),
+                });
         }
         let lower = reference.to_ascii_lowercase();
         if lower.len() >= 8 && lower.len() <= 64 && lower.bytes().all(|b| b.is_ascii_hexdigit()) {
@@ -319,7 +346,10 @@ impl Catalog {
                 }
             }
         }
-        Err(StoreError::UnknownSnapshot(reference.to_string()))
+        Err(StoreError::UnknownSnapshot {
+            reference: reference.to_string(),
+            hint: unknown_hint(reference, &all),
+        })
     }
 
     /// Loads the stat cache of one source (`key` names the source tree). A source's whole
@@ -496,11 +526,11 @@ mod tests {
         );
         assert!(matches!(
             cat.resolve("deadbee"),
-            Err(StoreError::UnknownSnapshot(_))
+            Err(StoreError::UnknownSnapshot { .. })
         ));
         assert!(matches!(
             cat.resolve("agent/none"),
-            Err(StoreError::UnknownSnapshot(_))
+            Err(StoreError::UnknownSnapshot { .. })
         ));
     }
 

@@ -63,8 +63,13 @@ pub enum StoreError {
     #[error("not an object id: {0:?}")]
     BadObjectId(String),
     /// A snapshot reference matched nothing.
-    #[error("no snapshot matches {0:?} (use `zeroclaw-bundle list`)")]
-    UnknownSnapshot(String),
+    #[error("no snapshot matches {reference:?}: {hint}")]
+    UnknownSnapshot {
+        /// The reference as given.
+        reference: String,
+        /// What to try instead.
+        hint: String,
+    },
     /// A snapshot reference matched several snapshots.
     #[error("snapshot reference {reference:?} is ambiguous: it matches {candidates}")]
     AmbiguousSnapshot {

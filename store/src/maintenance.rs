@@ -94,6 +94,8 @@ pub struct GcReport {
     pub freed_bytes: u64,
     /// Unreachable objects kept because they are younger than the grace period.
     pub young_kept: u64,
+    /// Bytes of those objects.
+    pub young_kept_bytes: u64,
     /// Stale temp files removed.
     pub temp_removed: u64,
 }
@@ -284,6 +286,7 @@ impl Store {
                     None
                 } else if age < grace_secs {
                     report.young_kept += 1;
+                    report.young_kept_bytes += len;
                     None
                 } else {
                     Some((id, len))

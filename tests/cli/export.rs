@@ -615,8 +615,13 @@ fn destination_admission_symlink_file_nonempty_and_force() {
     let before = read_tree(&old);
     export(&env, &install, &old, &[], &[]).fails(1, "--force");
     assert!(read_tree(&old) == before);
-    // With --force: exactly the new bundle, nothing of the old one, parent clean.
-    export(&env, &install, &old, &["--force"], &[]).ok();
+    // --force replaces bundles and previous checkouts only: this is neither (no manifest).
+    export(&env, &install, &old, &["--force"], &[]).fails(1, "--replace-any");
+    assert!(read_tree(&old) == before);
+    // With --replace-any: exactly the new bundle, nothing of the old one, parent clean, and
+    // the report says what was replaced.
+    let r = export(&env, &install, &old, &["--replace-any"], &[]).ok();
+    assert_eq!(r.json()["replaced"]["kind"], "other", "{}", r.describe());
     assert_eq!(
         names(&old),
         ["config.toml", "skills", "workspace", "zeroclaw-agent.toml"]

@@ -8,4 +8,5 @@ mod mount;
 mod pack;
 mod store_cli;
 mod util;
+mod ux;
 mod zeroclaw_real;

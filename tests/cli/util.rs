@@ -143,13 +143,15 @@ impl TestEnv {
             .stdout
     }
 
-    /// How many snapshots `list` shows.
+    /// How many snapshots `list` shows (0 when no store was ever created: `list` then
+    /// fails with "no store at").
     pub fn snapshot_count(&self) -> usize {
-        self.run(&["--json", "list"])
-            .ok()
-            .json()
-            .as_array()
-            .map_or(0, Vec::len)
+        let r = self.run(&["--json", "list"]);
+        if !self.store.exists() {
+            r.fails(1, "no store at");
+            return 0;
+        }
+        r.ok().json().as_array().map_or(0, Vec::len)
     }
 }
 
