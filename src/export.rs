@@ -90,8 +90,10 @@ fn capture_plan(
     let alias = plan.alias.as_str();
     let source = format!("agent {alias} at {}", install.root().display());
     let parent = store.catalog()?.latest_of_source(&source)?;
+    let lock = store.write_lock()?;
     let mut capture = Capture::begin(
         store,
+        &lock,
         format!("agent:{}\0{alias}", install.root().display()),
         progress,
     )?;
@@ -172,8 +174,9 @@ fn capture_plan(
         parent,
         report,
     };
+    crate::hooks::seam("before-commit", &snapshot.source);
     let id = store
-        .commit_snapshot(&snapshot, Some(&cache_update))
+        .commit_snapshot(&lock, &snapshot, Some(&cache_update))
         .context("could not record the snapshot")?;
     Ok(AgentSnapshot {
         id,

@@ -37,8 +37,10 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     let fd = root::open_configured(&dir)?
         .with_context(|| format!("{} does not exist", dir.display()))?;
     let parent = store.catalog()?.latest_of_source(&source)?;
+    let lock = store.write_lock()?;
     let mut capture = Capture::begin(
         &store,
+        &lock,
         format!("dir:{source}"),
         ctx.progress(None, "capturing", false),
     )?;
@@ -56,8 +58,9 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         parent,
         report,
     };
+    crate::hooks::seam("before-commit", &snap.source);
     let id = store
-        .commit_snapshot(&snap, Some(&cache_update))
+        .commit_snapshot(&lock, &snap, Some(&cache_update))
         .context("could not record the snapshot")?;
     if ctx.json {
         ctx.print_json(&json!({

@@ -84,6 +84,17 @@ pub enum StoreError {
         /// How long we waited.
         waited_ms: u64,
     },
+    /// Another process holds the store lock for longer than we wait (a gc waiting for a
+    /// capture, or a capture waiting for a gc).
+    #[error("the store is busy: another zeroclaw-bundle process holds {path} (waited {waited_ms} ms to {purpose}); try again when it finishes")]
+    StoreBusy {
+        /// The lock file.
+        path: PathBuf,
+        /// What we wanted the lock for.
+        purpose: &'static str,
+        /// How long we waited.
+        waited_ms: u64,
+    },
     /// The catalog database failed.
     #[error("catalog {path}: {why}; `zeroclaw-bundle reindex` rebuilds it from the objects")]
     Catalog {

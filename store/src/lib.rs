@@ -9,6 +9,7 @@
 //! <store>/tmp/               temp files of writers in progress
 //! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
+//! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
 //! ```
 //!
 //! **The crash invariant.** A capture writes in this order: blobs, then trees (each object
@@ -17,6 +18,29 @@
 //! crash at any point leaves at most unreferenced objects (which `gc` removes), never a
 //! record or catalog entry that points at missing data. [`Store::commit_snapshot`] is the one
 //! place that enforces the order; `verify` checks its result.
+//!
+//! **gc and writers.** A capture decides early that it needs no new object for a file (the
+//! stat cache names its blob, or an object of that hash and length already exists) and
+//! commits the record that references it much later. A gc that marks in between sees the
+//! reused object unreachable and, if old enough, deletes it: the capture then commits a
+//! snapshot that misses data. With a short grace, gc also sweeps a record written after its
+//! mark while the catalog entry is added anyway. Two designs close this:
+//!
+//! - git freshens an object's mtime whenever a writer reuses it, so the grace period covers
+//!   it. That stays a race (gc may have listed the object's age just before the touch) and it
+//!   protects nothing at `--grace 0`; it also makes every no-op capture touch every object.
+//! - restic takes an exclusive lock for prune and shared locks for backups.
+//!
+//! We take restic's: a `flock(2)` on `<store>/lock` ([`Store::write_lock`]). A capture holds
+//! it shared from before it loads the stat cache until its catalog entry is flushed
+//! ([`Store::commit_snapshot`] and the CLI's capture require the guard, so a writer cannot
+//! forget it); `forget` and a mount registering its lease hold it shared too; `gc` and
+//! `reindex` hold it exclusive for their whole run, so two gcs serialize and a catalog can
+//! never list a record gc removed. Captures run concurrently with each other; gc waits for
+//! running captures and captures wait for a running gc (bounded, then
+//! [`StoreError::StoreBusy`]). The kernel drops a dead process's lock, so a SIGKILL leaves no
+//! stale lock. The grace period remains as a second line for writers that do not take the
+//! lock (an older binary, a library user writing raw objects).
 //!
 //! Nothing here knows what an agent is; sled and blake3 types stay private.
 //!
@@ -36,6 +60,7 @@
 mod catalog;
 mod error;
 mod id;
+mod lock;
 mod maintenance;
 mod objects;
 mod snapshot;
@@ -50,6 +75,7 @@ use std::path::{Path, PathBuf};
 pub use catalog::{Catalog, DestCache, SnapshotSummary, StatCache, StatCacheUpdate, StatEntry};
 pub use error::{DecodeError, StoreError};
 pub use id::{IdHasher, ObjectId};
+pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
 pub use snapshot::{CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX};
@@ -95,9 +121,16 @@ impl Store {
                 for entry in entries {
                     let entry = entry.map_err(|e| StoreError::io("read", root, e))?;
                     let name = entry.file_name();
-                    let ours = ["objects", "tmp", "catalog", "leases", "STORE.tmp"]
-                        .iter()
-                        .any(|n| name.as_encoded_bytes() == n.as_bytes())
+                    let ours = [
+                        "objects",
+                        "tmp",
+                        "catalog",
+                        "leases",
+                        "STORE.tmp",
+                        lock::LOCK_FILE,
+                    ]
+                    .iter()
+                    .any(|n| name.as_encoded_bytes() == n.as_bytes())
                         || name.to_string_lossy().starts_with("STORE.tmp.");
                     if !ours {
                         return Err(StoreError::NotAStore {
@@ -184,11 +217,20 @@ impl Store {
         })
     }
 
+    /// Takes the store lock shared for a writer (see the crate doc, "gc and writers"): hold
+    /// it from before the first object a capture reuses or writes until its snapshot is
+    /// committed. Waits while a gc or reindex runs.
+    pub fn write_lock(&self) -> Result<WriteLock, StoreError> {
+        lock::shared(&self.root, "write")
+    }
+
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
     /// the record, then adds it to the catalog (in that order: the crash invariant). When
-    /// `stat_cache` is given, it is applied in the same catalog session.
+    /// `stat_cache` is given, it is applied in the same catalog session. `_lock` is the
+    /// writer's proof that no gc ran since its capture started.
     pub fn commit_snapshot(
         &self,
+        _lock: &WriteLock,
         snap: &Snapshot,
         stat_cache: Option<&StatCacheUpdate>,
     ) -> Result<ObjectId, StoreError> {

@@ -117,7 +117,17 @@ impl Store {
 
     /// Records that this process serves the tree `root` (of `snapshot`) until the lease is
     /// dropped: gc keeps everything it reaches even if the snapshot is forgotten meanwhile.
+    /// Fails with [`StoreError::MissingObject`] when the snapshot is already gone.
     pub fn lease(&self, snapshot: &ObjectId, root: &ObjectId) -> Result<Lease, StoreError> {
+        // Under the shared lock, no gc is between its mark and its sweep: once the lease file
+        // exists, the next gc sees it; and the record is checked in the same window.
+        let _lock = crate::lock::shared(self.root(), "register a mount")?;
+        if !self.objects().has(snapshot) {
+            return Err(StoreError::MissingObject(*snapshot));
+        }
+        if !self.objects().has(root) {
+            return Err(StoreError::MissingObject(*root));
+        }
         let dir = self.leases_dir();
         fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
         let path = dir.join(format!(
@@ -165,7 +175,15 @@ impl Store {
             if len < RECORD_PREFIX.len() as u64 {
                 continue;
             }
-            if self.objects().peek(&id, RECORD_PREFIX.len())? == RECORD_PREFIX {
+            let head = match self.objects().peek(&id, RECORD_PREFIX.len()) {
+                Ok(head) => head,
+                // Forgotten since the listing (forget runs beside a verify or a reindex scan).
+                Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                    continue
+                }
+                Err(e) => return Err(e),
+            };
+            if head == RECORD_PREFIX {
                 if let Ok(snap) = self.read_snapshot(&id) {
                     out.push((id, snap));
                 }
@@ -241,15 +259,25 @@ impl Store {
             report.bytes += blob.len();
             progress(report.bytes, total);
         }
+        // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
+        // after the listing, so a missing record is reported only if it is still listed.
+        let _lock = crate::lock::shared(self.root(), "verify")?;
         let listed = self.catalog()?.snapshots()?;
         let mut marked = HashSet::new();
         for s in listed {
             report.snapshots += 1;
             match self.read_snapshot(&s.id) {
                 Ok(snap) => self.mark(s.id, snap.root, &mut marked, &mut report.problems),
-                Err(StoreError::MissingObject(_)) => report
-                    .problems
-                    .push(VerifyProblem::DanglingCatalogEntry { snapshot: s.id }),
+                Err(StoreError::MissingObject(_)) => {
+                    let still_listed = self.catalog()?.snapshots()?.iter().any(|x| x.id == s.id);
+                    if still_listed {
+                        report
+                            .problems
+                            .push(VerifyProblem::DanglingCatalogEntry { snapshot: s.id })
+                    } else {
+                        report.snapshots -= 1;
+                    }
+                }
                 Err(StoreError::CorruptObject { .. }) => {}
                 Err(e) => report.problems.push(VerifyProblem::Malformed {
                     id: s.id,
@@ -263,6 +291,9 @@ impl Store {
     /// Removes objects unreachable from every snapshot record and live lease, when older
     /// than `grace_secs` (a capture in progress writes objects before its record).
     pub fn gc(&self, grace_secs: u64) -> Result<GcReport, StoreError> {
+        // Exclusive: no capture is between its first reuse and its commit, no other gc or
+        // reindex runs (see the crate doc, "gc and writers").
+        let _lock = crate::lock::exclusive(self.root(), "collect garbage")?;
         let mut report = GcReport::default();
         let mut marked = HashSet::new();
         let mut ignored = Vec::new();
@@ -322,6 +353,9 @@ impl Store {
 
     /// Rebuilds the catalog's snapshot list and names from the snapshot records.
     pub fn reindex(&self) -> Result<u64, StoreError> {
+        // Exclusive: a record committed or forgotten between the scan and the rebuild would
+        // otherwise be missing from, or listed in, the new index.
+        let _lock = crate::lock::exclusive(self.root(), "reindex")?;
         let records = self.find_snapshot_records()?;
         let catalog = self.catalog()?;
         catalog.clear_index()?;
@@ -333,6 +367,7 @@ impl Store {
 
     /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`.
     pub fn forget(&self, snapshot: &ObjectId) -> Result<(), StoreError> {
+        let _lock = crate::lock::shared(self.root(), "forget")?;
         self.catalog()?.remove_snapshot(snapshot)?;
         self.objects().remove(snapshot)
     }
@@ -364,7 +399,8 @@ mod tests {
             parent: None,
             report: CaptureReport::default(),
         };
-        (store.commit_snapshot(&snap, None).unwrap(), blob)
+        let lock = store.write_lock().unwrap();
+        (store.commit_snapshot(&lock, &snap, None).unwrap(), blob)
     }
 
     #[test]
