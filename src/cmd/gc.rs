@@ -27,11 +27,14 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// Runs `reindex`.
 pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
-    let n = ctx.store()?.reindex()?;
+    let r = ctx.store()?.reindex()?;
     if ctx.json {
-        ctx.print_json(&json!({ "snapshots": n }))?;
+        ctx.print_json(&json!(r))?;
     } else {
-        println!("reindexed {n} snapshots");
+        for p in &r.problems {
+            eprintln!("warning: {p}");
+        }
+        println!("reindexed {} snapshots", r.snapshots);
     }
     Ok(Outcome::Success)
 }

@@ -2,6 +2,8 @@
 
 use anyhow::Result;
 
+use zeroclaw_bundle_store::escape_text;
+
 use crate::clock::rfc3339_utc;
 use crate::cmd::{human_bytes, Ctx, Outcome};
 
@@ -15,8 +17,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
     }
     for s in snaps {
         let label = match (&s.name, &s.agent) {
-            (Some(n), _) => n.clone(),
-            (None, Some(a)) => format!("agent/{a}"),
+            (Some(n), _) => escape_text(n),
+            (None, Some(a)) => format!("agent/{}", escape_text(a)),
             (None, None) => "-".to_string(),
         };
         println!(
@@ -26,7 +28,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
             label,
             s.files,
             human_bytes(s.bytes),
-            s.source
+            escape_text(&s.source)
         );
     }
     Ok(Outcome::Success)

@@ -3,6 +3,8 @@
 use anyhow::Result;
 use serde_json::json;
 
+use zeroclaw_bundle_store::escape_text;
+
 use crate::cli::RefArgs;
 use crate::clock::rfc3339_utc;
 use crate::cmd::{human_bytes, Ctx, Outcome};
@@ -21,7 +23,7 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     println!("snapshot  {id}");
     println!("created   {}", rfc3339_utc(snap.created_unix_ns));
-    println!("host      {}", snap.host);
+    println!("host      {}", escape_text(&snap.host));
     println!(
         "kind      {}",
         match snap.kind {
@@ -29,12 +31,12 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
             zeroclaw_bundle_store::SnapshotKind::AgentBundle => "agent bundle",
         }
     );
-    println!("source    {}", snap.source);
+    println!("source    {}", escape_text(&snap.source));
     if let Some(a) = &snap.agent {
-        println!("agent     {a}");
+        println!("agent     {}", escape_text(a));
     }
     if let Some(n) = &snap.name {
-        println!("name      {n}");
+        println!("name      {}", escape_text(n));
     }
     if let Some(p) = &snap.parent {
         println!("parent    {p}");
@@ -43,7 +45,7 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     for t in &snap.report.trees {
         println!(
             "tree {:<20} {} files, {}; skipped: {} symlinks, {} special, {} hard links, {} replaced",
-            t.label,
+            escape_text(&t.label),
             t.files,
             human_bytes(t.bytes),
             t.symlinks,
@@ -53,7 +55,8 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
         );
     }
     for s in &snap.report.skipped {
-        println!("skipped {:<9} {}", s.reason, s.path);
+        // Stored escaped at capture (and checked on decode to hold nothing invisible).
+        println!("skipped {:<9} {}", escape_text(&s.reason), s.path);
     }
     Ok(Outcome::Success)
 }

@@ -78,7 +78,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
                 "captured {} files, {} from {}{}",
                 snap.files(),
                 human_bytes(snap.bytes()),
-                snap.source,
+                zeroclaw_bundle_store::escape_text(&snap.source),
                 if skipped > 0 {
                     format!(" ({skipped} entries skipped: see `show`)")
                 } else {

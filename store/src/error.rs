@@ -129,17 +129,28 @@ pub enum DecodeError {
     #[error("{0} trailing bytes")]
     TrailingBytes(usize),
     /// Entry names not in strictly increasing byte order.
-    #[error("entries not sorted: {0:?}")]
+    #[error("entries not sorted at \"{0}\"")]
     Unsorted(String),
     /// The same name twice.
-    #[error("duplicate entry {0:?}")]
+    #[error("duplicate entry \"{0}\"")]
     Duplicate(String),
     /// A name that cannot be a single path component.
-    #[error("invalid entry name {0:?}")]
+    #[error("invalid entry name \"{0}\"")]
     BadName(String),
     /// An unknown entry kind byte.
     #[error("unknown entry kind {0}")]
     BadKind(u8),
+    /// A record field outside its grammar.
+    #[error("invalid {field}: {why}")]
+    BadField {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+    /// A recorded size that cannot be true (over the bound, or a sum that overflows).
+    #[error("impossible size for \"{0}\"")]
+    BadSize(String),
     /// The snapshot record's JSON is invalid.
     #[error("{0}")]
     Json(String),

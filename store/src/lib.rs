@@ -59,6 +59,7 @@
 
 mod catalog;
 mod error;
+mod escape;
 mod id;
 mod lock;
 mod maintenance;
@@ -74,14 +75,17 @@ use std::path::{Path, PathBuf};
 
 pub use catalog::{Catalog, DestCache, SnapshotSummary, StatCache, StatCacheUpdate, StatEntry};
 pub use error::{DecodeError, StoreError};
+pub use escape::{c1_alternative, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
 pub use lock::WriteLock;
-pub use maintenance::{GcReport, Lease, VerifyProblem, VerifyReport};
+pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
-pub use snapshot::{CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX};
+pub use snapshot::{
+    name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
+};
 pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;
-pub use tree::{escape_name, invalid_name_reason, unescape_name, EntryKind, Tree, TreeEntry};
+pub use tree::{invalid_name_reason, EntryKind, Tree, TreeEntry, MAX_SIZE};
 
 /// The store format version this build writes and the highest it reads.
 pub const STORE_VERSION: u32 = 1;
@@ -237,8 +241,14 @@ impl Store {
         if let Some(name) = &snap.name {
             validate_name(name)?;
         }
+        let encoded = snap.encode();
+        snap.validate().map_err(|why| StoreError::Malformed {
+            id: ObjectId::of(&encoded),
+            what: "snapshot record",
+            why,
+        })?;
         self.objects.sync()?;
-        let id = self.objects.write_bytes(&snap.encode())?;
+        let id = self.objects.write_bytes(&encoded)?;
         self.objects.sync()?;
         let catalog = self.catalog()?;
         catalog.add_snapshot(id, snap)?;
@@ -261,22 +271,13 @@ impl Store {
     }
 }
 
-/// Checks a `--name`: it must not be mistaken for an id prefix or an `agent/` ref.
+/// Checks a `--name`: it must not be mistaken for an id prefix or an `agent/` ref, nor
+/// contain whitespace or control characters (see [`snapshot::name_problem`]).
 pub fn validate_name(name: &str) -> Result<(), StoreError> {
-    let bad = |why| Err(StoreError::BadName(name.to_string(), why));
-    if name.is_empty() {
-        return bad("it is empty");
+    match snapshot::name_problem(name) {
+        Some(why) => Err(StoreError::BadName(name.to_string(), why)),
+        None => Ok(()),
     }
-    if name.starts_with("agent/") {
-        return bad("`agent/<alias>` is reserved for an agent's latest snapshot");
-    }
-    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return bad("it contains whitespace or a control character");
-    }
-    if name.len() >= 8 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return bad("it looks like a snapshot id prefix");
-    }
-    Ok(())
 }
 
 /// A store seen only through its immutable objects (what a mount serves).

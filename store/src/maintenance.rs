@@ -7,7 +7,7 @@
 //! a damaged or deleted catalog can never make gc delete a snapshot's data. Before it removes
 //! anything, it drops the stat caches (captures trust a cache hit without a blob lookup).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::PathBuf;
@@ -43,6 +43,20 @@ pub enum VerifyProblem {
         /// The decoder's message.
         why: String,
     },
+    /// A tree records a size that is not its blob's length (a file) or its subtree's total
+    /// (a directory).
+    WrongSize {
+        /// The snapshot.
+        snapshot: ObjectId,
+        /// The blob or tree.
+        id: ObjectId,
+        /// Where in the snapshot (escaped path).
+        path: String,
+        /// The size the parent tree records.
+        recorded: u64,
+        /// The blob's length or the subtree's total.
+        actual: u64,
+    },
     /// A catalog entry whose record is absent.
     DanglingCatalogEntry {
         /// The snapshot id listed.
@@ -60,6 +74,18 @@ impl std::fmt::Display for VerifyProblem {
                 snapshot.short(12)
             ),
             VerifyProblem::Malformed { id, why } => write!(f, "object {id} is malformed: {why}"),
+            VerifyProblem::WrongSize {
+                snapshot,
+                id,
+                path,
+                recorded,
+                actual,
+            } => write!(
+                f,
+                "snapshot {} records {recorded} bytes for {path} (object {}), which holds {actual}",
+                snapshot.short(12),
+                id.short(16)
+            ),
             VerifyProblem::DanglingCatalogEntry { snapshot } => {
                 write!(
                     f,
@@ -96,6 +122,30 @@ pub struct GcReport {
     pub young_kept: u64,
     /// Stale temp files removed.
     pub temp_removed: u64,
+}
+
+/// What `reindex` did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ReindexReport {
+    /// Snapshots in the rebuilt index.
+    pub snapshots: u64,
+    /// Records left out and names moved, one sentence each (already escaped).
+    pub problems: Vec<String>,
+}
+
+/// What verify collects to check recorded sizes: blob lengths from the object listing,
+/// decoded trees' totals, and every directory reference with the size its parent records.
+#[derive(Default)]
+struct SizeCheck {
+    blob_len: HashMap<ObjectId, u64>,
+    tree_total: HashMap<ObjectId, u64>,
+    dir_refs: Vec<(ObjectId, ObjectId, u64, String)>,
+}
+
+struct ScannedRecord {
+    id: ObjectId,
+    snap: Option<Snapshot>,
+    problem: Option<String>,
 }
 
 /// A running mount's claim on a snapshot; the lease file is removed on drop.
@@ -168,8 +218,9 @@ impl Store {
         Ok(out)
     }
 
-    /// Every snapshot record among the objects.
-    pub fn find_snapshot_records(&self) -> Result<Vec<(ObjectId, Snapshot)>, StoreError> {
+    /// Every snapshot record among the objects, each parsed (syntax only) and validated:
+    /// `(id, parsed, why it fails validation)`. A record that does not even parse is skipped.
+    fn scan_records(&self) -> Result<Vec<ScannedRecord>, StoreError> {
         let mut out = Vec::new();
         for (id, len, _) in self.objects().list()? {
             if len < RECORD_PREFIX.len() as u64 {
@@ -183,13 +234,49 @@ impl Store {
                 }
                 Err(e) => return Err(e),
             };
-            if head == RECORD_PREFIX {
-                if let Ok(snap) = self.read_snapshot(&id) {
-                    out.push((id, snap));
+            if head != RECORD_PREFIX {
+                continue;
+            }
+            let bytes = match self.objects().read_verified(&id) {
+                Ok(b) => b,
+                Err(StoreError::MissingObject(_)) => continue,
+                Err(e @ StoreError::CorruptObject { .. }) => {
+                    out.push(ScannedRecord {
+                        id,
+                        snap: None,
+                        problem: Some(e.to_string()),
+                    });
+                    continue;
                 }
+                Err(e) => return Err(e),
+            };
+            match Snapshot::parse(&bytes) {
+                Ok(snap) => {
+                    let problem = snap.validate().err().map(|e| e.to_string());
+                    out.push(ScannedRecord {
+                        id,
+                        snap: Some(snap),
+                        problem,
+                    });
+                }
+                Err(e) => out.push(ScannedRecord {
+                    id,
+                    snap: None,
+                    problem: Some(e.to_string()),
+                }),
             }
         }
         Ok(out)
+    }
+
+    /// Every valid snapshot record among the objects.
+    pub fn find_snapshot_records(&self) -> Result<Vec<(ObjectId, Snapshot)>, StoreError> {
+        Ok(self
+            .scan_records()?
+            .into_iter()
+            .filter(|r| r.problem.is_none())
+            .filter_map(|r| r.snap.map(|s| (r.id, s)))
+            .collect())
     }
 
     /// Marks everything reachable from `root`, recording absent objects as problems.
@@ -199,6 +286,7 @@ impl Store {
         root: ObjectId,
         marked: &mut HashSet<ObjectId>,
         problems: &mut Vec<VerifyProblem>,
+        mut sizes: Option<&mut SizeCheck>,
     ) {
         let mut stack = vec![(root, String::from("/"))];
         marked.insert(root);
@@ -218,8 +306,30 @@ impl Store {
                     continue;
                 }
             };
+            if let Some(sizes) = sizes.as_deref_mut() {
+                sizes.tree_total.insert(tree_id, tree.total_size());
+            }
             for e in tree.entries() {
                 let child = format!("{}{}", path, e.display_name());
+                // Sizes are checked at every reference: the same object may be recorded with
+                // a different size elsewhere.
+                if let Some(sizes) = sizes.as_deref_mut() {
+                    if e.kind == EntryKind::Dir {
+                        sizes
+                            .dir_refs
+                            .push((snapshot, e.id, e.size, format!("{child}/")));
+                    } else if let Some(&actual) = sizes.blob_len.get(&e.id) {
+                        if actual != e.size {
+                            problems.push(VerifyProblem::WrongSize {
+                                snapshot,
+                                id: e.id,
+                                path: child.clone(),
+                                recorded: e.size,
+                                actual,
+                            });
+                        }
+                    }
+                }
                 if !marked.insert(e.id) {
                     continue;
                 }
@@ -264,10 +374,20 @@ impl Store {
         let _lock = crate::lock::shared(self.root(), "verify")?;
         let listed = self.catalog()?.snapshots()?;
         let mut marked = HashSet::new();
+        let mut sizes = SizeCheck {
+            blob_len: objects.iter().map(|(id, len, _)| (*id, *len)).collect(),
+            ..SizeCheck::default()
+        };
         for s in listed {
             report.snapshots += 1;
             match self.read_snapshot(&s.id) {
-                Ok(snap) => self.mark(s.id, snap.root, &mut marked, &mut report.problems),
+                Ok(snap) => self.mark(
+                    s.id,
+                    snap.root,
+                    &mut marked,
+                    &mut report.problems,
+                    Some(&mut sizes),
+                ),
                 Err(StoreError::MissingObject(_)) => {
                     let still_listed = self.catalog()?.snapshots()?.iter().any(|x| x.id == s.id);
                     if still_listed {
@@ -285,6 +405,19 @@ impl Store {
                 }),
             }
         }
+        for (snapshot, id, recorded, path) in sizes.dir_refs {
+            if let Some(&actual) = sizes.tree_total.get(&id) {
+                if actual != recorded {
+                    report.problems.push(VerifyProblem::WrongSize {
+                        snapshot,
+                        id,
+                        path,
+                        recorded,
+                        actual,
+                    });
+                }
+            }
+        }
         Ok(report)
     }
 
@@ -297,13 +430,17 @@ impl Store {
         let mut report = GcReport::default();
         let mut marked = HashSet::new();
         let mut ignored = Vec::new();
-        for (id, snap) in self.find_snapshot_records()? {
-            marked.insert(id);
-            self.mark(id, snap.root, &mut marked, &mut ignored);
+        // Every record that parses keeps its data, valid or not: gc must never be the one to
+        // destroy a snapshot (reindex reports the invalid ones; `forget` removes them).
+        for rec in self.scan_records()? {
+            marked.insert(rec.id);
+            if let Some(snap) = rec.snap {
+                self.mark(rec.id, snap.root, &mut marked, &mut ignored, None);
+            }
         }
         for (snapshot, root) in self.live_leases()? {
             marked.insert(snapshot);
-            self.mark(snapshot, root, &mut marked, &mut ignored);
+            self.mark(snapshot, root, &mut marked, &mut ignored, None);
         }
         let doomed: Vec<(ObjectId, u64)> = self
             .objects()
@@ -351,18 +488,51 @@ impl Store {
         Ok(report)
     }
 
-    /// Rebuilds the catalog's snapshot list and names from the snapshot records.
-    pub fn reindex(&self) -> Result<u64, StoreError> {
+    /// Rebuilds the catalog's snapshot list and names from the snapshot records. Invalid
+    /// records are left out and reported; a name on several records stays on the newest.
+    pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
         // Exclusive: a record committed or forgotten between the scan and the rebuild would
         // otherwise be missing from, or listed in, the new index.
         let _lock = crate::lock::exclusive(self.root(), "reindex")?;
-        let records = self.find_snapshot_records()?;
+        let mut report = ReindexReport::default();
+        let mut records = Vec::new();
+        for rec in self.scan_records()? {
+            match (rec.snap, rec.problem) {
+                (Some(snap), None) => records.push((rec.id, snap)),
+                (_, problem) => report.problems.push(format!(
+                    "snapshot record {} left out: {}",
+                    rec.id,
+                    problem.unwrap_or_default()
+                )),
+            }
+        }
+        // Newest last, so the newest holder of a name is the one that keeps it.
+        records.sort_by_key(|r| (r.1.created_unix_ns, r.0));
+        let mut holder: HashMap<String, ObjectId> = HashMap::new();
+        for (id, snap) in &records {
+            if let Some(name) = &snap.name {
+                holder.insert(name.clone(), *id);
+            }
+        }
         let catalog = self.catalog()?;
         catalog.clear_index()?;
-        for (id, snap) in &records {
+        for (id, snap) in &mut records {
+            if let Some(name) = &snap.name {
+                let newest = holder[name];
+                if newest != *id {
+                    report.problems.push(format!(
+                        "snapshot {} is also named {}: the name stays on the newer {}",
+                        id.short(16),
+                        crate::escape::escape_text(name),
+                        newest.short(16)
+                    ));
+                    snap.name = None;
+                }
+            }
             catalog.add_snapshot(*id, snap)?;
         }
-        Ok(records.len() as u64)
+        report.snapshots = records.len() as u64;
+        Ok(report)
     }
 
     /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`.
@@ -431,7 +601,7 @@ mod tests {
         fs::remove_dir_all(dir.path().join("catalog")).unwrap();
         store.gc(0).unwrap();
         assert!(store.objects().has(&blob));
-        assert_eq!(store.reindex().unwrap(), 1);
+        assert_eq!(store.reindex().unwrap().snapshots, 1);
         assert_eq!(store.resolve("s").unwrap(), snap);
         // A lease keeps a forgotten snapshot's data while the mount lives.
         let root = store.read_snapshot(&snap).unwrap().root;
@@ -463,5 +633,74 @@ mod tests {
             v.problems.as_slice(),
             [VerifyProblem::Missing { snapshot, id, path }] if *snapshot == snap && *id == blob && path == "/f"
         ));
+    }
+
+    #[test]
+    fn verify_checks_every_recorded_size() {
+        for (file_size, dir_size) in [(1_000_000_000_000, 6), (1, 6), (0, 6), (6, 7), (6, 0)] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open_or_create(dir.path()).unwrap();
+            let (blob, len) = store.objects().write_from(&mut &b"six b."[..]).unwrap();
+            assert_eq!(len, 6);
+            let file = |size| TreeEntry {
+                name: b"f".to_vec(),
+                kind: EntryKind::File,
+                size,
+                id: blob,
+            };
+            let sub = store
+                .write_tree(&Tree::from_entries(vec![file(file_size)]).unwrap())
+                .unwrap();
+            // The same blob once more with its true size: sizes are checked per reference.
+            let root = Tree::from_entries(vec![
+                TreeEntry {
+                    name: b"d".to_vec(),
+                    kind: EntryKind::Dir,
+                    size: dir_size,
+                    id: sub,
+                },
+                TreeEntry {
+                    name: b"g".to_vec(),
+                    ..file(6)
+                },
+            ])
+            .unwrap();
+            let root = store.write_tree(&root).unwrap();
+            let snap = Snapshot {
+                root,
+                created_unix_ns: 1,
+                host: "h".into(),
+                kind: SnapshotKind::Tree,
+                source: "s".into(),
+                agent: None,
+                name: None,
+                parent: None,
+                report: CaptureReport::default(),
+            };
+            let lock = store.write_lock().unwrap();
+            let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+            drop(lock);
+            let v = store.verify(&mut |_, _| {}).unwrap();
+            let mut want = Vec::new();
+            if file_size != 6 {
+                want.push(VerifyProblem::WrongSize {
+                    snapshot: id,
+                    id: blob,
+                    path: "/d/f".into(),
+                    recorded: file_size,
+                    actual: 6,
+                });
+            }
+            if dir_size != file_size {
+                want.push(VerifyProblem::WrongSize {
+                    snapshot: id,
+                    id: sub,
+                    path: "/d/".into(),
+                    recorded: dir_size,
+                    actual: file_size,
+                });
+            }
+            assert_eq!(v.problems, want, "file {file_size}, dir {dir_size}");
+        }
     }
 }

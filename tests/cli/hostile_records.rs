@@ -1,0 +1,181 @@
+//! Hostile names and records (issue 8, items 6 to 8). Pins: no input makes a command panic;
+//! every name `ls` prints comes back through `cat`; crafted records (ref-like names, control
+//! characters, impossible times, duplicated names) are left out by `reindex` and reported;
+//! nothing a record holds reaches the terminal raw; `verify` checks recorded sizes.
+
+use std::os::unix::ffi::OsStrExt;
+
+use zeroclaw_bundle_store::{
+    CaptureReport, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, Tree, TreeEntry,
+};
+
+use crate::util::{write, TestEnv};
+
+#[test]
+fn every_printed_name_reads_back_and_bad_escapes_do_not_panic() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    let names: [&[u8]; 7] = [
+        "nel\u{85}".as_bytes(),
+        b"nel\x85",
+        b"caf\xe9",
+        b"esc\x1b[2J",
+        b"back\\slash",
+        b"\\x41",
+        "rlo\u{202e}txt.exe".as_bytes(),
+    ];
+    for (i, name) in names.iter().enumerate() {
+        let path = src.join(std::ffi::OsStr::from_bytes(name));
+        write(&path, format!("content {i}").as_bytes());
+    }
+    let id = env.snapshot(&src);
+    let listing = env.run(&["ls", &id]).ok().out.stdout;
+    assert!(!listing.contains(&0x1b), "raw ESC on the terminal");
+    let text = String::from_utf8(listing).expect("ls prints UTF-8 only");
+    let printed: Vec<&str> = text
+        .lines()
+        .map(|l| l.split_whitespace().nth(2).expect("kind size name"))
+        .collect();
+    assert_eq!(printed.len(), names.len(), "{text}");
+    // Each printed spelling names its own file (the pair nel+U+0085 / nel+0x85 included).
+    let mut seen: Vec<Vec<u8>> = printed.iter().map(|p| env.cat(&id, p)).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), names.len(), "two spellings read the same file");
+
+    // Malformed escapes: a clear error, never a panic (exit 101).
+    for bad in ["\\x1é", "\\xé", "\\u{110000}", "\\u{", "\\", "\\x"] {
+        let r = env.run(&["cat".to_string(), format!("{id}:{bad}")]);
+        assert_eq!(r.code(), 1, "{}", r.describe());
+        assert!(r.stderr().contains("no such file"), "{}", r.describe());
+        let r = env.run(&["ls".to_string(), format!("{id}:{bad}")]);
+        assert_eq!(r.code(), 1, "{}", r.describe());
+    }
+}
+
+#[test]
+fn the_old_spelling_of_a_c1_control_is_accepted_back() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("nel\u{85}"), b"next line");
+    let id = env.snapshot(&src);
+    assert_eq!(env.cat(&id, "nel\\x85"), b"next line");
+    assert_eq!(env.cat(&id, "nel\\u{85}"), b"next line");
+}
+
+fn record(root: ObjectId, at: i128, name: Option<&str>, source: &str) -> Snapshot {
+    Snapshot {
+        root,
+        created_unix_ns: at,
+        host: "elsewhere".into(),
+        kind: SnapshotKind::Tree,
+        source: source.into(),
+        agent: None,
+        name: name.map(str::to_string),
+        parent: None,
+        report: CaptureReport::default(),
+    }
+}
+
+#[test]
+fn crafted_records_are_left_out_reported_and_never_printed_raw() {
+    let env = TestEnv::new();
+    env.run(&["list"]).ok();
+    let store = Store::open_or_create(&env.store).unwrap();
+    let root = store.write_tree(&Tree::default()).unwrap();
+    let t = 1_700_000_000_000_000_000;
+    let bad = [
+        record(root, t, Some("agent/researcher"), "a"),
+        record(root, t, Some("deadbeefdeadbeef"), "b"),
+        record(root, t, Some("\x1b[2J\x1b[31mfake"), "c"),
+        record(root, 10i128.pow(30), None, "d"),
+        record(root, -(10i128.pow(30)), None, "e"),
+    ];
+    let good = [
+        record(root, t, Some("dup"), "older"),
+        record(root, t + 1, Some("dup"), "newer"),
+        record(root, t + 2, None, "/tmp/\x1b[2J\x1b]0;pwned\x07"),
+    ];
+    for s in bad.iter().chain(&good) {
+        store.objects().write_bytes(&s.encode()).unwrap();
+    }
+    let r = env.run(&["reindex"]).ok();
+    assert!(
+        r.stdout().contains("reindexed 3 snapshots"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(
+        r.stderr().matches("left out").count(),
+        5,
+        "{}",
+        r.describe()
+    );
+    assert!(r.stderr().contains("also named dup"), "{}", r.describe());
+    assert!(!r.out.stderr.contains(&0x1b), "{}", r.describe());
+
+    let newer = ObjectId::of(&good[1].encode());
+    let resolved = env.run(&["--json", "show", "dup"]).ok().json();
+    assert_eq!(resolved["id"].as_str().unwrap(), newer.to_hex());
+    let list = env.run(&["list"]).ok();
+    assert!(!list.out.stdout.contains(&0x1b), "{}", list.describe());
+    assert!(
+        list.stdout().contains("/tmp/\\x1b[2J\\x1b]0;pwned\\x07"),
+        "{}",
+        list.describe()
+    );
+    assert_eq!(
+        list.stdout().matches(" dup ").count(),
+        1,
+        "{}",
+        list.describe()
+    );
+    let odd = ObjectId::of(&good[2].encode()).to_hex();
+    let show = env.run(&["show", &odd]).ok();
+    assert!(!show.out.stdout.contains(&0x1b) && !show.out.stdout.contains(&0x07));
+    // A crafted record is never reachable by reference, but gc keeps its data.
+    env.run(&["gc", "--grace", "0"]).ok();
+    assert!(store.objects().has(&ObjectId::of(&bad[0].encode())));
+}
+
+#[test]
+fn verify_fails_on_recorded_sizes_that_are_not_true() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("six"), b"6bytes");
+    let id = env.snapshot(&src);
+    env.run(&["verify"]).ok();
+    let store = Store::open_or_create(&env.store).unwrap();
+    let snap = store.read_snapshot(&id.parse().unwrap()).unwrap();
+    let blob = store.read_tree(&snap.root).unwrap().entries()[0].id;
+    for size in [1_000_000_000_000u64, 1, 0] {
+        let tree = Tree::from_entries(vec![TreeEntry {
+            name: b"six".to_vec(),
+            kind: EntryKind::File,
+            size,
+            id: blob,
+        }])
+        .unwrap();
+        let root = store.write_tree(&tree).unwrap();
+        let lock = store.write_lock().unwrap();
+        let rec = record(
+            root,
+            1_700_000_000_000_000_000 + i128::from(size),
+            None,
+            "x",
+        );
+        store.commit_snapshot(&lock, &rec, None).unwrap();
+        drop(lock);
+        let r = env.run(&["verify"]);
+        assert_eq!(r.code(), 1, "size {size}: {}", r.describe());
+        assert!(
+            r.stdout()
+                .contains(&format!("records {size} bytes for /six")),
+            "{}",
+            r.describe()
+        );
+        env.run(&["forget", &ObjectId::of(&rec.encode()).to_hex()])
+            .ok();
+    }
+    env.run(&["verify"]).ok();
+}
