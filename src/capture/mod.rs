@@ -78,7 +78,7 @@ pub enum CaptureError {
         path: String,
     },
     /// The store failed.
-    #[error("could not store {path}: {source}")]
+    #[error("could not store {path}")]
     Store {
         /// Bundle path of the entry.
         path: String,

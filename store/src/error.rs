@@ -8,15 +8,16 @@ use crate::id::ObjectId;
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// An I/O failure, with the operation and the path it touched.
-    #[error("could not {op} {path}: {source}")]
+    /// An I/O failure, with the operation and the path it touched. The OS error is part of
+    /// the message (not a separate `source`), so a printed chain says it once.
+    #[error("could not {op} {path}: {error}")]
     Io {
         /// The verb: "open", "read", "write", "rename", ...
         op: &'static str,
         /// The path involved.
         path: PathBuf,
         /// The underlying error.
-        source: io::Error,
+        error: io::Error,
     },
     /// The store directory is not a store (a file, or a directory with foreign content).
     #[error("{path} is not a zeroclaw-bundle store: {why}")]
@@ -95,6 +96,16 @@ pub enum StoreError {
         /// How long we waited.
         waited_ms: u64,
     },
+    /// The catalog cannot be opened (a torn log after a full disk or a crash). Opening the
+    /// store's catalog recovers from it (sets it aside and rebuilds it); callers see it only
+    /// if that fails too.
+    #[error("catalog {path} is unreadable: {why}")]
+    CatalogUnreadable {
+        /// The catalog directory.
+        path: PathBuf,
+        /// The database's message.
+        why: String,
+    },
     /// The catalog database failed.
     #[error("catalog {path}: {why}; `zeroclaw-bundle reindex` rebuilds it from the objects")]
     Catalog {
@@ -162,7 +173,7 @@ impl StoreError {
         StoreError::Io {
             op,
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

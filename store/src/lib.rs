@@ -192,8 +192,63 @@ impl Store {
     }
 
     /// Opens the catalog; drop the result as soon as the work with it is done.
+    ///
+    /// A catalog that cannot be opened (a torn log after a full disk or a crash) is a cache
+    /// of the objects: it is renamed `catalog.broken-<unix time>-<token>` (kept for a
+    /// post-mortem; delete it freely), a one-line notice goes to stderr, and a new catalog is
+    /// rebuilt from the snapshot records. Stat caches are lost (the next capture rehashes).
     pub fn catalog(&self) -> Result<Catalog, StoreError> {
-        Catalog::open(&self.root.join("catalog"))
+        let path = self.root.join("catalog");
+        let before = fs::symlink_metadata(&path).ok();
+        // Reading the (small) snapshot index once finds a log that opens but is torn.
+        let why = match Catalog::open(&path).and_then(|c| c.snapshots().map(|_| c)) {
+            Err(StoreError::CatalogUnreadable { why, .. }) => why,
+            Ok(c) if c.is_fresh() => return self.complete(c),
+            other => return other,
+        };
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let aside = self
+            .root
+            .join(format!("catalog.broken-{stamp}-{}", sys::random_token()));
+        // Another process may have set it aside and rebuilt it meanwhile: move only the
+        // directory that failed to open (same inode), and never a fresh one.
+        let now = fs::symlink_metadata(&path).ok();
+        let same = {
+            use std::os::unix::fs::MetadataExt;
+            matches!((&before, &now), (Some(a), Some(b)) if a.ino() == b.ino() && a.dev() == b.dev())
+        };
+        if same {
+            match fs::rename(&path, &aside) {
+                Ok(()) => eprintln!(
+                    "notice: the catalog could not be used ({why}); moved it to {} and rebuilt it from the objects",
+                    aside.display()
+                ),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(StoreError::io(
+                        "set aside the unreadable catalog",
+                        &path,
+                        e,
+                    ))
+                }
+            }
+        }
+        let catalog = Catalog::open(&path)?;
+        if catalog.is_fresh() {
+            return self.complete(catalog);
+        }
+        Ok(catalog)
+    }
+
+    /// Builds a new catalog's index from the records, then marks it complete: a build cut
+    /// short (a full disk) leaves it unmarked, and the next open sets it aside again.
+    fn complete(&self, mut catalog: Catalog) -> Result<Catalog, StoreError> {
+        self.rebuild_index(&catalog)?;
+        catalog.mark_complete()?;
+        Ok(catalog)
     }
 
     /// Writes a tree object.
@@ -307,6 +362,7 @@ impl ObjectSource for StoreReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::{CaptureReport, SnapshotKind};
 
     #[test]
     fn refuses_file_foreign_dir_and_newer_version() {
@@ -357,5 +413,61 @@ mod tests {
         assert!(validate_name("agent/x").is_err());
         assert!(validate_name("a b").is_err());
         assert!(validate_name("").is_err());
+    }
+
+    fn garble_catalog(root: &Path) {
+        let db = root.join("catalog/db");
+        let mut bytes = fs::read(&db).unwrap();
+        for b in bytes.iter_mut().step_by(7) {
+            *b ^= 0x5a;
+        }
+        fs::write(&db, bytes).unwrap();
+    }
+
+    fn one_snapshot(store: &Store) -> ObjectId {
+        let root = store.write_tree(&Tree::default()).unwrap();
+        let snap = Snapshot {
+            root,
+            created_unix_ns: 5,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: "s".into(),
+            agent: None,
+            name: Some("kept".into()),
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        let lock = store.write_lock().unwrap();
+        store.commit_snapshot(&lock, &snap, None).unwrap()
+    }
+
+    #[test]
+    fn an_unreadable_catalog_is_set_aside_and_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let id = one_snapshot(&store);
+        garble_catalog(dir.path());
+        let opened = Catalog::open(&dir.path().join("catalog")).and_then(|c| c.snapshots());
+        assert!(
+            matches!(opened, Err(StoreError::CatalogUnreadable { .. })),
+            "{opened:?}"
+        );
+        assert_eq!(store.resolve("kept").unwrap(), id);
+        let aside: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("catalog.broken-")
+            })
+            .collect();
+        assert_eq!(aside.len(), 1);
+        // The store still opens (the set-aside directory is ours), and reindex does not need
+        // the old catalog either.
+        Store::open_or_create(dir.path()).unwrap();
+        garble_catalog(dir.path());
+        assert_eq!(store.reindex().unwrap().snapshots, 1);
+        assert_eq!(store.resolve("kept").unwrap(), id);
     }
 }

@@ -16,7 +16,7 @@ use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::snapshot::RECORD_PREFIX;
 use crate::tree::EntryKind;
-use crate::{Snapshot, Store};
+use crate::{Catalog, Snapshot, Store};
 
 /// One problem found by `verify`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -229,7 +229,7 @@ impl Store {
             let head = match self.objects().peek(&id, RECORD_PREFIX.len()) {
                 Ok(head) => head,
                 // Forgotten since the listing (forget runs beside a verify or a reindex scan).
-                Err(StoreError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+                Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                     continue
                 }
                 Err(e) => return Err(e),
@@ -490,10 +490,19 @@ impl Store {
 
     /// Rebuilds the catalog's snapshot list and names from the snapshot records. Invalid
     /// records are left out and reported; a name on several records stays on the newest.
+    /// An unreadable catalog is set aside first (see [`Store::catalog`]): reindex never needs
+    /// the old one to open.
     pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
         // Exclusive: a record committed or forgotten between the scan and the rebuild would
         // otherwise be missing from, or listed in, the new index.
         let _lock = crate::lock::exclusive(self.root(), "reindex")?;
+        let catalog = self.catalog()?;
+        self.rebuild_index(&catalog)
+    }
+
+    /// Replaces `catalog`'s index with one built from the records (the caller holds what
+    /// keeps the records still: the exclusive lock, or the catalog itself while it is new).
+    pub(crate) fn rebuild_index(&self, catalog: &Catalog) -> Result<ReindexReport, StoreError> {
         let mut report = ReindexReport::default();
         let mut records = Vec::new();
         for rec in self.scan_records()? {
@@ -514,7 +523,6 @@ impl Store {
                 holder.insert(name.clone(), *id);
             }
         }
-        let catalog = self.catalog()?;
         catalog.clear_index()?;
         for (id, snap) in &mut records {
             if let Some(name) = &snap.name {

@@ -3,6 +3,7 @@
 
 mod capture_races;
 mod export;
+mod full_disk;
 mod hostile_records;
 mod mount;
 mod store_cli;
