@@ -593,7 +593,8 @@ mod tests {
     fn second_open_waits_then_reports_busy() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog");
-        let held = Catalog::open(&path).unwrap();
+        let mut held = Catalog::open(&path).unwrap();
+        held.mark_complete().unwrap();
         std::env::set_var("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "150");
         let err = match Catalog::open(&path) {
             Err(e) => e,

@@ -546,8 +546,13 @@ impl Store {
     /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`.
     pub fn forget(&self, snapshot: &ObjectId) -> Result<(), StoreError> {
         let _lock = crate::lock::shared(self.root(), "forget")?;
-        self.catalog()?.remove_snapshot(snapshot)?;
-        self.objects().remove(snapshot)
+        // Both steps inside one catalog session: a catalog being rebuilt (which holds the
+        // catalog while it scans records) sees either both or neither.
+        let catalog = self.catalog()?;
+        catalog.remove_snapshot(snapshot)?;
+        self.objects().remove(snapshot)?;
+        drop(catalog);
+        Ok(())
     }
 }
 
