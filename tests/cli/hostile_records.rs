@@ -179,3 +179,122 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
     }
     env.run(&["verify"]).ok();
 }
+
+/// A tree encoded by hand (bypassing `Tree::from_entries`, which refuses these sizes).
+fn raw_tree(entries: &[(u8, &[u8], u64, ObjectId)]) -> Vec<u8> {
+    let mut out = b"ZCBT\x01".to_vec();
+    out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+    for (kind, name, size, id) in entries {
+        out.push(*kind);
+        out.extend_from_slice(&(name.len() as u16).to_be_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(&size.to_be_bytes());
+        out.extend_from_slice(id.as_bytes());
+    }
+    out
+}
+
+#[test]
+fn impossible_directory_sizes_are_a_clear_decoding_error_everywhere() {
+    let env = TestEnv::new();
+    env.run(&["list"]).ok();
+    let store = Store::open_or_create(&env.store).unwrap();
+    let blob = store.objects().write_bytes(b"6bytes").unwrap();
+    let sub = store
+        .objects()
+        .write_bytes(&raw_tree(&[(1, b"f", 6, blob)]))
+        .unwrap();
+    for sizes in [[u64::MAX, 0], [1 << 63, 1 << 63], [i64::MAX as u64, 1]] {
+        let root = store
+            .objects()
+            .write_bytes(&raw_tree(&[
+                (3, b"a", sizes[0], sub),
+                (3, b"b", sizes[1], sub),
+            ]))
+            .unwrap();
+        let rec = record(root, 1_700_000_000_000_000_000, None, "crafted");
+        let lock = store.write_lock().unwrap();
+        let id = store.commit_snapshot(&lock, &rec, None).unwrap().to_hex();
+        drop(lock);
+        let out = env.path("out");
+        for args in [
+            vec!["ls".to_string(), "-r".into(), id.clone()],
+            vec!["cat".to_string(), format!("{id}:a/f")],
+            vec![
+                "checkout".to_string(),
+                id.clone(),
+                "--out".into(),
+                out.to_str().unwrap().into(),
+            ],
+        ] {
+            let r = env.run(&args);
+            assert_eq!(r.code(), 1, "{sizes:?}: {}", r.describe());
+            assert!(
+                r.stderr().contains("impossible size"),
+                "{sizes:?}: {}",
+                r.describe()
+            );
+        }
+        assert!(!out.exists());
+        let v = env.run(&["verify"]);
+        assert_eq!(v.code(), 1, "{}", v.describe());
+        assert!(v.stdout().contains("impossible size"), "{}", v.describe());
+        env.run(&["forget", &id]).ok();
+    }
+    env.run(&["verify"]).ok();
+}
+
+/// A mount of a snapshot whose subdirectory records impossible sizes: the mount starts, the
+/// sound part reads, the bad directory answers an error (its decoding error, EIO), and the
+/// daemon stays up. Needs FUSE (fails in CI without it).
+#[test]
+fn a_mount_survives_a_directory_with_impossible_sizes() {
+    let fuse = std::path::Path::new("/dev/fuse").exists() && crate::util::is_root();
+    if !fuse {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must run the FUSE tests"
+        );
+        eprintln!("SKIPPED: FUSE is not usable here");
+        return;
+    }
+    let env = TestEnv::new();
+    env.run(&["list"]).ok();
+    let store = Store::open_or_create(&env.store).unwrap();
+    let blob = store.objects().write_bytes(b"6bytes").unwrap();
+    let leaf = store
+        .objects()
+        .write_bytes(&raw_tree(&[(1, b"f", 6, blob)]))
+        .unwrap();
+    let bad = store
+        .objects()
+        .write_bytes(&raw_tree(&[(3, b"x", u64::MAX, leaf), (3, b"y", 2, leaf)]))
+        .unwrap();
+    let root = store
+        .objects()
+        .write_bytes(&raw_tree(&[(3, b"bad", 12, bad), (1, b"good", 6, blob)]))
+        .unwrap();
+    let rec = record(root, 1_700_000_000_000_000_000, None, "crafted");
+    let lock = store.write_lock().unwrap();
+    let id = store.commit_snapshot(&lock, &rec, None).unwrap().to_hex();
+    drop(lock);
+    let mnt = env.path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    env.run(&["mount", &id, mnt.to_str().unwrap(), "--daemon"])
+        .ok();
+    let unmount = || {
+        env.run(&["umount", mnt.to_str().unwrap()]);
+    };
+    let good = std::fs::read(mnt.join("good"));
+    let listing = std::fs::read_dir(mnt.join("bad")).and_then(|rd| {
+        rd.count()
+            .checked_sub(0)
+            .ok_or_else(|| std::io::Error::other("x"))
+    });
+    let again = std::fs::read(mnt.join("good"));
+    unmount();
+    assert_eq!(good.unwrap(), b"6bytes");
+    let e = listing.expect_err("a directory with impossible sizes must not list");
+    assert_eq!(e.raw_os_error(), Some(5), "{e}");
+    assert_eq!(again.unwrap(), b"6bytes", "the daemon stays up");
+}
