@@ -252,8 +252,27 @@ impl Catalog {
         db_err(&self.path, e)
     }
 
-    /// Records a snapshot (and its name) and flushes to disk.
+    /// Records a snapshot (and its name) and flushes to disk. A name already on another
+    /// snapshot moves to this one (the other is listed without it), so `list` and name
+    /// resolution always agree.
     pub fn add_snapshot(&self, id: ObjectId, snap: &Snapshot) -> Result<(), StoreError> {
+        if let Some(name) = &snap.name {
+            if let Some(previous) = self.name_target(name)?.filter(|p| *p != id) {
+                if let Some(v) = self
+                    .snapshots
+                    .get(previous.as_bytes())
+                    .map_err(|e| self.err(e))?
+                {
+                    if let Ok(mut old) = serde_json::from_slice::<SnapshotSummary>(&v) {
+                        old.name = None;
+                        let value = serde_json::to_vec(&old).expect("summaries serialize");
+                        self.snapshots
+                            .insert(previous.as_bytes(), value)
+                            .map_err(|e| self.err(e))?;
+                    }
+                }
+            }
+        }
         let summary = SnapshotSummary::of(id, snap);
         let value = serde_json::to_vec(&summary).expect("summaries serialize");
         self.snapshots

@@ -298,3 +298,30 @@ fn a_mount_survives_a_directory_with_impossible_sizes() {
     assert_eq!(e.raw_os_error(), Some(5), "{e}");
     assert_eq!(again.unwrap(), b"6bytes", "the daemon stays up");
 }
+
+#[test]
+fn a_name_given_twice_moves_to_the_newer_snapshot_in_list_too() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a"), b"one");
+    let first = env
+        .snapshot_with(&src, &["--name", "release"])
+        .ok()
+        .last_line();
+    write(&src.join("a"), b"two");
+    let second = env
+        .snapshot_with(&src, &["--name", "release"])
+        .ok()
+        .last_line();
+    let list = env.run(&["--json", "list"]).ok().json();
+    let named: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["name"] == "release")
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(named, [second.as_str()]);
+    assert_eq!(env.cat("release", "a"), b"two");
+    env.run(&["show", &first]).ok();
+}
