@@ -280,7 +280,7 @@ impl Store {
     /// it from before the first object a capture reuses or writes until its snapshot is
     /// committed. Waits while a gc or reindex runs.
     pub fn write_lock(&self) -> Result<WriteLock, StoreError> {
-        lock::shared(&self.root, "write")
+        lock::shared(&self.root, "write a snapshot")
     }
 
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs

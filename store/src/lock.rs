@@ -20,6 +20,9 @@ use crate::error::StoreError;
 /// The default wait for the store lock.
 const DEFAULT_WAIT: Duration = Duration::from_secs(30 * 60);
 
+/// After this long waiting, say so once on stderr.
+const NOTICE_AFTER: Duration = Duration::from_secs(2);
+
 /// Proof that this process holds the store lock shared (a writer). Dropping it releases it.
 #[derive(Debug)]
 pub struct WriteLock {
@@ -66,6 +69,7 @@ fn acquire(
     let (file, path) = open(root)?;
     let start = Instant::now();
     let mut delay = Duration::from_millis(2);
+    let mut told = false;
     loop {
         let attempt = if exclusive {
             file.try_lock()
@@ -81,6 +85,14 @@ fn acquire(
                         purpose,
                         waited_ms: start.elapsed().as_millis() as u64,
                     });
+                }
+                if !told && start.elapsed() >= NOTICE_AFTER {
+                    // Say why nothing happens (a gc waiting for a capture, or the reverse).
+                    eprintln!(
+                        "notice: waiting to {purpose}: another zeroclaw-bundle process holds {}",
+                        path.display()
+                    );
+                    told = true;
                 }
                 std::thread::sleep(delay);
                 delay = (delay * 2).min(Duration::from_millis(50));
