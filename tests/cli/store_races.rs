@@ -61,14 +61,20 @@ fn gc_at_the_commit_seam_cannot_delete_what_the_capture_reuses() {
         .ok();
     let second = r.last_line();
     let gc_text = std::fs::read_to_string(&gc_out).expect("the hook ran gc");
+    // What the operator sees first: the capture said it succeeded, so its data is there.
+    let v = env.run(&["verify"]);
     assert!(
-        gc_text.contains("store is busy") && gc_text.contains("exit 1"),
-        "gc must wait for the capture, not sweep under it:\n{gc_text}"
+        v.out.status.success(),
+        "gc at the seam said:\n{gc_text}\n{}",
+        v.describe()
     );
-    env.run(&["verify"]).ok();
     assert_eq!(
         env.cat(&second, "kept.md"),
         b"unchanged content the next capture dedups against"
+    );
+    assert!(
+        gc_text.contains("store is busy") && gc_text.contains("exit 1"),
+        "gc must wait for the capture, not sweep under it:\n{gc_text}"
     );
     // Once the capture committed, gc (any grace) keeps everything it references.
     env.run(&["gc", "--grace", "0"]).ok();
