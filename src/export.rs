@@ -153,8 +153,10 @@ fn capture_plan(
     let keep = |path: &str| filter.keeps(path);
     let source = format!("agent {alias} at {}", install.root().display());
     let parent = store.catalog()?.latest_of_source(&source)?;
+    let lock = store.write_lock()?;
     let mut capture = Capture::begin(
         store,
+        &lock,
         format!("agent:{}\0{alias}", install.root().display()),
         progress,
     )?;
@@ -274,8 +276,9 @@ fn capture_plan(
     };
     // A signal during the capture stops it here at the latest: nothing is recorded.
     crate::interrupt::check().map_err(|_| crate::capture::CaptureError::Interrupted)?;
+    crate::hooks::seam("before-commit", &snapshot.source);
     let id = store
-        .commit_snapshot(&snapshot, Some(&cache_update))
+        .commit_snapshot(&lock, &snapshot, Some(&cache_update))
         .context("could not record the snapshot")?;
     Ok(AgentSnapshot {
         id,

@@ -113,10 +113,10 @@ pub(crate) fn read_file(store: &Store, sink: &Sink, job: &FileJob) -> FileOutcom
     match sink.put_blob(store, &job.path, &mut file) {
         Ok((id, len)) => FileOutcome::Stored { id, len, opened },
         Err(StoreError::Io {
-            op: "read", source, ..
+            op: "read", error, ..
         }) => FileOutcome::Failed(CaptureError::Unreadable {
             path: job.path.clone(),
-            source,
+            source: error,
         }),
         Err(source) => FileOutcome::Failed(CaptureError::Store {
             path: job.path.clone(),

@@ -31,7 +31,7 @@ use std::sync::{mpsc, Arc};
 use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
     escape_name, CaptureReport, EntryKind, ObjectId, Skipped, StatCache, StatCacheUpdate,
-    StatEntry, Store, StoreError, Tally, Tree, TreeEntry,
+    StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::sys::{self, FileKind, Stat};
@@ -85,7 +85,7 @@ pub enum CaptureError {
         path: String,
     },
     /// The store failed.
-    #[error("could not store {path}: {source}")]
+    #[error("could not store {path}")]
     Store {
         /// Bundle path of the entry.
         path: String,
@@ -159,9 +159,12 @@ pub struct Capture<'s> {
 
 impl<'s> Capture<'s> {
     /// Starts a capture whose stat cache is stored under `cache_key` (one key per source).
-    /// Opens the catalog only for the moment it takes to load the cache.
+    /// Opens the catalog only for the moment it takes to load the cache. `_lock` (the store's
+    /// write lock, held until the snapshot is committed) keeps gc from removing a blob the
+    /// cache or a dedup check reuses.
     pub fn begin(
         store: &'s Store,
+        _lock: &'s WriteLock,
         cache_key: String,
         progress: ProgressBar,
     ) -> Result<Capture<'s>, StoreError> {

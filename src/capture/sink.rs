@@ -85,7 +85,7 @@ impl Sink {
             let n = reader.read(&mut buf).map_err(|source| StoreError::Io {
                 op: "read",
                 path: path.into(),
-                source,
+                error: source,
             })?;
             if n == 0 {
                 break;

@@ -196,8 +196,12 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     } else {
         KeepBytes::TopLevel(BUNDLE_FILE_CAP)
     };
+    // Nothing is written to the objects, but the capture API takes the store's shared lock
+    // for the stat cache it keeps.
+    let lock = store.write_lock()?;
     let mut capture = Capture::begin(
         store,
+        &lock,
         format!("diff:{}", abs.display()),
         ctx.progress(None, "hashing", false),
     )?

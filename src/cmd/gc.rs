@@ -40,11 +40,14 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// Runs `reindex`.
 pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
-    let n = ctx.store()?.reindex()?;
+    let r = ctx.store()?.reindex()?;
     if ctx.json {
-        ctx.print_json(&json!({ "snapshots": n }))?;
+        ctx.print_json(&json!(r))?;
     } else {
-        crate::outln!("reindexed {n} snapshots")?;
+        for p in &r.problems {
+            crate::note!("warning: {p}");
+        }
+        crate::outln!("reindexed {} snapshots", r.snapshots)?;
     }
     Ok(Outcome::Success)
 }

@@ -3,6 +3,8 @@
 
 use anyhow::Result;
 
+use zeroclaw_bundle_store::escape_text;
+
 use crate::clock::rfc3339_utc;
 use crate::cmd::{human_bytes, Ctx, Outcome};
 
@@ -25,8 +27,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         .iter()
         .map(|s| {
             let label = match (&s.name, &s.agent) {
-                (Some(n), _) => n.clone(),
-                (None, Some(a)) => format!("agent/{a}"),
+                (Some(n), _) => escape_text(n),
+                (None, Some(a)) => format!("agent/{}", escape_text(a)),
                 (None, None) => "-".to_string(),
             };
             [
@@ -35,7 +37,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
                 label,
                 s.files.to_string(),
                 human_bytes(s.bytes),
-                s.source.clone(),
+                escape_text(&s.source),
             ]
         })
         .collect();

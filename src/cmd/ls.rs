@@ -15,13 +15,18 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
     let snap = store.read_snapshot(&id)?;
     let reader = store.reader();
     let entry = resolve_path(&reader, &snap.root, &path, &id.short(12))?;
-    let base = String::from_utf8_lossy(&path).trim_matches('/').to_string();
+    let start = path.iter().position(|b| *b != b'/').unwrap_or(path.len());
+    let end = path
+        .iter()
+        .rposition(|b| *b != b'/')
+        .map_or(start, |i| i + 1);
+    let base = &path[start..end.max(start)];
     let mut rows = Vec::new();
     if entry.kind == EntryKind::Dir {
         list_dir(
             &reader,
             &entry.id,
-            &escape_name(base.as_bytes()),
+            &escape_name(base),
             args.recursive,
             &mut rows,
         )?;

@@ -49,13 +49,13 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
                     .map_err(|e| zeroclaw_bundle_store::StoreError::Io {
                         op: "write pack",
                         path: tmp.clone(),
-                        source: e.into_error(),
+                        error: e.into_error(),
                     })?;
                 file.sync_all()
                     .map_err(|e| zeroclaw_bundle_store::StoreError::Io {
                         op: "sync pack",
                         path: tmp.clone(),
-                        source: e,
+                        error: e,
                     })?;
                 Ok(s)
             });

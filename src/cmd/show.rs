@@ -3,6 +3,8 @@
 use anyhow::Result;
 use serde_json::json;
 
+use zeroclaw_bundle_store::escape_text;
+
 use crate::cli::RefArgs;
 use crate::clock::rfc3339_utc;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
@@ -21,7 +23,7 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     crate::outln!("snapshot  {id}")?;
     crate::outln!("created   {}", rfc3339_utc(snap.created_unix_ns))?;
-    crate::outln!("host      {}", snap.host)?;
+    crate::outln!("host      {}", escape_text(&snap.host))?;
     crate::outln!(
         "kind      {}",
         match snap.kind {
@@ -29,12 +31,12 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
             zeroclaw_bundle_store::SnapshotKind::AgentBundle => "agent bundle",
         }
     )?;
-    crate::outln!("source    {}", snap.source)?;
+    crate::outln!("source    {}", escape_text(&snap.source))?;
     if let Some(a) = &snap.agent {
-        crate::outln!("agent     {a}")?;
+        crate::outln!("agent     {}", escape_text(a))?;
     }
     if let Some(n) = &snap.name {
-        crate::outln!("name      {n}")?;
+        crate::outln!("name      {}", escape_text(n))?;
     }
     if let Some(p) = &snap.parent {
         crate::outln!("parent    {p}")?;
@@ -52,7 +54,7 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
             .iter()
             .map(|t| {
                 [
-                    t.label.clone(),
+                    escape_text(&t.label),
                     count(t.files, "file"),
                     human_bytes(t.bytes),
                 ]
@@ -77,7 +79,8 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
         .max()
         .unwrap_or(0);
     for s in &snap.report.skipped {
-        crate::outln!("skipped   {:<w$}  {}", s.reason, s.path)?;
+        // Stored escaped at capture (and checked on decode to hold nothing invisible).
+        crate::outln!("skipped   {:<w$}  {}", escape_text(&s.reason), s.path)?;
     }
     Ok(Outcome::Success)
 }

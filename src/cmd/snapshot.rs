@@ -49,8 +49,9 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.create_store()?;
     let named = name_holder(&store, args.name.as_deref());
     let parent = store.catalog()?.latest_of_source(&source)?;
+    let lock = store.write_lock()?;
     let bar = ctx.progress(None, "capturing", false);
-    let mut capture = Capture::begin(&store, format!("dir:{source}"), bar.clone())?;
+    let mut capture = Capture::begin(&store, &lock, format!("dir:{source}"), bar.clone())?;
     let walked = capture
         .walk(fd, ".", &keep_everything)
         .inspect_err(|_| clear_progress(&[&bar]))?;
@@ -71,8 +72,9 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     crate::interrupt::check()
         .map_err(|_| crate::capture::CaptureError::Interrupted)
         .inspect_err(|_| clear_progress(&[&bar]))?;
+    crate::hooks::seam("before-commit", &snap.source);
     let id = store
-        .commit_snapshot(&snap, Some(&cache_update))
+        .commit_snapshot(&lock, &snap, Some(&cache_update))
         .context("could not record the snapshot")?;
     if ctx.json {
         ctx.print_json(&json!({
@@ -90,7 +92,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
                 "captured {}, {} from {}{}",
                 count(snap.files(), "file"),
                 human_bytes(snap.bytes()),
-                snap.source,
+                zeroclaw_bundle_store::escape_text(&snap.source),
                 if skipped > 0 {
                     format!(" ({} skipped: see `show`)", count(skipped, "entry"))
                 } else {

@@ -56,7 +56,7 @@ impl TreeSide for SourceSide<'_> {
                 .map_err(|source| StoreError::Io {
                     op: "read object",
                     path: id.to_hex().into(),
-                    source,
+                    error: source,
                 })?;
             if n == 0 {
                 break;

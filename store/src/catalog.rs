@@ -24,6 +24,10 @@ const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(20);
 /// would let a large stat-cache update dominate a capture's memory.
 const SLED_CACHE_BYTES: u64 = 8 * 1024 * 1024;
 
+/// Written once a new catalog's index is built (see `Catalog::from_db`).
+const FORMAT_KEY: &[u8] = b"zeroclaw-bundle catalog";
+const FORMAT_VALUE: &[u8] = b"1";
+
 /// What `list` shows of a snapshot without loading its record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SnapshotSummary {
@@ -178,6 +182,7 @@ impl StatCacheUpdate {
 
 /// An open catalog. Drop it as soon as possible: it locks out other processes.
 pub struct Catalog {
+    fresh: bool,
     path: PathBuf,
     db: sled::Db,
     snapshots: sled::Tree,
@@ -195,13 +200,14 @@ impl Catalog {
             .unwrap_or(DEFAULT_LOCK_WAIT);
         let start = Instant::now();
         let mut delay = Duration::from_millis(5);
+        let existed = path.join("db").exists();
         loop {
             match sled::Config::new()
                 .path(path)
                 .cache_capacity(SLED_CACHE_BYTES)
                 .open()
             {
-                Ok(db) => return Catalog::from_db(path, db),
+                Ok(db) => return Catalog::from_db(path, db, existed),
                 Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
@@ -217,9 +223,30 @@ impl Catalog {
         }
     }
 
-    fn from_db(path: &Path, db: sled::Db) -> Result<Catalog, StoreError> {
+    fn from_db(path: &Path, db: sled::Db, existed: bool) -> Result<Catalog, StoreError> {
+        // sled replays a log whose head is torn as an empty database, silently. A key written
+        // once the index is complete (`mark_complete`) tells "new" from "lost": an existing
+        // catalog without it is unreadable (or its first rebuild never finished, or it is
+        // from a version before the key): it is set aside and rebuilt.
+        let fresh = match db.get(FORMAT_KEY).map_err(|e| db_err(path, e))? {
+            Some(v) if v.as_ref() == FORMAT_VALUE => false,
+            Some(_) => {
+                return Err(StoreError::CatalogUnreadable {
+                    path: path.to_path_buf(),
+                    why: "its format key is not ours".into(),
+                })
+            }
+            None if existed => {
+                return Err(StoreError::CatalogUnreadable {
+                    path: path.to_path_buf(),
+                    why: "it was never completed or lost its head (a torn log)".into(),
+                })
+            }
+            None => true,
+        };
         let open = |name: &str| db.open_tree(name).map_err(|e| db_err(path, e));
         Ok(Catalog {
+            fresh,
             path: path.to_path_buf(),
             snapshots: open("snapshots")?,
             names: open("names")?,
@@ -228,12 +255,46 @@ impl Catalog {
         })
     }
 
+    /// True for a catalog just created, whose index is not built yet.
+    pub(crate) fn is_fresh(&self) -> bool {
+        self.fresh
+    }
+
+    /// Records that the index is complete (after the first build), durably.
+    pub(crate) fn mark_complete(&mut self) -> Result<(), StoreError> {
+        self.db
+            .insert(FORMAT_KEY, FORMAT_VALUE)
+            .map_err(|e| self.err(e))?;
+        self.flush()?;
+        self.fresh = false;
+        Ok(())
+    }
+
     fn err(&self, e: sled::Error) -> StoreError {
         db_err(&self.path, e)
     }
 
-    /// Records a snapshot (and its name) and flushes to disk.
+    /// Records a snapshot (and its name) and flushes to disk. A name already on another
+    /// snapshot moves to this one (the other is listed without it), so `list` and name
+    /// resolution always agree.
     pub fn add_snapshot(&self, id: ObjectId, snap: &Snapshot) -> Result<(), StoreError> {
+        if let Some(name) = &snap.name {
+            if let Some(previous) = self.name_target(name)?.filter(|p| *p != id) {
+                if let Some(v) = self
+                    .snapshots
+                    .get(previous.as_bytes())
+                    .map_err(|e| self.err(e))?
+                {
+                    if let Ok(mut old) = serde_json::from_slice::<SnapshotSummary>(&v) {
+                        old.name = None;
+                        let value = serde_json::to_vec(&old).expect("summaries serialize");
+                        self.snapshots
+                            .insert(previous.as_bytes(), value)
+                            .map_err(|e| self.err(e))?;
+                    }
+                }
+            }
+        }
         let summary = SnapshotSummary::of(id, snap);
         let value = serde_json::to_vec(&summary).expect("summaries serialize");
         self.snapshots
@@ -274,7 +335,7 @@ impl Catalog {
         for item in self.snapshots.iter() {
             let (_, v) = item.map_err(|e| self.err(e))?;
             let s: SnapshotSummary =
-                serde_json::from_slice(&v).map_err(|e| StoreError::Catalog {
+                serde_json::from_slice(&v).map_err(|e| StoreError::CatalogUnreadable {
                     path: self.path.clone(),
                     why: format!("unreadable snapshot entry: {e}"),
                 })?;
@@ -454,9 +515,37 @@ fn is_lock_error(e: &std::io::Error) -> bool {
 }
 
 fn db_err(path: &Path, e: sled::Error) -> StoreError {
-    StoreError::Catalog {
-        path: path.to_path_buf(),
-        why: e.to_string(),
+    match e {
+        // sled reports a torn or short log (what a full disk or a crash mid-write leaves) as
+        // corruption, or as an I/O error of these kinds while it replays the log.
+        sled::Error::Corruption { .. } | sled::Error::ReportableBug(_) => {
+            StoreError::CatalogUnreadable {
+                path: path.to_path_buf(),
+                why: e.to_string(),
+            }
+        }
+        sled::Error::Io(io)
+            if matches!(
+                io.kind(),
+                std::io::ErrorKind::UnexpectedEof | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            StoreError::CatalogUnreadable {
+                path: path.to_path_buf(),
+                why: io.to_string(),
+            }
+        }
+        // Space, permissions and the like: the plain I/O error naming the catalog (no
+        // advice to reindex, which would not help).
+        sled::Error::Io(io) => StoreError::Io {
+            op: "write the catalog",
+            path: path.to_path_buf(),
+            error: io,
+        },
+        other => StoreError::Catalog {
+            path: path.to_path_buf(),
+            why: other.to_string(),
+        },
     }
 }
 
@@ -553,7 +642,8 @@ mod tests {
     fn second_open_waits_then_reports_busy() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog");
-        let held = Catalog::open(&path).unwrap();
+        let mut held = Catalog::open(&path).unwrap();
+        held.mark_complete().unwrap();
         std::env::set_var("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "150");
         let err = match Catalog::open(&path) {
             Err(e) => e,

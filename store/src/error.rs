@@ -8,15 +8,16 @@ use crate::id::ObjectId;
 /// Everything that can go wrong in the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// An I/O failure, with the operation and the path it touched.
-    #[error("could not {op} {path}: {source}")]
+    /// An I/O failure, with the operation and the path it touched. The OS error is part of
+    /// the message (not a separate `source`), so a printed chain says it once.
+    #[error("could not {op} {path}: {error}")]
     Io {
         /// The verb: "open", "read", "write", "rename", ...
         op: &'static str,
         /// The path involved.
         path: PathBuf,
         /// The underlying error.
-        source: io::Error,
+        error: io::Error,
     },
     /// The store directory is not a store (a file, or a directory with foreign content).
     #[error("{path} is not a zeroclaw-bundle store: {why}")]
@@ -89,6 +90,27 @@ pub enum StoreError {
         /// How long we waited.
         waited_ms: u64,
     },
+    /// Another process holds the store lock for longer than we wait (a gc waiting for a
+    /// capture, or a capture waiting for a gc).
+    #[error("the store is busy: another zeroclaw-bundle process holds {path} (waited {waited_ms} ms to {purpose}); try again when it finishes")]
+    StoreBusy {
+        /// The lock file.
+        path: PathBuf,
+        /// What we wanted the lock for.
+        purpose: &'static str,
+        /// How long we waited.
+        waited_ms: u64,
+    },
+    /// The catalog cannot be opened (a torn log after a full disk or a crash). Opening the
+    /// store's catalog recovers from it (sets it aside and rebuilds it); callers see it only
+    /// if that fails too.
+    #[error("catalog {path} is unreadable: {why}")]
+    CatalogUnreadable {
+        /// The catalog directory.
+        path: PathBuf,
+        /// The database's message.
+        why: String,
+    },
     /// The catalog database failed.
     #[error("catalog {path}: {why}; `zeroclaw-bundle reindex` rebuilds it from the objects")]
     Catalog {
@@ -131,17 +153,28 @@ pub enum DecodeError {
     #[error("{0} trailing bytes")]
     TrailingBytes(usize),
     /// Entry names not in strictly increasing byte order.
-    #[error("entries not sorted: {0:?}")]
+    #[error("entries not sorted at \"{0}\"")]
     Unsorted(String),
     /// The same name twice.
-    #[error("duplicate entry {0:?}")]
+    #[error("duplicate entry \"{0}\"")]
     Duplicate(String),
     /// A name that cannot be a single path component.
-    #[error("invalid entry name {0:?}")]
+    #[error("invalid entry name \"{0}\"")]
     BadName(String),
     /// An unknown entry kind byte.
     #[error("unknown entry kind {0}")]
     BadKind(u8),
+    /// A record field outside its grammar.
+    #[error("invalid {field}: {why}")]
+    BadField {
+        /// The field.
+        field: &'static str,
+        /// What is wrong.
+        why: String,
+    },
+    /// A recorded size that cannot be true (over the bound, or a sum that overflows).
+    #[error("impossible size for \"{0}\"")]
+    BadSize(String),
     /// The snapshot record's JSON is invalid.
     #[error("{0}")]
     Json(String),
@@ -153,7 +186,7 @@ impl StoreError {
         StoreError::Io {
             op,
             path: path.into(),
-            source,
+            error: source,
         }
     }
 

@@ -9,6 +9,7 @@
 //! <store>/tmp/               temp files of writers in progress
 //! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
+//! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
 //! ```
 //!
 //! **The crash invariant.** A capture writes in this order: blobs, then trees (each object
@@ -17,6 +18,29 @@
 //! crash at any point leaves at most unreferenced objects (which `gc` removes), never a
 //! record or catalog entry that points at missing data. [`Store::commit_snapshot`] is the one
 //! place that enforces the order; `verify` checks its result.
+//!
+//! **gc and writers.** A capture decides early that it needs no new object for a file (the
+//! stat cache names its blob, or an object of that hash and length already exists) and
+//! commits the record that references it much later. A gc that marks in between sees the
+//! reused object unreachable and, if old enough, deletes it: the capture then commits a
+//! snapshot that misses data. With a short grace, gc also sweeps a record written after its
+//! mark while the catalog entry is added anyway. Two designs close this:
+//!
+//! - git freshens an object's mtime whenever a writer reuses it, so the grace period covers
+//!   it. That stays a race (gc may have listed the object's age just before the touch) and it
+//!   protects nothing at `--grace 0`; it also makes every no-op capture touch every object.
+//! - restic takes an exclusive lock for prune and shared locks for backups.
+//!
+//! We take restic's: a `flock(2)` on `<store>/lock` ([`Store::write_lock`]). A capture holds
+//! it shared from before it loads the stat cache until its catalog entry is flushed
+//! ([`Store::commit_snapshot`] and the CLI's capture require the guard, so a writer cannot
+//! forget it); `forget` and a mount registering its lease hold it shared too; `gc` and
+//! `reindex` hold it exclusive for their whole run, so two gcs serialize and a catalog can
+//! never list a record gc removed. Captures run concurrently with each other; gc waits for
+//! running captures and captures wait for a running gc (bounded, then
+//! [`StoreError::StoreBusy`]). The kernel drops a dead process's lock, so a SIGKILL leaves no
+//! stale lock. The grace period remains as a second line for writers that do not take the
+//! lock (an older binary, a library user writing raw objects).
 //!
 //! Nothing here knows what an agent is; sled and blake3 types stay private.
 //!
@@ -35,7 +59,9 @@
 
 mod catalog;
 mod error;
+mod escape;
 mod id;
+mod lock;
 mod maintenance;
 mod objects;
 mod pack;
@@ -50,14 +76,18 @@ use std::path::{Path, PathBuf};
 
 pub use catalog::{Catalog, DestCache, SnapshotSummary, StatCache, StatCacheUpdate, StatEntry};
 pub use error::{DecodeError, StoreError};
+pub use escape::{c1_alternative, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
-pub use maintenance::{GcReport, Lease, VerifyProblem, VerifyReport};
+pub use lock::WriteLock;
+pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
 pub use pack::{unpack, write_pack, PackEntry, PackOptions, PackReader, PackStats, PACK_VERSION};
-pub use snapshot::{CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX};
+pub use snapshot::{
+    name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
+};
 pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;
-pub use tree::{escape_name, invalid_name_reason, unescape_name, EntryKind, Tree, TreeEntry};
+pub use tree::{invalid_name_reason, EntryKind, Tree, TreeEntry, MAX_SIZE};
 
 /// The store format version this build writes and the highest it reads.
 pub const STORE_VERSION: u32 = 1;
@@ -97,9 +127,16 @@ impl Store {
                 for entry in entries {
                     let entry = entry.map_err(|e| StoreError::io("read", root, e))?;
                     let name = entry.file_name();
-                    let ours = ["objects", "tmp", "catalog", "leases", "STORE.tmp"]
-                        .iter()
-                        .any(|n| name.as_encoded_bytes() == n.as_bytes())
+                    let ours = [
+                        "objects",
+                        "tmp",
+                        "catalog",
+                        "leases",
+                        "STORE.tmp",
+                        lock::LOCK_FILE,
+                    ]
+                    .iter()
+                    .any(|n| name.as_encoded_bytes() == n.as_bytes())
                         || name.to_string_lossy().starts_with("STORE.tmp.");
                     if !ours {
                         return Err(StoreError::NotAStore {
@@ -157,8 +194,63 @@ impl Store {
     }
 
     /// Opens the catalog; drop the result as soon as the work with it is done.
+    ///
+    /// A catalog that cannot be opened (a torn log after a full disk or a crash) is a cache
+    /// of the objects: it is renamed `catalog.broken-<unix time>-<token>` (kept for a
+    /// post-mortem; delete it freely), a one-line notice goes to stderr, and a new catalog is
+    /// rebuilt from the snapshot records. Stat caches are lost (the next capture rehashes).
     pub fn catalog(&self) -> Result<Catalog, StoreError> {
-        Catalog::open(&self.root.join("catalog"))
+        let path = self.root.join("catalog");
+        let before = fs::symlink_metadata(&path).ok();
+        // Reading the (small) snapshot index once finds a log that opens but is torn.
+        let why = match Catalog::open(&path).and_then(|c| c.snapshots().map(|_| c)) {
+            Err(StoreError::CatalogUnreadable { why, .. }) => why,
+            Ok(c) if c.is_fresh() => return self.complete(c),
+            other => return other,
+        };
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let aside = self
+            .root
+            .join(format!("catalog.broken-{stamp}-{}", sys::random_token()));
+        // Another process may have set it aside and rebuilt it meanwhile: move only the
+        // directory that failed to open (same inode), and never a fresh one.
+        let now = fs::symlink_metadata(&path).ok();
+        let same = {
+            use std::os::unix::fs::MetadataExt;
+            matches!((&before, &now), (Some(a), Some(b)) if a.ino() == b.ino() && a.dev() == b.dev())
+        };
+        if same {
+            match fs::rename(&path, &aside) {
+                Ok(()) => eprintln!(
+                    "notice: the catalog could not be used ({why}); moved it to {} and rebuilt it from the objects",
+                    aside.display()
+                ),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(StoreError::io(
+                        "set aside the unreadable catalog",
+                        &path,
+                        e,
+                    ))
+                }
+            }
+        }
+        let catalog = Catalog::open(&path)?;
+        if catalog.is_fresh() {
+            return self.complete(catalog);
+        }
+        Ok(catalog)
+    }
+
+    /// Builds a new catalog's index from the records, then marks it complete: a build cut
+    /// short (a full disk) leaves it unmarked, and the next open sets it aside again.
+    fn complete(&self, mut catalog: Catalog) -> Result<Catalog, StoreError> {
+        self.rebuild_index(&catalog)?;
+        catalog.mark_complete()?;
+        Ok(catalog)
     }
 
     /// Writes a tree object.
@@ -186,19 +278,34 @@ impl Store {
         })
     }
 
+    /// Takes the store lock shared for a writer (see the crate doc, "gc and writers"): hold
+    /// it from before the first object a capture reuses or writes until its snapshot is
+    /// committed. Waits while a gc or reindex runs.
+    pub fn write_lock(&self) -> Result<WriteLock, StoreError> {
+        lock::shared(&self.root, "write a snapshot")
+    }
+
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
     /// the record, then adds it to the catalog (in that order: the crash invariant). When
-    /// `stat_cache` is given, it is applied in the same catalog session.
+    /// `stat_cache` is given, it is applied in the same catalog session. `_lock` is the
+    /// writer's proof that no gc ran since its capture started.
     pub fn commit_snapshot(
         &self,
+        _lock: &WriteLock,
         snap: &Snapshot,
         stat_cache: Option<&StatCacheUpdate>,
     ) -> Result<ObjectId, StoreError> {
         if let Some(name) = &snap.name {
             validate_name(name)?;
         }
+        let encoded = snap.encode();
+        snap.validate().map_err(|why| StoreError::Malformed {
+            id: ObjectId::of(&encoded),
+            what: "snapshot record",
+            why,
+        })?;
         self.objects.sync()?;
-        let id = self.objects.write_bytes(&snap.encode())?;
+        let id = self.objects.write_bytes(&encoded)?;
         self.objects.sync()?;
         let catalog = self.catalog()?;
         catalog.add_snapshot(id, snap)?;
@@ -221,22 +328,13 @@ impl Store {
     }
 }
 
-/// Checks a `--name`: it must not be mistaken for an id prefix or an `agent/` ref.
+/// Checks a `--name`: it must not be mistaken for an id prefix or an `agent/` ref, nor
+/// contain whitespace or control characters (see [`snapshot::name_problem`]).
 pub fn validate_name(name: &str) -> Result<(), StoreError> {
-    let bad = |why| Err(StoreError::BadName(name.to_string(), why));
-    if name.is_empty() {
-        return bad("it is empty");
+    match snapshot::name_problem(name) {
+        Some(why) => Err(StoreError::BadName(name.to_string(), why)),
+        None => Ok(()),
     }
-    if name.starts_with("agent/") {
-        return bad("`agent/<alias>` is reserved for an agent's latest snapshot");
-    }
-    if name.chars().any(|c| c.is_control() || c.is_whitespace()) {
-        return bad("it contains whitespace or a control character");
-    }
-    if name.len() >= 8 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return bad("it looks like a snapshot id prefix");
-    }
-    Ok(())
 }
 
 /// A store seen only through its immutable objects (what a mount serves).
@@ -266,6 +364,7 @@ impl ObjectSource for StoreReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::snapshot::{CaptureReport, SnapshotKind};
 
     #[test]
     fn refuses_file_foreign_dir_and_newer_version() {
@@ -316,5 +415,61 @@ mod tests {
         assert!(validate_name("agent/x").is_err());
         assert!(validate_name("a b").is_err());
         assert!(validate_name("").is_err());
+    }
+
+    fn garble_catalog(root: &Path) {
+        let db = root.join("catalog/db");
+        let mut bytes = fs::read(&db).unwrap();
+        for b in bytes.iter_mut().step_by(7) {
+            *b ^= 0x5a;
+        }
+        fs::write(&db, bytes).unwrap();
+    }
+
+    fn one_snapshot(store: &Store) -> ObjectId {
+        let root = store.write_tree(&Tree::default()).unwrap();
+        let snap = Snapshot {
+            root,
+            created_unix_ns: 5,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: "s".into(),
+            agent: None,
+            name: Some("kept".into()),
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        let lock = store.write_lock().unwrap();
+        store.commit_snapshot(&lock, &snap, None).unwrap()
+    }
+
+    #[test]
+    fn an_unreadable_catalog_is_set_aside_and_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let id = one_snapshot(&store);
+        garble_catalog(dir.path());
+        let opened = Catalog::open(&dir.path().join("catalog")).and_then(|c| c.snapshots());
+        assert!(
+            matches!(opened, Err(StoreError::CatalogUnreadable { .. })),
+            "{opened:?}"
+        );
+        assert_eq!(store.resolve("kept").unwrap(), id);
+        let aside: Vec<_> = fs::read_dir(dir.path())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("catalog.broken-")
+            })
+            .collect();
+        assert_eq!(aside.len(), 1);
+        // The store still opens (the set-aside directory is ours), and reindex does not need
+        // the old catalog either.
+        Store::open_or_create(dir.path()).unwrap();
+        garble_catalog(dir.path());
+        assert_eq!(store.reindex().unwrap().snapshots, 1);
+        assert_eq!(store.resolve("kept").unwrap(), id);
     }
 }

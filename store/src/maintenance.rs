@@ -7,7 +7,7 @@
 //! a damaged or deleted catalog can never make gc delete a snapshot's data. Before it removes
 //! anything, it drops the stat caches (captures trust a cache hit without a blob lookup).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::snapshot::RECORD_PREFIX;
 use crate::tree::EntryKind;
-use crate::{Snapshot, Store};
+use crate::{Catalog, Snapshot, Store};
 
 /// One problem found by `verify`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -43,6 +43,20 @@ pub enum VerifyProblem {
         /// The decoder's message.
         why: String,
     },
+    /// A tree records a size that is not its blob's length (a file) or its subtree's total
+    /// (a directory).
+    WrongSize {
+        /// The snapshot.
+        snapshot: ObjectId,
+        /// The blob or tree.
+        id: ObjectId,
+        /// Where in the snapshot (escaped path).
+        path: String,
+        /// The size the parent tree records.
+        recorded: u64,
+        /// The blob's length or the subtree's total.
+        actual: u64,
+    },
     /// A catalog entry whose record is absent.
     DanglingCatalogEntry {
         /// The snapshot id listed.
@@ -60,6 +74,18 @@ impl std::fmt::Display for VerifyProblem {
                 snapshot.short(12)
             ),
             VerifyProblem::Malformed { id, why } => write!(f, "object {id} is malformed: {why}"),
+            VerifyProblem::WrongSize {
+                snapshot,
+                id,
+                path,
+                recorded,
+                actual,
+            } => write!(
+                f,
+                "snapshot {} records {recorded} bytes for {path} (object {}), which holds {actual}",
+                snapshot.short(12),
+                id.short(16)
+            ),
             VerifyProblem::DanglingCatalogEntry { snapshot } => {
                 write!(
                     f,
@@ -100,6 +126,30 @@ pub struct GcReport {
     pub temp_removed: u64,
 }
 
+/// What `reindex` did.
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct ReindexReport {
+    /// Snapshots in the rebuilt index.
+    pub snapshots: u64,
+    /// Records left out and names moved, one sentence each (already escaped).
+    pub problems: Vec<String>,
+}
+
+/// What verify collects to check recorded sizes: blob lengths from the object listing,
+/// decoded trees' totals, and every directory reference with the size its parent records.
+#[derive(Default)]
+struct SizeCheck {
+    blob_len: HashMap<ObjectId, u64>,
+    tree_total: HashMap<ObjectId, u64>,
+    dir_refs: Vec<(ObjectId, ObjectId, u64, String)>,
+}
+
+struct ScannedRecord {
+    id: ObjectId,
+    snap: Option<Snapshot>,
+    problem: Option<String>,
+}
+
 /// A running mount's claim on a snapshot; the lease file is removed on drop.
 #[derive(Debug)]
 pub struct Lease {
@@ -119,7 +169,17 @@ impl Store {
 
     /// Records that this process serves the tree `root` (of `snapshot`) until the lease is
     /// dropped: gc keeps everything it reaches even if the snapshot is forgotten meanwhile.
+    /// Fails with [`StoreError::MissingObject`] when the snapshot is already gone.
     pub fn lease(&self, snapshot: &ObjectId, root: &ObjectId) -> Result<Lease, StoreError> {
+        // Under the shared lock, no gc is between its mark and its sweep: once the lease file
+        // exists, the next gc sees it; and the record is checked in the same window.
+        let _lock = crate::lock::shared(self.root(), "register a mount")?;
+        if !self.objects().has(snapshot) {
+            return Err(StoreError::MissingObject(*snapshot));
+        }
+        if !self.objects().has(root) {
+            return Err(StoreError::MissingObject(*root));
+        }
         let dir = self.leases_dir();
         fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
         let path = dir.join(format!(
@@ -160,20 +220,65 @@ impl Store {
         Ok(out)
     }
 
-    /// Every snapshot record among the objects.
-    pub fn find_snapshot_records(&self) -> Result<Vec<(ObjectId, Snapshot)>, StoreError> {
+    /// Every snapshot record among the objects, each parsed (syntax only) and validated:
+    /// `(id, parsed, why it fails validation)`. A record that does not even parse is skipped.
+    fn scan_records(&self) -> Result<Vec<ScannedRecord>, StoreError> {
         let mut out = Vec::new();
         for (id, len, _) in self.objects().list()? {
             if len < RECORD_PREFIX.len() as u64 {
                 continue;
             }
-            if self.objects().peek(&id, RECORD_PREFIX.len())? == RECORD_PREFIX {
-                if let Ok(snap) = self.read_snapshot(&id) {
-                    out.push((id, snap));
+            let head = match self.objects().peek(&id, RECORD_PREFIX.len()) {
+                Ok(head) => head,
+                // Forgotten since the listing (forget runs beside a verify or a reindex scan).
+                Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
+                    continue
                 }
+                Err(e) => return Err(e),
+            };
+            if head != RECORD_PREFIX {
+                continue;
+            }
+            let bytes = match self.objects().read_verified(&id) {
+                Ok(b) => b,
+                Err(StoreError::MissingObject(_)) => continue,
+                Err(e @ StoreError::CorruptObject { .. }) => {
+                    out.push(ScannedRecord {
+                        id,
+                        snap: None,
+                        problem: Some(e.to_string()),
+                    });
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            match Snapshot::parse(&bytes) {
+                Ok(snap) => {
+                    let problem = snap.validate().err().map(|e| e.to_string());
+                    out.push(ScannedRecord {
+                        id,
+                        snap: Some(snap),
+                        problem,
+                    });
+                }
+                Err(e) => out.push(ScannedRecord {
+                    id,
+                    snap: None,
+                    problem: Some(e.to_string()),
+                }),
             }
         }
         Ok(out)
+    }
+
+    /// Every valid snapshot record among the objects.
+    pub fn find_snapshot_records(&self) -> Result<Vec<(ObjectId, Snapshot)>, StoreError> {
+        Ok(self
+            .scan_records()?
+            .into_iter()
+            .filter(|r| r.problem.is_none())
+            .filter_map(|r| r.snap.map(|s| (r.id, s)))
+            .collect())
     }
 
     /// Marks everything reachable from `root`, recording absent objects as problems.
@@ -183,6 +288,7 @@ impl Store {
         root: ObjectId,
         marked: &mut HashSet<ObjectId>,
         problems: &mut Vec<VerifyProblem>,
+        mut sizes: Option<&mut SizeCheck>,
     ) {
         let mut stack = vec![(root, String::from("/"))];
         marked.insert(root);
@@ -202,8 +308,30 @@ impl Store {
                     continue;
                 }
             };
+            if let Some(sizes) = sizes.as_deref_mut() {
+                sizes.tree_total.insert(tree_id, tree.total_size());
+            }
             for e in tree.entries() {
                 let child = format!("{}{}", path, e.display_name());
+                // Sizes are checked at every reference: the same object may be recorded with
+                // a different size elsewhere.
+                if let Some(sizes) = sizes.as_deref_mut() {
+                    if e.kind == EntryKind::Dir {
+                        sizes
+                            .dir_refs
+                            .push((snapshot, e.id, e.size, format!("{child}/")));
+                    } else if let Some(&actual) = sizes.blob_len.get(&e.id) {
+                        if actual != e.size {
+                            problems.push(VerifyProblem::WrongSize {
+                                snapshot,
+                                id: e.id,
+                                path: child.clone(),
+                                recorded: e.size,
+                                actual,
+                            });
+                        }
+                    }
+                }
                 if !marked.insert(e.id) {
                     continue;
                 }
@@ -243,20 +371,53 @@ impl Store {
             report.bytes += blob.len();
             progress(report.bytes, total);
         }
+        // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
+        // after the listing, so a missing record is reported only if it is still listed.
+        let _lock = crate::lock::shared(self.root(), "verify")?;
         let listed = self.catalog()?.snapshots()?;
         let mut marked = HashSet::new();
+        let mut sizes = SizeCheck {
+            blob_len: objects.iter().map(|(id, len, _)| (*id, *len)).collect(),
+            ..SizeCheck::default()
+        };
         for s in listed {
             report.snapshots += 1;
             match self.read_snapshot(&s.id) {
-                Ok(snap) => self.mark(s.id, snap.root, &mut marked, &mut report.problems),
-                Err(StoreError::MissingObject(_)) => report
-                    .problems
-                    .push(VerifyProblem::DanglingCatalogEntry { snapshot: s.id }),
+                Ok(snap) => self.mark(
+                    s.id,
+                    snap.root,
+                    &mut marked,
+                    &mut report.problems,
+                    Some(&mut sizes),
+                ),
+                Err(StoreError::MissingObject(_)) => {
+                    let still_listed = self.catalog()?.snapshots()?.iter().any(|x| x.id == s.id);
+                    if still_listed {
+                        report
+                            .problems
+                            .push(VerifyProblem::DanglingCatalogEntry { snapshot: s.id })
+                    } else {
+                        report.snapshots -= 1;
+                    }
+                }
                 Err(StoreError::CorruptObject { .. }) => {}
                 Err(e) => report.problems.push(VerifyProblem::Malformed {
                     id: s.id,
                     why: e.to_string(),
                 }),
+            }
+        }
+        for (snapshot, id, recorded, path) in sizes.dir_refs {
+            if let Some(&actual) = sizes.tree_total.get(&id) {
+                if actual != recorded {
+                    report.problems.push(VerifyProblem::WrongSize {
+                        snapshot,
+                        id,
+                        path,
+                        recorded,
+                        actual,
+                    });
+                }
             }
         }
         Ok(report)
@@ -265,16 +426,23 @@ impl Store {
     /// Removes objects unreachable from every snapshot record and live lease, when older
     /// than `grace_secs` (a capture in progress writes objects before its record).
     pub fn gc(&self, grace_secs: u64) -> Result<GcReport, StoreError> {
+        // Exclusive: no capture is between its first reuse and its commit, no other gc or
+        // reindex runs (see the crate doc, "gc and writers").
+        let _lock = crate::lock::exclusive(self.root(), "collect garbage")?;
         let mut report = GcReport::default();
         let mut marked = HashSet::new();
         let mut ignored = Vec::new();
-        for (id, snap) in self.find_snapshot_records()? {
-            marked.insert(id);
-            self.mark(id, snap.root, &mut marked, &mut ignored);
+        // Every record that parses keeps its data, valid or not: gc must never be the one to
+        // destroy a snapshot (reindex reports the invalid ones; `forget` removes them).
+        for rec in self.scan_records()? {
+            marked.insert(rec.id);
+            if let Some(snap) = rec.snap {
+                self.mark(rec.id, snap.root, &mut marked, &mut ignored, None);
+            }
         }
         for (snapshot, root) in self.live_leases()? {
             marked.insert(snapshot);
-            self.mark(snapshot, root, &mut marked, &mut ignored);
+            self.mark(snapshot, root, &mut marked, &mut ignored, None);
         }
         let doomed: Vec<(ObjectId, u64)> = self
             .objects()
@@ -323,21 +491,71 @@ impl Store {
         Ok(report)
     }
 
-    /// Rebuilds the catalog's snapshot list and names from the snapshot records.
-    pub fn reindex(&self) -> Result<u64, StoreError> {
-        let records = self.find_snapshot_records()?;
+    /// Rebuilds the catalog's snapshot list and names from the snapshot records. Invalid
+    /// records are left out and reported; a name on several records stays on the newest.
+    /// An unreadable catalog is set aside first (see [`Store::catalog`]): reindex never needs
+    /// the old one to open.
+    pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
+        // Exclusive: a record committed or forgotten between the scan and the rebuild would
+        // otherwise be missing from, or listed in, the new index.
+        let _lock = crate::lock::exclusive(self.root(), "reindex")?;
         let catalog = self.catalog()?;
-        catalog.clear_index()?;
+        self.rebuild_index(&catalog)
+    }
+
+    /// Replaces `catalog`'s index with one built from the records (the caller holds what
+    /// keeps the records still: the exclusive lock, or the catalog itself while it is new).
+    pub(crate) fn rebuild_index(&self, catalog: &Catalog) -> Result<ReindexReport, StoreError> {
+        let mut report = ReindexReport::default();
+        let mut records = Vec::new();
+        for rec in self.scan_records()? {
+            match (rec.snap, rec.problem) {
+                (Some(snap), None) => records.push((rec.id, snap)),
+                (_, problem) => report.problems.push(format!(
+                    "snapshot record {} left out: {}",
+                    rec.id,
+                    problem.unwrap_or_default()
+                )),
+            }
+        }
+        // Newest last, so the newest holder of a name is the one that keeps it.
+        records.sort_by_key(|r| (r.1.created_unix_ns, r.0));
+        let mut holder: HashMap<String, ObjectId> = HashMap::new();
         for (id, snap) in &records {
+            if let Some(name) = &snap.name {
+                holder.insert(name.clone(), *id);
+            }
+        }
+        catalog.clear_index()?;
+        for (id, snap) in &mut records {
+            if let Some(name) = &snap.name {
+                let newest = holder[name];
+                if newest != *id {
+                    report.problems.push(format!(
+                        "snapshot {} is also named {}: the name stays on the newer {}",
+                        id.short(16),
+                        crate::escape::escape_text(name),
+                        newest.short(16)
+                    ));
+                    snap.name = None;
+                }
+            }
             catalog.add_snapshot(*id, snap)?;
         }
-        Ok(records.len() as u64)
+        report.snapshots = records.len() as u64;
+        Ok(report)
     }
 
     /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`.
     pub fn forget(&self, snapshot: &ObjectId) -> Result<(), StoreError> {
-        self.catalog()?.remove_snapshot(snapshot)?;
-        self.objects().remove(snapshot)
+        let _lock = crate::lock::shared(self.root(), "forget")?;
+        // Both steps inside one catalog session: a catalog being rebuilt (which holds the
+        // catalog while it scans records) sees either both or neither.
+        let catalog = self.catalog()?;
+        catalog.remove_snapshot(snapshot)?;
+        self.objects().remove(snapshot)?;
+        drop(catalog);
+        Ok(())
     }
 }
 
@@ -367,7 +585,8 @@ mod tests {
             parent: None,
             report: CaptureReport::default(),
         };
-        (store.commit_snapshot(&snap, None).unwrap(), blob)
+        let lock = store.write_lock().unwrap();
+        (store.commit_snapshot(&lock, &snap, None).unwrap(), blob)
     }
 
     #[test]
@@ -398,7 +617,7 @@ mod tests {
         fs::remove_dir_all(dir.path().join("catalog")).unwrap();
         store.gc(0).unwrap();
         assert!(store.objects().has(&blob));
-        assert_eq!(store.reindex().unwrap(), 1);
+        assert_eq!(store.reindex().unwrap().snapshots, 1);
         assert_eq!(store.resolve("s").unwrap(), snap);
         // A lease keeps a forgotten snapshot's data while the mount lives.
         let root = store.read_snapshot(&snap).unwrap().root;
@@ -430,5 +649,74 @@ mod tests {
             v.problems.as_slice(),
             [VerifyProblem::Missing { snapshot, id, path }] if *snapshot == snap && *id == blob && path == "/f"
         ));
+    }
+
+    #[test]
+    fn verify_checks_every_recorded_size() {
+        for (file_size, dir_size) in [(1_000_000_000_000, 6), (1, 6), (0, 6), (6, 7), (6, 0)] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open_or_create(dir.path()).unwrap();
+            let (blob, len) = store.objects().write_from(&mut &b"six b."[..]).unwrap();
+            assert_eq!(len, 6);
+            let file = |size| TreeEntry {
+                name: b"f".to_vec(),
+                kind: EntryKind::File,
+                size,
+                id: blob,
+            };
+            let sub = store
+                .write_tree(&Tree::from_entries(vec![file(file_size)]).unwrap())
+                .unwrap();
+            // The same blob once more with its true size: sizes are checked per reference.
+            let root = Tree::from_entries(vec![
+                TreeEntry {
+                    name: b"d".to_vec(),
+                    kind: EntryKind::Dir,
+                    size: dir_size,
+                    id: sub,
+                },
+                TreeEntry {
+                    name: b"g".to_vec(),
+                    ..file(6)
+                },
+            ])
+            .unwrap();
+            let root = store.write_tree(&root).unwrap();
+            let snap = Snapshot {
+                root,
+                created_unix_ns: 1,
+                host: "h".into(),
+                kind: SnapshotKind::Tree,
+                source: "s".into(),
+                agent: None,
+                name: None,
+                parent: None,
+                report: CaptureReport::default(),
+            };
+            let lock = store.write_lock().unwrap();
+            let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+            drop(lock);
+            let v = store.verify(&mut |_, _| {}).unwrap();
+            let mut want = Vec::new();
+            if file_size != 6 {
+                want.push(VerifyProblem::WrongSize {
+                    snapshot: id,
+                    id: blob,
+                    path: "/d/f".into(),
+                    recorded: file_size,
+                    actual: 6,
+                });
+            }
+            if dir_size != file_size {
+                want.push(VerifyProblem::WrongSize {
+                    snapshot: id,
+                    id: sub,
+                    path: "/d/".into(),
+                    recorded: dir_size,
+                    actual: file_size,
+                });
+            }
+            assert_eq!(v.problems, want, "file {file_size}, dir {dir_size}");
+        }
     }
 }

@@ -693,10 +693,13 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
         ));
     }
     let snapshot = pack.snapshot()?;
+    // Held from the first object to the catalog entry, so `gc` cannot judge the new objects
+    // unreachable in between (the store's write lock, as for a capture).
+    let lock = store.write_lock()?;
     for e in pack.entries().iter().filter(|e| e.id != pack.root) {
         store.objects().write_bytes(&pack.read(&e.id)?)?;
     }
-    let id = store.commit_snapshot(&snapshot, None)?;
+    let id = store.commit_snapshot(&lock, &snapshot, None)?;
     if id != pack.root {
         return Err(bad(
             pack.path(),
@@ -754,7 +757,8 @@ mod tests {
             parent: None,
             report: CaptureReport::default(),
         };
-        let id = store.commit_snapshot(&snap, None).unwrap();
+        let lock = store.write_lock().unwrap();
+        let id = store.commit_snapshot(&lock, &snap, None).unwrap();
         (dir, store, id)
     }
 
@@ -936,8 +940,10 @@ mod tests {
         let root = store
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
+        let lock = store.write_lock().unwrap();
         let next = store
             .commit_snapshot(
+                &lock,
                 &Snapshot {
                     root,
                     created_unix_ns: 2,

@@ -3,11 +3,36 @@
 //! Encoding: the 5 bytes `ZCBS` + version (1), a newline, then one JSON document with fixed
 //! field order. The magic lets `reindex` and `gc` recognise a record from its first bytes.
 //! A record is written only after every object it reaches is durable (see the crate doc).
+//!
+//! Records come from other hosts too, so [`Snapshot::decode`] validates every field, not just
+//! the syntax: the name grammar ([`name_problem`]), agent aliases (non-empty, no `/`, nothing
+//! invisible), labels and skipped paths (nothing invisible: they are stored escaped), and the
+//! creation time (0 to `i64::MAX` ns, 1970 to 2262: what a writer can produce). Sources and
+//! hosts are free text, escaped whenever printed.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::DecodeError;
+use crate::escape::is_hidden;
 use crate::id::ObjectId;
+
+/// Why `name` cannot be a snapshot name, or `None` when it can. A name must not be mistaken
+/// for another reference form (an id prefix, `agent/<alias>`) and must print as itself.
+pub fn name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("it is empty")
+    } else if name.starts_with("agent/") {
+        Some("`agent/<alias>` is reserved for an agent's latest snapshot")
+    } else if name.chars().any(|c| c.is_whitespace() || is_hidden(c)) {
+        Some("it contains whitespace or a control character")
+    } else if name.len() >= 8 && name.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Some("it looks like a snapshot id prefix")
+    } else if name.len() > 255 {
+        Some("it is longer than 255 bytes")
+    } else {
+        None
+    }
+}
 
 const MAGIC: &[u8; 4] = b"ZCBS";
 const VERSION: u8 = 1;
@@ -104,8 +129,51 @@ impl Snapshot {
         out
     }
 
-    /// Decodes a record, rejecting a bad magic, an unknown version, truncation and trailing bytes.
+    /// Decodes and validates a record: rejects a bad magic, an unknown version, truncation,
+    /// trailing bytes, and any field outside its grammar (see the module doc).
     pub fn decode(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
+        let snap = Snapshot::parse(bytes)?;
+        snap.validate()?;
+        Ok(snap)
+    }
+
+    /// Checks every field's grammar (what [`Snapshot::decode`] adds to the syntax).
+    pub fn validate(&self) -> Result<(), DecodeError> {
+        let bad = |field: &'static str, why: String| Err(DecodeError::BadField { field, why });
+        if self.created_unix_ns < 0 || self.created_unix_ns > i128::from(i64::MAX) {
+            return bad(
+                "created_unix_ns",
+                format!("{} is outside 1970..2262", self.created_unix_ns),
+            );
+        }
+        if let Some(name) = &self.name {
+            if let Some(why) = name_problem(name) {
+                return bad("name", why.to_string());
+            }
+        }
+        if let Some(agent) = &self.agent {
+            if agent.is_empty() || agent.contains('/') || agent.chars().any(is_hidden) {
+                return bad(
+                    "agent",
+                    "an alias is non-empty, without '/' or control characters".into(),
+                );
+            }
+        }
+        for t in &self.report.trees {
+            if t.label.chars().any(is_hidden) {
+                return bad("label", "it contains a control character".into());
+            }
+        }
+        for s in &self.report.skipped {
+            if s.path.chars().any(is_hidden) || s.reason.chars().any(is_hidden) {
+                return bad("skipped", "it contains a control character".into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Decodes the syntax only (gc: a record it cannot fully trust still keeps its data).
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Snapshot, DecodeError> {
         if bytes.len() < 6 {
             return Err(if MAGIC.starts_with(&bytes[..bytes.len().min(4)]) {
                 DecodeError::Truncated
@@ -213,5 +281,54 @@ mod tests {
             Snapshot::decode(unknown.as_bytes()),
             Err(DecodeError::Json(_))
         ));
+    }
+
+    #[test]
+    fn rejects_fields_outside_their_grammar() {
+        type Break = Box<dyn Fn(&mut Snapshot)>;
+        let cases: Vec<(&str, Break)> = vec![
+            (
+                "name",
+                Box::new(|s| s.name = Some("agent/researcher".into())),
+            ),
+            (
+                "name",
+                Box::new(|s| s.name = Some("deadbeefdeadbeef".into())),
+            ),
+            ("name", Box::new(|s| s.name = Some("\u{1b}[2J".into()))),
+            ("name", Box::new(|s| s.name = Some("x\u{202e}y".into()))),
+            ("name", Box::new(|s| s.name = Some(String::new()))),
+            (
+                "created_unix_ns",
+                Box::new(|s| s.created_unix_ns = 10i128.pow(30)),
+            ),
+            (
+                "created_unix_ns",
+                Box::new(|s| s.created_unix_ns = -(10i128.pow(30))),
+            ),
+            ("agent", Box::new(|s| s.agent = Some("a/b".into()))),
+            ("agent", Box::new(|s| s.agent = Some("\u{7}".into()))),
+            (
+                "label",
+                Box::new(|s| s.report.trees[0].label = "\u{1b}]0;x\u{7}".into()),
+            ),
+            (
+                "skipped",
+                Box::new(|s| s.report.skipped[0].path = "a\u{9b}b".into()),
+            ),
+        ];
+        for (field, break_it) in cases {
+            let mut s = sample();
+            break_it(&mut s);
+            match Snapshot::decode(&s.encode()) {
+                Err(DecodeError::BadField { field: f, .. }) => assert_eq!(f, field, "{s:?}"),
+                other => panic!("{s:?} decoded to {other:?}"),
+            }
+            assert!(Snapshot::parse(&s.encode()).is_ok());
+        }
+        let mut fine = sample();
+        fine.source = "/tmp/\u{1b}odd".into();
+        fine.host = "h\u{7}".into();
+        Snapshot::decode(&fine.encode()).unwrap();
     }
 }

@@ -3,9 +3,10 @@
 //! reader plugs in without changing them.
 
 use crate::error::StoreError;
+use crate::escape::{c1_alternative, escape_name};
 use crate::id::ObjectId;
 use crate::objects::Blob;
-use crate::tree::{escape_name, EntryKind, Tree, TreeEntry};
+use crate::tree::{EntryKind, Tree, TreeEntry};
 
 /// Anything that can hand out trees and blobs by id.
 pub trait ObjectSource: Send + Sync {
@@ -42,7 +43,11 @@ pub fn resolve_path(
             return Err(not_found());
         }
         let tree = source.tree(&current.id)?;
-        current = tree.get(part).cloned().ok_or_else(not_found)?;
+        // `\x85` as older versions printed U+0085 is accepted back (see `c1_alternative`).
+        let found = tree
+            .get(part)
+            .or_else(|| c1_alternative(part).and_then(|alt| tree.get(&alt)));
+        current = found.cloned().ok_or_else(not_found)?;
     }
     if current.name.is_empty() {
         current.size = source.tree(root)?.total_size();

@@ -11,15 +11,22 @@
 //! Entries are sorted by name bytes, strictly (no duplicates). Names are raw bytes (a
 //! non-UTF-8 file name is kept exactly), never empty, never `.` or `..`, never containing
 //! `/` or NUL. A file's size is its length; a directory's size is the total length of the
-//! files beneath it. Decoding rejects anything else, including truncation and trailing bytes.
+//! files beneath it. Every size, and the sum of a tree's sizes, is at most [`MAX_SIZE`]
+//! (`i64::MAX`, the largest file Linux can hold), so no sum over a decoded tree overflows and
+//! every size fits `off_t`. Decoding rejects anything else, including truncation and trailing
+//! bytes. Whether a recorded size matches its blob or subtree is `verify`'s check.
 
 use crate::error::DecodeError;
+use crate::escape::escape_name;
 use crate::id::ObjectId;
 
 const MAGIC: &[u8; 4] = b"ZCBT";
 const VERSION: u8 = 1;
 const HEADER_LEN: usize = 4 + 1 + 4;
 const FIXED_RECORD_LEN: usize = 1 + 2 + 8 + 32;
+
+/// The largest size an entry, or a whole tree, may record: `i64::MAX` (Linux's `off_t` bound).
+pub const MAX_SIZE: u64 = i64::MAX as u64;
 
 /// What an entry is. Only what travels: a file, an executable file, or a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -79,7 +86,7 @@ pub struct TreeEntry {
 }
 
 impl TreeEntry {
-    /// The name for display: UTF-8 as is, other bytes escaped as `\xNN`.
+    /// The name for display, through the one escaper ([`escape_name`]).
     pub fn display_name(&self) -> String {
         escape_name(&self.name)
     }
@@ -108,52 +115,6 @@ pub fn invalid_name_reason(name: &[u8]) -> Option<&'static str> {
     }
 }
 
-/// Escapes a raw name for display: valid UTF-8 runs as is (with `\` doubled), other bytes as `\xNN`.
-pub fn escape_name(name: &[u8]) -> String {
-    let mut out = String::with_capacity(name.len());
-    for chunk in name.utf8_chunks() {
-        for c in chunk.valid().chars() {
-            if c == '\\' {
-                out.push_str("\\\\");
-            } else if c.is_control() {
-                out.push_str(&format!("\\x{:02x}", u32::from(c)));
-            } else {
-                out.push(c);
-            }
-        }
-        for b in chunk.invalid() {
-            out.push_str(&format!("\\x{b:02x}"));
-        }
-    }
-    out
-}
-
-/// Reverses [`escape_name`]: turns `\xNN` and `\\` back into bytes.
-pub fn unescape_name(text: &str) -> Vec<u8> {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'\\' && i + 1 < bytes.len() {
-            if bytes[i + 1] == b'\\' {
-                out.push(b'\\');
-                i += 2;
-                continue;
-            }
-            if bytes[i + 1] == b'x' && i + 3 < bytes.len() {
-                if let Ok(v) = u8::from_str_radix(&text[i + 2..i + 4], 16) {
-                    out.push(v);
-                    i += 4;
-                    continue;
-                }
-            }
-        }
-        out.push(bytes[i]);
-        i += 1;
-    }
-    out
-}
-
 impl Tree {
     /// Builds a tree from entries in any order. Fails on an invalid or duplicate name.
     pub fn from_entries(mut entries: Vec<TreeEntry>) -> Result<Tree, DecodeError> {
@@ -166,6 +127,7 @@ impl Tree {
                 return Err(DecodeError::Duplicate(escape_name(&e.name)));
             }
         }
+        check_sizes(&entries)?;
         Ok(Tree { entries })
     }
 
@@ -254,8 +216,21 @@ impl Tree {
         if r.pos != bytes.len() {
             return Err(DecodeError::TrailingBytes(bytes.len() - r.pos));
         }
+        check_sizes(&entries)?;
         Ok(Tree { entries })
     }
+}
+
+/// Every size, and their sum, within [`MAX_SIZE`].
+fn check_sizes(entries: &[TreeEntry]) -> Result<(), DecodeError> {
+    let mut total: u64 = 0;
+    for e in entries {
+        total = total
+            .checked_add(e.size)
+            .filter(|t| *t <= MAX_SIZE)
+            .ok_or_else(|| DecodeError::BadSize(escape_name(&e.name)))?;
+    }
+    Ok(())
 }
 
 struct Reader<'a> {
@@ -374,23 +349,27 @@ mod tests {
     }
 
     #[test]
+    fn rejects_sizes_over_the_bound_or_overflowing_their_sum() {
+        let mut big = entry(b"a", EntryKind::Dir);
+        big.size = u64::MAX;
+        assert!(matches!(
+            Tree::decode(&raw(std::slice::from_ref(&big))),
+            Err(DecodeError::BadSize(_))
+        ));
+        assert!(Tree::from_entries(vec![big.clone()]).is_err());
+        big.size = MAX_SIZE;
+        let ok = raw(std::slice::from_ref(&big));
+        assert_eq!(Tree::decode(&ok).unwrap().total_size(), MAX_SIZE);
+        let mut b = entry(b"b", EntryKind::File);
+        b.size = 1;
+        assert!(matches!(Tree::decode(&raw(&[big, b])), Err(DecodeError::BadSize(n)) if n == "b"));
+    }
+
+    #[test]
     fn huge_count_does_not_allocate() {
         let mut bytes = Tree::default().encode();
         bytes[5..9].copy_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(Tree::decode(&bytes), Err(DecodeError::Truncated));
-    }
-
-    #[test]
-    fn escape_round_trip() {
-        for name in [
-            &b"plain"[..],
-            b"caf\xe9",
-            b"back\\slash",
-            b"tab\there",
-            b"\\x41",
-        ] {
-            assert_eq!(unescape_name(&escape_name(name)), name);
-        }
     }
 }
 

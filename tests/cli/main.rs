@@ -4,9 +4,12 @@
 mod capture_races;
 mod diff;
 mod export;
+mod full_disk;
+mod hostile_records;
 mod mount;
 mod pack;
 mod store_cli;
+mod store_races;
 mod util;
 mod ux;
 mod zeroclaw_real;
