@@ -209,6 +209,7 @@ pub fn export(
         dest: out,
         force,
         sources: &sources,
+        store: Some(store.root()),
         reuse: None,
     };
     check_request(&request).with_context(context)?;

@@ -20,6 +20,7 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             dest: &args.out,
             force: args.force,
             sources: &[],
+            store: Some(store.root()),
             reuse: None,
         },
     )

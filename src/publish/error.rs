@@ -50,6 +50,28 @@ pub enum PublishError {
         /// The source as given.
         source_tree: PathBuf,
     },
+    /// The destination is the store, or one of its ancestors.
+    #[error(
+        "destination {path} is or contains the store {store}; publishing there would replace \
+         the store's objects and catalog, so choose a path outside the store"
+    )]
+    DestContainsStore {
+        /// `--out` as given.
+        path: PathBuf,
+        /// The store directory.
+        store: PathBuf,
+    },
+    /// The destination lies inside the store.
+    #[error(
+        "destination {path} is inside the store {store}; publishing there would overwrite the \
+         store's own files, so choose a path outside the store"
+    )]
+    DestInsideStore {
+        /// `--out` as given.
+        path: PathBuf,
+        /// The store directory.
+        store: PathBuf,
+    },
     /// The destination is a symbolic link.
     #[error(
         "destination {path} is a symlink; publishing would replace whatever it points at rather \

@@ -5,7 +5,8 @@
 //!
 //! 1. **Resolve** (`resolve`): the destination's parent is canonicalized, its last component
 //!    is not; a `..` through a directory that does not exist yet is refused, and so is any
-//!    overlap with a source tree, in either direction. Nothing has been created yet.
+//!    overlap with a source tree or the store, in either direction (the store by path and by
+//!    identity). Nothing has been created yet.
 //! 2. **Admit** (`swap::admit`): the parent is created if missing, opened once, and its fd is
 //!    held for every later step. An absent destination is *vacant*; an existing one must be a
 //!    real directory (a symlink or a file is refused); empty is admitted, non-empty needs
@@ -80,6 +81,9 @@ pub struct PublishRequest<'a> {
     /// Source trees (workspace, skill dirs) the destination must not overlap, either
     /// direction; empty for `checkout`.
     pub sources: &'a [PathBuf],
+    /// The store the bundle is read from: a destination that is, contains or lies inside it
+    /// is refused (publishing there would destroy the store).
+    pub store: Option<&'a Path>,
     /// What the previous publish to this destination left there ([`record_destination`]):
     /// with `--force`, a file whose stat still matches (and whose bytes still hash to the
     /// right id, when the record is racy) is hard-linked into the new tree instead of being
@@ -115,6 +119,9 @@ pub struct Published {
 /// Returns the resolved destination.
 pub fn check_request(req: &PublishRequest<'_>) -> Result<PathBuf, PublishError> {
     let dest = resolve::resolve_destination(req.dest)?;
+    if let Some(store) = req.store {
+        resolve::refuse_store_overlap(req.dest, &dest.full, store)?;
+    }
     resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
     match sys::open_dir_path(&dest.parent) {
         Ok(parent) => {
@@ -145,6 +152,9 @@ pub fn publish_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Published, PublishError> {
     let dest = resolve::resolve_destination(req.dest)?;
+    if let Some(store) = req.store {
+        resolve::refuse_store_overlap(req.dest, &dest.full, store)?;
+    }
     resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
     let source_ids: Vec<sys::Stat> = req
         .sources

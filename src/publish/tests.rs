@@ -225,6 +225,7 @@ impl Env {
                 dest,
                 force,
                 sources: &[],
+                store: None,
                 reuse: None,
             },
         )
@@ -251,6 +252,7 @@ fn fresh_publish_is_byte_for_byte_with_modes() {
         dest: &dest,
         force: false,
         sources: &[],
+        store: None,
         reuse: None,
     };
     let p = publish_with_progress(&env.store.reader(), &env.new_id, &req, &mut |f, b| {
@@ -365,6 +367,7 @@ fn overlap_with_a_source_is_refused_both_ways() {
                 dest,
                 force: true,
                 sources: &sources,
+                store: None,
                 reuse: None,
             },
         )

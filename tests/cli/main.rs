@@ -5,4 +5,5 @@ mod capture_races;
 mod export;
 mod mount;
 mod store_cli;
+mod store_overlap;
 mod util;

@@ -33,6 +33,7 @@ fn child_entry() {
         dest: &dest,
         force: var("ZB_FORCE") == "1",
         sources: &sources,
+        store: None,
         reuse: None,
     };
     match publish(&store.reader(), &root, &req) {
