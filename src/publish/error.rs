@@ -139,6 +139,12 @@ pub enum PublishError {
         /// What the check found.
         detail: String,
     },
+    /// The tree expands past the store's limits; nothing was written.
+    #[error("{source}")]
+    TooLarge {
+        /// The limit check's error (names the tree and the limit).
+        source: StoreError,
+    },
     /// Reading a tree or blob from the object source failed.
     #[error("could not read {path} from the store: {source}")]
     Store {

@@ -7,6 +7,8 @@
 //!    is not; a `..` through a directory that does not exist yet is refused, and so is any
 //!    overlap with a source tree or the store, in either direction (the store by path and by
 //!    identity). Nothing has been created yet.
+//!    The tree's expansion is checked against the store's limits
+//!    (`zeroclaw_bundle_store::limits`: depth, entries, bytes) over tree objects only.
 //! 2. **Admit** (`swap::admit`): the parent is created if missing, opened once, and its fd is
 //!    held for every later step. An absent destination is *vacant*; an existing one must be a
 //!    real directory (a symlink or a file is refused); empty is admitted, non-empty needs
@@ -59,6 +61,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{DestCache, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry};
 
 pub use error::PublishError;
@@ -156,6 +159,10 @@ pub fn publish_with_progress(
         resolve::refuse_store_overlap(req.dest, &dest.full, store)?;
     }
     resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
+    // Bound what the tree expands to before anything is created: a hostile tree (a chain
+    // 20,000 deep, a diamond of 2^40 paths) is refused here, not half-written.
+    check_expansion(source, root, &format!("tree {}", root.short(12)))
+        .map_err(|source| PublishError::TooLarge { source })?;
     let source_ids: Vec<sys::Stat> = req
         .sources
         .iter()

@@ -36,6 +36,7 @@
 mod catalog;
 mod error;
 mod id;
+pub mod limits;
 mod maintenance;
 mod objects;
 mod snapshot;

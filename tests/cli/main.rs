@@ -3,6 +3,7 @@
 
 mod capture_races;
 mod export;
+mod hostile_trees;
 mod mount;
 mod store_cli;
 mod store_overlap;

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use crate::util::*;
 
 /// True when FUSE can be used here; panics in CI when it cannot.
-fn fuse_available() -> bool {
+pub fn fuse_available() -> bool {
     let ok = Path::new("/dev/fuse").exists() && is_root();
     if !ok {
         assert!(
@@ -27,7 +27,7 @@ fn fuse_available() -> bool {
     ok
 }
 
-fn mounted(path: &Path) -> bool {
+pub fn mounted(path: &Path) -> bool {
     let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let needle = format!(" {} ", canon.display());
     fs::read_to_string("/proc/self/mountinfo")
