@@ -39,7 +39,9 @@
 //!
 //! Test hooks (`crate::hooks`, only in `test-hooks` builds), in publish order:
 //! `publish-admitted`, `publish-write` (before each file; path = its path in the bundle),
-//! `publish-staged`, `before-swap`, then one of `publish-after-rename` (vacant),
+//! `publish-staged`, `before-swap`, `publish-before-rename` (after the swap-time re-check,
+//! right before the rename: a replacement there must be caught by the checks after the
+//! rename), then one of `publish-after-rename` (vacant),
 //! `publish-after-exchange` / `publish-after-retire` (exchange), or
 //! `publish-after-first-rename` / `publish-after-second-rename` (fallback), and finally
 //! `publish-after-remove`. Every other seam's path is the resolved destination.

@@ -172,6 +172,9 @@ impl Swapper<'_> {
             Some(cur) if cur.same_object(id) => {}
             _ => return Err(PublishError::DestChanged { path: self.given() }),
         }
+        // The check above and the rename below are two system calls: whatever replaces the
+        // destination in between is caught after the rename (`after_exchange`, `two_renames`).
+        self.seam("publish-before-rename");
         let exchanged =
             match sys::rename_exchange(self.parent, &staging.name, self.parent, self.name) {
                 Ok(done) => done,
@@ -197,6 +200,8 @@ impl Swapper<'_> {
         if self.at(self.name)?.is_some() {
             return Err(PublishError::DestAppeared { path: self.given() });
         }
+        // Anything that appears now is refused by RENAME_NOREPLACE itself.
+        self.seam("publish-before-rename");
         match sys::rename_noreplace(self.parent, &staging.name, self.parent, self.name) {
             Ok(()) => staging.armed = false,
             Err(e) if is_exists(&e) => {

@@ -205,6 +205,98 @@ fn destination_replaced_by_another_directory_is_refused() {
     }
 }
 
+/// The seam between the swap-time re-check and the rename: a destination replaced there is
+/// only caught by the identity check of what the rename moved out, on both swap paths.
+#[test]
+fn destination_replaced_between_recheck_and_rename_is_refused() {
+    for no_exchange in [false, true] {
+        let env = Env::new();
+        let dest = env.with_old_bundle();
+        let cmd = "mv \"$DEST\" \"$TMPROOT/moved-aside\" && mkdir \"$DEST\" && echo other > \"$DEST/other.md\"";
+        let mut run = child(&env.new_id, &dest, true, "publish-before-rename", cmd);
+        run.no_exchange = no_exchange;
+        let got = run_child(&env, &run);
+        let Child::Err(msg) = got else {
+            panic!("no_exchange {no_exchange}: expected a refusal, got {got:?}")
+        };
+        assert!(
+            msg.contains("not the directory this publish checked"),
+            "no_exchange {no_exchange}: {msg}"
+        );
+        assert_eq!(listing(&env.path("moved-aside")), expected(&env.old));
+        assert_eq!(names(&dest), ["other.md"], "no_exchange {no_exchange}");
+        assert_eq!(
+            fs::read(dest.join("other.md")).unwrap(),
+            b"other\n",
+            "no_exchange {no_exchange}"
+        );
+        assert_eq!(
+            names(&env.path("out")),
+            ["bundle"],
+            "no_exchange {no_exchange}"
+        );
+    }
+}
+
+/// The same seam for an empty destination (admitted without --force): replaced by another
+/// empty directory, or given a file, it is refused and kept.
+#[test]
+fn empty_destination_changed_between_recheck_and_rename_is_refused() {
+    for no_exchange in [false, true] {
+        for (cmd, needle, kept) in [
+            (
+                "rmdir \"$DEST\" && mkdir \"$DEST\" && touch \"$DEST/.keep\"",
+                "not the directory this publish checked",
+                ".keep",
+            ),
+            (
+                "echo arrived > \"$DEST/arrived.md\"",
+                "not any more",
+                "arrived.md",
+            ),
+        ] {
+            let env = Env::new();
+            let dest = env.path("out/bundle");
+            fs::create_dir_all(&dest).unwrap();
+            let mut run = child(&env.new_id, &dest, false, "publish-before-rename", cmd);
+            run.no_exchange = no_exchange;
+            let got = run_child(&env, &run);
+            let Child::Err(msg) = got else {
+                panic!("no_exchange {no_exchange}, {cmd}: expected a refusal, got {got:?}")
+            };
+            assert!(
+                msg.contains(needle),
+                "no_exchange {no_exchange}, {cmd}: {msg}"
+            );
+            assert_eq!(names(&dest), [kept], "no_exchange {no_exchange}, {cmd}");
+            assert_eq!(names(&env.path("out")), ["bundle"], "{cmd}");
+        }
+    }
+}
+
+/// A vacant destination that appears between the re-check and the rename is refused by
+/// RENAME_NOREPLACE.
+#[test]
+fn destination_appearing_right_before_the_rename_is_refused() {
+    let env = Env::new();
+    fs::create_dir_all(env.path("out")).unwrap();
+    let dest = env.path("out/bundle");
+    let cmd = "mkdir \"$DEST\" && echo mine > \"$DEST/someone-elses.md\"";
+    let got = run_child(
+        &env,
+        &child(&env.new_id, &dest, false, "publish-before-rename", cmd),
+    );
+    let Child::Err(msg) = got else {
+        panic!("expected a refusal, got {got:?}")
+    };
+    assert!(
+        msg.contains("did not exist when the publish started"),
+        "{msg}"
+    );
+    assert_eq!(names(&dest), ["someone-elses.md"]);
+    assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
 #[test]
 fn empty_destination_that_gained_a_file_is_refused() {
     for no_exchange in [false, true] {
