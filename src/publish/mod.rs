@@ -45,6 +45,10 @@
 //! `publish-after-exchange` / `publish-after-retire` (exchange), or
 //! `publish-after-first-rename` / `publish-after-second-rename` (fallback), and finally
 //! `publish-after-remove`. Every other seam's path is the resolved destination.
+//! Fault injection (`hooks::fault`, test-hooks builds): `staging-create`, `mkdir`, `create`,
+//! `write` (path = the entry's path in the bundle), `chmod`, `syncfs`, `rename` (vacant or
+//! exchange), `rename-first` / `rename-second` (fallback); each failure must leave the
+//! destination as it was.
 //!
 //! Not a compare-and-swap: the checks narrow the window in which another process writing
 //! the destination can interfere; they do not close it.
@@ -189,9 +193,12 @@ pub fn publish_with_progress(
         .previous_tree()
         .and_then(|fd| req.reuse.map(|cache| stage::Previous { fd, cache }));
     let tally = stage::materialize(source, root, root_dir, previous, &staging.path, progress)?;
-    sys::chmod_fd(&staging.fd, 0o755)
+    hooks::fault("chmod", &hook_path)
+        .and_then(|()| sys::chmod_fd(&staging.fd, 0o755))
         .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;
-    sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;
+    hooks::fault("syncfs", &hook_path)
+        .and_then(|()| sys::syncfs(&staging.fd))
+        .map_err(|e| PublishError::io("sync", &staging.path, e))?;
     hooks::seam("publish-staged", &hook_path);
     hooks::seam("before-swap", &hook_path);
 
@@ -309,7 +316,9 @@ impl<'a> Staging<'a> {
             if sys::stat_at(parent, &retired).is_ok() {
                 continue;
             }
-            match sys::mkdir_at(parent, &name, 0o700) {
+            match hooks::fault("staging-create", &path.to_string_lossy())
+                .and_then(|()| sys::mkdir_at(parent, &name, 0o700))
+            {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     last_err = Some(e);

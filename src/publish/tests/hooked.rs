@@ -60,6 +60,8 @@ struct ChildRun {
     seam_path: Option<String>,
     cmd: String,
     no_exchange: bool,
+    /// An injected failure (`crate::hooks::fault`): step and optional path suffix.
+    fault: Option<(&'static str, Option<&'static str>)>,
 }
 
 fn run_child(env: &Env, run: &ChildRun) -> Child {
@@ -93,6 +95,15 @@ fn run_child(env: &Env, run: &ChildRun) -> Child {
         Some(p) => cmd.env("ZEROCLAW_BUNDLE_TEST_HOOK_PATH", p),
         None => cmd.env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_PATH"),
     };
+    cmd.env_remove("ZEROCLAW_BUNDLE_TEST_FAULT")
+        .env_remove("ZEROCLAW_BUNDLE_TEST_FAULT_PATH")
+        .env_remove("ZEROCLAW_BUNDLE_TEST_FAULT_ERRNO");
+    if let Some((step, path)) = run.fault {
+        cmd.env("ZEROCLAW_BUNDLE_TEST_FAULT", step);
+        if let Some(p) = path {
+            cmd.env("ZEROCLAW_BUNDLE_TEST_FAULT_PATH", p);
+        }
+    }
     if run.no_exchange {
         cmd.env("ZEROCLAW_BUNDLE_TEST_NO_EXCHANGE", "1");
     } else {
@@ -132,6 +143,7 @@ fn child(root: &ObjectId, dest: &Path, force: bool, seam: &str, cmd: &str) -> Ch
         seam_path: None,
         cmd: cmd.to_string(),
         no_exchange: false,
+        fault: None,
     }
 }
 
@@ -354,6 +366,84 @@ fn two_rename_fallback_replaces_like_exchange() {
     assert_eq!(run_child(&env, &run), Child::Ok { exchange: false });
     assert_eq!(listing(&dest), expected(&env.new));
     assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// A failure at each step keeps the old bundle (injected with `hooks::fault`)
+
+/// Every step of stage and swap whose failure is an error (not a crash): the staging
+/// directory, a subdirectory, a file's creation and its writes (first file, a big one, the
+/// manifest written last), the final chmod, the syncfs, and the renames of each swap path.
+const FAILING_STEPS: [(&str, Option<&str>); 9] = [
+    ("staging-create", None),
+    ("mkdir", Some("workspace")),
+    ("mkdir", Some("web_search")),
+    ("create", Some("config.toml")),
+    ("write", Some("big.bin")),
+    ("create", Some("zeroclaw-agent.toml")),
+    ("chmod", None),
+    ("syncfs", None),
+    ("rename", None),
+];
+
+#[track_caller]
+fn fails_with_injected_error(env: &Env, run: &ChildRun, what: &str) {
+    let got = run_child(env, run);
+    let Child::Err(msg) = got else {
+        panic!("{what}: expected the injected failure, got {got:?}")
+    };
+    assert!(msg.contains("Input/output error"), "{what}: {msg}");
+}
+
+#[test]
+fn a_failure_at_each_step_keeps_the_old_bundle() {
+    let mut tried = 0;
+    for no_exchange in [false, true] {
+        let fallback_only: &[(&str, Option<&str>)] = if no_exchange {
+            &[("rename-first", None), ("rename-second", None)]
+        } else {
+            &[]
+        };
+        for &(step, path) in FAILING_STEPS.iter().chain(fallback_only) {
+            let what = format!("{step} {path:?} no_exchange={no_exchange}");
+            let env = Env::new();
+            let dest = env.with_old_bundle();
+            let mut run = child(&env.new_id, &dest, true, "none", "true");
+            run.no_exchange = no_exchange;
+            run.fault = Some((step, path));
+            fails_with_injected_error(&env, &run, &what);
+            assert_eq!(listing(&dest), expected(&env.old), "{what}");
+            assert_eq!(names(&env.path("out")), ["bundle"], "{what}: leftovers");
+            // Nothing to recover, and the next publish goes through.
+            assert!(recover(&dest).unwrap().nothing_done(), "{what}");
+            run.fault = None;
+            assert_eq!(
+                run_child(&env, &run),
+                Child::Ok {
+                    exchange: !no_exchange
+                },
+                "{what}"
+            );
+            assert_eq!(listing(&dest), expected(&env.new), "{what}");
+            tried += 1;
+        }
+    }
+    assert_eq!(tried, 2 * FAILING_STEPS.len() + 2);
+}
+
+#[test]
+fn a_failure_at_each_step_leaves_a_vacant_destination_vacant() {
+    for &(step, path) in &FAILING_STEPS {
+        let what = format!("{step} {path:?}");
+        let env = Env::new();
+        fs::create_dir_all(env.path("out")).unwrap();
+        let dest = env.path("out/bundle");
+        let mut run = child(&env.new_id, &dest, false, "none", "true");
+        run.fault = Some((step, path));
+        fails_with_injected_error(&env, &run, &what);
+        assert!(!dest.exists(), "{what}");
+        assert!(names(&env.path("out")).is_empty(), "{what}: leftovers");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
