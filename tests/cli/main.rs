@@ -2,6 +2,7 @@
 //! module per area; each module says which failures it pins.
 
 mod capture_races;
+mod crash_campaign;
 mod export;
 mod hostile_trees;
 mod mount;
