@@ -139,3 +139,56 @@ fn export_into_the_store_is_refused_before_capture() {
         assert_eq!(env.snapshot_count(), snapshots, "{what}: captured anyway");
     }
 }
+
+/// Unmounts a bind mount on drop.
+struct Bind(PathBuf);
+
+impl Drop for Bind {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// A bind mount of the store has other paths but the same (dev, ino): the refusal compares
+/// identities, so `--out` through it is refused too. Needs root to bind-mount (fails in CI
+/// without it).
+#[test]
+fn destination_through_a_bind_mount_of_the_store_is_refused() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"alpha\n");
+    let id = env.snapshot(&src);
+    let before = inventory(&env.store);
+    let bind = env.path("bind");
+    fs::create_dir_all(&bind).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .arg("--bind")
+        .arg(&env.store)
+        .arg(&bind)
+        .output();
+    if !matches!(&mounted, Ok(o) if o.status.success()) {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "cannot bind-mount here (needs root), and CI must run this test: {mounted:?}"
+        );
+        eprintln!("SKIPPED: cannot bind-mount here (needs root): {mounted:?}");
+        return;
+    }
+    let _guard = Bind(bind.clone());
+    for (dest, needle) in [
+        (bind.join("objects"), "is inside the store"),
+        (bind.join("tmp/x"), "is inside the store"),
+        (bind.clone(), "is or contains the store"),
+    ] {
+        let what = format!("checkout --out {} --force", dest.display());
+        env.run(&[
+            OsStr::new("checkout"),
+            OsStr::new(&id),
+            OsStr::new("--out"),
+            dest.as_os_str(),
+            OsStr::new("--force"),
+        ])
+        .fails(1, needle);
+        assert_store_intact(&env, std::slice::from_ref(&id), &before, &what);
+    }
+}
