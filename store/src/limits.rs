@@ -83,7 +83,17 @@ pub fn check_expansion_within(
         next: usize,
     }
     let open = |id: &ObjectId| -> Result<Frame, StoreError> {
-        let tree = source.tree(id)?;
+        // A tree that cannot be read (missing, corrupt, malformed) expands to nothing here:
+        // no reader can expand it either, and each reports the damage where it meets it
+        // (checkout names the path, a mount answers EIO there and serves the rest).
+        let Ok(tree) = source.tree(id) else {
+            return Ok(Frame {
+                id: *id,
+                files: Expansion::default(),
+                subdirs: Vec::new(),
+                next: 0,
+            });
+        };
         let mut files = Expansion::default();
         let mut subdirs = Vec::new();
         for e in tree.entries() {
@@ -259,6 +269,19 @@ mod tests {
         assert_eq!(got.entries, 2 + 1 + 3 + 1);
         assert!(check_expansion_within(&src, &root, "s", 4, got.entries - 1, 100).is_err());
         assert!(check_expansion_within(&src, &root, "s", 4, 100, 11).is_err());
+    }
+
+    #[test]
+    fn a_damaged_subtree_counts_as_empty_and_is_left_to_the_reader() {
+        let (_t, store) = store();
+        let l = leaf(&store, 6);
+        let root = store
+            .write_tree(
+                &Tree::from_entries(vec![dir("a", l), dir("b", ObjectId::of(b"gone"))]).unwrap(),
+            )
+            .unwrap();
+        let got = check_expansion(&store.reader(), &root, "s").unwrap();
+        assert_eq!(got.entries, 3);
     }
 
     #[test]
