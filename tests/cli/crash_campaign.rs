@@ -82,6 +82,8 @@ struct Campaign {
     /// Killed exports after which the destination was the old bundle / the new one.
     export_old: u64,
     export_new: u64,
+    /// Kills that left a staging or retired tree beside the destination for `recover`.
+    mid_publish: u64,
 }
 
 impl Campaign {
@@ -110,6 +112,7 @@ impl Campaign {
             landed: 0,
             export_old: 0,
             export_new: 0,
+            mid_publish: 0,
         };
         for op in OPS {
             c.change_state(op);
@@ -184,8 +187,14 @@ impl Campaign {
         self.change_state(op);
         let before = self.dest.exists().then(|| bundle(&self.dest));
         let base = self.base[op.name()];
-        let span = (base.as_micros() as u64 * 5 / 4).max(1_000);
-        let after = Duration::from_micros(self.rng.below(span));
+        let base_us = (base.as_micros() as u64).max(1_000);
+        // Half the kills anywhere in the run; the other half in its last 40%, where the
+        // commit of a capture, the deletions of gc and the publish of an export happen.
+        let after = Duration::from_micros(if self.rng.below(2) == 0 {
+            self.rng.below(base_us * 5 / 4)
+        } else {
+            base_us * 6 / 10 + self.rng.below(base_us / 2)
+        });
         let (status, stderr) = self.run(op, Some(after));
         self.tried += 1;
         let killed = status.signal() == Some(9);
@@ -206,6 +215,9 @@ impl Campaign {
     }
 
     fn check(&mut self, op: Op, before: Option<BTreeMap<Vec<u8>, Node>>, what: &str) {
+        if !hidden(&self.env.path("out")).is_empty() {
+            self.mid_publish += 1;
+        }
         let env = &self.env;
         env.run(&[OsStr::new("recover"), self.dest.as_os_str()])
             .ok();
@@ -267,7 +279,7 @@ fn sigkill_at_random_points_leaves_a_verifiable_store_and_a_whole_bundle() {
         Err(_) => vec![1],
     };
     let per_seed = if long { 48 } else { 24 };
-    let (mut tried, mut landed) = (0, 0);
+    let (mut tried, mut landed, mut mid_publish) = (0, 0, 0);
     for seed in seeds {
         let mut c = Campaign::new(seed);
         for i in 0..per_seed {
@@ -276,13 +288,17 @@ fn sigkill_at_random_points_leaves_a_verifiable_store_and_a_whole_bundle() {
         }
         eprintln!(
             "crash campaign seed {seed}: {} kills tried, {} landed mid-run; after killed \
-             exports the bundle was old {} times, new {} times; clean run times {:?}",
-            c.tried, c.landed, c.export_old, c.export_new, c.base
+             exports the bundle was old {} times, new {} times; {} kills left a publish for \
+             recover; clean run times {:?}",
+            c.tried, c.landed, c.export_old, c.export_new, c.mid_publish, c.base
         );
         tried += c.tried;
         landed += c.landed;
+        mid_publish += c.mid_publish;
     }
-    eprintln!("crash campaign: {tried} kills tried, {landed} landed mid-run");
+    eprintln!(
+        "crash campaign: {tried} kills tried, {landed} landed mid-run, {mid_publish} mid-publish"
+    );
     assert!(
         landed > 0,
         "no kill landed: the delays never hit a running command"
