@@ -426,6 +426,7 @@ pub fn check_replacement(
             dest,
             force: true,
             sources: &[],
+            store: Some(s.root()),
             reuse: None,
         })
         .map(|full| format!("dest:{}", full.display()));
@@ -486,9 +487,11 @@ pub struct ExportJob {
 impl ExportJob {
     /// Loads agent `alias` of the install at `install_dir`, checks `out` (overlap, admission,
     /// the replace policy) and claims it, so a second export to `out` fails at once. `store`
-    /// is the existing store, if any (never created here).
+    /// is the existing store, if any (never created here); `store_path` is where it is or will
+    /// be (a destination that overlaps it is refused).
     pub fn prepare(
         store: Option<&Store>,
+        store_path: &Path,
         install_dir: &Path,
         alias: &str,
         out: &Path,
@@ -502,6 +505,7 @@ impl ExportJob {
             dest: out,
             force: replace != Replace::Nothing,
             sources: &sources,
+            store: Some(store_path),
             reuse: None,
         })
         .with_context(&context)?;
@@ -544,6 +548,7 @@ impl ExportJob {
             dest: &self.out,
             force: self.replace != Replace::Nothing,
             sources: &self.sources,
+            store: Some(store.root()),
             reuse: None,
         };
         let (total_files, total_bytes) = (captured.snapshot.files(), captured.snapshot.bytes());

@@ -48,6 +48,10 @@ pub enum MountError {
         /// What the object source said.
         source: StoreError,
     },
+    /// The snapshot expands past the store's limits (`zeroclaw_bundle_store::limits`), so
+    /// serving it could grow the daemon without bound.
+    #[error("refusing to mount: {0}")]
+    TooLarge(#[source] StoreError),
     /// The kernel refused the mount, or the session could not start.
     #[error("could not mount on {path}: {source}")]
     Mount {

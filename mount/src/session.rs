@@ -17,6 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{BackgroundSession, Config, MountOption, SessionACL};
+use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{Lease, ObjectId, ObjectSource};
 
 use crate::error::MountError;
@@ -150,6 +151,14 @@ pub fn mount(
     let root_tree = source
         .tree(&root)
         .map_err(|source| MountError::Root { root, source })?;
+    // A hostile tree (a diamond expanding to 2^40 paths, a chain 20,000 deep) would grow the
+    // inode table without bound as it is walked: refuse it before mounting.
+    let label = if options.label.is_empty() {
+        format!("tree {}", root.short(12))
+    } else {
+        format!("snapshot {}", options.label)
+    };
+    check_expansion(&*source, &root, &label).map_err(MountError::TooLarge)?;
     let (uid, gid) = sys::user_ids();
     let view = View {
         uid,

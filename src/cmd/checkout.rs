@@ -24,6 +24,7 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         dest: &args.out,
         force: args.force || args.replace_any,
         sources: &[],
+        store: Some(store.root()),
         reuse: None,
     };
     check_request(&request).with_context(context)?;

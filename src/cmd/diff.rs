@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use serde_json::json;
+use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{resolve_path, EntryKind, PackReader, Store, TreeEntry};
 
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
@@ -137,6 +138,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
     if path.is_file() {
         let pack = PackReader::open(path)?;
         let snapshot = pack.snapshot()?;
+        check_expansion(&pack, &snapshot.root, &format!("pack {}", path.display()))?;
         return Ok(Side {
             label: format!("{} ({})", pack.root.short(12), path.display()),
             root: Root {
@@ -170,6 +172,9 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
     } else {
         resolve_path(&reader, &snapshot.root, &sub, &reference)?
     };
+    if entry.kind == EntryKind::Dir {
+        check_expansion(&reader, &entry.id, &format!("snapshot {}", id.short(12)))?;
+    }
     let label = if sub.is_empty() {
         id.short(12)
     } else {

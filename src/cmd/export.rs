@@ -20,6 +20,7 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
     let existing = ctx.existing_store()?;
     let job = ExportJob::prepare(
         existing.as_ref(),
+        &ctx.store_path,
         &install,
         &args.alias,
         &args.out,

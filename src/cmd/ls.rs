@@ -1,7 +1,8 @@
 //! `ls SNAPSHOT[:PATH] [-r]`: list a directory of a snapshot (kind, size, name).
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use serde_json::json;
+use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{escape_name, resolve_path, EntryKind, ObjectId, ObjectSource};
 
 use crate::cli::LsArgs;
@@ -23,6 +24,10 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
     let base = &path[start..end.max(start)];
     let mut rows = Vec::new();
     if entry.kind == EntryKind::Dir {
+        if args.recursive {
+            // Bounded before listing: a hostile tree would otherwise list forever.
+            check_expansion(&reader, &entry.id, &format!("snapshot {}", id.short(12)))?;
+        }
         list_dir(
             &reader,
             &entry.id,
@@ -74,9 +79,6 @@ fn list_dir(
         };
         rows.push((e.kind, e.size, e.id, p.clone()));
         if recursive && e.kind == EntryKind::Dir {
-            if rows.len() > 50_000_000 {
-                bail!("listing too large");
-            }
             list_dir(source, &e.id, &p, true, rows)?;
         }
     }

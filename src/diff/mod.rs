@@ -202,9 +202,10 @@ pub struct Root {
     pub entry: TreeEntry,
 }
 
-/// Deepest nesting walked before the diff fails: trees come from other hosts, so depth is
-/// attacker-controlled; the walk itself is iterative and this only bounds its memory.
-pub const MAX_DEPTH: usize = 4096;
+/// Deepest nesting walked before the diff fails: the store's limit for any tree it expands
+/// (trees come from other hosts, so depth is attacker-controlled; the walk itself is iterative
+/// and this only bounds its memory).
+pub const MAX_DEPTH: usize = zeroclaw_bundle_store::limits::MAX_DEPTH as usize;
 
 /// Why a diff failed.
 #[derive(Debug, thiserror::Error)]

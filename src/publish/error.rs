@@ -64,6 +64,28 @@ pub enum PublishError {
         /// The source as given.
         source_tree: PathBuf,
     },
+    /// The destination is the store, or one of its ancestors.
+    #[error(
+        "destination {path} is or contains the store {store}; publishing there would replace \
+         the store's objects and catalog, so choose a path outside the store"
+    )]
+    DestContainsStore {
+        /// `--out` as given.
+        path: PathBuf,
+        /// The store directory.
+        store: PathBuf,
+    },
+    /// The destination lies inside the store.
+    #[error(
+        "destination {path} is inside the store {store}; publishing there would overwrite the \
+         store's own files, so choose a path outside the store"
+    )]
+    DestInsideStore {
+        /// `--out` as given.
+        path: PathBuf,
+        /// The store directory.
+        store: PathBuf,
+    },
     /// The destination is a symbolic link.
     #[error(
         "destination {path} is a symlink; publishing would replace whatever it points at rather \
@@ -130,6 +152,12 @@ pub enum PublishError {
         path: String,
         /// What the check found.
         detail: String,
+    },
+    /// The tree expands past the store's limits; nothing was written.
+    #[error("{source}")]
+    TooLarge {
+        /// The limit check's error (names the tree and the limit).
+        source: StoreError,
     },
     /// Reading a tree or blob from the object source failed.
     #[error("could not read {path} from the store: {source}")]

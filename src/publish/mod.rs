@@ -8,7 +8,10 @@
 //!    operation, so a second publish to the same destination fails at once.
 //! 1. **Resolve** (`resolve`): the destination's parent is canonicalized, its last component
 //!    is not; a `..` through a directory that does not exist yet is refused, and so is any
-//!    overlap with a source tree, in either direction. Nothing has been created yet.
+//!    overlap with a source tree or the store, in either direction (the store by path and by
+//!    identity). Nothing has been created yet.
+//!    The tree's expansion is checked against the store's limits
+//!    (`zeroclaw_bundle_store::limits`: depth, entries, bytes) over tree objects only.
 //! 2. **Admit** (`swap::admit`): the parent is created if missing, opened once, and its fd is
 //!    held for every later step. An absent destination is *vacant*; an existing one must be a
 //!    real directory (a symlink or a file is refused); empty is admitted, non-empty needs
@@ -42,10 +45,16 @@
 //!
 //! Test hooks (`crate::hooks`, only in `test-hooks` builds), in publish order:
 //! `publish-admitted`, `publish-write` (before each file; path = its path in the bundle),
-//! `publish-staged`, `before-swap`, then one of `publish-after-rename` (vacant),
+//! `publish-staged`, `before-swap`, `publish-before-rename` (after the swap-time re-check,
+//! right before the rename: a replacement there must be caught by the checks after the
+//! rename), then one of `publish-after-rename` (vacant),
 //! `publish-after-exchange` / `publish-after-retire` (exchange), or
 //! `publish-after-first-rename` / `publish-after-second-rename` (fallback), and finally
 //! `publish-after-remove`. Every other seam's path is the resolved destination.
+//! Fault injection (`hooks::fault`, test-hooks builds): `staging-create`, `mkdir`, `create`,
+//! `write` (path = the entry's path in the bundle), `chmod`, `syncfs`, `rename` (vacant or
+//! exchange), `rename-first` / `rename-second` (fallback); each failure must leave the
+//! destination as it was.
 //!
 //! Not a compare-and-swap: the checks narrow the window in which another process writing
 //! the destination can interfere; they do not close it.
@@ -65,6 +74,7 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{DestCache, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry};
 
 pub use claim::{claim_destination, DestClaim, LOCK_PREFIX};
@@ -88,6 +98,9 @@ pub struct PublishRequest<'a> {
     /// Source trees (workspace, skill dirs) the destination must not overlap, either
     /// direction; empty for `checkout`.
     pub sources: &'a [PathBuf],
+    /// The store the bundle is read from: a destination that is, contains or lies inside it
+    /// is refused (publishing there would destroy the store).
+    pub store: Option<&'a Path>,
     /// What the previous publish to this destination left there ([`record_destination`]):
     /// with `--force`, a file whose stat still matches (and whose bytes still hash to the
     /// right id, when the record is racy) is hard-linked into the new tree instead of being
@@ -123,6 +136,9 @@ pub struct Published {
 /// Returns the resolved destination.
 pub fn check_request(req: &PublishRequest<'_>) -> Result<PathBuf, PublishError> {
     let dest = resolve::resolve_destination(req.dest)?;
+    if let Some(store) = req.store {
+        resolve::refuse_store_overlap(req.dest, &dest.full, store)?;
+    }
     resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
     match sys::open_dir_path(&dest.parent) {
         Ok(parent) => {
@@ -153,7 +169,14 @@ pub fn publish_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Published, PublishError> {
     let dest = resolve::resolve_destination(req.dest)?;
+    if let Some(store) = req.store {
+        resolve::refuse_store_overlap(req.dest, &dest.full, store)?;
+    }
     resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
+    // Bound what the tree expands to before anything is created: a hostile tree (a chain
+    // 20,000 deep, a diamond of 2^40 paths) is refused here, not half-written.
+    check_expansion(source, root, &format!("tree {}", root.short(12)))
+        .map_err(|source| PublishError::TooLarge { source })?;
     let source_ids: Vec<sys::Stat> = req
         .sources
         .iter()
@@ -178,9 +201,12 @@ pub fn publish_with_progress(
         .previous_tree()
         .and_then(|fd| req.reuse.map(|cache| stage::Previous { fd, cache }));
     let tally = stage::materialize(source, root, root_dir, previous, &staging.path, progress)?;
-    sys::chmod_fd(&staging.fd, 0o755)
+    hooks::fault("chmod", &hook_path)
+        .and_then(|()| sys::chmod_fd(&staging.fd, 0o755))
         .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;
-    sys::syncfs(&staging.fd).map_err(|e| PublishError::io("sync", &staging.path, e))?;
+    hooks::fault("syncfs", &hook_path)
+        .and_then(|()| sys::syncfs(&staging.fd))
+        .map_err(|e| PublishError::io("sync", &staging.path, e))?;
     hooks::seam("publish-staged", &hook_path);
     hooks::seam("before-swap", &hook_path);
     // The last point where a signal stops the publish; from the swap on it runs to the end.
@@ -300,7 +326,9 @@ impl<'a> Staging<'a> {
             if sys::stat_at(parent, &retired).is_ok() {
                 continue;
             }
-            match sys::mkdir_at(parent, &name, 0o700) {
+            match hooks::fault("staging-create", &path.to_string_lossy())
+                .and_then(|()| sys::mkdir_at(parent, &name, 0o700))
+            {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                     last_err = Some(e);

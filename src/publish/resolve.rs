@@ -1,4 +1,5 @@
-//! Destination resolution and the overlap refusal, all before anything is created.
+//! Destination resolution and the overlap refusals (source trees, the store), all before
+//! anything is created.
 //!
 //! The destination's parent is canonicalized (its nearest existing ancestor, with the missing
 //! tail re-appended) and its last component is kept as written, so a symlink *at* the
@@ -9,6 +10,7 @@
 use std::ffi::OsString;
 use std::fs;
 use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::PublishError;
@@ -127,6 +129,52 @@ pub(crate) fn refuse_overlap(
                 source_tree: source.clone(),
             });
         }
+    }
+    Ok(())
+}
+
+/// (dev, ino) of what `path` names, following symlinks; `None` when it cannot be stat'ed.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// Refuses a destination that is the store, contains it, or lies inside it: publishing
+/// there would replace or overwrite the store's objects, catalog and marker. Compared both by
+/// canonical path and by identity (dev, ino) of every existing ancestor, so a symlinked or
+/// bind-mounted spelling of the store is refused too.
+pub(crate) fn refuse_store_overlap(
+    given: &Path,
+    dest: &Path,
+    store: &Path,
+) -> Result<(), PublishError> {
+    let store_resolved = resolve_path(store)?;
+    let contains = || PublishError::DestContainsStore {
+        path: given.to_path_buf(),
+        store: store.to_path_buf(),
+    };
+    let inside = || PublishError::DestInsideStore {
+        path: given.to_path_buf(),
+        store: store.to_path_buf(),
+    };
+    if store_resolved.starts_with(dest) {
+        return Err(contains());
+    }
+    if dest.starts_with(&store_resolved) {
+        return Err(inside());
+    }
+    let Some(store_id) = identity(&store_resolved) else {
+        return Ok(());
+    };
+    if let Some(dest_id) = identity(dest) {
+        if store_resolved
+            .ancestors()
+            .any(|a| identity(a) == Some(dest_id))
+        {
+            return Err(contains());
+        }
+    }
+    if dest.ancestors().any(|a| identity(a) == Some(store_id)) {
+        return Err(inside());
     }
     Ok(())
 }

@@ -261,7 +261,8 @@ impl Stager<'_> {
         rel: &mut PathBuf,
     ) -> Result<(), PublishError> {
         let path = self.staging_path.join(&*rel);
-        sys::mkdir_at(dir, &entry.name, entry.kind.mode())
+        hooks::fault("mkdir", &rel.to_string_lossy())
+            .and_then(|()| sys::mkdir_at(dir, &entry.name, entry.kind.mode()))
             .map_err(|e| PublishError::io("create directory", &path, e))?;
         let sub = sys::open_dir_at(dir, &entry.name)
             .map_err(|e| PublishError::io("open directory", &path, e))?;
@@ -367,7 +368,8 @@ fn write_file(
         });
     }
     let mode = entry.kind.mode();
-    let mut file = sys::create_file_at(dir, &entry.name, mode)
+    let mut file = hooks::fault("create", &rel.to_string_lossy())
+        .and_then(|()| sys::create_file_at(dir, &entry.name, mode))
         .map_err(|e| PublishError::io("create", &path, e))?;
     let mut reader = blob.verifying_reader(entry.id);
     loop {
@@ -388,7 +390,8 @@ fn write_file(
             }
             Err(e) => return Err(PublishError::io("read the object for", &path, e)),
         };
-        file.write_all(&buf[..n])
+        hooks::fault("write", &rel.to_string_lossy())
+            .and_then(|()| file.write_all(&buf[..n]))
             .map_err(|e| PublishError::io("write", &path, e))?;
     }
     if sys::umask_alters(mode) {

@@ -172,20 +172,24 @@ impl Swapper<'_> {
             Some(cur) if cur.same_object(id) => {}
             _ => return Err(PublishError::DestChanged { path: self.given() }),
         }
-        let exchanged =
-            match sys::rename_exchange(self.parent, &staging.name, self.parent, self.name) {
-                Ok(done) => done,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(PublishError::DestChanged { path: self.given() })
-                }
-                Err(e) => {
-                    return Err(PublishError::io(
-                        "swap the staged bundle into",
-                        self.full,
-                        e,
-                    ))
-                }
-            };
+        // The check above and the rename below are two system calls: whatever replaces the
+        // destination in between is caught after the rename (`after_exchange`, `two_renames`).
+        self.seam("publish-before-rename");
+        let exchanged = match hooks::fault("rename", self.hook_path)
+            .and_then(|()| sys::rename_exchange(self.parent, &staging.name, self.parent, self.name))
+        {
+            Ok(done) => done,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                return Err(PublishError::DestChanged { path: self.given() })
+            }
+            Err(e) => {
+                return Err(PublishError::io(
+                    "swap the staged bundle into",
+                    self.full,
+                    e,
+                ))
+            }
+        };
         if exchanged {
             self.after_exchange(id, must_be_empty, staging)
         } else {
@@ -197,7 +201,11 @@ impl Swapper<'_> {
         if self.at(self.name)?.is_some() {
             return Err(PublishError::DestAppeared { path: self.given() });
         }
-        match sys::rename_noreplace(self.parent, &staging.name, self.parent, self.name) {
+        // Anything that appears now is refused by RENAME_NOREPLACE itself.
+        self.seam("publish-before-rename");
+        match hooks::fault("rename", self.hook_path).and_then(|()| {
+            sys::rename_noreplace(self.parent, &staging.name, self.parent, self.name)
+        }) {
             Ok(()) => staging.armed = false,
             Err(e) if is_exists(&e) => {
                 return Err(PublishError::DestAppeared { path: self.given() })
@@ -300,7 +308,9 @@ impl Swapper<'_> {
         staging: &mut Staging<'_>,
     ) -> Result<SwapOutcome, PublishError> {
         let retired_path = self.path_of(&staging.retired);
-        match sys::rename_noreplace(self.parent, self.name, self.parent, &staging.retired) {
+        match hooks::fault("rename-first", self.hook_path).and_then(|()| {
+            sys::rename_noreplace(self.parent, self.name, self.parent, &staging.retired)
+        }) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 return Err(PublishError::DestChanged { path: self.given() })
@@ -319,7 +329,9 @@ impl Swapper<'_> {
             self.move_back(&staging.retired, &retired_path, None)?;
             return Err(PublishError::DestChanged { path: self.given() });
         }
-        if let Err(e) = sys::rename_noreplace(self.parent, &staging.name, self.parent, self.name) {
+        if let Err(e) = hooks::fault("rename-second", self.hook_path).and_then(|()| {
+            sys::rename_noreplace(self.parent, &staging.name, self.parent, self.name)
+        }) {
             self.move_back(&staging.retired, &retired_path, Some(&e))?;
             return Err(if is_exists(&e) {
                 PublishError::DestAppeared { path: self.given() }

@@ -127,6 +127,19 @@ pub enum StoreError {
         /// What is wrong.
         why: String,
     },
+    /// A tree expands past one of the limits of [`crate::limits`].
+    #[error(
+        "{label} is too large to expand: its {what} passes the limit of {limit}; it was not \
+         written, listed or mounted (a tree this size is hostile or damaged, not an agent)"
+    )]
+    TooLarge {
+        /// What was expanded (`snapshot 1a2b3c4d5e6f`).
+        label: String,
+        /// Which limit: "directory depth", "entry count", "total file size".
+        what: &'static str,
+        /// The limit.
+        limit: u64,
+    },
     /// A path inside a tree does not exist.
     #[error("{path}: no such file or directory in snapshot {snapshot}")]
     NoSuchPath {

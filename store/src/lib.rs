@@ -61,6 +61,7 @@ mod catalog;
 mod error;
 mod escape;
 mod id;
+pub mod limits;
 mod lock;
 mod maintenance;
 mod objects;

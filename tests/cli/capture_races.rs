@@ -1,7 +1,8 @@
 //! Races at the capture seams, driven by the test hooks: an entry swapped between
 //! classification and open (for a symlink: the capture fails closed; for another file or
 //! directory: skipped and counted as replaced; for a hard link: skipped as a hard link), and
-//! a root replaced while being opened. After a failed capture the catalog lists nothing new.
+//! a root replaced while being opened. After a failed capture the catalog lists nothing new,
+//! and the host bytes reached no file of the store (objects, catalog, tmp) and no output.
 
 use std::ffi::OsStr;
 use std::fs;
@@ -48,9 +49,10 @@ fn file_swapped_for_symlink_fails_closed() {
         src.display(),
         env.path("host/secret.txt").display()
     );
-    hooked_snapshot(&env, &src, "classify-open", "victim.md", &cmd)
+    let r = hooked_snapshot(&env, &src, "classify-open", "victim.md", &cmd)
         .fails(1, "victim.md was swapped for a symlink");
     assert_eq!(list_len(&env), 0);
+    assert_nowhere(&env, &[&r], b"HOST SECRET", "file -> symlink");
 }
 
 #[test]
@@ -62,9 +64,10 @@ fn directory_swapped_for_symlink_fails_closed() {
         src.display(),
         env.path("host").display()
     );
-    hooked_snapshot(&env, &src, "classify-open", "dir", &cmd)
+    let r = hooked_snapshot(&env, &src, "classify-open", "dir", &cmd)
         .fails(1, "dir was swapped for a symlink");
     assert_eq!(list_len(&env), 0);
+    assert_nowhere(&env, &[&r], b"HOST SECRET", "dir -> symlink");
 }
 
 #[test]
@@ -76,11 +79,11 @@ fn file_swapped_for_another_file_is_skipped_and_counted() {
         env.path("other.md").display(),
         src.display()
     );
-    let v = hooked_snapshot(&env, &src, "classify-open", "victim.md", &cmd)
-        .ok()
-        .json();
+    let r = hooked_snapshot(&env, &src, "classify-open", "victim.md", &cmd).ok();
+    let v = r.json();
     assert_eq!(v["report"]["trees"][0]["replaced"], 1, "{v}");
     assert_eq!(v["report"]["skipped"][0]["path"], "victim.md", "{v}");
+    assert_nowhere(&env, &[&r], b"other file", "file -> other file");
     let id = v["id"].as_str().unwrap();
     env.run(&["cat".to_string(), format!("{id}:victim.md")])
         .fails(1, "no such file");
@@ -106,10 +109,10 @@ fn file_swapped_for_a_hard_link_is_skipped_as_a_hard_link() {
         src.display(),
         env.path("host/secret.txt").display()
     );
-    let v = hooked_snapshot(&env, &src, "classify-open", "victim.md", &cmd)
-        .ok()
-        .json();
+    let r = hooked_snapshot(&env, &src, "classify-open", "victim.md", &cmd).ok();
+    let v = r.json();
     assert_eq!(v["report"]["trees"][0]["hard_links"], 1, "{v}");
+    assert_nowhere(&env, &[&r], b"HOST SECRET", "file -> hard link");
     let id = v["id"].as_str().unwrap();
     let ls = env.run(&["ls", "-r", id]).ok().stdout();
     assert!(!ls.contains("victim.md"), "{ls}");
@@ -124,8 +127,9 @@ fn root_swapped_for_a_symlink_while_opened_fails() {
         src.display(),
         env.path("host").display()
     );
-    hooked_snapshot(&env, &src, "root-open", "src", &cmd)
+    let r = hooked_snapshot(&env, &src, "root-open", "src", &cmd)
         .fails(1, "was replaced while it was being opened");
     assert_eq!(list_len(&env), 0);
+    assert_nowhere(&env, &[&r], b"HOST SECRET", "root -> symlink");
     fs::remove_file(&src).unwrap();
 }

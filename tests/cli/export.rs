@@ -152,7 +152,8 @@ fn bundle_has_layout_and_no_secret_memory_or_host_bytes() {
     let install = Install::new(&env);
     let out = env.path("out/bundle");
     fs::create_dir_all(env.path("out")).unwrap();
-    let v = export(&env, &install, &out, &[], &[]).ok().json();
+    let first = export(&env, &install, &out, &[], &[]).ok();
+    let v = first.json();
     assert_eq!(
         names(&out),
         ["config.toml", "skills", "workspace", "zeroclaw-agent.toml"]
@@ -214,19 +215,25 @@ fn bundle_has_layout_and_no_secret_memory_or_host_bytes() {
     );
     assert_eq!(manifest["skill_bundles"].as_array().unwrap().len(), 1);
     assert_eq!(v["skills_carried"], 1);
-    // The same secrets are not in the store either (the snapshot is the bundle).
-    for (path, bytes) in all_bytes(&env.store.join("objects")) {
-        for s in SECRETS {
-            assert!(
-                !contains(&bytes, s.as_bytes()),
-                "store object {path} contains {s}"
-            );
-        }
-    }
-    // And the report tells the operator how to fill them.
-    let text = export(&env, &install, &env.path("second"), &[], &[]);
-    let _ = text;
-    let plain = env
+    // And the JSON report tells the operator how to fill them, naming each path.
+    let second = export(&env, &install, &env.path("second"), &[], &[]).ok();
+    let j = second.json();
+    let set: Vec<&str> = j["set_secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        set.contains(&"zeroclaw config set providers.models.anthropic.main.api_key"),
+        "{j}"
+    );
+    assert!(
+        set.contains(&"zeroclaw config set mcp.servers.github.env.GITHUB_TOKEN"),
+        "{j}"
+    );
+    assert_eq!(names(&env.path("second")), names(&out));
+    let third = env
         .run(&[
             OsStr::new("export"),
             OsStr::new("researcher"),
@@ -235,8 +242,12 @@ fn bundle_has_layout_and_no_secret_memory_or_host_bytes() {
             OsStr::new("--out"),
             env.path("third").as_os_str(),
         ])
-        .ok()
-        .stdout();
+        .ok();
+    let plain = third.stdout();
+    // The secrets reached no byte of the store (objects, catalog, tmp) and no output.
+    for s in SECRETS {
+        assert_nowhere(&env, &[&first, &second, &third], s.as_bytes(), "export");
+    }
     assert!(
         plain.contains("zeroclaw config set providers.models.anthropic.main.api_key"),
         "{plain}"
@@ -422,40 +433,49 @@ fn raced_export(path: &str, cmd: impl Fn(&TestEnv, &Install) -> String) -> (Test
 #[test]
 fn entry_races_in_workspace_and_skills() {
     // notes.md becomes a relative symlink to memory (inside the root): fail closed.
-    let (_env, out, run) = raced_export("workspace/notes.md", |_, i| {
+    let (env, out, run) = raced_export("workspace/notes.md", |_, i| {
         format!(
             "cd {} && rm notes.md && ln -s memory/brain.db notes.md",
             i.ws().display()
         )
     });
-    run.fails(1, "workspace/notes.md was swapped for a symlink");
+    let run = run.fails(1, "workspace/notes.md was swapped for a symlink");
     assert!(!out.exists());
+    assert_nowhere(&env, &[&run], b"home address", "notes.md -> memory");
     // web_search becomes a symlink to the excluded internal_only: fail closed.
-    let (_env, out, run) = raced_export("skills/research_tools/web_search", |_, i| {
+    let (env, out, run) = raced_export("skills/research_tools/web_search", |_, i| {
         format!(
             "cd {} && mv web_search ws.aside && ln -s internal_only web_search",
             i.skills().display()
         )
     });
-    run.fails(
+    let run = run.fails(
         1,
         "skills/research_tools/web_search was swapped for a symlink",
     );
     assert!(!out.exists());
+    assert_nowhere(&env, &[&run], b"internal runbook", "web_search -> excluded");
     // The admitted skill renamed aside and the excluded one renamed into its place: skipped.
-    let (_env, out, run) = raced_export("skills/research_tools/web_search", |_, i| {
+    let (env, out, run) = raced_export("skills/research_tools/web_search", |_, i| {
         format!(
             "cd {} && mv web_search ws.aside && mv internal_only web_search",
             i.skills().display()
         )
     });
-    let v = run.ok().json();
+    let run = run.ok();
+    let v = run.json();
     assert_eq!(v["tallies"][1]["replaced"], 1, "{v}");
     for (path, bytes) in all_bytes(&out) {
         assert!(!contains(&bytes, b"internal runbook"), "{path}");
     }
+    assert_nowhere(
+        &env,
+        &[&run],
+        b"internal runbook",
+        "excluded skill renamed in",
+    );
     // A host file renamed over notes.md: skipped as replaced, host bytes absent.
-    let (_env, out, run) = raced_export("workspace/notes.md", |env, i| {
+    let (env, out, run) = raced_export("workspace/notes.md", |env, i| {
         let ws = i.ws();
         format!(
             "cp {} {1}/h && mv {1}/h {1}/notes.md",
@@ -463,11 +483,13 @@ fn entry_races_in_workspace_and_skills() {
             ws.display()
         )
     });
-    let v = run.ok().json();
+    let run = run.ok();
+    let v = run.json();
     assert_eq!(v["tallies"][0]["replaced"], 1, "{v}");
     for (path, bytes) in all_bytes(&out) {
         assert!(!contains(&bytes, b"HOST SECRET BYTES"), "{path}");
     }
+    assert_nowhere(&env, &[&run], b"HOST SECRET BYTES", "host file renamed in");
 }
 
 #[test]

@@ -2,13 +2,16 @@
 //! module per area; each module says which failures it pins.
 
 mod capture_races;
+mod crash_campaign;
 mod diff;
 mod export;
 mod full_disk;
 mod hostile_records;
+mod hostile_trees;
 mod mount;
 mod pack;
 mod store_cli;
+mod store_overlap;
 mod store_races;
 mod util;
 mod ux;

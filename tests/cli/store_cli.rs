@@ -2,12 +2,15 @@
 //! and the racy rule, refs, verify on corruption, gc, reindex, SIGKILL during capture, two
 //! processes at once, and every bad input of the store issue getting a clear error.
 
+use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
+
+use zeroclaw_bundle_store::{CaptureReport, ObjectId, Snapshot, SnapshotKind, Store, Tree};
 
 use crate::util::*;
 
@@ -99,11 +102,6 @@ fn all_objects(store: &Path) -> Vec<String> {
     out
 }
 
-/// blake3 via the store's public id type (what `b3sum` prints).
-fn blake3_hex(data: &[u8]) -> String {
-    zeroclaw_bundle_store::ObjectId::of(data).to_hex()
-}
-
 #[test]
 fn objects_are_named_by_b3sum_of_their_bytes() {
     let env = TestEnv::new();
@@ -112,14 +110,7 @@ fn objects_are_named_by_b3sum_of_their_bytes() {
     env.snapshot(&src);
     for id in all_objects(&env.store) {
         let path = env.store.join("objects").join(&id[..2]).join(&id[2..]);
-        assert_eq!(blake3_hex(&fs::read(&path).unwrap()), id);
-        if Path::new("/usr/bin/b3sum").exists() {
-            let out = std::process::Command::new("b3sum")
-                .arg(&path)
-                .output()
-                .unwrap();
-            assert!(String::from_utf8_lossy(&out.stdout).starts_with(&id));
-        }
+        assert_eq!(b3sum(&path), id);
     }
 }
 
@@ -228,12 +219,65 @@ fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
     env.run(&["show", &id[..7]]).fails(1, "no snapshot matches");
     env.run(&["show", "nope"])
         .fails(1, "no snapshot matches \"nope\"");
-    // Make many snapshots until two share an 8-digit... instead: ambiguity on a shorter
-    // common prefix is impossible to force, so check the catalog's message on a crafted case.
     env.snapshot_with(&src, &["--name", "deadbeef"])
         .fails(1, "looks like a snapshot id prefix");
     let list = env.run(&["--json", "list"]).ok().json();
     assert_eq!(list.as_array().unwrap().len(), 1);
+    // A real ambiguous prefix: records that differ only in their creation time, searched
+    // until two ids share their first 8 hex digits (a birthday search: about 2^16 records),
+    // then both committed.
+    let (a, b) = colliding_snapshots(&env);
+    let (ha, hb) = (a.to_hex(), b.to_hex());
+    assert_eq!(ha[..8], hb[..8]);
+    let common = ha
+        .bytes()
+        .zip(hb.bytes())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let r = env.run(&["show", &ha[..8]]).fails(1, "is ambiguous");
+    assert!(
+        r.stderr().contains(&ha[..16]) && r.stderr().contains(&hb[..16]),
+        "both candidates named\n{}",
+        r.describe()
+    );
+    // One more digit than they share tells them apart.
+    for h in [&ha, &hb] {
+        let prefix = &h[..(common + 1).max(8)];
+        assert_eq!(
+            env.run(&["show", "--json", prefix]).ok().json()["id"],
+            h.as_str()
+        );
+    }
+}
+
+/// Two committed snapshot records whose ids share their first 8 hex digits.
+fn colliding_snapshots(env: &TestEnv) -> (ObjectId, ObjectId) {
+    let store = Store::open_or_create(&env.store).unwrap();
+    let root = store.write_tree(&Tree::default()).unwrap();
+    let record = |i: i128| Snapshot {
+        root,
+        created_unix_ns: 1_700_000_000_000_000_000 + i,
+        host: "prefix-search".into(),
+        kind: SnapshotKind::Tree,
+        source: "crafted".into(),
+        agent: None,
+        name: None,
+        parent: None,
+        report: CaptureReport::default(),
+    };
+    let mut seen: HashMap<[u8; 4], i128> = HashMap::new();
+    for i in 0..10_000_000i128 {
+        let id = ObjectId::of(&record(i).encode());
+        let key: [u8; 4] = id.as_bytes()[..4].try_into().unwrap();
+        if let Some(&j) = seen.get(&key) {
+            let lock = store.write_lock().unwrap();
+            let a = store.commit_snapshot(&lock, &record(j), None).unwrap();
+            let b = store.commit_snapshot(&lock, &record(i), None).unwrap();
+            return (a, b);
+        }
+        seen.insert(key, i);
+    }
+    panic!("no 32-bit prefix collision in 10 million records");
 }
 
 #[test]

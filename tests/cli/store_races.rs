@@ -175,6 +175,9 @@ fn eight_writers_and_two_gcs_with_grace_zero_lose_nothing() {
             );
         }
     }
+    // The store exists before the gcs start (gc, like every command that only changes what
+    // exists, refuses to create one).
+    zeroclaw_bundle_store::Store::open_or_create(&env.store).unwrap();
     let committed = Arc::new(Mutex::new(BTreeSet::new()));
     let mut races = 0;
     for round in 0..rounds {

@@ -276,3 +276,61 @@ fn rustix_uid() -> u32 {
         .parse()
         .unwrap_or(1)
 }
+
+/// The blake3 of a file as the independent `b3sum` prints it. `b3sum` is required
+/// (`scripts/setup.sh` installs it): a cross-check must not fall back to the product's own
+/// hash, so a missing `b3sum` fails the test.
+#[track_caller]
+pub fn b3sum(path: &Path) -> String {
+    let out = Command::new("b3sum")
+        .arg("--no-names")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("b3sum is required for this check (run scripts/setup.sh): {e}"));
+    assert!(out.status.success(), "b3sum {path:?} failed: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// `b3sum` of `data` (through its stdin), required like [`b3sum`].
+#[track_caller]
+pub fn blake3_hex(data: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("b3sum")
+        .arg("--no-names")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("b3sum is required for this check (run scripts/setup.sh): {e}"));
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "b3sum failed: {out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+/// Asserts that `needle` reached no byte anywhere under the store (`objects/`, `catalog/`,
+/// `tmp/`, everything) and no stdout or stderr of `runs`: what a capture refused or skipped
+/// must leave no trace, not only no catalog entry.
+#[track_caller]
+pub fn assert_nowhere(env: &TestEnv, runs: &[&Run], needle: &[u8], what: &str) {
+    let has = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    if env.store.exists() {
+        for (path, node) in read_tree(&env.store) {
+            if let Node::File { content, .. } = node {
+                assert!(
+                    !has(&content),
+                    "{what}: store file {} contains {:?}",
+                    String::from_utf8_lossy(&path),
+                    String::from_utf8_lossy(needle)
+                );
+            }
+        }
+    }
+    for run in runs {
+        assert!(
+            !has(&run.out.stdout) && !has(&run.out.stderr),
+            "{what}: output contains {:?}\n{}",
+            String::from_utf8_lossy(needle),
+            run.describe()
+        );
+    }
+}

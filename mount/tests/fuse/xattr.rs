@@ -2,7 +2,6 @@
 //! blake3 of the object file, as `b3sum` prints it); the xattr size-probe protocol; other
 //! names are ENODATA; listxattr lists exactly our attribute.
 
-use std::fs;
 use std::process::Command;
 
 use zeroclaw_bundle_mount::{MountOptions, XATTR_BLAKE3};
@@ -11,18 +10,19 @@ use zeroclaw_bundle_store::ObjectId;
 use crate::sample;
 use crate::util::{errno_of, xattr_id, Env};
 
-/// The blake3 of a file: `b3sum` when installed, else computed here (the store's hash).
+/// The blake3 of a file as the independent `b3sum` prints it. Required (`scripts/setup.sh`
+/// installs it): the cross-check never falls back to the product's own hash.
 fn b3sum(path: &std::path::Path) -> String {
-    match Command::new("b3sum").arg("--no-names").arg(path).output() {
-        Ok(out) if out.status.success() => String::from_utf8(out.stdout)
-            .expect("utf-8")
-            .trim()
-            .to_string(),
-        _ => {
-            eprintln!("b3sum not installed: hashing in the test instead");
-            ObjectId::of(&fs::read(path).expect("read object")).to_hex()
-        }
-    }
+    let out = Command::new("b3sum")
+        .arg("--no-names")
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| panic!("b3sum is required for this check (run scripts/setup.sh): {e}"));
+    assert!(out.status.success(), "b3sum {path:?} failed: {out:?}");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_string()
 }
 
 #[test]

@@ -14,8 +14,10 @@ use super::*;
 
 const CHILD_ENV: &str = "ZB_PUBLISH_TEST_CHILD";
 
-/// Not a test of its own: the body a child process runs (see `run_child`).
+/// Not a test of its own: the body a child process runs (see `run_child`), ignored so it
+/// never counts as a pass; `run_child` runs it with `--ignored`.
 #[test]
+#[ignore = "child-process entry point, run by run_child"]
 fn child_entry() {
     if std::env::var_os(CHILD_ENV).is_none() {
         return;
@@ -33,6 +35,7 @@ fn child_entry() {
         dest: &dest,
         force: var("ZB_FORCE") == "1",
         sources: &sources,
+        store: None,
         reuse: None,
     };
     match publish(&store.reader(), &root, &req) {
@@ -57,6 +60,8 @@ struct ChildRun {
     seam_path: Option<String>,
     cmd: String,
     no_exchange: bool,
+    /// An injected failure (`crate::hooks::fault`): step and optional path suffix.
+    fault: Option<(&'static str, Option<&'static str>)>,
 }
 
 fn run_child(env: &Env, run: &ChildRun) -> Child {
@@ -65,6 +70,7 @@ fn run_child(env: &Env, run: &ChildRun) -> Child {
     cmd.args([
         "--exact",
         "publish::tests::hooked::child_entry",
+        "--ignored",
         "--nocapture",
         "--test-threads=1",
     ])
@@ -89,6 +95,15 @@ fn run_child(env: &Env, run: &ChildRun) -> Child {
         Some(p) => cmd.env("ZEROCLAW_BUNDLE_TEST_HOOK_PATH", p),
         None => cmd.env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_PATH"),
     };
+    cmd.env_remove("ZEROCLAW_BUNDLE_TEST_FAULT")
+        .env_remove("ZEROCLAW_BUNDLE_TEST_FAULT_PATH")
+        .env_remove("ZEROCLAW_BUNDLE_TEST_FAULT_ERRNO");
+    if let Some((step, path)) = run.fault {
+        cmd.env("ZEROCLAW_BUNDLE_TEST_FAULT", step);
+        if let Some(p) = path {
+            cmd.env("ZEROCLAW_BUNDLE_TEST_FAULT_PATH", p);
+        }
+    }
     if run.no_exchange {
         cmd.env("ZEROCLAW_BUNDLE_TEST_NO_EXCHANGE", "1");
     } else {
@@ -128,6 +143,7 @@ fn child(root: &ObjectId, dest: &Path, force: bool, seam: &str, cmd: &str) -> Ch
         seam_path: None,
         cmd: cmd.to_string(),
         no_exchange: false,
+        fault: None,
     }
 }
 
@@ -204,6 +220,98 @@ fn destination_replaced_by_another_directory_is_refused() {
     }
 }
 
+/// The seam between the swap-time re-check and the rename: a destination replaced there is
+/// only caught by the identity check of what the rename moved out, on both swap paths.
+#[test]
+fn destination_replaced_between_recheck_and_rename_is_refused() {
+    for no_exchange in [false, true] {
+        let env = Env::new();
+        let dest = env.with_old_bundle();
+        let cmd = "mv \"$DEST\" \"$TMPROOT/moved-aside\" && mkdir \"$DEST\" && echo other > \"$DEST/other.md\"";
+        let mut run = child(&env.new_id, &dest, true, "publish-before-rename", cmd);
+        run.no_exchange = no_exchange;
+        let got = run_child(&env, &run);
+        let Child::Err(msg) = got else {
+            panic!("no_exchange {no_exchange}: expected a refusal, got {got:?}")
+        };
+        assert!(
+            msg.contains("not the directory this publish checked"),
+            "no_exchange {no_exchange}: {msg}"
+        );
+        assert_eq!(listing(&env.path("moved-aside")), expected(&env.old));
+        assert_eq!(names(&dest), ["other.md"], "no_exchange {no_exchange}");
+        assert_eq!(
+            fs::read(dest.join("other.md")).unwrap(),
+            b"other\n",
+            "no_exchange {no_exchange}"
+        );
+        assert_eq!(
+            names(&env.path("out")),
+            ["bundle"],
+            "no_exchange {no_exchange}"
+        );
+    }
+}
+
+/// The same seam for an empty destination (admitted without --force): replaced by another
+/// empty directory, or given a file, it is refused and kept.
+#[test]
+fn empty_destination_changed_between_recheck_and_rename_is_refused() {
+    for no_exchange in [false, true] {
+        for (cmd, needle, kept) in [
+            (
+                "rmdir \"$DEST\" && mkdir \"$DEST\" && touch \"$DEST/.keep\"",
+                "not the directory this publish checked",
+                ".keep",
+            ),
+            (
+                "echo arrived > \"$DEST/arrived.md\"",
+                "not any more",
+                "arrived.md",
+            ),
+        ] {
+            let env = Env::new();
+            let dest = env.path("out/bundle");
+            fs::create_dir_all(&dest).unwrap();
+            let mut run = child(&env.new_id, &dest, false, "publish-before-rename", cmd);
+            run.no_exchange = no_exchange;
+            let got = run_child(&env, &run);
+            let Child::Err(msg) = got else {
+                panic!("no_exchange {no_exchange}, {cmd}: expected a refusal, got {got:?}")
+            };
+            assert!(
+                msg.contains(needle),
+                "no_exchange {no_exchange}, {cmd}: {msg}"
+            );
+            assert_eq!(names(&dest), [kept], "no_exchange {no_exchange}, {cmd}");
+            assert_eq!(names(&env.path("out")), ["bundle"], "{cmd}");
+        }
+    }
+}
+
+/// A vacant destination that appears between the re-check and the rename is refused by
+/// RENAME_NOREPLACE.
+#[test]
+fn destination_appearing_right_before_the_rename_is_refused() {
+    let env = Env::new();
+    fs::create_dir_all(env.path("out")).unwrap();
+    let dest = env.path("out/bundle");
+    let cmd = "mkdir \"$DEST\" && echo mine > \"$DEST/someone-elses.md\"";
+    let got = run_child(
+        &env,
+        &child(&env.new_id, &dest, false, "publish-before-rename", cmd),
+    );
+    let Child::Err(msg) = got else {
+        panic!("expected a refusal, got {got:?}")
+    };
+    assert!(
+        msg.contains("did not exist when the publish started"),
+        "{msg}"
+    );
+    assert_eq!(names(&dest), ["someone-elses.md"]);
+    assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
 #[test]
 fn empty_destination_that_gained_a_file_is_refused() {
     for no_exchange in [false, true] {
@@ -258,6 +366,84 @@ fn two_rename_fallback_replaces_like_exchange() {
     assert_eq!(run_child(&env, &run), Child::Ok { exchange: false });
     assert_eq!(listing(&dest), expected(&env.new));
     assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
+// ---------------------------------------------------------------------------------------
+// A failure at each step keeps the old bundle (injected with `hooks::fault`)
+
+/// Every step of stage and swap whose failure is an error (not a crash): the staging
+/// directory, a subdirectory, a file's creation and its writes (first file, a big one, the
+/// manifest written last), the final chmod, the syncfs, and the renames of each swap path.
+const FAILING_STEPS: [(&str, Option<&str>); 9] = [
+    ("staging-create", None),
+    ("mkdir", Some("workspace")),
+    ("mkdir", Some("web_search")),
+    ("create", Some("config.toml")),
+    ("write", Some("big.bin")),
+    ("create", Some("zeroclaw-agent.toml")),
+    ("chmod", None),
+    ("syncfs", None),
+    ("rename", None),
+];
+
+#[track_caller]
+fn fails_with_injected_error(env: &Env, run: &ChildRun, what: &str) {
+    let got = run_child(env, run);
+    let Child::Err(msg) = got else {
+        panic!("{what}: expected the injected failure, got {got:?}")
+    };
+    assert!(msg.contains("Input/output error"), "{what}: {msg}");
+}
+
+#[test]
+fn a_failure_at_each_step_keeps_the_old_bundle() {
+    let mut tried = 0;
+    for no_exchange in [false, true] {
+        let fallback_only: &[(&str, Option<&str>)] = if no_exchange {
+            &[("rename-first", None), ("rename-second", None)]
+        } else {
+            &[]
+        };
+        for &(step, path) in FAILING_STEPS.iter().chain(fallback_only) {
+            let what = format!("{step} {path:?} no_exchange={no_exchange}");
+            let env = Env::new();
+            let dest = env.with_old_bundle();
+            let mut run = child(&env.new_id, &dest, true, "none", "true");
+            run.no_exchange = no_exchange;
+            run.fault = Some((step, path));
+            fails_with_injected_error(&env, &run, &what);
+            assert_eq!(listing(&dest), expected(&env.old), "{what}");
+            assert_eq!(names(&env.path("out")), ["bundle"], "{what}: leftovers");
+            // Nothing to recover, and the next publish goes through.
+            assert!(recover(&dest).unwrap().nothing_done(), "{what}");
+            run.fault = None;
+            assert_eq!(
+                run_child(&env, &run),
+                Child::Ok {
+                    exchange: !no_exchange
+                },
+                "{what}"
+            );
+            assert_eq!(listing(&dest), expected(&env.new), "{what}");
+            tried += 1;
+        }
+    }
+    assert_eq!(tried, 2 * FAILING_STEPS.len() + 2);
+}
+
+#[test]
+fn a_failure_at_each_step_leaves_a_vacant_destination_vacant() {
+    for &(step, path) in &FAILING_STEPS {
+        let what = format!("{step} {path:?}");
+        let env = Env::new();
+        fs::create_dir_all(env.path("out")).unwrap();
+        let dest = env.path("out/bundle");
+        let mut run = child(&env.new_id, &dest, false, "none", "true");
+        run.fault = Some((step, path));
+        fails_with_injected_error(&env, &run, &what);
+        assert!(!dest.exists(), "{what}");
+        assert!(names(&env.path("out")).is_empty(), "{what}: leftovers");
+    }
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,0 +1,297 @@
+//! Expansion limits: how deep and how large a snapshot tree may expand before any reader
+//! (`checkout`, `export`, `ls -r`, `mount`) walks it. The one place the limits live.
+//!
+//! Trees are content-addressed, so a few hostile objects can describe an enormous tree: a
+//! chain of 20,000 trees each holding the next, or a "diamond" of 40 trees each naming the
+//! next twice, which expands to 2^40 paths from 40 small objects. Before a reader expands a
+//! tree it calls [`check_expansion`], a walk over tree objects only (no blob is read) that
+//! memoizes per tree id its expanded depth, entry count and file bytes, so each distinct tree
+//! is read once and the walk costs what the distinct trees cost, however many paths they
+//! expand to. The walk keeps its own stack (never recursion) and stops as soon as a limit is
+//! passed, so a hostile tree costs at most about [`MAX_ENTRIES`] tree reads.
+//!
+//! The limits, and why they comfortably hold any real agent:
+//!
+//! - [`MAX_DEPTH`] = 256 nested directories. Real trees rarely pass 30 levels, and Linux
+//!   paths stop at 4096 bytes (`PATH_MAX`), which with two-byte components is about 2,000
+//!   levels that no tool can name anyway; 256 also keeps any recursive consumer's stack small.
+//! - [`MAX_ENTRIES`] = 10,000,000 entries (files plus directories) after expansion: 33 times the
+//!   300,000-file scale target, more than a whole Linux source tree (about 90,000 files)
+//!   hundred-fold.
+//! - [`MAX_BYTES`] = 1 TiB of file content after expansion (recorded file sizes, summed per
+//!   path, so a file reachable by two paths counts twice, as a checkout writes it twice).
+//!   An agent's workspace is megabytes to gigabytes; a checkout of more is refused before it
+//!   fills a disk.
+
+use std::collections::HashMap;
+
+use crate::error::StoreError;
+use crate::id::ObjectId;
+use crate::source::ObjectSource;
+use crate::tree::EntryKind;
+
+/// Most directories nested below a snapshot's root (the root itself is depth 0).
+pub const MAX_DEPTH: u64 = 256;
+/// Most entries (files and directories, counted per path) a snapshot may expand to.
+pub const MAX_ENTRIES: u64 = 10_000_000;
+/// Most file bytes (recorded sizes, counted per path) a snapshot may expand to: 1 TiB.
+pub const MAX_BYTES: u64 = 1 << 40;
+
+/// What a tree expands to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Expansion {
+    /// Directory levels below the tree (0 for a tree without subdirectories).
+    pub depth: u64,
+    /// Entries at every level, counted once per path.
+    pub entries: u64,
+    /// File bytes at every level, counted once per path.
+    pub bytes: u64,
+}
+
+/// Expands tree `root` over tree objects only and checks it against [`MAX_DEPTH`],
+/// [`MAX_ENTRIES`] and [`MAX_BYTES`]. `label` names what is being expanded in the error (for
+/// example `snapshot 1a2b3c4d5e6f`).
+pub fn check_expansion(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    label: &str,
+) -> Result<Expansion, StoreError> {
+    check_expansion_within(source, root, label, MAX_DEPTH, MAX_ENTRIES, MAX_BYTES)
+}
+
+/// [`check_expansion`] with explicit limits (tests use small ones).
+pub fn check_expansion_within(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    label: &str,
+    max_depth: u64,
+    max_entries: u64,
+    max_bytes: u64,
+) -> Result<Expansion, StoreError> {
+    let too_large = |what: &'static str, limit: u64| StoreError::TooLarge {
+        label: label.to_string(),
+        what,
+        limit,
+    };
+    let mut done: HashMap<ObjectId, Expansion> = HashMap::new();
+    // Each frame: a tree id and its decoded entries' subdirectory ids still to expand. A tree
+    // is finished when all its subdirectories are in `done`.
+    struct Frame {
+        id: ObjectId,
+        files: Expansion,
+        subdirs: Vec<ObjectId>,
+        next: usize,
+    }
+    let open = |id: &ObjectId| -> Result<Frame, StoreError> {
+        // A tree that cannot be read (missing, corrupt, malformed) expands to nothing here:
+        // no reader can expand it either, and each reports the damage where it meets it
+        // (checkout names the path, a mount answers EIO there and serves the rest).
+        let Ok(tree) = source.tree(id) else {
+            return Ok(Frame {
+                id: *id,
+                files: Expansion::default(),
+                subdirs: Vec::new(),
+                next: 0,
+            });
+        };
+        let mut files = Expansion::default();
+        let mut subdirs = Vec::new();
+        for e in tree.entries() {
+            files.entries += 1;
+            if e.kind == EntryKind::Dir {
+                subdirs.push(e.id);
+            } else {
+                files.bytes = files.bytes.saturating_add(e.size);
+            }
+        }
+        Ok(Frame {
+            id: *id,
+            files,
+            subdirs,
+            next: 0,
+        })
+    };
+    // Every distinct tree read is part of the expansion at least once, so the entries of the
+    // trees read so far never exceed the expanded count: passing the limit here stops a wide
+    // hostile tree before all of it is read.
+    let mut read_entries = 0u64;
+    let mut open_counted = |id: &ObjectId| -> Result<Frame, StoreError> {
+        let frame = open(id)?;
+        read_entries = read_entries.saturating_add(frame.files.entries);
+        if read_entries > max_entries {
+            return Err(too_large("entry count", max_entries));
+        }
+        Ok(frame)
+    };
+    let mut stack = vec![open_counted(root)?];
+    loop {
+        let frame = stack
+            .last_mut()
+            .expect("the stack holds the root until it is done");
+        if let Some(&sub) = frame.subdirs.get(frame.next) {
+            frame.next += 1;
+            if done.contains_key(&sub) {
+                continue;
+            }
+            // `stack.len()` trees are open: the new one sits at depth `stack.len()`.
+            if stack.len() as u64 > max_depth {
+                return Err(too_large("directory depth", max_depth));
+            }
+            stack.push(open_counted(&sub)?);
+            continue;
+        }
+        let frame = stack.pop().expect("a frame was just looked at");
+        let mut total = frame.files;
+        for sub in &frame.subdirs {
+            let child = done[sub];
+            total.depth = total.depth.max(child.depth + 1);
+            total.entries = total.entries.saturating_add(child.entries);
+            total.bytes = total.bytes.saturating_add(child.bytes);
+        }
+        // Depth is checked against where the tree sits, as it can be reached at several
+        // depths: the deepest path from the root is what a reader walks.
+        if total.depth.saturating_add(stack.len() as u64) > max_depth {
+            return Err(too_large("directory depth", max_depth));
+        }
+        if total.entries > max_entries {
+            return Err(too_large("entry count", max_entries));
+        }
+        if total.bytes > max_bytes {
+            return Err(too_large("total file size", max_bytes));
+        }
+        if stack.is_empty() {
+            return Ok(total);
+        }
+        done.insert(frame.id, total);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Store, Tree, TreeEntry};
+
+    fn dir(name: &str, id: ObjectId) -> TreeEntry {
+        TreeEntry {
+            name: name.as_bytes().to_vec(),
+            kind: EntryKind::Dir,
+            size: 0,
+            id,
+        }
+    }
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&tmp.path().join("s")).unwrap();
+        (tmp, store)
+    }
+
+    fn leaf(store: &Store, size: u64) -> ObjectId {
+        let (blob, len) = store.objects().write_from(&mut &b"hello!"[..]).unwrap();
+        assert_eq!(len, 6);
+        let file = TreeEntry {
+            name: b"f".to_vec(),
+            kind: EntryKind::File,
+            size,
+            id: blob,
+        };
+        store
+            .write_tree(&Tree::from_entries(vec![file]).unwrap())
+            .unwrap()
+    }
+
+    #[test]
+    fn counts_a_small_tree_exactly() {
+        let (_t, store) = store();
+        let l = leaf(&store, 6);
+        let mid = store
+            .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", l)]).unwrap())
+            .unwrap();
+        let got = check_expansion(&store.reader(), &mid, "snapshot x").unwrap();
+        assert_eq!(
+            got,
+            Expansion {
+                depth: 1,
+                entries: 4,
+                bytes: 12
+            }
+        );
+    }
+
+    #[test]
+    fn diamond_is_refused_after_reading_each_tree_once() {
+        let (_t, store) = store();
+        let mut id = leaf(&store, 6);
+        for _ in 0..64 {
+            id = store
+                .write_tree(&Tree::from_entries(vec![dir("a", id), dir("b", id)]).unwrap())
+                .unwrap();
+        }
+        let err = check_expansion(&store.reader(), &id, "snapshot dia").unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("snapshot dia") && msg.contains("entry count"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn deep_chain_is_refused_without_recursion() {
+        let (_t, store) = store();
+        let mut id = leaf(&store, 6);
+        for _ in 0..20_000 {
+            id = store
+                .write_tree(&Tree::from_entries(vec![dir("d", id)]).unwrap())
+                .unwrap();
+        }
+        let err = check_expansion(&store.reader(), &id, "snapshot deep").unwrap_err();
+        assert!(err.to_string().contains("directory depth"), "{err}");
+    }
+
+    #[test]
+    fn limits_are_inclusive_and_depth_counts_the_deepest_path() {
+        let (_t, store) = store();
+        let l = leaf(&store, 6);
+        let mut chain = l;
+        for _ in 0..3 {
+            chain = store
+                .write_tree(&Tree::from_entries(vec![dir("d", chain)]).unwrap())
+                .unwrap();
+        }
+        // The leaf is reached first at depth 1 (memoized), then at depth 4 through the chain.
+        let root = store
+            .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", chain)]).unwrap())
+            .unwrap();
+        let src = store.reader();
+        let got = check_expansion_within(&src, &root, "s", 4, 100, 100).unwrap();
+        assert_eq!(got.depth, 4);
+        assert!(check_expansion_within(&src, &root, "s", 3, 100, 100).is_err());
+        assert_eq!(got.entries, 2 + 1 + 3 + 1);
+        assert!(check_expansion_within(&src, &root, "s", 4, got.entries - 1, 100).is_err());
+        assert!(check_expansion_within(&src, &root, "s", 4, 100, 11).is_err());
+    }
+
+    #[test]
+    fn a_damaged_subtree_counts_as_empty_and_is_left_to_the_reader() {
+        let (_t, store) = store();
+        let l = leaf(&store, 6);
+        let root = store
+            .write_tree(
+                &Tree::from_entries(vec![dir("a", l), dir("b", ObjectId::of(b"gone"))]).unwrap(),
+            )
+            .unwrap();
+        let got = check_expansion(&store.reader(), &root, "s").unwrap();
+        assert_eq!(got.entries, 3);
+    }
+
+    #[test]
+    fn recorded_huge_sizes_are_refused() {
+        let (_t, store) = store();
+        let l = leaf(&store, u64::MAX / 2);
+        let root = store
+            .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", l), dir("c", l)]).unwrap())
+            .unwrap();
+        let err = check_expansion(&store.reader(), &root, "s").unwrap_err();
+        assert!(err.to_string().contains("total file size"), "{err}");
+    }
+}
