@@ -11,7 +11,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
-use zeroclaw_bundle_store::{resolve_path, EntryKind, PackReader, Store, TreeEntry};
+use zeroclaw_bundle_store::{resolve_path, EntryKind, ObjectId, PackReader, Store, TreeEntry};
 
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
@@ -154,7 +154,18 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         });
     }
     let (reference, sub) = split_target(arg);
-    let id = store.resolve(&reference).with_context(|| {
+    // A full id names its record directly: no catalog session (what a script comparing two
+    // known snapshots passes, and what the other host sent). Anything else is resolved by
+    // the catalog.
+    let direct = reference
+        .parse::<ObjectId>()
+        .ok()
+        .filter(|id| store.read_snapshot(id).is_ok());
+    let id = match direct {
+        Some(id) => Ok(id),
+        None => store.resolve(&reference),
+    }
+    .with_context(|| {
         format!(
             "{} is not a directory, so it was read as a snapshot",
             arg.to_string_lossy()
@@ -229,8 +240,11 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
             crate::note!("  ... and {} more", report.skipped.len() - 20);
         }
     }
-    // Only an optimisation: a failure to record it never fails the diff.
-    let _ = store.catalog().and_then(|c| c.update_stat_cache(&update));
+    // Only an optimisation: a failure to record it never fails the diff, and an unchanged
+    // cache costs no catalog write.
+    if !update.is_empty() {
+        let _ = store.catalog().and_then(|c| c.update_stat_cache(&update));
+    }
     Ok(Side {
         label: abs.display().to_string(),
         root: Root {
