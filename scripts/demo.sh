@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a built-in example: build zeroclaw-bundle, create a sample ZeroClaw install,
 # export its agent, list and show the snapshot, change the workspace and export again (--force),
+# diff the exports (files, and what the agent may do), carry one as a pack to a second store,
 # then mount both snapshots read-only and diff them the way a reviewer would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -38,6 +39,25 @@ step zeroclaw-bundle show "${second:0:12}"
 "$zb" show "$second"
 step zeroclaw-bundle ls -r agent/researcher
 "$zb" ls -r agent/researcher
+
+step zeroclaw-bundle diff "${first:0:12}" "${second:0:12}" '# what changed between the two exports'
+"$zb" diff "$first" "$second" || true
+step zeroclaw-bundle diff "${second:0:12}" bundle '# the published bundle against its snapshot'
+"$zb" diff "$second" "$work/bundle" && echo "(equal)"
+
+# The same agent granted a stdio MCP server: the diff marks the new grant.
+cp -r "$work/install" "$work/install2"
+printf '\n[[mcp.servers]]\nname = "shell"\ncommand = "bash"\nargs = ["-c", "serve"]\n' >> "$work/install2/config.toml"
+sed -i 's/^servers = \["github"\]/servers = ["github", "shell"]/' "$work/install2/config.toml"
+third=$("$zb" -q export researcher --install "$work/install2" --out "$work/bundle2" | tail -n 1)
+step zeroclaw-bundle diff "${second:0:12}" "${third:0:12}" --exit-on-new-grants '# new grants are marked !, exit 3'
+"$zb" diff "$second" "$third" --exit-on-new-grants || echo "(exit $?)"
+
+step zeroclaw-bundle pack "${second:0:12}" --out researcher.zcpack '# one self-verifying file'
+"$zb" pack "$second" --out "$work/researcher.zcpack"
+step zeroclaw-bundle --store other-host unpack researcher.zcpack '# on the other host'
+"$zb" --store "$work/other-host" unpack "$work/researcher.zcpack"
+"$zb" --store "$work/other-host" verify
 
 if "$zb" help mount >/dev/null 2>&1; then
   mkdir -p "$work/mnt/first" "$work/mnt/second"
