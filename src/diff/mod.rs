@@ -28,6 +28,8 @@ pub trait TreeSide {
     /// The bytes of a file of at most `limit` bytes, verified against its id; `None` when this
     /// side does not hold them (a hash-only side keeps only what it was asked to).
     fn bytes(&self, id: &ObjectId, size: u64, limit: u64) -> Result<Option<Vec<u8>>, StoreError>;
+    /// Hints that these trees will be read soon (so cold reads overlap). Default: nothing.
+    fn prefetch(&self, _ids: &[ObjectId]) {}
 }
 
 /// A store, a pack, anything that implements the store's [`ObjectSource`].
@@ -36,6 +38,10 @@ pub struct SourceSide<'a>(pub &'a dyn ObjectSource);
 impl TreeSide for SourceSide<'_> {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
         self.0.tree(id)
+    }
+
+    fn prefetch(&self, ids: &[ObjectId]) {
+        self.0.prefetch(ids);
     }
 
     fn bytes(&self, id: &ObjectId, size: u64, limit: u64) -> Result<Option<Vec<u8>>, StoreError> {
@@ -298,6 +304,40 @@ impl Walk<'_> {
             .map_err(|source| DiffError::Read { side, source })
     }
 
+    /// Reads a directory pair into a frame, and hints the subdirectories that differ between
+    /// the two sides to their stores: those are the trees the walk reads next, and asking for
+    /// them together lets a cold walk overlap its reads instead of waiting for each in turn.
+    fn frame(
+        &mut self,
+        prefix: String,
+        a: Option<&ObjectId>,
+        b: Option<&ObjectId>,
+    ) -> Result<Frame, DiffError> {
+        let (ea, eb) = (self.read('A', a)?, self.read('B', b)?);
+        let differing = |mine: &[TreeEntry], theirs: &[TreeEntry]| -> Vec<ObjectId> {
+            mine.iter()
+                .filter(|e| e.kind == EntryKind::Dir)
+                .filter(|e| {
+                    // Entries are sorted by name: a binary search keeps this linear-logarithmic
+                    // in huge directories.
+                    theirs
+                        .binary_search_by(|t| t.name.cmp(&e.name))
+                        .map_or(true, |i| theirs[i].id != e.id)
+                })
+                .map(|e| e.id)
+                .collect()
+        };
+        self.a.prefetch(&differing(&ea, &eb));
+        self.b.prefetch(&differing(&eb, &ea));
+        Ok(Frame {
+            prefix,
+            a: ea,
+            b: eb,
+            i: 0,
+            j: 0,
+        })
+    }
+
     /// Walks a directory pair (either may be absent) in name order, depth first, without
     /// recursion.
     fn dirs(
@@ -309,13 +349,7 @@ impl Walk<'_> {
         if a.is_some() && a == b {
             return Ok(());
         }
-        let first = Frame {
-            a: self.read('A', a)?,
-            b: self.read('B', b)?,
-            prefix,
-            i: 0,
-            j: 0,
-        };
+        let first = self.frame(prefix, a, b)?;
         let mut stack = vec![first];
         while let Some(frame) = stack.last_mut() {
             let next = match (frame.a.get(frame.i), frame.b.get(frame.j)) {
@@ -353,13 +387,7 @@ impl Walk<'_> {
                         path: child_path,
                     });
                 }
-                let frame = Frame {
-                    a: self.read('A', ca.as_ref())?,
-                    b: self.read('B', cb.as_ref())?,
-                    prefix: child_path,
-                    i: 0,
-                    j: 0,
-                };
+                let frame = self.frame(child_path, ca.as_ref(), cb.as_ref())?;
                 stack.push(frame);
             }
         }
