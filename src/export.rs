@@ -162,11 +162,16 @@ fn capture_plan(
     )?;
     let mut top = Vec::new();
 
-    let workspace = match open_source(&plan.workspace)
-        .with_context(|| format!("could not open the workspace of agent {alias}"))?
-    {
-        Some(fd) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
-        None => None,
+    // `--exclude workspace` (or `skills/<alias>`) leaves a whole tree out: it is not opened.
+    let workspace = if keep(WORKSPACE_DIR) {
+        match open_source(&plan.workspace)
+            .with_context(|| format!("could not open the workspace of agent {alias}"))?
+        {
+            Some(fd) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
+            None => None,
+        }
+    } else {
+        None
     };
     let mut outcome = CaptureOutcome::default();
     if let Some(w) = workspace.filter(|w| w.files > 0) {
@@ -181,8 +186,12 @@ fn capture_plan(
     let mut skills_carried = 0;
     for skill in &plan.skills {
         let label = format!("{SKILLS_DIR}/{}", skill.alias);
-        let fd = open_source(&skill.source)
-            .with_context(|| format!("could not open skill bundle `{}`", skill.alias))?;
+        let fd = if keep(&label) {
+            open_source(&skill.source)
+                .with_context(|| format!("could not open skill bundle `{}`", skill.alias))?
+        } else {
+            None
+        };
         let walked = match fd {
             Some(fd) => capture.walk_skill_bundle(fd, &label, &|n| skill.admits(n), &keep)?,
             None => None,

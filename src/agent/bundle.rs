@@ -117,8 +117,12 @@ impl ExportPlan {
             .filter(|a| outcome.carried_skill_bundles.iter().any(|c| c == a))
             .collect();
         for alias in planned.iter().filter(|a| !carried.contains(a)) {
+            let path = format!("skills/{alias}");
+            if outcome.excluded.iter().any(|d| d.path == path) {
+                continue; // left out by the operator, listed as such already
+            }
             dropped.push(Dropped::new(
-                format!("skills/{alias}"),
+                path,
                 DropReason::SourceMissing,
                 "the skill bundle carried no skills from the exporting host: its directory is \
                  absent, or holds nothing the bundle admits. Its config travels, so install the \

@@ -62,7 +62,8 @@ impl BundleFilter {
         })
     }
 
-    /// Whether the entry at `bundle_path` travels; records it when a pattern left it out.
+    /// Whether the entry at `bundle_path` travels (a tree root such as `workspace` or
+    /// `skills/<alias>` included); records it when a pattern left it out.
     pub fn keeps(&self, bundle_path: &str) -> bool {
         if let Some(rel) = bundle_path.strip_prefix("workspace/") {
             if !workspace_entry_included(rel) {

@@ -823,4 +823,22 @@ fn exclude_drops_a_file_and_records_it_and_a_typo_fails() {
         &["--force", "--exclude", "/etc/passwd"],
     )
     .fails(1, "is absolute");
+    // A whole tree root can be left out too, and is not also reported missing.
+    let whole = env.path("whole");
+    let report = export(
+        &env,
+        &install.root,
+        "default",
+        &whole,
+        &["--exclude", "workspace"],
+    )
+    .ok()
+    .json();
+    assert!(!whole.join("workspace").exists());
+    let dropped = report["dropped"].as_array().unwrap();
+    assert_eq!(
+        dropped.iter().filter(|d| d["path"] == "workspace").count(),
+        1,
+        "{dropped:?}"
+    );
 }
