@@ -122,21 +122,6 @@ fn hook<'a>(seam: &'a str, path: &'a str, cmd: &'a str) -> [(&'a str, &'a str); 
     ]
 }
 
-/// Every byte of every file under `dir`.
-fn all_bytes(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    read_tree(dir)
-        .into_iter()
-        .filter_map(|(k, v)| match v {
-            Node::File { content, .. } => Some((String::from_utf8_lossy(&k).into_owned(), content)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
-}
-
 fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<_> = fs::read_dir(dir)
         .unwrap()
@@ -167,7 +152,7 @@ fn bundle_has_layout_and_no_secret_memory_or_host_bytes() {
     let run = fs::metadata(out.join("skills/research_tools/web_search/run.sh")).unwrap();
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(run.permissions().mode() & 0o111, 0o111, "exec bits survive");
-    for (path, bytes) in all_bytes(&out) {
+    for (path, bytes) in files_under(&out) {
         for s in SECRETS {
             assert!(
                 !contains(&bytes, s.as_bytes()),
@@ -277,7 +262,7 @@ fn socket_symlink_and_hard_link_in_workspace_are_skipped_and_counted() {
         (Some(3), Some(1), Some(1), Some(1)),
         "{v}"
     );
-    for (path, bytes) in all_bytes(&out) {
+    for (path, bytes) in files_under(&out) {
         assert!(!contains(&bytes, b"HOST SECRET BYTES"), "{path}");
     }
 }
@@ -465,7 +450,7 @@ fn entry_races_in_workspace_and_skills() {
     let run = run.ok();
     let v = run.json();
     assert_eq!(v["tallies"][1]["replaced"], 1, "{v}");
-    for (path, bytes) in all_bytes(&out) {
+    for (path, bytes) in files_under(&out) {
         assert!(!contains(&bytes, b"internal runbook"), "{path}");
     }
     assert_nowhere(
@@ -486,7 +471,7 @@ fn entry_races_in_workspace_and_skills() {
     let run = run.ok();
     let v = run.json();
     assert_eq!(v["tallies"][0]["replaced"], 1, "{v}");
-    for (path, bytes) in all_bytes(&out) {
+    for (path, bytes) in files_under(&out) {
         assert!(!contains(&bytes, b"HOST SECRET BYTES"), "{path}");
     }
     assert_nowhere(&env, &[&run], b"HOST SECRET BYTES", "host file renamed in");

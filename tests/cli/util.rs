@@ -307,12 +307,28 @@ pub fn blake3_hex(data: &[u8]) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
+/// Every regular file under `dir`, as (path, bytes).
+pub fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    read_tree(dir)
+        .into_iter()
+        .filter_map(|(k, v)| match v {
+            Node::File { content, .. } => Some((String::from_utf8_lossy(&k).into_owned(), content)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether `needle` occurs in `hay`.
+pub fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len()).any(|w| w == needle)
+}
+
 /// Asserts that `needle` reached no byte anywhere under the store (`objects/`, `catalog/`,
 /// `tmp/`, everything) and no stdout or stderr of `runs`: what a capture refused or skipped
 /// must leave no trace, not only no catalog entry.
 #[track_caller]
 pub fn assert_nowhere(env: &TestEnv, runs: &[&Run], needle: &[u8], what: &str) {
-    let has = |hay: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    let has = |hay: &[u8]| contains(hay, needle);
     if env.store.exists() {
         for (path, node) in read_tree(&env.store) {
             if let Node::File { content, .. } = node {

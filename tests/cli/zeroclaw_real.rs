@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use toml_edit::{value, Array, DocumentMut, InlineTable, Item, Table};
 
-use crate::util::{read_tree, write, Node, TestEnv};
+use crate::util::{contains, files_under, write, TestEnv};
 
 const TEMPLATE: &str = include_str!("../zeroclaw/dev-config.template.toml");
 const HARNESS: &str = include_str!("../zeroclaw/dev-config.harness-test.toml");
@@ -274,20 +274,6 @@ fn export(
     ];
     args.extend(extra.iter().map(|s| s.to_string()));
     env.run(&args)
-}
-
-fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    read_tree(dir)
-        .into_iter()
-        .filter_map(|(k, v)| match v {
-            Node::File { content, .. } => Some((String::from_utf8_lossy(&k).into_owned(), content)),
-            _ => None,
-        })
-        .collect()
-}
-
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len()).any(|w| w == needle)
 }
 
 fn strings(v: &Value) -> Vec<String> {
