@@ -12,9 +12,17 @@
 #      store/tests/fuzz_decoders.rs, with a fresh seed (printed; ZCB_FUZZ_SEED replays it).
 # Crashes from 1 and 2 land in tests/fuzz/artifacts/. Every crash found becomes a regression
 # test in store/tests/fuzz_decoders.rs (mod regressions).
+# First, always: the config closure harness (src/agent/closure_fuzz.rs, stable), about
+# SECONDS worth of mutated ZeroClaw configs planned and rendered (~500 a second here).
 set -eu
 cd "$(dirname "$0")/.."
 secs="${1:-60}"
+
+closure_seed="${ZCB_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
+echo "fuzz.sh: config closure harness, $((secs * 500)) inputs, seed $closure_seed"
+ZCB_FUZZ_ITERS=$((secs * 500)) ZCB_FUZZ_SEED="$closure_seed" \
+    cargo test --lib --quiet agent::closure_fuzz -- --nocapture 2>&1 |
+    grep -E "config closure:|panicked|test result" || true
 targets="tree_decode record_decode unescape"
 fuzz_dir=tests/fuzz
 

@@ -47,4 +47,6 @@ pub use plan::{plan_export, ExportPlan, SkillSource, TreeSource, MAX_FALLBACK_DE
 pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_SCHEMA_COMMIT};
 
 #[cfg(test)]
+mod closure_fuzz;
+#[cfg(test)]
 mod tests;

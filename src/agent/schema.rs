@@ -110,7 +110,11 @@ pub(crate) const SUBPROCESS_PROVIDERS: &[(&str, &str, &str)] = &[
 /// (case-insensitive). Only the key's own name counts, never its table's.
 pub(crate) fn credential_key_rule(key: &str) -> Option<&'static str> {
     let k = key.to_ascii_lowercase();
-    if k == "token" {
+    if PROVIDER_SECRETS.iter().any(|f| f.field == k) || MCP_SERVER_SECRETS.contains(&k.as_str()) {
+        // A field the schema marks secret in one struct is secret wherever it turns up (a
+        // gemini `oauth_client_id` pasted under another family, `headers` under a profile).
+        Some("name of a field the schema marks secret")
+    } else if k == "token" {
         Some("key named `token`")
     } else if k.ends_with("_token") {
         Some("key ending in `_token`")
@@ -479,7 +483,8 @@ v = "***MASKED***"
     }
 
     // The family-specific `#[secret(category = "model_provider")]` fields (issue: they travelled
-    // in clear), on their family only.
+    // in clear) are scrubbed by the schema table on their family; pasted under another family,
+    // the name rule still takes them (and says so).
     #[test]
     fn scrub_covers_family_specific_secret_fields() {
         let mut closure = parse(
@@ -493,7 +498,7 @@ oauth_client_id = "gem-id"
 oauth_client_secret = "enc2:gem"
 model = "gemini-2.5-pro"
 [providers.models.openai.o]
-oauth_client_id = "not-a-secret-on-openai"
+oauth_client_id = "pasted-under-openai"
 "#,
         );
         let scrubbed = scrub_secrets(&mut closure);
@@ -503,15 +508,28 @@ oauth_client_id = "not-a-secret-on-openai"
                 "providers.models.gemini.g.oauth_client_id",
                 "providers.models.gemini.g.oauth_client_secret",
                 "providers.models.minimax.m.oauth_refresh_token",
+                "providers.models.openai.o.oauth_client_id",
                 "providers.models.qwen.q.oauth_refresh_token",
             ]
         );
-        assert!(scrubbed.by_name.is_empty(), "{:?}", scrubbed.by_name);
+        assert_eq!(
+            scrubbed.by_name,
+            [(
+                "providers.models.openai.o.oauth_client_id".to_string(),
+                "name of a field the schema marks secret"
+            )]
+        );
         let text = format!("{closure:?}");
-        for secret in ["qwen-refresh", "op://", "gem-id", "enc2:gem"] {
+        for secret in [
+            "qwen-refresh",
+            "op://",
+            "gem-id",
+            "enc2:gem",
+            "pasted-under-openai",
+        ] {
             assert!(!text.contains(secret), "{secret} survived: {text}");
         }
-        assert!(text.contains("gemini-2.5-pro") && text.contains("not-a-secret-on-openai"));
+        assert!(text.contains("gemini-2.5-pro"));
     }
 
     #[test]
@@ -633,13 +651,12 @@ sources = ["https://example.com/?token=x"]
             let mut whole = parse(text);
             let scrubbed = scrub_secrets(&mut whole);
             for (path, _rule) in &scrubbed.by_name {
-                let key = path
-                    .rsplit('.')
-                    .find(|segment| segment.parse::<usize>().is_err())
-                    .expect("a key");
+                // The key the rule matched is one segment of the path (a map's values sit
+                // below it).
                 assert!(
-                    ZEROCLAW_SECRET_FIELD_NAMES.contains(&key),
-                    "the name rule would scrub {path}, which is not a secret field"
+                    path.split('.')
+                        .any(|segment| ZEROCLAW_SECRET_FIELD_NAMES.contains(&segment)),
+                    "the name rule would scrub {path}, which is not under a secret field"
                 );
                 hits += 1;
             }
