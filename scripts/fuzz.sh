@@ -20,9 +20,15 @@ secs="${1:-60}"
 
 closure_seed="${ZCB_FUZZ_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}"
 echo "fuzz.sh: config closure harness, $((secs * 500)) inputs, seed $closure_seed"
-ZCB_FUZZ_ITERS=$((secs * 500)) ZCB_FUZZ_SEED="$closure_seed" \
-    cargo test --lib --quiet agent::closure_fuzz -- --nocapture 2>&1 |
-    grep -E "config closure:|panicked|test result" || true
+closure_log="$(mktemp)"
+if ! ZCB_FUZZ_ITERS=$((secs * 500)) ZCB_FUZZ_SEED="$closure_seed" \
+    cargo test --lib --quiet agent::closure_fuzz -- --nocapture >"$closure_log" 2>&1; then
+    cat "$closure_log"
+    echo "fuzz.sh: the config closure harness failed (seed $closure_seed)" >&2
+    exit 1
+fi
+grep -E "config closure:" "$closure_log" || true
+rm -f "$closure_log"
 targets="tree_decode record_decode unescape"
 fuzz_dir=tests/fuzz
 
