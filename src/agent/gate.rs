@@ -37,7 +37,9 @@ pub(crate) fn check(alias: &str, text: &str) -> Result<(), AgentError> {
 
 fn check_fragment(root: &Table) -> Check {
     check_scrubbed(root)?;
-    let agents = table_at(root, "agents")?;
+    let agents = root
+        .table_at(&["agents"])?
+        .ok_or_else(|| ("agents".to_string(), "is missing".to_string()))?;
     if agents.is_empty() {
         return Err(("agents".into(), "holds no agent".into()));
     }
@@ -68,7 +70,7 @@ fn check_agent(root: &Table, field: &str, agent: &Table) -> Check {
             ));
         }
     }
-    let model_provider = string_at(agent, "model_provider", field)?.unwrap_or("");
+    let model_provider = agent.opt_str("model_provider", field)?.unwrap_or("");
     if model_provider.trim().is_empty() {
         return Err((at("model_provider"), "is required and empty".into()));
     }
@@ -79,7 +81,7 @@ fn check_agent(root: &Table, field: &str, agent: &Table) -> Check {
         ("tts_provider", "tts"),
         ("transcription_provider", "transcription"),
     ] {
-        let value = string_at(agent, key, field)?.unwrap_or("");
+        let value = agent.opt_str(key, field)?.unwrap_or("");
         if !value.trim().is_empty() {
             check_provider_ref(root, &at(key), value, section)?;
         }
@@ -119,7 +121,7 @@ fn check_agent(root: &Table, field: &str, agent: &Table) -> Check {
         ("risk_profile", "risk_profiles"),
         ("runtime_profile", "runtime_profiles"),
     ] {
-        let value = string_at(agent, key, field)?.unwrap_or("").trim();
+        let value = agent.opt_str(key, field)?.unwrap_or("").trim();
         if value.is_empty() {
             if key == "risk_profile" && enabled {
                 return Err((at(key), "is required for an enabled agent and empty".into()));
@@ -186,7 +188,7 @@ fn check_runtime_profiles(root: &Table) -> Check {
         let cc = cc
             .as_table()
             .ok_or_else(|| (field.clone(), "must be a table".to_string()))?;
-        let value = string_at(cc, "summary_provider", &field)?.unwrap_or("");
+        let value = cc.opt_str("summary_provider", &field)?.unwrap_or("");
         if !value.trim().is_empty() {
             check_provider_ref(root, &format!("{field}.summary_provider"), value, "models")?;
         }
@@ -243,7 +245,8 @@ fn check_skill_bundles(root: &Table) -> Check {
                 "must be a table".to_string(),
             )
         })?;
-        let directory = string_at(bundle, "directory", &format!("skill_bundles.{name}"))?
+        let directory = bundle
+            .opt_str("directory", &format!("skill_bundles.{name}"))?
             .filter(|d| !d.trim().is_empty());
         let resolved = match directory {
             Some(d) => PathBuf::from(d),
@@ -304,7 +307,7 @@ fn check_mcp_servers(root: &Table) -> Check {
         let server = server
             .as_table()
             .ok_or_else(|| (field.clone(), "must be a table".to_string()))?;
-        let name = string_at(server, "name", &field)?.unwrap_or("");
+        let name = server.opt_str("name", &field)?.unwrap_or("");
         if name.trim().is_empty() {
             return Err((format!("{field}.name"), "is empty".into()));
         }
@@ -322,11 +325,12 @@ fn check_mcp_servers(root: &Table) -> Check {
                 ));
             }
         }
-        let transport = string_at(server, "transport", &field)?.unwrap_or("stdio");
-        let url = string_at(server, "url", &field)?.unwrap_or("");
+        let transport = server.opt_str("transport", &field)?.unwrap_or("stdio");
+        let url = server.opt_str("url", &field)?.unwrap_or("");
         match transport {
             "stdio" => {
-                if string_at(server, "command", &field)?
+                if server
+                    .opt_str("command", &field)?
                     .unwrap_or("")
                     .trim()
                     .is_empty()
@@ -352,7 +356,7 @@ fn check_mcp_servers(root: &Table) -> Check {
                 ))
             }
         }
-        if let Some(ca) = string_at(server, "tls_ca_cert_path", &field)? {
+        if let Some(ca) = server.opt_str("tls_ca_cert_path", &field)? {
             if !Path::new(ca).is_absolute() {
                 return Err((
                     format!("{field}.tls_ca_cert_path"),
@@ -387,7 +391,7 @@ fn check_model_providers(root: &Table) -> Check {
                 return Err((field, "must be a table".into()));
             };
             for key in ["uri", "api_url"] {
-                if let Some(uri) = string_at(entry, key, &field)? {
+                if let Some(uri) = entry.opt_str(key, &field)? {
                     if !is_http_url(uri) {
                         return Err((
                             format!("{field}.{key}"),
@@ -422,29 +426,6 @@ fn is_http_url(url: &str) -> bool {
         let host = rest.split(['/', '?', '#']).next().unwrap_or("");
         !host.is_empty() && !url.chars().any(char::is_whitespace)
     })
-}
-
-fn table_at<'t>(root: &'t Table, key: &str) -> Result<&'t Table, (String, String)> {
-    match root.get(key) {
-        Some(Node::Table(t)) => Ok(t),
-        Some(_) => Err((key.into(), "must be a table".into())),
-        None => Err((key.into(), "is missing".into())),
-    }
-}
-
-fn string_at<'t>(
-    table: &'t Table,
-    key: &str,
-    prefix: &str,
-) -> Result<Option<&'t str>, (String, String)> {
-    match table.get(key) {
-        None => Ok(None),
-        Some(Node::Str(s)) => Ok(Some(s)),
-        Some(other) => Err((
-            format!("{prefix}.{key}"),
-            format!("must be a string, not {}", other.type_name()),
-        )),
-    }
 }
 
 #[cfg(test)]

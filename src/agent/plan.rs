@@ -15,7 +15,7 @@ use super::install::Install;
 use super::manifest::{DropReason, Dropped, RiskFlag, RiskKind};
 use super::names::{portable_identity_path, unportable_reason};
 use super::schema;
-use super::value::{Node, Table};
+use super::value::{FieldError, Node, Table};
 use crate::credentials::CredentialFinding;
 
 /// Maximum depth of the model-provider fallback walk (roots are depth 0).
@@ -148,197 +148,30 @@ pub(crate) fn carried_skills_flag(alias: &str) -> RiskFlag {
 /// Plan the export of agent `alias` (reference §4.2).
 pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentError> {
     let config = &install.config;
-    let root = install.root();
     check_schema_version(config)?;
-    let agents = match config.get("agents") {
-        None => None,
-        Some(Node::Table(t)) => Some(t),
-        Some(other) => {
-            return Err(invalid(
-                "agents",
-                format!("must be a table, not {}", other.type_name()),
-            ))
-        }
-    };
-    let agent = match agents.and_then(|a| a.get(alias)) {
-        Some(Node::Table(t)) => t,
-        Some(other) => {
-            return Err(invalid(
-                &format!("agents.{alias}"),
-                format!("must be a table, not {}", other.type_name()),
-            ))
-        }
-        None => {
-            return Err(AgentError::UnknownAgent {
-                alias: alias.to_string(),
-                configured: install.agent_aliases(),
-            })
-        }
-    };
-    let agent_path = format!("agents.{alias}");
+    let agent = find_agent(install, alias)?;
     let mut planner = Planner {
         config,
-        root,
+        root: install.root(),
+        alias,
+        agent,
+        agent_path: format!("agents.{alias}"),
         closure: Table::new(),
         dropped: Vec::new(),
     };
-
-    // 1. The agent entry, sanitized and pruned.
-    let (entry, identity_document) = planner.sanitize_agent(alias, agent)?;
-    planner.closure.insert_at(
-        &["agents", alias],
-        Node::Table(schema::prune(&entry, &schema::agent_defaults())),
-    );
-    let workspace = workspace_source(root, alias, agent)?;
-
-    // 2. Profiles.
-    let risk_profile = trimmed(opt_str(agent, "risk_profile", &agent_path)?);
-    if let Some(r) = risk_profile {
-        if let Some(profile) = lookup_table(config, &["risk_profiles", r])? {
-            // Never pruned: every key of a risk profile bounds what the agent may do.
-            let mut carried = profile.clone();
-            if carried.remove("approval_route").is_some() {
-                planner.dropped.push(Dropped::new(
-                    format!("risk_profiles.{r}.approval_route"),
-                    DropReason::HostSpecific,
-                    "the approval route names a source-install channel and approver; it is removed \
-                     so a same-named target channel cannot silently receive this agent's approvals. \
-                     Removing it also removes the source profile's distinct-approver policy, so \
-                     rebind one on the target before enabling the agent when that separation is required",
-                ));
-            }
-            planner
-                .closure
-                .insert_at(&["risk_profiles", r], Node::Table(carried));
-        }
-    }
-    let runtime_profile = trimmed(opt_str(agent, "runtime_profile", &agent_path)?);
-    let mut profile_summary_provider = None;
-    if let Some(p) = runtime_profile {
-        if let Some(profile) = lookup_table(config, &["runtime_profiles", p])? {
-            // Never pruned: budgets and delegation depth bound what the agent may do.
-            planner
-                .closure
-                .insert_at(&["runtime_profiles", p], Node::Table(profile.clone()));
-            if let Some(cc) = profile.get("context_compression").and_then(Node::as_table) {
-                profile_summary_provider = opt_str(
-                    cc,
-                    "summary_provider",
-                    &format!("runtime_profiles.{p}.context_compression"),
-                )?
-                .map(str::to_string);
-            }
-        }
-    }
-
-    // 3. Bundles.
-    let mut skills = Vec::new();
-    for b in dedup(&str_list(agent, "skill_bundles", &agent_path)?) {
-        if let Some(source) = planner.carry_skill_bundle(&b)? {
-            skills.push(source);
-        }
-    }
-    for (section, defaults) in [
-        ("knowledge_bundles", schema::knowledge_bundle_defaults()),
-        ("mcp_bundles", schema::mcp_bundle_defaults()),
-    ] {
-        for name in dedup(&str_list(agent, section, &agent_path)?) {
-            if let Some(t) = lookup_table(config, &[section, &name])? {
-                planner
-                    .closure
-                    .insert_at(&[section, &name], Node::Table(schema::prune(t, &defaults)));
-            }
-        }
-    }
-
-    // 4. The MCP servers the agent's bundles actually grant.
-    let granted = granted_servers(
-        config,
-        &dedup(&str_list(agent, "mcp_bundles", &agent_path)?),
-    )?;
-    if !granted.is_empty() {
-        let carried = granted
-            .iter()
-            .map(|(_, server)| Node::Table(schema::prune(server, &schema::mcp_server_defaults())))
-            .collect();
-        planner
-            .closure
-            .insert_at(&["mcp", "servers"], Node::Array(carried));
-    }
-
-    // 5. Model providers, with their fallback chains.
-    let mut roots = Vec::new();
-    for field in ["model_provider", "classifier_provider", "summary_provider"] {
-        if let Some(r) = opt_str(agent, field, &agent_path)? {
-            roots.push(r.to_string());
-        }
-    }
-    roots.extend(profile_summary_provider);
-    let mut carried_models = HashSet::new();
-    for r in &roots {
-        planner.visit_model_provider(r, 0, &mut Vec::new(), &mut carried_models);
-    }
-
-    // 6. TTS and transcription providers.
-    for (field, section) in [
-        ("tts_provider", "tts"),
-        ("transcription_provider", "transcription"),
-    ] {
-        let Some(reference) = trimmed(opt_str(agent, field, &agent_path)?) else {
-            continue;
-        };
-        let Some((family, name)) = reference.split_once('.') else {
-            continue;
-        };
-        if family.is_empty() || name.is_empty() {
-            continue;
-        }
-        if let Some(t) = lookup_table(config, &["providers", section, family, name])? {
-            planner.closure.insert_at(
-                &["providers", section, family, name],
-                Node::Table(t.clone()),
-            );
-        }
-    }
-
-    // 7. Scrub, then make sure no ciphertext survived anywhere.
-    let scrubbed = schema::scrub_secrets(&mut planner.closure);
-    if let Some(path) = schema::find_ciphertext(&planner.closure) {
-        return Err(AgentError::CiphertextSurvived { path });
-    }
-    let mut config_findings = Vec::new();
-    super::value::walk_strings(
-        "",
-        &Node::Table(planner.closure.clone()),
-        &mut |path, value| {
-            if let Some(reason) = crate::credentials::detect(value) {
-                config_findings.push(CredentialFinding {
-                    location: path.to_string(),
-                    reason,
-                });
-            }
-        },
-    );
-
-    // 8. Memory never travels in format 1.
-    planner.dropped.push(Dropped::new(
-        "workspace/memory",
-        DropReason::NotYetPortable,
-        "the memory store is a live SQLite database in WAL mode, which cannot be copied as files \
-         without risking a torn or stale snapshot; bundle format 1 does not carry it",
-    ));
-    planner.dropped.push(Dropped::new(
-        "workspace/MEMORY_SNAPSHOT.md",
-        DropReason::PrivateData,
-        "the memory snapshot is an export of the agent's core memories, which an agent re-hydrates \
-         its store from; it stays with the store it came from",
-    ));
-
-    // 9. Risk flags from the source config.
+    let identity_document = planner.carry_agent_entry()?;
+    let workspace = workspace_source(install.root(), alias, agent)?;
+    let profile_summary_provider = planner.carry_profiles()?;
+    let skills = planner.carry_bundles()?;
+    let granted = planner.carry_granted_servers()?;
+    planner.carry_model_providers(profile_summary_provider)?;
+    planner.carry_media_providers()?;
+    let scrubbed = planner.scrub()?;
+    let config_findings = credential_findings(&planner.closure);
+    planner.drop_memory();
     let mut flags = policy_flags(config, alias, agent);
     flags.extend(server_flags(&granted));
     flags.extend(provider_flags(&planner.closure));
-
     Ok(ExportPlan {
         alias: alias.to_string(),
         workspace,
@@ -351,6 +184,46 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
         dropped: planner.dropped,
         policy_flags: flags,
     })
+}
+
+/// `[agents.<alias>]`: a clear error for an unknown alias (listing the configured ones) or a
+/// malformed table.
+fn find_agent<'c>(install: &'c Install, alias: &str) -> Result<&'c Table, AgentError> {
+    let agents = match install.config.get("agents") {
+        None => None,
+        Some(Node::Table(t)) => Some(t),
+        Some(other) => {
+            return Err(invalid(
+                "agents",
+                format!("must be a table, not {}", other.type_name()),
+            ))
+        }
+    };
+    match agents.and_then(|a| a.get(alias)) {
+        Some(Node::Table(t)) => Ok(t),
+        Some(other) => Err(invalid(
+            &format!("agents.{alias}"),
+            format!("must be a table, not {}", other.type_name()),
+        )),
+        None => Err(AgentError::UnknownAgent {
+            alias: alias.to_string(),
+            configured: install.agent_aliases(),
+        }),
+    }
+}
+
+/// Values of the scrubbed closure that look like credentials, by dotted path.
+fn credential_findings(closure: &Table) -> Vec<CredentialFinding> {
+    let mut found = Vec::new();
+    super::value::walk_strings("", &Node::Table(closure.clone()), &mut |path, value| {
+        if let Some(reason) = crate::credentials::detect(value) {
+            found.push(CredentialFinding {
+                location: path.to_string(),
+                reason,
+            });
+        }
+    });
+    found
 }
 
 /// Refuse a config whose `schema_version` this crate does not read (schema module: the pinned
@@ -388,14 +261,180 @@ fn check_schema_version(config: &Table) -> Result<(), AgentError> {
     }
 }
 
+/// The closure being built for one agent: each step of [`plan_export`] is a method.
 struct Planner<'a> {
     config: &'a Table,
     root: &'a Path,
+    alias: &'a str,
+    agent: &'a Table,
+    agent_path: String,
     closure: Table,
     dropped: Vec<Dropped>,
 }
 
 impl Planner<'_> {
+    /// Step 1: the agent entry, sanitized and pruned. Returns the retained identity document.
+    fn carry_agent_entry(&mut self) -> Result<Option<String>, AgentError> {
+        let (entry, identity_document) = self.sanitize_agent(self.alias, self.agent)?;
+        self.closure.insert_at(
+            &["agents", self.alias],
+            Node::Table(schema::prune(&entry, &schema::agent_defaults())),
+        );
+        Ok(identity_document)
+    }
+
+    /// Step 2: the risk and runtime profiles, carried whole (their keys bound the agent); the
+    /// risk profile's `approval_route` is dropped. Returns the runtime profile's
+    /// `context_compression.summary_provider`, a provider root.
+    fn carry_profiles(&mut self) -> Result<Option<String>, AgentError> {
+        let (config, agent) = (self.config, self.agent);
+        if let Some(r) = trimmed(agent.opt_str("risk_profile", &self.agent_path)?) {
+            if let Some(profile) = config.table_at(&["risk_profiles", r])? {
+                let mut carried = profile.clone();
+                if carried.remove("approval_route").is_some() {
+                    self.dropped.push(Dropped::new(
+                        format!("risk_profiles.{r}.approval_route"),
+                        DropReason::HostSpecific,
+                        "the approval route names a source-install channel and approver; it is removed \
+                         so a same-named target channel cannot silently receive this agent's approvals. \
+                         Removing it also removes the source profile's distinct-approver policy, so \
+                         rebind one on the target before enabling the agent when that separation is required",
+                    ));
+                }
+                self.closure
+                    .insert_at(&["risk_profiles", r], Node::Table(carried));
+            }
+        }
+        let mut summary_provider = None;
+        if let Some(p) = trimmed(agent.opt_str("runtime_profile", &self.agent_path)?) {
+            if let Some(profile) = config.table_at(&["runtime_profiles", p])? {
+                self.closure
+                    .insert_at(&["runtime_profiles", p], Node::Table(profile.clone()));
+                if let Some(cc) = profile.get("context_compression").and_then(Node::as_table) {
+                    summary_provider = cc
+                        .opt_str(
+                            "summary_provider",
+                            &format!("runtime_profiles.{p}.context_compression"),
+                        )?
+                        .map(str::to_string);
+                }
+            }
+        }
+        Ok(summary_provider)
+    }
+
+    /// Step 3: the skill, knowledge and MCP bundles the agent names; returns the planned skill
+    /// sources.
+    fn carry_bundles(&mut self) -> Result<Vec<SkillSource>, AgentError> {
+        let mut skills = Vec::new();
+        for b in dedup(&self.agent.str_list("skill_bundles", &self.agent_path)?) {
+            if let Some(source) = self.carry_skill_bundle(&b)? {
+                skills.push(source);
+            }
+        }
+        for (section, defaults) in [
+            ("knowledge_bundles", schema::knowledge_bundle_defaults()),
+            ("mcp_bundles", schema::mcp_bundle_defaults()),
+        ] {
+            for name in dedup(&self.agent.str_list(section, &self.agent_path)?) {
+                if let Some(t) = self.config.table_at(&[section, &name])? {
+                    self.closure
+                        .insert_at(&[section, &name], Node::Table(schema::prune(t, &defaults)));
+                }
+            }
+        }
+        Ok(skills)
+    }
+
+    /// Step 4: the MCP servers the agent's bundles actually grant (returned for the flags).
+    fn carry_granted_servers(&mut self) -> Result<Vec<(String, Table)>, AgentError> {
+        let bundles = dedup(&self.agent.str_list("mcp_bundles", &self.agent_path)?);
+        let granted = granted_servers(self.config, &bundles)?;
+        if !granted.is_empty() {
+            let carried = granted
+                .iter()
+                .map(|(_, server)| {
+                    Node::Table(schema::prune(server, &schema::mcp_server_defaults()))
+                })
+                .collect();
+            self.closure
+                .insert_at(&["mcp", "servers"], Node::Array(carried));
+        }
+        Ok(granted)
+    }
+
+    /// Step 5: every model provider the agent names, with its fallback chain.
+    fn carry_model_providers(
+        &mut self,
+        profile_summary_provider: Option<String>,
+    ) -> Result<(), AgentError> {
+        let mut roots = Vec::new();
+        for field in ["model_provider", "classifier_provider", "summary_provider"] {
+            if let Some(r) = self.agent.opt_str(field, &self.agent_path)? {
+                roots.push(r.to_string());
+            }
+        }
+        roots.extend(profile_summary_provider);
+        let mut carried = HashSet::new();
+        for r in &roots {
+            self.visit_model_provider(r, 0, &mut Vec::new(), &mut carried);
+        }
+        Ok(())
+    }
+
+    /// Step 6: the TTS and transcription providers the agent names.
+    fn carry_media_providers(&mut self) -> Result<(), AgentError> {
+        for (field, section) in [
+            ("tts_provider", "tts"),
+            ("transcription_provider", "transcription"),
+        ] {
+            let Some(reference) = trimmed(self.agent.opt_str(field, &self.agent_path)?) else {
+                continue;
+            };
+            let Some((family, name)) = reference.split_once('.') else {
+                continue;
+            };
+            if family.is_empty() || name.is_empty() {
+                continue;
+            }
+            if let Some(t) = self
+                .config
+                .table_at(&["providers", section, family, name])?
+            {
+                self.closure.insert_at(
+                    &["providers", section, family, name],
+                    Node::Table(t.clone()),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// Step 7: scrub, then make sure no ciphertext survived anywhere.
+    fn scrub(&mut self) -> Result<schema::Scrubbed, AgentError> {
+        let scrubbed = schema::scrub_secrets(&mut self.closure);
+        if let Some(path) = schema::find_ciphertext(&self.closure) {
+            return Err(AgentError::CiphertextSurvived { path });
+        }
+        Ok(scrubbed)
+    }
+
+    /// Step 8: memory never travels in format 1.
+    fn drop_memory(&mut self) {
+        self.dropped.push(Dropped::new(
+            "workspace/memory",
+            DropReason::NotYetPortable,
+            "the memory store is a live SQLite database in WAL mode, which cannot be copied as files \
+             without risking a torn or stale snapshot; bundle format 1 does not carry it",
+        ));
+        self.dropped.push(Dropped::new(
+            "workspace/MEMORY_SNAPSHOT.md",
+            DropReason::PrivateData,
+            "the memory snapshot is an export of the agent's core memories, which an agent re-hydrates \
+             its store from; it stays with the store it came from",
+        ));
+    }
+
     /// Rows 1-9 of the `dropped` table: remove what names the source host or its other agents,
     /// force `delegate_same_risk_profile = false`, keep a portable `aieos_path` normalized.
     fn sanitize_agent(
@@ -521,13 +560,14 @@ impl Planner<'_> {
     /// Carry `skill_bundles.<b>` and plan its content (reference §7.3, dropped rows 11-13).
     fn carry_skill_bundle(&mut self, b: &str) -> Result<Option<SkillSource>, AgentError> {
         let config = self.config;
-        let Some(source_entry) = lookup_table(config, &["skill_bundles", b])? else {
+        let Some(source_entry) = config.table_at(&["skill_bundles", b])? else {
             return Ok(None);
         };
         let entry_path = format!("skill_bundles.{b}");
         let mut carried = schema::prune(source_entry, &schema::skill_bundle_defaults());
-        let directory =
-            opt_str(source_entry, "directory", &entry_path)?.filter(|d| !d.trim().is_empty());
+        let directory = source_entry
+            .opt_str("directory", &entry_path)?
+            .filter(|d| !d.trim().is_empty());
         if directory.is_some_and(host_anchored) {
             carried.remove("directory");
             self.dropped.push(Dropped::new(
@@ -601,8 +641,8 @@ impl Planner<'_> {
                 anchor: self.root.to_path_buf(),
                 components,
             },
-            include: str_list(source_entry, "include", entry_path)?,
-            exclude: str_list(source_entry, "exclude", entry_path)?,
+            include: source_entry.str_list("include", entry_path)?,
+            exclude: source_entry.str_list("exclude", entry_path)?,
         }))
     }
 
@@ -716,16 +756,16 @@ fn granted_servers(config: &Table, bundles: &[String]) -> Result<Vec<(String, Ta
     let mut names: Vec<String> = Vec::new();
     let mut denied: HashSet<String> = HashSet::new();
     for m in bundles {
-        let Some(bundle) = lookup_table(config, &["mcp_bundles", m])? else {
+        let Some(bundle) = config.table_at(&["mcp_bundles", m])? else {
             continue;
         };
         let path = format!("mcp_bundles.{m}");
-        for s in str_list(bundle, "servers", &path)? {
+        for s in bundle.str_list("servers", &path)? {
             if !names.contains(&s) {
                 names.push(s);
             }
         }
-        denied.extend(str_list(bundle, "exclude", &path)?);
+        denied.extend(bundle.str_list("exclude", &path)?);
     }
     names.retain(|n| !denied.contains(n));
     let servers: &[Node] = match config.lookup(&["mcp", "servers"]) {
@@ -756,7 +796,7 @@ fn granted_servers(config: &Table, bundles: &[String]) -> Result<Vec<(String, Ta
 fn workspace_source(root: &Path, alias: &str, agent: &Table) -> Result<TreeSource, AgentError> {
     let ws_path = format!("agents.{alias}.workspace");
     let configured = match agent.get("workspace") {
-        Some(Node::Table(ws)) => opt_str(ws, "path", &ws_path)?.filter(|p| !p.is_empty()),
+        Some(Node::Table(ws)) => ws.opt_str("path", &ws_path)?.filter(|p| !p.is_empty()),
         _ => None,
     };
     if let Some(p) = configured {
@@ -831,60 +871,18 @@ fn trimmed(value: Option<&str>) -> Option<&str> {
     value.map(str::trim).filter(|s| !s.is_empty())
 }
 
+impl From<FieldError> for AgentError {
+    fn from(e: FieldError) -> Self {
+        AgentError::InvalidField {
+            field: e.field,
+            problem: e.problem,
+        }
+    }
+}
+
 pub(crate) fn invalid(field: &str, problem: impl Into<String>) -> AgentError {
     AgentError::InvalidField {
         field: field.to_string(),
         problem: problem.into(),
-    }
-}
-
-/// An optional string field; any other type is an error naming the field.
-pub(crate) fn opt_str<'t>(
-    table: &'t Table,
-    key: &str,
-    prefix: &str,
-) -> Result<Option<&'t str>, AgentError> {
-    match table.get(key) {
-        None => Ok(None),
-        Some(Node::Str(s)) => Ok(Some(s)),
-        Some(other) => Err(invalid(
-            &format!("{prefix}.{key}"),
-            format!("must be a string, not {}", other.type_name()),
-        )),
-    }
-}
-
-/// An optional array of strings (absent = empty); any other shape is an error naming the field.
-pub(crate) fn str_list(table: &Table, key: &str, prefix: &str) -> Result<Vec<String>, AgentError> {
-    let field = || format!("{prefix}.{key}");
-    match table.get(key) {
-        None => Ok(Vec::new()),
-        Some(Node::Array(items)) => items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| match item {
-                Node::Str(s) => Ok(s.clone()),
-                other => Err(invalid(
-                    &format!("{}[{i}]", field()),
-                    format!("must be a string, not {}", other.type_name()),
-                )),
-            })
-            .collect(),
-        Some(other) => Err(invalid(
-            &field(),
-            format!("must be an array of strings, not {}", other.type_name()),
-        )),
-    }
-}
-
-/// A table at `path` if there is one; a non-table there is an error naming it.
-fn lookup_table<'t>(config: &'t Table, path: &[&str]) -> Result<Option<&'t Table>, AgentError> {
-    match config.lookup(path) {
-        None => Ok(None),
-        Some(Node::Table(t)) => Ok(Some(t)),
-        Some(other) => Err(invalid(
-            &path.join("."),
-            format!("must be a table, not {}", other.type_name()),
-        )),
     }
 }

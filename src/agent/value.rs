@@ -225,6 +225,72 @@ fn node_from_value(value: &Value) -> Node {
     }
 }
 
+/// A config field with a shape the schema does not allow: its dotted path and what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FieldError {
+    pub(crate) field: String,
+    pub(crate) problem: String,
+}
+
+impl From<FieldError> for (String, String) {
+    fn from(e: FieldError) -> Self {
+        (e.field, e.problem)
+    }
+}
+
+/// Typed reads of config fields, one set for the planner and the gate. `prefix` is the dotted
+/// path of `self`, for the error.
+impl Table {
+    /// An optional string; any other type is an error naming the field.
+    pub(crate) fn opt_str(&self, key: &str, prefix: &str) -> Result<Option<&str>, FieldError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Node::Str(s)) => Ok(Some(s)),
+            Some(other) => Err(FieldError {
+                field: join_path(prefix, key),
+                problem: format!("must be a string, not {}", other.type_name()),
+            }),
+        }
+    }
+
+    /// An optional array of strings (absent = empty); any other shape is an error naming the
+    /// field (or the element).
+    pub(crate) fn str_list(&self, key: &str, prefix: &str) -> Result<Vec<String>, FieldError> {
+        let field = join_path(prefix, key);
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Node::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| match item {
+                    Node::Str(s) => Ok(s.clone()),
+                    other => Err(FieldError {
+                        field: format!("{field}[{i}]"),
+                        problem: format!("must be a string, not {}", other.type_name()),
+                    }),
+                })
+                .collect(),
+            Some(other) => Err(FieldError {
+                field,
+                problem: format!("must be an array of strings, not {}", other.type_name()),
+            }),
+        }
+    }
+
+    /// The table at `path` below `self`, if there is one; a non-table there is an error naming
+    /// it.
+    pub(crate) fn table_at(&self, path: &[&str]) -> Result<Option<&Table>, FieldError> {
+        match self.lookup(path) {
+            None => Ok(None),
+            Some(Node::Table(t)) => Ok(Some(t)),
+            Some(other) => Err(FieldError {
+                field: path.join("."),
+                problem: format!("must be a table, not {}", other.type_name()),
+            }),
+        }
+    }
+}
+
 /// Dotted path helper: `join_path("a.b", "c") == "a.b.c"`, and `join_path("", "c") == "c"`.
 pub(crate) fn join_path(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
