@@ -59,20 +59,18 @@ step zeroclaw-bundle --store other-host unpack researcher.zcpack '# on the other
 "$zb" --store "$work/other-host" unpack "$work/researcher.zcpack"
 "$zb" --store "$work/other-host" verify
 
-if "$zb" help mount >/dev/null 2>&1; then
-  mkdir -p "$work/mnt/first" "$work/mnt/second"
-  step zeroclaw-bundle mount "${first:0:12}" "$work/mnt/first" --daemon
-  "$zb" mount "$first" "$work/mnt/first" --daemon && mounts+=("$work/mnt/first")
-  "$zb" mount "$second" "$work/mnt/second" --daemon && mounts+=("$work/mnt/second")
-  step diff -ru mnt/first mnt/second '# review what changed, with your own tools'
-  (cd "$work/mnt" && diff -ru first second) || true
-  step getfattr -n user.zeroclaw.blake3 mnt/second/config.toml
-  getfattr -n user.zeroclaw.blake3 "$work/mnt/second/config.toml" || true
-  step touch mnt/second/workspace/new-file '# read-only: EROFS'
-  touch "$work/mnt/second/workspace/new-file" || true
-  for m in "${mounts[@]}"; do "$zb" umount "$m"; done
-  mounts=()
-fi
+mkdir -p "$work/mnt/first" "$work/mnt/second"
+step zeroclaw-bundle mount "${first:0:12}" "$work/mnt/first" --daemon
+"$zb" mount "$first" "$work/mnt/first" --daemon && mounts+=("$work/mnt/first")
+"$zb" mount "$second" "$work/mnt/second" --daemon && mounts+=("$work/mnt/second")
+step diff -ru mnt/first mnt/second '# review what changed, with your own tools'
+(cd "$work/mnt" && diff -ru first second) || true
+step getfattr -n user.zeroclaw.blake3 mnt/second/config.toml
+getfattr -n user.zeroclaw.blake3 "$work/mnt/second/config.toml" || true
+step touch mnt/second/workspace/new-file '# read-only: EROFS'
+touch "$work/mnt/second/workspace/new-file" || true
+for m in "${mounts[@]}"; do "$zb" umount "$m"; done
+mounts=()
 
 step zeroclaw-bundle verify
 "$zb" verify
