@@ -665,6 +665,50 @@ fn tempfile_in_tmp() -> io::Result<File> {
     Ok(file)
 }
 
+/// How far in the future a received record's creation time may lie (clock skew between
+/// hosts).
+const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
+
+/// A received record must not take over this store's refs: its name must not already name
+/// another snapshot here (the record's bytes, and so its id, carry the name, so it cannot be
+/// renamed on the way in), and its creation time must not lie in the future, where it would
+/// stay `agent/<alias>` (the newest snapshot of the agent) over every later local export.
+fn check_foreign_record(
+    store: &Store,
+    pack: &PackReader,
+    snapshot: &Snapshot,
+) -> Result<(), StoreError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+        .unwrap_or(0);
+    if snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS) {
+        return Err(bad(
+            pack.path(),
+            "carries a snapshot created more than a day in the future; it would shadow every \
+             later local snapshot of its agent, so it is not imported (check the sending host's \
+             clock)",
+        ));
+    }
+    if let Some(name) = &snapshot.name {
+        if let Some(local) = store.catalog()?.name_target(name)? {
+            if local != pack.root {
+                return Err(bad(
+                    pack.path(),
+                    format!(
+                        "carries a snapshot named `{name}`, which already names snapshot {} in \
+                         this store; a received snapshot does not take over a local name \
+                         (forget or rename the local one first, or mount and diff the pack \
+                         without unpacking it)",
+                        local.short(12)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Imports a verified pack into `store`: every object (blobs, then trees), then the record and
 /// the catalog entry through [`Store::commit_snapshot`], so an interrupted unpack leaves at
 /// most unreferenced objects. Fails before writing anything when the pack does not verify, is
@@ -693,6 +737,7 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
         ));
     }
     let snapshot = pack.snapshot()?;
+    check_foreign_record(store, pack, &snapshot)?;
     // Held from the first object to the catalog entry, so `gc` cannot judge the new objects
     // unreachable in between (the store's write lock, as for a capture).
     let lock = store.write_lock()?;
@@ -973,5 +1018,58 @@ mod tests {
         let reader = open_bytes(dir.path(), &bytes).unwrap();
         assert_eq!(unpack(&empty, &reader).unwrap(), next);
         assert!(empty.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+    }
+
+    /// A received snapshot never takes over a local name, and one dated in the future (which
+    /// would stay `agent/<alias>` over every later local export) is refused.
+    #[test]
+    fn a_received_record_does_not_take_over_local_refs() {
+        let (dir, store, id) = fixture();
+        let snap = store.read_snapshot(&id).unwrap();
+        let lock = store.write_lock().unwrap();
+        let named = store
+            .commit_snapshot(
+                &lock,
+                &Snapshot {
+                    name: Some("prod".into()),
+                    created_unix_ns: 5,
+                    ..snap.clone()
+                },
+                None,
+            )
+            .unwrap();
+        let future = store
+            .commit_snapshot(
+                &lock,
+                &Snapshot {
+                    created_unix_ns: i128::from(i64::MAX),
+                    ..snap.clone()
+                },
+                None,
+            )
+            .unwrap();
+        drop(lock);
+        let other = Store::open_or_create(&dir.path().join("other")).unwrap();
+        let lock = other.write_lock().unwrap();
+        let local = other
+            .commit_snapshot(
+                &lock,
+                &Snapshot {
+                    name: Some("prod".into()),
+                    created_unix_ns: 9,
+                    ..snap
+                },
+                None,
+            )
+            .unwrap();
+        drop(lock);
+        for (id, needle) in [(named, "already names"), (future, "in the future")] {
+            let bytes = pack_bytes(&store, &id, PackOptions::default());
+            let err = unpack(&other, &open_bytes(dir.path(), &bytes).unwrap()).expect_err(needle);
+            assert!(err.to_string().contains(needle), "{err}");
+        }
+        let cat = other.catalog().unwrap();
+        assert_eq!(cat.snapshots().unwrap().len(), 1);
+        assert_eq!(cat.name_target("prod").unwrap(), Some(local));
     }
 }
