@@ -186,7 +186,7 @@ impl StatCacheUpdate {
 /// map of owned paths took about 3 times the record (580 bytes per file in all at 300,000
 /// files).
 pub struct SourceStatCache {
-    value: sled::IVec,
+    value: Vec<u8>,
     /// Record offsets into `value`, sorted by path, one per distinct path.
     index: Vec<u32>,
     /// Bit `i`: record `index[i]` was seen again unchanged (kept in the new cache).
@@ -205,12 +205,12 @@ impl std::fmt::Debug for SourceStatCache {
 }
 
 impl SourceStatCache {
-    fn from_value(value: sled::IVec) -> SourceStatCache {
+    fn from_value(value: Vec<u8>) -> SourceStatCache {
         // A value beyond u32 offsets is not a real cache: start afresh.
         let value = if u32::try_from(value.len()).is_ok() {
             value
         } else {
-            sled::IVec::default()
+            Vec::new()
         };
         let mut index = Vec::new();
         let mut pos = 0;
@@ -235,7 +235,7 @@ impl SourceStatCache {
 
     /// An empty cache (a source never captured).
     pub fn empty() -> SourceStatCache {
-        SourceStatCache::from_value(sled::IVec::default())
+        SourceStatCache::from_value(Vec::new())
     }
 
     /// Entries in the loaded cache.
@@ -303,6 +303,25 @@ impl SourceStatCache {
             value: Some(value),
         }
     }
+}
+
+/// About how many bytes of records one stored chunk of a source's stat cache holds.
+const CHUNK_BYTES: usize = 256 * 1024;
+
+/// The key naming the current generation of a source's cache chunks.
+fn generation_key(key: &[u8]) -> Vec<u8> {
+    [key, b"\0generation"].concat()
+}
+
+/// The key of chunk `part` of generation `generation` of a source's cache.
+fn chunk_key(key: &[u8], generation: u64, part: u32) -> Vec<u8> {
+    [
+        key,
+        b"\0chunk\0",
+        &generation.to_be_bytes()[..],
+        &part.to_be_bytes()[..],
+    ]
+    .concat()
 }
 
 /// The record at `pos`: (path, entry bytes, end), or `None` past the end or in a damaged
@@ -561,12 +580,42 @@ impl Catalog {
         })
     }
 
-    /// Loads the stat cache of one source (`key` names the source tree). A source's whole
-    /// cache is one catalog value: one read and one write per capture, where an entry per file
-    /// would make sled build (and hold in memory) a node per few files.
+    /// Loads the stat cache of one source (`key` names the source tree). A source's cache
+    /// is stored as a few values of about [`CHUNK_BYTES`] each (the current generation's, see
+    /// [`Catalog::update_stat_cache`]), read one at a time into one buffer: one value per file
+    /// would make sled build (and hold) a node per few files, and one value for the whole
+    /// cache made sled hold two more copies of it. A cache written by an older version (one
+    /// value under `key`) is read as it is and replaced on the next write.
     pub fn load_source_cache(&self, key: &str) -> Result<SourceStatCache, StoreError> {
-        let value = self.stat.get(key.as_bytes()).map_err(|e| self.err(e))?;
-        Ok(SourceStatCache::from_value(value.unwrap_or_default()))
+        let key = key.as_bytes();
+        let Some(generation) = self.cache_generation(key)? else {
+            let old = self.stat.get(key).map_err(|e| self.err(e))?;
+            return Ok(SourceStatCache::from_value(
+                old.map(|v| v.to_vec()).unwrap_or_default(),
+            ));
+        };
+        let mut value = Vec::new();
+        for part in 0u32.. {
+            let Some(chunk) = self
+                .stat
+                .get(chunk_key(key, generation, part))
+                .map_err(|e| self.err(e))?
+            else {
+                break;
+            };
+            value.extend_from_slice(&chunk);
+        }
+        Ok(SourceStatCache::from_value(value))
+    }
+
+    fn cache_generation(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        let value = self
+            .stat
+            .get(generation_key(key))
+            .map_err(|e| self.err(e))?;
+        Ok(value
+            .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+            .map(u64::from_be_bytes))
     }
 
     /// Loads a stat cache as a map (destination caches, which are per bundle and small).
@@ -608,15 +657,58 @@ impl Catalog {
         self.flush()
     }
 
-    /// Writes the cache a capture left for its source (nothing when it is unchanged).
+    /// Writes the cache a capture left for its source (nothing when it is unchanged), as
+    /// generation `g + 1`: its chunks first (and any leftover chunk of that generation from
+    /// an interrupted write removed), then the generation key flipped to it, then the old
+    /// generation (or an older version's single value) removed. A crash at any point leaves
+    /// either the old cache or the new one readable.
     pub fn update_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
         let Some(value) = &update.value else {
             return Ok(());
         };
+        let key = update.key.as_bytes();
+        let old = self.cache_generation(key)?;
+        let generation = old.map_or(0, |g| g.wrapping_add(1));
+        let err = |e| self.err(e);
+        let mut part = 0u32;
+        let mut pos = 0;
+        while pos < value.len() {
+            let mut end = pos;
+            while end < value.len() && end - pos < CHUNK_BYTES {
+                end = record_at(value, end).map_or(value.len(), |(_, _, e)| e);
+            }
+            self.stat
+                .insert(chunk_key(key, generation, part), &value[pos..end])
+                .map_err(err)?;
+            part += 1;
+            pos = end;
+        }
+        self.remove_chunks(key, generation, part)?;
         self.stat
-            .insert(update.key.as_bytes(), value.as_slice())
-            .map_err(|e| self.err(e))?;
+            .insert(generation_key(key), &generation.to_be_bytes()[..])
+            .map_err(err)?;
+        match old {
+            Some(old) if old != generation => self.remove_chunks(key, old, 0)?,
+            Some(_) => {}
+            None => {
+                self.stat.remove(key).map_err(err)?;
+            }
+        }
         self.flush()
+    }
+
+    /// Removes chunks `from..` of one generation of a source's cache.
+    fn remove_chunks(&self, key: &[u8], generation: u64, from: u32) -> Result<(), StoreError> {
+        for part in from.. {
+            let gone = self
+                .stat
+                .remove(chunk_key(key, generation, part))
+                .map_err(|e| self.err(e))?;
+            if gone.is_none() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {
@@ -731,7 +823,7 @@ mod tests {
         for (n, p) in paths.iter().enumerate() {
             push_record(&mut value, p, &e(n as u64));
         }
-        let mut cache = SourceStatCache::from_value(sled::IVec::from(value.clone()));
+        let mut cache = SourceStatCache::from_value(value.clone());
         assert_eq!(cache.len(), 500);
         for (n, p) in paths.iter().enumerate() {
             let (_, got) = cache.get(p).expect("present");
@@ -746,7 +838,7 @@ mod tests {
         }
         assert!(cache.into_update("k".into()).is_empty());
         // Keep the even ones, change one, add one.
-        let mut cache = SourceStatCache::from_value(sled::IVec::from(value));
+        let mut cache = SourceStatCache::from_value(value);
         for (n, p) in paths.iter().enumerate() {
             if n % 2 == 0 && n != 10 {
                 let (at, _) = cache.get(p).unwrap();
@@ -772,9 +864,59 @@ mod tests {
         push_record(&mut one, b"a", &e(1));
         push_record(&mut one, b"b", &e(2));
         one.pop();
-        let cache = SourceStatCache::from_value(sled::IVec::from(one));
+        let cache = SourceStatCache::from_value(one);
         assert_eq!(cache.len(), 1);
         assert_eq!(cache.get(b"a").map(|(_, x)| x), Some(e(1)));
+    }
+
+    /// A source's cache goes through the catalog in chunks: an older version's single value
+    /// is read, the first write replaces it with chunks (several, for a large cache), the
+    /// next write replaces the generation and removes the old one's chunks.
+    #[test]
+    fn source_cache_chunks_replace_the_old_format_and_older_generations() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let e = |n: u64| StatEntry {
+            dev: 1,
+            ino: n,
+            size: n,
+            mtime_ns: 6,
+            ctime_ns: 5,
+            exec: false,
+            id: ObjectId::of(&n.to_be_bytes()),
+        };
+        let old: StatCache = (0..10u64)
+            .map(|n| (format!("old/{n}").into_bytes(), e(n)))
+            .collect();
+        c.stat.insert(b"src", encode_stat_cache(&old)).unwrap();
+        let loaded = c.load_source_cache("src").unwrap();
+        assert_eq!(loaded.len(), 10);
+        assert_eq!(loaded.get(b"old/3").map(|(_, x)| x), Some(e(3)));
+        // A large new cache: several chunks, the old single value removed.
+        let mut fresh = SourceStatCache::empty();
+        for n in 0..10_000u64 {
+            fresh.put(format!("new/{n:05}").as_bytes(), &e(n));
+        }
+        c.update_stat_cache(&fresh.into_update("src".into()))
+            .unwrap();
+        assert!(c.stat.get(b"src").unwrap().is_none());
+        assert!(c.stat.get(chunk_key(b"src", 0, 2)).unwrap().is_some());
+        let loaded = c.load_source_cache("src").unwrap();
+        assert_eq!(loaded.len(), 10_000);
+        assert_eq!(loaded.get(b"new/04321").map(|(_, x)| x), Some(e(4321)));
+        assert!(loaded.get(b"old/3").is_none());
+        // A smaller one: generation 1, generation 0's chunks gone.
+        let mut small = SourceStatCache::empty();
+        small.put(b"x", &e(1));
+        c.update_stat_cache(&small.into_update("src".into()))
+            .unwrap();
+        assert!(c.stat.get(chunk_key(b"src", 0, 0)).unwrap().is_none());
+        assert!(c.stat.get(chunk_key(b"src", 1, 1)).unwrap().is_none());
+        let loaded = c.load_source_cache("src").unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded.get(b"x").map(|(_, x)| x), Some(e(1)));
+        // Another source is untouched.
+        assert_eq!(c.load_source_cache("other").unwrap().len(), 0);
     }
 
     fn summary_snapshot(name: Option<&str>, agent: Option<&str>, created: i128) -> Snapshot {
