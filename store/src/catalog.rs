@@ -186,9 +186,11 @@ impl StatCacheUpdate {
 /// map of owned paths took about 3 times the record (580 bytes per file in all at 300,000
 /// files).
 pub struct SourceStatCache {
-    value: Vec<u8>,
-    /// Record offsets into `value`, sorted by path, one per distinct path.
-    index: Vec<u32>,
+    /// The stored chunks, as sled returned them (sharing sled's own copy while the catalog
+    /// is open, so reading a cache costs one copy of it, not two). No record spans chunks.
+    chunks: Vec<sled::IVec>,
+    /// Records as `chunk << 32 | offset`, sorted by path, one per distinct path.
+    index: Vec<u64>,
     /// Bit `i`: record `index[i]` was seen again unchanged (kept in the new cache).
     seen: Vec<u64>,
     /// New or changed records, encoded.
@@ -205,37 +207,49 @@ impl std::fmt::Debug for SourceStatCache {
 }
 
 impl SourceStatCache {
-    fn from_value(value: Vec<u8>) -> SourceStatCache {
-        // A value beyond u32 offsets is not a real cache: start afresh.
-        let value = if u32::try_from(value.len()).is_ok() {
-            value
-        } else {
-            Vec::new()
-        };
+    fn from_chunks(chunks: Vec<sled::IVec>) -> SourceStatCache {
         let mut index = Vec::new();
-        let mut pos = 0;
-        while let Some((_, entry, end)) = record_at(&value, pos) {
-            if StatEntry::decode(entry).is_some() {
-                index.push(pos as u32); // fits: checked above
+        for (c, chunk) in chunks.iter().enumerate().take(u32::MAX as usize) {
+            let mut pos = 0;
+            while let Some((_, entry, end)) = record_at(chunk, pos) {
+                let Ok(offset) = u32::try_from(pos) else {
+                    break; // a chunk beyond 4 GiB is not a real cache: the rest is dropped
+                };
+                if StatEntry::decode(entry).is_some() {
+                    index.push((c as u64) << 32 | u64::from(offset));
+                }
+                pos = end;
             }
-            pos = end;
         }
-        let path = |at: &u32| record_at(&value, *at as usize).map(|(p, _, _)| p);
-        index.sort_unstable_by(|a, b| path(a).cmp(&path(b)));
-        index.dedup_by(|a, b| path(a) == path(b));
-        index.shrink_to_fit();
-        let seen = vec![0u64; index.len().div_ceil(64)];
-        SourceStatCache {
-            value,
-            index,
-            seen,
+        let mut cache = SourceStatCache {
+            chunks,
+            index: Vec::new(),
+            seen: Vec::new(),
             changed: Vec::new(),
-        }
+        };
+        index.sort_unstable_by(|a, b| cache.path(*a).cmp(cache.path(*b)));
+        index.dedup_by(|a, b| cache.path(*a) == cache.path(*b));
+        index.shrink_to_fit();
+        cache.seen = vec![0u64; index.len().div_ceil(64)];
+        cache.index = index;
+        cache
+    }
+
+    /// The record at index value `at`: (path, entry bytes, the record's bytes).
+    fn record(&self, at: u64) -> Option<(&[u8], &[u8], &[u8])> {
+        let chunk = self.chunks.get(usize::try_from(at >> 32).ok()?)?;
+        let pos = (at & u64::from(u32::MAX)) as usize;
+        let (path, entry, end) = record_at(chunk, pos)?;
+        Some((path, entry, &chunk[pos..end]))
+    }
+
+    fn path(&self, at: u64) -> &[u8] {
+        self.record(at).map(|(p, _, _)| p).unwrap_or_default()
     }
 
     /// An empty cache (a source never captured).
     pub fn empty() -> SourceStatCache {
-        SourceStatCache::from_value(Vec::new())
+        SourceStatCache::from_chunks(Vec::new())
     }
 
     /// Entries in the loaded cache.
@@ -252,14 +266,9 @@ impl SourceStatCache {
     pub fn get(&self, path: &[u8]) -> Option<(usize, StatEntry)> {
         let at = self
             .index
-            .binary_search_by(|at| {
-                record_at(&self.value, *at as usize)
-                    .map(|(p, _, _)| p)
-                    .unwrap_or_default()
-                    .cmp(path)
-            })
+            .binary_search_by(|at| self.path(*at).cmp(path))
             .ok()?;
-        let (_, entry, _) = record_at(&self.value, self.index[at] as usize)?;
+        let (_, entry, _) = self.record(self.index[at])?;
         Some((at, StatEntry::decode(entry)?))
     }
 
@@ -279,7 +288,7 @@ impl SourceStatCache {
 
     /// The new cache: the kept entries plus the new ones; empty when that is exactly the
     /// loaded cache (everything kept, nothing new).
-    pub fn into_update(self, key: String) -> StatCacheUpdate {
+    pub fn into_update(mut self, key: String) -> StatCacheUpdate {
         let kept = |i: usize| self.seen[i / 64] & (1 << (i % 64)) != 0;
         let all_kept = (0..self.index.len()).all(kept);
         if all_kept && self.changed.is_empty() {
@@ -288,11 +297,17 @@ impl SourceStatCache {
         let value = if self.seen.iter().all(|w| *w == 0) {
             self.changed // nothing kept (a first capture): the new records are the cache
         } else {
-            let mut out = self.changed;
+            let kept_bytes: usize = (0..self.index.len())
+                .filter(|i| kept(*i))
+                .filter_map(|i| self.record(self.index[i]).map(|(_, _, r)| r.len()))
+                .sum();
+            // Sized once: growing by doubling would hold the old and new buffer at once.
+            let mut out = Vec::with_capacity(self.changed.len() + kept_bytes);
+            out.extend_from_slice(&std::mem::take(&mut self.changed));
             for (i, at) in self.index.iter().enumerate() {
                 if kept(i) {
-                    if let Some((_, _, end)) = record_at(&self.value, *at as usize) {
-                        out.extend_from_slice(&self.value[*at as usize..end]);
+                    if let Some((_, _, record)) = self.record(*at) {
+                        out.extend_from_slice(record);
                     }
                 }
             }
@@ -306,7 +321,10 @@ impl SourceStatCache {
 }
 
 /// About how many bytes of records one stored chunk of a source's stat cache holds.
-const CHUNK_BYTES: usize = 256 * 1024;
+/// Below sled's blob threshold (a quarter of its 512 KiB segment): a chunk stored as a blob
+/// is held in sled's page cache at the size of its pointer, so sled never evicts it, and a
+/// large cache would sit in memory twice while it is read.
+const CHUNK_BYTES: usize = 48 * 1024;
 
 /// The key naming the current generation of a source's cache chunks.
 fn generation_key(key: &[u8]) -> Vec<u8> {
@@ -582,19 +600,18 @@ impl Catalog {
 
     /// Loads the stat cache of one source (`key` names the source tree). A source's cache
     /// is stored as a few values of about [`CHUNK_BYTES`] each (the current generation's, see
-    /// [`Catalog::update_stat_cache`]), read one at a time into one buffer: one value per file
-    /// would make sled build (and hold) a node per few files, and one value for the whole
-    /// cache made sled hold two more copies of it. A cache written by an older version (one
+    /// [`Catalog::update_stat_cache`]), kept as sled returns them (shared with its page
+    /// cache until the catalog is closed): one value per file would make sled build (and
+    /// hold) a node per few files, and one value for the whole cache made sled hold two more
+    /// copies of it, and a copy into one buffer one more. A cache written by an older version (one
     /// value under `key`) is read as it is and replaced on the next write.
     pub fn load_source_cache(&self, key: &str) -> Result<SourceStatCache, StoreError> {
         let key = key.as_bytes();
         let Some(generation) = self.cache_generation(key)? else {
             let old = self.stat.get(key).map_err(|e| self.err(e))?;
-            return Ok(SourceStatCache::from_value(
-                old.map(|v| v.to_vec()).unwrap_or_default(),
-            ));
+            return Ok(SourceStatCache::from_chunks(old.into_iter().collect()));
         };
-        let mut value = Vec::new();
+        let mut chunks = Vec::new();
         for part in 0u32.. {
             let Some(chunk) = self
                 .stat
@@ -603,9 +620,9 @@ impl Catalog {
             else {
                 break;
             };
-            value.extend_from_slice(&chunk);
+            chunks.push(chunk);
         }
-        Ok(SourceStatCache::from_value(value))
+        Ok(SourceStatCache::from_chunks(chunks))
     }
 
     fn cache_generation(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
@@ -823,7 +840,7 @@ mod tests {
         for (n, p) in paths.iter().enumerate() {
             push_record(&mut value, p, &e(n as u64));
         }
-        let mut cache = SourceStatCache::from_value(value.clone());
+        let mut cache = SourceStatCache::from_chunks(vec![value.clone().into()]);
         assert_eq!(cache.len(), 500);
         for (n, p) in paths.iter().enumerate() {
             let (_, got) = cache.get(p).expect("present");
@@ -838,7 +855,13 @@ mod tests {
         }
         assert!(cache.into_update("k".into()).is_empty());
         // Keep the even ones, change one, add one.
-        let mut cache = SourceStatCache::from_value(value);
+        // In two chunks, split at a record boundary (as the catalog stores it).
+        let mut cut = 0;
+        for _ in 0..123 {
+            cut = record_at(&value, cut).unwrap().2;
+        }
+        let mut cache =
+            SourceStatCache::from_chunks(vec![value[..cut].into(), value[cut..].into()]);
         for (n, p) in paths.iter().enumerate() {
             if n % 2 == 0 && n != 10 {
                 let (at, _) = cache.get(p).unwrap();
@@ -864,7 +887,7 @@ mod tests {
         push_record(&mut one, b"a", &e(1));
         push_record(&mut one, b"b", &e(2));
         one.pop();
-        let cache = SourceStatCache::from_value(one);
+        let cache = SourceStatCache::from_chunks(vec![one.into()]);
         assert_eq!(cache.len(), 1);
         assert_eq!(cache.get(b"a").map(|(_, x)| x), Some(e(1)));
     }
