@@ -15,7 +15,10 @@
 #   BENCH_DIR=/tmp/zb-bench  work dir; removed and recreated at start
 #   BENCH_REPEAT=3           timed repetitions of warm, repeatable operations (median reported;
 #                            one untimed warm-up run precedes them)
-#   BENCH_SECTIONS=store,mount,export   which sections to run
+#   BENCH_SECTIONS=store,mount,export   which sections to run; `scale` (not in the default)
+#                            also runs scripts/scale.sh (300,000 files, a 100,000-entry
+#                            directory, a 4 GiB sparse file: capture, no-op, checkout, mount,
+#                            peak memory; its table goes to target/bench/scale.md)
 #   BENCH_INSTALL=1          install missing peers (apt-get, pip for ratarmount); 0 = never
 #   BENCH_SYNC=1             include `sync -f` in the timed region of bulk writes (initial
 #                            capture, checkout, export), so tools that fsync and tools that leave
@@ -726,6 +729,9 @@ main() {
 	want store && section_store
 	want mount && section_mount
 	want export && section_export
+	if want scale; then
+		ZB=$ZB SCALE_BUILD=0 SCALE_DIR=$W/scale "$SCRIPT_DIR/scale.sh" || log "scale: failed (see above)"
+	fi
 
 	if [[ $BENCH_KEEP != 1 ]]; then
 		cleanup_mounts

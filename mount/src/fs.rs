@@ -2,14 +2,21 @@
 //!
 //! Invariants:
 //! - Content is immutable: entry, attribute and negative-lookup TTLs are effectively
-//!   infinite; file opens are answered ENOSYS once so the kernel stops sending them
-//!   (`no_open`, page cache kept across opens), directories open with FOPEN_CACHE_DIR, so
-//!   the kernel asks each question once.
+//!   infinite; file opens are answered with FOPEN_KEEP_CACHE (page cache kept across opens);
+//!   directory opens are answered ENOSYS once so the kernel stops sending them
+//!   (`no_opendir`, contents cached with FOPEN_CACHE_DIR), so the kernel asks each question
+//!   once.
 //! - Reads are positioned reads on the blob ([`Blob::read_at`]); no file is ever loaded
 //!   whole. A blob is hashed once, on its first read, and the verdict is cached per id: a
 //!   corrupt or wrongly sized object fails every read with EIO.
-//! - Nothing is ever written: every mutating operation answers EROFS (the kernel already
-//!   refuses most of them on an `ro` mount; these answers are the second line).
+//! - Nothing is ever written, in two independent lines. First, the mount carries `ro`: the
+//!   VFS then refuses every open for writing (O_WRONLY, O_RDWR, O_TRUNC, O_CREAT of a new
+//!   name) and every namespace, attribute and xattr change with EROFS before this daemon
+//!   hears of it. Second, this handler refuses the same things itself: every open that asks
+//!   for write access or truncation, and every mutating operation, answers EROFS. File opens
+//!   are therefore always sent to the handler (never answered ENOSYS, which would make the
+//!   kernel stop sending them, write opens included: `no_open`). The second line is tested
+//!   on a real mount without `ro` (`MountOptions::kernel_ro`).
 //! - Memory: decoded trees sit in the bounded [`TreeCache`]; at most `OPEN_BLOBS` object
 //!   files are held open for reads; inode numbers grow with the entries the kernel has seen
 //!   (see `inodes`).
@@ -28,9 +35,10 @@ use std::time::{Duration, SystemTime};
 
 use fuser::{
     AccessFlags, BsdFileFlags, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType,
-    Filesystem, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode, OpenFlags,
-    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
-    ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    Filesystem, FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenAccMode,
+    OpenFlags, RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus,
+    ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
+    WriteFlags,
 };
 use zeroclaw_bundle_store::{Blob, EntryKind, ObjectId, ObjectSource, StoreError, Tree};
 
@@ -152,8 +160,8 @@ pub(crate) struct SnapshotFs {
     trees: TreeCache,
     /// Blob id -> whether it hashed to its id (checked on first read).
     verified: Mutex<HashMap<ObjectId, bool>>,
-    /// Inode -> its opened blob and when it was last read, for reads without an open handle
-    /// (the kernel stops sending opens after the first ENOSYS, see `open`). Bounded.
+    /// Inode -> its opened blob and when it was last read (reads carry file handle 0, so the
+    /// blob is found by inode, see `open`). Bounded.
     open_blobs: Mutex<HashMap<u64, (Blob, u64)>>,
     reads: AtomicU64,
     /// Queue of the prefetch thread: children of directories being listed (see `prefetch`).
@@ -483,11 +491,12 @@ impl Filesystem for SnapshotFs {
         }
     }
 
-    /// Answers ENOSYS to a read-only open: since Linux 4.19 the kernel then treats every
-    /// open as successful without asking (`no_open`) and keeps the page cache across opens
-    /// (FOPEN_KEEP_CACHE is its default then), which saves one round trip to this daemon per
-    /// opened file. The blob is verified on its first read instead. Write opens never get
-    /// here (the mount is read-only), but are refused anyway.
+    /// Refuses every open that asks for write access or truncation (EROFS), and directories
+    /// (EISDIR); answers a read-only open with file handle 0 and FOPEN_KEEP_CACHE, so the
+    /// page cache survives across opens (content never changes). The blob is opened and
+    /// verified on its first read. Not answered ENOSYS: the kernel would then stop sending
+    /// opens at all (`no_open`), and a write open on a mount without `ro` would succeed
+    /// without this check.
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let result = (|| {
             let node = self.node(ino)?;
@@ -500,7 +509,7 @@ impl Filesystem for SnapshotFs {
             Ok(())
         })();
         match result {
-            Ok(()) => reply.error(Errno::ENOSYS),
+            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
             Err(fault) => reply.error(errno(fault)),
         }
     }
@@ -567,7 +576,7 @@ impl Filesystem for SnapshotFs {
         reply.ok();
     }
 
-    /// Like `open`: ENOSYS once, and the kernel stops asking (`no_opendir`, with directory
+    /// ENOSYS once, and the kernel stops asking (`no_opendir`, with directory
     /// contents cached: FOPEN_CACHE_DIR is its default then). Listings are served from the
     /// tree cache by inode.
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {

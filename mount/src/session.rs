@@ -47,6 +47,11 @@ pub struct MountOptions {
     pub tree_cache_entries: usize,
     /// How long `mount` waits for the mount to answer.
     pub ready_timeout: Duration,
+    /// Mount with the kernel's `ro` option (default true). Only tests set it false, to check
+    /// that the daemon's own refusals (the second line, see `fs`) hold without it; nothing
+    /// becomes writable either way.
+    #[doc(hidden)]
+    pub kernel_ro: bool,
 }
 
 impl Default for MountOptions {
@@ -61,6 +66,7 @@ impl Default for MountOptions {
             time: SystemTime::UNIX_EPOCH,
             tree_cache_entries: 100_000,
             ready_timeout: Duration::from_secs(10),
+            kernel_ro: true,
         }
     }
 }
@@ -87,7 +93,11 @@ impl MountOptions {
 
     fn fuser_config(&self) -> Config {
         let mut opts = vec![
-            MountOption::RO,
+            if self.kernel_ro {
+                MountOption::RO
+            } else {
+                MountOption::RW
+            },
             MountOption::NoSuid,
             MountOption::NoDev,
             MountOption::NoAtime,

@@ -30,7 +30,7 @@ use std::sync::{mpsc, Arc};
 
 use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
-    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, StatCache, StatCacheUpdate,
+    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceStatCache, StatCacheUpdate,
     StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
@@ -143,11 +143,8 @@ pub struct CaptureStats {
 pub struct Capture<'s> {
     store: &'s Store,
     cache_key: String,
-    old_cache: StatCache,
-    /// Paths of the old cache seen again unchanged (everything else in it is removed).
-    seen: std::collections::HashSet<Vec<u8>>,
-    /// New or changed entries.
-    changed: Vec<(Vec<u8>, StatEntry)>,
+    /// The loaded cache; it also collects what this capture keeps of it and what it adds.
+    old_cache: SourceStatCache,
     racy_after_ns: i64,
     report: CaptureReport,
     stats: CaptureStats,
@@ -169,13 +166,11 @@ impl<'s> Capture<'s> {
         progress: ProgressBar,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
-        let old_cache = store.catalog()?.load_stat_cache(&cache_key)?;
+        let old_cache = store.catalog()?.load_source_cache(&cache_key)?;
         Ok(Capture {
             store,
             cache_key,
             old_cache,
-            seen: std::collections::HashSet::new(),
-            changed: Vec::new(),
             racy_after_ns: start_ns - RACY_NS,
             report: CaptureReport::default(),
             stats: CaptureStats::default(),
@@ -229,22 +224,11 @@ impl<'s> Capture<'s> {
         self.progress.finish_and_clear();
         let Capture {
             old_cache,
-            seen,
-            changed,
             cache_key,
             report,
             ..
         } = self;
-        let removed = old_cache
-            .into_keys()
-            .filter(|k| !seen.contains(k))
-            .collect();
-        let update = StatCacheUpdate {
-            key: cache_key,
-            changed,
-            removed,
-        };
-        (report, update)
+        (report, old_cache.into_update(cache_key))
     }
 
     /// Walks a whole tree from its opened root. `label` prefixes bundle paths (`.` for none).
@@ -423,14 +407,14 @@ impl<'s> Capture<'s> {
                     } else {
                         self.cached(path.as_bytes(), &classified)
                     };
-                    if let Some(hit) = hit {
+                    if let Some((position, hit)) = hit {
+                        self.old_cache.keep(position);
                         self.stats.cached_files += 1;
                         files += 1;
                         size += hit.size;
                         tally.files += 1;
                         tally.bytes += hit.size;
                         self.advance(hit.size);
-                        self.seen.insert(path.into_bytes());
                         slots[slot] = Some(TreeEntry {
                             name,
                             kind: kind_of(hit.exec),
@@ -568,7 +552,6 @@ impl<'s> Capture<'s> {
         if len != opened.size {
             return; // it changed while being read: never trust a cache entry for it
         }
-        let key = path.as_bytes().to_vec();
         let entry = StatEntry {
             dev: opened.dev,
             ino: opened.ino,
@@ -578,10 +561,9 @@ impl<'s> Capture<'s> {
             exec: opened.is_executable(),
             id,
         };
-        if self.old_cache.get(&key) == Some(&entry) {
-            self.seen.insert(key);
-        } else {
-            self.changed.push((key, entry));
+        match self.old_cache.get(path.as_bytes()) {
+            Some((position, old)) if old == entry => self.old_cache.keep(position),
+            _ => self.old_cache.put(path.as_bytes(), &entry),
         }
     }
 
@@ -590,8 +572,8 @@ impl<'s> Capture<'s> {
     /// (after they are durable), and `gc` drops every stat cache whenever it removes objects,
     /// so a cached id always names a present object (short of hand-deleted objects, which
     /// `verify` reports). Skipping the lookup saves a cold stat per file in a no-op capture.
-    fn cached(&self, key: &[u8], st: &Stat) -> Option<StatEntry> {
-        let hit = self.old_cache.get(key)?;
+    fn cached(&self, key: &[u8], st: &Stat) -> Option<(usize, StatEntry)> {
+        let (position, hit) = self.old_cache.get(key)?;
         let same = hit.dev == st.dev
             && hit.ino == st.ino
             && hit.size == st.size
@@ -599,7 +581,7 @@ impl<'s> Capture<'s> {
             && hit.ctime_ns == st.ctime_ns
             && hit.exec == st.is_executable();
         let racy = st.mtime_ns >= self.racy_after_ns || st.ctime_ns >= self.racy_after_ns;
-        (same && !racy).then_some(*hit)
+        (same && !racy).then_some((position, hit))
     }
 
     fn skip(&mut self, tally: &mut Tally, path: String, reason: SkipReason) {

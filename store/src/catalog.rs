@@ -161,23 +161,208 @@ pub struct DestCache {
     pub recorded_at_ns: i64,
 }
 
-/// What a capture changed in one source's stat cache (only the difference is written, so a
-/// no-op capture writes nothing).
+/// What a capture leaves as one source's stat cache: the whole new cache, encoded, or
+/// nothing when it is unchanged (a no-op capture writes nothing). Built by
+/// [`SourceStatCache::into_update`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatCacheUpdate {
     /// The source's cache key.
     pub key: String,
-    /// New or changed entries.
-    pub changed: Vec<(Vec<u8>, StatEntry)>,
-    /// Paths no longer present.
-    pub removed: Vec<Vec<u8>>,
+    /// The new cache value (`None`: unchanged).
+    value: Option<Vec<u8>>,
 }
 
 impl StatCacheUpdate {
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.changed.is_empty() && self.removed.is_empty()
+        self.value.is_none()
     }
+}
+
+/// The stat cache of one source as a capture uses it: the catalog value itself (records
+/// `{path_len:u16 path entry}`, see [`encode_stat_cache`]) with an index of record offsets
+/// sorted by path, one bit per record for "seen again unchanged", and the new or changed
+/// records packed the same way. About 4 bytes per file beyond the stored record, where a
+/// map of owned paths took about 3 times the record (580 bytes per file in all at 300,000
+/// files).
+pub struct SourceStatCache {
+    /// The stored chunks, as sled returned them (sharing sled's own copy while the catalog
+    /// is open, so reading a cache costs one copy of it, not two). No record spans chunks.
+    chunks: Vec<sled::IVec>,
+    /// Records as `chunk << 32 | offset`, sorted by path, one per distinct path.
+    index: Vec<u64>,
+    /// Bit `i`: record `index[i]` was seen again unchanged (kept in the new cache).
+    seen: Vec<u64>,
+    /// New or changed records, encoded.
+    changed: Vec<u8>,
+}
+
+impl std::fmt::Debug for SourceStatCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceStatCache")
+            .field("entries", &self.index.len())
+            .field("changed_bytes", &self.changed.len())
+            .finish()
+    }
+}
+
+impl SourceStatCache {
+    fn from_chunks(chunks: Vec<sled::IVec>) -> SourceStatCache {
+        let mut index = Vec::new();
+        for (c, chunk) in chunks.iter().enumerate().take(u32::MAX as usize) {
+            let mut pos = 0;
+            while let Some((_, entry, end)) = record_at(chunk, pos) {
+                let Ok(offset) = u32::try_from(pos) else {
+                    break; // a chunk beyond 4 GiB is not a real cache: the rest is dropped
+                };
+                if StatEntry::decode(entry).is_some() {
+                    index.push((c as u64) << 32 | u64::from(offset));
+                }
+                pos = end;
+            }
+        }
+        let mut cache = SourceStatCache {
+            chunks,
+            index: Vec::new(),
+            seen: Vec::new(),
+            changed: Vec::new(),
+        };
+        index.sort_unstable_by(|a, b| cache.path(*a).cmp(cache.path(*b)));
+        index.dedup_by(|a, b| cache.path(*a) == cache.path(*b));
+        index.shrink_to_fit();
+        cache.seen = vec![0u64; index.len().div_ceil(64)];
+        cache.index = index;
+        cache
+    }
+
+    /// The record at index value `at`: (path, entry bytes, the record's bytes).
+    fn record(&self, at: u64) -> Option<(&[u8], &[u8], &[u8])> {
+        let chunk = self.chunks.get(usize::try_from(at >> 32).ok()?)?;
+        let pos = (at & u64::from(u32::MAX)) as usize;
+        let (path, entry, end) = record_at(chunk, pos)?;
+        Some((path, entry, &chunk[pos..end]))
+    }
+
+    fn path(&self, at: u64) -> &[u8] {
+        self.record(at).map(|(p, _, _)| p).unwrap_or_default()
+    }
+
+    /// An empty cache (a source never captured).
+    pub fn empty() -> SourceStatCache {
+        SourceStatCache::from_chunks(Vec::new())
+    }
+
+    /// Entries in the loaded cache.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    /// True when the loaded cache holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    /// The entry for `path`, with its position (for [`SourceStatCache::keep`]).
+    pub fn get(&self, path: &[u8]) -> Option<(usize, StatEntry)> {
+        let at = self
+            .index
+            .binary_search_by(|at| self.path(*at).cmp(path))
+            .ok()?;
+        let (_, entry, _) = self.record(self.index[at])?;
+        Some((at, StatEntry::decode(entry)?))
+    }
+
+    /// Keeps entry `position` (from [`SourceStatCache::get`]) in the new cache: its file was
+    /// seen again unchanged.
+    pub fn keep(&mut self, position: usize) {
+        if let Some(word) = self.seen.get_mut(position / 64) {
+            *word |= 1 << (position % 64);
+        }
+    }
+
+    /// Records a new or changed entry for the new cache. A path too long for the format
+    /// (64 KiB) is simply never cached.
+    pub fn put(&mut self, path: &[u8], entry: &StatEntry) {
+        push_record(&mut self.changed, path, entry);
+    }
+
+    /// The new cache: the kept entries plus the new ones; empty when that is exactly the
+    /// loaded cache (everything kept, nothing new).
+    pub fn into_update(mut self, key: String) -> StatCacheUpdate {
+        let kept = |i: usize| self.seen[i / 64] & (1 << (i % 64)) != 0;
+        let all_kept = (0..self.index.len()).all(kept);
+        if all_kept && self.changed.is_empty() {
+            return StatCacheUpdate { key, value: None };
+        }
+        let value = if self.seen.iter().all(|w| *w == 0) {
+            self.changed // nothing kept (a first capture): the new records are the cache
+        } else {
+            let kept_bytes: usize = (0..self.index.len())
+                .filter(|i| kept(*i))
+                .filter_map(|i| self.record(self.index[i]).map(|(_, _, r)| r.len()))
+                .sum();
+            // Sized once: growing by doubling would hold the old and new buffer at once.
+            let mut out = Vec::with_capacity(self.changed.len() + kept_bytes);
+            out.extend_from_slice(&std::mem::take(&mut self.changed));
+            for (i, at) in self.index.iter().enumerate() {
+                if kept(i) {
+                    if let Some((_, _, record)) = self.record(*at) {
+                        out.extend_from_slice(record);
+                    }
+                }
+            }
+            out
+        };
+        StatCacheUpdate {
+            key,
+            value: Some(value),
+        }
+    }
+}
+
+/// About how many bytes of records one stored chunk of a source's stat cache holds.
+/// Below sled's blob threshold (a quarter of its 512 KiB segment): a chunk stored as a blob
+/// is held in sled's page cache at the size of its pointer, so sled never evicts it, and a
+/// large cache would sit in memory twice while it is read.
+const CHUNK_BYTES: usize = 48 * 1024;
+
+/// The key naming the current generation of a source's cache chunks.
+fn generation_key(key: &[u8]) -> Vec<u8> {
+    [key, b"\0generation"].concat()
+}
+
+/// The key of chunk `part` of generation `generation` of a source's cache.
+fn chunk_key(key: &[u8], generation: u64, part: u32) -> Vec<u8> {
+    [
+        key,
+        b"\0chunk\0",
+        &generation.to_be_bytes()[..],
+        &part.to_be_bytes()[..],
+    ]
+    .concat()
+}
+
+/// The record at `pos`: (path, entry bytes, end), or `None` past the end or in a damaged
+/// tail.
+fn record_at(bytes: &[u8], pos: usize) -> Option<(&[u8], &[u8], usize)> {
+    let len = usize::from(u16::from_be_bytes([*bytes.get(pos)?, *bytes.get(pos + 1)?]));
+    let path_end = pos + 2 + len;
+    let end = path_end + STAT_LEN;
+    Some((
+        bytes.get(pos + 2..path_end)?,
+        bytes.get(path_end..end)?,
+        end,
+    ))
+}
+
+/// Appends one `{path_len:u16 path entry}` record (none for a path over 64 KiB).
+fn push_record(out: &mut Vec<u8>, path: &[u8], entry: &StatEntry) {
+    let Ok(len) = u16::try_from(path.len()) else {
+        return;
+    };
+    out.extend_from_slice(&len.to_be_bytes());
+    out.extend_from_slice(path);
+    out.extend_from_slice(&entry.encode());
 }
 
 /// An open catalog. Drop it as soon as possible: it locks out other processes.
@@ -413,10 +598,45 @@ impl Catalog {
         })
     }
 
-    /// Loads the stat cache of one source (`key` names the source tree). A source's whole
-    /// cache is one catalog value: one read and one write per capture, where an entry per file
-    /// would make sled build (and hold in memory) a node per few files.
-    pub fn load_stat_cache(&self, key: &str) -> Result<StatCache, StoreError> {
+    /// Loads the stat cache of one source (`key` names the source tree). A source's cache
+    /// is stored as a few values of about [`CHUNK_BYTES`] each (the current generation's, see
+    /// [`Catalog::update_stat_cache`]), kept as sled returns them (shared with its page
+    /// cache until the catalog is closed): one value per file would make sled build (and
+    /// hold) a node per few files, and one value for the whole cache made sled hold two more
+    /// copies of it, and a copy into one buffer one more. A cache written by an older version (one
+    /// value under `key`) is read as it is and replaced on the next write.
+    pub fn load_source_cache(&self, key: &str) -> Result<SourceStatCache, StoreError> {
+        let key = key.as_bytes();
+        let Some(generation) = self.cache_generation(key)? else {
+            let old = self.stat.get(key).map_err(|e| self.err(e))?;
+            return Ok(SourceStatCache::from_chunks(old.into_iter().collect()));
+        };
+        let mut chunks = Vec::new();
+        for part in 0u32.. {
+            let Some(chunk) = self
+                .stat
+                .get(chunk_key(key, generation, part))
+                .map_err(|e| self.err(e))?
+            else {
+                break;
+            };
+            chunks.push(chunk);
+        }
+        Ok(SourceStatCache::from_chunks(chunks))
+    }
+
+    fn cache_generation(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        let value = self
+            .stat
+            .get(generation_key(key))
+            .map_err(|e| self.err(e))?;
+        Ok(value
+            .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
+            .map(u64::from_be_bytes))
+    }
+
+    /// Loads a stat cache as a map (destination caches, which are per bundle and small).
+    fn load_stat_cache(&self, key: &str) -> Result<StatCache, StoreError> {
         let value = self.stat.get(key.as_bytes()).map_err(|e| self.err(e))?;
         Ok(value.map(|v| decode_stat_cache(&v)).unwrap_or_default())
     }
@@ -454,19 +674,58 @@ impl Catalog {
         self.flush()
     }
 
-    /// Applies the changes a capture made to one source's stat cache.
+    /// Writes the cache a capture left for its source (nothing when it is unchanged), as
+    /// generation `g + 1`: its chunks first (and any leftover chunk of that generation from
+    /// an interrupted write removed), then the generation key flipped to it, then the old
+    /// generation (or an older version's single value) removed. A crash at any point leaves
+    /// either the old cache or the new one readable.
     pub fn update_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
-        let mut cache = self.load_stat_cache(&update.key)?;
-        for path in &update.removed {
-            cache.remove(path);
+        let Some(value) = &update.value else {
+            return Ok(());
+        };
+        let key = update.key.as_bytes();
+        let old = self.cache_generation(key)?;
+        let generation = old.map_or(0, |g| g.wrapping_add(1));
+        let err = |e| self.err(e);
+        let mut part = 0u32;
+        let mut pos = 0;
+        while pos < value.len() {
+            let mut end = pos;
+            while end < value.len() && end - pos < CHUNK_BYTES {
+                end = record_at(value, end).map_or(value.len(), |(_, _, e)| e);
+            }
+            self.stat
+                .insert(chunk_key(key, generation, part), &value[pos..end])
+                .map_err(err)?;
+            part += 1;
+            pos = end;
         }
-        for (path, entry) in &update.changed {
-            cache.insert(path.clone(), *entry);
-        }
+        self.remove_chunks(key, generation, part)?;
         self.stat
-            .insert(update.key.as_bytes(), encode_stat_cache(&cache))
-            .map_err(|e| self.err(e))?;
+            .insert(generation_key(key), &generation.to_be_bytes()[..])
+            .map_err(err)?;
+        match old {
+            Some(old) if old != generation => self.remove_chunks(key, old, 0)?,
+            Some(_) => {}
+            None => {
+                self.stat.remove(key).map_err(err)?;
+            }
+        }
         self.flush()
+    }
+
+    /// Removes chunks `from..` of one generation of a source's cache.
+    fn remove_chunks(&self, key: &[u8], generation: u64, from: u32) -> Result<(), StoreError> {
+        for part in from.. {
+            let gone = self
+                .stat
+                .remove(chunk_key(key, generation, part))
+                .map_err(|e| self.err(e))?;
+            if gone.is_none() {
+                break;
+            }
+        }
+        Ok(())
     }
 
     fn flush(&self) -> Result<(), StoreError> {
@@ -478,12 +737,7 @@ impl Catalog {
 fn encode_stat_cache(cache: &StatCache) -> Vec<u8> {
     let mut out = Vec::with_capacity(cache.len() * (2 + 64 + STAT_LEN));
     for (path, entry) in cache {
-        let Ok(len) = u16::try_from(path.len()) else {
-            continue; // a path that long is simply never cached
-        };
-        out.extend_from_slice(&len.to_be_bytes());
-        out.extend_from_slice(path);
-        out.extend_from_slice(&entry.encode());
+        push_record(&mut out, path, entry);
     }
     out
 }
@@ -492,14 +746,7 @@ fn encode_stat_cache(cache: &StatCache) -> Vec<u8> {
 fn decode_stat_cache(bytes: &[u8]) -> StatCache {
     let mut out = StatCache::new();
     let mut pos = 0;
-    while pos + 2 <= bytes.len() {
-        let len = usize::from(u16::from_be_bytes([bytes[pos], bytes[pos + 1]]));
-        let path_end = pos + 2 + len;
-        let end = path_end + STAT_LEN;
-        let (Some(path), Some(entry)) = (bytes.get(pos + 2..path_end), bytes.get(path_end..end))
-        else {
-            break;
-        };
+    while let Some((path, entry, end)) = record_at(bytes, pos) {
         if let Some(entry) = StatEntry::decode(entry) {
             out.insert(path.to_vec(), entry);
         }
@@ -570,6 +817,129 @@ mod tests {
         let bytes = encode_stat_cache(&cache);
         assert_eq!(decode_stat_cache(&bytes), cache);
         assert_eq!(decode_stat_cache(&bytes[..bytes.len() - 1]).len(), 1);
+    }
+
+    /// A capture's cache: lookups by path in a value written unsorted (as older versions
+    /// wrote it from a map), keep/put, and the new value holding exactly the kept and new
+    /// entries; a capture that keeps everything and adds nothing writes nothing.
+    #[test]
+    fn source_cache_lookup_keep_put_and_update() {
+        let e = |n: u64| StatEntry {
+            dev: 1,
+            ino: n,
+            size: n,
+            mtime_ns: 6,
+            ctime_ns: 5,
+            exec: n.is_multiple_of(2),
+            id: ObjectId::of(&n.to_be_bytes()),
+        };
+        let paths: Vec<Vec<u8>> = (0..500u64)
+            .map(|n| format!("d{}/f{}", (n * 7919) % 13, n).into_bytes())
+            .collect();
+        let mut value = Vec::new();
+        for (n, p) in paths.iter().enumerate() {
+            push_record(&mut value, p, &e(n as u64));
+        }
+        let mut cache = SourceStatCache::from_chunks(vec![value.clone().into()]);
+        assert_eq!(cache.len(), 500);
+        for (n, p) in paths.iter().enumerate() {
+            let (_, got) = cache.get(p).expect("present");
+            assert_eq!(got, e(n as u64));
+        }
+        assert!(cache.get(b"d1/missing").is_none());
+        assert!(cache.get(b"").is_none());
+        // Keep all: no update.
+        for p in &paths {
+            let (at, _) = cache.get(p).unwrap();
+            cache.keep(at);
+        }
+        assert!(cache.into_update("k".into()).is_empty());
+        // Keep the even ones, change one, add one.
+        // In two chunks, split at a record boundary (as the catalog stores it).
+        let mut cut = 0;
+        for _ in 0..123 {
+            cut = record_at(&value, cut).unwrap().2;
+        }
+        let mut cache =
+            SourceStatCache::from_chunks(vec![value[..cut].into(), value[cut..].into()]);
+        for (n, p) in paths.iter().enumerate() {
+            if n % 2 == 0 && n != 10 {
+                let (at, _) = cache.get(p).unwrap();
+                cache.keep(at);
+            }
+        }
+        cache.put(&paths[10], &e(9999));
+        cache.put(b"new/file", &e(7));
+        let update = cache.into_update("k".into());
+        let new = decode_stat_cache(update.value.as_ref().expect("changed"));
+        let mut want: StatCache = paths
+            .iter()
+            .enumerate()
+            .filter(|(n, _)| n % 2 == 0 && *n != 10)
+            .map(|(n, p)| (p.clone(), e(n as u64)))
+            .collect();
+        want.insert(paths[10].clone(), e(9999));
+        want.insert(b"new/file".to_vec(), e(7));
+        assert_eq!(new, want);
+        // Nothing loaded, nothing seen: an empty update; a damaged tail is dropped.
+        assert!(SourceStatCache::empty().into_update("k".into()).is_empty());
+        let mut one = Vec::new();
+        push_record(&mut one, b"a", &e(1));
+        push_record(&mut one, b"b", &e(2));
+        one.pop();
+        let cache = SourceStatCache::from_chunks(vec![one.into()]);
+        assert_eq!(cache.len(), 1);
+        assert_eq!(cache.get(b"a").map(|(_, x)| x), Some(e(1)));
+    }
+
+    /// A source's cache goes through the catalog in chunks: an older version's single value
+    /// is read, the first write replaces it with chunks (several, for a large cache), the
+    /// next write replaces the generation and removes the old one's chunks.
+    #[test]
+    fn source_cache_chunks_replace_the_old_format_and_older_generations() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let e = |n: u64| StatEntry {
+            dev: 1,
+            ino: n,
+            size: n,
+            mtime_ns: 6,
+            ctime_ns: 5,
+            exec: false,
+            id: ObjectId::of(&n.to_be_bytes()),
+        };
+        let old: StatCache = (0..10u64)
+            .map(|n| (format!("old/{n}").into_bytes(), e(n)))
+            .collect();
+        c.stat.insert(b"src", encode_stat_cache(&old)).unwrap();
+        let loaded = c.load_source_cache("src").unwrap();
+        assert_eq!(loaded.len(), 10);
+        assert_eq!(loaded.get(b"old/3").map(|(_, x)| x), Some(e(3)));
+        // A large new cache: several chunks, the old single value removed.
+        let mut fresh = SourceStatCache::empty();
+        for n in 0..10_000u64 {
+            fresh.put(format!("new/{n:05}").as_bytes(), &e(n));
+        }
+        c.update_stat_cache(&fresh.into_update("src".into()))
+            .unwrap();
+        assert!(c.stat.get(b"src").unwrap().is_none());
+        assert!(c.stat.get(chunk_key(b"src", 0, 2)).unwrap().is_some());
+        let loaded = c.load_source_cache("src").unwrap();
+        assert_eq!(loaded.len(), 10_000);
+        assert_eq!(loaded.get(b"new/04321").map(|(_, x)| x), Some(e(4321)));
+        assert!(loaded.get(b"old/3").is_none());
+        // A smaller one: generation 1, generation 0's chunks gone.
+        let mut small = SourceStatCache::empty();
+        small.put(b"x", &e(1));
+        c.update_stat_cache(&small.into_update("src".into()))
+            .unwrap();
+        assert!(c.stat.get(chunk_key(b"src", 0, 0)).unwrap().is_none());
+        assert!(c.stat.get(chunk_key(b"src", 1, 1)).unwrap().is_none());
+        let loaded = c.load_source_cache("src").unwrap();
+        assert_eq!(loaded.len(), 1);
+        assert_eq!(loaded.get(b"x").map(|(_, x)| x), Some(e(1)));
+        // Another source is untouched.
+        assert_eq!(c.load_source_cache("other").unwrap().len(), 0);
     }
 
     fn summary_snapshot(name: Option<&str>, agent: Option<&str>, created: i128) -> Snapshot {

@@ -75,7 +75,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use catalog::{Catalog, DestCache, SnapshotSummary, StatCache, StatCacheUpdate, StatEntry};
+pub use catalog::{
+    Catalog, DestCache, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate, StatEntry,
+};
 pub use error::{DecodeError, StoreError};
 pub use escape::{c1_alternative, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};

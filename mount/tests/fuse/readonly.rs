@@ -4,6 +4,7 @@
 
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
 use std::process::Command;
 
 use zeroclaw_bundle_mount::{MountOptions, XATTR_BLAKE3};
@@ -18,9 +19,50 @@ fn every_write_fails_with_erofs_and_changes_nothing() {
     let Some(m) = env.mount(root, &MountOptions::default()) else {
         return;
     };
-    let p = |rel: &str| m.path.join(rel);
+    for (what, errno) in write_attempts(&m.path) {
+        assert_eq!(errno, libc::EROFS, "{what}: got errno {errno}");
+    }
+    // Nothing changed.
+    assert_eq!(walk(&m.path), expected);
+}
+
+/// The second line: with the kernel's `ro` option left off, the daemon itself refuses every
+/// write, including write opens after a read-only open of the same file (a daemon answering
+/// opens ENOSYS would never see them).
+#[test]
+fn the_daemon_refuses_writes_without_the_kernel_ro_option() {
+    let env = Env::new();
+    let (root, expected) = env.build(sample());
+    let opts = MountOptions {
+        kernel_ro: false,
+        ..MountOptions::default()
+    };
+    let Some(m) = env.mount(root, &opts) else {
+        return;
+    };
+    let (per_mount, _, _) = mount_options(&m.path);
+    assert!(
+        per_mount.split(',').any(|o| o == "rw"),
+        "the test mount must be rw to test the daemon: {per_mount}"
+    );
+    // Read opens first: they must keep reaching the daemon afterwards.
+    for _ in 0..3 {
+        assert_eq!(
+            fs::read(m.path.join("README.md")).unwrap(),
+            expected[&b"README.md".to_vec()].data.clone().unwrap()
+        );
+    }
+    for (what, errno) in write_attempts(&m.path) {
+        assert_eq!(errno, libc::EROFS, "{what} without ro: got errno {errno}");
+    }
+    assert_eq!(walk(&m.path), expected);
+}
+
+/// Tries every kind of write under the mounted `root`; returns what each failed with.
+fn write_attempts(root: &Path) -> Vec<(&'static str, i32)> {
+    let p = |rel: &str| root.join(rel);
     let readme = p("README.md");
-    let attempts: Vec<(&str, i32)> = vec![
+    vec![
         ("create", errno_of("create", fs::File::create(p("new.txt")))),
         (
             "create_new",
@@ -122,12 +164,7 @@ fn every_write_fails_with_erofs_and_changes_nothing() {
                 rustix::fs::removexattr(&readme, XATTR_BLAKE3).map_err(std::io::Error::from),
             ),
         ),
-    ];
-    for (what, errno) in attempts {
-        assert_eq!(errno, libc::EROFS, "{what}: got errno {errno}");
-    }
-    // Nothing changed.
-    assert_eq!(walk(&m.path), expected);
+    ]
 }
 
 #[test]
