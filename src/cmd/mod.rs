@@ -18,6 +18,7 @@ pub mod ls;
 pub mod mount;
 pub mod pack;
 pub mod recover;
+pub mod remote;
 pub mod show;
 pub mod snapshot;
 pub mod verify;
@@ -267,7 +268,10 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Export(args) => export::run(args, &ctx),
         Command::Snapshot(args) => snapshot::run(args, &ctx),
-        Command::List => list::run(&ctx),
+        Command::List(args) => match &args.remote {
+            Some(name) => remote::run_list_remote(name, &ctx),
+            None => list::run(&ctx),
+        },
         Command::Show(args) => show::run(args, &ctx),
         Command::Ls(args) => ls::run(args, &ctx),
         Command::Cat(args) => cat::run(args, &ctx),
@@ -282,6 +286,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Diff(args) => diff::run(args, &ctx),
         Command::Pack(args) => pack::run_pack(args, &ctx),
         Command::Unpack(args) => pack::run_unpack(args, &ctx),
+        Command::Remote(cmd) => remote::run_remote(cmd, &ctx),
+        Command::Push(args) => remote::run_push(args, &ctx),
+        Command::Pull(args) => remote::run_pull(args, &ctx),
     }
 }
 
