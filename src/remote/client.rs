@@ -75,7 +75,9 @@ impl Remote {
                 })?;
             }
             if !FsPath::new(dir).is_dir() {
-                return Err(invalid(format!("{dir} is not a directory")));
+                return Err(invalid(format!(
+                    "{dir} is not a directory (a wrong path, or nothing was pushed there yet)"
+                )));
             }
             Arc::new(LocalFileSystem::new_with_prefix(dir).map_err(|e| invalid(e.to_string()))?)
         };

@@ -10,6 +10,7 @@ mod hostile_records;
 mod hostile_trees;
 mod mount;
 mod pack;
+mod remote;
 mod store_cli;
 mod store_overlap;
 mod store_races;
