@@ -10,19 +10,25 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{assert_same_tree, bytes, write, Run, TestEnv};
+use crate::util::{assert_same_tree, bytes, run_command, write, Run, TestEnv};
 
 /// Hosts sharing one temp dir: each a store, all with the remote `origin` at `url`.
 pub struct Fleet {
     pub env: TestEnv,
     pub url: String,
+    /// Environment of every command (an S3 server's credentials).
+    pub vars: Vec<(String, String)>,
 }
 
 impl Fleet {
     pub fn file() -> Fleet {
         let env = TestEnv::new();
         let url = format!("file://{}", env.path("remote").display());
-        Fleet { env, url }
+        Fleet {
+            env,
+            url,
+            vars: Vec::new(),
+        }
     }
 
     pub fn store(&self, host: &str) -> String {
@@ -35,14 +41,19 @@ impl Fleet {
     }
 
     pub fn on_with(&self, host: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut all = vec!["--store".to_string(), self.store(host)];
-        all.extend(args.iter().map(|s| s.to_string()));
-        self.env.run_with(&all, env)
+        let mut c = self.command(host, args);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        run_command(c)
     }
 
     pub fn command(&self, host: &str, args: &[&str]) -> Command {
         let mut c = self.env.cmd();
         c.arg("--store").arg(self.store(host)).args(args);
+        for (k, v) in &self.vars {
+            c.env(k, v);
+        }
         c
     }
 
@@ -102,7 +113,7 @@ impl Fleet {
     }
 }
 
-fn tree(root: &Path, seed: u64) -> PathBuf {
+pub fn tree(root: &Path, seed: u64) -> PathBuf {
     write(&root.join("shared/lib.bin"), &bytes(1, 300_000));
     write(&root.join("shared/notes.md"), b"shared notes\n");
     write(&root.join(format!("own-{seed}.bin")), &bytes(seed, 50_000));
