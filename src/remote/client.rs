@@ -53,6 +53,12 @@ impl Remote {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
             let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
             if let Some(ep) = &spec.endpoint {
+                // Off AWS there is no instance metadata to ask: say what is missing instead.
+                if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+                    return Err(invalid(format!(
+                        "no credentials for {ep}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment"
+                    )));
+                }
                 b = b
                     .with_endpoint(ep)
                     .with_allow_http(ep.starts_with("http://"));
@@ -98,7 +104,7 @@ impl Remote {
             name: self.name.clone(),
             op,
             key: key.to_string(),
-            source: Box::new(source),
+            why: source.to_string(),
         }
     }
 

@@ -72,7 +72,7 @@ pub enum RemoteError {
         why: String,
     },
     /// A request to the object store failed.
-    #[error("remote {name}: could not {op} {key}: {source}")]
+    #[error("remote {name}: could not {op} {key}: {why}")]
     Request {
         /// The remote.
         name: String,
@@ -80,8 +80,9 @@ pub enum RemoteError {
         op: &'static str,
         /// The key.
         key: String,
-        /// The object store's error (boxed: it is large).
-        source: Box<object_store::Error>,
+        /// The object store's error, rendered (its text already carries its causes, so it is
+        /// not chained again as a source).
+        why: String,
     },
     /// What the remote holds is not what it must be.
     #[error("remote {name}: {key}: {why}")]

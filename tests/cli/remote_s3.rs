@@ -211,7 +211,18 @@ fn s3_push_pull_between_hosts() {
         &[("AWS_SECRET_ACCESS_KEY", wrong)],
     );
     assert_eq!(r.code(), 1, "{}", r.describe());
-    assert!(r.stderr().contains("remote origin"), "{}", r.describe());
+    assert!(
+        r.stderr()
+            .contains("remote origin: could not list snapshots"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(
+        r.stderr().matches("SignatureDoesNotMatch").count(),
+        1,
+        "said once: {}",
+        r.describe()
+    );
     for s in [wrong, SECRET_KEY] {
         assert!(
             !r.stderr().contains(s) && !r.stdout().contains(s),
@@ -219,6 +230,11 @@ fn s3_push_pull_between_hosts() {
             r.describe()
         );
     }
+    // No credentials at all: said so, without asking for instance metadata.
+    let mut c = f.command("b", &["list", "--remote", "origin"]);
+    c.env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY");
+    crate::util::run_command(c).fails(1, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
     drop(server);
 }
 
