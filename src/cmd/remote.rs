@@ -117,7 +117,8 @@ pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
             args.target
         );
     };
-    let store = ctx.create_store()?;
+    // The remote is configured in the store (`remote add` made it): never create one here.
+    let store = ctx.store()?;
     let spec = remote::find_remote(store.root(), name)?;
     let remote = Remote::open(&spec, false)?;
     let id = remote.resolve(reference)?;

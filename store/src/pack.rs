@@ -841,11 +841,13 @@ pub fn import_from_packs(
     for pack in packs {
         pack.verify()?;
     }
+    // Held from the walk that decides what the store already has to the catalog entry, so a
+    // gc cannot delete an unreferenced object the walk counted on.
+    let lock = store.write_lock()?;
     let (missing, from_packs) = closure_needs(store, packs, &snapshot.root)?;
     if let Some(first) = missing.first() {
         return Err(StoreError::MissingObject(*first));
     }
-    let lock = store.write_lock()?;
     for id in &from_packs {
         let pack = find_in(packs, id).expect("closure_needs found it in a pack");
         store.objects().write_bytes(&pack.read(id)?)?;
@@ -957,6 +959,73 @@ mod tests {
         let d = open_bytes(dir.path(), &digest).unwrap();
         assert_eq!(d.entries().len(), 3);
         assert!(d.trees_only);
+    }
+
+    #[test]
+    fn excluding_packs_split_a_snapshot_and_import_from_several() {
+        let (dir, store, id) = fixture();
+        let snap = store.read_snapshot(&id).unwrap();
+        let root = store.read_tree(&snap.root).unwrap();
+        let sub = root.entries().iter().find(|e| e.name == b"sub").unwrap().id;
+        // First pack: everything but the subtree and what only it holds.
+        let sub_tree = store.read_tree(&sub).unwrap();
+        let only_sub: Vec<ObjectId> = sub_tree
+            .entries()
+            .iter()
+            .map(|e| e.id)
+            .filter(|i| !root.entries().iter().any(|e| e.id == *i))
+            .chain([sub])
+            .collect();
+        let mut first = Vec::new();
+        write_pack_excluding(
+            &store,
+            &id,
+            &|o| only_sub.contains(o),
+            &mut first,
+            &mut |_| {},
+        )
+        .unwrap();
+        let p1_path = dir.path().join("p1");
+        std::fs::write(&p1_path, &first).unwrap();
+        let p1 = PackReader::open(&p1_path).unwrap();
+        p1.verify().unwrap();
+        let in_first: Vec<ObjectId> = p1.entries().iter().map(|e| e.id).collect();
+        // Second pack: what the first lacks (descended through every tree, record included).
+        let mut second = Vec::new();
+        let stats = write_pack_excluding(
+            &store,
+            &id,
+            &|o| in_first.contains(o),
+            &mut second,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(stats.objects, 1 + only_sub.len() as u64, "{stats:?}");
+        let p2_path = dir.path().join("p2");
+        std::fs::write(&p2_path, &second).unwrap();
+        let p2 = PackReader::open(&p2_path).unwrap();
+        let record = store.objects().read_verified(&id).unwrap();
+
+        let other = Store::open_or_create(&dir.path().join("other")).unwrap();
+        let (missing, _) = closure_needs(&other, std::slice::from_ref(&p1), &snap.root).unwrap();
+        assert_eq!(
+            missing,
+            vec![sub],
+            "the subtree is found nowhere, not descended"
+        );
+        assert!(matches!(
+            import_from_packs(&other, &id, &record, std::slice::from_ref(&p1)),
+            Err(StoreError::MissingObject(m)) if m == sub
+        ));
+        assert!(other.catalog().unwrap().snapshots().unwrap().is_empty());
+        // A record that is not the id's is refused before anything.
+        let mut lie = record.clone();
+        lie.push(b' ');
+        assert!(import_from_packs(&other, &id, &lie, &[]).is_err());
+        let packs = [p1, p2];
+        assert_eq!(import_from_packs(&other, &id, &record, &packs).unwrap(), id);
+        assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert_eq!(other.catalog().unwrap().snapshots().unwrap().len(), 1);
     }
 
     #[test]
