@@ -261,7 +261,11 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     let ctx = Ctx::from_cli(&cli)?;
     if matches!(
         cli.command,
-        Command::Export(_) | Command::Snapshot(_) | Command::Checkout(_)
+        Command::Export(_)
+            | Command::Snapshot(_)
+            | Command::Checkout(_)
+            | Command::Push(_)
+            | Command::Pull(_)
     ) {
         crate::interrupt::install().context("could not install the signal handlers")?;
     }

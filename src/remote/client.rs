@@ -191,6 +191,10 @@ impl Remote {
                 if n == 0 {
                     break;
                 }
+                if let Err(e) = super::check_interrupt() {
+                    w.abort().await.ok();
+                    return Err(e);
+                }
                 w.wait_for_capacity(4)
                     .await
                     .map_err(|e| self.request("upload", key, e))?;
@@ -225,6 +229,7 @@ impl Remote {
             let mut stream = got.into_stream();
             let mut n = 0u64;
             while let Some(chunk) = stream.next().await {
+                super::check_interrupt()?;
                 let chunk = chunk.map_err(|e| self.request("download", key, e))?;
                 f.write_all(&chunk).map_err(|e| io("write", e))?;
                 n += chunk.len() as u64;

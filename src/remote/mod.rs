@@ -31,6 +31,10 @@
 //! what the store lacks (found through the indexes), downloads those packs into the store's
 //! `tmp/`, verifies each (trailer checksum, every object against its id), then imports the
 //! objects and commits the record, as `unpack` does.
+//!
+//! SIGINT or SIGTERM (with the command's handlers installed) stops a push or pull at its next
+//! step or upload part: its temporary pack is removed and the remote holds at most what a
+//! kill would leave.
 
 mod client;
 mod config;
@@ -39,6 +43,11 @@ mod sync;
 pub use client::Remote;
 pub use config::{add_remote, find_remote, load_remotes, RemoteSpec};
 pub use sync::{pull, push, PullReport, PushReport};
+
+/// Fails with [`RemoteError::Interrupted`] once a signal asked the command to stop.
+fn check_interrupt() -> Result<(), RemoteError> {
+    crate::interrupt::check().map_err(|_| RemoteError::Interrupted)
+}
 
 use std::path::PathBuf;
 
@@ -112,6 +121,9 @@ pub enum RemoteError {
         /// The error.
         source: std::io::Error,
     },
+    /// Stopped at a safe point by SIGINT or SIGTERM (temporary files removed).
+    #[error("interrupted")]
+    Interrupted,
     /// The local store.
     #[error(transparent)]
     Store(#[from] StoreError),

@@ -12,7 +12,7 @@ use zeroclaw_bundle_store::{
 };
 
 use super::client::encode_index;
-use super::{Remote, RemoteError};
+use super::{check_interrupt, Remote, RemoteError};
 
 /// What a push did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -113,6 +113,7 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         .map_err(|e| io_err("write", &tmp, e.into_error()))?;
     file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
     drop(file);
+    check_interrupt()?;
     // Only the record: the remote holds every object already.
     if stats.objects > 1 {
         let reader = PackReader::open(&tmp)?;
@@ -120,9 +121,11 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         let pack_key = format!("packs/{pack_id}.zcpack");
         remote.put_file(&pack_key, &tmp)?;
         crate::hooks::seam("remote-after-pack", &pack_key);
+        check_interrupt()?;
         let index_key = format!("index/{pack_id}.idx");
         remote.put_bytes(&index_key, encode_index(&ids))?;
         crate::hooks::seam("remote-after-index", &index_key);
+        check_interrupt()?;
         report.objects = stats.objects - 1;
         report.pack_bytes = stats.pack_bytes;
         report.pack = Some(pack_id);
@@ -184,6 +187,7 @@ pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport,
             fetched.insert(p);
         }
     }
+    check_interrupt()?;
     import_from_packs(store, id, &record, &packs)?;
     drop(packs);
     drop(temps);

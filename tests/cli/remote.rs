@@ -548,3 +548,38 @@ fn push_and_pull_leave_no_temporary_files() {
         assert!(left.is_empty(), "{host}: {left:?}");
     }
 }
+
+/// SIGINT (Ctrl-C) during a push stops it at the next step: exit 130, its temporary pack is
+/// gone, the remote lists nothing, and the next push completes.
+#[test]
+fn push_interrupted_stops_cleanly() {
+    let f = Fleet::file();
+    let src = tree(&f.env.path("src"), 70);
+    f.host("a", &[]);
+    let id = f.snapshot("a", &src);
+    let r = f.on_with(
+        "a",
+        &["push", &id],
+        &[
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", "remote-after-pack"),
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", "kill -INT $PPID"),
+        ],
+    );
+    assert_eq!(r.code(), 130, "{}", r.describe());
+    assert!(r.stderr().contains("interrupted"), "{}", r.describe());
+    let left: Vec<_> = files_under(&f.env.path("a"), "tmp")
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("push-")
+        })
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    assert!(files_under(&f.env.path("remote"), "index").is_empty());
+    f.host("b", &[]);
+    assert!(f.remote_ids("b").is_empty());
+    f.on("a", &["push", &id]).ok();
+    f.pull_and_check("b", &id, &src);
+}
