@@ -2,7 +2,8 @@
 # Installs the system packages the tests and the demo need, when missing: fuse3 (fusermount3,
 # for the FUSE mount tests, which mount for real), util-linux (setpriv, to drop privileges in
 # tests that need an unprivileged user), attr (getfattr) and b3sum (to check object names
-# against an independent blake3). Runs apt-get as root; as another user it only reports.
+# against an independent blake3), and s3s-fs (cargo install: the S3 server of the remote-store
+# tests). Runs apt-get as root; as another user it only reports.
 set -euo pipefail
 need=()
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
@@ -25,6 +26,14 @@ if ! command -v b3sum >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
   # No b3sum package (an older distribution): the reference implementation from crates.io.
   echo "setup: installing b3sum with cargo" >&2
   cargo install --locked b3sum >/dev/null
+fi
+if ! command -v s3s-fs >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs" ] \
+  && command -v cargo >/dev/null 2>&1; then
+  # The S3-compatible server the remote-store tests push to and pull from (bound to
+  # 127.0.0.1 by the tests). 0.14.1 is the newest release that builds with this toolchain
+  # (1.95; 0.17 needs 1.96). A few minutes on a fresh machine; cached after that.
+  echo "setup: installing s3s-fs with cargo" >&2
+  cargo install --locked s3s-fs@0.14.1 --features binary >/dev/null
 fi
 if [ ! -e /dev/fuse ]; then
   echo "setup: /dev/fuse is missing: the mount tests will fail (load the fuse module)" >&2

@@ -91,7 +91,7 @@ Example:
   zeroclaw-bundle list
 
 FILES and SIZE count the snapshot's regular files and their bytes: what a checkout writes.")]
-    List,
+    List(ListArgs),
     /// Show one snapshot's record
     #[command(after_help = concat!("\
 Examples:
@@ -195,6 +195,79 @@ with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, fro
     Pack(PackArgs),
     /// Import a pack into the store, verifying every object before anything becomes visible
     Unpack(UnpackArgs),
+    /// Configure remote stores (S3-compatible object storage, or a shared directory)
+    #[command(subcommand)]
+    Remote(RemoteCommand),
+    /// Upload a snapshot to a remote store: one pack of what the remote lacks, then the record
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle push agent/researcher origin
+  zeroclaw-bundle push 3f2a9c01            (the only remote, or the one named origin)
+
+The remote never lists a snapshot before every object it reaches is there: the pack goes up
+first, then its index, then the record. Credentials come from the environment
+(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION).")]
+    Push(PushArgs),
+    /// Download a snapshot from a remote store into this one, verifying every object
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle pull origin/3f2a9c01
+  zeroclaw-bundle list --remote origin")]
+    Pull(PullArgs),
+}
+
+/// `list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// List the snapshots of this remote instead of the local store
+    #[arg(long, value_name = "NAME")]
+    pub remote: Option<String>,
+}
+
+/// `remote`.
+#[derive(Debug, Subcommand)]
+pub enum RemoteCommand {
+    /// Add a remote: NAME and s3://BUCKET/PREFIX or file:///PATH
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle remote add origin s3://fleet-bundles/agents
+  zeroclaw-bundle remote add minio s3://bundles --endpoint http://127.0.0.1:9000
+  zeroclaw-bundle remote add shared file:///srv/bundles
+
+Remotes are kept in <store>/remotes.toml. Credentials are never taken from the command line
+or stored: set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_REGION) in the environment.")]
+    Add(RemoteAddArgs),
+    /// List the configured remotes
+    List,
+}
+
+/// `remote add`.
+#[derive(Debug, Args)]
+pub struct RemoteAddArgs {
+    /// The remote's name (letters, digits, . _ -)
+    pub name: String,
+    /// s3://BUCKET/PREFIX or file:///PATH
+    pub url: String,
+    /// An S3-compatible server's endpoint (MinIO, Garage, Ceph RGW): http://HOST:PORT
+    #[arg(long, value_name = "URL")]
+    pub endpoint: Option<String>,
+}
+
+/// `push`.
+#[derive(Debug, Args)]
+pub struct PushArgs {
+    /// Snapshot to push (full id, 8+ hex digit prefix, name, or agent/<alias>)
+    pub snapshot: String,
+    /// The remote (default: the only one configured, or the one named origin)
+    pub remote: Option<String>,
+}
+
+/// `pull`.
+#[derive(Debug, Args)]
+pub struct PullArgs {
+    /// NAME/SNAPSHOT: the remote and a snapshot id or a unique prefix of 8+ hex digits
+    #[arg(value_name = "NAME/SNAPSHOT")]
+    pub target: String,
 }
 
 /// `pack`.

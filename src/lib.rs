@@ -22,5 +22,6 @@ pub mod export;
 pub mod hooks;
 pub mod interrupt;
 pub mod publish;
+pub mod remote;
 pub mod sys;
 pub mod workers;

@@ -18,6 +18,7 @@ pub mod ls;
 pub mod mount;
 pub mod pack;
 pub mod recover;
+pub mod remote;
 pub mod show;
 pub mod snapshot;
 pub mod verify;
@@ -260,14 +261,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     let ctx = Ctx::from_cli(&cli)?;
     if matches!(
         cli.command,
-        Command::Export(_) | Command::Snapshot(_) | Command::Checkout(_)
+        Command::Export(_)
+            | Command::Snapshot(_)
+            | Command::Checkout(_)
+            | Command::Push(_)
+            | Command::Pull(_)
     ) {
         crate::interrupt::install().context("could not install the signal handlers")?;
     }
     match cli.command {
         Command::Export(args) => export::run(args, &ctx),
         Command::Snapshot(args) => snapshot::run(args, &ctx),
-        Command::List => list::run(&ctx),
+        Command::List(args) => match &args.remote {
+            Some(name) => remote::run_list_remote(name, &ctx),
+            None => list::run(&ctx),
+        },
         Command::Show(args) => show::run(args, &ctx),
         Command::Ls(args) => ls::run(args, &ctx),
         Command::Cat(args) => cat::run(args, &ctx),
@@ -282,6 +290,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         Command::Diff(args) => diff::run(args, &ctx),
         Command::Pack(args) => pack::run_pack(args, &ctx),
         Command::Unpack(args) => pack::run_unpack(args, &ctx),
+        Command::Remote(cmd) => remote::run_remote(cmd, &ctx),
+        Command::Push(args) => remote::run_push(args, &ctx),
+        Command::Pull(args) => remote::run_pull(args, &ctx),
     }
 }
 

@@ -84,7 +84,10 @@ pub use id::{IdHasher, ObjectId};
 pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
-pub use pack::{unpack, write_pack, PackEntry, PackOptions, PackReader, PackStats, PACK_VERSION};
+pub use pack::{
+    closure_needs, import_from_packs, unpack, write_pack, write_pack_excluding, PackEntry,
+    PackOptions, PackReader, PackStats, PACK_VERSION,
+};
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
 };

@@ -31,7 +31,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::StoreError;
+use crate::error::{DecodeError, StoreError};
 use crate::id::{IdHasher, ObjectId};
 use crate::objects::Blob;
 use crate::snapshot::Snapshot;
@@ -164,6 +164,75 @@ pub fn write_pack(
         trees.push((id, tree.encode()));
     }
 
+    let flags = if options.trees_only {
+        FLAG_TREES_ONLY
+    } else {
+        0
+    };
+    emit(
+        store,
+        snapshot_id,
+        flags,
+        options.since,
+        &trees,
+        &blobs,
+        out,
+        progress,
+    )
+}
+
+/// Writes snapshot `snapshot_id` of `store` as a pack of the record, every tree and every blob
+/// it reaches except those `skip` says the other side already holds (a remote push: `skip`
+/// tests the remote's indexes). Unlike `--since`, every tree is descended even when skipped,
+/// so nothing below a skipped tree is assumed; the record is always written (it names the
+/// pack's root). The pack has no base: [`PackReader::missing`] lists what it leaves out.
+pub fn write_pack_excluding(
+    store: &Store,
+    snapshot_id: &ObjectId,
+    skip: &dyn Fn(&ObjectId) -> bool,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats, StoreError> {
+    let snapshot = store.read_snapshot(snapshot_id)?;
+    let mut trees = Vec::new();
+    let mut blobs = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![snapshot.root];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let tree = store.read_tree(&id)?;
+        for e in tree.entries().iter().rev() {
+            match e.kind {
+                EntryKind::Dir => stack.push(e.id),
+                _ => {
+                    if !skip(&e.id) && seen.insert(e.id) {
+                        blobs.push((e.id, e.size));
+                    }
+                }
+            }
+        }
+        if !skip(&id) {
+            trees.push((id, tree.encode()));
+        }
+    }
+    emit(store, snapshot_id, 0, None, &trees, &blobs, out, progress)
+}
+
+/// Writes the header, the record, `trees`, `blobs` (read from the store, verified), the
+/// index and the trailer.
+#[allow(clippy::too_many_arguments)]
+fn emit(
+    store: &Store,
+    snapshot_id: &ObjectId,
+    flags: u32,
+    base: Option<ObjectId>,
+    trees: &[(ObjectId, Vec<u8>)],
+    blobs: &[(ObjectId, u64)],
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats, StoreError> {
     let mut w = HashingWriter {
         inner: out,
         hasher: IdHasher::new(),
@@ -172,20 +241,9 @@ pub fn write_pack(
     let mut header = Vec::with_capacity(HEADER_LEN as usize);
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&PACK_VERSION.to_le_bytes());
-    let flags = if options.trees_only {
-        FLAG_TREES_ONLY
-    } else {
-        0
-    };
     header.extend_from_slice(&flags.to_le_bytes());
     header.extend_from_slice(snapshot_id.as_bytes());
-    header.extend_from_slice(
-        options
-            .since
-            .map(|b| *b.as_bytes())
-            .unwrap_or([0; 32])
-            .as_slice(),
-    );
+    header.extend_from_slice(base.map(|b| *b.as_bytes()).unwrap_or([0; 32]).as_slice());
     w.write_all(&header).map_err(write_err)?;
 
     let mut index: Vec<PackEntry> = Vec::new();
@@ -193,12 +251,12 @@ pub fn write_pack(
     let record = store.objects().read_verified(snapshot_id)?;
     put(&mut w, &mut index, *snapshot_id, &record, false)?;
     progress(record.len() as u64);
-    for (id, bytes) in &trees {
+    for (id, bytes) in trees {
         put(&mut w, &mut index, *id, bytes, false)?;
         stats.trees += 1;
         progress(bytes.len() as u64);
     }
-    for (id, size) in &blobs {
+    for (id, size) in blobs {
         let blob = store.objects().open_blob(id)?;
         if blob.len() != *size {
             return Err(StoreError::CorruptObject {
@@ -675,7 +733,8 @@ const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
 /// stay `agent/<alias>` (the newest snapshot of the agent) over every later local export.
 fn check_foreign_record(
     store: &Store,
-    pack: &PackReader,
+    origin: &Path,
+    id: &ObjectId,
     snapshot: &Snapshot,
 ) -> Result<(), StoreError> {
     let now = std::time::SystemTime::now()
@@ -684,7 +743,7 @@ fn check_foreign_record(
         .unwrap_or(0);
     if snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS) {
         return Err(bad(
-            pack.path(),
+            origin,
             "carries a snapshot created more than a day in the future; it would shadow every \
              later local snapshot of its agent, so it is not imported (check the sending host's \
              clock)",
@@ -692,9 +751,9 @@ fn check_foreign_record(
     }
     if let Some(name) = &snapshot.name {
         if let Some(local) = store.catalog()?.name_target(name)? {
-            if local != pack.root {
+            if local != *id {
                 return Err(bad(
-                    pack.path(),
+                    origin,
                     format!(
                         "carries a snapshot named `{name}`, which already names snapshot {} in \
                          this store; a received snapshot does not take over a local name \
@@ -737,7 +796,7 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
         ));
     }
     let snapshot = pack.snapshot()?;
-    check_foreign_record(store, pack, &snapshot)?;
+    check_foreign_record(store, pack.path(), &pack.root, &snapshot)?;
     // Held from the first object to the catalog entry, so `gc` cannot judge the new objects
     // unreachable in between (the store's write lock, as for a capture).
     let lock = store.write_lock()?;
@@ -754,6 +813,107 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
                 pack.root.short(12)
             ),
         ));
+    }
+    Ok(id)
+}
+
+/// Where an object of a multi-pack import is found.
+fn find_in<'p>(packs: &'p [PackReader], id: &ObjectId) -> Option<&'p PackReader> {
+    packs.iter().find(|p| p.entry(id).is_some())
+}
+
+/// Walks the snapshot tree under `root` through the store and `packs` and returns the
+/// objects it reaches that neither holds, and (second) those the packs must provide (reached,
+/// not in the store). A tree found nowhere is reported and not descended: the caller fetches
+/// it and walks again.
+pub fn closure_needs(
+    store: &Store,
+    packs: &[PackReader],
+    root: &ObjectId,
+) -> Result<(Vec<ObjectId>, Vec<ObjectId>), StoreError> {
+    let mut missing = Vec::new();
+    let mut from_packs = Vec::new();
+    let mut seen = HashSet::new();
+    let mut stack = vec![*root];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let tree = if store.objects().has(&id) {
+            store.read_tree(&id)?
+        } else if let Some(pack) = find_in(packs, &id) {
+            from_packs.push(id);
+            pack.tree(&id)?
+        } else {
+            missing.push(id);
+            continue;
+        };
+        for e in tree.entries() {
+            if e.kind == EntryKind::Dir {
+                stack.push(e.id);
+            } else if seen.insert(e.id) && !store.objects().has(&e.id) {
+                match find_in(packs, &e.id) {
+                    Some(_) => from_packs.push(e.id),
+                    None => missing.push(e.id),
+                }
+            }
+        }
+    }
+    Ok((missing, from_packs))
+}
+
+/// Imports snapshot `snapshot_id` (its record is `record`, hashed here against the id) from
+/// `packs` (each verified first) into `store`: every object the store lacks lands, then the
+/// record and the catalog entry through [`Store::commit_snapshot`], the same order as
+/// [`unpack`]. Fails before writing anything when an object is found nowhere.
+pub fn import_from_packs(
+    store: &Store,
+    snapshot_id: &ObjectId,
+    record: &[u8],
+    packs: &[PackReader],
+) -> Result<ObjectId, StoreError> {
+    let actual = ObjectId::of(record);
+    if actual != *snapshot_id {
+        return Err(StoreError::CorruptObject {
+            id: *snapshot_id,
+            actual,
+        });
+    }
+    let snapshot = Snapshot::decode(record).map_err(|why| StoreError::Malformed {
+        id: *snapshot_id,
+        what: "snapshot record",
+        why,
+    })?;
+    check_foreign_record(
+        store,
+        Path::new(&format!("of snapshot {}", snapshot_id.short(12))),
+        snapshot_id,
+        &snapshot,
+    )?;
+    for pack in packs {
+        pack.verify()?;
+    }
+    // Held from the walk that decides what the store already has to the catalog entry, so a
+    // gc cannot delete an unreferenced object the walk counted on.
+    let lock = store.write_lock()?;
+    let (missing, from_packs) = closure_needs(store, packs, &snapshot.root)?;
+    if let Some(first) = missing.first() {
+        return Err(StoreError::MissingObject(*first));
+    }
+    for id in &from_packs {
+        let pack = find_in(packs, id).expect("closure_needs found it in a pack");
+        store.objects().write_bytes(&pack.read(id)?)?;
+    }
+    let id = store.commit_snapshot(&lock, &snapshot, None)?;
+    if id != *snapshot_id {
+        return Err(StoreError::Malformed {
+            id: *snapshot_id,
+            what: "snapshot record",
+            why: DecodeError::BadField {
+                field: "record",
+                why: format!("re-encodes to {}", id.short(12)),
+            },
+        });
     }
     Ok(id)
 }
@@ -851,6 +1011,73 @@ mod tests {
         let d = open_bytes(dir.path(), &digest).unwrap();
         assert_eq!(d.entries().len(), 3);
         assert!(d.trees_only);
+    }
+
+    #[test]
+    fn excluding_packs_split_a_snapshot_and_import_from_several() {
+        let (dir, store, id) = fixture();
+        let snap = store.read_snapshot(&id).unwrap();
+        let root = store.read_tree(&snap.root).unwrap();
+        let sub = root.entries().iter().find(|e| e.name == b"sub").unwrap().id;
+        // First pack: everything but the subtree and what only it holds.
+        let sub_tree = store.read_tree(&sub).unwrap();
+        let only_sub: Vec<ObjectId> = sub_tree
+            .entries()
+            .iter()
+            .map(|e| e.id)
+            .filter(|i| !root.entries().iter().any(|e| e.id == *i))
+            .chain([sub])
+            .collect();
+        let mut first = Vec::new();
+        write_pack_excluding(
+            &store,
+            &id,
+            &|o| only_sub.contains(o),
+            &mut first,
+            &mut |_| {},
+        )
+        .unwrap();
+        let p1_path = dir.path().join("p1");
+        std::fs::write(&p1_path, &first).unwrap();
+        let p1 = PackReader::open(&p1_path).unwrap();
+        p1.verify().unwrap();
+        let in_first: Vec<ObjectId> = p1.entries().iter().map(|e| e.id).collect();
+        // Second pack: what the first lacks (descended through every tree, record included).
+        let mut second = Vec::new();
+        let stats = write_pack_excluding(
+            &store,
+            &id,
+            &|o| in_first.contains(o),
+            &mut second,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert_eq!(stats.objects, 1 + only_sub.len() as u64, "{stats:?}");
+        let p2_path = dir.path().join("p2");
+        std::fs::write(&p2_path, &second).unwrap();
+        let p2 = PackReader::open(&p2_path).unwrap();
+        let record = store.objects().read_verified(&id).unwrap();
+
+        let other = Store::open_or_create(&dir.path().join("other")).unwrap();
+        let (missing, _) = closure_needs(&other, std::slice::from_ref(&p1), &snap.root).unwrap();
+        assert_eq!(
+            missing,
+            vec![sub],
+            "the subtree is found nowhere, not descended"
+        );
+        assert!(matches!(
+            import_from_packs(&other, &id, &record, std::slice::from_ref(&p1)),
+            Err(StoreError::MissingObject(m)) if m == sub
+        ));
+        assert!(other.catalog().unwrap().snapshots().unwrap().is_empty());
+        // A record that is not the id's is refused before anything.
+        let mut lie = record.clone();
+        lie.push(b' ');
+        assert!(import_from_packs(&other, &id, &lie, &[]).is_err());
+        let packs = [p1, p2];
+        assert_eq!(import_from_packs(&other, &id, &record, &packs).unwrap(), id);
+        assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert_eq!(other.catalog().unwrap().snapshots().unwrap().len(), 1);
     }
 
     #[test]

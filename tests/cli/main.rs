@@ -10,6 +10,8 @@ mod hostile_records;
 mod hostile_trees;
 mod mount;
 mod pack;
+mod remote;
+mod remote_s3;
 mod store_cli;
 mod store_overlap;
 mod store_races;

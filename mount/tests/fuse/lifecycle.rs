@@ -179,29 +179,48 @@ fn a_stale_mount_is_explained_and_cleared() {
         .spawn()
         .unwrap();
     let mut child = ChildGuard(child);
-    let start = Instant::now();
-    while !is_mounted(&mnt) {
-        if let Some(status) = child.0.try_wait().unwrap() {
-            let mut out = String::new();
-            child
-                .0
-                .stdout
-                .take()
-                .unwrap()
-                .read_to_string(&mut out)
-                .unwrap();
-            if out.contains("CHILD FAILED: FUSE is not available") {
-                skip_or_fail(&out);
-                return;
+    // Kill only after `mount` returned in the child (it prints CHILD MOUNTED then): while its
+    // own probe request is in flight, a SIGKILL leaves the probing thread waiting forever on
+    // an answer its dead server thread cannot give (a FUSE self-deadlock, only cleared by
+    // aborting the connection), so mountinfo alone is not the moment to kill.
+    let stdout = child.0.stdout.take().expect("piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut out = String::new();
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let mounted = line.contains("CHILD MOUNTED");
+            out.push_str(&line);
+            out.push('\n');
+            if mounted {
+                let _ = tx.send((true, out.clone()));
             }
-            panic!("child exited ({status}) without mounting: {out}");
+        }
+        let _ = tx.send((false, out));
+    });
+    let start = Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_millis(10)) {
+            Ok((true, _)) => break,
+            Ok((false, out)) => {
+                let status = child.0.wait().unwrap();
+                if out.contains("CHILD FAILED: FUSE is not available") {
+                    skip_or_fail(&out);
+                    return;
+                }
+                panic!("child exited ({status}) without mounting: {out}");
+            }
+            Err(_) => {}
         }
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "child did not mount"
         );
-        std::thread::sleep(Duration::from_millis(10));
     }
+    assert!(is_mounted(&mnt));
     // SIGKILL: no unmount runs, the kernel connection dies with the process.
     drop(child);
 

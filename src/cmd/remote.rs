@@ -1,0 +1,196 @@
+//! `remote add|list`, `push`, `pull` and `list --remote`: thin wrappers over [`crate::remote`]
+//! that resolve names and print. Nothing here sees a credential: the object store reads them
+//! from the environment.
+
+use anyhow::{bail, Context, Result};
+use serde_json::json;
+
+use crate::cli::{PullArgs, PushArgs, RemoteAddArgs, RemoteCommand};
+use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::remote::{self, Remote, RemoteSpec};
+
+/// Runs `remote add|list`.
+pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
+    match cmd {
+        RemoteCommand::Add(args) => add(args, ctx),
+        RemoteCommand::List => {
+            let remotes = match ctx.existing_store()? {
+                Some(store) => remote::load_remotes(store.root())?,
+                None => Vec::new(),
+            };
+            if ctx.json {
+                let rows: Vec<_> = remotes
+                    .iter()
+                    .map(|r| json!({"name": r.name, "url": r.url, "endpoint": r.endpoint}))
+                    .collect();
+                ctx.print_json(&json!(rows))?;
+                return Ok(Outcome::Success);
+            }
+            for r in &remotes {
+                match &r.endpoint {
+                    Some(ep) => crate::outln!("{}\t{}\t(endpoint {ep})", r.name, r.url)?,
+                    None => crate::outln!("{}\t{}", r.name, r.url)?,
+                }
+            }
+            Ok(Outcome::Success)
+        }
+    }
+}
+
+fn add(args: RemoteAddArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.create_store()?;
+    let spec = RemoteSpec {
+        name: args.name,
+        url: args.url,
+        endpoint: args.endpoint,
+    };
+    remote::add_remote(store.root(), &spec)?;
+    if !ctx.quiet {
+        crate::note!("added remote {} ({})", spec.name, spec.url);
+    }
+    Ok(Outcome::Success)
+}
+
+/// The remote named `name`, or the default: the only one, or the one named origin.
+fn pick(store_root: &std::path::Path, name: Option<&str>) -> Result<RemoteSpec> {
+    if let Some(name) = name {
+        return Ok(remote::find_remote(store_root, name)?);
+    }
+    let all = remote::load_remotes(store_root)?;
+    if all.len() == 1 {
+        return Ok(all.into_iter().next().expect("one"));
+    }
+    match all.iter().find(|r| r.name == "origin") {
+        Some(r) => Ok(r.clone()),
+        None if all.is_empty() => bail!("no remote configured; add one with `remote add NAME URL`"),
+        None => bail!(
+            "several remotes and none named origin; name one: {}",
+            all.iter()
+                .map(|r| r.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Runs `push`.
+pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let id = store.resolve(&args.snapshot)?;
+    let spec = pick(store.root(), args.remote.as_deref())?;
+    let remote = Remote::open(&spec, true)?;
+    let report = remote::push(&store, &remote, &id)
+        .with_context(|| format!("could not push {} to {}", id.short(12), spec.name))?;
+    if ctx.json {
+        ctx.print_json(&json!({
+            "snapshot": id,
+            "remote": spec.name,
+            "already": report.already,
+            "objects": report.objects,
+            "pack_bytes": report.pack_bytes,
+            "pack": report.pack,
+        }))?;
+    } else {
+        if !ctx.quiet {
+            if report.already {
+                crate::note!("{} already has {}", spec.name, id.short(12));
+            } else {
+                crate::note!(
+                    "pushed {} to {}: {} new objects in one pack of {}",
+                    id.short(12),
+                    spec.name,
+                    report.objects,
+                    human_bytes(report.pack_bytes)
+                );
+            }
+        }
+        crate::outln!("{id}")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// Runs `pull NAME/SNAPSHOT`.
+pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
+    let Some((name, reference)) = args.target.split_once('/') else {
+        bail!(
+            "{:?} is not NAME/SNAPSHOT (for example origin/3f2a9c01)",
+            args.target
+        );
+    };
+    // The remote is configured in the store (`remote add` made it): never create one here.
+    let store = ctx.store()?;
+    let spec = remote::find_remote(store.root(), name)?;
+    let remote = Remote::open(&spec, false)?;
+    let id = remote.resolve(reference)?;
+    let report = remote::pull(&store, &remote, &id).with_context(|| {
+        format!(
+            "could not pull {} from {}; no snapshot was added",
+            id.short(12),
+            spec.name
+        )
+    })?;
+    if ctx.json {
+        ctx.print_json(&json!({
+            "snapshot": id,
+            "remote": spec.name,
+            "packs": report.packs,
+            "bytes": report.bytes,
+        }))?;
+    } else {
+        if !ctx.quiet {
+            crate::note!(
+                "pulled {} from {}: {} packs, {}, verified",
+                id.short(12),
+                spec.name,
+                report.packs,
+                human_bytes(report.bytes)
+            );
+        }
+        crate::outln!("{id}")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// Runs `list --remote NAME`: the remote's snapshots with their creation time and name.
+pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let spec = remote::find_remote(store.root(), name)?;
+    let remote = Remote::open(&spec, false)?;
+    let mut rows = Vec::new();
+    for id in remote.snapshots()? {
+        let Some(record) = remote.record(&id)? else {
+            continue;
+        };
+        let snap = zeroclaw_bundle_store::Snapshot::decode(&record)
+            .with_context(|| format!("remote {name}: snapshots/{} is not a record", id.to_hex()))?;
+        rows.push((id, snap));
+    }
+    rows.sort_by_key(|(_, s)| s.created_unix_ns);
+    if ctx.json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(id, s)| {
+                json!({"id": id, "created_unix_ns": s.created_unix_ns, "name": s.name, "agent": s.agent, "source": s.source})
+            })
+            .collect();
+        ctx.print_json(&json!(v))?;
+        return Ok(Outcome::Success);
+    }
+    if rows.is_empty() {
+        crate::outln!("no snapshots on {name}")?;
+    }
+    for (id, s) in &rows {
+        let label = match (&s.name, &s.agent) {
+            (Some(n), _) => zeroclaw_bundle_store::escape_text(n),
+            (None, Some(a)) => format!("agent/{}", zeroclaw_bundle_store::escape_text(a)),
+            (None, None) => "-".into(),
+        };
+        crate::outln!(
+            "{}  {}  {}",
+            id.short(16),
+            crate::clock::rfc3339_utc(s.created_unix_ns),
+            label
+        )?;
+    }
+    Ok(Outcome::Success)
+}

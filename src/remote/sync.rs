@@ -1,0 +1,195 @@
+//! `push` and `pull`: the write order that keeps a remote consistent (pack, then its index,
+//! then the record) and the fetch-verify-import path back into a local store.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fs;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use zeroclaw_bundle_store::{
+    closure_needs, import_from_packs, random_token, write_pack_excluding, IdHasher, ObjectId,
+    PackReader, Snapshot, Store,
+};
+
+use super::client::encode_index;
+use super::{check_interrupt, Remote, RemoteError};
+
+/// What a push did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PushReport {
+    /// The snapshot.
+    pub snapshot: Option<ObjectId>,
+    /// The remote listed it already: nothing was written.
+    pub already: bool,
+    /// Objects uploaded (in one pack; 0 when the remote held them all).
+    pub objects: u64,
+    /// Bytes of that pack.
+    pub pack_bytes: u64,
+    /// The pack's id.
+    pub pack: Option<String>,
+}
+
+/// What a pull did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PullReport {
+    /// Packs downloaded.
+    pub packs: u64,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+fn io_err(op: &'static str, path: &Path, e: io::Error) -> RemoteError {
+    RemoteError::Io {
+        op,
+        path: path.to_path_buf(),
+        source: e,
+    }
+}
+
+/// A writer that hashes what it writes (the pack's id is the blake3 of the whole file).
+struct Hashing<W: Write> {
+    inner: W,
+    hasher: IdHasher,
+}
+
+impl<W: Write> Write for Hashing<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Removes the files it holds when dropped (the temporary packs of a push or a pull).
+struct TempFiles(Vec<PathBuf>);
+
+impl Drop for TempFiles {
+    fn drop(&mut self) {
+        for p in &self.0 {
+            let _ = fs::remove_file(p);
+        }
+    }
+}
+
+fn tmp_path(store: &Store, what: &str) -> Result<PathBuf, RemoteError> {
+    let dir = store.objects().tmp_dir();
+    fs::create_dir_all(dir).map_err(|e| io_err("create", dir, e))?;
+    Ok(dir.join(format!("{what}-{}", random_token())))
+}
+
+/// Pushes snapshot `id` of `store` to `remote`: one pack of every object the remote's
+/// indexes do not list, then the pack's index, then the record (see the module doc).
+pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport, RemoteError> {
+    let record = store.objects().read_verified(id)?;
+    store.read_snapshot(id)?;
+    let mut report = PushReport {
+        snapshot: Some(*id),
+        ..PushReport::default()
+    };
+    if remote.record(id)?.is_some() {
+        report.already = true;
+        return Ok(report);
+    }
+    let indexed = remote.indexed()?;
+    let tmp = tmp_path(store, "push")?;
+    let _cleanup = TempFiles(vec![tmp.clone()]);
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&tmp)
+        .map_err(|e| io_err("create", &tmp, e))?;
+    let mut w = Hashing {
+        inner: BufWriter::new(file),
+        hasher: IdHasher::new(),
+    };
+    let stats = write_pack_excluding(store, id, &|o| indexed.contains_key(o), &mut w, &mut |_| {})?;
+    let pack_id = w.hasher.finish().to_hex();
+    let file = w
+        .inner
+        .into_inner()
+        .map_err(|e| io_err("write", &tmp, e.into_error()))?;
+    file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
+    drop(file);
+    check_interrupt()?;
+    // Only the record: the remote holds every object already.
+    if stats.objects > 1 {
+        let reader = PackReader::open(&tmp)?;
+        let ids: Vec<ObjectId> = reader.entries().iter().map(|e| e.id).collect();
+        let pack_key = format!("packs/{pack_id}.zcpack");
+        remote.put_file(&pack_key, &tmp)?;
+        crate::hooks::seam("remote-after-pack", &pack_key);
+        check_interrupt()?;
+        let index_key = format!("index/{pack_id}.idx");
+        remote.put_bytes(&index_key, encode_index(&ids))?;
+        crate::hooks::seam("remote-after-index", &index_key);
+        check_interrupt()?;
+        report.objects = stats.objects - 1;
+        report.pack_bytes = stats.pack_bytes;
+        report.pack = Some(pack_id);
+    }
+    remote.put_bytes(&format!("snapshots/{}", id.to_hex()), record)?;
+    Ok(report)
+}
+
+/// Pulls snapshot `id` from `remote` into `store`: downloads the packs that hold what the
+/// store lacks, verifies each, imports the objects, then commits the record.
+pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport, RemoteError> {
+    let record_key = format!("snapshots/{}", id.to_hex());
+    let record = remote.record(id)?.ok_or_else(|| RemoteError::NoSnapshot {
+        name: remote.name().to_string(),
+        reference: id.to_hex(),
+    })?;
+    let snap = Snapshot::decode(&record)
+        .map_err(|e| remote.corrupt(&record_key, format!("not a snapshot record: {e}")))?;
+    let mut report = PullReport::default();
+    let mut packs: Vec<PackReader> = Vec::new();
+    let mut fetched: HashSet<String> = HashSet::new();
+    let mut indexed: Option<HashMap<ObjectId, String>> = None;
+    let mut temps = TempFiles(Vec::new());
+    loop {
+        let (missing, _) = closure_needs(store, &packs, &snap.root)?;
+        if missing.is_empty() {
+            break;
+        }
+        if indexed.is_none() {
+            indexed = Some(remote.indexed()?);
+        }
+        let index = indexed.as_ref().expect("just loaded");
+        let mut want = BTreeSet::new();
+        for m in &missing {
+            match index.get(m) {
+                Some(p) if !fetched.contains(p) => {
+                    want.insert(p.clone());
+                }
+                Some(p) => {
+                    return Err(remote.corrupt(
+                        &format!("index/{p}.idx"),
+                        format!("lists object {} but its pack does not hold it", m.short(12)),
+                    ))
+                }
+                None => {
+                    return Err(remote.corrupt(
+                        &record_key,
+                        format!("reaches object {} that no index lists", m.short(12)),
+                    ))
+                }
+            }
+        }
+        for p in want {
+            let local = tmp_path(store, "pull")?;
+            temps.0.push(local.clone());
+            report.bytes += remote.get_file(&format!("packs/{p}.zcpack"), &local)?;
+            report.packs += 1;
+            packs.push(PackReader::open(&local)?);
+            fetched.insert(p);
+        }
+    }
+    check_interrupt()?;
+    import_from_packs(store, id, &record, &packs)?;
+    drop(packs);
+    drop(temps);
+    Ok(report)
+}

@@ -1,0 +1,267 @@
+//! Remote stores through a real S3 server: `s3s-fs` (installed by scripts/setup.sh), started
+//! on 127.0.0.1 with a port it picks itself, stopped by a guard. Pins the same paths as the
+//! `file://` tests through S3's protocol (signed requests, multipart upload of a large pack,
+//! prefixes): push/pull between hosts, concurrent pushes, a push killed after its pack, and
+//! that the secret key reaches no output and no file of the store. Under CI a missing
+//! server fails the test instead of skipping it.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::remote::{tree, Fleet};
+use crate::util::{assert_nowhere, bytes, write, TestEnv};
+
+const ACCESS_KEY: &str = "zcb-test-access";
+const SECRET_KEY: &str = "zcb-test-secret-4b1d9e7f";
+
+/// The `s3s-fs` binary: on PATH or in cargo's bin directory. `None` outside CI when missing
+/// (the test says so and returns); under CI a missing server fails the test.
+fn s3s_fs() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("s3s-fs"))
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(home) = std::env::var_os("CARGO_HOME") {
+        candidates.push(PathBuf::from(home).join("bin/s3s-fs"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        candidates.push(PathBuf::from(home).join(".cargo/bin/s3s-fs"));
+    }
+    if let Some(found) = candidates.into_iter().find(|p| p.is_file()) {
+        return Some(found);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "s3s-fs is not installed: the S3 remote tests need it under CI (scripts/setup.sh runs \
+         `cargo install --locked s3s-fs@0.14.1 --features binary`)"
+    );
+    eprintln!("skipping: s3s-fs is not installed (scripts/setup.sh installs it)");
+    None
+}
+
+/// A running s3s-fs; killed and reaped on drop.
+struct Server {
+    child: Child,
+    endpoint: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// Starts s3s-fs over `root` with one bucket, on 127.0.0.1 and a port of its choosing
+    /// (port 0: no race for a free port), and waits until it says where it listens.
+    fn start(bin: &PathBuf, root: &std::path::Path, bucket: &str) -> Server {
+        std::fs::create_dir_all(root.join(bucket)).unwrap();
+        let child = Command::new(bin)
+            .args(["--host", "127.0.0.1", "--port", "0"])
+            .args(["--access-key", ACCESS_KEY, "--secret-key", SECRET_KEY])
+            .arg(root)
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("could not start {}: {e}", bin.display()));
+        let mut server = Server {
+            child,
+            endpoint: String::new(),
+        };
+        let stdout = server.child.stdout.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        // Reads the log to the end, so the server never blocks on a full pipe.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(at) = line.find("http://127.0.0.1:") {
+                    let addr: String = line[at..]
+                        .chars()
+                        .take_while(|c| !c.is_whitespace())
+                        .collect();
+                    let _ = tx.send(addr);
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(addr) = rx.recv_timeout(Duration::from_millis(100)) {
+                server.endpoint = addr;
+                return server;
+            }
+            if let Ok(Some(st)) = server.child.try_wait() {
+                panic!("s3s-fs exited before listening: {st}");
+            }
+            assert!(Instant::now() < deadline, "s3s-fs did not start listening");
+        }
+    }
+}
+
+/// A fleet whose remote `origin` is `s3://bucket/prefix` on a fresh server.
+fn s3_fleet() -> Option<(Fleet, Server)> {
+    let bin = s3s_fs()?;
+    let env = TestEnv::new();
+    let server = Server::start(&bin, &env.path("s3-root"), "bundles");
+    let vars = vec![
+        ("AWS_ACCESS_KEY_ID".to_string(), ACCESS_KEY.to_string()),
+        ("AWS_SECRET_ACCESS_KEY".to_string(), SECRET_KEY.to_string()),
+        ("AWS_REGION".to_string(), "us-east-1".to_string()),
+        ("NO_PROXY".to_string(), "127.0.0.1".to_string()),
+        ("no_proxy".to_string(), "127.0.0.1".to_string()),
+    ];
+    let fleet = Fleet {
+        env,
+        url: "s3://bundles/fleet/agents".to_string(),
+        vars,
+    };
+    Some((fleet, server))
+}
+
+#[test]
+fn s3_push_pull_between_hosts() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    let src = tree(&f.env.path("src"), 50);
+    // A pack over the single-request limit goes up as a multipart upload.
+    write(&src.join("large.bin"), &bytes(51, 20_000_000));
+    f.host("a", &["--endpoint", &ep]);
+    let id = f.snapshot("a", &src);
+    let push = f.on("a", &["--json", "push", &id]).ok();
+    let v = push.json();
+    assert_eq!(v["objects"].as_u64(), Some(5 + 5), "{v}");
+    assert!(v["pack_bytes"].as_u64().unwrap() > 16 << 20, "{v}");
+    // The keys landed under the prefix, in the layout.
+    let root = f.env.path("s3-root/bundles/fleet/agents");
+    for dir in ["packs", "index", "snapshots"] {
+        assert_eq!(
+            std::fs::read_dir(root.join(dir))
+                .map(|d| d.count())
+                .unwrap_or(0),
+            1,
+            "{dir} under the prefix"
+        );
+    }
+    f.host("b", &["--endpoint", &ep]);
+    assert_eq!(f.remote_ids("b"), vec![id.clone()]);
+    let pull = f
+        .on("b", &["--json", "pull", &format!("origin/{}", &id[..10])])
+        .ok();
+    assert_eq!(pull.json()["snapshot"].as_str(), Some(id.as_str()));
+    f.on("b", &["verify"]).ok();
+    let out = f.env.path("co-b");
+    f.on("b", &["checkout", &id, "--out", &out.to_string_lossy()])
+        .ok();
+    crate::util::assert_same_tree(&src, &out);
+
+    // Two hosts at once, a third pulls both.
+    let src_c = tree(&f.env.path("src-c"), 52);
+    let src_d = tree(&f.env.path("src-d"), 53);
+    f.host("c", &["--endpoint", &ep]);
+    f.host("d", &["--endpoint", &ep]);
+    let id_c = f.snapshot("c", &src_c);
+    let id_d = f.snapshot("d", &src_d);
+    let children: Vec<_> = [("c", &id_c), ("d", &id_d)]
+        .into_iter()
+        .map(|(h, id)| {
+            let mut c = f.command(h, &["push", id]);
+            c.stdout(Stdio::piped()).stderr(Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    f.host("e", &["--endpoint", &ep]);
+    assert_eq!(f.remote_ids("e").len(), 3);
+    for (id, src) in [(&id_c, &src_c), (&id_d, &src_d)] {
+        f.on("e", &["pull", &format!("origin/{id}")]).ok();
+        let out = f.env.path(&format!("co-e-{}", &id[..8]));
+        f.on("e", &["checkout", id, "--out", &out.to_string_lossy()])
+            .ok();
+        crate::util::assert_same_tree(src, &out);
+    }
+    f.on("e", &["verify"]).ok();
+
+    // The secret is in no output and in no file of a store.
+    for host in ["a", "b"] {
+        let store_env = TestEnv {
+            store: f.env.path(host),
+            ..TestEnv::new()
+        };
+        assert_nowhere(&store_env, &[&push, &pull], SECRET_KEY.as_bytes(), host);
+    }
+    // A wrong secret fails with the server's refusal, and prints neither secret.
+    let wrong = "wrong-secret-9c2e";
+    let r = f.on_with(
+        "b",
+        &["list", "--remote", "origin"],
+        &[("AWS_SECRET_ACCESS_KEY", wrong)],
+    );
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(
+        r.stderr()
+            .contains("remote origin: could not list snapshots"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(
+        r.stderr().matches("SignatureDoesNotMatch").count(),
+        1,
+        "said once: {}",
+        r.describe()
+    );
+    for s in [wrong, SECRET_KEY] {
+        assert!(
+            !r.stderr().contains(s) && !r.stdout().contains(s),
+            "{}",
+            r.describe()
+        );
+    }
+    // No credentials at all: said so, without asking for instance metadata.
+    let mut c = f.command("b", &["list", "--remote", "origin"]);
+    c.env_remove("AWS_ACCESS_KEY_ID")
+        .env_remove("AWS_SECRET_ACCESS_KEY");
+    crate::util::run_command(c).fails(1, "set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY");
+    drop(server);
+}
+
+#[test]
+fn s3_push_killed_after_its_pack_then_completed() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    let src = tree(&f.env.path("src"), 60);
+    f.host("a", &["--endpoint", &ep]);
+    let id = f.snapshot("a", &src);
+    let r = f.on_with(
+        "a",
+        &["push", &id],
+        &[
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", "remote-after-pack"),
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", "kill -9 $PPID"),
+        ],
+    );
+    assert_eq!(r.out.status.code(), None, "killed: {}", r.describe());
+    f.host("b", &["--endpoint", &ep]);
+    assert!(f.remote_ids("b").is_empty());
+    f.on("b", &["pull", &format!("origin/{id}")])
+        .fails(1, "has no snapshot");
+    f.on("a", &["push", &id]).ok();
+    f.on("b", &["pull", &format!("origin/{id}")]).ok();
+    f.on("b", &["verify"]).ok();
+    drop(server);
+}
