@@ -180,7 +180,7 @@ impl StatCacheUpdate {
 }
 
 /// The stat cache of one source as a capture uses it: the catalog value itself (records
-/// `{path_len:u16 path entry}`, see [`encode_stat_cache`]) with an index of record offsets
+/// `{path_len:u16 path entry}`, see `encode_stat_cache`) with an index of record offsets
 /// sorted by path, one bit per record for "seen again unchanged", and the new or changed
 /// records packed the same way. About 4 bytes per file beyond the stored record, where a
 /// map of owned paths took about 3 times the record (580 bytes per file in all at 300,000
@@ -599,7 +599,7 @@ impl Catalog {
     }
 
     /// Loads the stat cache of one source (`key` names the source tree). A source's cache
-    /// is stored as a few values of about [`CHUNK_BYTES`] each (the current generation's, see
+    /// is stored as a few values of about `CHUNK_BYTES` each (the current generation's, see
     /// [`Catalog::update_stat_cache`]), kept as sled returns them (shared with its page
     /// cache until the catalog is closed): one value per file would make sled build (and
     /// hold) a node per few files, and one value for the whole cache made sled hold two more
