@@ -18,20 +18,9 @@ use zeroclaw_bundle_store::{
     MAX_SIZE,
 };
 
-/// xorshift64*: small, seeded, reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
+#[path = "../../tests/fuzz/rng.rs"]
+mod rng;
+use rng::Rng;
 
 const INTERESTING_U64: [u64; 9] = [
     0,

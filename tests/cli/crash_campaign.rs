@@ -20,20 +20,9 @@ use std::time::{Duration, Instant};
 use crate::export::{export, Install};
 use crate::util::*;
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
+#[path = "../fuzz/rng.rs"]
+mod rng;
+use rng::Rng;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -190,10 +179,11 @@ impl Campaign {
         let base_us = (base.as_micros() as u64).max(1_000);
         // Half the kills anywhere in the run; the other half in its last 40%, where the
         // commit of a capture, the deletions of gc and the publish of an export happen.
-        let after = Duration::from_micros(if self.rng.below(2) == 0 {
-            self.rng.below(base_us * 5 / 4)
+        let mut below = |n: u64| self.rng.below(n as usize) as u64;
+        let after = Duration::from_micros(if below(2) == 0 {
+            below(base_us * 5 / 4)
         } else {
-            base_us * 6 / 10 + self.rng.below(base_us / 2)
+            base_us * 6 / 10 + below(base_us / 2)
         });
         let (status, stderr) = self.run(op, Some(after));
         self.tried += 1;
