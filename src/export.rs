@@ -20,7 +20,7 @@ use crate::agent::{
     TreeSource, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER, SKILLS_DIR, WORKSPACE_DIR,
 };
 use crate::capture::{root, Capture, CaptureStats};
-use crate::credentials::CredentialFinding;
+use crate::credentials::{CredentialFinding, CredentialReason};
 use crate::publish::{
     check_request, claim_destination, publish_with_progress, record_destination, DestClaim,
     PublishError, PublishRequest, Published, LOCK_PREFIX, STAGING_PREFIX,
@@ -132,16 +132,6 @@ pub fn capture_agent(
 
 /// [`capture_agent`] of an install and plan already loaded with [`load_agent`].
 pub fn capture_loaded(
-    store: &Store,
-    install: &Install,
-    plan: &ExportPlan,
-    options: AgentCaptureOptions<'_>,
-    progress: ProgressBar,
-) -> Result<AgentSnapshot> {
-    capture_plan(store, install, plan, options, progress)
-}
-
-fn capture_plan(
     store: &Store,
     install: &Install,
     plan: &ExportPlan,
@@ -307,6 +297,8 @@ fn capture_plan(
 /// two bundle files are skipped: the closure was scanned by dotted path when planning.
 fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> {
     let mut findings = Vec::new();
+    let mut scanned: std::collections::HashMap<ObjectId, Vec<(usize, CredentialReason)>> =
+        std::collections::HashMap::new();
     let mut stack = vec![(String::new(), *root)];
     while let Some((prefix, id)) = stack.pop() {
         let tree = store.read_tree(&id)?;
@@ -322,18 +314,26 @@ fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> 
                 _ if prefix.is_empty() => {}
                 _ if entry.size > SCAN_LIMIT => {}
                 _ => {
-                    let bytes = store.objects().read_verified(&entry.id)?;
-                    if bytes[..bytes.len().min(8192)].contains(&0) {
-                        continue;
-                    }
-                    let text = String::from_utf8_lossy(&bytes);
-                    for (index, line) in text.lines().enumerate() {
-                        if let Some(reason) = crate::credentials::detect(line) {
-                            findings.push(CredentialFinding {
-                                location: format!("{path}:{}", index + 1),
-                                reason,
-                            });
+                    // A file carried at several paths is read and scanned once.
+                    if let std::collections::hash_map::Entry::Vacant(slot) = scanned.entry(entry.id)
+                    {
+                        let bytes = store.objects().read_verified(&entry.id)?;
+                        let mut lines = Vec::new();
+                        if !bytes[..bytes.len().min(8192)].contains(&0) {
+                            let text = String::from_utf8_lossy(&bytes);
+                            for (index, line) in text.lines().enumerate() {
+                                if let Some(reason) = crate::credentials::detect(line) {
+                                    lines.push((index + 1, reason));
+                                }
+                            }
                         }
+                        slot.insert(lines);
+                    }
+                    for (line, reason) in &scanned[&entry.id] {
+                        findings.push(CredentialFinding {
+                            location: format!("{path}:{line}"),
+                            reason: *reason,
+                        });
                     }
                 }
             }
@@ -543,7 +543,7 @@ impl ExportJob {
     ) -> Result<(AgentSnapshot, Published, Option<Replaced>)> {
         let alias = self.plan.alias.clone();
         let context = publish_context(&alias, &self.out);
-        let captured = capture_plan(
+        let captured = capture_loaded(
             store,
             &self.install,
             &self.plan,
