@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::{unpack, write_pack, PackOptions, PackReader, Store};
+use zeroclaw_bundle_store::{unpack, write_pack, PackOptions, PackReader, Store, StoreError};
 
 use crate::cli::{PackArgs, UnpackArgs};
-use crate::cmd::{human_bytes, Ctx, Outcome};
+use crate::cmd::{human_bytes, Ctx, Outcome, StdoutClosed};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -35,7 +35,14 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     let stats = if to_stdout {
         let stdout = io::stdout();
         let mut out = io::BufWriter::new(stdout.lock());
-        write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n))?
+        // A reader that went away (`| head -c`) ends the command quietly, like every other
+        // output (see `cmd::StdoutClosed`); the reader's side reports a truncated pack.
+        write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).map_err(|e| match e {
+            StoreError::Io { ref error, .. } if error.kind() == io::ErrorKind::BrokenPipe => {
+                anyhow::Error::new(StdoutClosed)
+            }
+            e => anyhow::Error::new(e).context("could not write the pack to stdout"),
+        })?
     } else {
         if args.out.exists() && !args.force {
             bail!("{} exists; pass --force to replace it", args.out.display());
@@ -44,19 +51,16 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         let mut out = io::BufWriter::new(file);
         let written =
             write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).and_then(|s| {
-                let file = out
-                    .into_inner()
-                    .map_err(|e| zeroclaw_bundle_store::StoreError::Io {
-                        op: "write pack",
-                        path: tmp.clone(),
-                        error: e.into_error(),
-                    })?;
-                file.sync_all()
-                    .map_err(|e| zeroclaw_bundle_store::StoreError::Io {
-                        op: "sync pack",
-                        path: tmp.clone(),
-                        error: e,
-                    })?;
+                let file = out.into_inner().map_err(|e| StoreError::Io {
+                    op: "write pack",
+                    path: tmp.clone(),
+                    error: e.into_error(),
+                })?;
+                file.sync_all().map_err(|e| StoreError::Io {
+                    op: "sync pack",
+                    path: tmp.clone(),
+                    error: e,
+                })?;
                 Ok(s)
             });
         let stats = match written {

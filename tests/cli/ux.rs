@@ -128,6 +128,9 @@ fn every_printing_command_ends_quietly_on_a_closed_stdout() {
         os(&["--help"]),
         os(&["export", "--help"]),
         os(&["--version"]),
+        os(&["pack", "base", "--out", "-"]),
+        os(&["diff", "base", "agent/researcher"]),
+        os(&["--json", "diff", "base", "agent/researcher"]),
     ];
     let mut snap = os(&["snapshot", "--dir"]);
     snap.push(src.clone().into());
