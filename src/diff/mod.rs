@@ -217,7 +217,7 @@ pub const MAX_DEPTH: usize = zeroclaw_bundle_store::limits::MAX_DEPTH as usize;
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
     /// A side could not hand out a tree.
-    #[error("could not read side {side}: {source}")]
+    #[error("could not read side {side}")]
     Read {
         /// `A` or `B`.
         side: char,
@@ -233,7 +233,7 @@ pub enum DiffError {
         path: String,
     },
     /// The consumer of the changes failed (a closed pipe, say).
-    #[error("{0}")]
+    #[error("could not write the changes")]
     Output(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
