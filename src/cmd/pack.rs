@@ -136,6 +136,16 @@ fn staging_file(dest: &Path) -> Result<(PathBuf, fs::File)> {
 
 /// Runs `unpack`.
 pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
+    // A pack file that is not there, or not a pack, creates no store (a typo must not leave
+    // one behind); a pack from stdin is spooled into the store first.
+    if args.pack.as_os_str() != "-" {
+        PackReader::open(&args.pack).with_context(|| {
+            format!(
+                "could not unpack {}; nothing was imported",
+                args.pack.display()
+            )
+        })?;
+    }
     let store = ctx.create_store()?;
     let (path, spooled) = if args.pack.as_os_str() == "-" {
         (spool_stdin(&store)?, true)

@@ -196,6 +196,15 @@ fn read_only_commands_never_create_a_store() {
         assert!(!typo.exists(), "{rest:?} created {}", typo.display());
         assert!(!env.path("co").exists(), "{rest:?}");
     }
+    // An unpack of a pack that is not there, or not a pack, creates no store either.
+    fs::write(env.path("not-a.pack"), b"garbage").unwrap();
+    for (pack, says) in [
+        ("no-such.pack", "No such file"),
+        ("not-a.pack", "too short to be a pack"),
+    ] {
+        env.run(&store_args(&["unpack", pack])).fails(1, says);
+        assert!(!typo.exists(), "unpack {pack} created {}", typo.display());
+    }
     // A failed export (bad install path) creates neither the default store nor the bundle.
     let data = env.path("xdg");
     fs::create_dir(&data).unwrap();
