@@ -271,7 +271,8 @@ fn show(path: &str, node: &Node, secrets: &[&str]) -> String {
 
 fn render(node: &Node) -> String {
     match node {
-        Node::Str(s) => format!("{s:?}"),
+        // Raw: the printer escapes what reaches a terminal, JSON escapes for itself.
+        Node::Str(s) => format!("\"{s}\""),
         Node::Int(i) => i.to_string(),
         Node::Float(f) => f.to_string(),
         Node::Bool(b) => b.to_string(),

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
-use zeroclaw_bundle_store::{resolve_path, EntryKind, ObjectId, PackReader, Store, TreeEntry};
+use zeroclaw_bundle_store::{
+    escape_text, resolve_path, EntryKind, ObjectId, PackReader, Store, TreeEntry,
+};
 
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
@@ -341,12 +343,16 @@ impl<W: Write> Printer<'_, W> {
                     } else {
                         format!(" [{}]", c.note)
                     };
+                    // Paths and values come from the bundles' config: escaped, so a crafted
+                    // value cannot move the cursor or fake a line.
                     writeln!(
                         self.out,
-                        "{mark} {} {} {}: {what}{note}",
+                        "{mark} {} {} {}: {}{}",
                         c.area,
                         c.item.replace('_', " "),
-                        c.path
+                        escape_text(&c.path),
+                        escape_text(&what),
+                        escape_text(&note)
                     )?;
                 }
                 writeln!(self.out)

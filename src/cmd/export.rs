@@ -5,7 +5,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::ExportArgs;
-use zeroclaw_bundle_store::Tally;
+use zeroclaw_bundle_store::{escape_text, Tally};
 
 use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome, PublishProgress};
 use crate::export::{
@@ -116,11 +116,16 @@ pub fn report(
         Some(p) => {
             out += &format!(
                 "Exported agent `{}` to {}\n",
-                m.root_agent,
+                escape_text(&m.root_agent),
                 p.dest.display()
             )
         }
-        None => out += &format!("Captured agent `{}` into the store\n", m.root_agent),
+        None => {
+            out += &format!(
+                "Captured agent `{}` into the store\n",
+                escape_text(&m.root_agent)
+            )
+        }
     }
     out += &format!(
         "  {}, {} (the whole bundle: workspace, skills, config.toml and the manifest)\n",
@@ -156,17 +161,23 @@ pub fn report(
     if !m.risk_flags.is_empty() {
         out += "\nCapabilities an importing operator is asked to grant:\n";
         for f in &m.risk_flags {
-            out += &format!("  - {} at {}: {}\n", f.kind.as_str(), f.path, f.detail);
+            out += &format!(
+                "  - {} at {}: {}\n",
+                f.kind.as_str(),
+                escape_text(&f.path),
+                escape_text(&f.detail)
+            );
         }
     }
     if !m.required_secrets.is_empty() {
         out += "\nCredentials scrubbed (fill them on the target):\n";
         for p in &m.required_secrets {
-            out += &format!("  zeroclaw config set {p}\n");
+            out += &format!("  zeroclaw config set {}\n", escape_text(p));
         }
         for (path, rule) in &c.scrubbed_by_name {
             out += &format!(
-                "  note: {path} is not a secret field in ZeroClaw's schema; it was scrubbed because of its name ({rule})\n"
+                "  note: {} is not a secret field in ZeroClaw's schema; it was scrubbed because of its name ({rule})\n",
+                escape_text(path)
             );
         }
     }
@@ -185,7 +196,12 @@ pub fn report(
     if !m.dropped.is_empty() {
         out += "\nCould not travel:\n";
         for d in &m.dropped {
-            out += &format!("  - {} ({}): {}\n", d.path, d.reason.as_str(), d.detail);
+            out += &format!(
+                "  - {} ({}): {}\n",
+                escape_text(&d.path),
+                d.reason.as_str(),
+                escape_text(&d.detail)
+            );
         }
     }
     out += "\nNote: scrubbing blanks the fields the schema marks secret and values under \

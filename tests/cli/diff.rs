@@ -247,4 +247,38 @@ fn semantic_diff_marks_new_grants_and_never_prints_secrets() {
     // Going back removes the grant: different, but no new grant.
     let r = env.run(&["diff", "--quiet", "--exit-on-new-grants", &after, &before]);
     assert_eq!(r.code(), 1, "{}", r.describe());
+
+    // A crafted config value (escape sequences that would clear the reviewer's screen and
+    // fake a line) reaches neither the export report nor the diff raw: it is escaped.
+    let config = fs::read_to_string(install.root.join("config.toml")).unwrap();
+    let crafted = config.replace(
+        "command = \"bash\"",
+        "command = \"bash\\u001b[2J\\u001b[31mFAKE\"",
+    );
+    assert_ne!(crafted, config);
+    fs::write(install.root.join("config.toml"), crafted).unwrap();
+    let out = env.path("crafted").to_string_lossy().into_owned();
+    let report = env
+        .run(&[
+            "export",
+            "researcher",
+            "--install",
+            &install.root.to_string_lossy(),
+            "--out",
+            &out,
+        ])
+        .ok()
+        .stdout();
+    assert!(!report.contains('\x1b'), "{report}");
+    assert!(report.contains("bash\\x1b[2J\\x1b[31mFAKE"), "{report}");
+    let r = env.run(&["diff", &after, &out]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    let text = r.stdout();
+    assert!(!text.contains('\x1b'), "{text}");
+    assert!(
+        text.contains(
+            "config key mcp.servers.shell.command: \"bash\" -> \"bash\\x1b[2J\\x1b[31mFAKE\""
+        ),
+        "{text}"
+    );
 }
