@@ -37,7 +37,10 @@ fn main() -> ExitCode {
         Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
             let interrupted = interrupt::requested();
-            let _ = writeln!(std::io::stderr(), "error: {err:#}");
+            // Messages quote config values and arguments: no raw control characters reach
+            // the terminal (a crafted value could clear the screen or fake a line).
+            let message = cmd::escape_message(&format!("{err:#}"));
+            let _ = writeln!(std::io::stderr(), "error: {message}");
             if interrupted {
                 ExitCode::from(130)
             } else {

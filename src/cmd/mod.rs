@@ -80,6 +80,9 @@ impl PublishProgress {
     }
 }
 
+/// Escapes notes and error messages for the terminal (used by [`crate::note!`] and `main`).
+pub use zeroclaw_bundle_store::escape_message;
+
 /// Stdout was closed by its reader (EPIPE); the command stops printing and `main` exits 0
 /// quietly.
 #[derive(Debug, thiserror::Error)]
@@ -117,7 +120,9 @@ macro_rules! outln {
 macro_rules! note {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        // Notes quote config values and arguments: escaped like error messages.
+        let text = $crate::cmd::escape_message(&format!($($arg)*));
+        let _ = writeln!(std::io::stderr(), "{text}");
     }};
 }
 

@@ -52,6 +52,26 @@ pub fn escape_text(text: &str) -> String {
     escape_name(text.as_bytes())
 }
 
+/// Escapes a message (an error with its causes) for a terminal: control and invisible
+/// characters as [`escape_name`] spells them, except line breaks and tabs, which a message
+/// uses for layout. Backslashes stay single: a message is read by a person, never parsed
+/// back, and the names inside it were escaped already where it was built.
+pub fn escape_message(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\n' || c == '\t' {
+            out.push(c);
+        } else if c.is_ascii_control() {
+            out.push_str(&format!("\\x{:02x}", u32::from(c)));
+        } else if is_hidden(c) {
+            out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 fn hex(b: u8) -> Option<u32> {
     char::from(b).to_digit(16)
 }
@@ -130,6 +150,15 @@ pub fn c1_alternative(name: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn messages_keep_layout_and_lose_terminal_controls() {
+        assert_eq!(
+            escape_message("a\tb\nc: \u{1b}[2J \u{9b}x \u{202e}y C:\\dir"),
+            "a\tb\nc: \\x1b[2J \\u{009b}x \\u{202e}y C:\\dir"
+        );
+        assert_eq!(escape_message("\r\u{7f}"), "\\x0d\\x7f");
+    }
 
     #[test]
     fn spellings() {

@@ -79,7 +79,7 @@ pub use catalog::{
     Catalog, DestCache, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate, StatEntry,
 };
 pub use error::{DecodeError, StoreError};
-pub use escape::{c1_alternative, escape_name, escape_text, unescape_name};
+pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
 pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};

@@ -511,6 +511,33 @@ fn interrupts_during_capture_and_publish_stop_cleanly() {
 }
 
 #[test]
+fn errors_and_notes_never_print_raw_control_characters() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    // An argument: the alias is quoted back in the error.
+    let mut a = os(&["export", "res\u{1b}[2Jearcher", "--install"]);
+    a.push(install.root.clone().into());
+    a.extend(os(&["--out", "b"]));
+    let r = env.run(&a).fails(1, "res\\x1b[2Jearcher");
+    assert!(!r.stderr().contains('\u{1b}'), "{}", r.describe());
+    // A config value: quoted back when the closure does not validate.
+    let config = install.root.join("config.toml");
+    let text = fs::read_to_string(&config).unwrap();
+    let crafted = text.replace(
+        "model_provider = \"anthropic.main\"",
+        "model_provider = \"anthropic.\\u001b[2J\\u009bmain\"",
+    );
+    assert_ne!(crafted, text);
+    fs::write(&config, crafted).unwrap();
+    let r = env
+        .run(&export_args(&install, &env.path("b"), &[]))
+        .fails(1, "model_provider");
+    let err = r.stderr();
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{9b}'), "{err}");
+    assert!(err.contains("\\x1b[2J\\u{009b}main"), "{err}");
+}
+
+#[test]
 fn messages_say_what_to_do_and_numbers_agree() {
     let env = TestEnv::new();
     let install = Install::new(&env);
