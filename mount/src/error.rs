@@ -41,7 +41,7 @@ pub enum MountError {
         why: String,
     },
     /// The snapshot's root tree cannot be read, so there is nothing to serve.
-    #[error("could not read the root tree {root} of the snapshot to mount: {source}")]
+    #[error("could not read the root tree {root} of the snapshot to mount")]
     Root {
         /// The root tree id.
         root: ObjectId,
@@ -50,10 +50,10 @@ pub enum MountError {
     },
     /// The snapshot expands past the store's limits (`zeroclaw_bundle_store::limits`), so
     /// serving it could grow the daemon without bound.
-    #[error("refusing to mount: {0}")]
+    #[error("refusing to mount")]
     TooLarge(#[source] StoreError),
     /// The kernel refused the mount, or the session could not start.
-    #[error("could not mount on {path}: {source}")]
+    #[error("could not mount on {path}")]
     Mount {
         /// The mountpoint.
         path: PathBuf,
@@ -93,7 +93,7 @@ pub enum MountError {
         why: String,
     },
     /// An I/O failure while inspecting a path.
-    #[error("could not {op} {path}: {source}")]
+    #[error("could not {op} {path}")]
     Io {
         /// The verb.
         op: &'static str,

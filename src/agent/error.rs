@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     /// `config.toml` could not be read.
-    #[error("could not read {path}: {source}")]
+    #[error("could not read {path}")]
     ReadConfig {
         /// The file that was read.
         path: PathBuf,

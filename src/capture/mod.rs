@@ -68,7 +68,9 @@ pub enum CaptureError {
         path: String,
     },
     /// An entry that cannot be read.
-    #[error("could not read {path}: {source} (an unreadable entry fails the capture: unreadable is not absent)")]
+    #[error(
+        "could not read {path} (an unreadable entry fails the capture: unreadable is not absent)"
+    )]
     Unreadable {
         /// Bundle path of the entry.
         path: String,

@@ -50,7 +50,7 @@ pub enum RootError {
         path: PathBuf,
     },
     /// Any other I/O failure, with the path.
-    #[error("could not open {path}: {source}")]
+    #[error("could not open {path}")]
     Io {
         /// The path.
         path: PathBuf,

@@ -154,13 +154,13 @@ pub enum PublishError {
         detail: String,
     },
     /// The tree expands past the store's limits; nothing was written.
-    #[error("{source}")]
+    #[error(transparent)]
     TooLarge {
         /// The limit check's error (names the tree and the limit).
         source: StoreError,
     },
     /// Reading a tree or blob from the object source failed.
-    #[error("could not read {path} from the store: {source}")]
+    #[error("could not read {path} from the store")]
     Store {
         /// The entry's path inside the bundle (empty for the root).
         path: String,
@@ -168,7 +168,7 @@ pub enum PublishError {
         source: StoreError,
     },
     /// A system call failed.
-    #[error("could not {op} {path}: {source}")]
+    #[error("could not {op} {path}")]
     Io {
         /// The verb.
         op: &'static str,
@@ -179,7 +179,7 @@ pub enum PublishError {
     },
     /// The swap failed and the previous tree could not be moved back.
     #[error(
-        "failed to publish to {path} ({source}), and the previous bundle could not be moved back; \
+        "failed to publish to {path} ({error}), and the previous bundle could not be moved back; \
          it is at {retired} (`zeroclaw-bundle recover` puts it back)"
     )]
     RestoreFailed {
@@ -187,19 +187,19 @@ pub enum PublishError {
         path: PathBuf,
         /// Where the previous tree is.
         retired: PathBuf,
-        /// The first failure.
-        source: io::Error,
+        /// The first failure (in the message, so not a `source`).
+        error: io::Error,
     },
     /// The new tree is in place, but the fsync that makes its name durable failed.
     #[error(
         "published to {path}, but could not make the rename durable (fsync of its parent \
-         directory failed: {source}); after a crash the previous state may come back"
+         directory failed: {error}); after a crash the previous state may come back"
     )]
     NotDurable {
         /// `--out` as given.
         path: PathBuf,
-        /// The fsync error.
-        source: io::Error,
+        /// The fsync error (in the message, so not a `source`).
+        error: io::Error,
     },
     /// `recover` found several interrupted publishes and cannot tell which one was this
     /// destination's.

@@ -148,9 +148,9 @@ impl Swapper<'_> {
     }
 
     fn sync_parent(&self) -> Result<(), PublishError> {
-        sys::fsync(self.parent).map_err(|source| PublishError::NotDurable {
+        sys::fsync(self.parent).map_err(|error| PublishError::NotDurable {
             path: self.given(),
-            source,
+            error,
         })
     }
 
@@ -290,12 +290,12 @@ impl Swapper<'_> {
             Ok(false) => Err(PublishError::RestoreFailed {
                 path: self.given(),
                 retired: other_path.to_path_buf(),
-                source: io::Error::other("the filesystem stopped supporting RENAME_EXCHANGE"),
+                error: io::Error::other("the filesystem stopped supporting RENAME_EXCHANGE"),
             }),
-            Err(source) => Err(PublishError::RestoreFailed {
+            Err(error) => Err(PublishError::RestoreFailed {
                 path: self.given(),
                 retired: other_path.to_path_buf(),
-                source,
+                error,
             }),
         }
     }
@@ -351,10 +351,10 @@ impl Swapper<'_> {
                     // Entries arrived: our tree goes back to the staging name (a crash here leaves
                     // the pair `recover` restores), the previous directory back to the name.
                     sys::rename_noreplace(self.parent, self.name, self.parent, &staging.name)
-                        .map_err(|source| PublishError::RestoreFailed {
+                        .map_err(|error| PublishError::RestoreFailed {
                             path: self.given(),
                             retired: retired_path.clone(),
-                            source,
+                            error,
                         })?;
                     staging.armed = true;
                     self.move_back(&staging.retired, &retired_path, None)?;
@@ -385,14 +385,14 @@ impl Swapper<'_> {
         first: Option<&io::Error>,
     ) -> Result<(), PublishError> {
         sys::rename_noreplace(self.parent, retired, self.parent, self.name).map_err(|e| {
-            let source = match first {
+            let error = match first {
                 Some(f) => io::Error::new(f.kind(), format!("{f}; moving it back: {e}")),
                 None => e,
             };
             PublishError::RestoreFailed {
                 path: self.given(),
                 retired: retired_path.to_path_buf(),
-                source,
+                error,
             }
         })
     }

@@ -112,7 +112,7 @@ pub enum RemoteError {
         reference: String,
     },
     /// A local file operation.
-    #[error("could not {op} {path}: {source}")]
+    #[error("could not {op} {path}")]
     Io {
         /// The verb.
         op: &'static str,

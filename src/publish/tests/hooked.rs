@@ -40,7 +40,7 @@ fn child_entry() {
     };
     match publish(&store.reader(), &root, &req) {
         Ok(p) => println!("CHILD-RESULT ok exchange={}", p.used_exchange),
-        Err(e) => println!("CHILD-RESULT err {e}"),
+        Err(e) => println!("CHILD-RESULT err {:#}", anyhow::Error::new(e)),
     }
 }
 
