@@ -511,7 +511,7 @@ fn interrupts_during_capture_and_publish_stop_cleanly() {
 }
 
 #[test]
-fn errors_and_notes_never_print_raw_control_characters() {
+fn error_messages_escape_control_characters_and_say_a_cause_once() {
     let env = TestEnv::new();
     let install = Install::new(&env);
     // An argument: the alias is quoted back in the error.
@@ -535,6 +535,19 @@ fn errors_and_notes_never_print_raw_control_characters() {
     let err = r.stderr();
     assert!(!err.contains('\u{1b}') && !err.contains('\u{9b}'), "{err}");
     assert!(err.contains("\\x1b[2J\\u{009b}main"), "{err}");
+    // A cause is said once, not in the message and again as its source.
+    let src = env.path("src");
+    write(&src.join("a"), b"a");
+    env.snapshot_with(&src, &["--name", "s"]).ok();
+    let r = env
+        .run(&["checkout", "s", "--out", "/proc/sys/no-such-dir/out"])
+        .fails(1, "No such file or directory");
+    assert_eq!(
+        r.stderr().matches("No such file").count(),
+        1,
+        "{}",
+        r.describe()
+    );
 }
 
 #[test]
