@@ -46,6 +46,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             (Arc::new(store.reader()), id, snap, Some(lease))
         };
     check_mountpoint(&args.mountpoint)?;
+    refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)?;
     let options = MountOptions {
         label: id.short(12),
         allow_other: args.allow_other,
@@ -92,6 +93,32 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     handler.close();
     ended.context("the mount ended with an error")?;
     Ok(Outcome::Success)
+}
+
+/// Refuses a mountpoint inside the store (an empty `tmp/x` or `objects/ab`, however spelled:
+/// every ancestor is compared with the store by identity, so a symlink or a bind mount of the
+/// store is caught too). While mounted, the directory would hide whatever the store writes
+/// there from every other command, and `gc` or a capture would walk into the mount.
+fn refuse_mountpoint_in_store(mountpoint: &std::path::Path, store: &std::path::Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(store_meta) = std::fs::metadata(store) else {
+        return Ok(()); // no store (a pack mounted on its own): nothing to overlap
+    };
+    let canonical = std::fs::canonicalize(mountpoint)
+        .with_context(|| format!("could not resolve {}", mountpoint.display()))?;
+    let inside = canonical.ancestors().any(|a| {
+        std::fs::metadata(a)
+            .is_ok_and(|m| (m.dev(), m.ino()) == (store_meta.dev(), store_meta.ino()))
+    });
+    if inside {
+        bail!(
+            "refusing to mount on {}: it lies inside the store at {} (a mount there would \
+             hide the store's own files); mount on an empty directory outside the store",
+            mountpoint.display(),
+            store.display()
+        );
+    }
+    Ok(())
 }
 
 /// Starts the server in a new session and returns once it reports the mount answering.

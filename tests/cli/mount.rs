@@ -248,6 +248,20 @@ fn bad_mountpoints_get_one_clear_error() {
     try_mount(&env.path("file")).fails(1, "not a directory");
     write(&env.path("full/thing"), b"x");
     try_mount(&env.path("full")).fails(1, "not empty");
+    // Inside the store (however spelled: directly, through a symlink to the store), even on an
+    // empty directory: the mount would hide the store's own files.
+    fs::create_dir_all(env.store.join("tmp/mnt")).unwrap();
+    std::os::unix::fs::symlink(&env.store, env.path("store-link")).unwrap();
+    for at in [env.store.join("tmp/mnt"), env.path("store-link/tmp/mnt")] {
+        try_mount(&at).fails(1, "inside the store");
+        assert!(
+            !fs::read_to_string("/proc/self/mountinfo")
+                .unwrap()
+                .contains("tmp/mnt"),
+            "{}",
+            at.display()
+        );
+    }
     let mnt = env.path("mnt");
     let _m = mount_daemon(&env, &id, &mnt);
     let r = try_mount(&mnt);
