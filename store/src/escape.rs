@@ -32,12 +32,8 @@ pub fn escape_name(name: &[u8]) -> String {
         for c in chunk.valid().chars() {
             if c == '\\' {
                 out.push_str("\\\\");
-            } else if c.is_ascii_control() {
-                out.push_str(&format!("\\x{:02x}", u32::from(c)));
-            } else if is_hidden(c) {
-                out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
             } else {
-                out.push(c);
+                push_visible(&mut out, c);
             }
         }
         for b in chunk.invalid() {
@@ -45,6 +41,17 @@ pub fn escape_name(name: &[u8]) -> String {
         }
     }
     out
+}
+
+/// Pushes `c`, spelled `\xNN` when it is an ASCII control and `\u{NNNN}` when hidden.
+fn push_visible(out: &mut String, c: char) {
+    if c.is_ascii_control() {
+        out.push_str(&format!("\\x{:02x}", u32::from(c)));
+    } else if is_hidden(c) {
+        out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+    } else {
+        out.push(c);
+    }
 }
 
 /// Escapes text (a snapshot name, a source, a host, a label) for display.
@@ -61,12 +68,8 @@ pub fn escape_message(text: &str) -> String {
     for c in text.chars() {
         if c == '\n' || c == '\t' {
             out.push(c);
-        } else if c.is_ascii_control() {
-            out.push_str(&format!("\\x{:02x}", u32::from(c)));
-        } else if is_hidden(c) {
-            out.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
         } else {
-            out.push(c);
+            push_visible(&mut out, c);
         }
     }
     out
