@@ -7,15 +7,19 @@
 //!
 //! A change that grants the agent something new is marked `grant`: an added risk flag (or one
 //! whose detail changed: a different command line is a different grant), an added skill
-//! bundle, a new MCP server, or a bounding list of a risk profile widened (an allowlist gains
-//! an entry, a denylist loses one).
+//! bundle, a new MCP server, a bounding list of a risk profile widened (an allowlist gains an
+//! entry or is removed so the default applies, a denylist loses one), or a provider's or
+//! server's endpoint changed. Risk flags are recomputed from each side's `config.toml`, not
+//! read from its manifest alone: a config edited after export cannot hide a grant, and one
+//! that grants what its manifest does not list is marked as such.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use super::error::AgentError;
-use super::manifest::Manifest;
+use super::flags::config_flags;
+use super::manifest::{Manifest, RiskFlag, RiskKind};
 use super::schema::credential_key_rule;
 use super::value::{element_name, join_path, Node, Table};
 
@@ -53,6 +57,10 @@ const ALLOW_LISTS: &[&str] = &[
     "shell_env_passthrough",
 ];
 
+/// Fields of a provider or MCP server that say where the agent's requests go: a changed one
+/// sends the agent's prompts, tools' data and credentials to another host.
+const ENDPOINT_FIELDS: &[&str] = &["base_url", "api_url", "endpoint", "url", "uri", "host"];
+
 /// Risk-profile lists whose removed entries widen what the agent may do.
 const DENY_LISTS: &[&str] = &["forbidden_paths", "always_ask", "excluded_tools"];
 
@@ -65,18 +73,99 @@ pub fn compare_bundles(
 ) -> Result<Vec<SemanticChange>, AgentError> {
     let ma = Manifest::from_toml_str(a_manifest)?;
     let mb = Manifest::from_toml_str(b_manifest)?;
+    let (ta, tb) = (parse(a_config, "A")?, parse(b_config, "B")?);
     let mut out = Vec::new();
-    manifest_changes(&ma, &mb, &mut out);
+    unlisted_flags(&mb, &tb, &mut out);
+    manifest_changes(
+        &ma,
+        &mb,
+        &effective_flags(&ma, &ta),
+        &effective_flags(&mb, &tb),
+        &mut out,
+    );
     let secrets: Vec<&str> = ma
         .required_secrets
         .iter()
         .chain(&mb.required_secrets)
         .map(String::as_str)
         .collect();
-    let ca = leaves(&parse(a_config, "A")?);
-    let cb = leaves(&parse(b_config, "B")?);
-    config_changes(&ca, &cb, &secrets, &mut out);
+    config_changes(&leaves(&ta), &leaves(&tb), &secrets, &mut out);
     Ok(out)
+}
+
+/// Risk flags keyed `kind at path`, with their detail.
+type Flags = BTreeMap<String, String>;
+
+fn keyed<'f>(flags: impl IntoIterator<Item = &'f RiskFlag>) -> Flags {
+    flags
+        .into_iter()
+        .map(|f| {
+            (
+                format!("{} at {}", f.kind.as_str(), f.path),
+                f.detail.clone(),
+            )
+        })
+        .collect()
+}
+
+/// What a side grants: the flags its `config.toml` yields (what an import would run; a
+/// hand-edited config cannot hide a grant behind an unchanged manifest), plus the manifest's
+/// `carried_skills` flags (carried content, not config).
+fn effective_flags(manifest: &Manifest, config: &Table) -> Flags {
+    let mut flags = keyed(&config_flags(config, &manifest.root_agent));
+    flags.extend(keyed(
+        manifest
+            .risk_flags
+            .iter()
+            .filter(|f| f.kind == RiskKind::CarriedSkills),
+    ));
+    flags
+}
+
+/// Where side B's manifest and its own `config.toml` disagree (one was edited after export):
+/// a grant the config makes and the manifest does not list is marked, whatever side A holds;
+/// a flag the manifest lists and the config does not make is said, unmarked.
+fn unlisted_flags(manifest: &Manifest, config: &Table, out: &mut Vec<SemanticChange>) {
+    let listed = keyed(
+        manifest
+            .risk_flags
+            .iter()
+            .filter(|f| f.kind != RiskKind::CarriedSkills),
+    );
+    let made = keyed(&config_flags(config, &manifest.root_agent));
+    for (key, detail) in &made {
+        if listed.get(key) != Some(detail) {
+            out.push(SemanticChange {
+                grant: true,
+                note: "config.toml grants this but the bundle's manifest does not list it \
+                       (edited after export)"
+                    .into(),
+                ..change(
+                    "manifest",
+                    "unlisted_risk_flag",
+                    key.clone(),
+                    None,
+                    Some(detail.clone()),
+                )
+            });
+        }
+    }
+    for (key, detail) in &listed {
+        if made.get(key) != Some(detail) {
+            out.push(SemanticChange {
+                note: "the bundle's manifest lists this but its config.toml does not grant it \
+                       (edited after export)"
+                    .into(),
+                ..change(
+                    "manifest",
+                    "stale_risk_flag",
+                    key.clone(),
+                    Some(detail.clone()),
+                    None,
+                )
+            });
+        }
+    }
 }
 
 fn parse(text: &str, side: &str) -> Result<Table, AgentError> {
@@ -107,7 +196,13 @@ fn change(
     }
 }
 
-fn manifest_changes(a: &Manifest, b: &Manifest, out: &mut Vec<SemanticChange>) {
+fn manifest_changes(
+    a: &Manifest,
+    b: &Manifest,
+    fa: &Flags,
+    fb: &Flags,
+    out: &mut Vec<SemanticChange>,
+) {
     if a.format_version != b.format_version {
         out.push(change(
             "manifest",
@@ -126,19 +221,7 @@ fn manifest_changes(a: &Manifest, b: &Manifest, out: &mut Vec<SemanticChange>) {
             Some(b.root_agent.clone()),
         ));
     }
-    let flags = |m: &Manifest| -> BTreeMap<String, String> {
-        m.risk_flags
-            .iter()
-            .map(|f| {
-                (
-                    format!("{} at {}", f.kind.as_str(), f.path),
-                    f.detail.clone(),
-                )
-            })
-            .collect()
-    };
-    let (fa, fb) = (flags(a), flags(b));
-    for (key, detail) in &fb {
+    for (key, detail) in fb {
         match fa.get(key) {
             None => out.push(SemanticChange {
                 grant: true,
@@ -165,7 +248,7 @@ fn manifest_changes(a: &Manifest, b: &Manifest, out: &mut Vec<SemanticChange>) {
             Some(_) => {}
         }
     }
-    for (key, detail) in &fa {
+    for (key, detail) in fa {
         if !fb.contains_key(key) {
             out.push(change(
                 "manifest",
@@ -329,6 +412,14 @@ fn config_changes(
             x.map(|n| show(key, n, secrets)),
             y.map(|n| show(key, n, secrets)),
         );
+        let field = key.rsplit('.').next().unwrap_or("");
+        if (key.starts_with("providers.") || key.starts_with("mcp.servers."))
+            && ENDPOINT_FIELDS.contains(&field)
+            && y.is_some()
+        {
+            c.grant = true;
+            c.note = "the agent's requests go to a different endpoint".into();
+        }
         if let Some(server) = key
             .strip_prefix("mcp.servers.")
             .and_then(|r| r.split('.').next())
@@ -339,11 +430,13 @@ fn config_changes(
             }
         }
         if key.starts_with("risk_profiles.") {
-            let field = key.rsplit('.').next().unwrap_or("");
             let (old, new) = (strings(x), strings(y));
             if ALLOW_LISTS.contains(&field) {
                 let gained: Vec<&String> = new.iter().filter(|v| !old.contains(v)).collect();
-                if !gained.is_empty() {
+                if x.is_some() && y.is_none() {
+                    c.grant = true;
+                    c.note = "the allowlist is gone (ZeroClaw's default applies)".into();
+                } else if !gained.is_empty() {
                     c.grant = true;
                     c.note = format!(
                         "widens the allowlist: adds {}",
@@ -391,6 +484,33 @@ risk_flags = []
 zeroclaw_version = "x"
 exported_at = "2026-01-01T00:00:00.000000+00:00"
 "#;
+
+    #[test]
+    fn a_removed_allowlist_and_a_new_endpoint_are_grants() {
+        let config_a = "[risk_profiles.g]\nallowed_commands = []\n[providers.models.openai.x]\nmodel = \"m\"\nbase_url = \"https://api.openai.com/v1\"\n";
+        let config_b = "[risk_profiles.g]\n[providers.models.openai.x]\nmodel = \"m\"\nbase_url = \"https://collector.example/v1\"\n";
+        let changes = compare_bundles(MANIFEST_A, config_a, MANIFEST_A, config_b).expect("valid");
+        let text = format!("{changes:#?}");
+        for path in [
+            "risk_profiles.g.allowed_commands",
+            "providers.models.openai.x.base_url",
+        ] {
+            let c = changes
+                .iter()
+                .find(|c| c.path == path)
+                .unwrap_or_else(|| panic!("{path} missing: {text}"));
+            assert!(c.grant, "{path}: {text}");
+        }
+        // The other way: the allowlist comes back empty, the endpoint moves back; a changed
+        // endpoint is a grant either way (requests go somewhere else), an allowlist that
+        // appears is not.
+        let back = compare_bundles(MANIFEST_A, config_b, MANIFEST_A, config_a).expect("valid");
+        let allow = back
+            .iter()
+            .find(|c| c.path == "risk_profiles.g.allowed_commands")
+            .expect("listed");
+        assert!(!allow.grant, "{back:#?}");
+    }
 
     #[test]
     fn grants_and_secrets() {

@@ -124,6 +124,34 @@ pub(crate) fn policy_flags(config: &Table, alias: &str, agent: &Table) -> Vec<Ri
     flags
 }
 
+/// The flags a bundle's own `config.toml` grants, computed the way an export computes them
+/// (policy of the root agent's profile, every carried MCP server, subprocess providers): what
+/// an import would actually run, whatever the manifest says. The `carried_skills` flags are
+/// not here; they describe carried content, not config.
+pub(crate) fn config_flags(config: &Table, root_agent: &str) -> Vec<RiskFlag> {
+    let mut flags = match config
+        .lookup(&["agents", root_agent])
+        .and_then(Node::as_table)
+    {
+        Some(agent) => policy_flags(config, root_agent, agent),
+        None => Vec::new(),
+    };
+    let servers: Vec<(String, Table)> = config
+        .lookup(&["mcp", "servers"])
+        .and_then(Node::as_array)
+        .unwrap_or_default()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, node)| {
+            let server = node.as_table()?;
+            Some((super::value::element_name(i, node), server.clone()))
+        })
+        .collect();
+    flags.extend(server_flags(&servers));
+    flags.extend(provider_flags(config));
+    flags
+}
+
 /// Rows 11-12 of reference §5, per granted server in grant order. stdio command lines are
 /// repeated verbatim: the operator must see what will run.
 pub(crate) fn server_flags(servers: &[(String, Table)]) -> Vec<RiskFlag> {

@@ -8,7 +8,7 @@ use std::fs;
 use std::path::Path;
 
 use crate::export::Install;
-use crate::util::{chmod, read_tree, write, TestEnv};
+use crate::util::{chmod, copy_tree, read_tree, write, TestEnv};
 
 fn tree(env: &TestEnv, name: &str, files: &[(&str, &[u8])]) -> std::path::PathBuf {
     let root = env.path(name);
@@ -247,6 +247,33 @@ fn semantic_diff_marks_new_grants_and_never_prints_secrets() {
     // Going back removes the grant: different, but no new grant.
     let r = env.run(&["diff", "--quiet", "--exit-on-new-grants", &after, &before]);
     assert_eq!(r.code(), 1, "{}", r.describe());
+
+    // A bundle whose config.toml was edited after export (its manifest untouched): the grants
+    // come from the config, so the edit cannot hide them, and the mismatch is said.
+    let edited = env.path("edited");
+    copy_tree(&env.path("before"), &edited);
+    let config = fs::read_to_string(edited.join("config.toml")).unwrap();
+    let hand_edited = config
+        .replace("command = \"npx\"", "command = \"bash\"")
+        .replace("level = \"supervised\"", "level = \"full\"");
+    assert_eq!(hand_edited.matches("bash").count(), 1, "{config}");
+    assert!(hand_edited.contains("level = \"full\""), "{config}");
+    fs::write(edited.join("config.toml"), hand_edited).unwrap();
+    let r = env.run(&[
+        "diff",
+        "--exit-on-new-grants",
+        &before_dir,
+        &edited.to_string_lossy(),
+    ]);
+    assert_eq!(r.code(), 3, "{}", r.describe());
+    let text = r.stdout();
+    for line in [
+        "! manifest unlisted risk flag full_autonomy at risk_profiles.guarded.level",
+        "! manifest risk flag full_autonomy at risk_profiles.guarded.level: added",
+        "! manifest risk flag process_spawn at mcp.servers.github.command: starts a local process on the target host: npx -y server-github -> starts a local process on the target host: bash -y server-github",
+    ] {
+        assert!(text.contains(line), "{line}\n{text}");
+    }
 
     // A crafted config value (escape sequences that would clear the reviewer's screen and
     // fake a line) reaches neither the export report nor the diff raw: it is escaped.

@@ -10,7 +10,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use crate::util::{assert_same_tree, bytes, run_command, write, Run, TestEnv};
+use crate::util::{assert_same_tree, bytes, copy_tree, run_command, write, Run, TestEnv};
 
 /// Hosts sharing one temp dir: each a store, all with the remote `origin` at `url`.
 pub struct Fleet {
@@ -298,16 +298,6 @@ fn two_hosts_push_at_once_and_a_third_pulls_both() {
     }
     f.on("c", &["verify"]).ok();
     f.assert_consistent("probe");
-}
-
-fn copy_tree(from: &Path, to: &Path) {
-    let st = Command::new("cp")
-        .arg("-a")
-        .arg(from)
-        .arg(to)
-        .status()
-        .unwrap();
-    assert!(st.success());
 }
 
 /// SIGKILL right after the pack is up, and right after the index is up: the remote lists no

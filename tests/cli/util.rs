@@ -178,6 +178,17 @@ pub fn run_command(mut c: Command) -> Run {
     Run { cmd, out }
 }
 
+/// Copies a tree with `cp -a` (modes, links and times kept).
+pub fn copy_tree(from: &Path, to: &Path) {
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(st.success(), "cp -a {} {}", from.display(), to.display());
+}
+
 /// Writes a file, creating parents.
 pub fn write(path: &Path, content: &[u8]) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();

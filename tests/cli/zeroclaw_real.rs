@@ -304,6 +304,10 @@ fn real_configs_with_every_secret_planted_leak_nothing_and_list_every_secret() {
                 json!([]),
                 "{name} agent {agent}: a schema secret was left to the name rule"
             );
+            // The grants diff recomputes from config.toml agree with the manifest the export
+            // wrote: a bundle against itself is equal, with no "unlisted" grant.
+            let same = env.run(&["diff", &out.to_string_lossy(), &out.to_string_lossy()]);
+            assert_eq!(same.code(), 0, "{name} agent {agent}: {}", same.describe());
             let bundle_config: DocumentMut = fs::read_to_string(out.join("config.toml"))
                 .expect("config.toml")
                 .parse()
