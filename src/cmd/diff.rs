@@ -18,7 +18,7 @@ use zeroclaw_bundle_store::{
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
 use crate::cli::DiffArgs;
-use crate::cmd::{split_target, stdout_error, Ctx, Outcome};
+use crate::cmd::{split_target, stdout_error, Ctx, Outcome, StdoutClosed};
 use crate::diff::content::{unified, Shown, CONTENT_CAP};
 use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
 
@@ -106,28 +106,45 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         b: &b,
         stat_rows: Vec::new(),
     };
-    printer.semantic(&semantic).map_err(stdout_error)?;
+    let outcome = |differs: bool| {
+        if args.exit_on_new_grants && grants {
+            Outcome::NewGrants
+        } else if differs {
+            Outcome::Different
+        } else {
+            Outcome::Success
+        }
+    };
+    // The consumer of the output went away (`| head`): stop quietly, as every command does,
+    // but keep the answer: output stops only once there was a change to print, so the exit
+    // code still says "different" (or "new grants"), never "equal".
+    let closed = |e: std::io::Error, differs: bool| -> Result<Outcome> {
+        let e = stdout_error(e);
+        if e.is::<StdoutClosed>() {
+            Ok(outcome(differs))
+        } else {
+            Err(e)
+        }
+    };
+    if let Err(e) = printer.semantic(&semantic) {
+        return closed(e, true);
+    }
     let (sa, sb) = (a.tree_side(), b.tree_side());
     let summary = match diff(sa.as_ref(), &a.root, sb.as_ref(), &b.root, &mut |c| {
         printer.change(c).map_err(|e| DiffError::Output(e.into()))
     }) {
         Ok(summary) => summary,
-        // The consumer of the output went away (`| head`): end quietly, as every command does.
         Err(DiffError::Output(e)) => match e.downcast::<std::io::Error>() {
-            Ok(io) => return Err(stdout_error(*io)),
+            Ok(io) => return closed(*io, true),
             Err(e) => return Err(anyhow::anyhow!(e)),
         },
         Err(e) => return Err(e).context("could not compare the two sides"),
     };
-    printer.summary(&summary, grants).map_err(stdout_error)?;
-    out.flush().map_err(stdout_error)?;
-    Ok(if args.exit_on_new_grants && grants {
-        Outcome::NewGrants
-    } else if summary.differs() || !semantic.is_empty() {
-        Outcome::Different
-    } else {
-        Outcome::Success
-    })
+    let differs = summary.differs() || !semantic.is_empty();
+    if let Err(e) = printer.summary(&summary, grants).and_then(|()| out.flush()) {
+        return closed(e, differs);
+    }
+    Ok(outcome(differs))
 }
 
 /// A side argument: an existing directory, an existing file (a pack, or a digest pack), else

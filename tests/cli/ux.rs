@@ -129,8 +129,6 @@ fn every_printing_command_ends_quietly_on_a_closed_stdout() {
         os(&["export", "--help"]),
         os(&["--version"]),
         os(&["pack", "base", "--out", "-"]),
-        os(&["diff", "base", "agent/researcher"]),
-        os(&["--json", "diff", "base", "agent/researcher"]),
     ];
     let mut snap = os(&["snapshot", "--dir"]);
     snap.push(src.clone().into());
@@ -159,6 +157,19 @@ fn every_printing_command_ends_quietly_on_a_closed_stdout() {
             let r = run_closed(&env, args, read_one);
             runs += 1;
             assert_eq!(r.code, Some(0), "{}\nstderr: {}", r.cmd, r.stderr);
+            assert!(quiet(&r.stderr), "{}\nstderr: {}", r.cmd, r.stderr);
+        }
+    }
+    // `diff` keeps its answer: the sides differ (exit 1), however early the reader left.
+    for args in [
+        os(&["diff", "base", "agent/researcher"]),
+        os(&["diff", "--stat", "base", "agent/researcher"]),
+        os(&["--json", "diff", "base", "agent/researcher"]),
+    ] {
+        for read_one in [false, true] {
+            let r = run_closed(&env, &args, read_one);
+            runs += 1;
+            assert_eq!(r.code, Some(1), "{}\nstderr: {}", r.cmd, r.stderr);
             assert!(quiet(&r.stderr), "{}\nstderr: {}", r.cmd, r.stderr);
         }
     }
