@@ -469,8 +469,69 @@ fn config_changes(
     }
 }
 
+/// What a masked value reads as in `diff -p`.
+const NOT_SHOWN: &str = "\"(not shown: a secret field)\"";
+
+/// A TOML text with the values of secret-looking keys replaced, line by line, for `diff -p`:
+/// a key the credential-name rule or the schema's secret table names (`api_key = "sk-..."`,
+/// `env = { ... }`), and every key of a table named like one (`[mcp.servers.env]`). An empty
+/// value (already scrubbed) stays as it is. Line-based, so a multi-line string's later lines
+/// are not caught; the agent section above the patch is the exact view.
+pub fn mask_secret_lines(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut secret_table = false;
+    for line in text.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with('[') {
+            let header = trimmed.trim_end().trim_matches(|c| c == '[' || c == ']');
+            let last = header
+                .rsplit('.')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches('"');
+            secret_table = credential_key_rule(last).is_some();
+            out.push_str(line);
+            continue;
+        }
+        let masked = trimmed.split_once('=').and_then(|(key, value)| {
+            let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
+            let name = key.rsplit('.').next().unwrap_or(key);
+            let value = value.trim();
+            let secret = secret_table || credential_key_rule(name).is_some();
+            (secret && !trimmed.starts_with('#') && value != "\"\"" && value != "''").then(|| {
+                let indent = &line[..line.len() - trimmed.len()];
+                let end = if line.ends_with('\n') { "\n" } else { "" };
+                format!("{indent}{key} = {NOT_SHOWN}{end}")
+            })
+        });
+        match masked {
+            Some(m) => out.push_str(&m),
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn secret_lines_are_masked_and_others_kept() {
+        let text = "[providers.models.openai.x]\napi_key = \"sk-LEAK\"\nmodel = \"gpt\"\nscrubbed_token = \"\"\n\n[mcp.servers.env]\nFOO = \"bar-LEAK\"\n[[mcp.servers]]\nname = \"fs\"\nenv = { A = \"x-LEAK\" }\n  \"auth_token\" = 'q-LEAK'\n# api_key = \"comment\"";
+        let masked = super::mask_secret_lines(text);
+        assert!(!masked.contains("LEAK"), "{masked}");
+        for kept in [
+            "model = \"gpt\"\n",
+            "scrubbed_token = \"\"\n",
+            "name = \"fs\"\n",
+            "[mcp.servers.env]\n",
+            "# api_key = \"comment\"",
+        ] {
+            assert!(masked.contains(kept), "{kept}: {masked}");
+        }
+        assert_eq!(masked.lines().count(), text.lines().count());
+    }
+
     use super::*;
 
     const MANIFEST_A: &str = r#"format_version = 1

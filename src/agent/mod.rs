@@ -32,7 +32,7 @@ mod schema;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
-pub use compare::{compare_bundles, SemanticChange};
+pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use install::Install;

@@ -15,10 +15,12 @@ use zeroclaw_bundle_store::{
     escape_text, resolve_path, EntryKind, ObjectId, PackReader, Store, TreeEntry,
 };
 
-use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
+use crate::agent::{
+    compare_bundles, mask_secret_lines, SemanticChange, CONFIG_FILE, MANIFEST_FILE,
+};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
 use crate::cli::DiffArgs;
-use crate::cmd::{split_target, stdout_error, Ctx, Outcome, StdoutClosed};
+use crate::cmd::{escape_message, split_target, stdout_error, Ctx, Outcome, StdoutClosed};
 use crate::diff::content::{unified, Shown, CONTENT_CAP};
 use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
 
@@ -435,13 +437,27 @@ impl<W: Write> Printer<'_, W> {
         let old = read(self.a, c.old.as_ref());
         let new = read(self.b, c.new.as_ref());
         let too_large = matches!(old, Some(None)) || matches!(new, Some(None));
+        // A TOML file (a bundle's or an install's config) shows no secret value: the agent
+        // section says "(set, not shown)", and the patch must not print it a line later.
+        let mask = |bytes: Option<Vec<u8>>| match bytes {
+            Some(b) if c.path.ends_with(".toml") => match String::from_utf8(b) {
+                Ok(text) => Some(mask_secret_lines(&text).into_bytes()),
+                Err(e) => Some(e.into_bytes()),
+            },
+            other => other,
+        };
         let shown = if too_large {
             Shown::TooLarge
         } else {
-            unified(&c.path, old.flatten().as_deref(), new.flatten().as_deref())
+            unified(
+                &c.path,
+                mask(old.flatten()).as_deref(),
+                mask(new.flatten()).as_deref(),
+            )
         };
         match shown {
-            Shown::Text(t) => write!(self.out, "{t}"),
+            // Escape sequences inside a file reach the terminal escaped (`\x1b`).
+            Shown::Text(t) => write!(self.out, "{}", escape_message(&t)),
             Shown::Binary => writeln!(self.out, "Binary files differ: {}", c.path),
             Shown::TooLarge => writeln!(
                 self.out,

@@ -275,6 +275,34 @@ fn semantic_diff_marks_new_grants_and_never_prints_secrets() {
         assert!(text.contains(line), "{line}\n{text}");
     }
 
+    // `-p` prints no secret value of a TOML file (a value pasted into a received bundle's
+    // config, or a whole install against its bundle) and no raw escape sequence of any file.
+    let leaky = env.path("leaky");
+    copy_tree(&env.path("before"), &leaky);
+    let config = fs::read_to_string(leaky.join("config.toml")).unwrap();
+    let pasted = config.replacen("api_key = \"\"", "api_key = \"sk-PASTED-LEAK\"", 1);
+    assert_ne!(pasted, config);
+    fs::write(leaky.join("config.toml"), pasted).unwrap();
+    write(
+        &leaky.join("workspace/esc.txt"),
+        b"a\x1b[2J\x1b]0;title\x07b\n",
+    );
+    let r = env.run(&["diff", "-p", &before_dir, &leaky.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    let text = r.stdout();
+    assert!(!text.contains("PASTED-LEAK"), "{text}");
+    assert!(
+        text.contains("+api_key = \"(not shown: a secret field)\""),
+        "{text}"
+    );
+    assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text}");
+    assert!(text.contains("+a\\x1b[2J\\x1b]0;title\\x07b"), "{text}");
+    let r = env.run(&["diff", "-p", &before_dir, &install.root.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    for secret in crate::export::SECRETS {
+        assert!(!r.stdout().contains(secret), "{secret} in {}", r.stdout());
+    }
+
     // A crafted config value (escape sequences that would clear the reviewer's screen and
     // fake a line) reaches neither the export report nor the diff raw: it is escaped.
     let config = fs::read_to_string(install.root.join("config.toml")).unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::util::*;
 
-const SECRETS: [&str; 4] = [
+pub const SECRETS: [&str; 4] = [
     "sk-ant-DISTINCT-SECRET-A1",
     "sk-DISTINCT-SECRET-B2",
     "ghp_DISTINCT-SECRET-C3",
