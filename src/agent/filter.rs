@@ -17,8 +17,8 @@ use super::manifest::{DropReason, Dropped};
 pub struct BundleFilter {
     patterns: Vec<String>,
     set: GlobSet,
-    /// (bundle path, index of the first pattern that matched it), in capture order.
-    excluded: Mutex<Vec<(String, usize)>>,
+    /// (bundle path, indexes of every pattern that matched it), in capture order.
+    excluded: Mutex<Vec<(String, Vec<usize>)>>,
 }
 
 impl BundleFilter {
@@ -70,16 +70,15 @@ impl BundleFilter {
                 return false;
             }
         }
-        match self.set.matches(bundle_path).first() {
-            None => true,
-            Some(&index) => {
-                self.excluded
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .push((bundle_path.to_string(), index));
-                false
-            }
+        let matched = self.set.matches(bundle_path);
+        if matched.is_empty() {
+            return true;
         }
+        self.excluded
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push((bundle_path.to_string(), matched));
+        false
     }
 
     /// What the patterns left out, as `dropped` entries (`private_data`: the operator chose to
@@ -89,29 +88,40 @@ impl BundleFilter {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .iter()
-            .map(|(path, index)| {
+            .map(|(path, indexes)| {
                 Dropped::new(
                     path.clone(),
                     DropReason::PrivateData,
                     format!(
                         "left out by the operator (export --exclude '{}')",
-                        self.patterns[*index]
+                        self.patterns[indexes[0]]
                     ),
                 )
             })
             .collect()
     }
 
-    /// Patterns that left nothing out (a typo, or a file that no longer exists).
+    /// Patterns that left nothing out (a typo, or a file that no longer exists). A pattern
+    /// that overlaps another counts as matched: one that matched an entry another also
+    /// matched, or one under a directory another left out (the capture never walked in).
     pub fn unmatched(&self) -> Vec<String> {
         let excluded = self
             .excluded
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let under_excluded_dir = |pattern: &str| {
+            let literal = pattern
+                .split(['*', '?', '[', '{'])
+                .next()
+                .unwrap_or_default();
+            excluded
+                .iter()
+                .any(|(path, _)| literal.starts_with(&format!("{path}/")))
+        };
         self.patterns
             .iter()
             .enumerate()
-            .filter(|(i, _)| !excluded.iter().any(|(_, m)| m == i))
+            .filter(|(i, p)| !excluded.iter().any(|(_, m)| m.contains(i)) && !under_excluded_dir(p))
             .map(|(_, p)| p.clone())
             .collect()
     }
@@ -120,6 +130,25 @@ impl BundleFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn overlapping_patterns_are_not_typos() {
+        let f = BundleFilter::new(&[
+            "workspace/**/*.md".to_string(),
+            "workspace/IDENTITY.md".to_string(),
+            "workspace/notes".to_string(),
+            "workspace/notes/plan.md".to_string(),
+            "workspace/notes/*.txt".to_string(),
+            "workspace/typo.md".to_string(),
+        ])
+        .expect("valid patterns");
+        assert!(!f.keeps("workspace/IDENTITY.md"));
+        assert!(!f.keeps("workspace/notes"));
+        assert!(f.keeps("workspace/other.txt"));
+        // Only the pattern that names nothing there is a typo: `IDENTITY.md` also matched
+        // `**/*.md`, and the two under `notes` were never walked because `notes` was left out.
+        assert_eq!(f.unmatched(), ["workspace/typo.md"]);
+    }
 
     #[test]
     fn memory_rule_and_patterns() {
