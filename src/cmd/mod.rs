@@ -271,6 +271,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             | Command::Checkout(_)
             | Command::Push(_)
             | Command::Pull(_)
+            | Command::Pack(_)
     ) {
         crate::interrupt::install().context("could not install the signal handlers")?;
     }

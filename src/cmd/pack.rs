@@ -48,10 +48,11 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             bail!("{} exists; pass --force to replace it", args.out.display());
         }
         let (tmp, file) = staging_file(&args.out)?;
-        let mut out = io::BufWriter::new(file);
+        // Ctrl-C stops at the next write: the staged file is removed below, nothing lands.
+        let mut out = io::BufWriter::new(StopOnInterrupt(file));
         let written =
             write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).and_then(|s| {
-                let file = out.into_inner().map_err(|e| StoreError::Io {
+                let StopOnInterrupt(file) = out.into_inner().map_err(|e| StoreError::Io {
                     op: "write pack",
                     path: tmp.clone(),
                     error: e.into_error(),
@@ -67,6 +68,9 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             Ok(s) => s,
             Err(e) => {
                 let _ = fs::remove_file(&tmp);
+                if crate::interrupt::requested() {
+                    bail!("interrupted; nothing was written at {}", args.out.display());
+                }
                 return Err(e).with_context(|| format!("could not write {}", args.out.display()));
             }
         };
@@ -110,6 +114,20 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// A pack file being written that fails its next write once SIGINT or SIGTERM arrived.
+struct StopOnInterrupt(fs::File);
+
+impl Write for StopOnInterrupt {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        crate::interrupt::check().map_err(io::Error::other)?;
+        self.0.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 /// A new file beside `dest` (same directory, so the final rename is atomic).

@@ -281,3 +281,44 @@ fn a_pack_mounts_without_unpacking_and_equals_the_checkout() {
     let _m = mount_daemon(&empty, &pack.to_string_lossy(), &mnt);
     assert_same_tree(&out, &mnt);
 }
+
+/// Ctrl-C while a pack is written: exit 130 with one message, and neither the pack nor its
+/// staged file is left beside the destination.
+#[test]
+fn an_interrupted_pack_leaves_nothing() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("big.bin"), &bytes(11, 64 << 20));
+    env.snapshot_with(&src, &["--name", "big"]).ok();
+    let out = env.path("out");
+    fs::create_dir(&out).unwrap();
+    let mut child = env
+        .cmd()
+        .args(["pack", "big", "--out"])
+        .arg(out.join("big.pack"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Signal once the staged file exists (the pack is being written).
+    let mut staged = false;
+    for _ in 0..10_000 {
+        if fs::read_dir(&out).unwrap().next().is_some() {
+            staged = true;
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the pack ended first");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(staged, "no staged file appeared");
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted; nothing was written"), "{err}");
+    let left: Vec<_> = fs::read_dir(&out).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
