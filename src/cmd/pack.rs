@@ -165,6 +165,9 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         })?;
     }
     let store = ctx.create_store()?;
+    // Held (shared) from the spooled copy in tmp/ to the catalog entry: a gc waits instead
+    // of removing the spool, or objects this import is about to reference.
+    let _lock = store.write_lock()?;
     let (path, spooled) = if args.pack.as_os_str() == "-" {
         (spool_stdin(&store)?, true)
     } else {

@@ -322,3 +322,53 @@ fn an_interrupted_pack_leaves_nothing() {
     let left: Vec<_> = fs::read_dir(&out).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// `gc --grace 0` while `unpack -` is still reading its pack from a pipe: gc waits for the
+/// import (here: gives up after 300 ms, saying the store is busy) instead of deleting the
+/// spooled copy under it; the unpack then completes.
+#[test]
+fn gc_waits_for_an_unpack_reading_stdin() {
+    use std::io::Write as _;
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &bytes(5, 300_000));
+    let id = env.snapshot(&src);
+    let pack = env.path("p.zcpack");
+    env.run(&["pack", &id, "--out", &pack.to_string_lossy()])
+        .ok();
+    let bytes = fs::read(&pack).unwrap();
+    let b = other(&env, "store-b");
+    let mut child = env
+        .cmd()
+        .args(["--store", &b, "unpack", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&bytes[..bytes.len() / 2]).unwrap();
+    stdin.flush().unwrap();
+    // The spool exists once the first half arrived.
+    let tmp = Path::new(&b).join("tmp");
+    for _ in 0..5000 {
+        if fs::read_dir(&tmp).is_ok_and(|mut d| d.next().is_some()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let gc = env
+        .cmd()
+        .args(["--store", &b, "gc", "--grace", "0"])
+        .env("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "300")
+        .output()
+        .unwrap();
+    let gc_err = String::from_utf8_lossy(&gc.stderr);
+    assert_eq!(gc.status.code(), Some(1), "gc must wait: {gc_err}");
+    assert!(gc_err.contains("busy"), "{gc_err}");
+    stdin.write_all(&bytes[bytes.len() / 2..]).unwrap();
+    drop(stdin);
+    let done = child.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    assert_eq!(String::from_utf8_lossy(&done.stdout).trim(), id);
+    env.run(&["--store", &b, "verify"]).ok();
+}
