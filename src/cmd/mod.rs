@@ -159,6 +159,15 @@ impl Ctx {
             Some(p) => p.clone(),
             None => default_store()?,
         };
+        // The store reads this itself; a value it cannot use must not be ignored silently.
+        if let Some(v) = std::env::var_os("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS") {
+            if v.to_str().and_then(|v| v.parse::<u64>().ok()).is_none() {
+                bail!(
+                    "ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS={} is not a whole number of milliseconds",
+                    v.to_string_lossy()
+                );
+            }
+        }
         Ok(Ctx {
             store_path,
             json: cli.json,

@@ -579,6 +579,12 @@ fn messages_say_what_to_do_and_numbers_agree() {
         .fails(1, "agent/researcher");
     env.run(&["umount", "no-such-dir"])
         .fails(1, "does not exist");
+    let mut c = env.cmd();
+    c.env("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "10s").arg("list");
+    run_command(c).fails(
+        1,
+        "ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS=10s is not a whole number",
+    );
     // One snapshot: the same file and byte counts in the export report, list, ls and the
     // published tree.
     let files = exported["files"].as_u64().unwrap();
