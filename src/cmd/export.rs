@@ -7,11 +7,10 @@ use serde_json::json;
 use crate::cli::ExportArgs;
 use zeroclaw_bundle_store::Tally;
 
+use crate::agent::install_root;
 use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome, PublishProgress};
-use crate::export::{
-    install_root, AgentCaptureOptions, AgentSnapshot, ExportJob, Replace, Replaced,
-};
-use crate::publish::Published;
+use crate::export::{AgentCaptureOptions, AgentSnapshot, ExportJob};
+use crate::publish::{Published, Replace, Replaced};
 
 /// Runs `export`: the install and the destination are checked (and the destination
 /// claimed) before the store is opened or created, so a typo creates nothing.
