@@ -23,5 +23,6 @@ pub mod hooks;
 pub mod interrupt;
 pub mod publish;
 pub mod remote;
+pub mod statmatch;
 pub mod sys;
 pub mod workers;

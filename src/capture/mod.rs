@@ -11,8 +11,9 @@
 //!   counted as `replaced`; an entry replaced by a SYMLINK fails the capture, naming it;
 //! - an unreadable file or directory fails the capture (unreadable is not absent);
 //! - the stat cache lets an unchanged file (same dev, ino, size, mtime, ctime, and a blob of
-//!   that length referenced by a snapshot) skip opening and hashing; the racy rule rehashes any
-//!   entry whose mtime or ctime is not older than the capture start minus [`RACY_NS`].
+//!   that length referenced by a snapshot) skip opening and hashing; the racy rule
+//!   (`crate::statmatch`, shared with publish) rehashes any entry whose mtime or ctime is not
+//!   older than the capture start minus its granularity.
 //!
 //! Reads happen on the opened fd only; bytes go straight into the store (hashed as written).
 //! The walker thread lists and classifies; the files it does not find in the stat cache are
@@ -34,6 +35,7 @@ use zeroclaw_bundle_store::{
     StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
+use crate::statmatch::{self, Racy};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
@@ -41,10 +43,6 @@ use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
 pub use sink::{KeepBytes, MemoryObjects, Sink};
-
-/// The timestamp granularity the racy rule assumes. Kernel timestamps come from a coarse
-/// clock (a jiffy), and some filesystems store 1 s or 2 s; 2 s covers them all.
-pub const RACY_NS: i64 = 2_000_000_000;
 
 /// Directory nesting deeper than this fails the capture instead of exhausting the stack.
 const MAX_DEPTH: usize = 1024;
@@ -145,7 +143,7 @@ pub struct Capture<'s> {
     cache_key: String,
     /// The loaded cache; it also collects what this capture keeps of it and what it adds.
     old_cache: SourceStatCache,
-    racy_after_ns: i64,
+    racy: Racy,
     report: CaptureReport,
     stats: CaptureStats,
     progress: ProgressBar,
@@ -171,7 +169,7 @@ impl<'s> Capture<'s> {
             store,
             cache_key,
             old_cache,
-            racy_after_ns: start_ns - RACY_NS,
+            racy: Racy::since(start_ns),
             report: CaptureReport::default(),
             stats: CaptureStats::default(),
             progress,
@@ -574,14 +572,8 @@ impl<'s> Capture<'s> {
     /// `verify` reports). Skipping the lookup saves a cold stat per file in a no-op capture.
     fn cached(&self, key: &[u8], st: &Stat) -> Option<(usize, StatEntry)> {
         let (position, hit) = self.old_cache.get(key)?;
-        let same = hit.dev == st.dev
-            && hit.ino == st.ino
-            && hit.size == st.size
-            && hit.mtime_ns == st.mtime_ns
-            && hit.ctime_ns == st.ctime_ns
-            && hit.exec == st.is_executable();
-        let racy = st.mtime_ns >= self.racy_after_ns || st.ctime_ns >= self.racy_after_ns;
-        (same && !racy).then_some((position, hit))
+        let same = statmatch::matches(&hit, st) && hit.exec == st.is_executable();
+        (same && self.racy.trusts(st.mtime_ns, st.ctime_ns)).then_some((position, hit))
     }
 
     fn skip(&mut self, tally: &mut Tally, path: String, reason: SkipReason) {
