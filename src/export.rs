@@ -9,7 +9,6 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
     escape_name, resolve_path, CaptureReport, EntryKind, ObjectId, Snapshot, SnapshotKind,
     StatCacheUpdate, Store, Tally, Tree, TreeEntry, WriteLock,
@@ -21,6 +20,7 @@ use crate::agent::{
 };
 use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats};
 use crate::credentials::{CredentialFinding, CredentialReason};
+use crate::progress::Progress;
 use crate::publish::{
     check, check_replacement, publish_snapshot, Admitted, DestClaim, PublishRequest, Published,
     Replace, Replaced,
@@ -110,7 +110,7 @@ pub fn capture_agent(
     install_dir: &Path,
     alias: &str,
     options: AgentCaptureOptions<'_>,
-    progress: ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<AgentSnapshot> {
     let (install, plan) = load_agent(install_dir, alias)?;
     capture_loaded(store, &install, &plan, options, progress)
@@ -122,7 +122,7 @@ pub fn capture_loaded(
     install: &Install,
     plan: &ExportPlan,
     options: AgentCaptureOptions<'_>,
-    progress: ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<AgentSnapshot> {
     let alias = plan.alias.as_str();
     let filter = BundleFilter::new(options.excludes)?;
@@ -130,6 +130,7 @@ pub fn capture_loaded(
     let source = format!("agent {alias} at {}", install.root().display());
     let parent = store.catalog()?.latest_of_source(&source)?;
     let lock = store.write_lock()?;
+    progress.begin("capturing", None);
     let mut capture = Capture::begin(
         store,
         &lock,
@@ -348,11 +349,12 @@ pub fn capture_dir(
     store: &Store,
     dir: SourceDir,
     name: Option<&str>,
-    progress: ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<DirSnapshot> {
     let SourceDir { fd, source } = dir;
     let parent = store.catalog()?.latest_of_source(&source)?;
     let lock = store.write_lock()?;
+    progress.begin("capturing", None);
     let mut capture = Capture::begin(store, &lock, format!("dir:{source}"), progress)?;
     let walked = capture.walk(fd, ".", &keep_everything)?;
     let stats = capture.stats();
@@ -495,8 +497,7 @@ impl ExportJob {
         self,
         store: &Store,
         options: AgentCaptureOptions<'_>,
-        progress: ProgressBar,
-        publish_progress: &mut dyn FnMut(u64, u64, u64, u64),
+        progress: &dyn Progress,
     ) -> Result<(AgentSnapshot, Published, Option<Replaced>)> {
         let alias = self.plan.alias.clone();
         let context = publish_context(&alias, self.out.given());
@@ -510,10 +511,7 @@ impl ExportJob {
             },
             progress,
         )?;
-        let (total_files, total_bytes) = (captured.snapshot.files(), captured.snapshot.bytes());
-        let mut progress =
-            |files: u64, bytes: u64| publish_progress(files, total_files, bytes, total_bytes);
-        match publish_snapshot(store, &captured.snapshot.root, &self.out, &mut progress)
+        match publish_snapshot(store, &captured.snapshot, &self.out, progress)
             .with_context(&context)
         {
             Ok(published) => Ok((captured, published, self.replaced)),

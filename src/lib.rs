@@ -21,6 +21,7 @@ pub mod diff;
 pub mod export;
 pub mod hooks;
 pub mod interrupt;
+pub mod progress;
 pub mod publish;
 pub mod remote;
 pub mod statmatch;

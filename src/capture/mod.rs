@@ -29,12 +29,12 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{mpsc, Arc};
 
-use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
     escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceStatCache, StatCacheUpdate,
     StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
+use crate::progress::{Progress, Totals};
 use crate::statmatch::{self, Racy};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
@@ -146,10 +146,10 @@ pub struct Capture<'s> {
     racy: Racy,
     report: CaptureReport,
     stats: CaptureStats,
-    progress: ProgressBar,
+    progress: &'s dyn Progress,
     sink: Sink,
-    /// Bytes of the files counted on `progress`.
-    progress_bytes: u64,
+    /// Files and bytes counted on `progress`.
+    progressed: Totals,
 }
 
 impl<'s> Capture<'s> {
@@ -161,7 +161,7 @@ impl<'s> Capture<'s> {
         store: &'s Store,
         _lock: &'s WriteLock,
         cache_key: String,
-        progress: ProgressBar,
+        progress: &'s dyn Progress,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
         let old_cache = store.catalog()?.load_source_cache(&cache_key)?;
@@ -174,7 +174,7 @@ impl<'s> Capture<'s> {
             stats: CaptureStats::default(),
             progress,
             sink: Sink::Store,
-            progress_bytes: 0,
+            progressed: Totals::default(),
         })
     }
 
@@ -196,19 +196,11 @@ impl<'s> Capture<'s> {
         &self.report
     }
 
-    /// One more file of `len` bytes on the progress spinner (files as its position; files and
-    /// bytes so far, in words, as its prefix).
+    /// One more file of `len` bytes on `progress`.
     fn advance(&mut self, len: u64) {
-        self.progress_bytes += len;
-        self.progress.inc(1);
-        if !self.progress.is_hidden() {
-            let files = self.progress.position();
-            self.progress.set_prefix(format!(
-                "{files} file{} ({})",
-                if files == 1 { "" } else { "s" },
-                indicatif::HumanBytes(self.progress_bytes)
-            ));
-        }
+        self.progressed.files += 1;
+        self.progressed.bytes += len;
+        self.progress.advance(self.progressed);
     }
 
     /// Work done so far.
@@ -219,7 +211,7 @@ impl<'s> Capture<'s> {
     /// Consumes the capture: its report, and the stat-cache changes to commit with the
     /// snapshot.
     pub fn finish(self) -> (CaptureReport, StatCacheUpdate) {
-        self.progress.finish_and_clear();
+        self.progress.finish();
         let Capture {
             old_cache,
             cache_key,

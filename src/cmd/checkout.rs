@@ -34,12 +34,8 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         Replace::of_flags(args.force, args.replace_any),
     )
     .with_context(context)?;
-    let bar = ctx.publish_progress(snap.files(), snap.bytes());
-    let published = publish_snapshot(&store, &snap.root, &admitted, &mut |files, bytes| {
-        bar.update(files, bytes)
-    });
-    bar.clear();
-    let published = published.with_context(context)?;
+    let published =
+        publish_snapshot(&store, &snap, &admitted, &ctx.term_progress()).with_context(context)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,

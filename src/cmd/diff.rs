@@ -19,6 +19,7 @@ use crate::cli::DiffArgs;
 use crate::cmd::{split_target, stdout_error, Ctx, Outcome};
 use crate::diff::content::{unified, Shown, CONTENT_CAP};
 use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
+use crate::progress::Progress;
 
 /// Bundle files above this are not read for the semantic section.
 const BUNDLE_FILE_CAP: u64 = 4 << 20;
@@ -215,13 +216,10 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     // Nothing is written to the objects, but the capture API takes the store's shared lock
     // for the stat cache it keeps.
     let lock = store.write_lock()?;
-    let mut capture = Capture::begin(
-        store,
-        &lock,
-        format!("diff:{}", abs.display()),
-        ctx.progress(None, "hashing", false),
-    )?
-    .with_sink(Sink::Memory(Arc::clone(&objects), keep));
+    let progress = ctx.term_progress();
+    progress.begin("hashing", None);
+    let mut capture = Capture::begin(store, &lock, format!("diff:{}", abs.display()), &progress)?
+        .with_sink(Sink::Memory(Arc::clone(&objects), keep));
     let walked = capture.walk(fd, ".", &keep_everything)?;
     let (report, update) = capture.finish();
     // What the reader refuses to follow is not compared: say so, or a symlink planted in a

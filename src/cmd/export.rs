@@ -8,7 +8,7 @@ use crate::cli::ExportArgs;
 use zeroclaw_bundle_store::Tally;
 
 use crate::agent::install_root;
-use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome, PublishProgress};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 use crate::export::{AgentCaptureOptions, AgentSnapshot, ExportJob};
 use crate::publish::{Published, Replace, Replaced};
 
@@ -29,8 +29,7 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
         Some(store) => store,
         None => ctx.create_store()?,
     };
-    let bar = ctx.progress(None, "capturing", false);
-    let mut publishing: Option<PublishProgress> = None;
+    let progress = ctx.term_progress();
     let result = job.run(
         &store,
         AgentCaptureOptions {
@@ -38,17 +37,9 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
             zeroclaw_version: args.zeroclaw_version.as_deref(),
             excludes: &args.exclude,
         },
-        bar.clone(),
-        &mut |files, total_files, bytes, total_bytes| {
-            publishing
-                .get_or_insert_with(|| ctx.publish_progress(total_files, total_bytes))
-                .update(files, bytes)
-        },
+        &progress,
     );
-    match &publishing {
-        Some(p) => clear_progress(&[&bar, p.bar()]),
-        None => clear_progress(&[&bar]),
-    }
+    drop(progress);
     let (captured, published, replaced) = result?;
     report(ctx, &captured, Some((&published, replaced.as_ref())))
 }

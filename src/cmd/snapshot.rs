@@ -6,7 +6,7 @@ use serde_json::json;
 use zeroclaw_bundle_store::{ObjectId, Store};
 
 use crate::cli::SnapshotArgs;
-use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 use crate::export::DirSnapshot;
 
 /// Runs `snapshot`.
@@ -24,7 +24,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         let store = ctx.create_store()?;
         let named = name_holder(&store, args.name.as_deref());
         let name_copy = args.name.clone();
-        let bar = ctx.progress(None, "capturing", false);
+        let progress = ctx.term_progress();
         let captured = crate::export::capture_loaded(
             &store,
             &install,
@@ -34,9 +34,10 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
                 zeroclaw_version: args.zeroclaw_version.as_deref(),
                 excludes: &args.exclude,
             },
-            bar.clone(),
-        )
-        .inspect_err(|_| clear_progress(&[&bar]))?;
+            &progress,
+        );
+        drop(progress);
+        let captured = captured?;
         let outcome = super::export::report(ctx, &captured, None)?;
         note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
         return Ok(outcome);
@@ -44,13 +45,14 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     let dir = crate::export::SourceDir::open(&dir)?;
     let store = ctx.create_store()?;
     let named = name_holder(&store, args.name.as_deref());
-    let bar = ctx.progress(None, "capturing", false);
+    let progress = ctx.term_progress();
+    let captured = crate::export::capture_dir(&store, dir, args.name.as_deref(), &progress);
+    drop(progress);
     let DirSnapshot {
         id,
         snapshot: snap,
         stats,
-    } = crate::export::capture_dir(&store, dir, args.name.as_deref(), bar.clone())
-        .inspect_err(|_| clear_progress(&[&bar]))?;
+    } = captured?;
     if ctx.json {
         ctx.print_json(&json!({
             "id": id,

@@ -85,6 +85,7 @@ pub use recover::{recover, LeftAlone, Recovered};
 pub use replace::{check_replacement, Replace, Replaced};
 pub use snapshot::publish_snapshot;
 
+use crate::progress::{Progress, Silent};
 use crate::{hooks, sys};
 
 /// Prefix of a staging directory (`.zeroclaw-export-<token>`).
@@ -203,30 +204,30 @@ pub fn publish(
     root: &ObjectId,
     req: &PublishRequest<'_>,
 ) -> Result<Published, PublishError> {
-    publish_with_progress(source, root, req, &mut |_, _| {})
+    publish_with_progress(source, root, req, &Silent)
 }
 
-/// [`publish`], calling `progress(files, bytes)` with the running totals after each staged
-/// file (the total to expect is the root tree's `total_size()`), for a progress bar.
+/// [`publish`], telling `progress` the running totals after each staged file (the bytes to
+/// expect are the root tree's `total_size()`).
 pub fn publish_with_progress(
     source: &dyn ObjectSource,
     root: &ObjectId,
     req: &PublishRequest<'_>,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &dyn Progress,
 ) -> Result<Published, PublishError> {
     publish_to(source, root, &check(req)?, req.reuse, progress)
 }
 
 /// Publishes tree `root` from `source` at the destination `dest` admitted by [`check`] (see
 /// the module doc for the protocol), reusing `reuse` (what the previous publish there left,
-/// [`PublishRequest::reuse`]) and calling `progress(files, bytes)` with the running totals
-/// after each staged file.
+/// [`PublishRequest::reuse`]) and telling `progress` the running totals after each staged
+/// file.
 pub fn publish_to(
     source: &dyn ObjectSource,
     root: &ObjectId,
     admitted: &Admitted,
     reuse: Option<&DestCache>,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &dyn Progress,
 ) -> Result<Published, PublishError> {
     let dest = &admitted.dest;
     // Bound what the tree expands to before anything is created: a hostile tree (a chain

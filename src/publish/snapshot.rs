@@ -5,24 +5,27 @@
 
 use std::path::{Path, PathBuf};
 
-use zeroclaw_bundle_store::{ObjectId, Store};
+use zeroclaw_bundle_store::{Snapshot, Store};
+
+use crate::progress::{Progress, Totals};
 
 use super::{
     dest_key, publish_to, record_destination, resolve, Admitted, PublishError, Published,
     LOCK_PREFIX, STAGING_PREFIX,
 };
 
-/// Publishes tree `root` of `store` at `admitted` (checkout's path and the publish half of
+/// Publishes the tree of `snapshot` from `store` at `admitted` (checkout's path and the publish half of
 /// export), reusing what the previous publish to the same
 /// destination left there (hard links instead of copies for unchanged files), and records
 /// what this one leaves for the next. The record is only an optimisation: failing to read
 /// or write it never fails the publish.
 pub fn publish_snapshot(
     store: &Store,
-    root: &ObjectId,
+    snapshot: &Snapshot,
     admitted: &Admitted,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &dyn Progress,
 ) -> anyhow::Result<Published> {
+    let root = &snapshot.root;
     // The store may have been created since the check: refuse it under the destination now
     // that it exists (by identity too), without resolving the destination again.
     resolve::refuse_store_overlap(admitted.given(), admitted.path(), store.root())?;
@@ -34,7 +37,16 @@ pub fn publish_snapshot(
         .flatten();
     let reader = store.reader();
     let publishing = crate::interrupt::publishing(admitted.given());
-    let published = publish_to(&reader, root, admitted, previous.as_ref(), progress)
+    progress.begin(
+        "publishing",
+        Some(Totals {
+            files: snapshot.files(),
+            bytes: snapshot.bytes(),
+        }),
+    );
+    let published = publish_to(&reader, root, admitted, previous.as_ref(), progress);
+    progress.finish();
+    let published = published
     .map_err(|e| match e {
         PublishError::Interrupted => {
             let e = anyhow::Error::new(e);

@@ -32,6 +32,7 @@ use zeroclaw_bundle_store::{
 };
 
 use super::PublishError;
+use crate::progress::{Progress, Totals};
 use crate::statmatch::{self, Racy};
 use crate::{hooks, sys, workers};
 
@@ -67,7 +68,7 @@ struct Stager<'a> {
     source: &'a dyn ObjectSource,
     staging_path: &'a Path,
     tally: Tally,
-    progress: &'a mut dyn FnMut(u64, u64),
+    progress: &'a dyn Progress,
     jobs: &'a mpsc::Sender<FileJob>,
     reuse: Option<&'a DestCache>,
     /// Which records are old enough to be trusted on stat.
@@ -84,14 +85,14 @@ struct FileJob {
 }
 
 /// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
-/// (used in messages only). `progress` gets the running (files, bytes) after each file.
+/// (used in messages only). `progress` gets the running totals after each file.
 pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
     root_dir: OwnedFd,
     previous: Option<Previous<'_>>,
     staging_path: &Path,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &dyn Progress,
 ) -> Result<Tally, PublishError> {
     workers::with_pool(
         || vec![0u8; COPY_BUF],
@@ -196,7 +197,10 @@ impl Stager<'_> {
                     self.tally.reused += u64::from(reused);
                     self.tally.files += 1;
                     self.tally.bytes += size;
-                    (self.progress)(self.tally.files, self.tally.bytes);
+                    self.progress.advance(Totals {
+                        files: self.tally.files,
+                        bytes: self.tally.bytes,
+                    });
                 }
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -222,7 +226,10 @@ impl Stager<'_> {
             res?;
             self.tally.files += 1;
             self.tally.bytes += entry.size;
-            (self.progress)(self.tally.files, self.tally.bytes);
+            self.progress.advance(Totals {
+                files: self.tally.files,
+                bytes: self.tally.bytes,
+            });
         }
         Ok(())
     }
