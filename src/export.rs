@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use zeroclaw_bundle_store::{
     escape_name, resolve_path, CaptureReport, EntryKind, ObjectId, Snapshot, SnapshotKind,
-    StatCacheUpdate, Store, Tally, Tree, TreeEntry, WriteLock,
+    SourceKey, StatCacheUpdate, Store, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::agent::{
@@ -134,7 +134,10 @@ pub fn capture_loaded(
     let mut capture = Capture::begin(
         store,
         &lock,
-        format!("agent:{}\0{alias}", install.root().display()),
+        SourceKey::Agent {
+            install: install.root().to_path_buf(),
+            alias: alias.to_string(),
+        },
         progress,
     )?;
     let mut top = Vec::new();
@@ -355,7 +358,7 @@ pub fn capture_dir(
     let parent = store.catalog()?.latest_of_source(&source)?;
     let lock = store.write_lock()?;
     progress.begin("capturing", None);
-    let mut capture = Capture::begin(store, &lock, format!("dir:{source}"), progress)?;
+    let mut capture = Capture::begin(store, &lock, SourceKey::Dir(source.clone()), progress)?;
     let walked = capture.walk(fd, ".", &keep_everything)?;
     let stats = capture.stats();
     let (report, cache_update) = capture.finish();

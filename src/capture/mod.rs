@@ -30,8 +30,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{mpsc, Arc};
 
 use zeroclaw_bundle_store::{
-    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceStatCache, StatCacheUpdate,
-    StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
+    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceKey, SourceStatCache,
+    StatCacheUpdate, StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::progress::{Progress, Totals};
@@ -140,7 +140,7 @@ pub struct CaptureStats {
 /// One capture: a stat cache loaded at the start, the tallies, and the new cache to commit.
 pub struct Capture<'s> {
     store: &'s Store,
-    cache_key: String,
+    cache_key: SourceKey,
     /// The loaded cache; it also collects what this capture keeps of it and what it adds.
     old_cache: SourceStatCache,
     racy: Racy,
@@ -160,7 +160,7 @@ impl<'s> Capture<'s> {
     pub fn begin(
         store: &'s Store,
         _lock: &'s WriteLock,
-        cache_key: String,
+        cache_key: SourceKey,
         progress: &'s dyn Progress,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
@@ -218,7 +218,7 @@ impl<'s> Capture<'s> {
             report,
             ..
         } = self;
-        (report, old_cache.into_update(cache_key))
+        (report, old_cache.into_update(&cache_key))
     }
 
     /// Walks a whole tree from its opened root. `label` prefixes bundle paths (`.` for none).

@@ -11,7 +11,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
-use zeroclaw_bundle_store::{resolve_path, EntryKind, ObjectId, PackReader, Store, TreeEntry};
+use zeroclaw_bundle_store::{
+    resolve_path, EntryKind, ObjectId, PackReader, SourceKey, Store, TreeEntry,
+};
 
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
@@ -218,7 +220,7 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     let lock = store.write_lock()?;
     let progress = ctx.term_progress();
     progress.begin("hashing", None);
-    let mut capture = Capture::begin(store, &lock, format!("diff:{}", abs.display()), &progress)?
+    let mut capture = Capture::begin(store, &lock, SourceKey::Diff(abs.clone()), &progress)?
         .with_sink(Sink::Memory(Arc::clone(&objects), keep));
     let walked = capture.walk(fd, ".", &keep_everything)?;
     let (report, update) = capture.finish();

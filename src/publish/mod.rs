@@ -77,7 +77,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::limits::check_expansion;
-use zeroclaw_bundle_store::{DestCache, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry};
+use zeroclaw_bundle_store::{
+    DestCache, DestKey, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry,
+};
 
 pub use claim::{DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
@@ -167,8 +169,8 @@ impl Admitted {
 }
 
 /// The catalog key of the destination record of `admitted` (what the last publish there left).
-fn dest_key(admitted: &Admitted) -> String {
-    format!("dest:{}", admitted.path().display())
+fn dest_key(admitted: &Admitted) -> DestKey {
+    DestKey::new(admitted.path())
 }
 
 /// Checks, without creating or changing anything, that `req` would be admitted: the
