@@ -1035,12 +1035,25 @@ mod tests {
         }
         let c = Catalog::open(&path).unwrap();
         assert!(!c.is_fresh());
-        assert_eq!(c.db.get(FORMAT_KEY).unwrap().unwrap().as_ref(), FORMAT_VALUE);
-        let record = c.load_dest_cache(&dest).unwrap().expect("the record survived");
+        assert_eq!(
+            c.db.get(FORMAT_KEY).unwrap().unwrap().as_ref(),
+            FORMAT_VALUE
+        );
+        let record = c
+            .load_dest_cache(&dest)
+            .unwrap()
+            .expect("the record survived");
         assert_eq!(record.recorded_at_ns, 77);
         assert_eq!(record.entries.get(&b"x/y.md"[..]), Some(&entry));
-        assert_eq!(c.stat.scan_prefix(DEST_PREFIX).count(), 0, "moved, not copied");
-        assert_eq!(c.load_source_cache(&src).unwrap().get(b"a.md").unwrap().1, entry);
+        assert_eq!(
+            c.stat.scan_prefix(DEST_PREFIX).count(),
+            0,
+            "moved, not copied"
+        );
+        assert_eq!(
+            c.load_source_cache(&src).unwrap().get(b"a.md").unwrap().1,
+            entry
+        );
         assert_eq!(c.resolve("keep").unwrap(), id);
         // Clearing the stat caches (gc) leaves the destination records.
         c.clear_stat_caches().unwrap();
