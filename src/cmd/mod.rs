@@ -316,6 +316,36 @@ fn default_store() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".local/share/zeroclaw-bundle"))
 }
 
+/// What the CLI adds to an error the store or mount crate reported (those crates never name
+/// this program's commands): the command that helps, if there is one.
+pub fn hint(err: &anyhow::Error) -> Option<String> {
+    use zeroclaw_bundle_mount::MountError;
+    use zeroclaw_bundle_store::StoreError;
+    err.chain().find_map(|e| {
+        if let Some(e) = e.downcast_ref::<StoreError>() {
+            return match e {
+                StoreError::UnknownSnapshot { .. } => {
+                    Some("`zeroclaw-bundle list` shows the snapshots".to_string())
+                }
+                StoreError::CorruptObject { .. } => {
+                    Some("`zeroclaw-bundle verify` checks the whole store".to_string())
+                }
+                StoreError::Catalog { .. } => Some(
+                    "`zeroclaw-bundle reindex` rebuilds the catalog from the objects".to_string(),
+                ),
+                _ => None,
+            };
+        }
+        match e.downcast_ref::<MountError>() {
+            Some(MountError::StaleMount(path)) => Some(format!(
+                "`zeroclaw-bundle umount {}` clears it",
+                crate::interrupt::shell_quote(path)
+            )),
+            _ => None,
+        }
+    })
+}
+
 /// Runs the parsed command.
 pub fn run(cli: Cli) -> Result<Outcome> {
     let ctx = Ctx::from_cli(&cli)?;

@@ -378,7 +378,7 @@ impl<'a> Staging<'a> {
     fn create(parent: BorrowedFd<'a>, parent_path: &Path) -> Result<Staging<'a>, PublishError> {
         let mut last_err = None;
         for _ in 0..64 {
-            let token = sys::random_token();
+            let token = zeroclaw_bundle_store::random_token();
             let name = format!("{STAGING_PREFIX}{token}").into_bytes();
             let retired = format!("{RETIRED_PREFIX}{token}").into_bytes();
             let path = parent_path.join(std::ffi::OsStr::from_bytes(&name));

@@ -94,12 +94,12 @@ fn unknown_hint(reference: &str, all: &[SnapshotSummary]) -> String {
         && reference.bytes().all(|b| b.is_ascii_hexdigit())
     {
         return format!(
-            "an id prefix needs at least 8 hex digits ({} given); `zeroclaw-bundle list` shows the ids",
+            "an id prefix needs at least 8 hex digits ({} given)",
             reference.len()
         );
     }
-    "a snapshot is a full id, a unique id prefix of 8+ hex digits, a name given with --name, \
-     or agent/<alias>; `zeroclaw-bundle list` shows them"
+    "a snapshot is a full id, a unique id prefix of 8+ hex digits, a snapshot name, or \
+     agent/<alias>"
         .to_string()
 }
 
@@ -413,7 +413,9 @@ impl Catalog {
                 .open()
             {
                 Ok(db) => return Catalog::from_db(path, db, existed),
-                Err(sled::Error::Io(e)) if is_lock_error(&e) => {
+                // sled reports a held lock as an untyped I/O error; whether the lock is what
+                // failed is asked of the lock itself, not of the message.
+                Err(sled::Error::Io(_)) if crate::sys::lock_is_held(&path.join("db")) => {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
                             path: path.to_path_buf(),
@@ -612,9 +614,7 @@ impl Catalog {
                 .map(|s| s.id)
                 .ok_or_else(|| StoreError::UnknownSnapshot {
                     reference: reference.to_string(),
-                    hint: format!(
-                        "no snapshot of agent `{alias}` (`zeroclaw-bundle list` shows the snapshots)"
-                    ),
+                    hint: format!("no snapshot of agent `{alias}`"),
                 });
         }
         let lower = reference.to_ascii_lowercase();
@@ -798,12 +798,6 @@ fn decode_stat_cache(bytes: &[u8]) -> StatCache {
         pos = end;
     }
     out
-}
-
-fn is_lock_error(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::WouldBlock
-        || e.raw_os_error() == Some(11)
-        || e.to_string().contains("lock")
 }
 
 fn db_err(path: &Path, e: sled::Error) -> StoreError {

@@ -511,7 +511,9 @@ fn messages_say_what_to_do_and_numbers_agree() {
         })
         .ok()
         .json();
-    env.run(&["show", "dead"]).fails(1, "at least 8 hex digits");
+    env.run(&["show", "dead"])
+        .fails(1, "at least 8 hex digits")
+        .fails(1, "\nhint: `zeroclaw-bundle list` shows the snapshots");
     env.run(&["show", "researcher"])
         .fails(1, "agent/researcher");
     env.run(&["umount", "no-such-dir"])
