@@ -71,11 +71,6 @@ impl Install {
         &self.root
     }
 
-    /// Path of the install's `config.toml`.
-    pub fn config_path(&self) -> PathBuf {
-        self.root.join(CONFIG_FILE)
-    }
-
     /// The configured agent aliases (`[agents.<alias>]`), sorted.
     pub fn agent_aliases(&self) -> Vec<String> {
         let mut aliases: Vec<String> = self

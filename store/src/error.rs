@@ -208,12 +208,4 @@ impl StoreError {
             StoreError::CorruptObject { .. } | StoreError::Malformed { .. }
         )
     }
-
-    /// True when the error means something does not exist (FUSE maps this to ENOENT).
-    pub fn is_not_found(&self) -> bool {
-        matches!(
-            self,
-            StoreError::MissingObject(_) | StoreError::NoSuchPath { .. }
-        )
-    }
 }
