@@ -2,7 +2,7 @@
 //! stat cache: an unchanged source file skips hashing) and publish (its destination record: an
 //! unchanged file of the previous tree is hard-linked instead of written).
 //!
-//! A record matches a file when dev, ino, size, mtime and ctime are all equal ([`matches`]);
+//! A record matches a file when dev, ino, size, mtime and ctime are all equal ([`matches()`]);
 //! the caller adds what its own record also pins (capture: the exec bit; publish: one link and
 //! the exact mode). A match is proof only when it is not *racy*: a file changed within the
 //! timestamp granularity of the moment the record was taken can keep the recorded times, so

@@ -6,7 +6,8 @@
 //! 0. **Claim** (`claim`, by the caller: `export` before it captures, `checkout`, `recover`):
 //!    an `flock`ed lock file `<parent>/.zeroclaw-export-lock-<name>` held for the whole
 //!    operation, so a second publish to the same destination fails at once.
-//! 1. **Resolve** (`resolve`): the destination's parent is canonicalized, its last component
+//! 1. **Resolve** (`resolve`, once, in [`check`], which returns the [`Admitted`] destination
+//!    every later step takes): the destination's parent is canonicalized, its last component
 //!    is not; a `..` through a directory that does not exist yet is refused, and so is any
 //!    overlap with a source tree or the store, in either direction (the store by path and by
 //!    identity). Nothing has been created yet.
