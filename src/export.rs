@@ -9,21 +9,21 @@ use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
-    escape_name, resolve_path, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, Tally, Tree,
-    TreeEntry,
+    escape_name, resolve_path, CaptureReport, EntryKind, ObjectId, Snapshot, SnapshotKind,
+    SourceKey, StatCacheUpdate, Store, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::agent::{
     plan_export, BundleFilter, CaptureOutcome, ExportPlan, Install, Provenance, RenderedBundle,
-    TreeSource, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER, SKILLS_DIR, WORKSPACE_DIR,
+    TreeSource, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
 };
-use crate::capture::{root, Capture, CaptureStats};
+use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats};
 use crate::credentials::{CredentialFinding, CredentialReason};
+use crate::progress::Progress;
 use crate::publish::{
-    check_request, claim_destination, publish_with_progress, record_destination, DestClaim,
-    PublishError, PublishRequest, Published, LOCK_PREFIX, STAGING_PREFIX,
+    check, check_replacement, publish_snapshot, Admitted, DestClaim, PublishRequest, Published,
+    Replace, Replaced,
 };
 
 /// An agent captured into the store.
@@ -69,20 +69,6 @@ pub const PERSONAL_FILES: &[&str] = &["USER.md", "MEMORY.md"];
 /// Carried files larger than this are not scanned for credential-looking values.
 const SCAN_LIMIT: u64 = 1 << 20;
 
-/// Where the install is: `--install`, else `$ZEROCLAW_HOME`, else `~/.zeroclaw`.
-pub fn install_root(flag: Option<&Path>) -> Result<PathBuf> {
-    if let Some(p) = flag {
-        return Ok(p.to_path_buf());
-    }
-    if let Some(h) = std::env::var_os("ZEROCLAW_HOME").filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(h));
-    }
-    let home = std::env::var_os("HOME")
-        .filter(|v| !v.is_empty())
-        .context("no install location: pass --install DIR or set ZEROCLAW_HOME")?;
-    Ok(PathBuf::from(home).join(".zeroclaw"))
-}
-
 fn open_source(source: &TreeSource) -> Result<Option<OwnedFd>, root::RootError> {
     match source {
         TreeSource::Anchored { anchor, components } => root::open_anchored(anchor, components),
@@ -124,7 +110,7 @@ pub fn capture_agent(
     install_dir: &Path,
     alias: &str,
     options: AgentCaptureOptions<'_>,
-    progress: ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<AgentSnapshot> {
     let (install, plan) = load_agent(install_dir, alias)?;
     capture_loaded(store, &install, &plan, options, progress)
@@ -136,7 +122,7 @@ pub fn capture_loaded(
     install: &Install,
     plan: &ExportPlan,
     options: AgentCaptureOptions<'_>,
-    progress: ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<AgentSnapshot> {
     let alias = plan.alias.as_str();
     let filter = BundleFilter::new(options.excludes)?;
@@ -144,10 +130,14 @@ pub fn capture_loaded(
     let source = format!("agent {alias} at {}", install.root().display());
     let parent = store.catalog()?.latest_of_source(&source)?;
     let lock = store.write_lock()?;
+    progress.begin("capturing", None);
     let mut capture = Capture::begin(
         store,
         &lock,
-        format!("agent:{}\0{alias}", install.root().display()),
+        SourceKey::Agent {
+            install: install.root().to_path_buf(),
+            alias: alias.to_string(),
+        },
         progress,
     )?;
     let mut top = Vec::new();
@@ -262,23 +252,20 @@ pub fn capture_loaded(
         bytes: (bundle.config_toml.len() + bundle.manifest_toml.len()) as u64,
         ..Tally::default()
     });
-    let snapshot = Snapshot {
+    let (id, snapshot) = commit(
+        store,
+        &lock,
+        Origin {
+            kind: SnapshotKind::AgentBundle,
+            source,
+            agent: Some(alias.to_string()),
+            name: options.name.map(str::to_string),
+            parent,
+        },
         root,
-        created_unix_ns: i128::from(crate::clock::now_ns()),
-        host: crate::sys::hostname(),
-        kind: SnapshotKind::AgentBundle,
-        source,
-        agent: Some(alias.to_string()),
-        name: options.name.map(str::to_string),
-        parent,
         report,
-    };
-    // A signal during the capture stops it here at the latest: nothing is recorded.
-    crate::interrupt::check().map_err(|_| crate::capture::CaptureError::Interrupted)?;
-    crate::hooks::seam("before-commit", &snapshot.source);
-    let id = store
-        .commit_snapshot(&lock, &snapshot, Some(&cache_update))
-        .context("could not record the snapshot")?;
+        &cache_update,
+    )?;
     Ok(AgentSnapshot {
         id,
         snapshot,
@@ -290,6 +277,123 @@ pub fn capture_loaded(
         credential_findings,
         personal_files,
     })
+}
+
+/// Where a snapshot came from; [`commit`] stamps the time and the host.
+struct Origin {
+    kind: SnapshotKind,
+    source: String,
+    agent: Option<String>,
+    name: Option<String>,
+    parent: Option<ObjectId>,
+}
+
+/// The one commit of every capture (`capture_agent`, `capture_dir`): the snapshot record of
+/// tree `root` (written, with everything it reaches, before this), then its catalog entry and
+/// the capture's stat-cache changes. A signal during the capture stops it here at the latest:
+/// nothing is recorded.
+fn commit(
+    store: &Store,
+    lock: &WriteLock,
+    origin: Origin,
+    root: ObjectId,
+    report: CaptureReport,
+    cache_update: &StatCacheUpdate,
+) -> Result<(ObjectId, Snapshot)> {
+    let snapshot = Snapshot {
+        root,
+        created_unix_ns: i128::from(crate::clock::now_ns()),
+        host: crate::sys::hostname(),
+        kind: origin.kind,
+        source: origin.source,
+        agent: origin.agent,
+        name: origin.name,
+        parent: origin.parent,
+        report,
+    };
+    crate::interrupt::check().map_err(|_| CaptureError::Interrupted)?;
+    crate::hooks::seam("before-commit", &snapshot.source);
+    let id = store
+        .commit_snapshot(lock, &snapshot, Some(cache_update))
+        .context("could not record the snapshot")?;
+    Ok((id, snapshot))
+}
+
+/// A directory to capture (`snapshot --dir`), opened before the store is touched, so a
+/// missing directory creates nothing.
+pub struct SourceDir {
+    fd: OwnedFd,
+    source: String,
+}
+
+impl SourceDir {
+    /// Opens `dir` (its root through the descriptor-verified reader) and describes it as the
+    /// absolute path it came from: parent canonicalized, last component as given.
+    pub fn open(dir: &Path) -> Result<SourceDir> {
+        let source = describe_dir(dir);
+        let fd = root::open_configured(dir)?
+            .with_context(|| format!("{} does not exist", dir.display()))?;
+        Ok(SourceDir { fd, source })
+    }
+}
+
+/// A directory captured into the store.
+pub struct DirSnapshot {
+    /// The snapshot id.
+    pub id: ObjectId,
+    /// Its record.
+    pub snapshot: Snapshot,
+    /// Work done (hashed vs. reused from the stat cache).
+    pub stats: CaptureStats,
+}
+
+/// Captures directory `dir` whole into the store as one snapshot named `name` (if given).
+pub fn capture_dir(
+    store: &Store,
+    dir: SourceDir,
+    name: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<DirSnapshot> {
+    let SourceDir { fd, source } = dir;
+    let parent = store.catalog()?.latest_of_source(&source)?;
+    let lock = store.write_lock()?;
+    progress.begin("capturing", None);
+    let mut capture = Capture::begin(store, &lock, SourceKey::Dir(source.clone()), progress)?;
+    let walked = capture.walk(fd, ".", &keep_everything)?;
+    let stats = capture.stats();
+    let (report, cache_update) = capture.finish();
+    let (id, snapshot) = commit(
+        store,
+        &lock,
+        Origin {
+            kind: SnapshotKind::Tree,
+            source,
+            agent: None,
+            name: name.map(str::to_string),
+            parent,
+        },
+        walked.id,
+        report,
+        &cache_update,
+    )?;
+    Ok(DirSnapshot {
+        id,
+        snapshot,
+        stats,
+    })
+}
+
+/// The absolute path a snapshot came from: parent canonicalized, last component as given.
+fn describe_dir(dir: &Path) -> String {
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let resolved = match (abs.parent(), abs.file_name()) {
+        (Some(p), Some(n)) => p
+            .canonicalize()
+            .map(|p| p.join(n))
+            .unwrap_or_else(|_| abs.clone()),
+        _ => abs.clone(),
+    };
+    resolved.to_string_lossy().into_owned()
 }
 
 /// Scans the carried text files of a bundle tree (up to [`SCAN_LIMIT`] each; a file with a NUL
@@ -343,152 +447,12 @@ fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> 
     Ok(findings)
 }
 
-/// What `--force` and `--replace-any` allow at an existing, non-empty destination.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Replace {
-    /// Refuse a non-empty destination.
-    Nothing,
-    /// `--force`: replace a bundle, or a previous checkout recorded in the catalog.
-    Bundle,
-    /// `--replace-any`: replace any directory.
-    Anything,
-}
-
-impl Replace {
-    /// The policy of the two flags.
-    pub fn of_flags(force: bool, replace_any: bool) -> Replace {
-        match (force, replace_any) {
-            (_, true) => Replace::Anything,
-            (true, false) => Replace::Bundle,
-            (false, false) => Replace::Nothing,
-        }
-    }
-}
-
-/// What was at the destination before a publish replaced it.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "snake_case", tag = "kind")]
-pub enum Replaced {
-    /// An agent bundle (it holds this tool's manifest).
-    Bundle,
-    /// A previous checkout of this tool (recorded in the store's catalog).
-    Checkout,
-    /// Another directory, replaced because of `--replace-any`; a few of its entries.
-    Other {
-        /// The first entries (by name), for the report.
-        entries: Vec<String>,
-        /// How many entries it had at the top.
-        count: usize,
-    },
-}
-
-impl Replaced {
-    /// One line for the report.
-    pub fn describe(&self, dest: &Path) -> String {
-        match self {
-            Replaced::Bundle => format!("replaced the previous bundle at {}", dest.display()),
-            Replaced::Checkout => {
-                format!("replaced the previous checkout at {}", dest.display())
-            }
-            Replaced::Other { entries, count } => format!(
-                "replaced {} (not a bundle; {} entr{} at its top: {}{}) because of --replace-any",
-                dest.display(),
-                count,
-                if *count == 1 { "y" } else { "ies" },
-                entries.join(", "),
-                if *count > entries.len() { ", ..." } else { "" }
-            ),
-        }
-    }
-}
-
-/// Decides, before anything is captured or written, whether the publish may replace what is
-/// at `dest`: `Ok(None)` when nothing is there (or it is empty), `Ok(Some(what))` when the
-/// policy allows replacing it, an error naming the flag that would otherwise. `store` (when
-/// one exists) is asked whether `dest` is a previous checkout.
-pub fn check_replacement(
-    store: Option<&Store>,
-    dest: &Path,
-    replace: Replace,
-) -> Result<Option<Replaced>> {
-    let Ok(entries) = std::fs::read_dir(dest) else {
-        // Absent, or not a directory: admission says what is wrong with it.
-        return Ok(None);
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| escape_name(e.file_name().as_encoded_bytes()))
-        .collect();
-    if names.is_empty() {
-        return Ok(None);
-    }
-    names.sort();
-    if replace == Replace::Nothing {
-        // Admission refuses it with the message that names --force.
-        return Ok(None);
-    }
-    if is_bundle(dest) {
-        return Ok(Some(Replaced::Bundle));
-    }
-    let recorded = store.is_some_and(|s| {
-        let key = crate::publish::check_request(&PublishRequest {
-            dest,
-            force: true,
-            sources: &[],
-            store: Some(s.root()),
-            reuse: None,
-        })
-        .map(|full| format!("dest:{}", full.display()));
-        key.ok()
-            .and_then(|k| s.catalog().ok()?.load_dest_cache(&k).ok()?)
-            .is_some()
-    });
-    if recorded {
-        return Ok(Some(Replaced::Checkout));
-    }
-    let count = names.len();
-    if replace != Replace::Anything {
-        bail!(
-            "{} is not a bundle or a previous checkout of zeroclaw-bundle (it holds {}{}); \
-             --force only replaces those. Pass --replace-any to replace this directory and \
-             everything in it",
-            dest.display(),
-            names.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
-            if count > 5 { ", ..." } else { "" }
-        );
-    }
-    names.truncate(5);
-    Ok(Some(Replaced::Other {
-        entries: names,
-        count,
-    }))
-}
-
-/// True when `dest` holds this tool's bundle manifest (a regular file with our header).
-fn is_bundle(dest: &Path) -> bool {
-    use std::io::Read;
-    let path = dest.join(MANIFEST_FILE);
-    let Ok(meta) = std::fs::symlink_metadata(&path) else {
-        return false;
-    };
-    if !meta.is_file() {
-        return false;
-    }
-    let mut head = vec![0u8; MANIFEST_HEADER.len()];
-    std::fs::File::open(&path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && head.starts_with(MANIFEST_HEADER.lines().next().unwrap_or("#").as_bytes())
-}
-
 /// An export with its install loaded, its destination checked and claimed: nothing has been
 /// captured or written yet.
 pub struct ExportJob {
     install: Install,
     plan: ExportPlan,
-    sources: Vec<PathBuf>,
-    out: PathBuf,
-    replace: Replace,
+    out: Admitted,
     replaced: Option<Replaced>,
     _claim: DestClaim,
 }
@@ -510,7 +474,7 @@ impl ExportJob {
         let sources = source_trees(&plan);
         let context = publish_context(alias, out);
         // Refuse a destination before capturing anything (SPEC §7: before anything is created).
-        check_request(&PublishRequest {
+        let admitted = check(&PublishRequest {
             dest: out,
             force: replace != Replace::Nothing,
             sources: &sources,
@@ -518,14 +482,12 @@ impl ExportJob {
             reuse: None,
         })
         .with_context(&context)?;
-        let claim = claim_destination(out).with_context(&context)?;
-        let replaced = check_replacement(store, out, replace).with_context(&context)?;
+        let claim = admitted.claim().with_context(&context)?;
+        let replaced = check_replacement(store, &admitted, replace).with_context(&context)?;
         Ok(ExportJob {
             install,
             plan,
-            sources,
-            out: out.to_path_buf(),
-            replace,
+            out: admitted,
             replaced,
             _claim: claim,
         })
@@ -538,11 +500,10 @@ impl ExportJob {
         self,
         store: &Store,
         options: AgentCaptureOptions<'_>,
-        progress: ProgressBar,
-        publish_progress: &mut dyn FnMut(u64, u64, u64, u64),
+        progress: &dyn Progress,
     ) -> Result<(AgentSnapshot, Published, Option<Replaced>)> {
         let alias = self.plan.alias.clone();
-        let context = publish_context(&alias, &self.out);
+        let context = publish_context(&alias, self.out.given());
         let captured = capture_loaded(
             store,
             &self.install,
@@ -553,17 +514,7 @@ impl ExportJob {
             },
             progress,
         )?;
-        let request = PublishRequest {
-            dest: &self.out,
-            force: self.replace != Replace::Nothing,
-            sources: &self.sources,
-            store: Some(store.root()),
-            reuse: None,
-        };
-        let (total_files, total_bytes) = (captured.snapshot.files(), captured.snapshot.bytes());
-        let mut progress =
-            |files: u64, bytes: u64| publish_progress(files, total_files, bytes, total_bytes);
-        match publish_snapshot(store, &captured.snapshot.root, &request, &mut progress)
+        match publish_snapshot(store, &captured.snapshot, &self.out, progress)
             .with_context(&context)
         {
             Ok(published) => Ok((captured, published, self.replaced)),
@@ -591,72 +542,4 @@ fn publish_context(alias: &str, out: &Path) -> impl Fn() -> String {
         out.display()
     );
     move || msg.clone()
-}
-
-/// Publishes tree `root` as `request` says, reusing what the previous publish to the same
-/// destination left there (hard links instead of copies for unchanged files), and records
-/// what this one leaves for the next. The record is only an optimisation: failing to read
-/// or write it never fails the publish.
-pub fn publish_snapshot(
-    store: &Store,
-    root: &ObjectId,
-    request: &PublishRequest<'_>,
-    progress: &mut dyn FnMut(u64, u64),
-) -> Result<Published> {
-    let resolved = check_request(request)?;
-    let key = format!("dest:{}", resolved.display());
-    let previous = store
-        .catalog()
-        .and_then(|c| c.load_dest_cache(&key))
-        .ok()
-        .flatten();
-    let reader = store.reader();
-    let publishing = crate::interrupt::publishing(request.dest);
-    let published = publish_with_progress(
-        &reader,
-        root,
-        &PublishRequest {
-            reuse: previous.as_ref(),
-            ..*request
-        },
-        progress,
-    )
-    .map_err(|e| match e {
-        PublishError::Interrupted => {
-            let e = anyhow::Error::new(e);
-            match leftover_staging(&resolved) {
-                Some(left) => e.context(format!(
-                    "a staging directory was left at {}; remove it with: zeroclaw-bundle recover {}",
-                    left.display(),
-                    crate::interrupt::shell_quote(request.dest)
-                )),
-                None => e,
-            }
-        }
-        e => e.into(),
-    })?;
-    drop(publishing);
-    if let Ok(record) = record_destination(&reader, root, &published.dest) {
-        let _ = store
-            .catalog()
-            .and_then(|c| c.store_dest_cache(&key, &record));
-    }
-    Ok(published)
-}
-
-/// A staging directory beside `dest` (resolved), if one is left: after an interrupted
-/// publish, the hint that `recover` is needed.
-fn leftover_staging(dest: &Path) -> Option<PathBuf> {
-    let parent = dest.parent()?;
-    std::fs::read_dir(parent)
-        .ok()?
-        .filter_map(|e| e.ok())
-        .find(|e| {
-            let name = e.file_name();
-            let name = name.as_encoded_bytes();
-            name.starts_with(STAGING_PREFIX.as_bytes())
-                && !name.starts_with(LOCK_PREFIX.as_bytes())
-                && e.file_type().is_ok_and(|t| t.is_dir())
-        })
-        .map(|e| e.path())
 }

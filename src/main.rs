@@ -1,8 +1,8 @@
 //! The `zeroclaw-bundle` binary: parse, run, exit code. The only place that prints errors
-//! (`error: ...` with its causes) and picks exit codes: 0 ok, 1 failure, 2 usage, 130 when
-//! interrupted (SIGINT/SIGTERM); for `diff`, like diff(1): 0 equal, 1 different, 2 error, and 3
-//! for new grants when asked. A closed stdout (`| head -1`) ends the command quietly with 0
-//! (see `cmd::StdoutClosed`).
+//! (`error: ...` with its causes, then a `hint:` naming a command that helps, `cmd::hint`) and
+//! picks exit codes: 0 ok, 1 failure, 2 usage, 130 when interrupted (SIGINT/SIGTERM); for
+//! `diff`, like diff(1): 0 equal, 1 different, 2 error, and 3 for new grants when asked. A
+//! closed stdout (`| head -1`) ends the command quietly with 0 (see `cmd::StdoutClosed`).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -41,6 +41,10 @@ fn main() -> ExitCode {
             // the terminal (a crafted value could clear the screen or fake a line).
             let message = cmd::escape_message(&format!("{err:#}"));
             let _ = writeln!(std::io::stderr(), "error: {message}");
+            if let Some(hint) = cmd::hint(&err) {
+                let hint = cmd::escape_message(&hint);
+                let _ = writeln!(std::io::stderr(), "hint: {hint}");
+            }
             if interrupted {
                 ExitCode::from(130)
             } else {

@@ -3,11 +3,9 @@
 //! (`unsafe` is forbidden workspace-wide). Everything takes a directory fd plus a single name
 //! component, so callers never re-resolve a path by name.
 
-use std::ffi::OsStr;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -263,16 +261,6 @@ pub fn remove_tree_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
     }
     drop(sub);
     unlink_at(dir, name, true)
-}
-
-/// A component as the byte slice the `*at` calls take.
-pub fn name_bytes(name: &OsStr) -> &[u8] {
-    name.as_bytes()
-}
-
-/// Six random alphanumerics (staging names); the store crate owns the generator.
-pub fn random_token() -> String {
-    zeroclaw_bundle_store::random_token()
 }
 
 /// The host name (`uname -n`).

@@ -32,7 +32,7 @@ pub enum MountError {
         device: String,
     },
     /// A FUSE mount whose serving process died: every access fails with ENOTCONN.
-    #[error("{0} is a stale FUSE mount (\"Transport endpoint is not connected\"): the process that served it has died; run `zeroclaw-bundle umount {0}` (or `fusermount3 -u {0}`) and try again")]
+    #[error("{0} is a stale FUSE mount (\"Transport endpoint is not connected\"): the process that served it has died; unmount it (`fusermount3 -u {0}`) and try again")]
     StaleMount(PathBuf),
     /// FUSE cannot be used here (no `/dev/fuse`, no permission, no `fusermount3`).
     #[error("FUSE is not available: {why}")]

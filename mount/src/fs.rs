@@ -503,7 +503,7 @@ impl Filesystem for SnapshotFs {
             if node.kind == EntryKind::Dir {
                 return Err(Fault::IsADirectory);
             }
-            if flags.acc_mode() != OpenAccMode::O_RDONLY || flags.0 & libc::O_TRUNC != 0 {
+            if flags.acc_mode() != OpenAccMode::O_RDONLY || crate::sys::truncates(flags.0) {
                 return Err(Fault::ReadOnly);
             }
             Ok(())

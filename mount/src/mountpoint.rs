@@ -20,7 +20,7 @@ use crate::sys::{self, UnmountOutcome};
 pub fn check_mountpoint(path: &Path) -> Result<(), MountError> {
     let meta = match fs::metadata(path) {
         Ok(meta) => meta,
-        Err(e) if e.raw_os_error() == Some(libc::ENOTCONN) => {
+        Err(e) if sys::is_not_connected(&e) => {
             return Err(MountError::StaleMount(path.to_path_buf()))
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {

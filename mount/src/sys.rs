@@ -206,6 +206,17 @@ fn bytes(p: &Path) -> &[u8] {
     p.as_os_str().as_bytes()
 }
 
+/// True when open flags `flags` (as the kernel passed them) ask to truncate the file.
+pub(crate) fn truncates(flags: i32) -> bool {
+    // The flag bits are the kernel's; reinterpreting the sign bit is what `open(2)` does too.
+    rustix::fs::OFlags::from_bits_retain(flags as u32).contains(rustix::fs::OFlags::TRUNC)
+}
+
+/// True when `e` is ENOTCONN: the FUSE server behind the path has died.
+pub(crate) fn is_not_connected(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::NOTCONN.raw_os_error())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

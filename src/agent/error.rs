@@ -6,6 +6,9 @@ use std::path::PathBuf;
 /// What can go wrong while reading an install, planning an export or rendering a bundle.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
+    /// Neither `--install`, `$ZEROCLAW_HOME` nor `$HOME` says where the install is.
+    #[error("no install location: pass --install DIR or set ZEROCLAW_HOME")]
+    NoInstallLocation,
     /// `config.toml` could not be read.
     #[error("could not read {path}")]
     ReadConfig {

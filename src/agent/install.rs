@@ -9,6 +9,20 @@ use super::error::AgentError;
 use super::layout::CONFIG_FILE;
 use super::value::{Node, Table};
 
+/// Where the install is: `--install`, else `$ZEROCLAW_HOME`, else `~/.zeroclaw`.
+pub fn install_root(flag: Option<&Path>) -> Result<PathBuf, AgentError> {
+    if let Some(p) = flag {
+        return Ok(p.to_path_buf());
+    }
+    if let Some(h) = std::env::var_os("ZEROCLAW_HOME").filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(h));
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .ok_or(AgentError::NoInstallLocation)?;
+    Ok(PathBuf::from(home).join(".zeroclaw"))
+}
+
 /// A parsed install: where it lives and what its config says.
 #[derive(Clone, Debug)]
 pub struct Install {
@@ -55,11 +69,6 @@ impl Install {
     /// The install root (absolute).
     pub fn root(&self) -> &Path {
         &self.root
-    }
-
-    /// Path of the install's `config.toml`.
-    pub fn config_path(&self) -> PathBuf {
-        self.root.join(CONFIG_FILE)
     }
 
     /// The configured agent aliases (`[agents.<alias>]`), sorted.

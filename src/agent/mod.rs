@@ -35,7 +35,7 @@ pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
 pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
-pub use install::Install;
+pub use install::{install_root, Install};
 pub use layout::{
     workspace_entry_included, BUNDLE_FORMAT_VERSION, CONFIG_FILE, MANIFEST_FILE,
     MEMORY_SNAPSHOT_FILE, SKILLS_DIR, WORKSPACE_DIR, WORKSPACE_MEMORY_DIR,

@@ -11,8 +11,9 @@
 //!   counted as `replaced`; an entry replaced by a SYMLINK fails the capture, naming it;
 //! - an unreadable file or directory fails the capture (unreadable is not absent);
 //! - the stat cache lets an unchanged file (same dev, ino, size, mtime, ctime, and a blob of
-//!   that length referenced by a snapshot) skip opening and hashing; the racy rule rehashes any
-//!   entry whose mtime or ctime is not older than the capture start minus [`RACY_NS`].
+//!   that length referenced by a snapshot) skip opening and hashing; the racy rule
+//!   (`crate::statmatch`, shared with publish) rehashes any entry whose mtime or ctime is not
+//!   older than the capture start minus its granularity.
 //!
 //! Reads happen on the opened fd only; bytes go straight into the store (hashed as written).
 //! The walker thread lists and classifies; the files it does not find in the stat cache are
@@ -28,12 +29,13 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{mpsc, Arc};
 
-use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
-    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceStatCache, StatCacheUpdate,
-    StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
+    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceKey, SourceStatCache,
+    StatCacheUpdate, StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
+use crate::progress::{Progress, Totals};
+use crate::statmatch::{self, Racy};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
@@ -41,10 +43,6 @@ use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
 pub use sink::{KeepBytes, MemoryObjects, Sink};
-
-/// The timestamp granularity the racy rule assumes. Kernel timestamps come from a coarse
-/// clock (a jiffy), and some filesystems store 1 s or 2 s; 2 s covers them all.
-pub const RACY_NS: i64 = 2_000_000_000;
 
 /// Directory nesting deeper than this fails the capture instead of exhausting the stack.
 const MAX_DEPTH: usize = 1024;
@@ -144,16 +142,16 @@ pub struct CaptureStats {
 /// One capture: a stat cache loaded at the start, the tallies, and the new cache to commit.
 pub struct Capture<'s> {
     store: &'s Store,
-    cache_key: String,
+    cache_key: SourceKey,
     /// The loaded cache; it also collects what this capture keeps of it and what it adds.
     old_cache: SourceStatCache,
-    racy_after_ns: i64,
+    racy: Racy,
     report: CaptureReport,
     stats: CaptureStats,
-    progress: ProgressBar,
+    progress: &'s dyn Progress,
     sink: Sink,
-    /// Bytes of the files counted on `progress`.
-    progress_bytes: u64,
+    /// Files and bytes counted on `progress`.
+    progressed: Totals,
 }
 
 impl<'s> Capture<'s> {
@@ -164,8 +162,8 @@ impl<'s> Capture<'s> {
     pub fn begin(
         store: &'s Store,
         _lock: &'s WriteLock,
-        cache_key: String,
-        progress: ProgressBar,
+        cache_key: SourceKey,
+        progress: &'s dyn Progress,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
         let old_cache = store.catalog()?.load_source_cache(&cache_key)?;
@@ -173,12 +171,12 @@ impl<'s> Capture<'s> {
             store,
             cache_key,
             old_cache,
-            racy_after_ns: start_ns - RACY_NS,
+            racy: Racy::since(start_ns),
             report: CaptureReport::default(),
             stats: CaptureStats::default(),
             progress,
             sink: Sink::Store,
-            progress_bytes: 0,
+            progressed: Totals::default(),
         })
     }
 
@@ -200,19 +198,11 @@ impl<'s> Capture<'s> {
         &self.report
     }
 
-    /// One more file of `len` bytes on the progress spinner (files as its position; files and
-    /// bytes so far, in words, as its prefix).
+    /// One more file of `len` bytes on `progress`.
     fn advance(&mut self, len: u64) {
-        self.progress_bytes += len;
-        self.progress.inc(1);
-        if !self.progress.is_hidden() {
-            let files = self.progress.position();
-            self.progress.set_prefix(format!(
-                "{files} file{} ({})",
-                if files == 1 { "" } else { "s" },
-                indicatif::HumanBytes(self.progress_bytes)
-            ));
-        }
+        self.progressed.files += 1;
+        self.progressed.bytes += len;
+        self.progress.advance(self.progressed);
     }
 
     /// Work done so far.
@@ -223,14 +213,14 @@ impl<'s> Capture<'s> {
     /// Consumes the capture: its report, and the stat-cache changes to commit with the
     /// snapshot.
     pub fn finish(self) -> (CaptureReport, StatCacheUpdate) {
-        self.progress.finish_and_clear();
+        self.progress.finish();
         let Capture {
             old_cache,
             cache_key,
             report,
             ..
         } = self;
-        (report, old_cache.into_update(cache_key))
+        (report, old_cache.into_update(&cache_key))
     }
 
     /// Walks a whole tree from its opened root. `label` prefixes bundle paths (`.` for none).
@@ -576,14 +566,8 @@ impl<'s> Capture<'s> {
     /// `verify` reports). Skipping the lookup saves a cold stat per file in a no-op capture.
     fn cached(&self, key: &[u8], st: &Stat) -> Option<(usize, StatEntry)> {
         let (position, hit) = self.old_cache.get(key)?;
-        let same = hit.dev == st.dev
-            && hit.ino == st.ino
-            && hit.size == st.size
-            && hit.mtime_ns == st.mtime_ns
-            && hit.ctime_ns == st.ctime_ns
-            && hit.exec == st.is_executable();
-        let racy = st.mtime_ns >= self.racy_after_ns || st.ctime_ns >= self.racy_after_ns;
-        (same && !racy).then_some((position, hit))
+        let same = statmatch::matches(&hit, st) && hit.exec == st.is_executable();
+        (same && self.racy.trusts(st.mtime_ns, st.ctime_ns)).then_some((position, hit))
     }
 
     fn skip(&mut self, tally: &mut Tally, path: String, reason: SkipReason) {

@@ -9,6 +9,7 @@
 
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::hooks;
@@ -89,7 +90,7 @@ pub fn open_configured(path: &Path) -> Result<Option<OwnedFd>, RootError> {
             })
         }
     };
-    step(&parent_fd, sys::name_bytes(last), path, true, path)
+    step(&parent_fd, last.as_bytes(), path, true, path)
 }
 
 /// Walks `components` from `anchor` (followed: symlinks above the install root are the

@@ -5,8 +5,7 @@ use serde_json::json;
 
 use crate::cli::CheckoutArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use crate::export::{check_replacement, publish_snapshot, Replace};
-use crate::publish::{check_request, claim_destination, PublishRequest};
+use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest, Replace};
 
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -20,27 +19,23 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             args.out.display()
         )
     };
-    let request = PublishRequest {
+    let admitted = check(&PublishRequest {
         dest: &args.out,
         force: args.force || args.replace_any,
         sources: &[],
         store: Some(store.root()),
         reuse: None,
-    };
-    check_request(&request).with_context(context)?;
-    let _claim = claim_destination(&args.out).with_context(context)?;
+    })
+    .with_context(context)?;
+    let _claim = admitted.claim().with_context(context)?;
     let replaced = check_replacement(
         Some(&store),
-        &args.out,
+        &admitted,
         Replace::of_flags(args.force, args.replace_any),
     )
     .with_context(context)?;
-    let bar = ctx.publish_progress(snap.files(), snap.bytes());
-    let published = publish_snapshot(&store, &snap.root, &request, &mut |files, bytes| {
-        bar.update(files, bytes)
-    });
-    bar.clear();
-    let published = published.with_context(context)?;
+    let published =
+        publish_snapshot(&store, &snap, &admitted, &ctx.term_progress()).with_context(context)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    escape_text, resolve_path, EntryKind, ObjectId, PackReader, Store, TreeEntry,
+    escape_text, resolve_path, EntryKind, ObjectId, PackReader, SourceKey, Store, TreeEntry,
 };
 
 use crate::agent::{
@@ -23,6 +23,7 @@ use crate::cli::DiffArgs;
 use crate::cmd::{escape_message, split_target, stdout_error, Ctx, Outcome, StdoutClosed};
 use crate::diff::content::{unified, Shown, CONTENT_CAP};
 use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
+use crate::progress::Progress;
 
 /// Bundle files above this are not read for the semantic section.
 const BUNDLE_FILE_CAP: u64 = 4 << 20;
@@ -236,13 +237,10 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     // Nothing is written to the objects, but the capture API takes the store's shared lock
     // for the stat cache it keeps.
     let lock = store.write_lock()?;
-    let mut capture = Capture::begin(
-        store,
-        &lock,
-        format!("diff:{}", abs.display()),
-        ctx.progress(None, "hashing", false),
-    )?
-    .with_sink(Sink::Memory(Arc::clone(&objects), keep));
+    let progress = ctx.term_progress();
+    progress.begin("hashing", None);
+    let mut capture = Capture::begin(store, &lock, SourceKey::Diff(abs.clone()), &progress)?
+        .with_sink(Sink::Memory(Arc::clone(&objects), keep));
     let walked = capture.walk(fd, ".", &keep_everything)?;
     let (report, update) = capture.finish();
     // What the reader refuses to follow is not compared: say so, or a symlink planted in a

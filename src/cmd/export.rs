@@ -7,11 +7,10 @@ use serde_json::json;
 use crate::cli::ExportArgs;
 use zeroclaw_bundle_store::{escape_text, Tally};
 
-use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome, PublishProgress};
-use crate::export::{
-    install_root, AgentCaptureOptions, AgentSnapshot, ExportJob, Replace, Replaced,
-};
-use crate::publish::Published;
+use crate::agent::install_root;
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
+use crate::export::{AgentCaptureOptions, AgentSnapshot, ExportJob};
+use crate::publish::{Published, Replace, Replaced};
 
 /// Runs `export`: the install and the destination are checked (and the destination
 /// claimed) before the store is opened or created, so a typo creates nothing.
@@ -30,8 +29,7 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
         Some(store) => store,
         None => ctx.create_store()?,
     };
-    let bar = ctx.progress(None, "capturing", false);
-    let mut publishing: Option<PublishProgress> = None;
+    let progress = ctx.term_progress();
     let result = job.run(
         &store,
         AgentCaptureOptions {
@@ -39,17 +37,9 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
             zeroclaw_version: args.zeroclaw_version.as_deref(),
             excludes: &args.exclude,
         },
-        bar.clone(),
-        &mut |files, total_files, bytes, total_bytes| {
-            publishing
-                .get_or_insert_with(|| ctx.publish_progress(total_files, total_bytes))
-                .update(files, bytes)
-        },
+        &progress,
     );
-    match &publishing {
-        Some(p) => clear_progress(&[&bar, p.bar()]),
-        None => clear_progress(&[&bar]),
-    }
+    drop(progress);
     let (captured, published, replaced) = result?;
     report(ctx, &captured, Some((&published, replaced.as_ref())))
 }

@@ -27,12 +27,14 @@ use std::ffi::OsStr;
 use std::io::IsTerminal;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zeroclaw_bundle_store::{unescape_name, Store};
 
 use crate::cli::{Cli, Command};
+use crate::progress::{Progress, Totals};
 
 /// Clears `bars` (any of them may be hidden). After a Ctrl-C typed while one was drawn, also
 /// erases the frame the terminal's `^C` echo left behind: indicatif leaves the cursor at the
@@ -52,31 +54,95 @@ pub fn clear_progress(bars: &[&ProgressBar]) {
     }
 }
 
-/// A publish's progress bar (see [`Ctx::publish_progress`]).
-pub struct PublishProgress {
-    bar: ProgressBar,
-    total_files: u64,
+/// A bar (with `len`) or a spinner on stderr (see [`Ctx::progress`]).
+fn new_bar(len: Option<u64>, what: &str, bytes: bool) -> ProgressBar {
+    let bar = match len {
+        Some(n) => ProgressBar::new(n),
+        None => ProgressBar::new_spinner(),
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    let template = match (len.is_some(), bytes) {
+        (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta} left)",
+        (true, false) => "{msg} [{bar:30}] {pos}/{len} ({eta} left)",
+        (false, _) => "{spinner} {msg}: {prefix}",
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_message(what.to_string());
+    bar.set_prefix("0 files");
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
 }
 
-impl PublishProgress {
-    /// Records the running totals (the `publish` callback).
-    pub fn update(&self, files: u64, bytes: u64) {
-        if self.bar.is_hidden() {
+/// The CLI's [`Progress`] adapter: an indicatif bar on a terminal, nothing in a pipe or with
+/// `--quiet`/`--json`. A phase with known totals is a bar of bytes with an ETA and `files/total`
+/// in its message (a publish); one without is a spinner counting files and bytes (a capture).
+/// Dropping it clears whatever is drawn, so an error is never printed over a bar.
+pub struct TermProgress {
+    shows: bool,
+    phase: Mutex<Option<Phase>>,
+}
+
+struct Phase {
+    bar: ProgressBar,
+    what: String,
+    total: Option<Totals>,
+}
+
+impl Progress for TermProgress {
+    fn begin(&self, what: &str, total: Option<Totals>) {
+        self.finish();
+        if !self.shows {
             return;
         }
-        self.bar.set_position(bytes);
-        self.bar
-            .set_message(format!("publishing {files}/{} files", self.total_files));
+        let bar = new_bar(total.map(|t| t.bytes), what, true);
+        *self.lock() = Some(Phase {
+            bar,
+            what: what.to_string(),
+            total,
+        });
     }
 
-    /// Removes the bar (success or failure).
-    pub fn clear(&self) {
-        clear_progress(&[&self.bar]);
+    fn advance(&self, done: Totals) {
+        let guard = self.lock();
+        let Some(p) = guard.as_ref() else {
+            return;
+        };
+        match p.total {
+            Some(total) => {
+                p.bar.set_position(done.bytes);
+                p.bar
+                    .set_message(format!("{} {}/{} files", p.what, done.files, total.files));
+            }
+            None => {
+                p.bar.set_position(done.files);
+                p.bar.set_prefix(format!(
+                    "{} ({})",
+                    count(done.files, "file"),
+                    indicatif::HumanBytes(done.bytes)
+                ));
+            }
+        }
     }
 
-    /// The bar itself (to clear it together with others, [`clear_progress`]).
-    pub fn bar(&self) -> &ProgressBar {
-        &self.bar
+    fn finish(&self) {
+        if let Some(p) = self.lock().take() {
+            clear_progress(&[&p.bar]);
+        }
+    }
+}
+
+impl TermProgress {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Phase>> {
+        // A panic while drawing poisons nothing worth refusing: the bar is only display.
+        self.phase.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for TermProgress {
+    fn drop(&mut self) {
+        self.finish();
     }
 }
 
@@ -222,31 +288,25 @@ impl Ctx {
         if !self.shows_progress() {
             return ProgressBar::hidden();
         }
-        let bar = match len {
-            Some(n) => ProgressBar::new(n),
-            None => ProgressBar::new_spinner(),
-        };
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-        let template = match (len.is_some(), bytes) {
-            (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta} left)",
-            (true, false) => "{msg} [{bar:30}] {pos}/{len} ({eta} left)",
-            (false, _) => "{spinner} {msg}: {prefix}",
-        };
-        if let Ok(style) = ProgressStyle::with_template(template) {
-            bar.set_style(style.progress_chars("=> "));
+        new_bar(len, what, bytes)
+    }
+
+    /// A spinner naming `what` for a step that reports no counts (`gc`, `unpack`); hidden
+    /// where [`Ctx::progress`] is.
+    pub fn spinner(&self, what: &str) -> ProgressBar {
+        let bar = self.progress(None, what, false);
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg}") {
+            bar.set_style(style);
         }
-        bar.set_message(what.to_string());
-        bar.set_prefix("0 files");
-        bar.enable_steady_tick(std::time::Duration::from_millis(200));
         bar
     }
 
-    /// The bar of a publish (`checkout`, the publish half of `export`): bytes of
-    /// `total_bytes` with an ETA, and files of `total_files` in its message.
-    pub fn publish_progress(&self, total_files: u64, total_bytes: u64) -> PublishProgress {
-        PublishProgress {
-            bar: self.progress(Some(total_bytes), "publishing", true),
-            total_files,
+    /// The [`Progress`] the library's capture and publish report to (`snapshot`, `export`,
+    /// `checkout`, `diff` of a directory).
+    pub fn term_progress(&self) -> TermProgress {
+        TermProgress {
+            shows: self.shows_progress(),
+            phase: Mutex::new(None),
         }
     }
 
@@ -268,6 +328,36 @@ fn default_store() -> Result<PathBuf> {
         .filter(|v| !v.is_empty())
         .context("no store location: set --store, ZEROCLAW_BUNDLE_STORE, XDG_DATA_HOME or HOME")?;
     Ok(PathBuf::from(home).join(".local/share/zeroclaw-bundle"))
+}
+
+/// What the CLI adds to an error the store or mount crate reported (those crates never name
+/// this program's commands): the command that helps, if there is one.
+pub fn hint(err: &anyhow::Error) -> Option<String> {
+    use zeroclaw_bundle_mount::MountError;
+    use zeroclaw_bundle_store::StoreError;
+    err.chain().find_map(|e| {
+        if let Some(e) = e.downcast_ref::<StoreError>() {
+            return match e {
+                StoreError::UnknownSnapshot { .. } => {
+                    Some("`zeroclaw-bundle list` shows the snapshots".to_string())
+                }
+                StoreError::CorruptObject { .. } => {
+                    Some("`zeroclaw-bundle verify` checks the whole store".to_string())
+                }
+                StoreError::Catalog { .. } => Some(
+                    "`zeroclaw-bundle reindex` rebuilds the catalog from the objects".to_string(),
+                ),
+                _ => None,
+            };
+        }
+        match e.downcast_ref::<MountError>() {
+            Some(MountError::StaleMount(path)) => Some(format!(
+                "`zeroclaw-bundle umount {}` clears it",
+                crate::interrupt::shell_quote(path)
+            )),
+            _ => None,
+        }
+    })
 }
 
 /// Runs the parsed command.

@@ -173,11 +173,13 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         (args.pack.clone(), false)
     };
+    let spinner = ctx.spinner("unpacking");
     let result = (|| -> Result<_> {
         let pack = PackReader::open(&path)?;
         let id = unpack(&store, &pack)?;
         Ok((id, pack.entries().len()))
     })();
+    crate::cmd::clear_progress(&[&spinner]);
     if spooled {
         let _ = fs::remove_file(&path);
     }

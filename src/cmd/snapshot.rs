@@ -1,15 +1,13 @@
 //! `snapshot <ALIAS> [--install DIR]` (capture an agent's bundle into the store) and
 //! `snapshot --dir PATH` (capture any directory), both with `[--name NAME]`.
 
-use std::path::Path;
-
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
-use zeroclaw_bundle_store::{ObjectId, Snapshot, SnapshotKind, Store};
+use zeroclaw_bundle_store::{ObjectId, Store};
 
-use crate::capture::{keep_everything, root, Capture};
 use crate::cli::SnapshotArgs;
-use crate::cmd::{clear_progress, count, human_bytes, Ctx, Outcome};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
+use crate::export::DirSnapshot;
 
 /// Runs `snapshot`.
 pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -21,12 +19,12 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             .alias
             .as_deref()
             .expect("clap requires an alias without --dir");
-        let install = crate::export::install_root(args.install.as_deref())?;
+        let install = crate::agent::install_root(args.install.as_deref())?;
         let (install, plan) = crate::export::load_agent(&install, alias)?;
         let store = ctx.create_store()?;
         let named = name_holder(&store, args.name.as_deref());
         let name_copy = args.name.clone();
-        let bar = ctx.progress(None, "capturing", false);
+        let progress = ctx.term_progress();
         let captured = crate::export::capture_loaded(
             &store,
             &install,
@@ -36,46 +34,25 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
                 zeroclaw_version: args.zeroclaw_version.as_deref(),
                 excludes: &args.exclude,
             },
-            bar.clone(),
-        )
-        .inspect_err(|_| clear_progress(&[&bar]))?;
+            &progress,
+        );
+        drop(progress);
+        let captured = captured?;
         let outcome = super::export::report(ctx, &captured, None)?;
         note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
         return Ok(outcome);
     };
-    let source = describe(&dir);
-    let fd = root::open_configured(&dir)?
-        .with_context(|| format!("{} does not exist", dir.display()))?;
+    let dir = crate::export::SourceDir::open(&dir)?;
     let store = ctx.create_store()?;
     let named = name_holder(&store, args.name.as_deref());
-    let parent = store.catalog()?.latest_of_source(&source)?;
-    let lock = store.write_lock()?;
-    let bar = ctx.progress(None, "capturing", false);
-    let mut capture = Capture::begin(&store, &lock, format!("dir:{source}"), bar.clone())?;
-    let walked = capture
-        .walk(fd, ".", &keep_everything)
-        .inspect_err(|_| clear_progress(&[&bar]))?;
-    let stats = capture.stats();
-    let (report, cache_update) = capture.finish();
-    let snap = Snapshot {
-        root: walked.id,
-        created_unix_ns: i128::from(crate::clock::now_ns()),
-        host: crate::sys::hostname(),
-        kind: SnapshotKind::Tree,
-        source,
-        agent: None,
-        name: args.name,
-        parent,
-        report,
-    };
-    // A signal during the capture stops it here at the latest: nothing is recorded.
-    crate::interrupt::check()
-        .map_err(|_| crate::capture::CaptureError::Interrupted)
-        .inspect_err(|_| clear_progress(&[&bar]))?;
-    crate::hooks::seam("before-commit", &snap.source);
-    let id = store
-        .commit_snapshot(&lock, &snap, Some(&cache_update))
-        .context("could not record the snapshot")?;
+    let progress = ctx.term_progress();
+    let captured = crate::export::capture_dir(&store, dir, args.name.as_deref(), &progress);
+    drop(progress);
+    let DirSnapshot {
+        id,
+        snapshot: snap,
+        stats,
+    } = captured?;
     if ctx.json {
         ctx.print_json(&json!({
             "id": id,
@@ -132,17 +109,4 @@ fn note_moved_name(ctx: &Ctx, name: Option<&str>, before: Option<ObjectId>, id: 
             );
         }
     }
-}
-
-/// The absolute path a snapshot came from: parent canonicalized, last component as given.
-fn describe(dir: &Path) -> String {
-    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let resolved = match (abs.parent(), abs.file_name()) {
-        (Some(p), Some(n)) => p
-            .canonicalize()
-            .map(|p| p.join(n))
-            .unwrap_or_else(|_| abs.clone()),
-        _ => abs.clone(),
-    };
-    resolved.to_string_lossy().into_owned()
 }

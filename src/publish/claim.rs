@@ -57,11 +57,10 @@ fn lock_name(name: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Claims `dest` (`--out` as given) for one publish. Creates the destination's parent when
-/// it is missing (the publish would create it anyway). Fails with
-/// [`PublishError::DestBusy`] when another process holds the claim.
-pub fn claim_destination(dest: &Path) -> Result<DestClaim, PublishError> {
-    let d = resolve::resolve_destination(dest)?;
+/// Claims destination `d` (resolved from `dest`, `--out` as given, which messages name) for
+/// one publish. Creates the destination's parent when it is missing (the publish would create
+/// it anyway). Fails with [`PublishError::DestBusy`] when another process holds the claim.
+pub(crate) fn claim(dest: &Path, d: &resolve::Destination) -> Result<DestClaim, PublishError> {
     std::fs::create_dir_all(&d.parent).map_err(|e| PublishError::io("create", &d.parent, e))?;
     let parent =
         sys::open_dir_path(&d.parent).map_err(|e| PublishError::io("open", &d.parent, e))?;

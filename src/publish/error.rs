@@ -23,6 +23,20 @@ pub enum PublishError {
         /// The lock file.
         lock: PathBuf,
     },
+    /// `--force` at a non-empty directory that is neither a bundle nor a recorded checkout.
+    #[error(
+        "{path} is not a bundle or a previous checkout of zeroclaw-bundle (it holds \
+         {entries}{more}); --force only replaces those. Pass --replace-any to replace this \
+         directory and everything in it"
+    )]
+    NotReplaceable {
+        /// `--out` as given.
+        path: PathBuf,
+        /// Its first entries (by name, escaped), comma-separated.
+        entries: String,
+        /// `, ...` when it holds more than those.
+        more: &'static str,
+    },
     /// SIGINT or SIGTERM arrived before the swap: nothing was published.
     #[error("interrupted before anything was published; the destination is unchanged")]
     Interrupted,

@@ -6,7 +6,8 @@
 //! 0. **Claim** (`claim`, by the caller: `export` before it captures, `checkout`, `recover`):
 //!    an `flock`ed lock file `<parent>/.zeroclaw-export-lock-<name>` held for the whole
 //!    operation, so a second publish to the same destination fails at once.
-//! 1. **Resolve** (`resolve`): the destination's parent is canonicalized, its last component
+//! 1. **Resolve** (`resolve`, once, in [`check`], which returns the [`Admitted`] destination
+//!    every later step takes): the destination's parent is canonicalized, its last component
 //!    is not; a `..` through a directory that does not exist yet is refused, and so is any
 //!    overlap with a source tree or the store, in either direction (the store by path and by
 //!    identity). Nothing has been created yet.
@@ -62,7 +63,9 @@
 mod claim;
 mod error;
 mod recover;
+mod replace;
 mod resolve;
+mod snapshot;
 mod stage;
 mod swap;
 
@@ -75,12 +78,17 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::limits::check_expansion;
-use zeroclaw_bundle_store::{DestCache, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry};
+use zeroclaw_bundle_store::{
+    DestCache, DestKey, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry,
+};
 
-pub use claim::{claim_destination, DestClaim, LOCK_PREFIX};
+pub use claim::{DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
 pub use recover::{recover, LeftAlone, Recovered};
+pub use replace::{check_replacement, Replace, Replaced};
+pub use snapshot::publish_snapshot;
 
+use crate::progress::{Progress, Silent};
 use crate::{hooks, sys};
 
 /// Prefix of a staging directory (`.zeroclaw-export-<token>`).
@@ -129,12 +137,48 @@ pub struct Published {
     pub retired_left: Option<PathBuf>,
 }
 
+/// A destination checked once by [`check`]: resolved (canonical parent, last component as
+/// given), overlapping no source tree and not the store, and admissible (vacant, empty, or
+/// non-empty with `--force`) when it was checked. Everything after the check ([`Admitted::claim`],
+/// [`publish_to`], the catalog's destination record) uses this resolution and never resolves
+/// the path again; the publish re-admits the object through the parent's fd (it may have
+/// changed since) and re-checks it at the swap.
+#[derive(Debug, Clone)]
+pub struct Admitted {
+    given: PathBuf,
+    dest: resolve::Destination,
+    force: bool,
+    sources: Vec<PathBuf>,
+}
+
+impl Admitted {
+    /// The resolved destination (canonical parent, last component as given).
+    pub fn path(&self) -> &Path {
+        &self.dest.full
+    }
+
+    /// The destination as the operator gave it (for messages).
+    pub fn given(&self) -> &Path {
+        &self.given
+    }
+
+    /// Claims the destination for this publish (see `claim`), so a second publish to it fails
+    /// at once. Creates the destination's parent when it is missing.
+    pub fn claim(&self) -> Result<DestClaim, PublishError> {
+        claim::claim(&self.given, &self.dest)
+    }
+}
+
+/// The catalog key of the destination record of `admitted` (what the last publish there left).
+fn dest_key(admitted: &Admitted) -> DestKey {
+    DestKey::new(admitted.path())
+}
+
 /// Checks, without creating or changing anything, that `req` would be admitted: the
-/// destination resolves, overlaps no source, and is vacant, empty, or non-empty with
-/// `--force` (never a symlink or a file). `export` calls this before it captures, so a
-/// refused destination costs nothing; [`publish`] checks everything again itself.
-/// Returns the resolved destination.
-pub fn check_request(req: &PublishRequest<'_>) -> Result<PathBuf, PublishError> {
+/// destination resolves, overlaps no source and not the store, and is vacant, empty, or
+/// non-empty with `--force` (never a symlink or a file). `export` calls this before it
+/// captures, so a refused destination costs nothing. The one resolution of the destination.
+pub fn check(req: &PublishRequest<'_>) -> Result<Admitted, PublishError> {
     let dest = resolve::resolve_destination(req.dest)?;
     if let Some(store) = req.store {
         resolve::refuse_store_overlap(req.dest, &dest.full, store)?;
@@ -148,36 +192,52 @@ pub fn check_request(req: &PublishRequest<'_>) -> Result<PathBuf, PublishError> 
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(PublishError::io("open", &dest.parent, e)),
     }
-    Ok(dest.full)
+    Ok(Admitted {
+        given: req.dest.to_path_buf(),
+        dest,
+        force: req.force,
+        sources: req.sources.to_vec(),
+    })
 }
 
-/// Publishes tree `root` from `source` at `req.dest` (see the module doc for the protocol).
+/// Publishes tree `root` from `source` at `req.dest`: [`check`], then [`publish_to`] (see the
+/// module doc for the protocol).
 pub fn publish(
     source: &dyn ObjectSource,
     root: &ObjectId,
     req: &PublishRequest<'_>,
 ) -> Result<Published, PublishError> {
-    publish_with_progress(source, root, req, &mut |_, _| {})
+    publish_with_progress(source, root, req, &Silent)
 }
 
-/// [`publish`], calling `progress(files, bytes)` with the running totals after each staged
-/// file (the total to expect is the root tree's `total_size()`), for a progress bar.
+/// [`publish`], telling `progress` the running totals after each staged file (the bytes to
+/// expect are the root tree's `total_size()`).
 pub fn publish_with_progress(
     source: &dyn ObjectSource,
     root: &ObjectId,
     req: &PublishRequest<'_>,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &dyn Progress,
 ) -> Result<Published, PublishError> {
-    let dest = resolve::resolve_destination(req.dest)?;
-    if let Some(store) = req.store {
-        resolve::refuse_store_overlap(req.dest, &dest.full, store)?;
-    }
-    resolve::refuse_overlap(req.dest, &dest.full, req.sources)?;
+    publish_to(source, root, &check(req)?, req.reuse, progress)
+}
+
+/// Publishes tree `root` from `source` at the destination `dest` admitted by [`check`] (see
+/// the module doc for the protocol), reusing `reuse` (what the previous publish there left,
+/// [`PublishRequest::reuse`]) and telling `progress` the running totals after each staged
+/// file.
+pub fn publish_to(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    admitted: &Admitted,
+    reuse: Option<&DestCache>,
+    progress: &dyn Progress,
+) -> Result<Published, PublishError> {
+    let dest = &admitted.dest;
     // Bound what the tree expands to before anything is created: a hostile tree (a chain
     // 20,000 deep, a diamond of 2^40 paths) is refused here, not half-written.
     check_expansion(source, root, &format!("tree {}", root.short(12)))
         .map_err(|source| PublishError::TooLarge { source })?;
-    let source_ids: Vec<sys::Stat> = req
+    let source_ids: Vec<sys::Stat> = admitted
         .sources
         .iter()
         .filter_map(|s| resolve::resolve_path(s).ok())
@@ -188,7 +248,7 @@ pub fn publish_with_progress(
     let parent =
         sys::open_dir_path(&dest.parent).map_err(|e| PublishError::io("open", &dest.parent, e))?;
     let name = dest.name.as_bytes();
-    let admitted = swap::admit(parent.as_fd(), name, req.dest, req.force)?;
+    let admission = swap::admit(parent.as_fd(), name, &admitted.given, admitted.force)?;
     let hook_path = dest.full.to_string_lossy().into_owned();
     hooks::seam("publish-admitted", &hook_path);
 
@@ -197,9 +257,9 @@ pub fn publish_with_progress(
         .fd
         .try_clone()
         .map_err(|e| PublishError::io("open", &staging.path, e))?;
-    let previous = admitted
+    let previous = admission
         .previous_tree()
-        .and_then(|fd| req.reuse.map(|cache| stage::Previous { fd, cache }));
+        .and_then(|fd| reuse.map(|cache| stage::Previous { fd, cache }));
     let tally = stage::materialize(source, root, root_dir, previous, &staging.path, progress)?;
     hooks::fault("chmod", &hook_path)
         .and_then(|()| sys::chmod_fd(&staging.fd, 0o755))
@@ -217,17 +277,17 @@ pub fn publish_with_progress(
         parent_path: &dest.parent,
         name,
         full: &dest.full,
-        given: req.dest,
+        given: &admitted.given,
         hook_path: &hook_path,
         sources: &source_ids,
     };
-    let outcome = swapper.swap(&admitted, &mut staging)?;
+    let outcome = swapper.swap(&admission, &mut staging)?;
     Ok(Published {
         dest: dest.full.clone(),
         files: tally.files,
         bytes: tally.bytes,
         reused: tally.reused,
-        replaced_existing: !matches!(admitted, swap::Admission::Vacant),
+        replaced_existing: !matches!(admission, swap::Admission::Vacant),
         used_exchange: outcome.used_exchange,
         retired_left: outcome.retired_left,
     })
@@ -319,7 +379,7 @@ impl<'a> Staging<'a> {
     fn create(parent: BorrowedFd<'a>, parent_path: &Path) -> Result<Staging<'a>, PublishError> {
         let mut last_err = None;
         for _ in 0..64 {
-            let token = sys::random_token();
+            let token = zeroclaw_bundle_store::random_token();
             let name = format!("{STAGING_PREFIX}{token}").into_bytes();
             let retired = format!("{RETIRED_PREFIX}{token}").into_bytes();
             let path = parent_path.join(std::ffi::OsStr::from_bytes(&name));

@@ -125,7 +125,7 @@ pub fn recover(dest: &Path) -> Result<Recovered, PublishError> {
     };
     // Claiming the destination keeps a publish to it from starting meanwhile, fails at once
     // when one is running, and removes the lock file a killed publish left.
-    let _claim = super::claim::claim_destination(dest)?;
+    let _claim = super::claim::claim(dest, &d)?;
     let parent_fd = parent.as_fd();
     let names =
         sys::read_dir_names(parent_fd).map_err(|e| PublishError::io("read", &d.parent, e))?;

@@ -14,8 +14,7 @@
 //! [`DestCache`]), a file whose entry in the old tree still has the recorded stat (dev, ino,
 //! size, mtime, ctime, mode, one link) is hard-linked into the staging tree instead of being
 //! copied; when the record is racy (taken within the timestamp granularity of the file's
-//! times: 100 ms on filesystems with sub-second times, else [`RACY_NS`]), its bytes are
-//! hashed first. The old tree is removed after the swap, so the new tree owns the inode.
+//! times: `crate::statmatch`, the rule capture uses too), its bytes are hashed first. The old tree is removed after the swap, so the new tree owns the inode.
 //!
 //! Directories are created by the walking thread; file contents are copied by a few worker
 //! threads, each through the fd of its directory. A directory's walk waits for its own files
@@ -33,7 +32,8 @@ use zeroclaw_bundle_store::{
 };
 
 use super::PublishError;
-use crate::capture::RACY_NS;
+use crate::progress::{Progress, Totals};
+use crate::statmatch::{self, Racy};
 use crate::{hooks, sys, workers};
 
 /// The manifest, written last at the bundle root.
@@ -68,26 +68,11 @@ struct Stager<'a> {
     source: &'a dyn ObjectSource,
     staging_path: &'a Path,
     tally: Tally,
-    progress: &'a mut dyn FnMut(u64, u64),
+    progress: &'a dyn Progress,
     jobs: &'a mpsc::Sender<FileJob>,
     reuse: Option<&'a DestCache>,
-    /// Records of files whose mtime and ctime are both older than this are trusted on stat.
-    trusted_before_ns: i64,
-}
-
-/// The racy window on a filesystem with sub-second timestamps: the kernel stamps files from
-/// a clock that ticks at least every 10 ms, so a change after the record cannot keep the
-/// recorded ctime once this much time separates them.
-const FINE_RACY_NS: i64 = 100_000_000;
-
-/// Records older than this before the recording instant are trusted on stat: 100 ms where
-/// the recorded times show sub-second precision, else the coarse [`RACY_NS`].
-fn trusted_before(cache: &DestCache) -> i64 {
-    let fine = cache
-        .entries
-        .values()
-        .any(|e| e.mtime_ns % 1_000_000_000 != 0 || e.ctime_ns % 1_000_000_000 != 0);
-    cache.recorded_at_ns - if fine { FINE_RACY_NS } else { RACY_NS }
+    /// Which records are old enough to be trusted on stat.
+    racy: Racy,
 }
 
 /// One file for a worker to copy.
@@ -100,14 +85,14 @@ struct FileJob {
 }
 
 /// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
-/// (used in messages only). `progress` gets the running (files, bytes) after each file.
+/// (used in messages only). `progress` gets the running totals after each file.
 pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
     root_dir: OwnedFd,
     previous: Option<Previous<'_>>,
     staging_path: &Path,
-    progress: &mut dyn FnMut(u64, u64),
+    progress: &dyn Progress,
 ) -> Result<Tally, PublishError> {
     workers::with_pool(
         || vec![0u8; COPY_BUF],
@@ -141,7 +126,9 @@ pub(crate) fn materialize(
                 progress,
                 jobs,
                 reuse: previous.as_ref().map(|p| p.cache),
-                trusted_before_ns: previous.as_ref().map_or(0, |p| trusted_before(p.cache)),
+                racy: previous.as_ref().map_or(Racy::never(), |p| {
+                    Racy::of_records(p.cache.entries.values(), p.cache.recorded_at_ns)
+                }),
             };
             let old_root = previous.map(|p| Arc::new(p.fd));
             stager.write_dir(root, &Arc::new(root_dir), old_root, &mut PathBuf::new())?;
@@ -210,7 +197,10 @@ impl Stager<'_> {
                     self.tally.reused += u64::from(reused);
                     self.tally.files += 1;
                     self.tally.bytes += size;
-                    (self.progress)(self.tally.files, self.tally.bytes);
+                    self.progress.advance(Totals {
+                        files: self.tally.files,
+                        bytes: self.tally.bytes,
+                    });
                 }
                 Err(e) => {
                     first_error.get_or_insert(e);
@@ -236,7 +226,10 @@ impl Stager<'_> {
             res?;
             self.tally.files += 1;
             self.tally.bytes += entry.size;
-            (self.progress)(self.tally.files, self.tally.bytes);
+            self.progress.advance(Totals {
+                files: self.tally.files,
+                bytes: self.tally.bytes,
+            });
         }
         Ok(())
     }
@@ -245,11 +238,10 @@ impl Stager<'_> {
     fn reuse_of(&self, old_dir: Option<&Arc<OwnedFd>>, rel: &Path) -> Option<Reuse> {
         let (old_dir, cache) = (old_dir?, self.reuse?);
         let cached = *cache.entries.get(rel.as_os_str().as_bytes())?;
-        let cutoff = self.trusted_before_ns;
         Some(Reuse {
             old_dir: Arc::clone(old_dir),
             cached,
-            trust_stat: cached.mtime_ns < cutoff && cached.ctime_ns < cutoff,
+            trust_stat: self.racy.trusts(cached.mtime_ns, cached.ctime_ns),
         })
     }
 
@@ -292,11 +284,7 @@ fn try_reuse(reuse: &Reuse, entry: &TreeEntry, dir: BorrowedFd<'_>, buf: &mut [u
     };
     let unchanged = st.kind == sys::FileKind::File
         && st.nlink == 1
-        && st.dev == c.dev
-        && st.ino == c.ino
-        && st.size == c.size
-        && st.mtime_ns == c.mtime_ns
-        && st.ctime_ns == c.ctime_ns
+        && statmatch::matches(c, &st)
         && st.perm == entry.kind.mode();
     if !unchanged || (!reuse.trust_stat && !hashes_to(old_dir, entry, &st, buf)) {
         return false;

@@ -247,7 +247,7 @@ impl Env {
 fn fresh_publish_is_byte_for_byte_with_modes() {
     let env = Env::new();
     let dest = env.path("out/bundle");
-    let mut seen = Vec::new();
+    let seen = std::sync::Mutex::new(Vec::new());
     let req = PublishRequest {
         dest: &dest,
         force: false,
@@ -255,10 +255,14 @@ fn fresh_publish_is_byte_for_byte_with_modes() {
         store: None,
         reuse: None,
     };
-    let p = publish_with_progress(&env.store.reader(), &env.new_id, &req, &mut |f, b| {
-        seen.push((f, b))
-    })
+    let p = publish_with_progress(
+        &env.store.reader(),
+        &env.new_id,
+        &req,
+        &|t: crate::progress::Totals| seen.lock().unwrap().push((t.files, t.bytes)),
+    )
     .unwrap();
+    let seen = seen.into_inner().unwrap();
     assert_eq!(seen.len(), 8);
     assert_eq!(seen.last(), Some(&(p.files, p.bytes)));
     assert_eq!(listing(&dest), expected(&env.new));

@@ -1,6 +1,13 @@
 //! The catalog: the only code that names sled. An index over snapshot records (list, names,
-//! per-agent latest) plus the stat cache of incremental capture. Everything here can be
-//! rebuilt from the objects (`reindex`), except the stat cache, which only saves work.
+//! per-agent latest) in the `snapshots` and `names` trees, the stat caches of incremental
+//! capture in `stat` (keyed by [`SourceKey`]), and the destination records of publish in
+//! `dest` (keyed by [`DestKey`]). Everything here can be rebuilt from the objects (`reindex`),
+//! except the caches and records, which only save work.
+//!
+//! The catalog's format version is the value of its format key. Format 1 (destination records
+//! in `stat`) is migrated in place when opened: each record is copied to `dest`, then removed
+//! from `stat`, then the version is written (a crash in between repeats the copy, which is
+//! idempotent). Any other value, or a catalog without the key, is set aside and rebuilt.
 //!
 //! sled holds an exclusive lock on its directory while open, so a [`Catalog`] is opened for
 //! the moment a command needs it and dropped right after. A second process waits (polling)
@@ -14,6 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::StoreError;
 use crate::id::ObjectId;
+use crate::keys::{DestKey, SourceKey};
 use crate::snapshot::{Snapshot, SnapshotKind};
 
 /// How long to wait for another process to release the catalog, unless
@@ -24,9 +32,14 @@ const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(20);
 /// would let a large stat-cache update dominate a capture's memory.
 const SLED_CACHE_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Written once a new catalog's index is built (see `Catalog::from_db`).
+/// Written once a new catalog's index is built (see `Catalog::from_db`); its value is the
+/// catalog's format version.
 const FORMAT_KEY: &[u8] = b"zeroclaw-bundle catalog";
-const FORMAT_VALUE: &[u8] = b"1";
+/// Format 2: destination records in a tree of their own (`dest`), apart from the capture
+/// stat caches (`stat`).
+const FORMAT_VALUE: &[u8] = b"2";
+/// Format 1 kept destination records in the `stat` tree; opening one migrates it.
+const FORMAT_V1: &[u8] = b"1";
 
 /// What `list` shows of a snapshot without loading its record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,12 +94,12 @@ fn unknown_hint(reference: &str, all: &[SnapshotSummary]) -> String {
         && reference.bytes().all(|b| b.is_ascii_hexdigit())
     {
         return format!(
-            "an id prefix needs at least 8 hex digits ({} given); `zeroclaw-bundle list` shows the ids",
+            "an id prefix needs at least 8 hex digits ({} given)",
             reference.len()
         );
     }
-    "a snapshot is a full id, a unique id prefix of 8+ hex digits, a name given with --name, \
-     or agent/<alias>; `zeroclaw-bundle list` shows them"
+    "a snapshot is a full id, a unique id prefix of 8+ hex digits, a snapshot name, or \
+     agent/<alias>"
         .to_string()
 }
 
@@ -166,8 +179,8 @@ pub struct DestCache {
 /// [`SourceStatCache::into_update`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StatCacheUpdate {
-    /// The source's cache key.
-    pub key: String,
+    /// The source's encoded cache key.
+    key: Vec<u8>,
     /// The new cache value (`None`: unchanged).
     value: Option<Vec<u8>>,
 }
@@ -288,7 +301,8 @@ impl SourceStatCache {
 
     /// The new cache: the kept entries plus the new ones; empty when that is exactly the
     /// loaded cache (everything kept, nothing new).
-    pub fn into_update(mut self, key: String) -> StatCacheUpdate {
+    pub fn into_update(mut self, key: &SourceKey) -> StatCacheUpdate {
+        let key = key.encode();
         let kept = |i: usize| self.seen[i / 64] & (1 << (i % 64)) != 0;
         let all_kept = (0..self.index.len()).all(kept);
         if all_kept && self.changed.is_empty() {
@@ -325,6 +339,11 @@ impl SourceStatCache {
 /// is held in sled's page cache at the size of its pointer, so sled never evicts it, and a
 /// large cache would sit in memory twice while it is read.
 const CHUNK_BYTES: usize = 48 * 1024;
+
+/// What every destination record's key starts with (see [`DestKey`]).
+const DEST_PREFIX: &[u8] = b"dest:";
+/// Appended to a destination's key for the time its record was taken.
+const RECORDED_AT: &[u8] = b"\0recorded-at";
 
 /// The key naming the current generation of a source's cache chunks.
 fn generation_key(key: &[u8]) -> Vec<u8> {
@@ -373,6 +392,7 @@ pub struct Catalog {
     snapshots: sled::Tree,
     names: sled::Tree,
     stat: sled::Tree,
+    dest: sled::Tree,
 }
 
 impl Catalog {
@@ -393,7 +413,9 @@ impl Catalog {
                 .open()
             {
                 Ok(db) => return Catalog::from_db(path, db, existed),
-                Err(sled::Error::Io(e)) if is_lock_error(&e) => {
+                // sled reports a held lock as an untyped I/O error; whether the lock is what
+                // failed is asked of the lock itself, not of the message.
+                Err(sled::Error::Io(_)) if crate::sys::lock_is_held(&path.join("db")) => {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
                             path: path.to_path_buf(),
@@ -413,12 +435,16 @@ impl Catalog {
         // once the index is complete (`mark_complete`) tells "new" from "lost": an existing
         // catalog without it is unreadable (or its first rebuild never finished, or it is
         // from a version before the key): it is set aside and rebuilt.
-        let fresh = match db.get(FORMAT_KEY).map_err(|e| db_err(path, e))? {
-            Some(v) if v.as_ref() == FORMAT_VALUE => false,
-            Some(_) => {
+        let format = db.get(FORMAT_KEY).map_err(|e| db_err(path, e))?;
+        let fresh = match &format {
+            Some(v) if v.as_ref() == FORMAT_VALUE || v.as_ref() == FORMAT_V1 => false,
+            Some(v) => {
                 return Err(StoreError::CatalogUnreadable {
                     path: path.to_path_buf(),
-                    why: "its format key is not ours".into(),
+                    why: format!(
+                        "its format version `{}` is not one this build reads",
+                        String::from_utf8_lossy(v).escape_default()
+                    ),
                 })
             }
             None if existed => {
@@ -430,14 +456,36 @@ impl Catalog {
             None => true,
         };
         let open = |name: &str| db.open_tree(name).map_err(|e| db_err(path, e));
-        Ok(Catalog {
+        let catalog = Catalog {
             fresh,
             path: path.to_path_buf(),
             snapshots: open("snapshots")?,
             names: open("names")?,
             stat: open("stat")?,
+            dest: open("dest")?,
             db,
-        })
+        };
+        if format.is_some_and(|v| v.as_ref() == FORMAT_V1) {
+            catalog.migrate_from_v1()?;
+        }
+        Ok(catalog)
+    }
+
+    /// Format 1 -> 2: moves the destination records out of the `stat` tree.
+    fn migrate_from_v1(&self) -> Result<(), StoreError> {
+        let err = |e| self.err(e);
+        let mut moved = Vec::new();
+        for item in self.stat.scan_prefix(DEST_PREFIX) {
+            let (key, value) = item.map_err(err)?;
+            self.dest.insert(&key, value).map_err(err)?;
+            moved.push(key);
+        }
+        self.flush()?;
+        for key in moved {
+            self.stat.remove(key).map_err(err)?;
+        }
+        self.db.insert(FORMAT_KEY, FORMAT_VALUE).map_err(err)?;
+        self.flush()
     }
 
     /// True for a catalog just created, whose index is not built yet.
@@ -566,9 +614,7 @@ impl Catalog {
                 .map(|s| s.id)
                 .ok_or_else(|| StoreError::UnknownSnapshot {
                     reference: reference.to_string(),
-                    hint: format!(
-                        "no snapshot of agent `{alias}` (`zeroclaw-bundle list` shows the snapshots)"
-                    ),
+                    hint: format!("no snapshot of agent `{alias}`"),
                 });
         }
         let lower = reference.to_ascii_lowercase();
@@ -605,8 +651,8 @@ impl Catalog {
     /// hold) a node per few files, and one value for the whole cache made sled hold two more
     /// copies of it, and a copy into one buffer one more. A cache written by an older version (one
     /// value under `key`) is read as it is and replaced on the next write.
-    pub fn load_source_cache(&self, key: &str) -> Result<SourceStatCache, StoreError> {
-        let key = key.as_bytes();
+    pub fn load_source_cache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
+        let key = &key.encode()[..];
         let Some(generation) = self.cache_generation(key)? else {
             let old = self.stat.get(key).map_err(|e| self.err(e))?;
             return Ok(SourceStatCache::from_chunks(old.into_iter().collect()));
@@ -635,41 +681,40 @@ impl Catalog {
             .map(u64::from_be_bytes))
     }
 
-    /// Loads a stat cache as a map (destination caches, which are per bundle and small).
-    fn load_stat_cache(&self, key: &str) -> Result<StatCache, StoreError> {
-        let value = self.stat.get(key.as_bytes()).map_err(|e| self.err(e))?;
-        Ok(value.map(|v| decode_stat_cache(&v)).unwrap_or_default())
-    }
-
-    /// Drops every source's stat cache (after `gc` removed objects a cache may name).
+    /// Drops every source's stat cache (after `gc` removed objects a cache may name). The
+    /// destination records stay: a reused file is checked against the tree being published,
+    /// never looked up in the store.
     pub fn clear_stat_caches(&self) -> Result<(), StoreError> {
         self.stat.clear().map_err(|e| self.err(e))?;
         self.flush()
     }
 
-    /// The cache a previous publish left for destination `key`, if any.
-    pub fn load_dest_cache(&self, key: &str) -> Result<Option<DestCache>, StoreError> {
-        let at_key = format!("{key}\0recorded-at");
-        let Some(at) = self.stat.get(at_key.as_bytes()).map_err(|e| self.err(e))? else {
+    /// The record a previous publish left at destination `key`, if any.
+    pub fn load_dest_cache(&self, key: &DestKey) -> Result<Option<DestCache>, StoreError> {
+        let key = key.encode();
+        let at_key = [&key[..], RECORDED_AT].concat();
+        let Some(at) = self.dest.get(at_key).map_err(|e| self.err(e))? else {
             return Ok(None);
         };
         let Ok(at) = <[u8; 8]>::try_from(at.as_ref()) else {
             return Ok(None);
         };
+        let value = self.dest.get(&key).map_err(|e| self.err(e))?;
         Ok(Some(DestCache {
-            entries: self.load_stat_cache(key)?,
+            entries: value.map(|v| decode_stat_cache(&v)).unwrap_or_default(),
             recorded_at_ns: i64::from_be_bytes(at),
         }))
     }
 
     /// Records what a publish left at destination `key` (replacing any earlier record).
-    pub fn store_dest_cache(&self, key: &str, cache: &DestCache) -> Result<(), StoreError> {
-        let at_key = format!("{key}\0recorded-at");
-        self.stat
-            .insert(key.as_bytes(), encode_stat_cache(&cache.entries))
+    pub fn store_dest_cache(&self, key: &DestKey, cache: &DestCache) -> Result<(), StoreError> {
+        let key = key.encode();
+        let at_key = [&key[..], RECORDED_AT].concat();
+        self.dest
+            .insert(&key[..], encode_stat_cache(&cache.entries))
             .map_err(|e| self.err(e))?;
-        self.stat
-            .insert(at_key.as_bytes(), &cache.recorded_at_ns.to_be_bytes()[..])
+        self.dest
+            .insert(at_key, &cache.recorded_at_ns.to_be_bytes()[..])
             .map_err(|e| self.err(e))?;
         self.flush()
     }
@@ -683,7 +728,7 @@ impl Catalog {
         let Some(value) = &update.value else {
             return Ok(());
         };
-        let key = update.key.as_bytes();
+        let key = &update.key[..];
         let old = self.cache_generation(key)?;
         let generation = old.map_or(0, |g| g.wrapping_add(1));
         let err = |e| self.err(e);
@@ -753,12 +798,6 @@ fn decode_stat_cache(bytes: &[u8]) -> StatCache {
         pos = end;
     }
     out
-}
-
-fn is_lock_error(e: &std::io::Error) -> bool {
-    e.kind() == std::io::ErrorKind::WouldBlock
-        || e.raw_os_error() == Some(11)
-        || e.to_string().contains("lock")
 }
 
 fn db_err(path: &Path, e: sled::Error) -> StoreError {
@@ -853,7 +892,7 @@ mod tests {
             let (at, _) = cache.get(p).unwrap();
             cache.keep(at);
         }
-        assert!(cache.into_update("k".into()).is_empty());
+        assert!(cache.into_update(&SourceKey::Dir("k".into())).is_empty());
         // Keep the even ones, change one, add one.
         // In two chunks, split at a record boundary (as the catalog stores it).
         let mut cut = 0;
@@ -870,7 +909,7 @@ mod tests {
         }
         cache.put(&paths[10], &e(9999));
         cache.put(b"new/file", &e(7));
-        let update = cache.into_update("k".into());
+        let update = cache.into_update(&SourceKey::Dir("k".into()));
         let new = decode_stat_cache(update.value.as_ref().expect("changed"));
         let mut want: StatCache = paths
             .iter()
@@ -882,7 +921,9 @@ mod tests {
         want.insert(b"new/file".to_vec(), e(7));
         assert_eq!(new, want);
         // Nothing loaded, nothing seen: an empty update; a damaged tail is dropped.
-        assert!(SourceStatCache::empty().into_update("k".into()).is_empty());
+        assert!(SourceStatCache::empty()
+            .into_update(&SourceKey::Dir("k".into()))
+            .is_empty());
         let mut one = Vec::new();
         push_record(&mut one, b"a", &e(1));
         push_record(&mut one, b"b", &e(2));
@@ -899,6 +940,7 @@ mod tests {
     fn source_cache_chunks_replace_the_old_format_and_older_generations() {
         let dir = tempfile::tempdir().unwrap();
         let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let src = SourceKey::Dir("src".into());
         let e = |n: u64| StatEntry {
             dev: 1,
             ino: n,
@@ -911,8 +953,8 @@ mod tests {
         let old: StatCache = (0..10u64)
             .map(|n| (format!("old/{n}").into_bytes(), e(n)))
             .collect();
-        c.stat.insert(b"src", encode_stat_cache(&old)).unwrap();
-        let loaded = c.load_source_cache("src").unwrap();
+        c.stat.insert(b"dir:src", encode_stat_cache(&old)).unwrap();
+        let loaded = c.load_source_cache(&src).unwrap();
         assert_eq!(loaded.len(), 10);
         assert_eq!(loaded.get(b"old/3").map(|(_, x)| x), Some(e(3)));
         // A large new cache: several chunks, the old single value removed.
@@ -920,26 +962,104 @@ mod tests {
         for n in 0..10_000u64 {
             fresh.put(format!("new/{n:05}").as_bytes(), &e(n));
         }
-        c.update_stat_cache(&fresh.into_update("src".into()))
-            .unwrap();
-        assert!(c.stat.get(b"src").unwrap().is_none());
-        assert!(c.stat.get(chunk_key(b"src", 0, 2)).unwrap().is_some());
-        let loaded = c.load_source_cache("src").unwrap();
+        c.update_stat_cache(&fresh.into_update(&src)).unwrap();
+        assert!(c.stat.get(b"dir:src").unwrap().is_none());
+        assert!(c.stat.get(chunk_key(b"dir:src", 0, 2)).unwrap().is_some());
+        let loaded = c.load_source_cache(&src).unwrap();
         assert_eq!(loaded.len(), 10_000);
         assert_eq!(loaded.get(b"new/04321").map(|(_, x)| x), Some(e(4321)));
         assert!(loaded.get(b"old/3").is_none());
         // A smaller one: generation 1, generation 0's chunks gone.
         let mut small = SourceStatCache::empty();
         small.put(b"x", &e(1));
-        c.update_stat_cache(&small.into_update("src".into()))
-            .unwrap();
-        assert!(c.stat.get(chunk_key(b"src", 0, 0)).unwrap().is_none());
-        assert!(c.stat.get(chunk_key(b"src", 1, 1)).unwrap().is_none());
-        let loaded = c.load_source_cache("src").unwrap();
+        c.update_stat_cache(&small.into_update(&src)).unwrap();
+        assert!(c.stat.get(chunk_key(b"dir:src", 0, 0)).unwrap().is_none());
+        assert!(c.stat.get(chunk_key(b"dir:src", 1, 1)).unwrap().is_none());
+        let loaded = c.load_source_cache(&src).unwrap();
         assert_eq!(loaded.len(), 1);
         assert_eq!(loaded.get(b"x").map(|(_, x)| x), Some(e(1)));
         // Another source is untouched.
-        assert_eq!(c.load_source_cache("other").unwrap().len(), 0);
+        assert_eq!(
+            c.load_source_cache(&SourceKey::Dir("other".into()))
+                .unwrap()
+                .len(),
+            0
+        );
+    }
+
+    /// A catalog as format 1 wrote it (destination records beside the stat caches in `stat`)
+    /// is migrated when opened: its snapshots, names, stat caches and destination records are
+    /// all read back, the records now from `dest`; a format this build does not know is
+    /// refused as unreadable (the store then sets it aside and rebuilds it, saying so).
+    #[test]
+    fn a_format_1_catalog_is_migrated_with_its_destination_records() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog");
+        let entry = StatEntry {
+            dev: 1,
+            ino: 2,
+            size: 3,
+            mtime_ns: 4,
+            ctime_ns: 5,
+            exec: false,
+            id: ObjectId::of(b"blob"),
+        };
+        let src = SourceKey::Dir("/srv/src".into());
+        let dest = DestKey::new(Path::new("/out/bundle"));
+        let snap = summary_snapshot(Some("keep"), None, 1);
+        let id = ObjectId::of(b"snap");
+        {
+            let mut c = Catalog::open(&path).unwrap();
+            c.add_snapshot(id, &snap).unwrap();
+            let mut cache = SourceStatCache::empty();
+            cache.put(b"a.md", &entry);
+            c.update_stat_cache(&cache.into_update(&src)).unwrap();
+            // What format 1's store_dest_cache wrote, in the `stat` tree.
+            let mut entries = StatCache::new();
+            entries.insert(b"x/y.md".to_vec(), entry);
+            c.stat
+                .insert(b"dest:/out/bundle", encode_stat_cache(&entries))
+                .unwrap();
+            c.stat
+                .insert(b"dest:/out/bundle\0recorded-at", &77i64.to_be_bytes()[..])
+                .unwrap();
+            c.mark_complete().unwrap();
+            c.db.insert(FORMAT_KEY, FORMAT_V1).unwrap();
+            c.flush().unwrap();
+        }
+        let c = Catalog::open(&path).unwrap();
+        assert!(!c.is_fresh());
+        assert_eq!(
+            c.db.get(FORMAT_KEY).unwrap().unwrap().as_ref(),
+            FORMAT_VALUE
+        );
+        let record = c
+            .load_dest_cache(&dest)
+            .unwrap()
+            .expect("the record survived");
+        assert_eq!(record.recorded_at_ns, 77);
+        assert_eq!(record.entries.get(&b"x/y.md"[..]), Some(&entry));
+        assert_eq!(
+            c.stat.scan_prefix(DEST_PREFIX).count(),
+            0,
+            "moved, not copied"
+        );
+        assert_eq!(
+            c.load_source_cache(&src).unwrap().get(b"a.md").unwrap().1,
+            entry
+        );
+        assert_eq!(c.resolve("keep").unwrap(), id);
+        // Clearing the stat caches (gc) leaves the destination records.
+        c.clear_stat_caches().unwrap();
+        assert!(c.load_dest_cache(&dest).unwrap().is_some());
+        assert!(c.load_source_cache(&src).unwrap().is_empty());
+        c.db.insert(FORMAT_KEY, &b"9"[..]).unwrap();
+        c.flush().unwrap();
+        drop(c);
+        match Catalog::open(&path) {
+            Err(StoreError::CatalogUnreadable { why, .. }) => assert!(why.contains("`9`"), "{why}"),
+            other => panic!("a format 9 catalog opened: {:?}", other.map(|_| ())),
+        }
     }
 
     fn summary_snapshot(name: Option<&str>, agent: Option<&str>, created: i128) -> Snapshot {

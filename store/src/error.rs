@@ -41,9 +41,7 @@ pub enum StoreError {
     #[error("object {0} is missing from the store")]
     MissingObject(ObjectId),
     /// An object's bytes do not hash to its name.
-    #[error(
-        "object {id} is corrupt (its content hashes to {actual}); run `zeroclaw-bundle verify`"
-    )]
+    #[error("object {id} is corrupt (its content hashes to {actual})")]
     CorruptObject {
         /// The object's name.
         id: ObjectId,
@@ -112,7 +110,7 @@ pub enum StoreError {
         why: String,
     },
     /// The catalog database failed.
-    #[error("catalog {path}: {why}; `zeroclaw-bundle reindex` rebuilds it from the objects")]
+    #[error("catalog {path}: {why}; it can be rebuilt from the objects")]
     Catalog {
         /// The catalog directory.
         path: PathBuf,
@@ -208,14 +206,6 @@ impl StoreError {
         matches!(
             self,
             StoreError::CorruptObject { .. } | StoreError::Malformed { .. }
-        )
-    }
-
-    /// True when the error means something does not exist (FUSE maps this to ENOENT).
-    pub fn is_not_found(&self) -> bool {
-        matches!(
-            self,
-            StoreError::MissingObject(_) | StoreError::NoSuchPath { .. }
         )
     }
 }

@@ -61,6 +61,7 @@ mod catalog;
 mod error;
 mod escape;
 mod id;
+mod keys;
 pub mod limits;
 mod lock;
 mod maintenance;
@@ -81,6 +82,7 @@ pub use catalog::{
 pub use error::{DecodeError, StoreError};
 pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
+pub use keys::{DestKey, SourceKey};
 pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};

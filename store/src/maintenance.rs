@@ -271,16 +271,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Every valid snapshot record among the objects.
-    pub fn find_snapshot_records(&self) -> Result<Vec<(ObjectId, Snapshot)>, StoreError> {
-        Ok(self
-            .scan_records()?
-            .into_iter()
-            .filter(|r| r.problem.is_none())
-            .filter_map(|r| r.snap.map(|s| (r.id, s)))
-            .collect())
-    }
-
     /// Marks everything reachable from `root`, recording absent objects as problems.
     fn mark(
         &self,

@@ -182,11 +182,6 @@ impl ObjectDir {
         self.objects.join(&hex[..2]).join(&hex[2..])
     }
 
-    /// The `objects/` directory.
-    pub fn objects_dir(&self) -> &Path {
-        &self.objects
-    }
-
     /// The `tmp/` directory.
     pub fn tmp_dir(&self) -> &Path {
         &self.tmp

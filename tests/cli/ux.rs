@@ -574,7 +574,9 @@ fn messages_say_what_to_do_and_numbers_agree() {
         })
         .ok()
         .json();
-    env.run(&["show", "dead"]).fails(1, "at least 8 hex digits");
+    env.run(&["show", "dead"])
+        .fails(1, "at least 8 hex digits")
+        .fails(1, "\nhint: `zeroclaw-bundle list` shows the snapshots");
     env.run(&["show", "researcher"])
         .fails(1, "agent/researcher");
     env.run(&["umount", "no-such-dir"])
@@ -777,7 +779,8 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
     );
     // (what runs, the seam to pause at, the file to pause at (for the capture, a changed one:
     // an unchanged one may come from the stat cache unread), what the screen must show)
-    let cases: [(&str, &str, &str, &[&str]); 2] = [
+    Install::new(&env);
+    let cases: [(&str, &str, &str, &[&str]); 3] = [
         (
             "snapshot --dir src",
             "classify-open",
@@ -789,6 +792,13 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
             "publish-write",
             "f05",
             &["publishing", "/20 files", "MiB/3.81 MiB", "left)"],
+        ),
+        // The publish half of an export: the library's progress reaches the same bar.
+        (
+            "export researcher --install install --out ex",
+            "publish-write",
+            "workspace/notes.md",
+            &["publishing", "/7 files", "left)"],
         ),
     ];
     for (args, seam, file, expect) in cases {

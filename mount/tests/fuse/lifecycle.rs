@@ -233,7 +233,7 @@ fn a_stale_mount_is_explained_and_cleared() {
     let err = check_mountpoint(&mnt).unwrap_err();
     assert!(matches!(err, MountError::StaleMount(_)), "{err}");
     let text = err.to_string();
-    assert!(text.contains("zeroclaw-bundle umount"), "{text}");
+    assert!(text.contains("fusermount3 -u"), "{text}");
     assert!(text.contains("not connected"), "{text}");
 
     unmount(&mnt).unwrap();

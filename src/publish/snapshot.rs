@@ -1,0 +1,88 @@
+//! Publishing a stored snapshot (`checkout`, the publish half of `export`): the publish itself
+//! plus the store's destination record, which lets the next publish to the same destination
+//! hard-link unchanged files instead of writing them again, and the `recover` hint after an
+//! interrupted publish.
+
+use std::path::{Path, PathBuf};
+
+use zeroclaw_bundle_store::{Snapshot, Store};
+
+use crate::progress::{Progress, Totals};
+
+use super::{
+    dest_key, publish_to, record_destination, resolve, Admitted, PublishError, Published,
+    LOCK_PREFIX, STAGING_PREFIX,
+};
+
+/// Publishes the tree of `snapshot` from `store` at `admitted` (checkout's path and the publish half of
+/// export), reusing what the previous publish to the same
+/// destination left there (hard links instead of copies for unchanged files), and records
+/// what this one leaves for the next. The record is only an optimisation: failing to read
+/// or write it never fails the publish.
+pub fn publish_snapshot(
+    store: &Store,
+    snapshot: &Snapshot,
+    admitted: &Admitted,
+    progress: &dyn Progress,
+) -> anyhow::Result<Published> {
+    let root = &snapshot.root;
+    // The store may have been created since the check: refuse it under the destination now
+    // that it exists (by identity too), without resolving the destination again.
+    resolve::refuse_store_overlap(admitted.given(), admitted.path(), store.root())?;
+    let key = dest_key(admitted);
+    let previous = store
+        .catalog()
+        .and_then(|c| c.load_dest_cache(&key))
+        .ok()
+        .flatten();
+    let reader = store.reader();
+    let publishing = crate::interrupt::publishing(admitted.given());
+    progress.begin(
+        "publishing",
+        Some(Totals {
+            files: snapshot.files(),
+            bytes: snapshot.bytes(),
+        }),
+    );
+    let published = publish_to(&reader, root, admitted, previous.as_ref(), progress);
+    progress.finish();
+    let published = published
+    .map_err(|e| match e {
+        PublishError::Interrupted => {
+            let e = anyhow::Error::new(e);
+            match leftover_staging(admitted.path()) {
+                Some(left) => e.context(format!(
+                    "a staging directory was left at {}; remove it with: zeroclaw-bundle recover {}",
+                    left.display(),
+                    crate::interrupt::shell_quote(admitted.given())
+                )),
+                None => e,
+            }
+        }
+        e => e.into(),
+    })?;
+    drop(publishing);
+    if let Ok(record) = record_destination(&reader, root, &published.dest) {
+        let _ = store
+            .catalog()
+            .and_then(|c| c.store_dest_cache(&key, &record));
+    }
+    Ok(published)
+}
+
+/// A staging directory beside `dest` (resolved), if one is left: after an interrupted
+/// publish, the hint that `recover` is needed.
+fn leftover_staging(dest: &Path) -> Option<PathBuf> {
+    let parent = dest.parent()?;
+    std::fs::read_dir(parent)
+        .ok()?
+        .filter_map(|e| e.ok())
+        .find(|e| {
+            let name = e.file_name();
+            let name = name.as_encoded_bytes();
+            name.starts_with(STAGING_PREFIX.as_bytes())
+                && !name.starts_with(LOCK_PREFIX.as_bytes())
+                && e.file_type().is_ok_and(|t| t.is_dir())
+        })
+        .map(|e| e.path())
+}
