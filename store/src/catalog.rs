@@ -413,9 +413,14 @@ impl Catalog {
                 .open()
             {
                 Ok(db) => return Catalog::from_db(path, db, existed),
-                // sled reports a held lock as an untyped I/O error; whether the lock is what
-                // failed is asked of the lock itself, not of the message.
-                Err(sled::Error::Io(_)) if crate::sys::lock_is_held(&path.join("db")) => {
+                // sled reports a held lock as an I/O error of kind WouldBlock (its flock
+                // with LOCK_NB). The kind says so; asking the lock itself as well covers a
+                // wrapped error. The kind alone matters when the holder let go between
+                // sled's attempt and the probe (then the probe sees it free: retry anyway).
+                Err(sled::Error::Io(e))
+                    if e.kind() == std::io::ErrorKind::WouldBlock
+                        || crate::sys::lock_is_held(&path.join("db")) =>
+                {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
                             path: path.to_path_buf(),
