@@ -11,7 +11,9 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
-use zeroclaw_bundle_store::{resolve_path, EntryKind, ObjectId, PackReader, Store, TreeEntry};
+use zeroclaw_bundle_store::{
+    resolve_path, EntryKind, ObjectId, PackReader, SnapshotSource, Store, TreeEntry,
+};
 
 use crate::agent::{compare_bundles, SemanticChange, CONFIG_FILE, MANIFEST_FILE};
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
@@ -34,7 +36,8 @@ struct Side {
 }
 
 enum SideSource {
-    Store(zeroclaw_bundle_store::StoreReader),
+    /// A stored snapshot: trees from its tree index (one file), blobs from the objects.
+    Store(SnapshotSource),
     Pack(PackReader),
     Memory(Arc<MemoryObjects>),
 }
@@ -119,6 +122,19 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     };
     printer.summary(&summary, grants).map_err(stdout_error)?;
     out.flush().map_err(stdout_error)?;
+    if ctx.verbose {
+        for (name, side) in [('A', &a), ('B', &b)] {
+            if let SideSource::Store(source) = &side.source {
+                let s = source.stats();
+                crate::note!(
+                    "side {name}: {} trees from its tree index ({}), {} tree objects read",
+                    s.trees_from_index,
+                    if s.index_used { "used" } else { "not used" },
+                    s.trees_from_objects
+                );
+            }
+        }
+    }
     Ok(if args.exit_on_new_grants && grants {
         Outcome::NewGrants
     } else if summary.differs() || !semantic.is_empty() {
@@ -172,7 +188,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         )
     })?;
     let snapshot = store.read_snapshot(&id)?;
-    let reader = store.reader();
+    let reader = store.snapshot_source(&id);
     let entry = if sub.is_empty() {
         TreeEntry {
             name: Vec::new(),

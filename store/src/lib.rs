@@ -61,6 +61,7 @@ mod catalog;
 mod error;
 mod escape;
 mod id;
+mod index;
 pub mod limits;
 mod lock;
 mod maintenance;
@@ -81,6 +82,7 @@ pub use catalog::{
 pub use error::{DecodeError, StoreError};
 pub use escape::{c1_alternative, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
+pub use index::{IndexState, SnapshotSource, TreeSourceStats};
 pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
@@ -138,6 +140,7 @@ impl Store {
                         "tmp",
                         "catalog",
                         "leases",
+                        index::TREES_DIR,
                         "STORE.tmp",
                         lock::LOCK_FILE,
                     ]
@@ -292,7 +295,8 @@ impl Store {
     }
 
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
-    /// the record, then adds it to the catalog (in that order: the crash invariant). When
+    /// the record, then adds it to the catalog (in that order: the crash invariant), then
+    /// writes its tree index (a derived cache: see [`Store::write_tree_index`]). When
     /// `stat_cache` is given, it is applied in the same catalog session. `_lock` is the
     /// writer's proof that no gc ran since its capture started.
     pub fn commit_snapshot(
@@ -317,6 +321,16 @@ impl Store {
         catalog.add_snapshot(id, snap)?;
         if let Some(update) = stat_cache.filter(|u| !u.is_empty()) {
             catalog.update_stat_cache(update)?;
+        }
+        drop(catalog);
+        // Last: the tree index is derived from what is now committed, and its absence is
+        // never an error (readers use the objects), so a failure here does not fail the commit.
+        if let Err(e) = self.write_tree_index(&id) {
+            eprintln!(
+                "notice: could not write the tree index of snapshot {} ({e}); readers use the \
+                 objects instead (`zeroclaw-bundle reindex` writes it)",
+                id.short(12)
+            );
         }
         Ok(id)
     }
