@@ -8,6 +8,7 @@
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
 //! <store>/tmp/               temp files of writers in progress
 //! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
+//! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
 //! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
 //! ```
@@ -18,6 +19,9 @@
 //! crash at any point leaves at most unreferenced objects (which `gc` removes), never a
 //! record or catalog entry that points at missing data. [`Store::commit_snapshot`] is the one
 //! place that enforces the order; `verify` checks its result.
+//! Last, the commit writes the snapshot's tree index (see [`SnapshotSource`]): a cache derived
+//! from committed objects, whose absence is never an error, so it comes after the catalog
+//! entry and a failure to write it does not fail the commit.
 //!
 //! **gc and writers.** A capture decides early that it needs no new object for a file (the
 //! stat cache names its blob, or an object of that hash and length already exists) and

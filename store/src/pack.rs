@@ -23,6 +23,10 @@
 //! capped at its declared length (a decompression bomb stops there), and every object read is
 //! hashed and compared with its id. [`PackReader::verify`] checks the trailer hash and every
 //! object; `unpack` runs it before anything becomes visible in the store.
+//!
+//! The store keeps every snapshot's trees-only pack as its tree index (`<store>/trees/`, see
+//! [`crate::SnapshotSource`]); a small pack is read whole into memory
+//! ([`PackReader::open_within`]), with its trailer checked at once.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -186,6 +190,7 @@ pub fn write_pack(
 /// tests the remote's indexes). Unlike `--since`, every tree is descended even when skipped,
 /// so nothing below a skipped tree is assumed; the record is always written (it names the
 /// pack's root). The pack has no base: [`PackReader::missing`] lists what it leaves out.
+/// The walk reads the trees from the snapshot's tree index ([`Store::snapshot_source`]).
 pub fn write_pack_excluding(
     store: &Store,
     snapshot_id: &ObjectId,
@@ -194,6 +199,8 @@ pub fn write_pack_excluding(
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
     let snapshot = store.read_snapshot(snapshot_id)?;
+    // Every tree from the snapshot's tree index when it has a usable one (one file read).
+    let source = store.snapshot_source(snapshot_id);
     let mut trees = Vec::new();
     let mut blobs = Vec::new();
     let mut seen = HashSet::new();
@@ -202,7 +209,7 @@ pub fn write_pack_excluding(
         if !seen.insert(id) {
             continue;
         }
-        let tree = store.read_tree(&id)?;
+        let tree = source.tree(&id)?;
         for e in tree.entries().iter().rev() {
             match e.kind {
                 EntryKind::Dir => stack.push(e.id),
