@@ -205,7 +205,7 @@ impl Store {
     /// replaced by the objects, an unusable one with one notice on stderr.
     pub fn snapshot_source(&self, snapshot: &ObjectId) -> SnapshotSource {
         let path = self.tree_index_path(snapshot);
-        let opened = match PackReader::open_within(&path, MAX_INDEX_IN_MEMORY) {
+        let opened = match open_index(&path) {
             Ok(pack) => check_header(&pack, snapshot).map(|()| pack),
             Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                 return self.source_without_index(snapshot)
@@ -246,7 +246,7 @@ impl Store {
         root: &ObjectId,
     ) -> Result<IndexState, StoreError> {
         let path = self.tree_index_path(snapshot);
-        let pack = match PackReader::open_within(&path, MAX_INDEX_IN_MEMORY) {
+        let pack = match open_index(&path) {
             Ok(pack) => pack,
             Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                 return Ok(IndexState::Missing)
@@ -331,6 +331,19 @@ impl Store {
         }
         Ok(removed)
     }
+}
+
+/// Opens an index file; anything but a regular file (a FIFO would block the open, a device
+/// never end) is refused before it is opened.
+fn open_index(path: &std::path::Path) -> Result<PackReader, StoreError> {
+    let meta = fs::symlink_metadata(path).map_err(|e| StoreError::io("open pack", path, e))?;
+    if !meta.is_file() {
+        return Err(StoreError::BadPack {
+            pack: path.to_path_buf(),
+            why: "is not a regular file".into(),
+        });
+    }
+    PackReader::open_within(path, MAX_INDEX_IN_MEMORY)
 }
 
 /// Whether `pack` is a tree index of `snapshot`: a trees-only pack rooted at it, no base.
@@ -516,6 +529,35 @@ mod tests {
         let v = store.verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
         assert_eq!((v.tree_indexes, v.tree_indexes_missing), (2, 0));
+    }
+
+    #[test]
+    fn an_index_that_is_not_a_file_is_refused_without_opening_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 2, "a");
+        let path = store.tree_index_path(&id);
+        fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening a FIFO with no writer would block forever.
+        let source = store.snapshot_source(&id);
+        assert_eq!(same_trees(&store, &source, &root), 5);
+        assert!(!source.stats().index_used);
+        assert!(matches!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Bad(_)
+        ));
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        assert!(!store.snapshot_source(&id).stats().index_used);
+        assert!(matches!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Bad(_)
+        ));
     }
 
     #[test]
