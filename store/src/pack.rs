@@ -131,6 +131,19 @@ pub fn write_pack(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
+    write_pack_reading(store, &store.reader(), snapshot_id, options, out, progress)
+}
+
+/// [`write_pack`], reading the snapshot's trees through `trees` (a tree index that already
+/// holds most of them: the parent snapshot's, when a commit writes its own index).
+pub(crate) fn write_pack_reading(
+    store: &Store,
+    trees_from: &dyn ObjectSource,
+    snapshot_id: &ObjectId,
+    options: PackOptions,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats, StoreError> {
     let snapshot = store.read_snapshot(snapshot_id)?;
     let base: HashSet<ObjectId> = match &options.since {
         Some(base_id) => {
@@ -153,7 +166,7 @@ pub fn write_pack(
         if base.contains(&id) || !seen.insert(id) {
             continue;
         }
-        let tree = store.read_tree(&id)?;
+        let tree = trees_from.tree(&id)?;
         for e in tree.entries().iter().rev() {
             match e.kind {
                 EntryKind::Dir => stack.push(e.id),
