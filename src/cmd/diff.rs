@@ -12,7 +12,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    escape_text, resolve_path, EntryKind, ObjectId, PackReader, SourceKey, Store, TreeEntry,
+    escape_text, resolve_path, EntryKind, ObjectId, PackReader, SnapshotSource, SourceKey, Store,
+    TreeEntry,
 };
 
 use crate::agent::{
@@ -39,7 +40,8 @@ struct Side {
 }
 
 enum SideSource {
-    Store(zeroclaw_bundle_store::StoreReader),
+    /// A stored snapshot: trees from its tree index (one file), blobs from the objects.
+    Store(SnapshotSource),
     Pack(PackReader),
     Memory(Arc<MemoryObjects>),
 }
@@ -147,6 +149,19 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     if let Err(e) = printer.summary(&summary, grants).and_then(|()| out.flush()) {
         return closed(e, differs);
     }
+    if ctx.verbose {
+        for (name, side) in [('A', &a), ('B', &b)] {
+            if let SideSource::Store(source) = &side.source {
+                let s = source.stats();
+                crate::note!(
+                    "side {name}: {} trees from its tree index ({}), {} tree objects read",
+                    s.trees_from_index,
+                    if s.index_used { "used" } else { "not used" },
+                    s.trees_from_objects
+                );
+            }
+        }
+    }
     Ok(outcome(differs))
 }
 
@@ -194,7 +209,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         )
     })?;
     let snapshot = store.read_snapshot(&id)?;
-    let reader = store.reader();
+    let reader = store.snapshot_source(&id);
     let entry = if sub.is_empty() {
         TreeEntry {
             name: Vec::new(),

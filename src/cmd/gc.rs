@@ -22,6 +22,12 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
             human_bytes(r.freed_bytes),
             count(r.reachable, "object"),
         )?;
+        if r.tree_indexes_removed > 0 {
+            crate::outln!(
+                "removed {} of snapshots that are gone",
+                indexes(r.tree_indexes_removed)
+            )?;
+        }
         if r.young_kept > 0 {
             crate::outln!(
                 "kept {} ({}) that no snapshot reaches because {} younger than the grace \
@@ -51,8 +57,19 @@ pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
             crate::note!("warning: {p}");
         }
         crate::outln!("reindexed {} snapshots", r.snapshots)?;
+        if r.tree_indexes_written > 0 {
+            crate::outln!("wrote {} (missing or bad)", indexes(r.tree_indexes_written))?;
+        }
     }
     Ok(Outcome::Success)
+}
+
+fn indexes(n: u64) -> String {
+    if n == 1 {
+        "1 tree index".into()
+    } else {
+        format!("{n} tree indexes")
+    }
 }
 
 /// Runs `forget`.

@@ -14,7 +14,7 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
     let (reference, path) = split_target(&args.target);
     let id = store.resolve(&reference)?;
     let snap = store.read_snapshot(&id)?;
-    let reader = store.reader();
+    let reader = store.snapshot_source(&id);
     let entry = resolve_path(&reader, &snap.root, &path, &id.short(12))?;
     let start = path.iter().position(|b| *b != b'/').unwrap_or(path.len());
     let end = path

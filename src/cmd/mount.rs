@@ -43,7 +43,8 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             let id = store.resolve(&args.snapshot)?;
             let snap = store.read_snapshot(&id)?;
             let lease = store.lease(&id, &snap.root)?;
-            (Arc::new(store.reader()), id, snap, Some(lease))
+            // Listings come from the snapshot's tree index (one file) when it has one.
+            (Arc::new(store.snapshot_source(&id)), id, snap, Some(lease))
         };
     check_mountpoint(&args.mountpoint)?;
     refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)?;

@@ -28,6 +28,13 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         for p in &report.problems {
             crate::outln!("problem: {p}")?;
         }
+        if report.tree_indexes_missing > 0 {
+            crate::note!(
+                "note: {} without a tree index (not a problem: readers use the objects; \
+                 `zeroclaw-bundle reindex` writes them)",
+                count(report.tree_indexes_missing, "snapshot")
+            );
+        }
         crate::outln!(
             "verified {} ({}) and {}: {}",
             count(report.objects, "object"),

@@ -8,6 +8,7 @@
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
 //! <store>/tmp/               temp files of writers in progress
 //! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
+//! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
 //! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
 //! ```
@@ -18,6 +19,9 @@
 //! crash at any point leaves at most unreferenced objects (which `gc` removes), never a
 //! record or catalog entry that points at missing data. [`Store::commit_snapshot`] is the one
 //! place that enforces the order; `verify` checks its result.
+//! Last, the commit writes the snapshot's tree index (see [`SnapshotSource`]): a cache derived
+//! from committed objects, whose absence is never an error, so it comes after the catalog
+//! entry and a failure to write it does not fail the commit.
 //!
 //! **gc and writers.** A capture decides early that it needs no new object for a file (the
 //! stat cache names its blob, or an object of that hash and length already exists) and
@@ -61,6 +65,7 @@ mod catalog;
 mod error;
 mod escape;
 mod id;
+mod index;
 mod keys;
 pub mod limits;
 mod lock;
@@ -82,6 +87,7 @@ pub use catalog::{
 pub use error::{DecodeError, StoreError};
 pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
+pub use index::{IndexState, SnapshotSource, TreeSourceStats};
 pub use keys::{DestKey, SourceKey};
 pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
@@ -140,6 +146,7 @@ impl Store {
                         "tmp",
                         "catalog",
                         "leases",
+                        index::TREES_DIR,
                         "STORE.tmp",
                         lock::LOCK_FILE,
                     ]
@@ -294,7 +301,8 @@ impl Store {
     }
 
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
-    /// the record, then adds it to the catalog (in that order: the crash invariant). When
+    /// the record, then adds it to the catalog (in that order: the crash invariant), then
+    /// writes its tree index (a derived cache: see [`Store::write_tree_index`]). When
     /// `stat_cache` is given, it is applied in the same catalog session. `_lock` is the
     /// writer's proof that no gc ran since its capture started.
     pub fn commit_snapshot(
@@ -319,6 +327,16 @@ impl Store {
         catalog.add_snapshot(id, snap)?;
         if let Some(update) = stat_cache.filter(|u| !u.is_empty()) {
             catalog.update_stat_cache(update)?;
+        }
+        drop(catalog);
+        // Last: the tree index is derived from what is now committed, and its absence is
+        // never an error (readers use the objects), so a failure here does not fail the commit.
+        if let Err(e) = self.write_tree_index(&id) {
+            eprintln!(
+                "notice: could not write the tree index of snapshot {} ({e}); readers use the \
+                 objects instead (`zeroclaw-bundle reindex` writes it)",
+                id.short(12)
+            );
         }
         Ok(id)
     }

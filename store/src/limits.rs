@@ -37,6 +37,11 @@ pub const MAX_ENTRIES: u64 = 10_000_000;
 /// Most file bytes (recorded sizes, counted per path) a snapshot may expand to: 1 TiB.
 pub const MAX_BYTES: u64 = 1 << 40;
 
+/// Largest snapshot tree index read whole into memory (64 MiB); a larger one is read with
+/// positioned reads. A tree costs about 80 bytes per entry, so 64 MiB holds the trees of some
+/// 800,000 entries: the 300,000-file scale target is read in one go.
+pub const MAX_INDEX_IN_MEMORY: u64 = 64 << 20;
+
 /// What a tree expands to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Expansion {

@@ -14,6 +14,7 @@ use std::path::PathBuf;
 
 use crate::error::StoreError;
 use crate::id::ObjectId;
+use crate::index::IndexState;
 use crate::snapshot::RECORD_PREFIX;
 use crate::tree::EntryKind;
 use crate::{Catalog, Snapshot, Store};
@@ -62,6 +63,14 @@ pub enum VerifyProblem {
         /// The snapshot id listed.
         snapshot: ObjectId,
     },
+    /// A snapshot's tree index that does not match its objects (readers fall back to the
+    /// objects; `reindex` rebuilds it).
+    BadTreeIndex {
+        /// The snapshot.
+        snapshot: ObjectId,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl std::fmt::Display for VerifyProblem {
@@ -92,6 +101,11 @@ impl std::fmt::Display for VerifyProblem {
                     "the catalog lists snapshot {snapshot}, whose record is missing"
                 )
             }
+            VerifyProblem::BadTreeIndex { snapshot, why } => write!(
+                f,
+                "the tree index of snapshot {} is bad: {why} (`zeroclaw-bundle reindex` rebuilds it)",
+                snapshot.short(12)
+            ),
         }
     }
 }
@@ -105,6 +119,11 @@ pub struct VerifyReport {
     pub bytes: u64,
     /// Snapshots walked.
     pub snapshots: u64,
+    /// Tree indexes checked and found good.
+    pub tree_indexes: u64,
+    /// Snapshots without a tree index (not a problem: readers use the objects; `reindex`
+    /// writes them).
+    pub tree_indexes_missing: u64,
     /// Everything wrong.
     pub problems: Vec<VerifyProblem>,
 }
@@ -124,6 +143,8 @@ pub struct GcReport {
     pub young_kept_bytes: u64,
     /// Stale temp files removed.
     pub temp_removed: u64,
+    /// Tree indexes of snapshots whose record is gone, removed.
+    pub tree_indexes_removed: u64,
 }
 
 /// What `reindex` did.
@@ -131,6 +152,8 @@ pub struct GcReport {
 pub struct ReindexReport {
     /// Snapshots in the rebuilt index.
     pub snapshots: u64,
+    /// Snapshot tree indexes written because they were missing or bad.
+    pub tree_indexes_written: u64,
     /// Records left out and names moved, one sentence each (already escaped).
     pub problems: Vec<String>,
 }
@@ -373,13 +396,23 @@ impl Store {
         for s in listed {
             report.snapshots += 1;
             match self.read_snapshot(&s.id) {
-                Ok(snap) => self.mark(
-                    s.id,
-                    snap.root,
-                    &mut marked,
-                    &mut report.problems,
-                    Some(&mut sizes),
-                ),
+                Ok(snap) => {
+                    self.mark(
+                        s.id,
+                        snap.root,
+                        &mut marked,
+                        &mut report.problems,
+                        Some(&mut sizes),
+                    );
+                    match self.check_tree_index(&s.id, &snap.root)? {
+                        IndexState::Good => report.tree_indexes += 1,
+                        IndexState::Missing => report.tree_indexes_missing += 1,
+                        IndexState::Bad(why) => report.problems.push(VerifyProblem::BadTreeIndex {
+                            snapshot: s.id,
+                            why,
+                        }),
+                    }
+                }
                 Err(StoreError::MissingObject(_)) => {
                     let still_listed = self.catalog()?.snapshots()?.iter().any(|x| x.id == s.id);
                     if still_listed {
@@ -422,16 +455,19 @@ impl Store {
         let mut report = GcReport::default();
         let mut marked = HashSet::new();
         let mut ignored = Vec::new();
+        let mut records = HashSet::new();
         // Every record that parses keeps its data, valid or not: gc must never be the one to
         // destroy a snapshot (reindex reports the invalid ones; `forget` removes them).
         for rec in self.scan_records()? {
             marked.insert(rec.id);
+            records.insert(rec.id);
             if let Some(snap) = rec.snap {
                 self.mark(rec.id, snap.root, &mut marked, &mut ignored, None);
             }
         }
         for (snapshot, root) in self.live_leases()? {
             marked.insert(snapshot);
+            records.insert(snapshot);
             self.mark(snapshot, root, &mut marked, &mut ignored, None);
         }
         let doomed: Vec<(ObjectId, u64)> = self
@@ -478,6 +514,8 @@ impl Store {
             }
         }
         self.objects().sync()?;
+        // After the objects: an index is a cache of a record, and goes with it.
+        report.tree_indexes_removed = self.remove_orphan_indexes(&records)?;
         Ok(report)
     }
 
@@ -490,7 +528,25 @@ impl Store {
         // otherwise be missing from, or listed in, the new index.
         let _lock = crate::lock::exclusive(self.root(), "reindex")?;
         let catalog = self.catalog()?;
-        self.rebuild_index(&catalog)
+        let mut report = self.rebuild_index(&catalog)?;
+        drop(catalog);
+        // Then the tree indexes: each snapshot's is written where it is missing or bad.
+        for rec in self.scan_records()? {
+            let (Some(snap), None) = (rec.snap, rec.problem) else {
+                continue;
+            };
+            match self.check_tree_index(&rec.id, &snap.root)? {
+                IndexState::Good => {}
+                IndexState::Missing | IndexState::Bad(_) => match self.write_tree_index(&rec.id) {
+                    Ok(_) => report.tree_indexes_written += 1,
+                    Err(e) => report.problems.push(format!(
+                        "could not write the tree index of snapshot {}: {e}",
+                        rec.id.short(16)
+                    )),
+                },
+            }
+        }
+        Ok(report)
     }
 
     /// Replaces `catalog`'s index with one built from the records (the caller holds what

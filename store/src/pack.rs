@@ -23,6 +23,10 @@
 //! capped at its declared length (a decompression bomb stops there), and every object read is
 //! hashed and compared with its id. [`PackReader::verify`] checks the trailer hash and every
 //! object; `unpack` runs it before anything becomes visible in the store.
+//!
+//! The store keeps every snapshot's trees-only pack as its tree index (`<store>/trees/`, see
+//! [`crate::SnapshotSource`]); a small pack is read whole into memory
+//! ([`PackReader::open_within`]), with its trailer checked at once.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -127,6 +131,19 @@ pub fn write_pack(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
+    write_pack_reading(store, &store.reader(), snapshot_id, options, out, progress)
+}
+
+/// [`write_pack`], reading the snapshot's trees through `trees` (a tree index that already
+/// holds most of them: the parent snapshot's, when a commit writes its own index).
+pub(crate) fn write_pack_reading(
+    store: &Store,
+    trees_from: &dyn ObjectSource,
+    snapshot_id: &ObjectId,
+    options: PackOptions,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats, StoreError> {
     let snapshot = store.read_snapshot(snapshot_id)?;
     let base: HashSet<ObjectId> = match &options.since {
         Some(base_id) => {
@@ -149,7 +166,7 @@ pub fn write_pack(
         if base.contains(&id) || !seen.insert(id) {
             continue;
         }
-        let tree = store.read_tree(&id)?;
+        let tree = trees_from.tree(&id)?;
         for e in tree.entries().iter().rev() {
             match e.kind {
                 EntryKind::Dir => stack.push(e.id),
@@ -186,6 +203,7 @@ pub fn write_pack(
 /// tests the remote's indexes). Unlike `--since`, every tree is descended even when skipped,
 /// so nothing below a skipped tree is assumed; the record is always written (it names the
 /// pack's root). The pack has no base: [`PackReader::missing`] lists what it leaves out.
+/// The walk reads the trees from the snapshot's tree index ([`Store::snapshot_source`]).
 pub fn write_pack_excluding(
     store: &Store,
     snapshot_id: &ObjectId,
@@ -194,6 +212,8 @@ pub fn write_pack_excluding(
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
     let snapshot = store.read_snapshot(snapshot_id)?;
+    // Every tree from the snapshot's tree index when it has a usable one (one file read).
+    let source = store.snapshot_source(snapshot_id);
     let mut trees = Vec::new();
     let mut blobs = Vec::new();
     let mut seen = HashSet::new();
@@ -202,7 +222,7 @@ pub fn write_pack_excluding(
         if !seen.insert(id) {
             continue;
         }
-        let tree = store.read_tree(&id)?;
+        let tree = source.tree(&id)?;
         for e in tree.entries().iter().rev() {
             match e.kind {
                 EntryKind::Dir => stack.push(e.id),
@@ -386,11 +406,41 @@ impl HashingWriter<'_> {
     }
 }
 
+/// Where a pack's bytes are read from: the file (positioned reads), or a copy read whole
+/// into memory (a small pack such as a snapshot's tree index: one sequential read).
+#[derive(Debug)]
+enum Backing {
+    File(Arc<File>),
+    Memory(Arc<[u8]>),
+}
+
+impl Backing {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        match self {
+            Backing::File(file) => file.read_exact_at(buf, offset),
+            Backing::Memory(bytes) => {
+                let start = usize::try_from(offset).ok();
+                let range = start.and_then(|s| Some(s..s.checked_add(buf.len())?));
+                match range.and_then(|r| bytes.get(r)) {
+                    Some(src) => {
+                        buf.copy_from_slice(src);
+                        Ok(())
+                    }
+                    None => Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "read past the end of the pack",
+                    )),
+                }
+            }
+        }
+    }
+}
+
 /// A pack opened for reading: its header and index, checked against the file.
 #[derive(Debug)]
 pub struct PackReader {
     path: PathBuf,
-    file: Arc<File>,
+    file: Backing,
     /// The snapshot the pack carries.
     pub root: ObjectId,
     /// The base of an incremental pack.
@@ -405,11 +455,46 @@ pub struct PackReader {
 impl PackReader {
     /// Opens `path` and checks its structure (not yet its bytes: see [`PackReader::verify`]).
     pub fn open(path: &Path) -> Result<PackReader, StoreError> {
-        let file = File::open(path).map_err(|e| StoreError::io("open pack", path, e))?;
+        PackReader::open_within(path, 0)
+    }
+
+    /// Opens `path` like [`PackReader::open`], but a pack of at most `in_memory` bytes is read
+    /// whole into memory with one sequential read and its trailer checksum is checked at once
+    /// (cheap at that size): later reads cost no system call. A larger pack is read with
+    /// positioned reads, as by [`PackReader::open`].
+    pub fn open_within(path: &Path, in_memory: u64) -> Result<PackReader, StoreError> {
+        let mut file = File::open(path).map_err(|e| StoreError::io("open pack", path, e))?;
         let size = file
             .metadata()
             .map_err(|e| StoreError::io("stat pack", path, e))?
             .len();
+        let file = if size <= in_memory {
+            // Bounded by `in_memory`, and by the size the file had when opened: a file that
+            // grows meanwhile is not read past it.
+            let mut bytes = Vec::with_capacity(size as usize);
+            (&mut file)
+                .take(size)
+                .read_to_end(&mut bytes)
+                .map_err(|e| StoreError::io("read pack", path, e))?;
+            if bytes.len() as u64 != size {
+                return Err(bad(
+                    path,
+                    format!("shrank from {size} to {} bytes while read", bytes.len()),
+                ));
+            }
+            Backing::Memory(bytes.into())
+        } else {
+            Backing::File(Arc::new(file))
+        };
+        let in_memory = matches!(file, Backing::Memory(_));
+        let reader = PackReader::open_backing(path, file, size)?;
+        if in_memory {
+            reader.check_trailer()?;
+        }
+        Ok(reader)
+    }
+
+    fn open_backing(path: &Path, file: Backing, size: u64) -> Result<PackReader, StoreError> {
         if size < HEADER_LEN + 8 + TRAILER_LEN {
             return Err(bad(
                 path,
@@ -523,7 +608,7 @@ impl PackReader {
         }
         let reader = PackReader {
             path: path.to_path_buf(),
-            file: Arc::new(file),
+            file,
             root,
             base,
             trees_only: flags & FLAG_TREES_ONLY != 0,
@@ -625,10 +710,25 @@ impl PackReader {
     /// Checks the trailer hash over every byte before it, then every object against its id,
     /// and that every tree and the record decode. Nothing is trusted until this passes.
     pub fn verify(&self) -> Result<(), StoreError> {
+        self.check_trailer()?;
+        for e in &self.index {
+            self.read(&e.id)?;
+        }
+        self.snapshot()?;
+        Ok(())
+    }
+
+    /// Checks the trailer hash over every byte before it.
+    fn check_trailer(&self) -> Result<(), StoreError> {
         let mut hasher = IdHasher::new();
         let end = self.index_offset + 8 + self.index.len() as u64 * ENTRY_LEN;
         let mut buf = vec![0u8; 1 << 20];
         let mut pos = 0u64;
+        if let Backing::Memory(bytes) = &self.file {
+            // `end` is the trailer's position, checked against the size at open.
+            hasher.update(&bytes[..end as usize]);
+            pos = end;
+        }
         while pos < end {
             let n = ((end - pos) as usize).min(buf.len());
             self.file
@@ -643,10 +743,6 @@ impl PackReader {
                 "its trailer checksum does not match its content (corrupt or truncated)",
             ));
         }
-        for e in &self.index {
-            self.read(&e.id)?;
-        }
-        self.snapshot()?;
         Ok(())
     }
 
@@ -695,11 +791,12 @@ impl ObjectSource for PackReader {
     }
 
     /// An uncompressed blob is a range of the pack file (positioned reads, no copy); a
-    /// compressed one is decompressed (verified) into an unnamed temporary file.
+    /// compressed one (or any blob of a pack held in memory) is read (verified) into an
+    /// unnamed temporary file.
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
         let e = *self.entry(id).ok_or(StoreError::MissingObject(*id))?;
-        if !e.zstd {
-            return Ok(Blob::from_range(Arc::clone(&self.file), e.offset, e.len));
+        if let (false, Backing::File(file)) = (e.zstd, &self.file) {
+            return Ok(Blob::from_range(Arc::clone(file), e.offset, e.len));
         }
         let bytes = self.read(id)?;
         let mut tmp = tempfile_in_tmp()

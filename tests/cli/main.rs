@@ -15,6 +15,7 @@ mod remote_s3;
 mod store_cli;
 mod store_overlap;
 mod store_races;
+mod tree_index;
 mod util;
 mod ux;
 mod zeroclaw_real;

@@ -1,0 +1,617 @@
+//! The snapshot tree index: for every committed snapshot, the store keeps its trees-only pack
+//! (the digest pack of [`crate::pack`], same format) at `<store>/trees/<snapshot-id>.pack`, so a
+//! reader gets every directory listing of a snapshot from one file (one sequential read)
+//! instead of one object file per directory. composefs keeps all of an image's metadata in one
+//! file for the same reason.
+//!
+//! **A derived cache.** The index is written after the snapshot's record and catalog entry
+//! ([`Store::commit_snapshot`] calls [`Store::write_tree_index`] last), to `tmp/`, fsynced,
+//! renamed into `trees/`, and the directory fsynced: a crash leaves either no index or a whole
+//! one. Its absence is never an error: [`Store::snapshot_source`] then answers from the objects,
+//! silently. `reindex` rebuilds missing and bad indexes, `verify` checks each one against the
+//! objects, and `gc` removes the indexes of snapshots whose record is gone.
+//!
+//! **Never trusted.** The pack reader hashes every tree it hands out against its id, so a
+//! corrupt, truncated or hostile index cannot make a reader see a wrong tree: an index that
+//! does not open, belongs to another snapshot, or fails a read is dropped for the rest of the
+//! source's life with one notice on stderr, and the trees come from the objects.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{self, BufWriter};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::error::StoreError;
+use crate::id::ObjectId;
+use crate::limits::MAX_INDEX_IN_MEMORY;
+use crate::objects::Blob;
+use crate::pack::{write_pack, write_pack_reading, PackOptions, PackReader, PackStats};
+use crate::source::ObjectSource;
+use crate::tree::{EntryKind, Tree};
+use crate::{Store, StoreReader};
+
+/// The directory of the tree indexes, below the store root.
+pub(crate) const TREES_DIR: &str = "trees";
+const SUFFIX: &str = ".pack";
+
+/// What [`Store::check_tree_index`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexState {
+    /// No index file (never written, or removed): readers use the objects.
+    Missing,
+    /// The index holds exactly the snapshot's record and every tree it reaches, each verified.
+    Good,
+    /// The index is unusable; the sentence says why.
+    Bad(String),
+}
+
+/// Counters of a [`SnapshotSource`]: where its trees came from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TreeSourceStats {
+    /// The index was opened and is still in use (no read from it failed).
+    pub index_used: bool,
+    /// Bytes of the index file (0 without one).
+    pub index_bytes: u64,
+    /// Trees answered from the index.
+    pub trees_from_index: u64,
+    /// Tree objects read from the object directory (one file each).
+    pub trees_from_objects: u64,
+}
+
+/// One snapshot's trees from its tree index (when usable), blobs and anything else from the
+/// store's objects. An [`ObjectSource`], as the store and a pack are; built by
+/// [`Store::snapshot_source`].
+#[derive(Debug)]
+pub struct SnapshotSource {
+    reader: StoreReader,
+    snapshot: ObjectId,
+    index: Option<PackReader>,
+    index_bytes: u64,
+    /// Set once a read from the index failed: the notice is printed, the index not used again.
+    dropped: AtomicBool,
+    from_index: AtomicU64,
+    from_objects: AtomicU64,
+}
+
+impl SnapshotSource {
+    /// The snapshot this source serves.
+    pub fn snapshot(&self) -> &ObjectId {
+        &self.snapshot
+    }
+
+    /// Where the trees read so far came from.
+    pub fn stats(&self) -> TreeSourceStats {
+        TreeSourceStats {
+            index_used: self.index.is_some() && !self.dropped.load(Ordering::Relaxed),
+            index_bytes: self.index_bytes,
+            trees_from_index: self.from_index.load(Ordering::Relaxed),
+            trees_from_objects: self.from_objects.load(Ordering::Relaxed),
+        }
+    }
+
+    fn usable_index(&self) -> Option<&PackReader> {
+        self.index
+            .as_ref()
+            .filter(|_| !self.dropped.load(Ordering::Relaxed))
+    }
+
+    fn drop_index(&self, why: &StoreError) {
+        if !self.dropped.swap(true, Ordering::Relaxed) {
+            notice(&self.snapshot, &why.to_string());
+        }
+    }
+}
+
+fn notice(snapshot: &ObjectId, why: &str) {
+    eprintln!(
+        "notice: the tree index of snapshot {} is not usable ({why}); reading its trees from \
+         the objects instead (`zeroclaw-bundle reindex` rebuilds it)",
+        snapshot.short(12)
+    );
+}
+
+impl ObjectSource for SnapshotSource {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        if let Some(index) = self.usable_index() {
+            if index.entry(id).is_some() {
+                match index.tree(id) {
+                    Ok(tree) => {
+                        self.from_index.fetch_add(1, Ordering::Relaxed);
+                        return Ok(tree);
+                    }
+                    Err(e) => self.drop_index(&e),
+                }
+            }
+        }
+        self.from_objects.fetch_add(1, Ordering::Relaxed);
+        self.reader.tree(id)
+    }
+
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        self.reader.blob(id)
+    }
+
+    /// Only what the index does not hold is hinted to the object directory.
+    fn prefetch(&self, ids: &[ObjectId]) {
+        match self.usable_index() {
+            Some(index) => {
+                let rest: Vec<ObjectId> = ids
+                    .iter()
+                    .filter(|id| index.entry(id).is_none())
+                    .copied()
+                    .collect();
+                if !rest.is_empty() {
+                    self.reader.prefetch(&rest);
+                }
+            }
+            None => self.reader.prefetch(ids),
+        }
+    }
+}
+
+impl Store {
+    /// Where the tree index of `snapshot` lives (it may be absent).
+    pub fn tree_index_path(&self, snapshot: &ObjectId) -> PathBuf {
+        self.root()
+            .join(TREES_DIR)
+            .join(format!("{}{SUFFIX}", snapshot.to_hex()))
+    }
+
+    /// Writes (or replaces) the tree index of committed snapshot `snapshot`: its trees-only
+    /// pack, written to `tmp/`, fsynced, renamed into `trees/`, the directory fsynced. A
+    /// failure leaves no partial index (the temp file is removed).
+    pub fn write_tree_index(&self, snapshot: &ObjectId) -> Result<PackStats, StoreError> {
+        let dir = self.root().join(TREES_DIR);
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+        let tmp = self.objects().tmp_dir().join(format!(
+            "index-{}-{}",
+            std::process::id(),
+            crate::sys::random_token()
+        ));
+        let dest = self.tree_index_path(snapshot);
+        let written = (|| -> Result<PackStats, StoreError> {
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&tmp)
+                .map_err(|e| StoreError::io("create", &tmp, e))?;
+            let mut out = BufWriter::new(file);
+            let options = PackOptions {
+                since: None,
+                trees_only: true,
+            };
+            // A new snapshot shares most trees with its parent: those come from the parent's
+            // index (one sequential read) instead of one object file each, which on a cold
+            // cache is most of a no-op capture's time. Each is hashed against its id.
+            let parent = self.read_snapshot(snapshot)?.parent;
+            let stats = match parent {
+                Some(parent) => write_pack_reading(
+                    self,
+                    &self.snapshot_source(&parent),
+                    snapshot,
+                    options,
+                    &mut out,
+                    &mut |_| {},
+                ),
+                None => write_pack(self, snapshot, options, &mut out, &mut |_| {}),
+            }?;
+            let file = out
+                .into_inner()
+                .map_err(|e| StoreError::io("write", &tmp, e.into_error()))?;
+            file.sync_all()
+                .map_err(|e| StoreError::io("sync", &tmp, e))?;
+            fs::rename(&tmp, &dest).map_err(|e| StoreError::io("rename into", &dest, e))?;
+            File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| StoreError::io("sync", &dir, e))?;
+            Ok(stats)
+        })();
+        if written.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        written
+    }
+
+    /// An [`ObjectSource`] for snapshot `snapshot`: its trees from its tree index when there
+    /// is a usable one (read whole into memory up to [`MAX_INDEX_IN_MEMORY`], one sequential
+    /// read), everything else from the objects. Never fails: a missing index is silently
+    /// replaced by the objects, an unusable one with one notice on stderr.
+    pub fn snapshot_source(&self, snapshot: &ObjectId) -> SnapshotSource {
+        let path = self.tree_index_path(snapshot);
+        let opened = match open_index(&path) {
+            Ok(pack) => check_header(&pack, snapshot).map(|()| pack),
+            Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
+                return self.source_without_index(snapshot)
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        match opened {
+            Ok(pack) => SnapshotSource {
+                index_bytes: fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                index: Some(pack),
+                ..self.source_without_index(snapshot)
+            },
+            Err(why) => {
+                notice(snapshot, &why);
+                self.source_without_index(snapshot)
+            }
+        }
+    }
+
+    fn source_without_index(&self, snapshot: &ObjectId) -> SnapshotSource {
+        SnapshotSource {
+            reader: self.reader(),
+            snapshot: *snapshot,
+            index: None,
+            index_bytes: 0,
+            dropped: AtomicBool::new(false),
+            from_index: AtomicU64::new(0),
+            from_objects: AtomicU64::new(0),
+        }
+    }
+
+    /// Checks the tree index of `snapshot` (whose root tree is `root`) against the objects:
+    /// it verifies (trailer, every object's id), is a trees-only pack of this snapshot, and
+    /// holds exactly the record and every tree the snapshot reaches.
+    pub fn check_tree_index(
+        &self,
+        snapshot: &ObjectId,
+        root: &ObjectId,
+    ) -> Result<IndexState, StoreError> {
+        let path = self.tree_index_path(snapshot);
+        let pack = match open_index(&path) {
+            Ok(pack) => pack,
+            Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
+                return Ok(IndexState::Missing)
+            }
+            Err(e) => return Ok(IndexState::Bad(e.to_string())),
+        };
+        if let Err(why) = check_header(&pack, snapshot) {
+            return Ok(IndexState::Bad(why));
+        }
+        if let Err(e) = pack.verify() {
+            return Ok(IndexState::Bad(e.to_string()));
+        }
+        let mut want: HashSet<ObjectId> = HashSet::from([*snapshot]);
+        let mut stack = vec![*root];
+        while let Some(id) = stack.pop() {
+            if !want.insert(id) {
+                continue;
+            }
+            // A tree the store cannot read is verify's own finding; the index is judged on
+            // what the store holds.
+            let Ok(tree) = self.read_tree(&id) else {
+                continue;
+            };
+            stack.extend(
+                tree.entries()
+                    .iter()
+                    .filter(|e| e.kind == EntryKind::Dir)
+                    .map(|e| e.id),
+            );
+        }
+        let held: HashSet<ObjectId> = pack.entries().iter().map(|e| e.id).collect();
+        if let Some(extra) = held.difference(&want).next() {
+            return Ok(IndexState::Bad(format!(
+                "it holds object {}, which the snapshot does not reach",
+                extra.short(12)
+            )));
+        }
+        if let Some(lacking) = want.difference(&held).find(|id| self.objects().has(id)) {
+            return Ok(IndexState::Bad(format!(
+                "it lacks tree {} of the snapshot",
+                lacking.short(12)
+            )));
+        }
+        Ok(IndexState::Good)
+    }
+
+    /// Removes the tree indexes of snapshots not in `keep` (their records are gone); returns
+    /// how many. Only names of the form `<64 hex>.pack` are touched.
+    pub(crate) fn remove_orphan_indexes(
+        &self,
+        keep: &HashSet<ObjectId>,
+    ) -> Result<u64, StoreError> {
+        let dir = self.root().join(TREES_DIR);
+        let rd = match fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
+            Err(e) => return Err(StoreError::io("list", &dir, e)),
+        };
+        let mut removed = 0;
+        for ent in rd {
+            let ent = ent.map_err(|e| StoreError::io("list", &dir, e))?;
+            let name = ent.file_name();
+            let Some(id) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(SUFFIX))
+                .and_then(|hex| hex.parse::<ObjectId>().ok())
+            else {
+                continue;
+            };
+            if !keep.contains(&id) {
+                match fs::remove_file(ent.path()) {
+                    Ok(()) => removed += 1,
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(StoreError::io("remove", ent.path(), e)),
+                }
+            }
+        }
+        if removed > 0 {
+            File::open(&dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| StoreError::io("sync", &dir, e))?;
+        }
+        Ok(removed)
+    }
+}
+
+/// Opens an index file; anything but a regular file (a FIFO would block the open, a device
+/// never end) is refused before it is opened.
+fn open_index(path: &std::path::Path) -> Result<PackReader, StoreError> {
+    let meta = fs::symlink_metadata(path).map_err(|e| StoreError::io("open pack", path, e))?;
+    if !meta.is_file() {
+        return Err(StoreError::BadPack {
+            pack: path.to_path_buf(),
+            why: "is not a regular file".into(),
+        });
+    }
+    PackReader::open_within(path, MAX_INDEX_IN_MEMORY)
+}
+
+/// Whether `pack` is a tree index of `snapshot`: a trees-only pack rooted at it, no base.
+fn check_header(pack: &PackReader, snapshot: &ObjectId) -> Result<(), String> {
+    if pack.root != *snapshot {
+        return Err(format!(
+            "{} is the index of snapshot {}",
+            pack.path().display(),
+            pack.root.short(12)
+        ));
+    }
+    if !pack.trees_only || pack.base.is_some() {
+        return Err(format!(
+            "{} is not a trees-only pack without a base",
+            pack.path().display()
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::check_expansion;
+    use crate::snapshot::{CaptureReport, Snapshot, SnapshotKind};
+    use crate::tree::TreeEntry;
+    use crate::VerifyProblem;
+
+    /// A snapshot of `dirs` directories, each holding a file and a subdirectory with a file;
+    /// `salt` makes the content differ between snapshots.
+    fn snapshot(store: &Store, dirs: usize, salt: &str) -> (ObjectId, ObjectId) {
+        let file = |name: &str, text: String| TreeEntry {
+            name: name.as_bytes().to_vec(),
+            kind: EntryKind::File,
+            size: text.len() as u64,
+            id: store.objects().write_bytes(text.as_bytes()).unwrap(),
+        };
+        let dir = |name: String, tree: &Tree| TreeEntry {
+            name: name.into_bytes(),
+            kind: EntryKind::Dir,
+            size: tree.total_size(),
+            id: store.write_tree(tree).unwrap(),
+        };
+        let mut top = Vec::new();
+        for i in 0..dirs {
+            let inner =
+                Tree::from_entries(vec![file("deep.txt", format!("{salt} {i} deep"))]).unwrap();
+            let mid = Tree::from_entries(vec![
+                file("f.txt", format!("{salt} {i}")),
+                dir("inner".into(), &inner),
+            ])
+            .unwrap();
+            top.push(dir(format!("d{i:03}"), &mid));
+        }
+        let root_tree = Tree::from_entries(top).unwrap();
+        let root = store.write_tree(&root_tree).unwrap();
+        let snap = Snapshot {
+            root,
+            created_unix_ns: 1,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: salt.into(),
+            agent: None,
+            name: None,
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        let lock = store.write_lock().unwrap();
+        (store.commit_snapshot(&lock, &snap, None).unwrap(), root)
+    }
+
+    /// Every tree of the snapshot through `source`, compared with the store's objects.
+    fn same_trees(store: &Store, source: &SnapshotSource, root: &ObjectId) -> u64 {
+        let mut stack = vec![*root];
+        let mut n = 0;
+        while let Some(id) = stack.pop() {
+            let tree = source.tree(&id).unwrap();
+            assert_eq!(tree, store.read_tree(&id).unwrap());
+            n += 1;
+            stack.extend(
+                tree.entries()
+                    .iter()
+                    .filter(|e| e.kind == EntryKind::Dir)
+                    .map(|e| e.id),
+            );
+        }
+        n
+    }
+
+    #[test]
+    fn commit_writes_the_index_and_the_source_reads_only_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 20, "a");
+        assert!(store.tree_index_path(&id).is_file());
+        assert_eq!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Good
+        );
+        let source = store.snapshot_source(&id);
+        check_expansion(&source, &root, "test").unwrap();
+        let trees = same_trees(&store, &source, &root);
+        assert_eq!(trees, 41, "the root, 20 directories, 20 inner ones");
+        let s = source.stats();
+        assert!(s.index_used, "{s:?}");
+        assert_eq!(s.trees_from_objects, 0, "{s:?}");
+        assert_eq!(s.trees_from_index, 2 * 41, "{s:?}");
+        // With no index at all (an older store), the same answers come from the objects.
+        fs::remove_file(store.tree_index_path(&id)).unwrap();
+        assert_eq!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Missing
+        );
+        let source = store.snapshot_source(&id);
+        assert_eq!(same_trees(&store, &source, &root), 41);
+        let s = source.stats();
+        assert!(!s.index_used && s.trees_from_index == 0 && s.trees_from_objects == 41);
+        // reindex writes it back.
+        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
+        assert_eq!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Good
+        );
+    }
+
+    #[test]
+    fn a_commit_takes_the_trees_it_shares_with_its_parent_from_the_parent_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (parent, root) = snapshot(&store, 5, "a");
+        // A subtree object gone from the object directory: only the parent's index still
+        // holds it, so the child's index can be complete only if it was read from there.
+        let sub = store.read_tree(&root).unwrap().entries()[2].id;
+        fs::remove_file(store.objects().path_of(&sub)).unwrap();
+        let mut snap = store.read_snapshot(&parent).unwrap();
+        snap.created_unix_ns = 2;
+        snap.parent = Some(parent);
+        let lock = store.write_lock().unwrap();
+        let child = store.commit_snapshot(&lock, &snap, None).unwrap();
+        drop(lock);
+        let pack = PackReader::open(&store.tree_index_path(&child)).unwrap();
+        pack.verify().unwrap();
+        assert!(
+            pack.entry(&sub).is_some(),
+            "the shared subtree is in the child's index"
+        );
+        assert_eq!(pack.entries().len(), 1 + 11, "the record and 11 trees");
+    }
+
+    /// The bytes of a pack with its trailer checksum recomputed (a hostile index that passes
+    /// the whole-file check).
+    fn rehash_trailer(bytes: &mut [u8]) {
+        let n = bytes.len();
+        let digest = ObjectId::of(&bytes[..n - 48]);
+        bytes[n - 40..n - 8].copy_from_slice(digest.as_bytes());
+    }
+
+    #[test]
+    fn a_damaged_or_foreign_index_never_changes_an_answer() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 3, "a");
+        let (other, _) = snapshot(&store, 4, "b");
+        let path = store.tree_index_path(&id);
+        let good = fs::read(&path).unwrap();
+        let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
+        for i in 0..good.len() {
+            let mut b = good.clone();
+            b[i] ^= 0x41;
+            cases.push((format!("byte {i} flipped"), b.clone()));
+            // The same flip behind a recomputed trailer: only the per-object hash catches it.
+            if i < good.len() - 48 {
+                rehash_trailer(&mut b);
+                cases.push((format!("byte {i} flipped, trailer rehashed"), b));
+            }
+        }
+        for n in [0, 1, 80, good.len() / 2, good.len() - 1] {
+            cases.push((format!("truncated to {n}"), good[..n].to_vec()));
+        }
+        cases.push((
+            "another snapshot's index".into(),
+            fs::read(store.tree_index_path(&other)).unwrap(),
+        ));
+        let mut bad_found = 0;
+        for (what, bytes) in &cases {
+            fs::write(&path, bytes).unwrap();
+            let source = store.snapshot_source(&id);
+            check_expansion(&source, &root, "test").unwrap();
+            assert_eq!(same_trees(&store, &source, &root), 7, "{what}");
+            let state = store.check_tree_index(&id, &root).unwrap();
+            if bytes != &good {
+                // A flip in a field nothing reads (an unused flag bit is refused; padding
+                // does not exist) must still be caught by the check.
+                assert!(matches!(state, IndexState::Bad(_)), "{what}: {state:?}");
+                bad_found += 1;
+            }
+        }
+        assert_eq!(bad_found, cases.len());
+        // verify names it; reindex rebuilds it; verify is clean again.
+        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert!(
+            matches!(v.problems.as_slice(), [VerifyProblem::BadTreeIndex { snapshot, .. }] if *snapshot == id),
+            "{:?}",
+            v.problems
+        );
+        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
+        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        assert_eq!((v.tree_indexes, v.tree_indexes_missing), (2, 0));
+    }
+
+    #[test]
+    fn an_index_that_is_not_a_file_is_refused_without_opening_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 2, "a");
+        let path = store.tree_index_path(&id);
+        fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        // Opening a FIFO with no writer would block forever.
+        let source = store.snapshot_source(&id);
+        assert_eq!(same_trees(&store, &source, &root), 5);
+        assert!(!source.stats().index_used);
+        assert!(matches!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Bad(_)
+        ));
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        assert!(!store.snapshot_source(&id).stats().index_used);
+        assert!(matches!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Bad(_)
+        ));
+    }
+
+    #[test]
+    fn gc_removes_the_indexes_of_forgotten_snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (keep, _) = snapshot(&store, 2, "keep");
+        let (gone, _) = snapshot(&store, 2, "gone");
+        fs::write(store.root().join(TREES_DIR).join("notes.txt"), "mine").unwrap();
+        store.forget(&gone).unwrap();
+        assert!(store.tree_index_path(&gone).is_file());
+        let r = store.gc(3600).unwrap();
+        assert_eq!(r.tree_indexes_removed, 1, "{r:?}");
+        assert!(!store.tree_index_path(&gone).exists());
+        assert!(store.tree_index_path(&keep).is_file());
+        assert!(store.root().join(TREES_DIR).join("notes.txt").is_file());
+        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+    }
+}
