@@ -395,6 +395,10 @@ pub struct Catalog {
     dest: sled::Tree,
 }
 
+/// How many times an open that failed with an I/O error while the lock was free is retried
+/// (see [`Catalog::open`]).
+const UNEXPLAINED_OPEN_RETRIES: u32 = 3;
+
 impl Catalog {
     /// Opens (creating) the catalog at `path`, waiting for another process to release it.
     pub fn open(path: &Path) -> Result<Catalog, StoreError> {
@@ -405,6 +409,7 @@ impl Catalog {
             .unwrap_or(DEFAULT_LOCK_WAIT);
         let start = Instant::now();
         let mut delay = Duration::from_millis(5);
+        let mut unexplained = 0;
         let existed = path.join("db").exists();
         loop {
             match sled::Config::new()
@@ -413,13 +418,16 @@ impl Catalog {
                 .open()
             {
                 Ok(db) => return Catalog::from_db(path, db, existed),
-                // sled reports a held lock as an I/O error of kind WouldBlock (its flock
-                // with LOCK_NB). The kind says so; asking the lock itself as well covers a
-                // wrapped error. The kind alone matters when the holder let go between
-                // sled's attempt and the probe (then the probe sees it free: retry anyway).
-                Err(sled::Error::Io(e))
-                    if e.kind() == std::io::ErrorKind::WouldBlock
-                        || crate::sys::lock_is_held(&path.join("db")) =>
+                // sled reports a held lock as an untyped I/O error; whether the lock is what
+                // failed is asked of the lock itself. The holder may let go between sled's
+                // attempt and that probe (the probe then sees it free): an I/O error with
+                // the lock free is retried a few times before it counts, since a real one
+                // (permissions, space) repeats at once.
+                Err(sled::Error::Io(_))
+                    if crate::sys::lock_is_held(&path.join("db")) || {
+                        unexplained += 1;
+                        unexplained <= UNEXPLAINED_OPEN_RETRIES
+                    } =>
                 {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
