@@ -19,6 +19,7 @@ use crate::cli::DiffArgs;
 use crate::cmd::{split_target, stdout_error, Ctx, Outcome};
 use crate::diff::content::{unified, Shown, CONTENT_CAP};
 use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
+use crate::remote::{parse_remote_ref, Remote, RemoteView};
 
 /// Bundle files above this are not read for the semantic section.
 const BUNDLE_FILE_CAP: u64 = 4 << 20;
@@ -37,6 +38,8 @@ enum SideSource {
     Store(zeroclaw_bundle_store::StoreReader),
     Pack(PackReader),
     Memory(Arc<MemoryObjects>),
+    /// A remote snapshot: trees only (its file contents are never fetched by a diff).
+    Remote(Box<RemoteView>),
 }
 
 impl Side {
@@ -45,6 +48,7 @@ impl Side {
             SideSource::Store(r) => Box::new(SourceSide(r)),
             SideSource::Pack(p) => Box::new(SourceSide(p)),
             SideSource::Memory(m) => Box::new(MemorySide(m)),
+            SideSource::Remote(r) => Box::new(SourceSide(r.as_ref())),
         }
     }
 
@@ -119,6 +123,13 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     };
     printer.summary(&summary, grants).map_err(stdout_error)?;
     out.flush().map_err(stdout_error)?;
+    if ctx.verbose {
+        for side in [&a, &b] {
+            if let SideSource::Remote(r) = &side.source {
+                crate::note!("remote {}: {}", r.remote().name(), r.remote().traffic());
+            }
+        }
+    }
     Ok(if args.exit_on_new_grants && grants {
         Outcome::NewGrants
     } else if summary.differs() || !semantic.is_empty() {
@@ -154,6 +165,9 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         });
     }
     let (reference, sub) = split_target(arg);
+    if let Some((spec, snap)) = parse_remote_ref(store.root(), &reference)? {
+        return remote_side(store, spec, &snap, &sub);
+    }
     // A full id names its record directly: no catalog session (what a script comparing two
     // known snapshots passes, and what the other host sent). Anything else is resolved by
     // the catalog.
@@ -165,11 +179,16 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         Some(id) => Ok(id),
         None => store.resolve(&reference),
     }
-    .with_context(|| {
-        format!(
-            "{} is not a directory, so it was read as a snapshot",
+    .with_context(|| match reference.split_once('/') {
+        Some((name, _)) if name != "agent" => format!(
+            "{} is not a file or directory, and {name:?} is not a configured remote (`remote list`), \
+             so it was read as a snapshot of this store",
             arg.to_string_lossy()
-        )
+        ),
+        _ => format!(
+            "{} is not a file or directory, so it was read as a snapshot",
+            arg.to_string_lossy()
+        ),
     })?;
     let snapshot = store.read_snapshot(&id)?;
     let reader = store.reader();
@@ -195,6 +214,44 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         label,
         root: Root { entry },
         source: SideSource::Store(reader),
+        whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
+    })
+}
+
+/// A remote snapshot ref (`NAME/SNAPSHOT[:PATH]`): its record and trees pack, never a blob.
+fn remote_side(
+    store: &Store,
+    spec: crate::remote::RemoteSpec,
+    snap: &str,
+    sub: &[u8],
+) -> Result<Side> {
+    let remote = Remote::open(&spec, false)?;
+    let id = remote.resolve(snap)?;
+    let view = RemoteView::open(remote, id, store.objects().tmp_dir(), false)?;
+    let label = format!("{}/{}", spec.name, id.short(12));
+    let root = view.snapshot().root;
+    let entry = if sub.is_empty() {
+        TreeEntry {
+            name: Vec::new(),
+            kind: EntryKind::Dir,
+            size: view.snapshot().bytes(),
+            id: root,
+        }
+    } else {
+        resolve_path(&view, &root, sub, &label)?
+    };
+    if entry.kind == EntryKind::Dir {
+        check_expansion(&view, &entry.id, &format!("remote snapshot {label}"))?;
+    }
+    let label = if sub.is_empty() {
+        label
+    } else {
+        format!("{label}:{}", String::from_utf8_lossy(sub))
+    };
+    Ok(Side {
+        label,
+        root: Root { entry },
+        source: SideSource::Remote(Box::new(view)),
         whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
     })
 }
@@ -273,8 +330,9 @@ fn semantic_changes(a: &Side, b: &Side, ctx: &Ctx) -> Result<Vec<SemanticChange>
             (Some(None), _) | (_, Some(None)) => {
                 if !ctx.quiet {
                     crate::note!(
-                        "note: {} holds no file contents (a digest pack), so the agent section is \
-                         left out; its files are compared by content id",
+                        "note: {} holds no file contents (a digest pack, or a remote snapshot, whose \
+                         diff fetches trees only), so the agent section is left out; its files \
+                         are compared by content id",
                         s.label
                     );
                 }

@@ -7,8 +7,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::{
-    closure_needs, import_from_packs, random_token, write_pack_excluding, IdHasher, ObjectId,
-    PackReader, Snapshot, Store,
+    closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, IdHasher,
+    ObjectId, PackOptions, PackReader, Snapshot, Store,
 };
 
 use super::client::encode_index;
@@ -130,8 +130,43 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         report.pack_bytes = stats.pack_bytes;
         report.pack = Some(pack_id);
     }
+    // The trees-only pack (what a remote diff or mount reads first): named by the snapshot,
+    // its bytes a function of the snapshot alone, so a second writer stores the same bytes.
+    // Before the record, like every object the record reaches.
+    let trees_tmp = tmp_path(store, "push-trees")?;
+    let _trees_cleanup = TempFiles(vec![trees_tmp.clone()]);
+    write_trees_pack(store, id, &trees_tmp)?;
+    check_interrupt()?;
+    let trees_key = format!("trees/{}.zcpack", id.to_hex());
+    remote.put_file(&trees_key, &trees_tmp)?;
+    crate::hooks::seam("remote-after-trees", &trees_key);
+    check_interrupt()?;
     remote.put_bytes(&format!("snapshots/{}", id.to_hex()), record)?;
     Ok(report)
+}
+
+/// Writes snapshot `id`'s trees-only pack to the new file `path`, synced.
+fn write_trees_pack(store: &Store, id: &ObjectId, path: &Path) -> Result<(), RemoteError> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| io_err("create", path, e))?;
+    let mut w = BufWriter::new(file);
+    write_pack(
+        store,
+        id,
+        PackOptions {
+            since: None,
+            trees_only: true,
+        },
+        &mut w,
+        &mut |_| {},
+    )?;
+    let file = w
+        .into_inner()
+        .map_err(|e| io_err("write", path, e.into_error()))?;
+    file.sync_all().map_err(|e| io_err("sync", path, e))
 }
 
 /// Pulls snapshot `id` from `remote` into `store`: downloads the packs that hold what the
