@@ -51,6 +51,11 @@ impl Fleet {
     pub fn command(&self, host: &str, args: &[&str]) -> Command {
         let mut c = self.env.cmd();
         c.arg("--store").arg(self.store(host)).args(args);
+        // The machine's AWS profile never reaches a test: only what the test sets.
+        c.env_remove("AWS_PROFILE")
+            .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .env("HOME", self.env.path("home"));
         for (k, v) in &self.vars {
             c.env(k, v);
         }
@@ -300,7 +305,7 @@ fn two_hosts_push_at_once_and_a_third_pulls_both() {
     f.assert_consistent("probe");
 }
 
-fn copy_tree(from: &Path, to: &Path) {
+pub fn copy_tree(from: &Path, to: &Path) {
     let st = Command::new("cp")
         .arg("-a")
         .arg(from)
