@@ -52,6 +52,15 @@ impl Side {
         }
     }
 
+    /// Whether the side holds file contents (a digest pack and a remote side hold ids only).
+    fn holds_contents(&self) -> bool {
+        match &self.source {
+            SideSource::Pack(p) => !p.trees_only,
+            SideSource::Remote(_) => false,
+            SideSource::Store(_) | SideSource::Memory(_) => true,
+        }
+    }
+
     /// A top-level file of this side: `None` when there is no such file, `Some(None)` when
     /// the side names it but does not hold its bytes (a digest pack).
     fn top_file(&self, name: &str) -> Result<Option<Option<Vec<u8>>>> {
@@ -454,6 +463,16 @@ impl<W: Write> Printer<'_, W> {
     fn content(&mut self, c: &Change) -> std::io::Result<()> {
         if !matches!(c.status, Status::A | Status::D | Status::M) {
             return Ok(());
+        }
+        let a_lacks = c.old.is_some() && !self.a.holds_contents();
+        let b_lacks = c.new.is_some() && !self.b.holds_contents();
+        if a_lacks || b_lacks {
+            return writeln!(
+                self.out,
+                "Not shown: {}: side {} holds no file contents (a digest pack or a remote snapshot)",
+                c.path,
+                if a_lacks { "A" } else { "B" }
+            );
         }
         let read = |side: &Side, e: Option<&crate::diff::EntryInfo>| -> Option<Option<Vec<u8>>> {
             let e = e?;

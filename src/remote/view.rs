@@ -18,6 +18,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Seek, Write};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -150,18 +151,23 @@ impl RemoteView {
         if size > MAX_TREES_PACK {
             return Err(remote.corrupt(&key, format!("is {size} bytes, over {MAX_TREES_PACK}")));
         }
-        fs::create_dir_all(tmp).map_err(|e| RemoteError::Io {
-            op: "create",
+        // Into an unnamed file, reopened through its /proc/self/fd link: a kill at any point
+        // leaves nothing behind in tmp/.
+        let io = |op, e| RemoteError::Io {
+            op,
             path: tmp.to_path_buf(),
             source: e,
-        })?;
-        let local = tmp.join(format!("remote-trees-{}", random_token()));
-        let opened = remote
-            .get_file(&key, &local)
-            .and_then(|_| Ok(PackReader::open(&local)?));
-        // The reader keeps its descriptor: the name is not needed past here.
-        let _ = fs::remove_file(&local);
-        let pack = opened?;
+        };
+        let mut file = anonymous_file(tmp).map_err(|e| io("create a temporary file in", e))?;
+        {
+            let mut w = BufWriter::new(&mut file);
+            remote.get_range_to(&key, 0..size, &mut w)?;
+            w.flush().map_err(|e| io("write a temporary file in", e))?;
+        }
+        let link = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let pack = PackReader::open(&link)
+            .map_err(|e| remote.corrupt(&key, format!("is not a pack: {e}")))?;
+        drop(file);
         pack.verify()
             .map_err(|e| remote.corrupt(&key, format!("does not verify: {e}")))?;
         if pack.root != *id || !pack.trees_only {

@@ -129,6 +129,24 @@ pub fn remote_diff_fetches_trees_only(f: &Fleet, extra: &[&str], remote_root: &P
         r.describe()
     );
     assert!(!traffic(&r.stderr()).contains_key("packs"));
+    // -p cannot show contents it never fetched: it says so (not "too large").
+    let p = f
+        .on(
+            "b",
+            &[
+                "diff",
+                "-p",
+                &format!("origin/{id}"),
+                &changed.to_string_lossy(),
+            ],
+        )
+        .fails(1, "");
+    assert!(
+        p.stdout()
+            .contains("Not shown: deep/a/b/c.txt: side A holds no file contents"),
+        "{}",
+        p.describe()
+    );
     let sub = f
         .on(
             "b",
@@ -288,4 +306,62 @@ fn file_remote_mount_fetches_what_it_reads() {
     let f = Fleet::file();
     let root = f.env.path("remote");
     remote_mount_fetches_what_it_reads(&f, &[], &root);
+}
+
+/// What a remote holds is checked before it is used: a damaged trees pack fails the diff
+/// naming its key (nothing left in tmp/); a damaged file in a blob pack fails that file's
+/// read in a mount (EIO) while the other files still read.
+#[test]
+fn file_remote_damage_is_caught() {
+    let f = Fleet::file();
+    let root = f.env.path("remote");
+    let (src, id) = pushed(&f, &[]);
+    let trees_pack = root.join(format!("trees/{id}.zcpack"));
+    let good = fs::read(&trees_pack).unwrap();
+    let mut bad = good.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x40;
+    fs::write(&trees_pack, &bad).unwrap();
+    let r = f
+        .on(
+            "b",
+            &["diff", &format!("origin/{id}"), &src.to_string_lossy()],
+        )
+        .fails(2, &format!("trees/{id}.zcpack"));
+    assert!(
+        r.stderr().contains("does not verify") || r.stderr().contains("is not a pack"),
+        "{}",
+        r.describe()
+    );
+    let tmp = Path::new(&f.store("b")).join("tmp");
+    assert_eq!(
+        fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0),
+        0,
+        "left in {}",
+        tmp.display()
+    );
+    fs::write(&trees_pack, &good).unwrap();
+
+    if !fuse_available() {
+        return;
+    }
+    let pack = fs::read_dir(root.join("packs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let mut bytes_ = fs::read(&pack).unwrap();
+    let needle = &bytes(70, 400_000)[..64];
+    let at = bytes_
+        .windows(64)
+        .position(|w| w == needle)
+        .expect("big/one.bin is stored raw in the pack");
+    bytes_[at + 1000] ^= 1;
+    fs::write(&pack, &bytes_).unwrap();
+    with_remote_mount(&f, &format!("origin/{id}"), |mnt| {
+        let err = fs::read(mnt.join("big/one.bin")).unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(5), "EIO for a damaged file: {err}");
+        assert!(fs::read(mnt.join("big/two.bin")).unwrap() == bytes(71, 400_000));
+    });
 }
