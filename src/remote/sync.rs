@@ -89,8 +89,14 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         snapshot: Some(*id),
         ..PushReport::default()
     };
+    let trees_key = format!("trees/{}.zcpack", id.to_hex());
     if remote.record(id)?.is_some() {
         report.already = true;
+        // Pushed by an older build, without its trees pack: add it (derived from the record's
+        // trees, so writing it after the record breaks no ordering guarantee).
+        if remote.size(&trees_key)?.is_none() {
+            upload_trees_pack(store, remote, id, &trees_key)?;
+        }
         return Ok(report);
     }
     let indexed = remote.indexed()?;
@@ -133,16 +139,25 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
     // The trees-only pack (what a remote diff or mount reads first): named by the snapshot,
     // its bytes a function of the snapshot alone, so a second writer stores the same bytes.
     // Before the record, like every object the record reaches.
-    let trees_tmp = tmp_path(store, "push-trees")?;
-    let _trees_cleanup = TempFiles(vec![trees_tmp.clone()]);
-    write_trees_pack(store, id, &trees_tmp)?;
-    check_interrupt()?;
-    let trees_key = format!("trees/{}.zcpack", id.to_hex());
-    remote.put_file(&trees_key, &trees_tmp)?;
+    upload_trees_pack(store, remote, id, &trees_key)?;
     crate::hooks::seam("remote-after-trees", &trees_key);
     check_interrupt()?;
     remote.put_bytes(&format!("snapshots/{}", id.to_hex()), record)?;
     Ok(report)
+}
+
+/// Writes snapshot `id`'s trees-only pack to a temporary file and uploads it to `key`.
+fn upload_trees_pack(
+    store: &Store,
+    remote: &Remote,
+    id: &ObjectId,
+    key: &str,
+) -> Result<(), RemoteError> {
+    let tmp = tmp_path(store, "push-trees")?;
+    let _cleanup = TempFiles(vec![tmp.clone()]);
+    write_trees_pack(store, id, &tmp)?;
+    check_interrupt()?;
+    remote.put_file(key, &tmp)
 }
 
 /// Writes snapshot `id`'s trees-only pack to the new file `path`, synced.

@@ -216,6 +216,9 @@ pub fn remote_diff_without_trees_pack(f: &Fleet, extra: &[&str], remote_root: &P
         from_packs > 0 && from_packs < 20_000,
         "trees by ranged reads: {from_packs} bytes of {packs_total} ({t:?})"
     );
+    // Pushing it again (this build) adds the missing trees pack.
+    f.on("a", &["push", &id]).ok();
+    assert!(remote_root.join(format!("trees/{id}.zcpack")).is_file());
 }
 
 /// Mounts `NAME/SNAP` in the foreground with `-v` on host `b`, runs `inside` on the
