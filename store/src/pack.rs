@@ -249,10 +249,14 @@ fn emit(
     let mut index: Vec<PackEntry> = Vec::new();
     let mut stats = PackStats::default();
     let record = store.objects().read_verified(snapshot_id)?;
-    put(&mut w, &mut index, *snapshot_id, &record, false)?;
+    // One compression context for the whole pack: creating one per object (what
+    // `zstd::bulk::compress` does) cost more than compressing a small file.
+    let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL)
+        .map_err(|e| StoreError::io("start zstd for", "<pack>", e))?;
+    put(&mut w, &mut index, *snapshot_id, &record, None)?;
     progress(record.len() as u64);
     for (id, bytes) in trees {
-        put(&mut w, &mut index, *id, bytes, false)?;
+        put(&mut w, &mut index, *id, bytes, None)?;
         stats.trees += 1;
         progress(bytes.len() as u64);
     }
@@ -272,7 +276,7 @@ fn emit(
                 actual: ObjectId::of(&bytes),
             });
         }
-        put(&mut w, &mut index, *id, &bytes, true)?;
+        put(&mut w, &mut index, *id, &bytes, Some(&mut zstd))?;
         stats.blobs += 1;
         progress(bytes.len() as u64);
     }
@@ -351,14 +355,11 @@ fn put(
     index: &mut Vec<PackEntry>,
     id: ObjectId,
     bytes: &[u8],
-    try_zstd: bool,
+    zstd: Option<&mut zstd::bulk::Compressor<'_>>,
 ) -> Result<(), StoreError> {
-    let compressed = if try_zstd && bytes.len() >= 64 {
-        zstd::bulk::compress(bytes, ZSTD_LEVEL)
-            .ok()
-            .filter(|c| c.len() < bytes.len())
-    } else {
-        None
+    let compressed = match zstd {
+        Some(z) if bytes.len() >= 64 => z.compress(bytes).ok().filter(|c| c.len() < bytes.len()),
+        _ => None,
     };
     let stored: &[u8] = compressed.as_deref().unwrap_or(bytes);
     index.push(PackEntry {
