@@ -380,7 +380,8 @@ impl Remote {
             }
             Ok::<u64, RemoteError>(n)
         })?;
-        f.sync_all().map_err(|e| io("sync", e))?;
+        // Not synced: a downloaded pack is a temporary file, verified before use; the objects
+        // imported from it are made durable by the store's commit.
         Ok(n)
     }
 
