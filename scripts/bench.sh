@@ -15,7 +15,10 @@
 #   BENCH_DIR=/tmp/zb-bench  work dir; removed and recreated at start
 #   BENCH_REPEAT=3           timed repetitions of warm, repeatable operations (median reported;
 #                            one untimed warm-up run precedes them)
-#   BENCH_SECTIONS=store,mount,export   which sections to run; `scale` (not in the default)
+#   BENCH_SECTIONS=store,mount,export,pack,remote   which sections to run (pack: pack/unpack
+#                            against tar, sizes against tar|zstd and squashfs, --since; remote:
+#                            push/pull through a local s3s-fs against restic on the same server);
+#                            `scale` (not in the default)
 #                            also runs scripts/scale.sh (300,000 files, a 100,000-entry
 #                            directory, a 4 GiB sparse file: capture, no-op, checkout, mount,
 #                            peak memory; its table goes to target/bench/scale.md)
@@ -43,7 +46,7 @@ BENCH_SCALE=${BENCH_SCALE:-1.0}
 BENCH_SEED=${BENCH_SEED:-42}
 BENCH_DIR=${BENCH_DIR:-/tmp/zb-bench}
 BENCH_REPEAT=${BENCH_REPEAT:-3}
-BENCH_SECTIONS=${BENCH_SECTIONS:-store,mount,export}
+BENCH_SECTIONS=${BENCH_SECTIONS:-store,mount,export,pack,remote}
 BENCH_INSTALL=${BENCH_INSTALL:-1}
 BENCH_SYNC=${BENCH_SYNC:-1}
 BENCH_VERIFY=${BENCH_VERIFY:-1}
@@ -712,6 +715,145 @@ EOF
 }
 
 # ---------------------------------------------------------------------------------------------
+# 4. pack: pack and unpack against tar, pack size against tar | zstd and squashfs, --since
+
+# bytes of a file in MiB, 3 decimals
+mib() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.3f", b / 1048576 }'; }
+
+section_pack() {
+	log "== pack: pack, unpack, sizes, --since"
+	local id base since_id
+	export PK=$W/pack PS=$W/pack/store
+	mkdir -p "$PK"
+	if ! zb_has pack --since || ! zb_has unpack; then
+		na pack "pack (cold)" "$OURS" "pack $ZB_NA"
+		return 0
+	fi
+	if ! "$ZB" --store "$PS" snapshot --dir "$CORPUS" >"$PK/snap.out" 2>"$PK/snap.err"; then
+		record pack "pack (cold)" "$OURS" "" "" fail "snapshot failed: $(firstline "$PK/snap.err")"
+		return 0
+	fi
+	id=$(tail -n1 "$PK/snap.out")
+	export PACK_ID=$id
+	# Blobs are stored with zstd level 3 (zstd's default) when that saves space; the peers
+	# that compress use the same level.
+	measure pack "pack (cold)" "$OURS" cold '"$ZB" --store "$PS" pack "$PACK_ID" --out "$PK/full.zcpack"'"$SYNC" \
+		'rm -f "$PK/full.zcpack"' "zstd level 3, one thread" || true
+	have tar && measure pack "pack (cold)" "tar -c" cold 'tar -cf "$PK/full.tar" -C "$CORPUS" .'"$SYNC" \
+		'rm -f "$PK/full.tar"' || true
+	have tar && have zstd && measure pack "pack (cold)" "tar | zstd -3" cold \
+		'tar -cf - -C "$CORPUS" . | zstd -q -3 -T1 -o "$PK/full.tar.zst"'"$SYNC" 'rm -f "$PK/full.tar.zst"' \
+		"informational; one zstd thread" || true
+	have mksquashfs && measure pack "pack (cold)" "mksquashfs -comp zstd" cold \
+		'mksquashfs "$CORPUS" "$PK/full.sqsh" -comp zstd -noappend -quiet -no-progress'"$SYNC" 'rm -f "$PK/full.sqsh"' \
+		"informational; default level (15), all cores" || true
+
+	measure pack "unpack (cold)" "$OURS" cold '"$ZB" --store "$PK/store2" unpack "$PK/full.zcpack"'"$SYNC" \
+		'rm -rf "$PK/store2"' "into a new store; every object verified" || true
+	[[ -f $PK/full.tar ]] && measure pack "unpack (cold)" "tar -x" cold \
+		'mkdir -p "$PK/x" && tar -xf "$PK/full.tar" -C "$PK/x"'"$SYNC" 'rm -rf "$PK/x"' || true
+
+	[[ -f $PK/full.zcpack ]] && record pack "size (MiB)" "$OURS" "$(mib "$PK/full.zcpack")" "" ok "MiB in the seconds column"
+	[[ -f $PK/full.tar.zst ]] && record pack "size (MiB)" "tar | zstd -3" "$(mib "$PK/full.tar.zst")" "" ok "MiB"
+	[[ -f $PK/full.sqsh ]] && record pack "size (MiB)" "mksquashfs -comp zstd" "$(mib "$PK/full.sqsh")" "" ok "MiB"
+	[[ -f $PK/full.tar ]] && record pack "size (MiB)" "tar (uncompressed)" "$(mib "$PK/full.tar")" "" ok "MiB; informational"
+
+	# --since after 1% of files changed (a different seed than the store section's change).
+	local mline
+	mline=$("${GEN[@]}" mutate --dir "$CORPUS" --seed "$((BENCH_SEED + 1))" --fraction 0.01)
+	meta "pack: 1% change" "$mline"
+	if "$ZB" --store "$PS" snapshot --dir "$CORPUS" >"$PK/snap2.out" 2>"$PK/snap2.err"; then
+		export PACK_ID2
+		PACK_ID2=$(tail -n1 "$PK/snap2.out")
+		measure pack "pack --since (1% changed, cold)" "$OURS" cold \
+			'"$ZB" --store "$PS" pack "$PACK_ID2" --since "$PACK_ID" --out "$PK/since.zcpack"'"$SYNC" || true
+		if [[ -f $PK/since.zcpack && -f $PK/full.zcpack ]]; then
+			record pack "incremental pack size (MiB)" "$OURS" "$(mib "$PK/since.zcpack")" "" ok "pack --since after 1% changed"
+			record pack "incremental pack size (MiB)" "full pack" "$(mib "$PK/full.zcpack")" "" ok "the full pack above"
+		fi
+	else
+		record pack "pack --since (1% changed, cold)" "$OURS" "" "" fail "snapshot failed: $(firstline "$PK/snap2.err")"
+	fi
+	rm -rf "$PK/x" "$PK/store2" "$PK/full.tar" "$PK/full.sqsh"
+}
+
+# ---------------------------------------------------------------------------------------------
+# 5. remote: push and pull through a local S3 server (s3s-fs) against restic on the same server
+
+s3s_bin() {
+	if have s3s-fs; then command -v s3s-fs; elif [[ -x ${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs ]]; then
+		echo "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs"; fi
+}
+
+section_remote() {
+	log "== remote: push and pull through s3s-fs"
+	local bin ep="" i pid
+	bin=$(s3s_bin)
+	if [[ -z $bin ]]; then
+		na remote "push (cold)" "$OURS" "s3s-fs not installed (scripts/setup.sh)"
+		return 0
+	fi
+	if ! zb_has push; then
+		na remote "push (cold)" "$OURS" "push $ZB_NA"
+		return 0
+	fi
+	export RM=$W/remote
+	mkdir -p "$RM/s3/bench"
+	RUST_LOG=info NO_COLOR=1 "$bin" --host 127.0.0.1 --port 0 --access-key bench-access \
+		--secret-key bench-secret-key "$RM/s3" >"$RM/s3.log" 2>&1 &
+	pid=$!
+	BG_PIDS+=("$pid")
+	for ((i = 0; i < 300; i++)); do
+		ep=$(grep -o 'http://127.0.0.1:[0-9]*' "$RM/s3.log" | head -n1 || true)
+		[[ -n $ep ]] && break
+		sleep 0.1
+	done
+	if [[ -z $ep ]]; then
+		na remote "push (cold)" "$OURS" "s3s-fs did not start: $(firstline "$RM/s3.log")"
+		return 0
+	fi
+	meta "remote server" "s3s-fs $($bin --version 2>/dev/null | awk '{ print $2 }') at $ep, data on $(findmnt -n -o FSTYPE --target "$RM")"
+	export AWS_ACCESS_KEY_ID=bench-access AWS_SECRET_ACCESS_KEY=bench-secret-key AWS_REGION=us-east-1
+	export NO_PROXY=127.0.0.1 no_proxy=127.0.0.1 EP=$ep
+	export RSTORE=$RM/store
+	"$ZB" --store "$RSTORE" remote add origin s3://bench/zb --endpoint "$ep" >/dev/null 2>&1
+	if ! "$ZB" --store "$RSTORE" snapshot --dir "$CORPUS" >"$RM/snap.out" 2>"$RM/snap.err"; then
+		record remote "push (cold)" "$OURS" "" "" fail "snapshot failed: $(firstline "$RM/snap.err")"
+		return 0
+	fi
+	export RID
+	RID=$(tail -n1 "$RM/snap.out")
+	measure remote "push (cold)" "$OURS" cold '"$ZB" --store "$RSTORE" push "$RID" origin' || true
+	measure remote "pull (cold)" "$OURS" cold '"$ZB" --store "$RM/store2" pull "origin/$RID"'"$SYNC" \
+		'rm -rf "$RM/store2" && "$ZB" --store "$RM/store2" remote add origin s3://bench/zb --endpoint "$EP"' \
+		"into a new store; every object verified" || true
+	measure remote "pull + checkout (cold)" "$OURS" cold \
+		'"$ZB" --store "$RM/store2" pull "origin/$RID" && "$ZB" --store "$RM/store2" checkout "$RID" --out "$RM/co-ours"'"$SYNC" \
+		'rm -rf "$RM/store2" "$RM/co-ours" && "$ZB" --store "$RM/store2" remote add origin s3://bench/zb --endpoint "$EP"' \
+		"informational: a tree on disk, as restic restore leaves" || true
+	if have restic; then
+		export RRR="s3:$ep/bench/restic"
+		if restic -r "$RRR" init >"$RM/restic-init.log" 2>&1; then
+			measure remote "push (cold)" "restic backup" cold 'restic -r "$RRR" backup -q --host bench "$CORPUS"' || true
+			measure remote "pull (cold)" "restic restore" cold 'restic -r "$RRR" restore -q latest --target "$RM/co-restic"'"$SYNC" \
+				'rm -rf "$RM/co-restic"' || true
+			measure remote "pull + checkout (cold)" "restic restore" cold \
+				'restic -r "$RRR" restore -q latest --target "$RM/co-restic"'"$SYNC" 'rm -rf "$RM/co-restic"' || true
+		else
+			na remote "push (cold)" "restic backup" "restic init on s3s-fs failed: $(firstline "$RM/restic-init.log")"
+		fi
+	else
+		na remote "push (cold)" "restic backup" "restic not installed"
+	fi
+	record info "remote bytes on the server" "$OURS" "" "" ok "$(du -sm "$RM/s3/bench/zb" 2>/dev/null | awk '{ print $1 }') MiB"
+	[[ -d $RM/s3/bench/restic ]] && record info "remote bytes on the server" "restic" "" "" ok "$(du -sm "$RM/s3/bench/restic" | awk '{ print $1 }') MiB"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	unset AWS_ACCESS_KEY_ID AWS_SECRET_ACCESS_KEY
+	rm -rf "$RM/store2" "$RM/co-ours" "$RM/co-restic"
+}
+
+# ---------------------------------------------------------------------------------------------
 # main
 
 main() {
@@ -745,6 +887,8 @@ main() {
 	want store && section_store
 	want mount && section_mount
 	want export && section_export
+	want pack && section_pack
+	want remote && section_remote
 	if want scale; then
 		ZB=$ZB SCALE_BUILD=0 SCALE_DIR=$W/scale "$SCRIPT_DIR/scale.sh" || log "scale: failed (see above)"
 	fi

@@ -25,6 +25,8 @@ SECTION_TITLES = OrderedDict(
         ("diff", "1b. Diff after 1% of files changed"),
         ("export", "2. Export of a ZeroClaw agent"),
         ("mount", "3. Read-only mount"),
+        ("pack", "4. Packs (sizes in MiB in the seconds column)"),
+        ("remote", "5. Remote store on a local S3 server (s3s-fs)"),
         ("info", "Informational"),
     ]
 )
@@ -35,6 +37,9 @@ OP_ORDER = {
               "checkout into new dir"],
     "diff": ["diff after 1% changed (cold)", "diff after 1% changed (warm)", "directory vs its snapshot (warm)"],
     "export": ["export (first)", "re-export (unchanged, --force)", "re-export (unchanged, new out dir)"],
+    "pack": ["pack (cold)", "unpack (cold)", "size (MiB)", "pack --since (1% changed, cold)",
+             "incremental pack size (MiB)"],
+    "remote": ["push (cold)", "pull (cold)", "pull + checkout (cold)"],
     "mount": ["mount ready", "find | wc -l (cold)", "find | wc -l (warm)", "tar -cf - | wc -c (cold)",
               "tar -cf - | wc -c (warm)", "daemon peak memory (VmHWM)"],
 }
@@ -73,6 +78,13 @@ TARGETS = [
     ("mount", "find | wc -l (warm)", "plain dir", "ratio_le", 3.0, "ours <= 3x"),
     ("mount", "tar -cf - | wc -c (warm)", "plain dir", "ratio_le", 3.0, "ours <= 3x"),
     ("mount", "daemon peak memory (VmHWM)", OURS, "rss_lt", 64, "< 64 MiB"),
+    ("pack", "pack (cold)", "tar -c", "ratio_le", 1.5, "ours <= 1.5x"),
+    ("pack", "unpack (cold)", "tar -x", "ratio_le", 1.5, "ours <= 1.5x"),
+    ("pack", "size (MiB)", "tar | zstd -3", "ratio_le", 1.1, "size <= 1.1x"),
+    ("pack", "size (MiB)", "mksquashfs -comp zstd", "ratio_le", 0.9999, "size below"),
+    ("pack", "incremental pack size (MiB)", "full pack", "ratio_le", 0.05, ">= 20x smaller"),
+    ("remote", "push (cold)", "restic backup", "ratio_le", 2.0, "ours <= 2x"),
+    ("remote", "pull (cold)", "restic restore", "ratio_le", 2.0, "ours <= 2x"),
 ]
 
 

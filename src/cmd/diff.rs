@@ -25,6 +25,7 @@ use crate::cmd::{escape_message, split_target, stdout_error, Ctx, Outcome, Stdou
 use crate::diff::content::{unified, Shown, CONTENT_CAP};
 use crate::diff::{diff, Change, DiffError, MemorySide, Root, SourceSide, Status, TreeSide};
 use crate::progress::Progress;
+use crate::remote::{parse_remote_ref, Remote, RemoteView};
 
 /// Bundle files above this are not read for the semantic section.
 const BUNDLE_FILE_CAP: u64 = 4 << 20;
@@ -44,6 +45,8 @@ enum SideSource {
     Store(SnapshotSource),
     Pack(PackReader),
     Memory(Arc<MemoryObjects>),
+    /// A remote snapshot: trees only (its file contents are never fetched by a diff).
+    Remote(Box<RemoteView>),
 }
 
 impl Side {
@@ -52,6 +55,16 @@ impl Side {
             SideSource::Store(r) => Box::new(SourceSide(r)),
             SideSource::Pack(p) => Box::new(SourceSide(p)),
             SideSource::Memory(m) => Box::new(MemorySide(m)),
+            SideSource::Remote(r) => Box::new(SourceSide(r.as_ref())),
+        }
+    }
+
+    /// Whether the side holds file contents (a digest pack and a remote side hold ids only).
+    fn holds_contents(&self) -> bool {
+        match &self.source {
+            SideSource::Pack(p) => !p.trees_only,
+            SideSource::Remote(_) => false,
+            SideSource::Store(_) | SideSource::Memory(_) => true,
         }
     }
 
@@ -151,14 +164,20 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     if ctx.verbose {
         for (name, side) in [('A', &a), ('B', &b)] {
-            if let SideSource::Store(source) = &side.source {
-                let s = source.stats();
-                crate::note!(
-                    "side {name}: {} trees from its tree index ({}), {} tree objects read",
-                    s.trees_from_index,
-                    if s.index_used { "used" } else { "not used" },
-                    s.trees_from_objects
-                );
+            match &side.source {
+                SideSource::Store(source) => {
+                    let s = source.stats();
+                    crate::note!(
+                        "side {name}: {} trees from its tree index ({}), {} tree objects read",
+                        s.trees_from_index,
+                        if s.index_used { "used" } else { "not used" },
+                        s.trees_from_objects
+                    );
+                }
+                SideSource::Remote(r) => {
+                    crate::note!("remote {}: {}", r.remote().name(), r.remote().traffic());
+                }
+                _ => {}
             }
         }
     }
@@ -191,6 +210,9 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         });
     }
     let (reference, sub) = split_target(arg);
+    if let Some((spec, snap)) = parse_remote_ref(store.root(), &reference)? {
+        return remote_side(store, spec, &snap, &sub);
+    }
     // A full id names its record directly: no catalog session (what a script comparing two
     // known snapshots passes, and what the other host sent). Anything else is resolved by
     // the catalog.
@@ -202,11 +224,16 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         Some(id) => Ok(id),
         None => store.resolve(&reference),
     }
-    .with_context(|| {
-        format!(
-            "{} is not a directory, so it was read as a snapshot",
+    .with_context(|| match reference.split_once('/') {
+        Some((name, _)) if name != "agent" => format!(
+            "{} is not a file or directory, and {name:?} is not a configured remote (`remote list`), \
+             so it was read as a snapshot of this store",
             arg.to_string_lossy()
-        )
+        ),
+        _ => format!(
+            "{} is not a file or directory, so it was read as a snapshot",
+            arg.to_string_lossy()
+        ),
     })?;
     let snapshot = store.read_snapshot(&id)?;
     let reader = store.snapshot_source(&id);
@@ -232,6 +259,44 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         label,
         root: Root { entry },
         source: SideSource::Store(reader),
+        whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
+    })
+}
+
+/// A remote snapshot ref (`NAME/SNAPSHOT[:PATH]`): its record and trees pack, never a blob.
+fn remote_side(
+    store: &Store,
+    spec: crate::remote::RemoteSpec,
+    snap: &str,
+    sub: &[u8],
+) -> Result<Side> {
+    let remote = Remote::open(&spec, false)?;
+    let id = remote.resolve(snap)?;
+    let view = RemoteView::open(remote, id, store.objects().tmp_dir(), false)?;
+    let label = format!("{}/{}", spec.name, id.short(12));
+    let root = view.snapshot().root;
+    let entry = if sub.is_empty() {
+        TreeEntry {
+            name: Vec::new(),
+            kind: EntryKind::Dir,
+            size: view.snapshot().bytes(),
+            id: root,
+        }
+    } else {
+        resolve_path(&view, &root, sub, &label)?
+    };
+    if entry.kind == EntryKind::Dir {
+        check_expansion(&view, &entry.id, &format!("remote snapshot {label}"))?;
+    }
+    let label = if sub.is_empty() {
+        label
+    } else {
+        format!("{label}:{}", String::from_utf8_lossy(sub))
+    };
+    Ok(Side {
+        label,
+        root: Root { entry },
+        source: SideSource::Remote(Box::new(view)),
         whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
     })
 }
@@ -307,8 +372,9 @@ fn semantic_changes(a: &Side, b: &Side, ctx: &Ctx) -> Result<Vec<SemanticChange>
             (Some(None), _) | (_, Some(None)) => {
                 if !ctx.quiet {
                     crate::note!(
-                        "note: {} holds no file contents (a digest pack), so the agent section is \
-                         left out; its files are compared by content id",
+                        "note: {} holds no file contents (a digest pack, or a remote snapshot, whose \
+                         diff fetches trees only), so the agent section is left out; its files \
+                         are compared by content id",
                         s.label
                     );
                 }
@@ -434,6 +500,16 @@ impl<W: Write> Printer<'_, W> {
     fn content(&mut self, c: &Change) -> std::io::Result<()> {
         if !matches!(c.status, Status::A | Status::D | Status::M) {
             return Ok(());
+        }
+        let a_lacks = c.old.is_some() && !self.a.holds_contents();
+        let b_lacks = c.new.is_some() && !self.b.holds_contents();
+        if a_lacks || b_lacks {
+            return writeln!(
+                self.out,
+                "Not shown: {}: side {} holds no file contents (a digest pack or a remote snapshot)",
+                c.path,
+                if a_lacks { "A" } else { "B" }
+            );
         }
         let read = |side: &Side, e: Option<&crate::diff::EntryInfo>| -> Option<Option<Vec<u8>>> {
             let e = e?;

@@ -21,6 +21,7 @@ use zeroclaw_bundle_store::{ObjectSource, PackReader};
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
+use crate::remote::{parse_remote_ref, Remote, RemoteView};
 
 /// The line the daemon child prints on its stdout once the mount answers.
 const READY: &str = "zeroclaw-bundle-mount-ready";
@@ -32,6 +33,9 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     // A pack file is served from the pack itself (each object verified as it is read); a
     // snapshot from the store, with a lease that keeps `gc` off what the mount serves.
+    // A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote) is served in place:
+    // trees from its trees pack, file contents fetched (ranged, verified) when read.
+    let mut remote_view: Option<Arc<RemoteView>> = None;
     let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
         if std::path::Path::new(&args.snapshot).is_file() {
             let pack = PackReader::open(std::path::Path::new(&args.snapshot))?;
@@ -40,11 +44,36 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             (Arc::new(pack), id, snap, None)
         } else {
             let store = ctx.store()?;
-            let id = store.resolve(&args.snapshot)?;
-            let snap = store.read_snapshot(&id)?;
-            let lease = store.lease(&id, &snap.root)?;
-            // Listings come from the snapshot's tree index (one file) when it has one.
-            (Arc::new(store.snapshot_source(&id)), id, snap, Some(lease))
+            match parse_remote_ref(store.root(), &args.snapshot)? {
+                Some((spec, reference)) => {
+                    let remote = Remote::open(&spec, false)?;
+                    let id = remote.resolve(&reference)?;
+                    let view = Arc::new(
+                        RemoteView::open(remote, id, store.objects().tmp_dir(), true)
+                            .with_context(|| {
+                                format!("could not open {}/{}", spec.name, id.short(12))
+                            })?,
+                    );
+                    if !view.has_trees_pack() && !ctx.quiet && !args.daemon_child {
+                        crate::note!(
+                            "note: {}/{} has no trees pack (pushed by an older build): \
+                             directories are fetched one by one",
+                            spec.name,
+                            id.short(12)
+                        );
+                    }
+                    let snap = view.snapshot().clone();
+                    remote_view = Some(Arc::clone(&view));
+                    (view as Arc<dyn ObjectSource>, id, snap, None)
+                }
+                None => {
+                    let id = store.resolve(&args.snapshot)?;
+                    let snap = store.read_snapshot(&id)?;
+                    let lease = store.lease(&id, &snap.root)?;
+                    // Listings come from the snapshot's tree index (one file) when it has one.
+                    (Arc::new(store.snapshot_source(&id)), id, snap, Some(lease))
+                }
+            }
         };
     check_mountpoint(&args.mountpoint)?;
     refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)?;
@@ -92,6 +121,13 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     let ended = handle.wait();
     handler.close();
+    if let (Some(view), true) = (&remote_view, ctx.verbose) {
+        crate::note!(
+            "remote {}: {}",
+            view.remote().name(),
+            view.remote().traffic()
+        );
+    }
     ended.context("the mount ended with an error")?;
     Ok(Outcome::Success)
 }

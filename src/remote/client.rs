@@ -15,6 +15,7 @@ use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
 use zeroclaw_bundle_store::ObjectId;
 
+use super::counting::{Counters, Counting};
 use super::{RemoteError, RemoteSpec};
 
 /// The first line of an index file.
@@ -26,11 +27,15 @@ const PART: usize = 8 << 20;
 /// An index file is at most this big (32 million ids); a larger one is refused unread.
 const MAX_INDEX_BYTES: u64 = 2 << 30;
 
+/// Object -> the pack that holds it, and pack -> how many objects its index lists.
+pub(crate) type PackIndexes = (HashMap<ObjectId, String>, HashMap<String, u64>);
+
 /// A remote store, opened.
 pub struct Remote {
     name: String,
     rt: tokio::runtime::Runtime,
     store: Arc<dyn ObjectStore>,
+    counters: Counters,
 }
 
 impl Remote {
@@ -52,11 +57,33 @@ impl Remote {
         let store: Arc<dyn ObjectStore> = if let Some(rest) = spec.url.strip_prefix("s3://") {
             let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
             let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+            // The environment first, then the AWS files (as the AWS CLI): see `aws`.
+            let env = |k: &str| std::env::var(k).ok();
+            let files = super::aws::from_files(&env)?;
+            let env_keys = env("AWS_ACCESS_KEY_ID").is_some_and(|v| !v.is_empty());
+            let mut have_keys = env_keys;
+            if !env_keys {
+                if let Some((id, secret, token)) = files.keys {
+                    b = b.with_access_key_id(id).with_secret_access_key(secret);
+                    if let Some(token) = token {
+                        b = b.with_token(token);
+                    }
+                    have_keys = true;
+                }
+            }
+            let env_region = ["AWS_REGION", "AWS_DEFAULT_REGION"]
+                .iter()
+                .any(|k| env(k).is_some_and(|v| !v.is_empty()));
+            if let (false, Some(region)) = (env_region, files.region) {
+                b = b.with_region(region);
+            }
             if let Some(ep) = &spec.endpoint {
                 // Off AWS there is no instance metadata to ask: say what is missing instead.
-                if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+                if !have_keys {
                     return Err(invalid(format!(
-                        "no credentials for {ep}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the environment"
+                        "no credentials for {ep}: set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in \
+                         the environment, or a profile in ~/.aws/credentials (AWS_PROFILE, \
+                         AWS_SHARED_CREDENTIALS_FILE)"
                     )));
                 }
                 b = b
@@ -87,11 +114,18 @@ impl Remote {
             }
             Arc::new(LocalFileSystem::new_with_prefix(dir).map_err(|e| invalid(e.to_string()))?)
         };
+        let counters = Counters::default();
         Ok(Remote {
             name: spec.name.clone(),
             rt,
-            store,
+            store: Arc::new(Counting::new(store, Arc::clone(&counters))),
+            counters,
         })
+    }
+
+    /// What this remote was asked so far, in one line (requests and bytes per key prefix).
+    pub fn traffic(&self) -> String {
+        super::counting::describe(&self.counters)
     }
 
     /// The remote's name.
@@ -150,6 +184,116 @@ impl Remote {
                 .await
                 .map_err(|e| self.request("read", key, e))?;
             Ok(Some(bytes.to_vec()))
+        })
+    }
+
+    /// The size of `key`, or `None` when there is none.
+    pub(crate) fn size(&self, key: &str) -> Result<Option<u64>, RemoteError> {
+        let path = Path::from(key);
+        match self.rt.block_on(self.store.head(&path)) {
+            Ok(meta) => Ok(Some(meta.size)),
+            Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(self.request("stat", key, e)),
+        }
+    }
+
+    /// The last `n` bytes of `key` (all of it when it is shorter) and its size, in one
+    /// request (a suffix range).
+    pub(crate) fn get_suffix(&self, key: &str, n: u64) -> Result<(Vec<u8>, u64), RemoteError> {
+        let path = Path::from(key);
+        let options = object_store::GetOptions {
+            range: Some(object_store::GetRange::Suffix(n.max(1))),
+            ..Default::default()
+        };
+        self.rt.block_on(async {
+            let got = self
+                .store
+                .get_opts(&path, options)
+                .await
+                .map_err(|e| self.request("read", key, e))?;
+            let size = got.meta.size;
+            let want = n.max(1).min(size);
+            if got.range.end != size || got.range.end - got.range.start != want {
+                return Err(self.corrupt(
+                    key,
+                    format!(
+                        "returned range {}..{} for its last {want} of {size} bytes",
+                        got.range.start, got.range.end
+                    ),
+                ));
+            }
+            let bytes = got
+                .bytes()
+                .await
+                .map_err(|e| self.request("read", key, e))?;
+            if bytes.len() as u64 != want {
+                return Err(self.corrupt(
+                    key,
+                    format!("returned {} bytes, not its last {want}", bytes.len()),
+                ));
+            }
+            Ok((bytes.to_vec(), size))
+        })
+    }
+
+    /// Bytes `range` of `key` (one ranged GET); fails unless exactly that many arrive.
+    pub(crate) fn get_range(
+        &self,
+        key: &str,
+        range: std::ops::Range<u64>,
+    ) -> Result<Vec<u8>, RemoteError> {
+        let mut out = Vec::with_capacity((range.end - range.start) as usize);
+        self.get_range_to(key, range, &mut out)?;
+        Ok(out)
+    }
+
+    /// Streams bytes `range` of `key` (one ranged GET) into `out`; fails unless exactly that
+    /// many arrive.
+    pub(crate) fn get_range_to(
+        &self,
+        key: &str,
+        range: std::ops::Range<u64>,
+        out: &mut dyn Write,
+    ) -> Result<(), RemoteError> {
+        let want = range.end - range.start;
+        if want == 0 {
+            return Ok(());
+        }
+        let path = Path::from(key);
+        let options = object_store::GetOptions {
+            range: Some(range.clone().into()),
+            ..Default::default()
+        };
+        self.rt.block_on(async {
+            let got = self
+                .store
+                .get_opts(&path, options)
+                .await
+                .map_err(|e| self.request("read", key, e))?;
+            let mut stream = got.into_stream();
+            let mut n = 0u64;
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk.map_err(|e| self.request("read", key, e))?;
+                n += chunk.len() as u64;
+                if n > want {
+                    break;
+                }
+                out.write_all(&chunk).map_err(|e| RemoteError::Io {
+                    op: "write what was read from",
+                    path: key.into(),
+                    source: e,
+                })?;
+            }
+            if n != want {
+                return Err(self.corrupt(
+                    key,
+                    format!(
+                        "returned {n} bytes for range {}..{}, not {want}",
+                        range.start, range.end
+                    ),
+                ));
+            }
+            Ok(())
         })
     }
 
@@ -236,7 +380,8 @@ impl Remote {
             }
             Ok::<u64, RemoteError>(n)
         })?;
-        f.sync_all().map_err(|e| io("sync", e))?;
+        // Not synced: a downloaded pack is a temporary file, verified before use; the objects
+        // imported from it are made durable by the store's commit.
         Ok(n)
     }
 
@@ -306,7 +451,13 @@ impl Remote {
     /// Every indexed object and the pack that holds it (`packs/<pack>.zcpack`), from the
     /// index files; packs without an index are not counted.
     pub fn indexed(&self) -> Result<HashMap<ObjectId, String>, RemoteError> {
+        Ok(self.indexed_packs()?.0)
+    }
+
+    /// [`Remote::indexed`], and how many objects each pack's index lists.
+    pub(crate) fn indexed_packs(&self) -> Result<PackIndexes, RemoteError> {
         let mut map = HashMap::new();
+        let mut counts: HashMap<String, u64> = HashMap::new();
         for (name, size) in self.list("index")? {
             let key = format!("index/{name}");
             let Some(pack) = name.strip_suffix(".idx").filter(|p| parse_id(p).is_some()) else {
@@ -329,9 +480,10 @@ impl Remote {
                     self.corrupt(&key, format!("line {} is not an object id", i + 2))
                 })?;
                 map.entry(id).or_insert_with(|| pack.to_string());
+                *counts.entry(pack.to_string()).or_default() += 1;
             }
         }
-        Ok(map)
+        Ok((map, counts))
     }
 }
 

@@ -50,6 +50,15 @@ pub fn validate(spec: &RemoteSpec) -> Result<(), RemoteError> {
             why: "a remote name is 1 to 64 of A-Z a-z 0-9 . _ - (not starting with . or -)".into(),
         });
     }
+    // `agent/<alias>` is a local snapshot ref; a remote of that name would shadow it in
+    // `diff` and `mount`, which read `NAME/SNAPSHOT` as a remote ref.
+    if spec.name == "agent" {
+        return Err(RemoteError::Invalid {
+            name: spec.name.clone(),
+            why: "`agent` is reserved (agent/<alias> names a local snapshot); pick another name"
+                .into(),
+        });
+    }
     if let Some(rest) = spec.url.strip_prefix("s3://") {
         let bucket = rest.split('/').next().unwrap_or("");
         if bucket.is_empty() {
@@ -218,7 +227,7 @@ mod tests {
         assert!(validate(&spec("origin", "s3://b/p", None)).is_ok());
         assert!(validate(&spec("o.2_x-", "file:///srv/r", None)).is_ok());
         assert!(validate(&spec("s", "s3://b", Some("http://127.0.0.1:9000"))).is_ok());
-        for bad in ["", "-x", ".x", "a/b", "a b"] {
+        for bad in ["", "-x", ".x", "a/b", "a b", "agent"] {
             assert!(validate(&spec(bad, "s3://b", None)).is_err(), "{bad:?}");
         }
         for bad in ["s3://", "s3:///p", "http://x", "file://rel", "b/p"] {

@@ -5,8 +5,10 @@
 //! Remotes are configured per store in `<store>/remotes.toml` (`remote add NAME URL`):
 //! `s3://bucket/prefix` (AWS S3, or any S3-compatible server with `--endpoint URL`) or
 //! `file:///path` (a shared filesystem). Credentials come only from the environment
-//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, ...):
-//! never from the command line, never stored in the file, never printed.
+//! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, ...)
+//! or, when it has none, the standard AWS files (`~/.aws/credentials`, `~/.aws/config`,
+//! `AWS_PROFILE`; see `aws`): never from the command line, never stored in the remotes
+//! file, never printed.
 //!
 //! Layout under the remote's prefix:
 //!
@@ -14,6 +16,9 @@
 //! packs/<pack-id>.zcpack   a pack (the store's pack format) of the objects the remote lacked
 //! index/<pack-id>.idx      the ids in that pack: "zeroclaw-bundle remote index 1\n", then one
 //!                          hex id per line; written after its pack is complete
+//! trees/<snapshot-id>.zcpack  the snapshot's trees-only pack (record and every tree), written
+//!                          after the packs and before the record: what a remote `diff` reads
+//!                          (one object) and what a remote `mount` lists directories from
 //! snapshots/<snapshot-id>  the snapshot record's bytes, written last
 //! ```
 //!
@@ -36,13 +41,17 @@
 //! step or upload part: its temporary pack is removed and the remote holds at most what a
 //! kill would leave.
 
+mod aws;
 mod client;
 mod config;
+mod counting;
 mod sync;
+mod view;
 
 pub use client::Remote;
 pub use config::{add_remote, find_remote, load_remotes, RemoteSpec};
 pub use sync::{pull, push, PullReport, PushReport};
+pub use view::{parse_remote_ref, RemoteView};
 
 /// Fails with [`RemoteError::Interrupted`] once a signal asked the command to stop.
 fn check_interrupt() -> Result<(), RemoteError> {

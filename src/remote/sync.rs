@@ -7,8 +7,8 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::{
-    closure_needs, import_from_packs, random_token, write_pack_excluding, IdHasher, ObjectId,
-    PackReader, Snapshot, Store,
+    closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, IdHasher,
+    ObjectId, PackOptions, PackReader, Snapshot, Store,
 };
 
 use super::client::encode_index;
@@ -89,8 +89,14 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         snapshot: Some(*id),
         ..PushReport::default()
     };
+    let trees_key = format!("trees/{}.zcpack", id.to_hex());
     if remote.record(id)?.is_some() {
         report.already = true;
+        // Pushed by an older build, without its trees pack: add it (derived from the record's
+        // trees, so writing it after the record breaks no ordering guarantee).
+        if remote.size(&trees_key)?.is_none() {
+            upload_trees_pack(store, remote, id, &trees_key)?;
+        }
         return Ok(report);
     }
     let indexed = remote.indexed()?;
@@ -130,8 +136,52 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         report.pack_bytes = stats.pack_bytes;
         report.pack = Some(pack_id);
     }
+    // The trees-only pack (what a remote diff or mount reads first): named by the snapshot,
+    // its bytes a function of the snapshot alone, so a second writer stores the same bytes.
+    // Before the record, like every object the record reaches.
+    upload_trees_pack(store, remote, id, &trees_key)?;
+    crate::hooks::seam("remote-after-trees", &trees_key);
+    check_interrupt()?;
     remote.put_bytes(&format!("snapshots/{}", id.to_hex()), record)?;
     Ok(report)
+}
+
+/// Writes snapshot `id`'s trees-only pack to a temporary file and uploads it to `key`.
+fn upload_trees_pack(
+    store: &Store,
+    remote: &Remote,
+    id: &ObjectId,
+    key: &str,
+) -> Result<(), RemoteError> {
+    let tmp = tmp_path(store, "push-trees")?;
+    let _cleanup = TempFiles(vec![tmp.clone()]);
+    write_trees_pack(store, id, &tmp)?;
+    check_interrupt()?;
+    remote.put_file(key, &tmp)
+}
+
+/// Writes snapshot `id`'s trees-only pack to the new file `path`, synced.
+fn write_trees_pack(store: &Store, id: &ObjectId, path: &Path) -> Result<(), RemoteError> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| io_err("create", path, e))?;
+    let mut w = BufWriter::new(file);
+    write_pack(
+        store,
+        id,
+        PackOptions {
+            since: None,
+            trees_only: true,
+        },
+        &mut w,
+        &mut |_| {},
+    )?;
+    let file = w
+        .into_inner()
+        .map_err(|e| io_err("write", path, e.into_error()))?;
+    file.sync_all().map_err(|e| io_err("sync", path, e))
 }
 
 /// Pulls snapshot `id` from `remote` into `store`: downloads the packs that hold what the

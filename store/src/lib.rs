@@ -93,8 +93,8 @@ pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
 pub use pack::{
-    closure_needs, import_from_packs, unpack, write_pack, write_pack_excluding, PackEntry,
-    PackOptions, PackReader, PackStats, PACK_VERSION,
+    closure_needs, decode_pack_object, import_from_packs, read_pack_layout, unpack, write_pack,
+    write_pack_excluding, PackEntry, PackLayout, PackOptions, PackReader, PackStats, PACK_VERSION,
 };
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,

@@ -269,10 +269,14 @@ fn emit(
     let mut index: Vec<PackEntry> = Vec::new();
     let mut stats = PackStats::default();
     let record = store.objects().read_verified(snapshot_id)?;
-    put(&mut w, &mut index, *snapshot_id, &record, false)?;
+    // One compression context for the whole pack: creating one per object (what
+    // `zstd::bulk::compress` does) cost more than compressing a small file.
+    let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL)
+        .map_err(|e| StoreError::io("start zstd for", "<pack>", e))?;
+    put(&mut w, &mut index, *snapshot_id, &record, None)?;
     progress(record.len() as u64);
     for (id, bytes) in trees {
-        put(&mut w, &mut index, *id, bytes, false)?;
+        put(&mut w, &mut index, *id, bytes, None)?;
         stats.trees += 1;
         progress(bytes.len() as u64);
     }
@@ -292,7 +296,7 @@ fn emit(
                 actual: ObjectId::of(&bytes),
             });
         }
-        put(&mut w, &mut index, *id, &bytes, true)?;
+        put(&mut w, &mut index, *id, &bytes, Some(&mut zstd))?;
         stats.blobs += 1;
         progress(bytes.len() as u64);
     }
@@ -371,14 +375,11 @@ fn put(
     index: &mut Vec<PackEntry>,
     id: ObjectId,
     bytes: &[u8],
-    try_zstd: bool,
+    zstd: Option<&mut zstd::bulk::Compressor<'_>>,
 ) -> Result<(), StoreError> {
-    let compressed = if try_zstd && bytes.len() >= 64 {
-        zstd::bulk::compress(bytes, ZSTD_LEVEL)
-            .ok()
-            .filter(|c| c.len() < bytes.len())
-    } else {
-        None
+    let compressed = match zstd {
+        Some(z) if bytes.len() >= 64 => z.compress(bytes).ok().filter(|c| c.len() < bytes.len()),
+        _ => None,
     };
     let stored: &[u8] = compressed.as_deref().unwrap_or(bytes);
     index.push(PackEntry {
@@ -434,6 +435,163 @@ impl Backing {
             }
         }
     }
+}
+
+/// A pack's header and index, checked as [`PackReader::open`] checks them: what a reader
+/// that fetches byte ranges from elsewhere (a remote object store) needs to find objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackLayout {
+    /// The snapshot the pack carries.
+    pub root: ObjectId,
+    /// The base of an incremental pack.
+    pub base: Option<ObjectId>,
+    /// A digest pack: trees and the record only.
+    pub trees_only: bool,
+    /// The index, sorted by id.
+    pub entries: Vec<PackEntry>,
+    /// Where the index starts.
+    pub index_offset: u64,
+    /// The trailer's blake3 of every byte before it.
+    pub digest: ObjectId,
+}
+
+impl PackLayout {
+    /// The entry of `id`, if the pack holds it.
+    pub fn entry(&self, id: &ObjectId) -> Option<&PackEntry> {
+        self.entries
+            .binary_search_by(|e| e.id.cmp(id))
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+}
+
+/// Reads and checks the layout of a pack of `size` bytes through `read(offset, len)`, which
+/// returns exactly `len` bytes at `offset` (each call lies inside `0..size`; the largest is
+/// the index, whose length is checked against `size` first). `path` names the pack in errors.
+pub fn read_pack_layout(
+    path: &Path,
+    size: u64,
+    read: &mut dyn FnMut(u64, usize) -> Result<Vec<u8>, StoreError>,
+) -> Result<PackLayout, StoreError> {
+    if size < HEADER_LEN + 8 + TRAILER_LEN {
+        return Err(bad(
+            path,
+            format!("is {size} bytes, too short to be a pack"),
+        ));
+    }
+    let header = read(0, HEADER_LEN as usize)?;
+    if &header[..8] != MAGIC {
+        return Err(bad(
+            path,
+            "does not start with the pack magic (not a zeroclaw-bundle pack)",
+        ));
+    }
+    let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
+    if version != PACK_VERSION {
+        return Err(bad(
+            path,
+            format!("is pack format {version}; this build reads format {PACK_VERSION}"),
+        ));
+    }
+    let flags = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
+    if flags & !FLAG_TREES_ONLY != 0 {
+        return Err(bad(path, format!("has unknown flags {flags:#x}")));
+    }
+    let root = ObjectId::from_bytes(header[16..48].try_into().expect("32 bytes"));
+    let base_bytes: [u8; 32] = header[48..80].try_into().expect("32 bytes");
+    let base = (base_bytes != [0; 32]).then(|| ObjectId::from_bytes(base_bytes));
+
+    let trailer = read(size - TRAILER_LEN, TRAILER_LEN as usize)?;
+    if &trailer[40..48] != END {
+        return Err(bad(path, "has no pack trailer (truncated or not a pack)"));
+    }
+    let index_offset = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
+    let digest = ObjectId::from_bytes(trailer[8..40].try_into().expect("32 bytes"));
+    let index_end = size - TRAILER_LEN;
+    if index_offset < HEADER_LEN || index_offset > index_end - 8 {
+        return Err(bad(
+            path,
+            format!("its index offset {index_offset} lies outside the file ({size} bytes)"),
+        ));
+    }
+    let count = u64::from_le_bytes(read(index_offset, 8)?.try_into().expect("8 bytes"));
+    let room = index_end - index_offset - 8;
+    if count.checked_mul(ENTRY_LEN) != Some(room) {
+        return Err(bad(
+            path,
+            format!("its index claims {count} objects but holds {room} bytes of entries"),
+        ));
+    }
+    // `room` is within the file, so this allocation is bounded by the pack's size.
+    let raw = read(index_offset + 8, room as usize)?;
+    let mut index = Vec::with_capacity(count as usize);
+    for chunk in raw.chunks_exact(ENTRY_LEN as usize) {
+        let (entry, flags) = decode_entry(chunk);
+        if flags & !FLAG_ZSTD != 0 {
+            return Err(bad(
+                path,
+                format!("an index entry has unknown flags {flags:#x}"),
+            ));
+        }
+        index.push(entry);
+    }
+    for pair in index.windows(2) {
+        if pair[0].id >= pair[1].id {
+            return Err(bad(
+                path,
+                if pair[0].id == pair[1].id {
+                    format!("its index lists object {} twice", pair[0].id.short(12))
+                } else {
+                    "its index is not sorted by id".to_string()
+                },
+            ));
+        }
+    }
+    // An empty object stores nothing, so it may share its offset with the next object.
+    let mut by_offset: Vec<&PackEntry> = index.iter().collect();
+    by_offset.sort_by_key(|e| (e.offset, e.stored_len));
+    let mut end_of_previous = HEADER_LEN;
+    for e in &by_offset {
+        let end = e.offset.checked_add(e.stored_len);
+        let overlaps = e.stored_len > 0 && e.offset < end_of_previous;
+        if overlaps || e.offset < HEADER_LEN || end.is_none_or(|end| end > index_offset) {
+            return Err(bad(
+                path,
+                format!(
+                    "object {} at {}+{} overlaps another or lies outside the object area",
+                    e.id.short(12),
+                    e.offset,
+                    e.stored_len
+                ),
+            ));
+        }
+        if !e.zstd && e.len != e.stored_len {
+            return Err(bad(
+                path,
+                format!(
+                    "object {} claims {} bytes but stores {}",
+                    e.id.short(12),
+                    e.len,
+                    e.stored_len
+                ),
+            ));
+        }
+        end_of_previous = end_of_previous.max(e.offset + e.stored_len);
+    }
+    if index.binary_search_by(|e| e.id.cmp(&root)).is_err() {
+        return Err(bad(
+            path,
+            format!("does not hold its snapshot record {}", root.short(12)),
+        ));
+    }
+    Ok(PackLayout {
+        root,
+        base,
+        trees_only: flags & FLAG_TREES_ONLY != 0,
+        entries: index,
+        index_offset,
+        digest,
+    })
 }
 
 /// A pack opened for reading: its header and index, checked against the file.
@@ -495,134 +653,22 @@ impl PackReader {
     }
 
     fn open_backing(path: &Path, file: Backing, size: u64) -> Result<PackReader, StoreError> {
-        if size < HEADER_LEN + 8 + TRAILER_LEN {
-            return Err(bad(
-                path,
-                format!("is {size} bytes, too short to be a pack"),
-            ));
-        }
-        let read = |offset: u64, len: usize| -> Result<Vec<u8>, StoreError> {
+        let layout = read_pack_layout(path, size, &mut |offset, len| {
             let mut buf = vec![0u8; len];
             file.read_exact_at(&mut buf, offset)
                 .map_err(|e| StoreError::io("read pack", path, e))?;
             Ok(buf)
-        };
-        let header = read(0, HEADER_LEN as usize)?;
-        if &header[..8] != MAGIC {
-            return Err(bad(
-                path,
-                "does not start with the pack magic (not a zeroclaw-bundle pack)",
-            ));
-        }
-        let version = u32::from_le_bytes(header[8..12].try_into().expect("4 bytes"));
-        if version != PACK_VERSION {
-            return Err(bad(
-                path,
-                format!("is pack format {version}; this build reads format {PACK_VERSION}"),
-            ));
-        }
-        let flags = u32::from_le_bytes(header[12..16].try_into().expect("4 bytes"));
-        if flags & !FLAG_TREES_ONLY != 0 {
-            return Err(bad(path, format!("has unknown flags {flags:#x}")));
-        }
-        let root = ObjectId::from_bytes(header[16..48].try_into().expect("32 bytes"));
-        let base_bytes: [u8; 32] = header[48..80].try_into().expect("32 bytes");
-        let base = (base_bytes != [0; 32]).then(|| ObjectId::from_bytes(base_bytes));
-
-        let trailer = read(size - TRAILER_LEN, TRAILER_LEN as usize)?;
-        if &trailer[40..48] != END {
-            return Err(bad(path, "has no pack trailer (truncated or not a pack)"));
-        }
-        let index_offset = u64::from_le_bytes(trailer[..8].try_into().expect("8 bytes"));
-        let digest = ObjectId::from_bytes(trailer[8..40].try_into().expect("32 bytes"));
-        let index_end = size - TRAILER_LEN;
-        if index_offset < HEADER_LEN || index_offset > index_end - 8 {
-            return Err(bad(
-                path,
-                format!("its index offset {index_offset} lies outside the file ({size} bytes)"),
-            ));
-        }
-        let count = u64::from_le_bytes(read(index_offset, 8)?.try_into().expect("8 bytes"));
-        let room = index_end - index_offset - 8;
-        if count.checked_mul(ENTRY_LEN) != Some(room) {
-            return Err(bad(
-                path,
-                format!("its index claims {count} objects but holds {room} bytes of entries"),
-            ));
-        }
-        // `room` is within the file, so this allocation is bounded by the pack's size.
-        let raw = read(index_offset + 8, room as usize)?;
-        let mut index = Vec::with_capacity(count as usize);
-        for chunk in raw.chunks_exact(ENTRY_LEN as usize) {
-            let (entry, flags) = decode_entry(chunk);
-            if flags & !FLAG_ZSTD != 0 {
-                return Err(bad(
-                    path,
-                    format!("an index entry has unknown flags {flags:#x}"),
-                ));
-            }
-            index.push(entry);
-        }
-        for pair in index.windows(2) {
-            if pair[0].id >= pair[1].id {
-                return Err(bad(
-                    path,
-                    if pair[0].id == pair[1].id {
-                        format!("its index lists object {} twice", pair[0].id.short(12))
-                    } else {
-                        "its index is not sorted by id".to_string()
-                    },
-                ));
-            }
-        }
-        // An empty object stores nothing, so it may share its offset with the next object.
-        let mut by_offset: Vec<&PackEntry> = index.iter().collect();
-        by_offset.sort_by_key(|e| (e.offset, e.stored_len));
-        let mut end_of_previous = HEADER_LEN;
-        for e in &by_offset {
-            let end = e.offset.checked_add(e.stored_len);
-            let overlaps = e.stored_len > 0 && e.offset < end_of_previous;
-            if overlaps || e.offset < HEADER_LEN || end.is_none_or(|end| end > index_offset) {
-                return Err(bad(
-                    path,
-                    format!(
-                        "object {} at {}+{} overlaps another or lies outside the object area",
-                        e.id.short(12),
-                        e.offset,
-                        e.stored_len
-                    ),
-                ));
-            }
-            if !e.zstd && e.len != e.stored_len {
-                return Err(bad(
-                    path,
-                    format!(
-                        "object {} claims {} bytes but stores {}",
-                        e.id.short(12),
-                        e.len,
-                        e.stored_len
-                    ),
-                ));
-            }
-            end_of_previous = end_of_previous.max(e.offset + e.stored_len);
-        }
-        let reader = PackReader {
+        })?;
+        Ok(PackReader {
             path: path.to_path_buf(),
             file,
-            root,
-            base,
-            trees_only: flags & FLAG_TREES_ONLY != 0,
-            index,
-            index_offset,
-            digest,
-        };
-        if reader.entry(&root).is_none() {
-            return Err(bad(
-                path,
-                format!("does not hold its snapshot record {}", root.short(12)),
-            ));
-        }
-        Ok(reader)
+            root: layout.root,
+            base: layout.base,
+            trees_only: layout.trees_only,
+            index: layout.entries,
+            index_offset: layout.index_offset,
+            digest: layout.digest,
+        })
     }
 
     /// The pack's path.
@@ -650,50 +696,9 @@ impl PackReader {
         self.file
             .read_exact_at(&mut stored, e.offset)
             .map_err(|err| StoreError::io("read pack", &self.path, err))?;
-        let bytes = if e.zstd {
-            // Capped at the declared length: a bomb stops there; a lie about the length fails.
-            let mut out = Vec::new();
-            let mut decoder = zstd::stream::read::Decoder::new(&stored[..])
-                .map_err(|err| bad(&self.path, format!("object {}: {err}", e.id.short(12))))?;
-            (&mut decoder)
-                .take(e.len + 1)
-                .read_to_end(&mut out)
-                .map_err(|err| {
-                    bad(
-                        &self.path,
-                        format!("object {} does not decompress: {err}", e.id.short(12)),
-                    )
-                })?;
-            if out.len() as u64 != e.len {
-                return Err(bad(
-                    &self.path,
-                    format!(
-                        "object {} decompresses to {} bytes, not the {} its index says",
-                        e.id.short(12),
-                        if out.len() as u64 > e.len {
-                            format!("more than {}", e.len)
-                        } else {
-                            out.len().to_string()
-                        },
-                        e.len
-                    ),
-                ));
-            }
-            out
-        } else {
-            stored
-        };
-        let actual = ObjectId::of(&bytes);
-        if actual != e.id {
-            return Err(bad(
-                &self.path,
-                format!(
-                    "object {} hashes to {} (corrupt)",
-                    e.id.short(12),
-                    actual.short(12)
-                ),
-            ));
-        }
+        // A compressed entry's declared length is not trusted for the allocation.
+        let mut bytes = Vec::with_capacity(if e.zstd { 0 } else { stored.len() });
+        decode_pack_object(&self.path, &e, &mut &stored[..], &mut bytes)?;
         Ok(bytes)
     }
 
@@ -777,6 +782,88 @@ impl PackReader {
             }
         }
         Ok(missing)
+    }
+}
+
+/// Decodes the stored bytes of pack entry `e`, read from `stored`, into `out`: decompressed
+/// (capped at the entry's length, so a decompression bomb stops there) when the entry is
+/// zstd, its length checked and its bytes hashed and compared with its id as they stream.
+/// `path` names the pack in errors; on an error `out` holds bytes that must not be trusted.
+pub fn decode_pack_object(
+    path: &Path,
+    e: &PackEntry,
+    stored: &mut dyn Read,
+    out: &mut dyn Write,
+) -> Result<(), StoreError> {
+    let mut sink = HashingSink {
+        out,
+        hasher: IdHasher::new(),
+        written: 0,
+    };
+    let mut limited = stored.take(e.stored_len);
+    let copied = if e.zstd {
+        let decoder = zstd::stream::read::Decoder::new(&mut limited)
+            .map_err(|err| bad(path, format!("object {}: {err}", e.id.short(12))))?;
+        io::copy(&mut decoder.take(e.len + 1), &mut sink)
+    } else {
+        io::copy(&mut (&mut limited).take(e.len + 1), &mut sink)
+    };
+    copied.map_err(|err| {
+        if sink.written > 0 || e.zstd {
+            bad(
+                path,
+                format!("object {} does not decompress: {err}", e.id.short(12)),
+            )
+        } else {
+            StoreError::io("read pack", path, err)
+        }
+    })?;
+    if sink.written != e.len {
+        return Err(bad(
+            path,
+            format!(
+                "object {} {} {} bytes, not the {} its index says",
+                e.id.short(12),
+                if e.zstd { "decompresses to" } else { "stores" },
+                if sink.written > e.len {
+                    format!("more than {}", e.len)
+                } else {
+                    sink.written.to_string()
+                },
+                e.len
+            ),
+        ));
+    }
+    let actual = sink.hasher.finish();
+    if actual != e.id {
+        return Err(bad(
+            path,
+            format!(
+                "object {} hashes to {} (corrupt)",
+                e.id.short(12),
+                actual.short(12)
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Hashes and counts what passes through to `out`.
+struct HashingSink<'o> {
+    out: &'o mut dyn Write,
+    hasher: IdHasher,
+    written: u64,
+}
+
+impl Write for HashingSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.out.write(buf)?;
+        self.hasher.update(&buf[..n]);
+        self.written += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
     }
 }
 

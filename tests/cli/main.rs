@@ -11,6 +11,7 @@ mod hostile_trees;
 mod mount;
 mod pack;
 mod remote;
+mod remote_read;
 mod remote_s3;
 mod store_cli;
 mod store_overlap;

@@ -51,6 +51,11 @@ impl Fleet {
     pub fn command(&self, host: &str, args: &[&str]) -> Command {
         let mut c = self.env.cmd();
         c.arg("--store").arg(self.store(host)).args(args);
+        // The machine's AWS profile never reaches a test: only what the test sets.
+        c.env_remove("AWS_PROFILE")
+            .env_remove("AWS_SHARED_CREDENTIALS_FILE")
+            .env_remove("AWS_CONFIG_FILE")
+            .env("HOME", self.env.path("home"));
         for (k, v) in &self.vars {
             c.env(k, v);
         }

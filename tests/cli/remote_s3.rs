@@ -265,3 +265,143 @@ fn s3_push_killed_after_its_pack_then_completed() {
     f.on("b", &["verify"]).ok();
     drop(server);
 }
+
+/// The bucket prefix's directory on the server's disk.
+fn prefix_root(f: &Fleet) -> std::path::PathBuf {
+    f.env.path("s3-root/bundles/fleet/agents")
+}
+
+#[test]
+fn s3_remote_diff_fetches_trees_only() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    crate::remote_read::remote_diff_fetches_trees_only(&f, &["--endpoint", &ep], &prefix_root(&f));
+    drop(server);
+}
+
+#[test]
+fn s3_remote_diff_without_trees_pack_reads_ranges() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    crate::remote_read::remote_diff_without_trees_pack(&f, &["--endpoint", &ep], &prefix_root(&f));
+    drop(server);
+}
+
+#[test]
+fn s3_remote_mount_fetches_what_it_reads() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    crate::remote_read::remote_mount_fetches_what_it_reads(
+        &f,
+        &["--endpoint", &ep],
+        &prefix_root(&f),
+    );
+    drop(server);
+}
+
+/// Credentials from the AWS files alone (no key in the environment): `~/.aws/credentials`
+/// for the default profile, then `AWS_SHARED_CREDENTIALS_FILE` with `AWS_PROFILE`; the
+/// environment wins over the files; the secret reaches no output and no store file.
+#[test]
+fn s3_credentials_from_the_aws_files() {
+    let Some((mut f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    // Only the region and the proxy bypass stay in the environment.
+    f.vars
+        .retain(|(k, _)| !k.starts_with("AWS_ACCESS") && !k.starts_with("AWS_SECRET"));
+    let home = f.env.path("home");
+    write(
+        &home.join(".aws/credentials"),
+        format!(
+            "[default]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+        )
+        .as_bytes(),
+    );
+    let src = tree(&f.env.path("src"), 80);
+    f.host("a", &["--endpoint", &ep]);
+    let id = f.snapshot("a", &src);
+    let push = f.on("a", &["-v", "push", &id]).ok();
+    f.host("b", &["--endpoint", &ep]);
+    let pull = f.on("b", &["-v", "pull", &format!("origin/{id}")]).ok();
+    let diff = f
+        .on("b", &["-v", "diff", &format!("origin/{id}"), &id])
+        .ok();
+
+    // A named profile in a file named by the environment; ~/.aws holds a wrong one.
+    write(
+        &home.join(".aws/credentials"),
+        b"[default]\naws_access_key_id = nobody\naws_secret_access_key = wrong-default-3f\n",
+    );
+    let other = f.env.path("creds-elsewhere");
+    write(
+        &other,
+        format!(
+            "[default]\naws_access_key_id = x\naws_secret_access_key = wrong-4e\n\
+             [fleet]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+        )
+        .as_bytes(),
+    );
+    let other_s = other.to_string_lossy().into_owned();
+    let wrong_default = f.on("b", &["list", "--remote", "origin"]);
+    assert_eq!(wrong_default.code(), 1, "{}", wrong_default.describe());
+    let named = f
+        .on_with(
+            "b",
+            &["-v", "list", "--remote", "origin"],
+            &[
+                ("AWS_SHARED_CREDENTIALS_FILE", &other_s),
+                ("AWS_PROFILE", "fleet"),
+            ],
+        )
+        .ok();
+    assert!(named.stdout().contains(&id[..16]), "{}", named.describe());
+    // The environment wins over the files (a wrong key there fails even with a good file).
+    let env_wins = f.on_with(
+        "b",
+        &["list", "--remote", "origin"],
+        &[
+            ("AWS_SHARED_CREDENTIALS_FILE", &other_s),
+            ("AWS_PROFILE", "fleet"),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY),
+            ("AWS_SECRET_ACCESS_KEY", "wrong-env-secret-77"),
+        ],
+    );
+    assert_eq!(env_wins.code(), 1, "{}", env_wins.describe());
+    // A profile no file defines is named.
+    let missing = f.on_with(
+        "b",
+        &["list", "--remote", "origin"],
+        &[
+            ("AWS_SHARED_CREDENTIALS_FILE", &other_s),
+            ("AWS_PROFILE", "nosuch"),
+        ],
+    );
+    missing.fails(1, "profile \"nosuch\"");
+
+    for (host, runs) in [
+        ("a", vec![&push]),
+        ("b", vec![&pull, &diff, &wrong_default, &named, &env_wins]),
+    ] {
+        let store_env = TestEnv {
+            store: f.env.path(host),
+            ..TestEnv::new()
+        };
+        for secret in [
+            SECRET_KEY,
+            "wrong-default-3f",
+            "wrong-4e",
+            "wrong-env-secret-77",
+        ] {
+            assert_nowhere(&store_env, &runs, secret.as_bytes(), host);
+        }
+    }
+    drop(server);
+}
