@@ -20,6 +20,7 @@
 //! fd the walker opened. Results are applied in listing order, so trees, tallies and the
 //! skip report do not depend on thread timing.
 
+mod ahead;
 mod file;
 pub mod root;
 pub mod sink;
@@ -30,13 +31,14 @@ use std::sync::{mpsc, Arc};
 
 use indicatif::ProgressBar;
 use zeroclaw_bundle_store::{
-    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceStatCache, StatCacheUpdate,
-    StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
+    CaptureReport, EntryKind, ObjectId, Skipped, SourceStatCache, StatCacheUpdate, StatEntry,
+    Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
+use ahead::{Ahead, StatJob};
 use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
@@ -48,6 +50,33 @@ pub const RACY_NS: i64 = 2_000_000_000;
 
 /// Directory nesting deeper than this fails the capture instead of exhausting the stack.
 const MAX_DEPTH: usize = 1024;
+
+/// Files of one directory handed to the workers and not yet answered, at most. Enough to keep
+/// every worker busy; a bound, so a directory of 100,000 files holds 100,000 small tree
+/// entries while it is read, not 100,000 queued jobs and their answers (about 360 bytes each).
+const IN_FLIGHT: usize = 256;
+
+/// Work for the pool: classify a batch of entries, or read one file.
+pub(crate) enum Job {
+    /// No-follow stats of a batch of one directory's entries (see `ahead`).
+    Stat(StatJob),
+    /// Open, check and store one file (see `file`).
+    File(FileJob),
+}
+
+/// What one directory's walk has gathered so far.
+struct DirResults {
+    /// One per classified entry, in listing order; `None` until (unless) it is carried.
+    slots: Vec<Option<TreeEntry>>,
+    /// Entries skipped: (slot, path, why), reported in slot order once the directory is done.
+    skips: Vec<(usize, String, SkipReason)>,
+    /// The failure of the earliest slot that failed.
+    failure: Option<(usize, CaptureError)>,
+    /// File bytes beneath.
+    size: u64,
+    /// Files beneath.
+    files: u64,
+}
 
 /// Why a capture failed. Paths are as they sit in the bundle (`workspace/notes.md`).
 #[derive(Debug, thiserror::Error)]
@@ -254,20 +283,23 @@ impl<'s> Capture<'s> {
     /// failure, queued files are answered unread.
     fn with_workers<R>(
         &mut self,
-        walk: impl FnOnce(&mut Self, &mpsc::Sender<FileJob>) -> Result<R, CaptureError>,
+        walk: impl FnOnce(&mut Self, &mpsc::Sender<Job>) -> Result<R, CaptureError>,
     ) -> Result<R, CaptureError> {
         let store: &Store = self.store;
         let sink = self.sink.clone();
         workers::with_pool(
             || (),
-            |_, job: FileJob, stopped| {
-                let outcome = if stopped {
-                    FileOutcome::Failed(CaptureError::Workers)
-                } else {
-                    read_file(store, &sink, &job)
-                };
-                let reply = job.reply.clone();
-                let _ = reply.send((job, outcome));
+            |_, job: Job, stopped| match job {
+                Job::Stat(job) => job.run(),
+                Job::File(job) => {
+                    let outcome = if stopped {
+                        FileOutcome::Failed(CaptureError::Workers)
+                    } else {
+                        read_file(store, &sink, &job)
+                    };
+                    let reply = job.reply.clone();
+                    let _ = reply.send((job, outcome));
+                }
             },
             |jobs| walk(self, jobs),
         )
@@ -310,7 +342,7 @@ impl<'s> Capture<'s> {
         admits: &dyn Fn(&str) -> bool,
         keep: Keep<'_>,
         tally: &mut Tally,
-        jobs: &mpsc::Sender<FileJob>,
+        jobs: &mpsc::Sender<Job>,
     ) -> Result<Vec<(TreeEntry, u64)>, CaptureError> {
         let names = self.list(root.as_fd(), prefix)?;
         let mut entries = Vec::new();
@@ -356,9 +388,11 @@ impl<'s> Capture<'s> {
         Ok(names)
     }
 
-    /// Walks one directory: classifies every entry, hands uncached files to the workers,
-    /// recurses into subdirectories meanwhile, then applies the file results in listing
-    /// order and writes the tree.
+    /// Walks one directory: classifies every entry, hands uncached files to the workers (at
+    /// most [`IN_FLIGHT`] of this directory's at a time), recurses into subdirectories
+    /// meanwhile, applies each file's result as it arrives, then writes the tree. What
+    /// depends on order does not depend on arrival: entries sit in listing slots, skips are
+    /// reported in listing order, and a failure is the one of the earliest slot.
     fn walk_dir(
         &mut self,
         dir: &Arc<OwnedFd>,
@@ -366,7 +400,7 @@ impl<'s> Capture<'s> {
         keep: Keep<'_>,
         tally: &mut Tally,
         depth: usize,
-        jobs: &mpsc::Sender<FileJob>,
+        jobs: &mpsc::Sender<Job>,
     ) -> Result<Walked, CaptureError> {
         if depth > MAX_DEPTH {
             return Err(CaptureError::TooDeep {
@@ -375,31 +409,30 @@ impl<'s> Capture<'s> {
         }
         let names = self.list(dir.as_fd(), prefix)?;
         let (reply_tx, reply_rx) = mpsc::channel::<(FileJob, FileOutcome)>();
-        let mut slots: Vec<Option<TreeEntry>> = Vec::with_capacity(names.len());
-        // (slot, path, what happened) for entries skipped at classification, applied in order
-        // with the workers' results.
-        let mut skips: Vec<(usize, String, SkipReason)> = Vec::new();
+        let mut done = DirResults {
+            slots: Vec::with_capacity(names.len()),
+            skips: Vec::new(),
+            failure: None,
+            size: 0,
+            files: 0,
+        };
         let mut pending = 0usize;
-        let (mut size, mut files) = (0u64, 0u64);
-        for name in names {
+        let mut ahead = Ahead::new(dir, prefix, names);
+        while let Some((name, path, classified)) = ahead.next(keep, jobs)? {
             crate::interrupt::check().map_err(|_| CaptureError::Interrupted)?;
-            let path = format!("{prefix}{}", escape_name(&name));
-            if !keep(&path) {
-                continue;
-            }
-            let classified = match sys::stat_at(dir.as_fd(), &name) {
+            let classified = match classified {
                 Ok(st) => st,
                 // Vanished between readdir and stat: it is not part of this tree.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(CaptureError::Unreadable { path, source }),
             };
-            let slot = slots.len();
-            slots.push(None);
+            let slot = done.slots.len();
+            done.slots.push(None);
             match classified.kind {
-                FileKind::Symlink => skips.push((slot, path, SkipReason::Symlink)),
-                FileKind::Special => skips.push((slot, path, SkipReason::Special)),
+                FileKind::Symlink => done.skips.push((slot, path, SkipReason::Symlink)),
+                FileKind::Special => done.skips.push((slot, path, SkipReason::Special)),
                 FileKind::File if classified.nlink > 1 => {
-                    skips.push((slot, path, SkipReason::HardLink))
+                    done.skips.push((slot, path, SkipReason::HardLink))
                 }
                 FileKind::File => {
                     let hit = if self.sink.wants_bytes(&path) {
@@ -410,18 +443,23 @@ impl<'s> Capture<'s> {
                     if let Some((position, hit)) = hit {
                         self.old_cache.keep(position);
                         self.stats.cached_files += 1;
-                        files += 1;
-                        size += hit.size;
+                        done.files += 1;
+                        done.size += hit.size;
                         tally.files += 1;
                         tally.bytes += hit.size;
                         self.advance(hit.size);
-                        slots[slot] = Some(TreeEntry {
+                        done.slots[slot] = Some(TreeEntry {
                             name,
                             kind: kind_of(hit.exec),
                             size: hit.size,
                             id: hit.id,
                         });
                         continue;
+                    }
+                    if pending == IN_FLIGHT {
+                        let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
+                        self.apply(reply, &mut done, tally);
+                        pending -= 1;
                     }
                     let job = FileJob {
                         dir: Arc::clone(dir),
@@ -431,7 +469,8 @@ impl<'s> Capture<'s> {
                         slot,
                         reply: reply_tx.clone(),
                     };
-                    jobs.send(job).map_err(|_| CaptureError::Workers)?;
+                    jobs.send(Job::File(job))
+                        .map_err(|_| CaptureError::Workers)?;
                     pending += 1;
                 }
                 FileKind::Dir => {
@@ -447,52 +486,68 @@ impl<'s> Capture<'s> {
                         depth + 1,
                         jobs,
                     )?;
-                    size += walked.size;
-                    files += walked.files;
-                    slots[slot] = Some(walked.entry(name));
+                    done.size += walked.size;
+                    done.files += walked.files;
+                    done.slots[slot] = Some(walked.entry(name));
                 }
             }
         }
         drop(reply_tx);
-        let mut done: Vec<(FileJob, FileOutcome)> = Vec::with_capacity(pending);
         for _ in 0..pending {
             let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
-            // Count a file on the progress spinner as soon as it is stored, not when its
-            // whole directory is done (a directory can hold most of a tree).
-            if let FileOutcome::Stored { len, .. } = &reply.1 {
-                self.advance(*len);
-            }
-            done.push(reply);
+            self.apply(reply, &mut done, tally);
         }
-        done.sort_by_key(|(job, _)| job.slot);
-        let mut skips = skips.into_iter().peekable();
-        for (job, outcome) in done {
-            while let Some((_, path, reason)) = skips.next_if(|(s, _, _)| *s < job.slot) {
-                self.skip(tally, path, reason);
-            }
-            match outcome {
-                FileOutcome::Failed(e) => return Err(e),
-                FileOutcome::Skipped(reason) => self.skip(tally, job.path, reason),
-                FileOutcome::Stored { id, len, opened } => {
-                    self.stored(&job.path, id, len, &opened);
-                    files += 1;
-                    size += len;
-                    tally.files += 1;
-                    tally.bytes += len;
-                    slots[job.slot] = Some(TreeEntry {
-                        name: job.name,
-                        kind: kind_of(opened.is_executable()),
-                        size: len,
-                        id,
-                    });
-                }
-            }
+        if let Some((_, e)) = done.failure {
+            return Err(e);
         }
-        for (_, path, reason) in skips {
+        // Stable: each slot has at most one skip.
+        done.skips.sort_by_key(|(slot, _, _)| *slot);
+        for (_, path, reason) in done.skips {
             self.skip(tally, path, reason);
         }
-        let id = self.write_tree(slots.into_iter().flatten().collect(), prefix)?;
-        Ok(Walked { id, size, files })
+        let id = self.write_tree(done.slots.into_iter().flatten().collect(), prefix)?;
+        Ok(Walked {
+            id,
+            size: done.size,
+            files: done.files,
+        })
+    }
+
+    /// Applies one worker's result to its directory's results (and the stat cache, the work
+    /// stats and the progress spinner, counted as soon as a file is stored: a directory can
+    /// hold most of a tree).
+    fn apply(
+        &mut self,
+        (job, outcome): (FileJob, FileOutcome),
+        done: &mut DirResults,
+        tally: &mut Tally,
+    ) {
+        match outcome {
+            FileOutcome::Failed(e) => {
+                if done
+                    .failure
+                    .as_ref()
+                    .is_none_or(|(slot, _)| job.slot < *slot)
+                {
+                    done.failure = Some((job.slot, e));
+                }
+            }
+            FileOutcome::Skipped(reason) => done.skips.push((job.slot, job.path, reason)),
+            FileOutcome::Stored { id, len, opened } => {
+                self.advance(len);
+                self.stored(&job.path, id, len, &opened);
+                done.files += 1;
+                done.size += len;
+                tally.files += 1;
+                tally.bytes += len;
+                done.slots[job.slot] = Some(TreeEntry {
+                    name: job.name,
+                    kind: kind_of(opened.is_executable()),
+                    size: len,
+                    id,
+                });
+            }
+        }
     }
 
     fn write_tree(&self, entries: Vec<TreeEntry>, prefix: &str) -> Result<ObjectId, CaptureError> {
