@@ -975,6 +975,58 @@ mod tests {
     /// is read, the first write replaces it with chunks (several, for a large cache), the
     /// next write replaces the generation and removes the old one's chunks.
     #[test]
+    fn dest_cache_round_trip_in_chunks_replacing_the_old_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let e = |n: u64, mtime_ns: i64| StatEntry {
+            dev: 2,
+            ino: n,
+            size: n,
+            mtime_ns,
+            ctime_ns: 3_000_000_000,
+            exec: n % 2 == 0,
+            id: ObjectId::of(&n.to_be_bytes()),
+        };
+        assert!(c.load_dest_cache("dest:/d").unwrap().is_none());
+        // What an older version wrote: one value under the key, and the time.
+        let old: StatCache = (0..5u64)
+            .map(|n| (format!("old/{n}").into_bytes(), e(n, 7_000_000_000)))
+            .collect();
+        c.stat.insert(b"dest:/d", encode_stat_cache(&old)).unwrap();
+        c.stat
+            .insert(b"dest:/d\0recorded-at", &9i64.to_be_bytes()[..])
+            .unwrap();
+        let loaded = c.load_dest_cache("dest:/d").unwrap().expect("recorded");
+        assert_eq!((loaded.len(), loaded.recorded_at_ns()), (5, 9));
+        assert_eq!(loaded.get(b"old/4"), Some(e(4, 7_000_000_000)));
+        assert!(!loaded.has_fine_times());
+        // A record of several chunks replaces it; paths pushed out of order are found.
+        let mut record = DestRecord::new(11);
+        for n in (0..5_000u64).rev() {
+            record.push(format!("a/{n:04}").as_bytes(), &e(n, 7_000_000_000));
+        }
+        record.push(b"a.txt", &e(1, 7_000_000_001));
+        assert_eq!(record.len(), 5_001);
+        c.store_dest_cache("dest:/d", &record).unwrap();
+        assert!(
+            c.stat.get(b"dest:/d").unwrap().is_none(),
+            "old value removed"
+        );
+        assert!(c.stat.get(chunk_key(b"dest:/d", 0, 1)).unwrap().is_some());
+        let loaded = c.load_dest_cache("dest:/d").unwrap().expect("recorded");
+        assert_eq!((loaded.len(), loaded.recorded_at_ns()), (5_001, 11));
+        assert_eq!(loaded.get(b"a/0042"), Some(e(42, 7_000_000_000)));
+        assert_eq!(loaded.get(b"a.txt"), Some(e(1, 7_000_000_001)));
+        assert!(loaded.get(b"old/4").is_none());
+        assert!(loaded.has_fine_times(), "a.txt has a sub-second mtime");
+        // An empty record is a record of nothing, not an absent one.
+        c.store_dest_cache("dest:/d", &DestRecord::new(12)).unwrap();
+        let loaded = c.load_dest_cache("dest:/d").unwrap().expect("recorded");
+        assert!(loaded.is_empty());
+        assert!(c.stat.get(chunk_key(b"dest:/d", 0, 0)).unwrap().is_none());
+    }
+
+    #[test]
     fn source_cache_chunks_replace_the_old_format_and_older_generations() {
         let dir = tempfile::tempdir().unwrap();
         let c = Catalog::open(&dir.path().join("catalog")).unwrap();
