@@ -984,7 +984,7 @@ mod tests {
             size: n,
             mtime_ns,
             ctime_ns: 3_000_000_000,
-            exec: n % 2 == 0,
+            exec: n.is_multiple_of(2),
             id: ObjectId::of(&n.to_be_bytes()),
         };
         assert!(c.load_dest_cache("dest:/d").unwrap().is_none());
