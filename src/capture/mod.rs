@@ -695,3 +695,85 @@ fn display_dir(prefix: &str) -> String {
         prefix.trim_end_matches('/').to_string()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    //! Pins: with classification ahead on the pool and a bounded window of files in flight,
+    //! a directory larger than both still gives the canonical tree (the id of the same
+    //! entries built independently), `keep` is asked exactly once per entry, what it leaves
+    //! out is not carried, and skips are reported in listing order.
+
+    use std::fs;
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn large_directory_gives_the_canonical_tree_and_asks_keep_once_per_entry() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        let big = src.join("big");
+        fs::create_dir_all(&big).unwrap();
+        // More entries than IN_FLIGHT and than the stat batches ahead (8 x 64).
+        let count = 1500;
+        let mut expected = Vec::new();
+        let mut want_skipped = Vec::new();
+        for i in 0..count {
+            let name = format!("e{i:05}");
+            if i % 250 == 7 {
+                symlink("/etc/passwd", big.join(&name)).unwrap();
+                want_skipped.push(format!("big/{name}"));
+                continue;
+            }
+            let data = format!("entry {i}\n").repeat(i % 5 + 1);
+            fs::write(big.join(&name), &data).unwrap();
+            if i % 100 == 50 {
+                continue; // left out by `keep` below
+            }
+            expected.push(TreeEntry {
+                name: name.into_bytes(),
+                kind: EntryKind::File,
+                size: data.len() as u64,
+                id: ObjectId::of(data.as_bytes()),
+            });
+        }
+        let size: u64 = expected.iter().map(|e| e.size).sum();
+        let files = expected.len() as u64;
+        let big_id = ObjectId::of(&Tree::from_entries(expected).unwrap().encode());
+        let root_tree = Tree::from_entries(vec![TreeEntry {
+            name: b"big".to_vec(),
+            kind: EntryKind::Dir,
+            size,
+            id: big_id,
+        }])
+        .unwrap();
+        let root_id = ObjectId::of(&root_tree.encode());
+
+        let store = Store::open_or_create(&tmp.path().join("store")).unwrap();
+        let lock = store.write_lock().unwrap();
+        let asked = AtomicUsize::new(0);
+        let keep = |path: &str| {
+            asked.fetch_add(1, Ordering::Relaxed);
+            !path.ends_with("50") || path == "big"
+        };
+        for round in ["first", "again (stat cache)"] {
+            asked.store(0, Ordering::Relaxed);
+            let fd = root::open_configured(&src).unwrap().expect("source exists");
+            let mut capture =
+                Capture::begin(&store, &lock, "test".into(), ProgressBar::hidden()).unwrap();
+            let walked = capture.walk(fd, ".", &keep).unwrap();
+            assert_eq!(walked.id, root_id, "{round}: canonical root tree");
+            assert_eq!((walked.size, walked.files), (size, files), "{round}");
+            assert_eq!(
+                asked.load(Ordering::Relaxed),
+                count + 1,
+                "{round}: keep asked once per entry (and once for big)"
+            );
+            let (report, update) = capture.finish();
+            let skipped: Vec<String> = report.skipped.iter().map(|s| s.path.clone()).collect();
+            assert_eq!(skipped, want_skipped, "{round}: skips in listing order");
+            store.catalog().unwrap().update_stat_cache(&update).unwrap();
+        }
+    }
+}
