@@ -18,6 +18,9 @@
 #   SCALE_BIG=100000     entries of the one large directory
 #   SCALE_SPARSE=4G      size of the sparse file (0 = none)
 #   SCALE_COLD=1         drop the page cache before each capture/checkout/find (needs root)
+#   SCALE_GIT=0          1 = also time `git add -A && git commit` on the same tree (first, and
+#                        a cold no-op) for the capture ratio; the first git commit of this tree
+#                        takes minutes (it hashes and compresses the 4 GiB file)
 #   SCALE_KEEP=0         1 = keep the work dir
 
 set -euo pipefail
@@ -64,6 +67,7 @@ ROWS=()
 # row OP SECONDS RSS_KIB NOTE
 row() { ROWS+=("| $1 | $2 | $(awk -v k="$3" 'BEGIN { if (k == "") print "-"; else printf "%.1f", k / 1024 }') | $4 |"); }
 
+declare -A SECS
 # timed OP COLD(0|1) CMD...: runs CMD under /usr/bin/time, records seconds and max RSS.
 timed() {
 	local op=$1 cold=$2
@@ -75,6 +79,7 @@ timed() {
 		exit 1
 	}
 	read -r secs rss <"$W/.time"
+	SECS[$op]=$secs
 	row "$op" "$secs" "$rss" "$(grep -v '^[[:space:]]*$' "$W/.out" | tail -n1 | cut -c1-80)"
 	log "$op: ${secs}s, $((rss / 1024)) MiB"
 }
@@ -106,6 +111,13 @@ timed "capture (no-op)" 1 "$ZB" --store "$S" snapshot --dir "$W/src"
 timed "capture (no-op, warm)" 0 "$ZB" --store "$S" snapshot --dir "$W/src"
 echo changed >"$W/src/big/entry-000001.txt"
 timed "capture (one file changed)" 0 "$ZB" --store "$S" snapshot --dir "$W/src"
+if [[ ${SCALE_GIT:-0} == 1 ]]; then
+	G=(git --git-dir="$W/git" --work-tree="$W/src" -c user.name=scale -c user.email=scale@localhost)
+	"${G[@]}" init -q
+	timed "git add -A && git commit (first)" 1 sh -c '"$@" add -A && "$@" commit -q -m first' sh "${G[@]}"
+	timed "git add -A && git commit (no-op)" 1 sh -c '"$@" add -A && "$@" commit -q --allow-empty -m noop' sh "${G[@]}"
+	timed "capture (no-op, again)" 1 "$ZB" --store "$S" snapshot --dir "$W/src"
+fi
 timed "checkout" 1 "$ZB" --store "$S" checkout "$ID" --out "$W/co"
 timed "ls -l plain 100k dir (warm)" 0 bash -c 'ls -l "$0" | wc -l' "$W/co/big"
 
@@ -141,5 +153,11 @@ mkdir -p "$(dirname "$REPORT")"
 	echo "| operation | seconds | peak MiB | last output line |"
 	echo "|---|---|---|---|"
 	printf '%s\n' "${ROWS[@]}"
+	echo
+	ratio() { awk -v a="${SECS[$1]:-}" -v b="${SECS[$2]:-}" -v w="$3" 'BEGIN { if (a != "" && b > 0) printf "- %s: %.2fx\n", w, a / b }'; }
+	ratio "mount: ls -l 100k dir (first touch)" "ls -l plain 100k dir (warm)" "ls -l mounted (first touch) / plain"
+	ratio "mount: ls -l 100k dir (again)" "ls -l plain 100k dir (warm)" "ls -l mounted (again) / plain"
+	ratio "capture (no-op, again)" "git add -A && git commit (no-op)" "cold no-op capture / git add -A && git commit"
+	ratio "capture (first)" "git add -A && git commit (first)" "first capture / first git add -A && git commit"
 } >"$REPORT"
 cat "$REPORT"

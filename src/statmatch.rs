@@ -55,6 +55,12 @@ impl Racy {
         let fine = records
             .into_iter()
             .any(|e| e.mtime_ns % 1_000_000_000 != 0 || e.ctime_ns % 1_000_000_000 != 0);
+        Racy::recorded_at(recorded_at_ns, fine)
+    }
+
+    /// The cutoff for records taken at `recorded_at_ns` whose times do (`fine`) or do not
+    /// show sub-second precision (a packed record set answers that itself).
+    pub fn recorded_at(recorded_at_ns: i64, fine: bool) -> Racy {
         Racy {
             cutoff_ns: recorded_at_ns - if fine { FINE_RACY_NS } else { RACY_NS },
         }

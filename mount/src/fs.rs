@@ -93,6 +93,8 @@ pub(crate) enum Fault {
     IsADirectory,
     /// An extended attribute we do not have.
     NoAttribute,
+    /// An extended attribute namespace we do not support (anything but `user.`).
+    NoNamespace,
     /// The caller's buffer is too small for the value (xattr size protocol).
     TooSmall,
 }
@@ -107,6 +109,7 @@ pub(crate) fn errno(fault: Fault) -> Errno {
         Fault::NotADirectory => Errno::ENOTDIR,
         Fault::IsADirectory => Errno::EISDIR,
         Fault::NoAttribute => Errno::ENODATA,
+        Fault::NoNamespace => Errno::EOPNOTSUPP,
         Fault::TooSmall => Errno::ERANGE,
     }
 }
@@ -420,7 +423,15 @@ impl SnapshotFs {
         Ok(())
     }
 
+    /// The value of xattr `name`. Only the `user.` namespace exists here, as on a kernel
+    /// filesystem with only a `user.` handler: any other name (`security.selinux`,
+    /// `system.posix_acl_access`, `trusted.*`) is EOPNOTSUPP, answered before any inode
+    /// work. `ls -l` asks for the first two of every entry, and on EOPNOTSUPP stops asking
+    /// for the rest of the device, where ENODATA costs a round trip per entry and name.
     fn xattr_value(&self, ino: INodeNo, name: &OsStr) -> Result<Vec<u8>, Fault> {
+        if !name.as_bytes().starts_with(b"user.") {
+            return Err(Fault::NoNamespace);
+        }
         let node = self.node(ino)?;
         if name.as_bytes() == XATTR_BLAKE3.as_bytes() {
             Ok(node.id.to_hex().into_bytes())
@@ -876,6 +887,7 @@ mod tests {
         assert_eq!(errno(Fault::Damaged), Errno::EIO);
         assert_eq!(errno(Fault::ReadOnly), Errno::EROFS);
         assert_eq!(errno(Fault::NoAttribute), Errno::ENODATA);
+        assert_eq!(errno(Fault::NoNamespace), Errno::EOPNOTSUPP);
         assert_eq!(errno(Fault::TooSmall), Errno::ERANGE);
     }
 

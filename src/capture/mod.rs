@@ -21,6 +21,7 @@
 //! fd the walker opened. Results are applied in listing order, so trees, tallies and the
 //! skip report do not depend on thread timing.
 
+mod ahead;
 mod file;
 pub mod root;
 pub mod sink;
@@ -30,8 +31,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{mpsc, Arc};
 
 use zeroclaw_bundle_store::{
-    escape_name, CaptureReport, EntryKind, ObjectId, Skipped, SourceKey, SourceStatCache,
-    StatCacheUpdate, StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
+    CaptureReport, EntryKind, ObjectId, Skipped, SourceKey, SourceStatCache, StatCacheUpdate,
+    StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::progress::{Progress, Totals};
@@ -39,6 +40,7 @@ use crate::statmatch::{self, Racy};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
+use ahead::{Ahead, StatJob};
 use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
@@ -46,6 +48,33 @@ pub use sink::{KeepBytes, MemoryObjects, Sink};
 
 /// Directory nesting deeper than this fails the capture instead of exhausting the stack.
 const MAX_DEPTH: usize = 1024;
+
+/// Files of one directory handed to the workers and not yet answered, at most. Enough to keep
+/// every worker busy; a bound, so a directory of 100,000 files holds 100,000 small tree
+/// entries while it is read, not 100,000 queued jobs and their answers (about 360 bytes each).
+const IN_FLIGHT: usize = 256;
+
+/// Work for the pool: classify a batch of entries, or read one file.
+pub(crate) enum Job {
+    /// No-follow stats of a batch of one directory's entries (see `ahead`).
+    Stat(StatJob),
+    /// Open, check and store one file (see `file`).
+    File(FileJob),
+}
+
+/// What one directory's walk has gathered so far.
+struct DirResults {
+    /// One per classified entry, in listing order; `None` until (unless) it is carried.
+    slots: Vec<Option<TreeEntry>>,
+    /// Entries skipped: (slot, path, why), reported in slot order once the directory is done.
+    skips: Vec<(usize, String, SkipReason)>,
+    /// The failure of the earliest slot that failed.
+    failure: Option<(usize, CaptureError)>,
+    /// File bytes beneath.
+    size: u64,
+    /// Files beneath.
+    files: u64,
+}
 
 /// Why a capture failed. Paths are as they sit in the bundle (`workspace/notes.md`).
 #[derive(Debug, thiserror::Error)]
@@ -246,20 +275,23 @@ impl<'s> Capture<'s> {
     /// failure, queued files are answered unread.
     fn with_workers<R>(
         &mut self,
-        walk: impl FnOnce(&mut Self, &mpsc::Sender<FileJob>) -> Result<R, CaptureError>,
+        walk: impl FnOnce(&mut Self, &mpsc::Sender<Job>) -> Result<R, CaptureError>,
     ) -> Result<R, CaptureError> {
         let store: &Store = self.store;
         let sink = self.sink.clone();
         workers::with_pool(
             || (),
-            |_, job: FileJob, stopped| {
-                let outcome = if stopped {
-                    FileOutcome::Failed(CaptureError::Workers)
-                } else {
-                    read_file(store, &sink, &job)
-                };
-                let reply = job.reply.clone();
-                let _ = reply.send((job, outcome));
+            |_, job: Job, stopped| match job {
+                Job::Stat(job) => job.run(),
+                Job::File(job) => {
+                    let outcome = if stopped {
+                        FileOutcome::Failed(CaptureError::Workers)
+                    } else {
+                        read_file(store, &sink, &job)
+                    };
+                    let reply = job.reply.clone();
+                    let _ = reply.send((job, outcome));
+                }
             },
             |jobs| walk(self, jobs),
         )
@@ -302,7 +334,7 @@ impl<'s> Capture<'s> {
         admits: &dyn Fn(&str) -> bool,
         keep: Keep<'_>,
         tally: &mut Tally,
-        jobs: &mpsc::Sender<FileJob>,
+        jobs: &mpsc::Sender<Job>,
     ) -> Result<Vec<(TreeEntry, u64)>, CaptureError> {
         let names = self.list(root.as_fd(), prefix)?;
         let mut entries = Vec::new();
@@ -348,9 +380,11 @@ impl<'s> Capture<'s> {
         Ok(names)
     }
 
-    /// Walks one directory: classifies every entry, hands uncached files to the workers,
-    /// recurses into subdirectories meanwhile, then applies the file results in listing
-    /// order and writes the tree.
+    /// Walks one directory: classifies every entry, hands uncached files to the workers (at
+    /// most [`IN_FLIGHT`] of this directory's at a time), recurses into subdirectories
+    /// meanwhile, applies each file's result as it arrives, then writes the tree. What
+    /// depends on order does not depend on arrival: entries sit in listing slots, skips are
+    /// reported in listing order, and a failure is the one of the earliest slot.
     fn walk_dir(
         &mut self,
         dir: &Arc<OwnedFd>,
@@ -358,7 +392,7 @@ impl<'s> Capture<'s> {
         keep: Keep<'_>,
         tally: &mut Tally,
         depth: usize,
-        jobs: &mpsc::Sender<FileJob>,
+        jobs: &mpsc::Sender<Job>,
     ) -> Result<Walked, CaptureError> {
         if depth > MAX_DEPTH {
             return Err(CaptureError::TooDeep {
@@ -367,31 +401,30 @@ impl<'s> Capture<'s> {
         }
         let names = self.list(dir.as_fd(), prefix)?;
         let (reply_tx, reply_rx) = mpsc::channel::<(FileJob, FileOutcome)>();
-        let mut slots: Vec<Option<TreeEntry>> = Vec::with_capacity(names.len());
-        // (slot, path, what happened) for entries skipped at classification, applied in order
-        // with the workers' results.
-        let mut skips: Vec<(usize, String, SkipReason)> = Vec::new();
+        let mut done = DirResults {
+            slots: Vec::with_capacity(names.len()),
+            skips: Vec::new(),
+            failure: None,
+            size: 0,
+            files: 0,
+        };
         let mut pending = 0usize;
-        let (mut size, mut files) = (0u64, 0u64);
-        for name in names {
+        let mut ahead = Ahead::new(dir, prefix, names);
+        while let Some((name, path, classified)) = ahead.next(keep, jobs)? {
             crate::interrupt::check().map_err(|_| CaptureError::Interrupted)?;
-            let path = format!("{prefix}{}", escape_name(&name));
-            if !keep(&path) {
-                continue;
-            }
-            let classified = match sys::stat_at(dir.as_fd(), &name) {
+            let classified = match classified {
                 Ok(st) => st,
                 // Vanished between readdir and stat: it is not part of this tree.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(CaptureError::Unreadable { path, source }),
             };
-            let slot = slots.len();
-            slots.push(None);
+            let slot = done.slots.len();
+            done.slots.push(None);
             match classified.kind {
-                FileKind::Symlink => skips.push((slot, path, SkipReason::Symlink)),
-                FileKind::Special => skips.push((slot, path, SkipReason::Special)),
+                FileKind::Symlink => done.skips.push((slot, path, SkipReason::Symlink)),
+                FileKind::Special => done.skips.push((slot, path, SkipReason::Special)),
                 FileKind::File if classified.nlink > 1 => {
-                    skips.push((slot, path, SkipReason::HardLink))
+                    done.skips.push((slot, path, SkipReason::HardLink))
                 }
                 FileKind::File => {
                     let hit = if self.sink.wants_bytes(&path) {
@@ -402,18 +435,23 @@ impl<'s> Capture<'s> {
                     if let Some((position, hit)) = hit {
                         self.old_cache.keep(position);
                         self.stats.cached_files += 1;
-                        files += 1;
-                        size += hit.size;
+                        done.files += 1;
+                        done.size += hit.size;
                         tally.files += 1;
                         tally.bytes += hit.size;
                         self.advance(hit.size);
-                        slots[slot] = Some(TreeEntry {
+                        done.slots[slot] = Some(TreeEntry {
                             name,
                             kind: kind_of(hit.exec),
                             size: hit.size,
                             id: hit.id,
                         });
                         continue;
+                    }
+                    if pending == IN_FLIGHT {
+                        let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
+                        self.apply(reply, &mut done, tally);
+                        pending -= 1;
                     }
                     let job = FileJob {
                         dir: Arc::clone(dir),
@@ -423,7 +461,8 @@ impl<'s> Capture<'s> {
                         slot,
                         reply: reply_tx.clone(),
                     };
-                    jobs.send(job).map_err(|_| CaptureError::Workers)?;
+                    jobs.send(Job::File(job))
+                        .map_err(|_| CaptureError::Workers)?;
                     pending += 1;
                 }
                 FileKind::Dir => {
@@ -439,52 +478,68 @@ impl<'s> Capture<'s> {
                         depth + 1,
                         jobs,
                     )?;
-                    size += walked.size;
-                    files += walked.files;
-                    slots[slot] = Some(walked.entry(name));
+                    done.size += walked.size;
+                    done.files += walked.files;
+                    done.slots[slot] = Some(walked.entry(name));
                 }
             }
         }
         drop(reply_tx);
-        let mut done: Vec<(FileJob, FileOutcome)> = Vec::with_capacity(pending);
         for _ in 0..pending {
             let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
-            // Count a file on the progress spinner as soon as it is stored, not when its
-            // whole directory is done (a directory can hold most of a tree).
-            if let FileOutcome::Stored { len, .. } = &reply.1 {
-                self.advance(*len);
-            }
-            done.push(reply);
+            self.apply(reply, &mut done, tally);
         }
-        done.sort_by_key(|(job, _)| job.slot);
-        let mut skips = skips.into_iter().peekable();
-        for (job, outcome) in done {
-            while let Some((_, path, reason)) = skips.next_if(|(s, _, _)| *s < job.slot) {
-                self.skip(tally, path, reason);
-            }
-            match outcome {
-                FileOutcome::Failed(e) => return Err(e),
-                FileOutcome::Skipped(reason) => self.skip(tally, job.path, reason),
-                FileOutcome::Stored { id, len, opened } => {
-                    self.stored(&job.path, id, len, &opened);
-                    files += 1;
-                    size += len;
-                    tally.files += 1;
-                    tally.bytes += len;
-                    slots[job.slot] = Some(TreeEntry {
-                        name: job.name,
-                        kind: kind_of(opened.is_executable()),
-                        size: len,
-                        id,
-                    });
-                }
-            }
+        if let Some((_, e)) = done.failure {
+            return Err(e);
         }
-        for (_, path, reason) in skips {
+        // Stable: each slot has at most one skip.
+        done.skips.sort_by_key(|(slot, _, _)| *slot);
+        for (_, path, reason) in done.skips {
             self.skip(tally, path, reason);
         }
-        let id = self.write_tree(slots.into_iter().flatten().collect(), prefix)?;
-        Ok(Walked { id, size, files })
+        let id = self.write_tree(done.slots.into_iter().flatten().collect(), prefix)?;
+        Ok(Walked {
+            id,
+            size: done.size,
+            files: done.files,
+        })
+    }
+
+    /// Applies one worker's result to its directory's results (and the stat cache, the work
+    /// stats and the progress spinner, counted as soon as a file is stored: a directory can
+    /// hold most of a tree).
+    fn apply(
+        &mut self,
+        (job, outcome): (FileJob, FileOutcome),
+        done: &mut DirResults,
+        tally: &mut Tally,
+    ) {
+        match outcome {
+            FileOutcome::Failed(e) => {
+                if done
+                    .failure
+                    .as_ref()
+                    .is_none_or(|(slot, _)| job.slot < *slot)
+                {
+                    done.failure = Some((job.slot, e));
+                }
+            }
+            FileOutcome::Skipped(reason) => done.skips.push((job.slot, job.path, reason)),
+            FileOutcome::Stored { id, len, opened } => {
+                self.advance(len);
+                self.stored(&job.path, id, len, &opened);
+                done.files += 1;
+                done.size += len;
+                tally.files += 1;
+                tally.bytes += len;
+                done.slots[job.slot] = Some(TreeEntry {
+                    name: job.name,
+                    kind: kind_of(opened.is_executable()),
+                    size: len,
+                    id,
+                });
+            }
+        }
     }
 
     fn write_tree(&self, entries: Vec<TreeEntry>, prefix: &str) -> Result<ObjectId, CaptureError> {
@@ -624,5 +679,92 @@ fn display_dir(prefix: &str) -> String {
         ".".to_string()
     } else {
         prefix.trim_end_matches('/').to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! Pins: with classification ahead on the pool and a bounded window of files in flight,
+    //! a directory larger than both still gives the canonical tree (the id of the same
+    //! entries built independently), `keep` is asked exactly once per entry, what it leaves
+    //! out is not carried, and skips are reported in listing order.
+
+    use std::fs;
+    use std::os::unix::fs::symlink;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn large_directory_gives_the_canonical_tree_and_asks_keep_once_per_entry() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        let big = src.join("big");
+        fs::create_dir_all(&big).unwrap();
+        // More entries than IN_FLIGHT and than the stat batches ahead (8 x 64).
+        let count = 1500;
+        let mut expected = Vec::new();
+        let mut want_skipped = Vec::new();
+        for i in 0..count {
+            let name = format!("e{i:05}");
+            if i % 250 == 7 {
+                symlink("/etc/passwd", big.join(&name)).unwrap();
+                want_skipped.push(format!("big/{name}"));
+                continue;
+            }
+            let data = format!("entry {i}\n").repeat(i % 5 + 1);
+            fs::write(big.join(&name), &data).unwrap();
+            if i % 100 == 50 {
+                continue; // left out by `keep` below
+            }
+            expected.push(TreeEntry {
+                name: name.into_bytes(),
+                kind: EntryKind::File,
+                size: data.len() as u64,
+                id: ObjectId::of(data.as_bytes()),
+            });
+        }
+        let size: u64 = expected.iter().map(|e| e.size).sum();
+        let files = expected.len() as u64;
+        let big_id = ObjectId::of(&Tree::from_entries(expected).unwrap().encode());
+        let root_tree = Tree::from_entries(vec![TreeEntry {
+            name: b"big".to_vec(),
+            kind: EntryKind::Dir,
+            size,
+            id: big_id,
+        }])
+        .unwrap();
+        let root_id = ObjectId::of(&root_tree.encode());
+
+        let store = Store::open_or_create(&tmp.path().join("store")).unwrap();
+        let lock = store.write_lock().unwrap();
+        let asked = AtomicUsize::new(0);
+        let keep = |path: &str| {
+            asked.fetch_add(1, Ordering::Relaxed);
+            !path.ends_with("50") || path == "big"
+        };
+        for round in ["first", "again (stat cache)"] {
+            asked.store(0, Ordering::Relaxed);
+            let fd = root::open_configured(&src).unwrap().expect("source exists");
+            let mut capture = Capture::begin(
+                &store,
+                &lock,
+                SourceKey::Dir("test".into()),
+                &crate::progress::Silent,
+            )
+            .unwrap();
+            let walked = capture.walk(fd, ".", &keep).unwrap();
+            assert_eq!(walked.id, root_id, "{round}: canonical root tree");
+            assert_eq!((walked.size, walked.files), (size, files), "{round}");
+            assert_eq!(
+                asked.load(Ordering::Relaxed),
+                count + 1,
+                "{round}: keep asked once per entry (and once for big)"
+            );
+            let (report, update) = capture.finish();
+            let skipped: Vec<String> = report.skipped.iter().map(|s| s.path.clone()).collect();
+            assert_eq!(skipped, want_skipped, "{round}: skips in listing order");
+            store.catalog().unwrap().update_stat_cache(&update).unwrap();
+        }
     }
 }

@@ -79,7 +79,7 @@ use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    DestCache, DestKey, EntryKind, ObjectId, ObjectSource, StatCache, StatEntry,
+    DestCache, DestKey, DestRecord, EntryKind, ObjectId, ObjectSource, StatEntry,
 };
 
 pub use claim::{DestClaim, LOCK_PREFIX};
@@ -300,7 +300,7 @@ pub fn record_destination(
     source: &dyn ObjectSource,
     root: &ObjectId,
     dest: &Path,
-) -> Result<DestCache, PublishError> {
+) -> Result<DestRecord, PublishError> {
     let (Some(parent), Some(name)) = (dest.parent(), dest.file_name()) else {
         return Err(PublishError::NoParent {
             path: dest.to_path_buf(),
@@ -310,12 +310,9 @@ pub fn record_destination(
     let parent_fd = sys::open_dir_path(parent).map_err(|e| PublishError::io("open", parent, e))?;
     let dir = sys::open_dir_at(parent_fd.as_fd(), name.as_bytes())
         .map_err(|e| PublishError::io("open", dest, e))?;
-    let mut entries = StatCache::new();
-    record_dir(source, root, dir.as_fd(), &mut Vec::new(), &mut entries)?;
-    Ok(DestCache {
-        entries,
-        recorded_at_ns,
-    })
+    let mut record = DestRecord::new(recorded_at_ns);
+    record_dir(source, root, dir.as_fd(), &mut Vec::new(), &mut record)?;
+    Ok(record)
 }
 
 fn record_dir(
@@ -323,7 +320,7 @@ fn record_dir(
     tree: &ObjectId,
     dir: BorrowedFd<'_>,
     rel: &mut Vec<u8>,
-    out: &mut StatCache,
+    out: &mut DestRecord,
 ) -> Result<(), PublishError> {
     let tree = source.tree(tree).map_err(|e| PublishError::Store {
         path: String::from_utf8_lossy(rel).into_owned(),
@@ -341,9 +338,9 @@ fn record_dir(
             }
         } else if let Ok(st) = sys::stat_at(dir, &e.name) {
             if st.kind == sys::FileKind::File && st.size == e.size {
-                out.insert(
-                    rel.clone(),
-                    StatEntry {
+                out.push(
+                    rel,
+                    &StatEntry {
                         dev: st.dev,
                         ino: st.ino,
                         size: st.size,

@@ -41,6 +41,11 @@ pub(crate) const MANIFEST: &[u8] = b"zeroclaw-agent.toml";
 
 const COPY_BUF: usize = 256 * 1024;
 
+/// Files of one directory handed to the workers and not yet answered, at most: enough to
+/// keep every worker busy, and a bound, so a directory of 100,000 files does not queue
+/// 100,000 jobs (each a tree entry and a path) at once.
+const IN_FLIGHT: usize = 256;
+
 /// Counts of what was written.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Tally {
@@ -127,7 +132,7 @@ pub(crate) fn materialize(
                 jobs,
                 reuse: previous.as_ref().map(|p| p.cache),
                 racy: previous.as_ref().map_or(Racy::never(), |p| {
-                    Racy::of_records(p.cache.entries.values(), p.cache.recorded_at_ns)
+                    Racy::recorded_at(p.cache.recorded_at_ns(), p.cache.has_fine_times())
                 }),
             };
             let old_root = previous.map(|p| Arc::new(p.fd));
@@ -167,11 +172,17 @@ impl Stager<'_> {
             .partition(|e| at_root && e.name == MANIFEST && e.kind.is_file());
         let (reply_tx, reply_rx) = mpsc::channel();
         let mut pending = 0usize;
+        let mut first_error = None;
         for entry in rest {
             rel.push(std::ffi::OsStr::from_bytes(&entry.name));
             let res = match entry.kind {
                 EntryKind::Dir => self.write_subdir(entry, dir.as_fd(), old_dir.as_deref(), rel),
                 EntryKind::File | EntryKind::ExecFile => {
+                    if pending == IN_FLIGHT {
+                        let reply = reply_rx.recv().map_err(|_| workers_gone(rel))?;
+                        self.count(reply, &mut first_error);
+                        pending -= 1;
+                    }
                     pending += 1;
                     let reuse = self.reuse_of(old_dir.as_ref(), rel);
                     self.jobs
@@ -189,23 +200,9 @@ impl Stager<'_> {
             res?;
         }
         drop(reply_tx);
-        let mut first_error = None;
         for _ in 0..pending {
-            let (size, result) = reply_rx.recv().map_err(|_| workers_gone(rel))?;
-            match result {
-                Ok(reused) => {
-                    self.tally.reused += u64::from(reused);
-                    self.tally.files += 1;
-                    self.tally.bytes += size;
-                    self.progress.advance(Totals {
-                        files: self.tally.files,
-                        bytes: self.tally.bytes,
-                    });
-                }
-                Err(e) => {
-                    first_error.get_or_insert(e);
-                }
-            }
+            let reply = reply_rx.recv().map_err(|_| workers_gone(rel))?;
+            self.count(reply, &mut first_error);
         }
         if let Some(e) = first_error {
             return Err(e);
@@ -234,10 +231,33 @@ impl Stager<'_> {
         Ok(())
     }
 
+    /// Counts one worker's answer: a written file on the tally and the progress, or the
+    /// first failure (the publish fails with it once the directory's files are answered).
+    fn count(
+        &mut self,
+        (size, result): (u64, Result<bool, PublishError>),
+        first_error: &mut Option<PublishError>,
+    ) {
+        match result {
+            Ok(reused) => {
+                self.tally.reused += u64::from(reused);
+                self.tally.files += 1;
+                self.tally.bytes += size;
+                self.progress.advance(Totals {
+                    files: self.tally.files,
+                    bytes: self.tally.bytes,
+                });
+            }
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+
     /// The reuse candidate for the file at `rel`, when the previous tree recorded one.
     fn reuse_of(&self, old_dir: Option<&Arc<OwnedFd>>, rel: &Path) -> Option<Reuse> {
         let (old_dir, cache) = (old_dir?, self.reuse?);
-        let cached = *cache.entries.get(rel.as_os_str().as_bytes())?;
+        let cached = cache.get(rel.as_os_str().as_bytes())?;
         Some(Reuse {
             old_dir: Arc::clone(old_dir),
             cached,

@@ -163,15 +163,82 @@ impl StatEntry {
 /// The stat cache of one source tree: relative path bytes -> entry.
 pub type StatCache = HashMap<Vec<u8>, StatEntry>;
 
-/// What a publish left at a destination: for each file (bundle-relative path), its stat and
-/// blob id right after the publish, and when that was recorded. The next publish to the same
-/// destination hard-links files whose stat still matches instead of writing them again.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a publish left at a destination, loaded for the next publish there: for each file
+/// (bundle-relative path), its stat and blob id right after the publish, and when that was
+/// recorded. The next publish to the same destination hard-links files whose stat still
+/// matches instead of writing them again. Packed like a source's stat cache (about 4 bytes
+/// per file beyond the stored record; a map of owned paths took about 3 times the record).
+#[derive(Debug)]
 pub struct DestCache {
-    /// Path -> stat and blob id.
-    pub entries: StatCache,
+    entries: SourceStatCache,
+    recorded_at_ns: i64,
+}
+
+impl DestCache {
+    /// The entry recorded for `path`.
+    pub fn get(&self, path: &[u8]) -> Option<StatEntry> {
+        self.entries.get(path).map(|(_, entry)| entry)
+    }
+
     /// When the stats were taken, ns since the epoch (for the racy rule).
-    pub recorded_at_ns: i64,
+    pub fn recorded_at_ns(&self) -> i64 {
+        self.recorded_at_ns
+    }
+
+    /// Entries recorded.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when no file was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// True when any recorded mtime or ctime has a sub-second part (the filesystem keeps
+    /// fine timestamps, so a shorter racy window applies).
+    pub fn has_fine_times(&self) -> bool {
+        self.entries
+            .entries()
+            .any(|e| e.mtime_ns % 1_000_000_000 != 0 || e.ctime_ns % 1_000_000_000 != 0)
+    }
+}
+
+/// What a publish records at its destination, being made (see [`DestCache`]): the records
+/// packed as they are stored, about 75 bytes plus the path per file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DestRecord {
+    records: Vec<u8>,
+    len: usize,
+    recorded_at_ns: i64,
+}
+
+impl DestRecord {
+    /// An empty record whose stats are taken from `recorded_at_ns` on.
+    pub fn new(recorded_at_ns: i64) -> DestRecord {
+        DestRecord {
+            records: Vec::new(),
+            len: 0,
+            recorded_at_ns,
+        }
+    }
+
+    /// Records one file (a path too long for the format, 64 KiB, is simply not recorded).
+    pub fn push(&mut self, path: &[u8], entry: &StatEntry) {
+        let before = self.records.len();
+        push_record(&mut self.records, path, entry);
+        self.len += usize::from(self.records.len() != before);
+    }
+
+    /// Files recorded.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when no file was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
 }
 
 /// What a capture leaves as one source's stat cache: the whole new cache, encoded, or
@@ -258,6 +325,13 @@ impl SourceStatCache {
 
     fn path(&self, at: u64) -> &[u8] {
         self.record(at).map(|(p, _, _)| p).unwrap_or_default()
+    }
+
+    /// The loaded entries, in path order.
+    fn entries(&self) -> impl Iterator<Item = StatEntry> + '_ {
+        self.index
+            .iter()
+            .filter_map(|at| StatEntry::decode(self.record(*at)?.1))
     }
 
     /// An empty cache (a source never captured).
@@ -665,15 +739,18 @@ impl Catalog {
     /// copies of it, and a copy into one buffer one more. A cache written by an older version (one
     /// value under `key`) is read as it is and replaced on the next write.
     pub fn load_source_cache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
-        let key = &key.encode()[..];
-        let Some(generation) = self.cache_generation(key)? else {
-            let old = self.stat.get(key).map_err(|e| self.err(e))?;
+        self.load_chunked(&self.stat, &key.encode())
+    }
+
+    /// The records chunked under `key` in `tree` (or an older version's single value).
+    fn load_chunked(&self, tree: &sled::Tree, key: &[u8]) -> Result<SourceStatCache, StoreError> {
+        let Some(generation) = self.cache_generation(tree, key)? else {
+            let old = tree.get(key).map_err(|e| self.err(e))?;
             return Ok(SourceStatCache::from_chunks(old.into_iter().collect()));
         };
         let mut chunks = Vec::new();
         for part in 0u32.. {
-            let Some(chunk) = self
-                .stat
+            let Some(chunk) = tree
                 .get(chunk_key(key, generation, part))
                 .map_err(|e| self.err(e))?
             else {
@@ -684,11 +761,8 @@ impl Catalog {
         Ok(SourceStatCache::from_chunks(chunks))
     }
 
-    fn cache_generation(&self, key: &[u8]) -> Result<Option<u64>, StoreError> {
-        let value = self
-            .stat
-            .get(generation_key(key))
-            .map_err(|e| self.err(e))?;
+    fn cache_generation(&self, tree: &sled::Tree, key: &[u8]) -> Result<Option<u64>, StoreError> {
+        let value = tree.get(generation_key(key)).map_err(|e| self.err(e))?;
         Ok(value
             .and_then(|v| <[u8; 8]>::try_from(v.as_ref()).ok())
             .map(u64::from_be_bytes))
@@ -702,7 +776,9 @@ impl Catalog {
         self.flush()
     }
 
-    /// The record a previous publish left at destination `key`, if any.
+    /// The record a previous publish left at destination `key`, if any (stored like a
+    /// source's cache, in chunks, in the catalog's destination tree; a record written by an
+    /// older version, one value under the key, is read as it is and replaced on the next write).
     pub fn load_dest_cache(&self, key: &DestKey) -> Result<Option<DestCache>, StoreError> {
         let key = key.encode();
         let at_key = [&key[..], RECORDED_AT].concat();
@@ -712,22 +788,22 @@ impl Catalog {
         let Ok(at) = <[u8; 8]>::try_from(at.as_ref()) else {
             return Ok(None);
         };
-        let value = self.dest.get(&key).map_err(|e| self.err(e))?;
         Ok(Some(DestCache {
-            entries: value.map(|v| decode_stat_cache(&v)).unwrap_or_default(),
+            entries: self.load_chunked(&self.dest, &key)?,
             recorded_at_ns: i64::from_be_bytes(at),
         }))
     }
 
-    /// Records what a publish left at destination `key` (replacing any earlier record).
-    pub fn store_dest_cache(&self, key: &DestKey, cache: &DestCache) -> Result<(), StoreError> {
+    /// Records what a publish left at destination `key` (replacing any earlier record): the
+    /// records in chunks as [`Catalog::update_stat_cache`] writes them, then the time they
+    /// were taken. A crash between the two leaves the new records with the older time,
+    /// which only makes the racy rule stricter.
+    pub fn store_dest_cache(&self, key: &DestKey, record: &DestRecord) -> Result<(), StoreError> {
         let key = key.encode();
+        self.write_chunked(&self.dest, &key, &record.records)?;
         let at_key = [&key[..], RECORDED_AT].concat();
         self.dest
-            .insert(&key[..], encode_stat_cache(&cache.entries))
-            .map_err(|e| self.err(e))?;
-        self.dest
-            .insert(at_key, &cache.recorded_at_ns.to_be_bytes()[..])
+            .insert(at_key, &record.recorded_at_ns.to_be_bytes()[..])
             .map_err(|e| self.err(e))?;
         self.flush()
     }
@@ -741,8 +817,14 @@ impl Catalog {
         let Some(value) = &update.value else {
             return Ok(());
         };
-        let key = &update.key[..];
-        let old = self.cache_generation(key)?;
+        self.write_chunked(&self.stat, &update.key[..], value)?;
+        self.flush()
+    }
+
+    /// Writes `value` (whole records) as the next generation of chunks under `key` in
+    /// `tree`, see [`Catalog::update_stat_cache`]. Not flushed.
+    fn write_chunked(&self, tree: &sled::Tree, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+        let old = self.cache_generation(tree, key)?;
         let generation = old.map_or(0, |g| g.wrapping_add(1));
         let err = |e| self.err(e);
         let mut part = 0u32;
@@ -752,31 +834,34 @@ impl Catalog {
             while end < value.len() && end - pos < CHUNK_BYTES {
                 end = record_at(value, end).map_or(value.len(), |(_, _, e)| e);
             }
-            self.stat
-                .insert(chunk_key(key, generation, part), &value[pos..end])
+            tree.insert(chunk_key(key, generation, part), &value[pos..end])
                 .map_err(err)?;
             part += 1;
             pos = end;
         }
-        self.remove_chunks(key, generation, part)?;
-        self.stat
-            .insert(generation_key(key), &generation.to_be_bytes()[..])
+        self.remove_chunks(tree, key, generation, part)?;
+        tree.insert(generation_key(key), &generation.to_be_bytes()[..])
             .map_err(err)?;
         match old {
-            Some(old) if old != generation => self.remove_chunks(key, old, 0)?,
+            Some(old) if old != generation => self.remove_chunks(tree, key, old, 0)?,
             Some(_) => {}
             None => {
-                self.stat.remove(key).map_err(err)?;
+                tree.remove(key).map_err(err)?;
             }
         }
-        self.flush()
+        Ok(())
     }
 
-    /// Removes chunks `from..` of one generation of a source's cache.
-    fn remove_chunks(&self, key: &[u8], generation: u64, from: u32) -> Result<(), StoreError> {
+    /// Removes chunks `from..` of one generation of a chunked value in `tree`.
+    fn remove_chunks(
+        &self,
+        tree: &sled::Tree,
+        key: &[u8],
+        generation: u64,
+        from: u32,
+    ) -> Result<(), StoreError> {
         for part in from.. {
-            let gone = self
-                .stat
+            let gone = tree
                 .remove(chunk_key(key, generation, part))
                 .map_err(|e| self.err(e))?;
             if gone.is_none() {
@@ -792,6 +877,7 @@ impl Catalog {
 }
 
 /// `{ path_len:u16 path entry }*`, entries in the fixed [`StatEntry`] layout.
+#[cfg(test)]
 fn encode_stat_cache(cache: &StatCache) -> Vec<u8> {
     let mut out = Vec::with_capacity(cache.len() * (2 + 64 + STAT_LEN));
     for (path, entry) in cache {
@@ -801,6 +887,7 @@ fn encode_stat_cache(cache: &StatCache) -> Vec<u8> {
 }
 
 /// Decodes [`encode_stat_cache`]; a damaged tail is dropped (the cache only saves work).
+#[cfg(test)]
 fn decode_stat_cache(bytes: &[u8]) -> StatCache {
     let mut out = StatCache::new();
     let mut pos = 0;
@@ -950,6 +1037,57 @@ mod tests {
     /// is read, the first write replaces it with chunks (several, for a large cache), the
     /// next write replaces the generation and removes the old one's chunks.
     #[test]
+    fn dest_cache_round_trip_in_chunks_replacing_the_old_format() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let key = DestKey::new(Path::new("/d"));
+        let kb = key.encode();
+        let e = |n: u64, mtime_ns: i64| StatEntry {
+            dev: 2,
+            ino: n,
+            size: n,
+            mtime_ns,
+            ctime_ns: 3_000_000_000,
+            exec: n.is_multiple_of(2),
+            id: ObjectId::of(&n.to_be_bytes()),
+        };
+        assert!(c.load_dest_cache(&key).unwrap().is_none());
+        // What an older version wrote: one value under the key, and the time.
+        let old: StatCache = (0..5u64)
+            .map(|n| (format!("old/{n}").into_bytes(), e(n, 7_000_000_000)))
+            .collect();
+        c.dest.insert(&kb[..], encode_stat_cache(&old)).unwrap();
+        c.dest
+            .insert([&kb[..], RECORDED_AT].concat(), &9i64.to_be_bytes()[..])
+            .unwrap();
+        let loaded = c.load_dest_cache(&key).unwrap().expect("recorded");
+        assert_eq!((loaded.len(), loaded.recorded_at_ns()), (5, 9));
+        assert_eq!(loaded.get(b"old/4"), Some(e(4, 7_000_000_000)));
+        assert!(!loaded.has_fine_times());
+        // A record of several chunks replaces it; paths pushed out of order are found.
+        let mut record = DestRecord::new(11);
+        for n in (0..5_000u64).rev() {
+            record.push(format!("a/{n:04}").as_bytes(), &e(n, 7_000_000_000));
+        }
+        record.push(b"a.txt", &e(1, 7_000_000_001));
+        assert_eq!(record.len(), 5_001);
+        c.store_dest_cache(&key, &record).unwrap();
+        assert!(c.dest.get(&kb[..]).unwrap().is_none(), "old value removed");
+        assert!(c.dest.get(chunk_key(&kb, 0, 1)).unwrap().is_some());
+        let loaded = c.load_dest_cache(&key).unwrap().expect("recorded");
+        assert_eq!((loaded.len(), loaded.recorded_at_ns()), (5_001, 11));
+        assert_eq!(loaded.get(b"a/0042"), Some(e(42, 7_000_000_000)));
+        assert_eq!(loaded.get(b"a.txt"), Some(e(1, 7_000_000_001)));
+        assert!(loaded.get(b"old/4").is_none());
+        assert!(loaded.has_fine_times(), "a.txt has a sub-second mtime");
+        // An empty record is a record of nothing, not an absent one.
+        c.store_dest_cache(&key, &DestRecord::new(12)).unwrap();
+        let loaded = c.load_dest_cache(&key).unwrap().expect("recorded");
+        assert!(loaded.is_empty());
+        assert!(c.dest.get(chunk_key(&kb, 0, 0)).unwrap().is_none());
+    }
+
+    #[test]
     fn source_cache_chunks_replace_the_old_format_and_older_generations() {
         let dir = tempfile::tempdir().unwrap();
         let c = Catalog::open(&dir.path().join("catalog")).unwrap();
@@ -1051,7 +1189,7 @@ mod tests {
             .unwrap()
             .expect("the record survived");
         assert_eq!(record.recorded_at_ns, 77);
-        assert_eq!(record.entries.get(&b"x/y.md"[..]), Some(&entry));
+        assert_eq!(record.get(&b"x/y.md"[..]), Some(entry));
         assert_eq!(
             c.stat.scan_prefix(DEST_PREFIX).count(),
             0,

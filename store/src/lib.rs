@@ -82,7 +82,8 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 pub use catalog::{
-    Catalog, DestCache, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate, StatEntry,
+    Catalog, DestCache, DestRecord, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate,
+    StatEntry,
 };
 pub use error::{DecodeError, StoreError};
 pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};

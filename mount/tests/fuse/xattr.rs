@@ -1,6 +1,8 @@
 //! Pins: `user.zeroclaw.blake3` on every file and directory is its object id (which is the
 //! blake3 of the object file, as `b3sum` prints it); the xattr size-probe protocol; other
-//! names are ENODATA; listxattr lists exactly our attribute.
+//! `user.` names are ENODATA and every other namespace EOPNOTSUPP (so `ls -l` stops asking
+//! per entry); listxattr lists exactly our attribute; `ls -l` lists names, sizes and modes
+//! exactly, without a complaint.
 
 use std::process::Command;
 
@@ -8,7 +10,7 @@ use zeroclaw_bundle_mount::{MountOptions, XATTR_BLAKE3};
 use zeroclaw_bundle_store::ObjectId;
 
 use crate::sample;
-use crate::util::{errno_of, xattr_id, Env};
+use crate::util::{dir, errno_of, exec, file, xattr_id, Env};
 
 /// The blake3 of a file as the independent `b3sum` prints it. Required (`scripts/setup.sh`
 /// installs it): the cross-check never falls back to the product's own hash.
@@ -93,5 +95,95 @@ fn xattr_size_probe_erange_enodata_and_list() {
             rustix::fs::listxattr(&p, &mut tiny[..]).map_err(io),
         );
         assert_eq!(errno, libc::ERANGE);
+    }
+}
+
+/// Namespaces other than `user.` are not supported, as on a kernel filesystem with only a
+/// `user.` handler: EOPNOTSUPP, which `ls -l` caches per device (ENODATA would make it ask
+/// again for each entry, a round trip each).
+#[test]
+fn other_namespaces_are_unsupported() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let Some(m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let io = |e: rustix::io::Errno| std::io::Error::from(e);
+    for rel in ["README.md", "workspace", ""] {
+        let p = m.path.join(rel);
+        for name in [
+            "security.selinux",
+            "system.posix_acl_access",
+            "system.posix_acl_default",
+            "trusted.overlay.opaque",
+        ] {
+            let mut buf = [0u8; 256];
+            let errno = errno_of(
+                &format!("getxattr {rel:?} {name}"),
+                rustix::fs::lgetxattr(&p, name, &mut buf[..]).map_err(io),
+            );
+            assert_eq!(errno, libc::EOPNOTSUPP, "{rel:?} {name}");
+        }
+        // Our own namespace still answers: the id, or ENODATA for another name.
+        assert_eq!(xattr_id(&p).len(), 64, "{rel:?}");
+        let mut buf = [0u8; 64];
+        let errno = errno_of(
+            "user.other",
+            rustix::fs::getxattr(&p, "user.other", &mut buf[..]).map_err(io),
+        );
+        assert_eq!(errno, libc::ENODATA, "{rel:?}");
+    }
+}
+
+/// `ls -l` over a mounted directory of many entries prints exactly what was stored: every
+/// name, its size and mode, in order, with nothing on stderr (EOPNOTSUPP for ACLs and
+/// security labels is "none", not an error, to ls).
+#[test]
+fn ls_long_listing_is_exact() {
+    let env = Env::new();
+    let mut entries = Vec::new();
+    for i in 0..600 {
+        let name = format!("entry-{i:04}");
+        entries.push(match i % 10 {
+            0 => exec(&name, "#!/bin/sh\n".repeat(i % 7 + 1)),
+            1 => dir(&name, vec![file("inner", "x".repeat(i))]),
+            _ => file(&name, "y".repeat(i * 3)),
+        });
+    }
+    let (root, _) = env.build(vec![dir("many", entries)]);
+    let Some(m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    for pass in ["fresh", "cached"] {
+        let out = Command::new("ls")
+            .args(["-l", "--time-style=+", "-n"])
+            .arg(m.path.join("many"))
+            .env("LC_ALL", "C")
+            .output()
+            .expect("run ls");
+        assert!(out.status.success(), "{pass}: ls -l failed: {out:?}");
+        assert!(out.stderr.is_empty(), "{pass}: ls -l complained: {out:?}");
+        let text = String::from_utf8(out.stdout).expect("utf-8");
+        let mut lines = text.lines();
+        assert!(
+            lines.next().is_some_and(|l| l.starts_with("total ")),
+            "{pass}: {text}"
+        );
+        let mut got = 0;
+        for (i, line) in lines.enumerate() {
+            // mode links uid gid size name (the empty time style leaves a double space)
+            let f: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(f.len(), 6, "{pass}: {line:?}");
+            let (mode, size) = match i % 10 {
+                0 => ("-r-xr-xr-x", 10 * (i % 7 + 1)),
+                1 => ("dr-xr-xr-x", i),
+                _ => ("-r--r--r--", i * 3),
+            };
+            assert_eq!(f[0], mode, "{pass}: {line:?}");
+            assert_eq!(f[4], size.to_string(), "{pass}: {line:?}");
+            assert_eq!(f[5], format!("entry-{i:04}"), "{pass}: {line:?}");
+            got += 1;
+        }
+        assert_eq!(got, 600, "{pass}: {text}");
     }
 }
