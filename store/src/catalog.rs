@@ -413,9 +413,7 @@ impl Catalog {
                 .open()
             {
                 Ok(db) => return Catalog::from_db(path, db, existed),
-                // sled reports a held lock as an untyped I/O error; whether the lock is what
-                // failed is asked of the lock itself, not of the message.
-                Err(sled::Error::Io(_)) if crate::sys::lock_is_held(&path.join("db")) => {
+                Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
                             path: path.to_path_buf(),
@@ -798,6 +796,15 @@ fn decode_stat_cache(bytes: &[u8]) -> StatCache {
         pos = end;
     }
     out
+}
+
+/// sled 0.34 reports a held lock as `ErrorKind::Other` with the text "could not acquire lock
+/// on ..." (config.rs); probing the file's flock instead loses a race (the holder can release
+/// it between sled's failure and the probe), so the message is what there is to go on.
+fn is_lock_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock
+        || e.raw_os_error() == Some(11)
+        || e.to_string().contains("lock")
 }
 
 fn db_err(path: &Path, e: sled::Error) -> StoreError {
