@@ -1,9 +1,11 @@
-//! Agent capture and export: the one path from an install to a bundle. `capture_agent` plans
-//! the closure (`agent`), captures the workspace and skill trees through the descriptor-
-//! verified reader (`capture`), renders `config.toml` and the manifest from what was carried,
-//! and commits the whole bundle tree as one snapshot. `export` is that capture followed by a
-//! publish of the snapshot (`publish`), so an export and a later `checkout` of its snapshot
-//! write the same bytes.
+//! Capture and export: the one path from a source to a snapshot, and from an install to a
+//! bundle. `capture_agent` plans the closure (`agent`), captures the workspace and skill trees
+//! through the descriptor-verified reader (`capture`), renders `config.toml` and the manifest
+//! from what was carried, and commits the whole bundle tree as one snapshot; `capture_dir`
+//! captures any directory whole. Both record through one `commit` (snapshot record, catalog
+//! entry, stat cache). An export (`ExportJob`) checks and claims its destination first, then
+//! captures and publishes the snapshot (`publish::publish_snapshot`), so an export and a later
+//! `checkout` of its snapshot write the same bytes.
 
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};

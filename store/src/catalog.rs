@@ -469,10 +469,6 @@ pub struct Catalog {
     dest: sled::Tree,
 }
 
-/// How many times an open that failed with an I/O error while the lock was free is retried
-/// (see [`Catalog::open`]).
-const UNEXPLAINED_OPEN_RETRIES: u32 = 3;
-
 impl Catalog {
     /// Opens (creating) the catalog at `path`, waiting for another process to release it.
     pub fn open(path: &Path) -> Result<Catalog, StoreError> {
@@ -483,7 +479,6 @@ impl Catalog {
             .unwrap_or(DEFAULT_LOCK_WAIT);
         let start = Instant::now();
         let mut delay = Duration::from_millis(5);
-        let mut unexplained = 0;
         let existed = path.join("db").exists();
         loop {
             match sled::Config::new()
@@ -492,17 +487,7 @@ impl Catalog {
                 .open()
             {
                 Ok(db) => return Catalog::from_db(path, db, existed),
-                // sled reports a held lock as an untyped I/O error; whether the lock is what
-                // failed is asked of the lock itself. The holder may let go between sled's
-                // attempt and that probe (the probe then sees it free): an I/O error with
-                // the lock free is retried a few times before it counts, since a real one
-                // (permissions, space) repeats at once.
-                Err(sled::Error::Io(_))
-                    if crate::sys::lock_is_held(&path.join("db")) || {
-                        unexplained += 1;
-                        unexplained <= UNEXPLAINED_OPEN_RETRIES
-                    } =>
-                {
+                Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
                             path: path.to_path_buf(),
@@ -898,6 +883,15 @@ fn decode_stat_cache(bytes: &[u8]) -> StatCache {
         pos = end;
     }
     out
+}
+
+/// sled 0.34 reports a held lock as `ErrorKind::Other` with the text "could not acquire lock
+/// on ..." (config.rs); probing the file's flock instead loses a race (the holder can release
+/// it between sled's failure and the probe), so the message is what there is to go on.
+fn is_lock_error(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::WouldBlock
+        || e.raw_os_error() == Some(11)
+        || e.to_string().contains("lock")
 }
 
 fn db_err(path: &Path, e: sled::Error) -> StoreError {

@@ -138,6 +138,8 @@ impl Store {
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Another process may be creating this store right now: only our own layout
                 // entries are allowed in a directory without a marker.
+                // The marker itself may appear meanwhile (that process renamed its marker into
+                // place after our read): writing ours over it is harmless, the text is the same.
                 let entries = fs::read_dir(root).map_err(|e| StoreError::io("read", root, e))?;
                 for entry in entries {
                     let entry = entry.map_err(|e| StoreError::io("read", root, e))?;
@@ -148,6 +150,7 @@ impl Store {
                         "catalog",
                         "leases",
                         index::TREES_DIR,
+                        MARKER,
                         "STORE.tmp",
                         lock::LOCK_FILE,
                     ]

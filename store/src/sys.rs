@@ -1,5 +1,5 @@
-//! The store crate's only use of rustix: `syncfs(2)`, read-ahead hints, a random token for
-//! temp names, and the probe of the catalog database's lock.
+//! The store crate's only use of rustix: `syncfs(2)`, read-ahead hints, and a random token
+//! for temp names.
 
 use std::fs::File;
 use std::io;
@@ -15,20 +15,6 @@ pub fn syncfs(path: &Path) -> io::Result<()> {
 /// the background. Only a hint; errors are ignored.
 pub fn will_need(file: &File) {
     let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::WillNeed);
-}
-
-/// True when another open file description holds an `flock(2)` on `path` (how sled locks its
-/// database file): a non-blocking exclusive lock is refused with EWOULDBLOCK. A missing or
-/// unopenable file is not held. The probe's own lock, if it gets one, ends when the file
-/// closes here.
-pub fn lock_is_held(path: &Path) -> bool {
-    let Ok(file) = File::open(path) else {
-        return false;
-    };
-    matches!(
-        rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive),
-        Err(rustix::io::Errno::WOULDBLOCK)
-    )
 }
 
 /// Six random alphanumerics from the kernel's generator: unique names for temp files, lease
