@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    escape_text, resolve_path, EntryKind, ObjectId, PackReader, SnapshotSource, SourceKey, Store,
-    TreeEntry,
+    escape_text, resolve_path, EntryKind, ObjectId, ObjectSource, PackOverStore, PackReader,
+    SnapshotSource, SourceKey, Store, TreeEntry,
 };
 
 use crate::agent::{
@@ -44,6 +44,8 @@ enum SideSource {
     /// A stored snapshot: trees from its tree index (one file), blobs from the objects.
     Store(SnapshotSource),
     Pack(PackReader),
+    /// An incremental pack over this store, which holds its base.
+    PackOverStore(PackOverStore),
     Memory(Arc<MemoryObjects>),
     /// A remote snapshot: trees only (its file contents are never fetched by a diff).
     Remote(Box<RemoteView>),
@@ -54,6 +56,7 @@ impl Side {
         match &self.source {
             SideSource::Store(r) => Box::new(SourceSide(r)),
             SideSource::Pack(p) => Box::new(SourceSide(p)),
+            SideSource::PackOverStore(p) => Box::new(SourceSide(p)),
             SideSource::Memory(m) => Box::new(MemorySide(m)),
             SideSource::Remote(r) => Box::new(SourceSide(r.as_ref())),
         }
@@ -64,7 +67,7 @@ impl Side {
         match &self.source {
             SideSource::Pack(p) => !p.trees_only,
             SideSource::Remote(_) => false,
-            SideSource::Store(_) | SideSource::Memory(_) => true,
+            SideSource::Store(_) | SideSource::Memory(_) | SideSource::PackOverStore(_) => true,
         }
     }
 
@@ -193,10 +196,29 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
     }
     if path.is_file() {
         let pack = PackReader::open(path)?;
+        // The whole pack is checked first, as `unpack` checks it: a damaged pack is refused,
+        // never compared (an object the walk prunes would otherwise go unread).
+        pack.check_trailer()?;
         let snapshot = pack.snapshot()?;
-        check_expansion(&pack, &snapshot.root, &format!("pack {}", path.display()))?;
+        // An incremental pack reads what it does not carry from this store, when the store
+        // holds its base (an update diffed before it is unpacked).
+        let source = match PackOverStore::new(pack, store) {
+            Ok(layered) => SideSource::PackOverStore(layered),
+            Err(pack) => SideSource::Pack(pack),
+        };
+        let (pack, source_ref): (&PackReader, &dyn ObjectSource) = match &source {
+            SideSource::PackOverStore(l) => (l.pack(), l),
+            SideSource::Pack(p) => (p, p),
+            _ => unreachable!("a pack side"),
+        };
+        check_expansion(
+            source_ref,
+            &snapshot.root,
+            &format!("pack {}", path.display()),
+        )?;
+        let label = format!("{} ({})", pack.root.short(12), path.display());
         return Ok(Side {
-            label: format!("{} ({})", pack.root.short(12), path.display()),
+            label,
             root: Root {
                 entry: TreeEntry {
                     name: Vec::new(),
@@ -205,7 +227,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
                     id: snapshot.root,
                 },
             },
-            source: SideSource::Pack(pack),
+            source,
             whole: true,
         });
     }
@@ -372,9 +394,10 @@ fn semantic_changes(a: &Side, b: &Side, ctx: &Ctx) -> Result<Vec<SemanticChange>
             (Some(None), _) | (_, Some(None)) => {
                 if !ctx.quiet {
                     crate::note!(
-                        "note: {} holds no file contents (a digest pack, or a remote snapshot, whose \
-                         diff fetches trees only), so the agent section is left out; its files \
-                         are compared by content id",
+                        "note: {} does not hold the bundle's files (a digest pack; a remote \
+                         snapshot, whose diff fetches trees only; or an incremental pack whose \
+                         base is not in this store), so the agent section is left out; its \
+                         files are compared by content id",
                         s.label
                     );
                 }

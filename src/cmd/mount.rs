@@ -17,7 +17,7 @@ use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
-use zeroclaw_bundle_store::{ObjectSource, PackReader};
+use zeroclaw_bundle_store::{ObjectSource, PackOverStore, PackReader};
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
@@ -39,9 +39,31 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
         if std::path::Path::new(&args.snapshot).is_file() {
             let pack = PackReader::open(std::path::Path::new(&args.snapshot))?;
+            // Checked whole before anything is served, as `unpack` checks it.
+            pack.check_trailer()?;
             let snap = pack.snapshot()?;
             let id = pack.root;
-            (Arc::new(pack), id, snap, None)
+            // An incremental pack serves what it does not carry from this store, when the
+            // store holds its base; else the base's files answer EIO, which is said here.
+            let base = pack.base;
+            let (source, layered): (Arc<dyn ObjectSource>, bool) = match ctx.existing_store()? {
+                Some(store) => match PackOverStore::new(pack, &store) {
+                    Ok(layered) => (Arc::new(layered), true),
+                    Err(pack) => (Arc::new(pack), false),
+                },
+                None => (Arc::new(pack), false),
+            };
+            if let (Some(base), false) = (base, layered) {
+                if !ctx.quiet && !args.daemon_child {
+                    crate::note!(
+                        "note: {} is an update on snapshot {}, which this store does not hold: \
+                         files it does not carry answer EIO (unpack the base first)",
+                        args.snapshot,
+                        base.short(12)
+                    );
+                }
+            }
+            (source, id, snap, None)
         } else {
             let store = ctx.store()?;
             match parse_remote_ref(store.root(), &args.snapshot)? {

@@ -95,7 +95,8 @@ pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyRepor
 pub use objects::{Blob, ObjectDir, VerifyingReader};
 pub use pack::{
     closure_needs, decode_pack_object, import_from_packs, read_pack_layout, unpack, write_pack,
-    write_pack_excluding, PackEntry, PackLayout, PackOptions, PackReader, PackStats, PACK_VERSION,
+    write_pack_excluding, PackEntry, PackLayout, PackOptions, PackOverStore, PackReader, PackStats,
+    PACK_VERSION,
 };
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,

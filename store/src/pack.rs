@@ -41,7 +41,7 @@ use crate::objects::Blob;
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree};
-use crate::Store;
+use crate::{Store, StoreReader};
 
 const MAGIC: &[u8; 8] = b"ZCBPACK\0";
 const END: &[u8; 8] = b"ZCBPEND\0";
@@ -723,8 +723,10 @@ impl PackReader {
         Ok(())
     }
 
-    /// Checks the trailer hash over every byte before it.
-    fn check_trailer(&self) -> Result<(), StoreError> {
+    /// Checks the trailer hash over every byte before it (one sequential read of the pack):
+    /// what a reader that serves the pack in place (`diff`, `mount`) checks first, so a
+    /// damaged pack is refused before anything is compared or listed, as `unpack` refuses it.
+    pub fn check_trailer(&self) -> Result<(), StoreError> {
         let mut hasher = IdHasher::new();
         let end = self.index_offset + 8 + self.index.len() as u64 * ENTRY_LEN;
         let mut buf = vec![0u8; 1 << 20];
@@ -891,6 +893,50 @@ impl ObjectSource for PackReader {
         tmp.write_all(&bytes)
             .map_err(|err| StoreError::io("write temporary file", std::env::temp_dir(), err))?;
         Ok(Blob::from_range(Arc::new(tmp), 0, e.len))
+    }
+}
+
+/// An incremental pack read over a store that holds its base: the objects the pack carries
+/// come from the pack, the rest (what the base reaches, unchanged since) from the store. So
+/// an update received as a `--since` pack can be mounted or diffed before it is unpacked.
+#[derive(Debug)]
+pub struct PackOverStore {
+    pack: PackReader,
+    store: StoreReader,
+}
+
+impl PackOverStore {
+    /// `pack` over `store`; `None` when the pack is not incremental or the store does not
+    /// hold its base snapshot's record (then the pack alone is all there is).
+    pub fn new(pack: PackReader, store: &Store) -> Result<PackOverStore, PackReader> {
+        match pack.base {
+            Some(base) if store.read_snapshot(&base).is_ok() => Ok(PackOverStore {
+                pack,
+                store: store.reader(),
+            }),
+            _ => Err(pack),
+        }
+    }
+
+    /// The pack.
+    pub fn pack(&self) -> &PackReader {
+        &self.pack
+    }
+}
+
+impl ObjectSource for PackOverStore {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        match self.pack.tree(id) {
+            Err(StoreError::MissingObject(_)) => self.store.tree(id),
+            found => found,
+        }
+    }
+
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        match self.pack.blob(id) {
+            Err(StoreError::MissingObject(_)) => self.store.blob(id),
+            found => found,
+        }
     }
 }
 

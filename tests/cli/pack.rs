@@ -372,3 +372,74 @@ fn gc_waits_for_an_unpack_reading_stdin() {
     assert_eq!(String::from_utf8_lossy(&done.stdout).trim(), id);
     env.run(&["--store", &b, "verify"]).ok();
 }
+
+/// An update (`--since` pack) is diffed and mounted before it is unpacked: what it does not
+/// carry comes from the store holding its base. A damaged pack is refused by diff and mount
+/// (its trailer), not compared as if whole.
+#[test]
+fn an_update_pack_is_read_over_its_base_and_a_damaged_pack_is_refused() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for d in ["a", "b", "c"] {
+        write(&src.join(format!("{d}/f.md")), d.as_bytes());
+    }
+    let base = env.snapshot(&src);
+    write(&src.join("b/f.md"), b"changed");
+    let next = env.snapshot(&src);
+    let inc = env.path("inc.zcpack");
+    env.run(&[
+        "pack",
+        &next,
+        "--since",
+        &base,
+        "--out",
+        &inc.to_string_lossy(),
+    ])
+    .ok();
+    let inc_s = inc.to_string_lossy().into_owned();
+    // Against an empty directory: every tree is read, the unchanged ones from the base.
+    let empty = env.path("empty");
+    fs::create_dir(&empty).unwrap();
+    let r = env.run(&["diff", &inc_s, &empty.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    for line in ["D\ta/f.md", "D\tb/f.md", "D\tc/f.md"] {
+        assert!(r.stdout().contains(line), "{line}: {}", r.describe());
+    }
+    let r = env.run(&["diff", "-p", &base, &inc_s]);
+    assert!(r.stdout().contains("+changed"), "{}", r.describe());
+    // A store without the base cannot: it fails naming no missing store but the object.
+    let b = other(&env, "store-b");
+    let r = env.run(&["--store", &b, "diff", &inc_s, &empty.to_string_lossy()]);
+    assert_eq!(r.code(), 2, "{}", r.describe());
+    if fuse_available() {
+        let mnt = env.path("mnt");
+        let _m = mount_daemon(&env, &inc_s, &mnt);
+        assert_eq!(fs::read(mnt.join("a/f.md")).unwrap(), b"a", "from the base");
+        assert_eq!(
+            fs::read(mnt.join("b/f.md")).unwrap(),
+            b"changed",
+            "from the pack"
+        );
+    }
+    // One byte of a blob the walk would prune: refused, not "equal".
+    let full = env.path("full.zcpack");
+    env.run(&["pack", &next, "--out", &full.to_string_lossy()])
+        .ok();
+    let mut bytes = fs::read(&full).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    fs::write(&full, bytes).unwrap();
+    let r = env.run(&["diff", &full.to_string_lossy(), &next]);
+    assert_eq!(r.code(), 2, "{}", r.describe());
+    assert!(r.stderr().contains("trailer checksum"), "{}", r.describe());
+    let mnt2 = env.path("mnt2");
+    fs::create_dir(&mnt2).unwrap();
+    let r = env.run(&[
+        "mount",
+        &full.to_string_lossy(),
+        &mnt2.to_string_lossy(),
+        "--daemon",
+    ]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(r.stderr().contains("trailer checksum"), "{}", r.describe());
+}
