@@ -204,7 +204,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         // holds its base (an update diffed before it is unpacked).
         let source = match PackOverStore::new(pack, store) {
             Ok(layered) => SideSource::PackOverStore(layered),
-            Err(pack) => SideSource::Pack(pack),
+            Err(pack) => SideSource::Pack(*pack),
         };
         let (pack, source_ref): (&PackReader, &dyn ObjectSource) = match &source {
             SideSource::PackOverStore(l) => (l.pack(), l),

@@ -49,7 +49,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             let (source, layered): (Arc<dyn ObjectSource>, bool) = match ctx.existing_store()? {
                 Some(store) => match PackOverStore::new(pack, &store) {
                     Ok(layered) => (Arc::new(layered), true),
-                    Err(pack) => (Arc::new(pack), false),
+                    Err(pack) => (Arc::new(*pack), false),
                 },
                 None => (Arc::new(pack), false),
             };

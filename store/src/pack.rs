@@ -906,15 +906,15 @@ pub struct PackOverStore {
 }
 
 impl PackOverStore {
-    /// `pack` over `store`; `None` when the pack is not incremental or the store does not
+    /// `pack` over `store`; the pack back when it is not incremental or the store does not
     /// hold its base snapshot's record (then the pack alone is all there is).
-    pub fn new(pack: PackReader, store: &Store) -> Result<PackOverStore, PackReader> {
+    pub fn new(pack: PackReader, store: &Store) -> Result<PackOverStore, Box<PackReader>> {
         match pack.base {
             Some(base) if store.read_snapshot(&base).is_ok() => Ok(PackOverStore {
                 pack,
                 store: store.reader(),
             }),
-            _ => Err(pack),
+            _ => Err(Box::new(pack)),
         }
     }
 
