@@ -88,18 +88,24 @@ impl Side {
 
 /// Runs `diff`.
 pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
-    // A directory side keeps its stat cache in the store, so it may create one; snapshot and
-    // pack sides only read.
-    let store = if [&args.a, &args.b].iter().any(|s| Path::new(s).is_dir()) {
-        ctx.create_store()?
-    } else {
-        match ctx.existing_store()? {
-            Some(store) => store,
-            None if [&args.a, &args.b].iter().all(|s| Path::new(s).is_file()) => {
-                ctx.create_store()?
-            }
-            None => ctx.store()?,
+    // Directory and pack sides need no store, but a directory's stat cache lives in one (a
+    // second diff of the same directory is then a stat walk). Without a store at the given
+    // path, they use a scratch store in a temporary directory, dropped at the end: a diff
+    // creates no store (a typo in --store must not leave one). Snapshot and remote sides need
+    // the store: without it, "no store at PATH".
+    let mut _scratch = None;
+    let store = match ctx.existing_store()? {
+        Some(store) => store,
+        None if [&args.a, &args.b].iter().all(|s| Path::new(s).exists()) => {
+            let dir = tempfile::Builder::new()
+                .prefix("zeroclaw-bundle-diff-")
+                .tempdir()
+                .context("could not create a scratch store for the diff")?;
+            let store = Store::open_or_create(&dir.path().join("store"))?;
+            _scratch = Some(dir);
+            store
         }
+        None => ctx.store()?,
     };
     let a = resolve_side(&store, &args.a, args.content, ctx)
         .with_context(|| format!("side A ({})", args.a.to_string_lossy()))?;

@@ -216,6 +216,18 @@ fn read_only_commands_never_create_a_store() {
         env.run(&store_args(&["unpack", pack])).fails(1, says);
         assert!(!typo.exists(), "unpack {pack} created {}", typo.display());
     }
+    // Nor does a diff of directories or packs (it hashes in a scratch store), and a diff of
+    // a snapshot still says there is no store.
+    let (d1, d2) = (env.path("d1"), env.path("d2"));
+    write(&d1.join("a"), b"a");
+    write(&d2.join("a"), b"b");
+    let r = env.run(&store_args(&["diff", "d1", "d2"]));
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(r.stdout().contains("M\ta"), "{}", r.describe());
+    assert!(!typo.exists(), "diff created {}", typo.display());
+    env.run(&store_args(&["diff", "abcdef01", "d1"]))
+        .fails(2, "no store at");
+    assert!(!typo.exists());
     // A failed export (bad install path) creates neither the default store nor the bundle.
     let data = env.path("xdg");
     fs::create_dir(&data).unwrap();
