@@ -115,6 +115,10 @@ impl Ahead {
 
     /// Hands out batches until [`AHEAD`] are out or the names run out.
     fn fill(&mut self, keep: Keep<'_>, jobs: &mpsc::Sender<Job>) -> Result<(), CaptureError> {
+        // A directory that is one batch in all is stated here: a worker would run the same
+        // stats one after another while the walker waits, plus two thread hand-offs (most
+        // directories are small, and a warm walk is nothing but these).
+        let inline = self.sent == 0 && self.names.len() <= BATCH;
         while self.sent - self.taken < AHEAD {
             let mut entries = Vec::with_capacity(BATCH);
             for name in self.names.by_ref() {
@@ -135,8 +139,12 @@ impl Ahead {
                 entries,
                 reply: self.reply_tx.clone(),
             };
-            jobs.send(Job::Stat(job))
-                .map_err(|_| CaptureError::Workers)?;
+            if inline {
+                job.run();
+            } else {
+                jobs.send(Job::Stat(job))
+                    .map_err(|_| CaptureError::Workers)?;
+            }
             self.sent += 1;
         }
         Ok(())
