@@ -18,10 +18,10 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
             let store = ctx.store()?;
             let gone = remote::remove_remote(store.root(), &args.name)?;
             if !ctx.quiet {
+                // Not the URL: an entry removed because it carries a token must not print it.
                 crate::note!(
-                    "removed remote {} ({}) from {}; nothing on the remote was touched",
+                    "removed remote {} from {}; nothing on the remote was touched",
                     gone.name,
-                    gone.url,
                     store.root().join("remotes.toml").display()
                 );
             }

@@ -687,6 +687,14 @@ fn remote_urls_with_secrets_are_refused_and_remove_works() {
     assert_eq!(f.on("a", &["remote", "list"]).ok().stdout(), "");
     f.on("a", &["remote", "remove", "origin"])
         .fails(1, "no remote named");
+    // An entry written by hand with a token is removed without printing it.
+    fs::write(
+        f.env.path("a").join("remotes.toml"),
+        "[remote.x]\nurl = \"s3://b/p?token=SECRET\"\n",
+    )
+    .unwrap();
+    let r = f.on("a", &["remote", "remove", "x"]).ok();
+    assert!(!r.stderr().contains("=SECRET"), "{}", r.describe());
     // The data is still there for another host.
     f.host("b", &[]);
     assert_eq!(f.remote_ids("b"), vec![id]);
