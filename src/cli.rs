@@ -239,6 +239,15 @@ or stored: set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_REGION) in the 
     Add(RemoteAddArgs),
     /// List the configured remotes
     List,
+    /// Remove a remote from remotes.toml (the remote's data is not touched)
+    Remove(RemoteRemoveArgs),
+}
+
+/// `remote remove`.
+#[derive(Debug, Args)]
+pub struct RemoteRemoveArgs {
+    /// The remote's name, as `remote list` shows it
+    pub name: String,
 }
 
 /// `remote add`.

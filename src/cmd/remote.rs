@@ -1,4 +1,4 @@
-//! `remote add|list`, `push`, `pull` and `list --remote`: thin wrappers over [`crate::remote`]
+//! `remote add|list|remove`, `push`, `pull` and `list --remote`: thin wrappers over [`crate::remote`]
 //! that resolve names and print. Nothing here sees a credential: the object store reads them
 //! from the environment.
 
@@ -8,11 +8,25 @@ use serde_json::json;
 use crate::cli::{PullArgs, PushArgs, RemoteAddArgs, RemoteCommand};
 use crate::cmd::{human_bytes, Ctx, Outcome};
 use crate::remote::{self, Remote, RemoteSpec};
+use zeroclaw_bundle_store::escape_text;
 
-/// Runs `remote add|list`.
+/// Runs `remote add|list|remove`.
 pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
     match cmd {
         RemoteCommand::Add(args) => add(args, ctx),
+        RemoteCommand::Remove(args) => {
+            let store = ctx.store()?;
+            let gone = remote::remove_remote(store.root(), &args.name)?;
+            if !ctx.quiet {
+                // Not the URL: an entry removed because it carries a token must not print it.
+                crate::note!(
+                    "removed remote {} from {}; nothing on the remote was touched",
+                    gone.name,
+                    store.root().join("remotes.toml").display()
+                );
+            }
+            Ok(Outcome::Success)
+        }
         RemoteCommand::List => {
             let remotes = match ctx.existing_store()? {
                 Some(store) => remote::load_remotes(store.root())?,
@@ -27,9 +41,10 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
                 return Ok(Outcome::Success);
             }
             for r in &remotes {
+                let (name, url) = (escape_text(&r.name), escape_text(&r.url));
                 match &r.endpoint {
-                    Some(ep) => crate::outln!("{}\t{}\t(endpoint {ep})", r.name, r.url)?,
-                    None => crate::outln!("{}\t{}", r.name, r.url)?,
+                    Some(ep) => crate::outln!("{name}\t{url}\t(endpoint {})", escape_text(ep))?,
+                    None => crate::outln!("{name}\t{url}")?,
                 }
             }
             Ok(Outcome::Success)
@@ -157,14 +172,36 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
     let spec = remote::find_remote(store.root(), name)?;
     let remote = Remote::open(&spec, false)?;
     let mut rows = Vec::new();
+    // A bad record hides nothing else: the good ones are listed, each bad one is named on
+    // stderr, and the exit status is 1.
+    let mut bad = 0usize;
     for id in remote.snapshots()? {
-        let Some(record) = remote.record(&id)? else {
-            continue;
+        let record = match remote.record(&id) {
+            Ok(Some(record)) => record,
+            Ok(None) => continue,
+            Err(e @ remote::RemoteError::Corrupt { .. }) => {
+                bad += 1;
+                crate::note!("warning: {e}");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
         };
-        let snap = zeroclaw_bundle_store::Snapshot::decode(&record)
-            .with_context(|| format!("remote {name}: snapshots/{} is not a record", id.to_hex()))?;
-        rows.push((id, snap));
+        match zeroclaw_bundle_store::Snapshot::decode(&record) {
+            Ok(snap) => rows.push((id, snap)),
+            Err(e) => {
+                bad += 1;
+                crate::note!(
+                    "warning: remote {name}: snapshots/{} is not a snapshot record: {e}",
+                    id.to_hex()
+                );
+            }
+        }
     }
+    let outcome = if bad == 0 {
+        Outcome::Success
+    } else {
+        Outcome::Failure
+    };
     rows.sort_by_key(|(_, s)| s.created_unix_ns);
     if ctx.json {
         let v: Vec<_> = rows
@@ -174,9 +211,9 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
             })
             .collect();
         ctx.print_json(&json!(v))?;
-        return Ok(Outcome::Success);
+        return Ok(outcome);
     }
-    if rows.is_empty() {
+    if rows.is_empty() && bad == 0 {
         crate::outln!("no snapshots on {name}")?;
     }
     for (id, s) in &rows {
@@ -192,5 +229,8 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
             label
         )?;
     }
-    Ok(Outcome::Success)
+    if bad > 0 {
+        crate::note!("{bad} unreadable snapshot record(s) on {name} (named above)");
+    }
+    Ok(outcome)
 }

@@ -1,7 +1,7 @@
 //! One remote opened through `object_store`, with the current-thread tokio runtime that runs
 //! its requests; every method blocks until its request is done.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::io::{Read, Write};
 use std::path::Path as FsPath;
@@ -454,8 +454,26 @@ impl Remote {
         Ok(self.indexed_packs()?.0)
     }
 
+    /// [`Remote::indexed`], counting only indexes whose pack the remote holds (one LIST of
+    /// `packs/`, taken before the indexes are read: a pack is whole before its index is
+    /// written, so a pack that appears in between only costs a re-upload). What a push
+    /// trusts: an index whose pack is gone must not stand for objects nobody can fetch.
+    pub fn indexed_present(&self) -> Result<HashMap<ObjectId, String>, RemoteError> {
+        let packs: HashSet<String> = self
+            .list("packs")?
+            .into_iter()
+            .filter_map(|(name, _)| name.strip_suffix(".zcpack").map(String::from))
+            .collect();
+        Ok(self.read_indexes(Some(&packs))?.0)
+    }
+
     /// [`Remote::indexed`], and how many objects each pack's index lists.
     pub(crate) fn indexed_packs(&self) -> Result<PackIndexes, RemoteError> {
+        self.read_indexes(None)
+    }
+
+    /// Reads every index (only those of `packs`, when given).
+    fn read_indexes(&self, packs: Option<&HashSet<String>>) -> Result<PackIndexes, RemoteError> {
         let mut map = HashMap::new();
         let mut counts: HashMap<String, u64> = HashMap::new();
         for (name, size) in self.list("index")? {
@@ -463,6 +481,9 @@ impl Remote {
             let Some(pack) = name.strip_suffix(".idx").filter(|p| parse_id(p).is_some()) else {
                 return Err(self.corrupt(&key, "is not named <pack-id>.idx"));
             };
+            if packs.is_some_and(|present| !present.contains(pack)) {
+                continue;
+            }
             if size > MAX_INDEX_BYTES {
                 return Err(self.corrupt(&key, format!("is {size} bytes, over {MAX_INDEX_BYTES}")));
             }

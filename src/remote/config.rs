@@ -59,6 +59,25 @@ pub fn validate(spec: &RemoteSpec) -> Result<(), RemoteError> {
                 .into(),
         });
     }
+    // Printed by `remote list` and in errors: no control characters (escaped there too).
+    for (what, text) in [
+        ("URL", Some(&spec.url)),
+        ("endpoint", spec.endpoint.as_ref()),
+    ] {
+        let Some(text) = text else { continue };
+        if text.chars().any(char::is_control) {
+            return Err(invalid(format!(
+                "the {what} {} holds a control character",
+                zeroclaw_bundle_store::escape_text(text)
+            )));
+        }
+        // A query or fragment is where presigned tokens and keys hide: refused, not stored.
+        if text.contains(['?', '#']) {
+            return Err(invalid(format!(
+                "the {what} has a query string or fragment (?...#...); credentials come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN) or ~/.aws files, never from the URL"
+            )));
+        }
+    }
     if let Some(rest) = spec.url.strip_prefix("s3://") {
         let bucket = rest.split('/').next().unwrap_or("");
         if bucket.is_empty() {
@@ -194,6 +213,45 @@ pub fn add_remote(store_root: &Path, spec: &RemoteSpec) -> Result<(), RemoteErro
         t.insert("endpoint", value(ep));
     }
     remotes.insert(&spec.name, Item::Table(t));
+    write_doc(store_root, &path, &doc)
+}
+
+/// Removes the remote `name` from the store's remotes file (written to a temporary file and
+/// renamed into place). The remote's data is never touched. Works on the file as it is, so
+/// an entry that no longer validates can still be removed.
+pub fn remove_remote(store_root: &Path, name: &str) -> Result<RemoteSpec, RemoteError> {
+    let path = file_of(store_root);
+    let mut doc = read_doc(&path)?;
+    let removed = doc
+        .get_mut("remote")
+        .and_then(Item::as_table_mut)
+        .and_then(|t| t.remove(name));
+    let Some(item) = removed else {
+        let known = doc
+            .get("remote")
+            .and_then(Item::as_table)
+            .map(|t| t.iter().map(|(k, _)| k.to_string()).collect::<Vec<_>>())
+            .unwrap_or_default();
+        return Err(RemoteError::Unknown {
+            name: name.to_string(),
+            known: if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            },
+        });
+    };
+    let text = |key: &str| item.get(key).and_then(Item::as_str).map(String::from);
+    let spec = RemoteSpec {
+        name: name.to_string(),
+        url: text("url").unwrap_or_default(),
+        endpoint: text("endpoint"),
+    };
+    write_doc(store_root, &path, &doc)?;
+    Ok(spec)
+}
+
+fn write_doc(store_root: &Path, path: &Path, doc: &DocumentMut) -> Result<(), RemoteError> {
     let tmp = store_root.join(format!(
         ".remotes.toml.{}",
         zeroclaw_bundle_store::random_token()
@@ -204,9 +262,9 @@ pub fn add_remote(store_root: &Path, spec: &RemoteSpec) -> Result<(), RemoteErro
         source: e,
     };
     fs::write(&tmp, doc.to_string()).map_err(|e| io("write", &tmp, e))?;
-    fs::rename(&tmp, &path).map_err(|e| {
+    fs::rename(&tmp, path).map_err(|e| {
         let _ = fs::remove_file(&tmp);
-        io("rename into place", &path, e)
+        io("rename into place", path, e)
     })
 }
 
@@ -237,6 +295,52 @@ mod tests {
         assert!(validate(&spec("o", "s3://b", Some("http://k:s@h:1"))).is_err());
         assert!(validate(&spec("o", "s3://b", Some("ftp://h"))).is_err());
         assert!(validate(&spec("o", "file:///x", Some("http://h"))).is_err());
+        for bad in [
+            "s3://b/p?x-amz-security-token=SECRET",
+            "s3://b/p#SECRET",
+            "file:///x?t=1",
+            "s3://b/p\x1b[2J",
+            "s3://b/p\n",
+        ] {
+            assert!(validate(&spec("o", bad, None)).is_err(), "{bad:?}");
+        }
+        for bad in ["http://h/?token=SECRET", "http://h:1#x", "http://h\t"] {
+            assert!(
+                validate(&spec("o", "s3://b", Some(bad))).is_err(),
+                "{bad:?}"
+            );
+        }
+        let err = validate(&spec("o", "s3://b/p?token=hunter2", None)).unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
+        assert!(err.to_string().contains("environment"), "{err}");
+    }
+
+    #[test]
+    fn remove_keeps_the_others() {
+        let dir = tempfile::tempdir().unwrap();
+        add_remote(dir.path(), &spec("a", "file:///srv/a", None)).unwrap();
+        add_remote(dir.path(), &spec("b", "s3://bk/pre", Some("http://h:1"))).unwrap();
+        let gone = remove_remote(dir.path(), "a").unwrap();
+        assert_eq!(gone, spec("a", "file:///srv/a", None));
+        assert_eq!(
+            load_remotes(dir.path()).unwrap(),
+            vec![spec("b", "s3://bk/pre", Some("http://h:1"))]
+        );
+        assert!(matches!(
+            remove_remote(dir.path(), "a"),
+            Err(RemoteError::Unknown { .. })
+        ));
+        // An entry that no longer validates can still be removed.
+        fs::write(
+            dir.path().join("remotes.toml"),
+            "[remote.x]\nurl = \"s3://b/p?token=SECRET\"\n",
+        )
+        .unwrap();
+        assert!(load_remotes(dir.path()).is_err());
+        remove_remote(dir.path(), "x").unwrap();
+        assert!(load_remotes(dir.path()).unwrap().is_empty());
+        let left: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(left.len(), 1, "no temporary file left: {left:?}");
     }
 
     #[test]

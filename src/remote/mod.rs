@@ -49,7 +49,7 @@ mod sync;
 mod view;
 
 pub use client::Remote;
-pub use config::{add_remote, find_remote, load_remotes, RemoteSpec};
+pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
 pub use sync::{pull, push, PullReport, PushReport};
 pub use view::{parse_remote_ref, RemoteView};
 

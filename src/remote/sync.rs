@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::{
     closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, IdHasher,
-    ObjectId, PackOptions, PackReader, Snapshot, Store,
+    ObjectId, PackOptions, PackReader, Snapshot, Store, StoreError,
 };
 
 use super::client::encode_index;
@@ -90,6 +90,9 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         ..PushReport::default()
     };
     let trees_key = format!("trees/{}.zcpack", id.to_hex());
+    // Held (shared) from before the first temporary pack in tmp/ until the last upload: a gc
+    // waits instead of removing the pack being written or uploaded.
+    let _lock = store.write_lock()?;
     if remote.record(id)?.is_some() {
         report.already = true;
         // Pushed by an older build, without its trees pack: add it (derived from the record's
@@ -99,7 +102,7 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         }
         return Ok(report);
     }
-    let indexed = remote.indexed()?;
+    let indexed = remote.indexed_present()?;
     let tmp = tmp_path(store, "push")?;
     let _cleanup = TempFiles(vec![tmp.clone()]);
     let file = fs::OpenOptions::new()
@@ -195,10 +198,15 @@ pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport,
     let snap = Snapshot::decode(&record)
         .map_err(|e| remote.corrupt(&record_key, format!("not a snapshot record: {e}")))?;
     let mut report = PullReport::default();
+    // Held (shared) from before the first downloaded pack in tmp/ to the catalog entry: a gc
+    // waits instead of removing a pack being read (the import takes it again, shared).
+    let _lock = store.write_lock()?;
     let mut packs: Vec<PackReader> = Vec::new();
     let mut fetched: HashSet<String> = HashSet::new();
     let mut indexed: Option<HashMap<ObjectId, String>> = None;
     let mut temps = TempFiles(Vec::new());
+    // Each downloaded pack's remote key, to name it instead of its temporary file.
+    let mut keys: HashMap<PathBuf, String> = HashMap::new();
     loop {
         let (missing, _) = closure_needs(store, &packs, &snap.root)?;
         if missing.is_empty() {
@@ -231,15 +239,30 @@ pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport,
         for p in want {
             let local = tmp_path(store, "pull")?;
             temps.0.push(local.clone());
-            report.bytes += remote.get_file(&format!("packs/{p}.zcpack"), &local)?;
+            let key = format!("packs/{p}.zcpack");
+            report.bytes += remote.get_file(&key, &local)?;
+            keys.insert(local.clone(), key.clone());
+            crate::hooks::seam("remote-after-fetch", &key);
             report.packs += 1;
-            packs.push(PackReader::open(&local)?);
+            packs.push(PackReader::open(&local).map_err(|e| named(remote, &keys, e))?);
             fetched.insert(p);
         }
     }
     check_interrupt()?;
-    import_from_packs(store, id, &record, &packs)?;
+    import_from_packs(store, id, &record, &packs).map_err(|e| named(remote, &keys, e))?;
     drop(packs);
     drop(temps);
     Ok(report)
+}
+
+/// A bad downloaded pack named by its remote key (`packs/<id>.zcpack` on the remote), not by
+/// the temporary file it was fetched into (removed by then).
+fn named(remote: &Remote, keys: &HashMap<PathBuf, String>, e: StoreError) -> RemoteError {
+    match e {
+        StoreError::BadPack { pack, why } => match keys.get(&pack) {
+            Some(key) => remote.corrupt(key, format!("not a valid pack: {why}")),
+            None => StoreError::BadPack { pack, why }.into(),
+        },
+        other => other.into(),
+    }
 }

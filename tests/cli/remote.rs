@@ -483,11 +483,10 @@ fn corrupt_remote_imports_nothing() {
     let r = f
         .on("b", &["pull", &format!("origin/{id}")])
         .fails(1, "no snapshot was added");
+    let key = format!("packs/{}", pack.file_name().unwrap().to_string_lossy());
     assert!(
-        r.stderr()
-            .contains(&pack.file_name().unwrap().to_string_lossy().to_string()[..16])
-            || r.stderr().contains("pull-"),
-        "names the pack: {}",
+        r.stderr().contains(&format!("remote origin: {key}")) && !r.stderr().contains("pull-"),
+        "names the pack by its remote key, not its temporary file: {}",
         r.describe()
     );
     assert_eq!(
@@ -577,4 +576,153 @@ fn push_interrupted_stops_cleanly() {
     assert!(f.remote_ids("b").is_empty());
     f.on("a", &["push", &id]).ok();
     f.pull_and_check("b", &id, &src);
+}
+
+/// A gc started while a push uploads or a pull downloads waits for it ("busy" with a short
+/// lock timeout) instead of deleting its temporary pack; both then complete.
+#[test]
+fn gc_waits_for_a_push_and_a_pull() {
+    let f = Fleet::file();
+    let src = tree(&f.env.path("src"), 40);
+    f.host("a", &[]);
+    f.host("b", &[]);
+    let id = f.snapshot("a", &src);
+    for (host, seam, args) in [
+        (
+            "a",
+            "remote-after-pack",
+            vec!["push".to_string(), id.clone()],
+        ),
+        (
+            "b",
+            "remote-after-fetch",
+            vec!["pull".to_string(), format!("origin/{id}")],
+        ),
+    ] {
+        let out = f.env.path(&format!("gc-{host}.out"));
+        let cmd = format!(
+            "ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS=300 '{}' --store '{}' gc --grace 0 >'{}' 2>&1; echo \"rc=$?\" >>'{}'",
+            crate::util::BIN,
+            f.store(host),
+            out.display(),
+            out.display()
+        );
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        f.on_with(
+            host,
+            &args,
+            &[
+                ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", seam),
+                ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", &cmd),
+            ],
+        )
+        .ok();
+        let gc = fs::read_to_string(&out).unwrap();
+        assert!(
+            gc.contains("busy") && gc.contains("rc=1"),
+            "{seam}: gc must wait: {gc}"
+        );
+    }
+    f.on("b", &["verify"]).ok();
+    f.assert_consistent("probe");
+}
+
+/// An index whose pack is gone stands for nothing: the next push uploads those objects again
+/// and the snapshot it lists pulls.
+#[test]
+fn push_ignores_an_index_whose_pack_is_gone() {
+    let f = Fleet::file();
+    let src = tree(&f.env.path("src"), 41);
+    f.host("a", &[]);
+    let id = f.snapshot("a", &src);
+    f.on("a", &["push", &id]).ok();
+    let remote = f.env.path("remote");
+    for sub in ["packs", "trees", "snapshots"] {
+        for p in files_under(&remote, sub) {
+            fs::remove_file(p).unwrap();
+        }
+    }
+    assert_eq!(files_under(&remote, "index").len(), 1);
+    let v = f.on("a", &["--json", "push", &id]).ok().json();
+    assert_eq!(v["objects"].as_u64(), Some(9), "every object again: {v}");
+    f.host("b", &[]);
+    f.pull_and_check("b", &id, &src);
+}
+
+/// URLs carrying a query, fragment or control character are refused (nothing stored); `remote
+/// remove` drops an entry without touching the remote's data.
+#[test]
+fn remote_urls_with_secrets_are_refused_and_remove_works() {
+    let f = Fleet::file();
+    f.host("a", &[]);
+    for (url, endpoint) in [
+        ("s3://bkt/p?x-amz-security-token=SECRET", None),
+        ("s3://bkt/p#SECRET", None),
+        ("s3://bkt/p", Some("http://h/?token=SECRET")),
+        ("s3://bkt/p\x1b[2J", None),
+    ] {
+        let mut args = vec!["remote", "add", "x", url];
+        if let Some(ep) = endpoint {
+            args.extend(["--endpoint", ep]);
+        }
+        let r = f.on("a", &args).fails(1, "remote x");
+        assert!(
+            !r.stderr().contains("=SECRET") && !r.stderr().contains("#SECRET"),
+            "{}",
+            r.describe()
+        );
+        assert!(!r.stderr().contains('\x1b'), "{}", r.describe());
+    }
+    let listed = f.on("a", &["remote", "list"]).ok();
+    assert_eq!(listed.stdout().lines().count(), 1, "{}", listed.describe());
+    let src = tree(&f.env.path("src"), 42);
+    let id = f.snapshot("a", &src);
+    f.on("a", &["push", &id]).ok();
+    let r = f.on("a", &["remote", "remove", "origin"]).ok();
+    assert!(
+        r.stderr().contains("nothing on the remote"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(f.on("a", &["remote", "list"]).ok().stdout(), "");
+    f.on("a", &["remote", "remove", "origin"])
+        .fails(1, "no remote named");
+    // An entry written by hand with a token is removed without printing it.
+    fs::write(
+        f.env.path("a").join("remotes.toml"),
+        "[remote.x]\nurl = \"s3://b/p?token=SECRET\"\n",
+    )
+    .unwrap();
+    let r = f.on("a", &["remote", "remove", "x"]).ok();
+    assert!(!r.stderr().contains("=SECRET"), "{}", r.describe());
+    // The data is still there for another host.
+    f.host("b", &[]);
+    assert_eq!(f.remote_ids("b"), vec![id]);
+}
+
+/// One corrupt record under snapshots/ hides nothing: the good ones are listed, the bad one
+/// named on stderr, exit 1.
+#[test]
+fn list_remote_names_a_corrupt_record_and_lists_the_rest() {
+    let f = Fleet::file();
+    f.host("a", &[]);
+    let one = f.snapshot("a", &tree(&f.env.path("s1"), 43));
+    let two = f.snapshot("a", &tree(&f.env.path("s2"), 44));
+    f.on("a", &["push", &one]).ok();
+    f.on("a", &["push", &two]).ok();
+    let record = f.env.path("remote").join("snapshots").join(&two);
+    fs::write(&record, b"garbage").unwrap();
+    let r = f
+        .on("a", &["--json", "list", "--remote", "origin"])
+        .fails(1, &two);
+    let ids: Vec<String> = r
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids, vec![one.clone()], "{}", r.describe());
+    let r = f.on("a", &["list", "--remote", "origin"]).fails(1, &two);
+    assert!(r.stdout().contains(&one[..16]), "{}", r.describe());
 }
