@@ -9,6 +9,8 @@
 //! - symlinks, sockets, FIFOs, devices and regular files with more than one link are skipped
 //!   and counted; an entry replaced by another file between classify and open is skipped and
 //!   counted as `replaced`; an entry replaced by a SYMLINK fails the capture, naming it;
+//! - a directory whose (dev, ino) is the store root's is never entered and is counted as
+//!   `store`: a store inside the captured tree holds the install's raw config as objects;
 //! - an unreadable file or directory fails the capture (unreadable is not absent);
 //! - the stat cache lets an unchanged file (same dev, ino, size, mtime, ctime, and a blob of
 //!   that length referenced by a snapshot) skip opening and hashing; the racy rule
@@ -181,6 +183,9 @@ pub struct Capture<'s> {
     sink: Sink,
     /// Files and bytes counted on `progress`.
     progressed: Totals,
+    /// (dev, ino) of the store's root directory: a directory with this identity is never
+    /// entered, wherever it sits in the captured tree and however the store path was spelled.
+    store_dir: (u64, u64),
 }
 
 impl<'s> Capture<'s> {
@@ -196,6 +201,14 @@ impl<'s> Capture<'s> {
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
         let old_cache = store.catalog()?.load_source_cache(&cache_key)?;
+        // Followed: the store path may be a symlink; its target is what must not be carried.
+        let store_dir = sys::open_dir_path(store.root())
+            .and_then(sys::fstat)
+            .map_err(|error| StoreError::Io {
+                op: "stat",
+                path: store.root().to_path_buf(),
+                error,
+            })?;
         Ok(Capture {
             store,
             cache_key,
@@ -206,6 +219,7 @@ impl<'s> Capture<'s> {
             progress,
             sink: Sink::Store,
             progressed: Totals::default(),
+            store_dir: (store_dir.dev, store_dir.ino),
         })
     }
 
@@ -356,6 +370,10 @@ impl<'s> Capture<'s> {
                     self.skip(tally, path, SkipReason::Symlink);
                     continue;
                 }
+                FileKind::Dir if self.is_store(&st) => {
+                    self.skip(tally, path, SkipReason::Store);
+                    continue;
+                }
                 FileKind::Dir => {}
                 _ => continue,
             }
@@ -464,6 +482,9 @@ impl<'s> Capture<'s> {
                     jobs.send(Job::File(job))
                         .map_err(|_| CaptureError::Workers)?;
                     pending += 1;
+                }
+                FileKind::Dir if self.is_store(&classified) => {
+                    done.skips.push((slot, path, SkipReason::Store))
                 }
                 FileKind::Dir => {
                     let Some(sub) = self.open_dir(dir.as_fd(), &name, &classified, &path, tally)?
@@ -625,8 +646,14 @@ impl<'s> Capture<'s> {
         (same && self.racy.trusts(st.mtime_ns, st.ctime_ns)).then_some((position, hit))
     }
 
+    /// Whether a classified directory is the store's root.
+    fn is_store(&self, st: &Stat) -> bool {
+        self.store_dir == (st.dev, st.ino)
+    }
+
     fn skip(&mut self, tally: &mut Tally, path: String, reason: SkipReason) {
         match reason {
+            SkipReason::Store => tally.store += 1,
             SkipReason::Symlink => tally.symlinks += 1,
             SkipReason::Special => tally.special += 1,
             SkipReason::HardLink => tally.hard_links += 1,
@@ -645,6 +672,8 @@ pub(crate) enum SkipReason {
     Special,
     HardLink,
     Replaced,
+    /// The store being written to.
+    Store,
 }
 
 impl SkipReason {
@@ -654,6 +683,7 @@ impl SkipReason {
             SkipReason::Special => "special",
             SkipReason::HardLink => "hard_link",
             SkipReason::Replaced => "replaced",
+            SkipReason::Store => "store",
         }
     }
 }

@@ -14,6 +14,7 @@ mod remote;
 mod remote_read;
 mod remote_s3;
 mod store_cli;
+mod store_in_tree;
 mod store_overlap;
 mod store_races;
 mod tree_index;
