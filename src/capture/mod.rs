@@ -48,8 +48,11 @@ use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 pub use root::RootError;
 pub use sink::{KeepBytes, MemoryObjects, Sink};
 
-/// Directory nesting deeper than this fails the capture instead of exhausting the stack.
-const MAX_DEPTH: usize = 1024;
+/// Directory nesting below the snapshot root deeper than this fails the capture: it is the
+/// store's own limit (`limits::MAX_DEPTH`), which publish, checkout and mount enforce, so a
+/// deeper tree is refused while it is read (before its deepest directory is listed), not
+/// after everything was stored. Labels count: `workspace` sits at depth 1.
+const MAX_DEPTH: usize = zeroclaw_bundle_store::limits::MAX_DEPTH as usize;
 
 /// Files of one directory handed to the workers and not yet answered, at most. Enough to keep
 /// every worker busy; a bound, so a directory of 100,000 files holds 100,000 small tree
@@ -110,7 +113,11 @@ pub enum CaptureError {
     #[error("a capture worker stopped unexpectedly; nothing was recorded")]
     Workers,
     /// Too deep.
-    #[error("{path} is nested more than {MAX_DEPTH} directories deep")]
+    #[error(
+        "{path} is nested more than {MAX_DEPTH} directories below the snapshot root, the store's \
+         limit (a deeper snapshot could not be published, checked out or mounted); nothing was \
+         recorded"
+    )]
     TooDeep {
         /// Bundle path.
         path: String,
@@ -279,7 +286,14 @@ impl<'s> Capture<'s> {
         };
         let prefix = prefix_of(label);
         let walked = self.with_workers(|capture, jobs| {
-            capture.walk_dir(&Arc::new(root), &prefix, keep, &mut tally, 0, jobs)
+            capture.walk_dir(
+                &Arc::new(root),
+                &prefix,
+                keep,
+                &mut tally,
+                depth_of(&prefix),
+                jobs,
+            )
         })?;
         self.report.trees.push(tally);
         Ok(walked)
@@ -380,8 +394,14 @@ impl<'s> Capture<'s> {
             let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, tally)? else {
                 continue;
             };
-            let walked =
-                self.walk_dir(&Arc::new(sub), &format!("{path}/"), keep, tally, 1, jobs)?;
+            let walked = self.walk_dir(
+                &Arc::new(sub),
+                &format!("{path}/"),
+                keep,
+                tally,
+                depth_of(&path),
+                jobs,
+            )?;
             if walked.files > 0 {
                 entries.push((walked.entry(name), walked.files));
             }
@@ -702,6 +722,12 @@ fn prefix_of(label: &str) -> String {
     } else {
         format!("{label}/")
     }
+}
+
+/// How many directories a bundle path (`skills/web/search`, `workspace/`, or `` for the
+/// root) nests below the snapshot root.
+fn depth_of(prefix: &str) -> usize {
+    prefix.split('/').filter(|c| !c.is_empty()).count()
 }
 
 fn display_dir(prefix: &str) -> String {
