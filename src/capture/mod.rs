@@ -663,7 +663,7 @@ impl<'s> Capture<'s> {
     /// a stat per file in a no-op capture: checking presence and length (`has_with_len`) made
     /// a no-op capture of 50,000 unchanged files 1.27x as long (median of 5 runs each, warm
     /// cache, debug build), more than a hand-deleted object is worth. Repair: delete the
-    /// damaged object, touch or rewrite the file (or `gc`, which drops the caches), capture.
+    /// damaged object, touch or rewrite the file (a new mtime misses the cache), capture.
     fn cached(&self, key: &[u8], st: &Stat) -> Option<(usize, StatEntry)> {
         let (position, hit) = self.old_cache.get(key)?;
         let same = statmatch::matches(&hit, st) && hit.exec == st.is_executable();
