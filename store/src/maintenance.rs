@@ -769,7 +769,18 @@ mod tests {
         fs::set_permissions(&path, perms).unwrap();
         fs::write(&path, b"tampered").unwrap();
         let v = store.verify(&mut |_, _| {}).unwrap();
-        assert_eq!(v.problems, vec![VerifyProblem::Corrupt { id: blob }]);
+        // The object, and the snapshot that reaches it.
+        assert_eq!(
+            v.problems,
+            vec![
+                VerifyProblem::Corrupt { id: blob },
+                VerifyProblem::CorruptReached {
+                    snapshot: snap,
+                    id: blob,
+                    path: "/f".into()
+                }
+            ]
+        );
         fs::remove_file(&path).unwrap();
         let v = store.verify(&mut |_, _| {}).unwrap();
         assert!(matches!(
