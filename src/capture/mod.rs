@@ -9,6 +9,8 @@
 //! - symlinks, sockets, FIFOs, devices and regular files with more than one link are skipped
 //!   and counted; an entry replaced by another file between classify and open is skipped and
 //!   counted as `replaced`; an entry replaced by a SYMLINK fails the capture, naming it;
+//! - a directory whose (dev, ino) is the store root's is never entered and is counted as
+//!   `store`: a store inside the captured tree holds the install's raw config as objects;
 //! - an unreadable file or directory fails the capture (unreadable is not absent);
 //! - the stat cache lets an unchanged file (same dev, ino, size, mtime, ctime, and a blob of
 //!   that length referenced by a snapshot) skip opening and hashing; the racy rule
@@ -46,8 +48,11 @@ use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 pub use root::RootError;
 pub use sink::{KeepBytes, MemoryObjects, Sink};
 
-/// Directory nesting deeper than this fails the capture instead of exhausting the stack.
-const MAX_DEPTH: usize = 1024;
+/// Directory nesting below the snapshot root deeper than this fails the capture: it is the
+/// store's own limit (`limits::MAX_DEPTH`), which publish, checkout and mount enforce, so a
+/// deeper tree is refused while it is read (before its deepest directory is listed), not
+/// after everything was stored. Labels count: `workspace` sits at depth 1.
+const MAX_DEPTH: usize = zeroclaw_bundle_store::limits::MAX_DEPTH as usize;
 
 /// Files of one directory handed to the workers and not yet answered, at most. Enough to keep
 /// every worker busy; a bound, so a directory of 100,000 files holds 100,000 small tree
@@ -108,7 +113,11 @@ pub enum CaptureError {
     #[error("a capture worker stopped unexpectedly; nothing was recorded")]
     Workers,
     /// Too deep.
-    #[error("{path} is nested more than {MAX_DEPTH} directories deep")]
+    #[error(
+        "{path} is nested more than {MAX_DEPTH} directories below the snapshot root, the store's \
+         limit (a deeper snapshot could not be published, checked out or mounted); nothing was \
+         recorded"
+    )]
     TooDeep {
         /// Bundle path.
         path: String,
@@ -181,6 +190,9 @@ pub struct Capture<'s> {
     sink: Sink,
     /// Files and bytes counted on `progress`.
     progressed: Totals,
+    /// (dev, ino) of the store's root directory: a directory with this identity is never
+    /// entered, wherever it sits in the captured tree and however the store path was spelled.
+    store_dir: (u64, u64),
 }
 
 impl<'s> Capture<'s> {
@@ -196,6 +208,14 @@ impl<'s> Capture<'s> {
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
         let old_cache = store.catalog()?.load_source_cache(&cache_key)?;
+        // Followed: the store path may be a symlink; its target is what must not be carried.
+        let store_dir = sys::open_dir_path(store.root())
+            .and_then(sys::fstat)
+            .map_err(|error| StoreError::Io {
+                op: "stat",
+                path: store.root().to_path_buf(),
+                error,
+            })?;
         Ok(Capture {
             store,
             cache_key,
@@ -206,6 +226,7 @@ impl<'s> Capture<'s> {
             progress,
             sink: Sink::Store,
             progressed: Totals::default(),
+            store_dir: (store_dir.dev, store_dir.ino),
         })
     }
 
@@ -265,7 +286,14 @@ impl<'s> Capture<'s> {
         };
         let prefix = prefix_of(label);
         let walked = self.with_workers(|capture, jobs| {
-            capture.walk_dir(&Arc::new(root), &prefix, keep, &mut tally, 0, jobs)
+            capture.walk_dir(
+                &Arc::new(root),
+                &prefix,
+                keep,
+                &mut tally,
+                depth_of(&prefix),
+                jobs,
+            )
         })?;
         self.report.trees.push(tally);
         Ok(walked)
@@ -356,14 +384,24 @@ impl<'s> Capture<'s> {
                     self.skip(tally, path, SkipReason::Symlink);
                     continue;
                 }
+                FileKind::Dir if self.is_store(&st) => {
+                    self.skip(tally, path, SkipReason::Store);
+                    continue;
+                }
                 FileKind::Dir => {}
                 _ => continue,
             }
             let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, tally)? else {
                 continue;
             };
-            let walked =
-                self.walk_dir(&Arc::new(sub), &format!("{path}/"), keep, tally, 1, jobs)?;
+            let walked = self.walk_dir(
+                &Arc::new(sub),
+                &format!("{path}/"),
+                keep,
+                tally,
+                depth_of(&path),
+                jobs,
+            )?;
             if walked.files > 0 {
                 entries.push((walked.entry(name), walked.files));
             }
@@ -464,6 +502,9 @@ impl<'s> Capture<'s> {
                     jobs.send(Job::File(job))
                         .map_err(|_| CaptureError::Workers)?;
                     pending += 1;
+                }
+                FileKind::Dir if self.is_store(&classified) => {
+                    done.skips.push((slot, path, SkipReason::Store))
                 }
                 FileKind::Dir => {
                     let Some(sub) = self.open_dir(dir.as_fd(), &name, &classified, &path, tally)?
@@ -618,15 +659,25 @@ impl<'s> Capture<'s> {
     /// is not looked up: a cache is committed only with a snapshot that references its blobs
     /// (after they are durable), and `gc` drops every stat cache whenever it removes objects,
     /// so a cached id always names a present object (short of hand-deleted objects, which
-    /// `verify` reports). Skipping the lookup saves a cold stat per file in a no-op capture.
+    /// `verify` reports, naming every snapshot that reaches them). Skipping the lookup saves
+    /// a stat per file in a no-op capture: checking presence and length (`has_with_len`) made
+    /// a no-op capture of 50,000 unchanged files 1.27x as long (median of 5 runs each, warm
+    /// cache, debug build), more than a hand-deleted object is worth. Repair: delete the
+    /// damaged object, touch or rewrite the file (a new mtime misses the cache), capture.
     fn cached(&self, key: &[u8], st: &Stat) -> Option<(usize, StatEntry)> {
         let (position, hit) = self.old_cache.get(key)?;
         let same = statmatch::matches(&hit, st) && hit.exec == st.is_executable();
         (same && self.racy.trusts(st.mtime_ns, st.ctime_ns)).then_some((position, hit))
     }
 
+    /// Whether a classified directory is the store's root.
+    fn is_store(&self, st: &Stat) -> bool {
+        self.store_dir == (st.dev, st.ino)
+    }
+
     fn skip(&mut self, tally: &mut Tally, path: String, reason: SkipReason) {
         match reason {
+            SkipReason::Store => tally.store += 1,
             SkipReason::Symlink => tally.symlinks += 1,
             SkipReason::Special => tally.special += 1,
             SkipReason::HardLink => tally.hard_links += 1,
@@ -645,6 +696,8 @@ pub(crate) enum SkipReason {
     Special,
     HardLink,
     Replaced,
+    /// The store being written to.
+    Store,
 }
 
 impl SkipReason {
@@ -654,6 +707,7 @@ impl SkipReason {
             SkipReason::Special => "special",
             SkipReason::HardLink => "hard_link",
             SkipReason::Replaced => "replaced",
+            SkipReason::Store => "store",
         }
     }
 }
@@ -672,6 +726,12 @@ fn prefix_of(label: &str) -> String {
     } else {
         format!("{label}/")
     }
+}
+
+/// How many directories a bundle path (`skills/web/search`, `workspace/`, or `` for the
+/// root) nests below the snapshot root.
+fn depth_of(prefix: &str) -> usize {
+    prefix.split('/').filter(|c| !c.is_empty()).count()
 }
 
 fn display_dir(prefix: &str) -> String {

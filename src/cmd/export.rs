@@ -51,6 +51,7 @@ pub fn skipped_counts(t: &Tally) -> String {
         (t.special, "special file"),
         (t.hard_links, "hard link"),
         (t.replaced, "entry replaced while reading"),
+        (t.store, "the store itself"),
     ]
     .iter()
     .filter(|(n, _)| *n > 0)
@@ -58,6 +59,8 @@ pub fn skipped_counts(t: &Tally) -> String {
         (n, "entry replaced while reading") if n != 1 => {
             format!("{n} entries replaced while reading")
         }
+        (n, "the store itself") if n != 1 => format!("the store itself ({n} times)"),
+        (_, "the store itself") => "the store itself".to_string(),
         (n, what) => count(n, what),
     })
     .collect::<Vec<_>>()

@@ -77,6 +77,11 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
                 }
             );
         }
+        if !ctx.quiet {
+            for s in snap.report.skipped.iter().filter(|s| s.reason == "store") {
+                crate::note!("not entered: {} is the store itself", s.path);
+            }
+        }
         if ctx.verbose {
             crate::note!(
                 "capture: {} read and hashed ({}), {} unchanged since the last capture (not read)",

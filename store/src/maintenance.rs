@@ -63,6 +63,16 @@ pub enum VerifyProblem {
         /// The snapshot id listed.
         snapshot: ObjectId,
     },
+    /// An object a snapshot reaches that fails its hash (the object itself is reported as
+    /// [`VerifyProblem::Corrupt`]; this names each snapshot that depends on it).
+    CorruptReached {
+        /// The snapshot.
+        snapshot: ObjectId,
+        /// The corrupt object.
+        id: ObjectId,
+        /// Where in the snapshot (escaped path).
+        path: String,
+    },
     /// A snapshot's tree index that does not match its objects (readers fall back to the
     /// objects; `reindex` rebuilds it).
     BadTreeIndex {
@@ -80,6 +90,11 @@ impl std::fmt::Display for VerifyProblem {
             VerifyProblem::Missing { snapshot, id, path } => write!(
                 f,
                 "snapshot {} needs object {id} ({path}), which is missing",
+                snapshot.short(12)
+            ),
+            VerifyProblem::CorruptReached { snapshot, id, path } => write!(
+                f,
+                "snapshot {} needs object {id} ({path}), which is corrupt",
                 snapshot.short(12)
             ),
             VerifyProblem::Malformed { id, why } => write!(f, "object {id} is malformed: {why}"),
@@ -361,6 +376,69 @@ impl Store {
         }
     }
 
+    /// The marking walk visits a tree shared by several snapshots once, so a missing or
+    /// corrupt object under it was named with the first snapshot only. When anything is
+    /// damaged, every snapshot is walked again on its own (each tree once per snapshot) and
+    /// every snapshot that reaches a damaged object is named. Costs nothing on a healthy store.
+    fn name_every_reacher(
+        &self,
+        roots: &[(ObjectId, ObjectId)],
+        problems: &mut Vec<VerifyProblem>,
+    ) {
+        let mut missing = HashSet::new();
+        let mut corrupt = HashSet::new();
+        let mut named = HashSet::new();
+        for p in problems.iter() {
+            match p {
+                VerifyProblem::Missing { snapshot, id, .. } => {
+                    missing.insert(*id);
+                    named.insert((*snapshot, *id));
+                }
+                VerifyProblem::Corrupt { id } => {
+                    corrupt.insert(*id);
+                }
+                _ => {}
+            }
+        }
+        if missing.is_empty() && corrupt.is_empty() {
+            return;
+        }
+        for &(snapshot, root) in roots {
+            let mut seen = HashSet::new();
+            let mut stack = vec![(root, String::from("/"))];
+            seen.insert(root);
+            while let Some((tree_id, path)) = stack.pop() {
+                let mut damaged = |id: ObjectId, path: String| {
+                    if !named.insert((snapshot, id)) {
+                        return;
+                    }
+                    if missing.contains(&id) {
+                        problems.push(VerifyProblem::Missing { snapshot, id, path });
+                    } else if corrupt.contains(&id) {
+                        problems.push(VerifyProblem::CorruptReached { snapshot, id, path });
+                    }
+                };
+                if missing.contains(&tree_id) || corrupt.contains(&tree_id) {
+                    damaged(tree_id, path);
+                    continue;
+                }
+                let Ok(tree) = self.read_tree(&tree_id) else {
+                    continue; // reported by the marking walk
+                };
+                for e in tree.entries() {
+                    let child = format!("{}{}", path, e.display_name());
+                    if e.kind == EntryKind::Dir {
+                        if seen.insert(e.id) {
+                            stack.push((e.id, format!("{child}/")));
+                        }
+                    } else if missing.contains(&e.id) || corrupt.contains(&e.id) {
+                        damaged(e.id, child);
+                    }
+                }
+            }
+        }
+    }
+
     /// Rehashes every object and checks that every cataloged snapshot reaches only present
     /// objects. `progress` is called with bytes hashed so far.
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport, StoreError> {
@@ -393,10 +471,12 @@ impl Store {
             blob_len: objects.iter().map(|(id, len, _)| (*id, *len)).collect(),
             ..SizeCheck::default()
         };
+        let mut roots = Vec::new();
         for s in listed {
             report.snapshots += 1;
             match self.read_snapshot(&s.id) {
                 Ok(snap) => {
+                    roots.push((s.id, snap.root));
                     self.mark(
                         s.id,
                         snap.root,
@@ -430,6 +510,7 @@ impl Store {
                 }),
             }
         }
+        self.name_every_reacher(&roots, &mut report.problems);
         for (snapshot, id, recorded, path) in sizes.dir_refs {
             if let Some(&actual) = sizes.tree_total.get(&id) {
                 if actual != recorded {
@@ -688,7 +769,18 @@ mod tests {
         fs::set_permissions(&path, perms).unwrap();
         fs::write(&path, b"tampered").unwrap();
         let v = store.verify(&mut |_, _| {}).unwrap();
-        assert_eq!(v.problems, vec![VerifyProblem::Corrupt { id: blob }]);
+        // The object, and the snapshot that reaches it.
+        assert_eq!(
+            v.problems,
+            vec![
+                VerifyProblem::Corrupt { id: blob },
+                VerifyProblem::CorruptReached {
+                    snapshot: snap,
+                    id: blob,
+                    path: "/f".into()
+                }
+            ]
+        );
         fs::remove_file(&path).unwrap();
         let v = store.verify(&mut |_, _| {}).unwrap();
         assert!(matches!(

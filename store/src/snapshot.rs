@@ -67,12 +67,21 @@ pub struct Tally {
     pub hard_links: u64,
     /// Entries replaced between classification and open, skipped.
     pub replaced: u64,
+    /// Directories that are the store being written to, never entered (a store inside the
+    /// captured tree holds the install's raw config as objects). Absent from records that
+    /// have none, so older records and their ids are unchanged.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub store: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Tally {
     /// Entries skipped, all reasons together.
     pub fn skipped(&self) -> u64 {
-        self.symlinks + self.special + self.hard_links + self.replaced
+        self.symlinks + self.special + self.hard_links + self.replaced + self.store
     }
 }
 
@@ -81,7 +90,7 @@ impl Tally {
 pub struct Skipped {
     /// The path inside the bundle, escaped for display (e.g. `workspace/link`).
     pub path: String,
-    /// `symlink`, `special`, `hard_link` or `replaced`.
+    /// `symlink`, `special`, `hard_link`, `replaced` or `store`.
     pub reason: String,
 }
 

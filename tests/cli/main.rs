@@ -1,6 +1,7 @@
 //! Integration tests: the real `zeroclaw-bundle` binary against temp dirs. One binary, one
 //! module per area; each module says which failures it pins.
 
+mod capture_depth;
 mod capture_races;
 mod crash_campaign;
 mod diff;
@@ -14,6 +15,7 @@ mod remote;
 mod remote_read;
 mod remote_s3;
 mod store_cli;
+mod store_in_tree;
 mod store_overlap;
 mod store_races;
 mod tree_index;

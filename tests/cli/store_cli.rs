@@ -571,3 +571,40 @@ fn checkout_modes_are_exact_whatever_the_umask() {
         assert_eq!(mode(""), 0o755, "umask {umask}");
     }
 }
+
+#[test]
+fn verify_names_every_snapshot_that_reaches_a_damaged_object() {
+    for damage in ["missing", "corrupt"] {
+        let env = TestEnv::new();
+        // Two sources with the same content: the snapshots share every tree and blob.
+        let mut ids = Vec::new();
+        for dir in ["one", "two"] {
+            let src = env.path(dir);
+            write(&src.join("sub/shared.md"), b"shared content");
+            write(&src.join("other.md"), b"other content");
+            ids.push(env.snapshot(&src));
+        }
+        assert_ne!(ids[0], ids[1]);
+        let blob = blake3_hex(b"shared content");
+        let path = env.store.join("objects").join(&blob[..2]).join(&blob[2..]);
+        if damage == "missing" {
+            fs::remove_file(&path).unwrap();
+        } else {
+            chmod(&path, 0o644);
+            fs::write(&path, b"shared CONTENT").unwrap();
+        }
+        let v = env.run(&["verify"]);
+        assert_eq!(v.code(), 1, "{damage}: {}", v.describe());
+        for id in &ids {
+            let line = format!(
+                "snapshot {} needs object {blob} (/sub/shared.md), which is {damage}",
+                &id[..12]
+            );
+            assert!(
+                v.stdout().contains(&line),
+                "{damage}: {line:?} not in\n{}",
+                v.describe()
+            );
+        }
+    }
+}
