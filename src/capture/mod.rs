@@ -640,6 +640,13 @@ impl<'s> Capture<'s> {
         if len != opened.size {
             return; // it changed while being read: never trust a cache entry for it
         }
+        // A file changed within the timestamp granularity of this capture's start may change
+        // again without its times moving (same tick, same size): such a record would later
+        // pass for unchanged while holding the old bytes. Like git's racily clean entries,
+        // it is not cached; the next capture reads it again.
+        if !self.racy.trusts(opened.mtime_ns, opened.ctime_ns) {
+            return;
+        }
         let entry = StatEntry {
             dev: opened.dev,
             ino: opened.ino,

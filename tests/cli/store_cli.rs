@@ -608,3 +608,47 @@ fn verify_names_every_snapshot_that_reaches_a_damaged_object() {
         }
     }
 }
+
+/// A file changed within the timestamp granularity of a capture is not trusted on stat by
+/// a later capture, even once it is old: it could have changed again in the same tick
+/// without its times moving, after the first capture read it (git's racily clean entries).
+#[test]
+fn a_racily_recorded_file_is_read_again_by_the_next_capture() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("old"), b"a");
+    // `old`'s ctime (which nothing can set) ends up older than the racy window.
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    write(&src.join("new"), b"b");
+    // `new` is racy for the first capture (its mtime 1.5 s ahead: a margin for a slow start).
+    fs::File::options()
+        .write(true)
+        .open(src.join("new"))
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_millis(1500))
+        .unwrap();
+    let capture = || {
+        let mut args = vec![
+            std::ffi::OsString::from("-v"),
+            "snapshot".into(),
+            "--dir".into(),
+        ];
+        args.push(src.clone().into());
+        let r = env.run(&args).ok();
+        let text = r.stdout() + &r.stderr();
+        text.lines()
+            .find(|l| l.contains("read and hashed"))
+            .unwrap_or_else(|| panic!("no capture line: {text}"))
+            .to_string()
+    };
+    let first = capture();
+    assert!(
+        first.contains("capture: 2 files read and hashed"),
+        "{first}"
+    );
+    // Both are old now; `old` was trusted when recorded, `new` was not, so it is read again.
+    std::thread::sleep(std::time::Duration::from_millis(4000));
+    let again = capture();
+    assert!(again.contains("capture: 1 file read and hashed"), "{again}");
+    assert!(again.contains("1 file unchanged"), "{again}");
+}
