@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    escape_text, resolve_path, EntryKind, ObjectId, ObjectSource, PackOverStore, PackReader,
-    SnapshotSource, SourceKey, Store, TreeEntry,
+    escape_text, resolve_path, EntryKind, ObjectId, PackOverStore, PackReader, SnapshotSource,
+    SourceKey, Store, TreeEntry,
 };
 
 use crate::agent::{
@@ -43,9 +43,8 @@ struct Side {
 enum SideSource {
     /// A stored snapshot: trees from its tree index (one file), blobs from the objects.
     Store(SnapshotSource),
-    Pack(PackReader),
-    /// An incremental pack over this store, which holds its base.
-    PackOverStore(PackOverStore),
+    /// A pack, over this store when it is an update whose base the store holds.
+    Pack(PackOverStore),
     Memory(Arc<MemoryObjects>),
     /// A remote snapshot: trees only (its file contents are never fetched by a diff).
     Remote(Box<RemoteView>),
@@ -56,7 +55,6 @@ impl Side {
         match &self.source {
             SideSource::Store(r) => Box::new(SourceSide(r)),
             SideSource::Pack(p) => Box::new(SourceSide(p)),
-            SideSource::PackOverStore(p) => Box::new(SourceSide(p)),
             SideSource::Memory(m) => Box::new(MemorySide(m)),
             SideSource::Remote(r) => Box::new(SourceSide(r.as_ref())),
         }
@@ -65,9 +63,9 @@ impl Side {
     /// Whether the side holds file contents (a digest pack and a remote side hold ids only).
     fn holds_contents(&self) -> bool {
         match &self.source {
-            SideSource::Pack(p) => !p.trees_only,
+            SideSource::Pack(p) => !p.pack().trees_only,
             SideSource::Remote(_) => false,
-            SideSource::Store(_) | SideSource::Memory(_) | SideSource::PackOverStore(_) => true,
+            SideSource::Store(_) | SideSource::Memory(_) => true,
         }
     }
 
@@ -208,21 +206,9 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         let snapshot = pack.snapshot()?;
         // An incremental pack reads what it does not carry from this store, when the store
         // holds its base (an update diffed before it is unpacked).
-        let source = match PackOverStore::new(pack, store) {
-            Ok(layered) => SideSource::PackOverStore(layered),
-            Err(pack) => SideSource::Pack(*pack),
-        };
-        let (pack, source_ref): (&PackReader, &dyn ObjectSource) = match &source {
-            SideSource::PackOverStore(l) => (l.pack(), l),
-            SideSource::Pack(p) => (p, p),
-            _ => unreachable!("a pack side"),
-        };
-        check_expansion(
-            source_ref,
-            &snapshot.root,
-            &format!("pack {}", path.display()),
-        )?;
-        let label = format!("{} ({})", pack.root.short(12), path.display());
+        let pack = PackOverStore::new(pack, Some(store));
+        check_expansion(&pack, &snapshot.root, &format!("pack {}", path.display()))?;
+        let label = format!("{} ({})", pack.pack().root.short(12), path.display());
         return Ok(Side {
             label,
             root: Root {
@@ -233,7 +219,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
                     id: snapshot.root,
                 },
             },
-            source,
+            source: SideSource::Pack(pack),
             whole: true,
         });
     }

@@ -45,15 +45,8 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             let id = pack.root;
             // An incremental pack serves what it does not carry from this store, when the
             // store holds its base; else the base's files answer EIO, which is said here.
-            let base = pack.base;
-            let (source, layered): (Arc<dyn ObjectSource>, bool) = match ctx.existing_store()? {
-                Some(store) => match PackOverStore::new(pack, &store) {
-                    Ok(layered) => (Arc::new(layered), true),
-                    Err(pack) => (Arc::new(*pack), false),
-                },
-                None => (Arc::new(pack), false),
-            };
-            if let (Some(base), false) = (base, layered) {
+            let source = PackOverStore::new(pack, ctx.existing_store()?.as_ref());
+            if let (Some(base), false) = (source.pack().base, source.layered()) {
                 if !ctx.quiet && !args.daemon_child {
                     crate::note!(
                         "note: {} is an update on snapshot {}, which this store does not hold: \
@@ -63,6 +56,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     );
                 }
             }
+            let source: Arc<dyn ObjectSource> = Arc::new(source);
             (source, id, snap, None)
         } else {
             let store = ctx.store()?;
@@ -155,21 +149,13 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
 }
 
 /// Refuses a mountpoint inside the store (an empty `tmp/x` or `objects/ab`, however spelled:
-/// every ancestor is compared with the store by identity, so a symlink or a bind mount of the
-/// store is caught too). While mounted, the directory would hide whatever the store writes
-/// there from every other command, and `gc` or a capture would walk into the mount.
+/// compared by identity, so a symlink or a bind mount of the store is caught too). While
+/// mounted, the directory would hide whatever the store writes there from every other
+/// command, and `gc` or a capture would walk into the mount.
 fn refuse_mountpoint_in_store(mountpoint: &std::path::Path, store: &std::path::Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(store_meta) = std::fs::metadata(store) else {
-        return Ok(()); // no store (a pack mounted on its own): nothing to overlap
-    };
     let canonical = std::fs::canonicalize(mountpoint)
         .with_context(|| format!("could not resolve {}", mountpoint.display()))?;
-    let inside = canonical.ancestors().any(|a| {
-        std::fs::metadata(a)
-            .is_ok_and(|m| (m.dev(), m.ino()) == (store_meta.dev(), store_meta.ino()))
-    });
-    if inside {
+    if crate::publish::lies_inside(&canonical, store) {
         bail!(
             "refusing to mount on {}: it lies inside the store at {} (a mount there would \
              hide the store's own files); mount on an empty directory outside the store",

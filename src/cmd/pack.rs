@@ -155,43 +155,38 @@ fn staging_file(dest: &Path) -> Result<(PathBuf, fs::File)> {
 /// Runs `unpack`.
 pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     // A pack file that is not there, or not a pack, creates no store (a typo must not leave
-    // one behind); a pack from stdin is spooled into the store first.
-    if args.pack.as_os_str() != "-" {
-        PackReader::open(&args.pack).with_context(|| {
-            format!(
-                "could not unpack {}; nothing was imported",
-                args.pack.display()
-            )
-        })?;
-    }
+    // one behind): it is opened first. A pack from stdin is spooled into the store first.
+    let failed =
+        |what: &dyn std::fmt::Display| format!("could not unpack {what}; nothing was imported");
+    let opened = if args.pack.as_os_str() == "-" {
+        None
+    } else {
+        Some(PackReader::open(&args.pack).with_context(|| failed(&args.pack.display()))?)
+    };
     let store = ctx.create_store()?;
     // Held (shared) from the spooled copy in tmp/ to the catalog entry: a gc waits instead
     // of removing the spool, or objects this import is about to reference.
     let _lock = store.write_lock()?;
-    let (path, spooled) = if args.pack.as_os_str() == "-" {
-        (spool_stdin(&store)?, true)
-    } else {
-        (args.pack.clone(), false)
+    let spooled = match opened {
+        Some(_) => None,
+        None => Some(spool_stdin(&store)?),
     };
     let spinner = ctx.spinner("unpacking");
     let result = (|| -> Result<_> {
-        let pack = PackReader::open(&path)?;
+        let pack = match opened {
+            Some(pack) => pack,
+            None => PackReader::open(spooled.as_deref().expect("stdin was spooled"))?,
+        };
         let id = unpack(&store, &pack)?;
         Ok((id, pack.entries().len()))
     })();
     crate::cmd::clear_progress(&[&spinner]);
-    if spooled {
-        let _ = fs::remove_file(&path);
+    if let Some(path) = &spooled {
+        let _ = fs::remove_file(path);
     }
-    let (id, objects) = result.with_context(|| {
-        format!(
-            "could not unpack {}; nothing was imported",
-            if spooled {
-                "the pack from stdin".to_string()
-            } else {
-                args.pack.display().to_string()
-            }
-        )
+    let (id, objects) = result.with_context(|| match spooled {
+        Some(_) => failed(&"the pack from stdin"),
+        None => failed(&args.pack.display()),
     })?;
     if ctx.json {
         ctx.print_json(&json!({ "snapshot": id, "objects": objects }))?;

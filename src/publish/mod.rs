@@ -65,6 +65,7 @@ mod error;
 mod recover;
 mod replace;
 mod resolve;
+pub(crate) use resolve::lies_inside;
 mod snapshot;
 mod stage;
 mod swap;

@@ -173,8 +173,18 @@ pub(crate) fn refuse_store_overlap(
             return Err(contains());
         }
     }
-    if dest.ancestors().any(|a| identity(a) == Some(store_id)) {
+    if lies_inside_identity(dest, store_id) {
         return Err(inside());
     }
     Ok(())
+}
+
+/// Whether `path` (resolved) is `dir` or lies inside it, compared by the identity (dev, ino)
+/// of every existing ancestor, so a symlinked or bind-mounted spelling of `dir` counts.
+pub(crate) fn lies_inside(path: &Path, dir: &Path) -> bool {
+    identity(dir).is_some_and(|id| lies_inside_identity(path, id))
+}
+
+fn lies_inside_identity(path: &Path, dir: (u64, u64)) -> bool {
+    path.ancestors().any(|a| identity(a) == Some(dir))
 }

@@ -896,46 +896,50 @@ impl ObjectSource for PackReader {
     }
 }
 
-/// An incremental pack read over a store that holds its base: the objects the pack carries
-/// come from the pack, the rest (what the base reaches, unchanged since) from the store. So
-/// an update received as a `--since` pack can be mounted or diffed before it is unpacked.
+/// A pack read in place, over the store that holds its base when it is an update: the
+/// objects the pack carries come from the pack, the rest (what the base reaches, unchanged
+/// since) from the store. So an update received as a `--since` pack can be mounted or diffed
+/// before it is unpacked; any other pack reads as itself.
 #[derive(Debug)]
 pub struct PackOverStore {
     pack: PackReader,
-    store: StoreReader,
+    store: Option<StoreReader>,
 }
 
 impl PackOverStore {
-    /// `pack` over `store`; the pack back when it is not incremental or the store does not
-    /// hold its base snapshot's record (then the pack alone is all there is).
-    pub fn new(pack: PackReader, store: &Store) -> Result<PackOverStore, Box<PackReader>> {
-        match pack.base {
-            Some(base) if store.read_snapshot(&base).is_ok() => Ok(PackOverStore {
-                pack,
-                store: store.reader(),
-            }),
-            _ => Err(Box::new(pack)),
-        }
+    /// `pack`, over `store` when the pack is incremental and the store holds its base
+    /// snapshot's record.
+    pub fn new(pack: PackReader, store: Option<&Store>) -> PackOverStore {
+        let store = match (pack.base, store) {
+            (Some(base), Some(store)) if store.read_snapshot(&base).is_ok() => Some(store.reader()),
+            _ => None,
+        };
+        PackOverStore { pack, store }
     }
 
     /// The pack.
     pub fn pack(&self) -> &PackReader {
         &self.pack
     }
+
+    /// Whether objects the pack lacks are read from a store.
+    pub fn layered(&self) -> bool {
+        self.store.is_some()
+    }
 }
 
 impl ObjectSource for PackOverStore {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        match self.pack.tree(id) {
-            Err(StoreError::MissingObject(_)) => self.store.tree(id),
-            found => found,
+        match (self.pack.tree(id), &self.store) {
+            (Err(StoreError::MissingObject(_)), Some(store)) => store.tree(id),
+            (found, _) => found,
         }
     }
 
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
-        match self.pack.blob(id) {
-            Err(StoreError::MissingObject(_)) => self.store.blob(id),
-            found => found,
+        match (self.pack.blob(id), &self.store) {
+            (Err(StoreError::MissingObject(_)), Some(store)) => store.blob(id),
+            (found, _) => found,
         }
     }
 }
