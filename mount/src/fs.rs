@@ -167,8 +167,11 @@ pub(crate) struct SnapshotFs {
     /// blob is found by inode, see `open`). Bounded.
     open_blobs: Mutex<HashMap<u64, (Blob, u64)>>,
     reads: AtomicU64,
-    /// Queue of the prefetch thread: children of directories being listed (see `prefetch`).
+    /// Queue of the prefetch thread: subtrees of directories being listed, and files of
+    /// directories whose first file was opened (see `prefetch_subtrees`, `prefetch_siblings`).
     prefetch: Option<mpsc::SyncSender<Vec<ObjectId>>>,
+    /// Directory inodes whose files were hinted already.
+    hinted_dirs: Mutex<std::collections::HashSet<u64>>,
     faults: Arc<Faults>,
 }
 
@@ -194,31 +197,60 @@ impl SnapshotFs {
             open_blobs: Mutex::new(HashMap::new()),
             reads: AtomicU64::new(0),
             prefetch: start_prefetcher(source_for_prefetch),
+            hinted_dirs: Mutex::new(std::collections::HashSet::new()),
             faults,
         }
     }
 
-    /// Hints the children of a directory being listed to the source: subdirectory trees
-    /// first (a walk descends next), then file blobs up to [`PREFETCH_BYTES`]. A cold `find`
-    /// or `tar` over the mount then finds them on their way in. Dropped when the queue is
-    /// full: prefetching is only an optimisation.
-    fn prefetch_children(&self, tree: &Tree) {
-        let Some(queue) = &self.prefetch else { return };
-        let mut ids: Vec<ObjectId> = tree
+    /// Hints the subdirectory trees of a directory being listed to the source (a walk
+    /// descends next). File contents are not hinted here: a `find` or `ls -R` never reads
+    /// them, and hinting them would put every file of the tree on the disk queue (and open
+    /// each object file) ahead of the listing; see [`SnapshotFs::prefetch_siblings`].
+    /// Dropped when the queue is full: prefetching is only an optimisation.
+    fn prefetch_subtrees(&self, tree: &Tree) {
+        let ids: Vec<ObjectId> = tree
             .entries()
             .iter()
             .filter(|e| e.kind == EntryKind::Dir)
             .map(|e| e.id)
             .collect();
+        self.hint(ids);
+    }
+
+    /// On the first open of a file in a directory, hints the blobs of that directory's files
+    /// from the opened one on, up to [`PREFETCH_BYTES`]: a reader that opens one file of a
+    /// directory (`tar`, `cp -r`, `rg`) usually opens its siblings next, in listing order, and
+    /// a cold read then finds them on their way into memory. Each directory is hinted once.
+    fn prefetch_siblings(&self, node: &Node, ino: INodeNo) {
+        if self.prefetch.is_none() || !lock(&self.hinted_dirs).insert(node.parent) {
+            return;
+        }
+        let Ok((_, tree)) = self.dir_stream(INodeNo(node.parent)) else {
+            return;
+        };
+        let position = self
+            .inodes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .position_in_parent(ino.0)
+            .unwrap_or(0);
         let mut budget = PREFETCH_BYTES;
-        for e in tree.entries().iter().filter(|e| e.kind.is_file()) {
+        let mut ids = Vec::new();
+        for e in tree.entries()[position.min(tree.entries().len())..]
+            .iter()
+            .filter(|e| e.kind.is_file())
+        {
             if e.size > budget {
                 break;
             }
             budget -= e.size;
             ids.push(e.id);
         }
-        if !ids.is_empty() {
+        self.hint(ids);
+    }
+
+    fn hint(&self, ids: Vec<ObjectId>) {
+        if let (Some(queue), false) = (&self.prefetch, ids.is_empty()) {
             let _ = queue.try_send(ids);
         }
     }
@@ -390,7 +422,7 @@ impl SnapshotFs {
     ) -> Result<(), Fault> {
         let (node, tree) = self.dir_stream(ino)?;
         if offset == 0 {
-            self.prefetch_children(&tree);
+            self.prefetch_subtrees(&tree);
         }
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let entries = tree.entries();
@@ -517,6 +549,7 @@ impl Filesystem for SnapshotFs {
             if flags.acc_mode() != OpenAccMode::O_RDONLY || crate::sys::truncates(flags.0) {
                 return Err(Fault::ReadOnly);
             }
+            self.prefetch_siblings(&node, ino);
             Ok(())
         })();
         match result {

@@ -64,6 +64,19 @@ impl InodeTable {
         (ino != 0).then_some(ino)
     }
 
+    /// Where entry `ino` sits in its parent's tree (a scan of the parent's slots; `None` for
+    /// the root or an unknown number).
+    pub(crate) fn position_in_parent(&self, ino: u64) -> Option<usize> {
+        let node = self.get(ino)?;
+        if ino == ROOT {
+            return None;
+        }
+        self.children
+            .get(&node.parent)?
+            .iter()
+            .position(|&c| c == ino)
+    }
+
     /// The inode of entry `index` (which is `entry`) of directory `dir`, which has `len`
     /// entries; assigned now if it has none yet.
     pub(crate) fn intern(&mut self, dir: u64, len: usize, index: usize, entry: &TreeEntry) -> u64 {

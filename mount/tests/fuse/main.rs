@@ -3,12 +3,14 @@
 //! Each module pins one promise: `tree` (the mount shows exactly what was stored), `readonly`
 //! (every write fails with EROFS, safe mount options, noexec), `xattr` (object ids), `large`
 //! (30,000 files list and read with a small tree cache), `damage` (EIO for corrupt or
-//! missing objects, ENOENT for unknown names), `lifecycle` (unmount leaves nothing behind,
+//! missing objects, ENOENT for unknown names), `prefetch` (what the daemon hints to its
+//! source, and when), `lifecycle` (unmount leaves nothing behind,
 //! busy and stale mounts are explained).
 
 mod damage;
 mod large;
 mod lifecycle;
+mod prefetch;
 mod readonly;
 mod tree;
 mod util;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use tempfile::TempDir;
 use zeroclaw_bundle_mount::{mount, MountError, MountHandle, MountOptions, XATTR_BLAKE3};
-use zeroclaw_bundle_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
+use zeroclaw_bundle_store::{EntryKind, ObjectId, ObjectSource, Store, Tree, TreeEntry};
 
 /// A tree to store, described in code.
 pub enum Spec {
@@ -129,8 +129,17 @@ impl Env {
 
     /// Mounts `root`; None (after printing why) when this host cannot mount, outside CI.
     pub fn mount(&self, root: ObjectId, opts: &MountOptions) -> Option<Mounted> {
+        self.mount_source(Arc::new(self.store.reader()), root, opts)
+    }
+
+    /// Mounts `root` read through `source` (a wrapper around the store's reader, say).
+    pub fn mount_source(
+        &self,
+        source: Arc<dyn ObjectSource>,
+        root: ObjectId,
+        opts: &MountOptions,
+    ) -> Option<Mounted> {
         let mnt = tempfile::tempdir().expect("mountpoint dir");
-        let source = Arc::new(self.store.reader());
         match mount(source, root, mnt.path(), opts) {
             Ok(handle) => Some(Mounted {
                 path: handle.mountpoint().to_path_buf(),
