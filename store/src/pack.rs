@@ -8,7 +8,8 @@
 //! header   "ZCBPACK\0" | version u32 = 1 | flags u32 (bit 0: trees only, a digest pack)
 //!          | root snapshot id [32] | base snapshot id [32] (zeros: not incremental)
 //! objects  the snapshot record, then every tree, then (unless trees only) every blob; each
-//!          object once; each stored raw or zstd-compressed, whichever is smaller
+//!          object once; each stored raw or as one zstd frame (`pack_writer` says
+//!          when a blob is compressed)
 //! index    count u64, then per object sorted by id: id [32] | offset u64 | stored length u64
 //!          | length u64 | flags u8 (bit 0: zstd)
 //! trailer  index offset u64 | blake3 of every byte before the trailer [32] | "ZCBPEND\0"
