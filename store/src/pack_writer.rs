@@ -262,7 +262,9 @@ fn write_in_order(
 
 /// One worker: takes jobs until the queue closes, skipping them once the writer stopped.
 fn worker(store: &Store, tuning: &Tuning, jobs: &Mutex<Receiver<Job>>, stop: &AtomicBool) {
-    let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).ok();
+    // A context per worker, reused for every object (creating one per object costs more than
+    // compressing a small file).
+    let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(|e| e.to_string());
     let mut probe_buf = Vec::with_capacity(zstd::zstd_safe::compress_bound(PROBE));
     loop {
         let job = match jobs.lock() {
@@ -273,12 +275,17 @@ fn worker(store: &Store, tuning: &Tuning, jobs: &Mutex<Receiver<Job>>, stop: &At
         if stop.load(Ordering::Relaxed) {
             continue;
         }
-        let Some(z) = zstd.as_mut() else {
-            let e = io::Error::other("could not start zstd");
-            let _ =
-                job.to_writer
-                    .send(Piece::Failed(StoreError::io("start zstd for", "<pack>", e)));
-            continue;
+        let z = match zstd.as_mut() {
+            Ok(z) => z,
+            Err(why) => {
+                let e = io::Error::other(why.clone());
+                let _ = job.to_writer.send(Piece::Failed(StoreError::io(
+                    "start zstd for",
+                    "<pack>",
+                    e,
+                )));
+                continue;
+            }
         };
         let result = if job.size > tuning.stream_over {
             stream(store, &job, tuning, z, &mut probe_buf, stop)
