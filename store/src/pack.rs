@@ -105,7 +105,10 @@ pub struct PackOptions {
 }
 
 /// Every tree id reachable from `root` (iteratively; each tree read once).
-fn reachable_trees(store: &Store, root: &ObjectId) -> Result<Vec<(ObjectId, Tree)>, StoreError> {
+fn reachable_trees(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+) -> Result<Vec<(ObjectId, Tree)>, StoreError> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut stack = vec![*root];
@@ -113,7 +116,7 @@ fn reachable_trees(store: &Store, root: &ObjectId) -> Result<Vec<(ObjectId, Tree
         if !seen.insert(id) {
             continue;
         }
-        let tree = store.read_tree(&id)?;
+        let tree = source.tree(&id)?;
         for e in tree.entries().iter().rev() {
             if e.kind == EntryKind::Dir {
                 stack.push(e.id);
@@ -125,7 +128,9 @@ fn reachable_trees(store: &Store, root: &ObjectId) -> Result<Vec<(ObjectId, Tree
 }
 
 /// Writes snapshot `snapshot_id` of `store` as a pack to `out`, calling `progress` with the
-/// uncompressed bytes of each object written.
+/// uncompressed bytes of each object written. The trees come from the snapshot's tree index
+/// when it has a usable one (one sequential read instead of one object file per tree: most
+/// of a cold pack's start), else from the objects.
 pub fn write_pack(
     store: &Store,
     snapshot_id: &ObjectId,
@@ -133,7 +138,8 @@ pub fn write_pack(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
-    write_pack_reading(store, &store.reader(), snapshot_id, options, out, progress)
+    let source = store.snapshot_source(snapshot_id);
+    write_pack_reading(store, &source, snapshot_id, options, out, progress)
 }
 
 /// [`write_pack`], reading the snapshot's trees through `trees` (a tree index that already
@@ -173,7 +179,7 @@ pub(crate) fn write_pack_tuned(
     let base: HashSet<ObjectId> = match &options.since {
         Some(base_id) => {
             let base = store.read_snapshot(base_id)?;
-            let trees = reachable_trees(store, &base.root)?;
+            let trees = reachable_trees(&store.snapshot_source(base_id), &base.root)?;
             let mut ids: HashSet<ObjectId> = trees.iter().map(|(id, _)| *id).collect();
             for (_, tree) in &trees {
                 ids.extend(tree.entries().iter().map(|e| e.id));

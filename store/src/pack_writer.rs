@@ -899,4 +899,26 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn a_pack_reads_its_trees_from_the_snapshot_tree_index() {
+        // (pack.rs's walk, pinned here beside the writer's other tests.) With a tree object
+        // gone from objects/, only the snapshot's tree index can supply it: one read instead
+        // of one object file per tree, which is most of a cold pack's start.
+        let f = fixture(5, &mixed_files(), &[]);
+        assert!(f.store.tree_index_path(&f.snapshot).exists());
+        let root = f.store.read_snapshot(&f.snapshot).unwrap().root;
+        let sub = f.store.read_tree(&root).unwrap().entries()[2].id;
+        std::fs::remove_file(f.store.objects().path_of(&sub)).unwrap();
+        let mut out = Vec::new();
+        crate::pack::write_pack(
+            &f.store,
+            &f.snapshot,
+            PackOptions::default(),
+            &mut out,
+            &mut |_| {},
+        )
+        .unwrap();
+        assert!(open(&f, &out).entry(&sub).is_some());
+    }
 }
