@@ -37,7 +37,7 @@ OP_ORDER = {
               "checkout into new dir"],
     "diff": ["diff after 1% changed (cold)", "diff after 1% changed (warm)", "directory vs its snapshot (warm)"],
     "export": ["export (first)", "re-export (unchanged, --force)", "re-export (unchanged, new out dir)"],
-    "pack": ["pack (cold)", "unpack (cold)", "size (MiB)", "pack --since (1% changed, cold)",
+    "pack": ["pack (cold)", "pack (warm)", "unpack (cold)", "size (MiB)", "pack --since (1% changed, cold)",
              "incremental pack size (MiB)"],
     "remote": ["push (cold)", "pull (cold)", "pull + checkout (cold)"],
     "mount": ["mount ready", "find | wc -l (cold)", "find | wc -l (warm)", "tar -cf - | wc -c (cold)",

@@ -26,7 +26,7 @@ use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::limits::MAX_INDEX_IN_MEMORY;
 use crate::objects::Blob;
-use crate::pack::{write_pack, write_pack_reading, PackOptions, PackReader, PackStats};
+use crate::pack::{write_pack_reading, PackOptions, PackReader, PackStats};
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree};
 use crate::{Store, StoreReader};
@@ -194,7 +194,15 @@ impl Store {
                     &mut out,
                     &mut |_| {},
                 ),
-                None => write_pack(self, snapshot, options, &mut out, &mut |_| {}),
+                // Not `write_pack`: that reads this snapshot's index, the file being rebuilt.
+                None => write_pack_reading(
+                    self,
+                    &self.reader(),
+                    snapshot,
+                    options,
+                    &mut out,
+                    &mut |_| {},
+                ),
             }?;
             let file = out
                 .into_inner()

@@ -72,6 +72,7 @@ mod lock;
 mod maintenance;
 mod objects;
 mod pack;
+mod pack_writer;
 mod snapshot;
 mod source;
 mod sys;

@@ -8,7 +8,8 @@
 //! header   "ZCBPACK\0" | version u32 = 1 | flags u32 (bit 0: trees only, a digest pack)
 //!          | root snapshot id [32] | base snapshot id [32] (zeros: not incremental)
 //! objects  the snapshot record, then every tree, then (unless trees only) every blob; each
-//!          object once; each stored raw or zstd-compressed, whichever is smaller
+//!          object once; each stored raw or as one zstd frame (`pack_writer` says
+//!          when a blob is compressed)
 //! index    count u64, then per object sorted by id: id [32] | offset u64 | stored length u64
 //!          | length u64 | flags u8 (bit 0: zstd)
 //! trailer  index offset u64 | blake3 of every byte before the trailer [32] | "ZCBPEND\0"
@@ -38,6 +39,7 @@ use std::sync::Arc;
 use crate::error::{DecodeError, StoreError};
 use crate::id::{IdHasher, ObjectId};
 use crate::objects::Blob;
+use crate::pack_writer::{write_blobs, Tuning};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree};
@@ -53,7 +55,7 @@ const TRAILER_LEN: u64 = 8 + 32 + 8;
 const FLAG_TREES_ONLY: u32 = 1;
 const FLAG_ZSTD: u8 = 1;
 /// zstd level for blobs: level 3 is zstd's default and keeps `pack` near `tar` speed.
-const ZSTD_LEVEL: i32 = 3;
+pub(crate) const ZSTD_LEVEL: i32 = 3;
 
 /// What is wrong with a pack (always named, with the pack's path, by [`StoreError::BadPack`]).
 fn bad(pack: &Path, why: impl Into<String>) -> StoreError {
@@ -103,7 +105,10 @@ pub struct PackOptions {
 }
 
 /// Every tree id reachable from `root` (iteratively; each tree read once).
-fn reachable_trees(store: &Store, root: &ObjectId) -> Result<Vec<(ObjectId, Tree)>, StoreError> {
+fn reachable_trees(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+) -> Result<Vec<(ObjectId, Tree)>, StoreError> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
     let mut stack = vec![*root];
@@ -111,7 +116,7 @@ fn reachable_trees(store: &Store, root: &ObjectId) -> Result<Vec<(ObjectId, Tree
         if !seen.insert(id) {
             continue;
         }
-        let tree = store.read_tree(&id)?;
+        let tree = source.tree(&id)?;
         for e in tree.entries().iter().rev() {
             if e.kind == EntryKind::Dir {
                 stack.push(e.id);
@@ -123,7 +128,9 @@ fn reachable_trees(store: &Store, root: &ObjectId) -> Result<Vec<(ObjectId, Tree
 }
 
 /// Writes snapshot `snapshot_id` of `store` as a pack to `out`, calling `progress` with the
-/// uncompressed bytes of each object written.
+/// uncompressed bytes of each object written. The trees come from the snapshot's tree index
+/// when it has a usable one (one sequential read instead of one object file per tree: most
+/// of a cold pack's start), else from the objects.
 pub fn write_pack(
     store: &Store,
     snapshot_id: &ObjectId,
@@ -131,7 +138,8 @@ pub fn write_pack(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
-    write_pack_reading(store, &store.reader(), snapshot_id, options, out, progress)
+    let source = store.snapshot_source(snapshot_id);
+    write_pack_reading(store, &source, snapshot_id, options, out, progress)
 }
 
 /// [`write_pack`], reading the snapshot's trees through `trees` (a tree index that already
@@ -144,11 +152,34 @@ pub(crate) fn write_pack_reading(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
+    let tuning = Tuning::for_host();
+    write_pack_tuned(
+        store,
+        trees_from,
+        snapshot_id,
+        options,
+        &tuning,
+        out,
+        progress,
+    )
+}
+
+/// [`write_pack_reading`] with the blob pipeline's `tuning` (tests vary the workers and the
+/// streaming threshold).
+pub(crate) fn write_pack_tuned(
+    store: &Store,
+    trees_from: &dyn ObjectSource,
+    snapshot_id: &ObjectId,
+    options: PackOptions,
+    tuning: &Tuning,
+    out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats, StoreError> {
     let snapshot = store.read_snapshot(snapshot_id)?;
     let base: HashSet<ObjectId> = match &options.since {
         Some(base_id) => {
             let base = store.read_snapshot(base_id)?;
-            let trees = reachable_trees(store, &base.root)?;
+            let trees = reachable_trees(&store.snapshot_source(base_id), &base.root)?;
             let mut ids: HashSet<ObjectId> = trees.iter().map(|(id, _)| *id).collect();
             for (_, tree) in &trees {
                 ids.extend(tree.entries().iter().map(|e| e.id));
@@ -193,6 +224,7 @@ pub(crate) fn write_pack_reading(
         options.since,
         &trees,
         &blobs,
+        tuning,
         out,
         progress,
     )
@@ -237,11 +269,22 @@ pub fn write_pack_excluding(
             trees.push((id, tree.encode()));
         }
     }
-    emit(store, snapshot_id, 0, None, &trees, &blobs, out, progress)
+    let tuning = Tuning::for_host();
+    emit(
+        store,
+        snapshot_id,
+        0,
+        None,
+        &trees,
+        &blobs,
+        &tuning,
+        out,
+        progress,
+    )
 }
 
-/// Writes the header, the record, `trees`, `blobs` (read from the store, verified), the
-/// index and the trailer.
+/// Writes the header, the record, `trees`, `blobs` (read from the store, verified and
+/// compressed ahead on worker threads: [`crate::pack_writer`]), the index and the trailer.
 #[allow(clippy::too_many_arguments)]
 fn emit(
     store: &Store,
@@ -250,6 +293,7 @@ fn emit(
     base: Option<ObjectId>,
     trees: &[(ObjectId, Vec<u8>)],
     blobs: &[(ObjectId, u64)],
+    tuning: &Tuning,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
@@ -269,37 +313,15 @@ fn emit(
     let mut index: Vec<PackEntry> = Vec::new();
     let mut stats = PackStats::default();
     let record = store.objects().read_verified(snapshot_id)?;
-    // One compression context for the whole pack: creating one per object (what
-    // `zstd::bulk::compress` does) cost more than compressing a small file.
-    let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL)
-        .map_err(|e| StoreError::io("start zstd for", "<pack>", e))?;
-    put(&mut w, &mut index, *snapshot_id, &record, None)?;
+    put(&mut w, &mut index, *snapshot_id, &record)?;
     progress(record.len() as u64);
     for (id, bytes) in trees {
-        put(&mut w, &mut index, *id, bytes, None)?;
+        put(&mut w, &mut index, *id, bytes)?;
         stats.trees += 1;
         progress(bytes.len() as u64);
     }
-    for (id, size) in blobs {
-        let blob = store.objects().open_blob(id)?;
-        if blob.len() != *size {
-            return Err(StoreError::CorruptObject {
-                id: *id,
-                actual: ObjectId::of(b""),
-            });
-        }
-        let mut bytes = vec![0u8; blob.len() as usize];
-        read_full(&blob, &mut bytes).map_err(|e| StoreError::io("read object", id.to_hex(), e))?;
-        if ObjectId::of(&bytes) != *id {
-            return Err(StoreError::CorruptObject {
-                id: *id,
-                actual: ObjectId::of(&bytes),
-            });
-        }
-        put(&mut w, &mut index, *id, &bytes, Some(&mut zstd))?;
-        stats.blobs += 1;
-        progress(bytes.len() as u64);
-    }
+    write_blobs(store, blobs, tuning, &mut w, &mut index, progress)?;
+    stats.blobs = blobs.len() as u64;
     stats.objects = index.len() as u64;
     stats.bytes = index.iter().map(|e| e.len).sum();
 
@@ -351,55 +373,37 @@ fn encode_trailer(index_offset: u64, digest: &ObjectId) -> Vec<u8> {
     trailer
 }
 
-fn write_err(e: io::Error) -> StoreError {
+pub(crate) fn write_err(e: io::Error) -> StoreError {
     StoreError::io("write pack", "<pack>", e)
 }
 
-fn read_full(blob: &Blob, buf: &mut [u8]) -> io::Result<()> {
-    let mut pos = 0;
-    while pos < buf.len() {
-        let n = blob.read_at(&mut buf[pos..], pos as u64)?;
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "object shorter than recorded",
-            ));
-        }
-        pos += n;
-    }
-    Ok(())
-}
-
+/// Writes a record or tree object, stored raw (they were never compressed: small, and a
+/// trees-only pack is read whole into memory).
 fn put(
     w: &mut HashingWriter<'_>,
     index: &mut Vec<PackEntry>,
     id: ObjectId,
     bytes: &[u8],
-    zstd: Option<&mut zstd::bulk::Compressor<'_>>,
 ) -> Result<(), StoreError> {
-    let compressed = match zstd {
-        Some(z) if bytes.len() >= 64 => z.compress(bytes).ok().filter(|c| c.len() < bytes.len()),
-        _ => None,
-    };
-    let stored: &[u8] = compressed.as_deref().unwrap_or(bytes);
     index.push(PackEntry {
         id,
         offset: w.written,
-        stored_len: stored.len() as u64,
+        stored_len: bytes.len() as u64,
         len: bytes.len() as u64,
-        zstd: compressed.is_some(),
+        zstd: false,
     });
-    w.write_all(stored).map_err(write_err)
+    w.write_all(bytes).map_err(write_err)
 }
 
-struct HashingWriter<'w> {
+/// The pack's bytes as they are written: counted, and hashed for the trailer.
+pub(crate) struct HashingWriter<'w> {
     inner: &'w mut dyn Write,
     hasher: IdHasher,
-    written: u64,
+    pub(crate) written: u64,
 }
 
 impl HashingWriter<'_> {
-    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
         self.inner.write_all(bytes)?;
         self.hasher.update(bytes);
         self.written += bytes.len() as u64;
