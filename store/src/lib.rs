@@ -6,7 +6,7 @@
 //! ```text
 //! <store>/STORE              format marker and version
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
-//! <store>/tmp/               temp files of writers in progress
+//! <store>/tmp/               temp files of writers in progress, staging dirs of imports
 //! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
 //! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)

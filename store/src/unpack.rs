@@ -95,6 +95,14 @@ pub(crate) fn land_objects(
     staging.land()
 }
 
+/// Opens the catalog once before the objects land. A store's first catalog open builds its
+/// index from every object in the store (a store whose catalog was lost); for the new store an
+/// unpack usually creates that scan is free before the import and reads every imported object
+/// after it (measured: about a third of an unpack of 6,000 objects).
+fn open_catalog_first(store: &Store) -> Result<(), StoreError> {
+    store.catalog().map(drop)
+}
+
 /// A worker's reused buffers (each at most [`IN_MEMORY`] bytes).
 #[derive(Default)]
 struct Buffers {
@@ -257,6 +265,7 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
     }
     let snapshot = pack.snapshot()?;
     check_foreign_record(store, pack.path(), &pack.root, &snapshot)?;
+    open_catalog_first(store)?;
     // The record is read and hashed by `snapshot()` and written by the commit.
     let jobs = pack
         .entries()
@@ -359,6 +368,7 @@ pub fn import_from_packs(
     if let Some(first) = missing.first() {
         return Err(StoreError::MissingObject(*first));
     }
+    open_catalog_first(store)?;
     let jobs = from_packs
         .iter()
         .map(|id| {
@@ -384,4 +394,221 @@ pub fn import_from_packs(
         });
     }
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pack::{write_pack, PackOptions};
+    use crate::snapshot::{CaptureReport, SnapshotKind};
+    use crate::tree::{Tree, TreeEntry};
+
+    /// Bytes that do not compress.
+    fn noise(seed: u64, len: usize) -> Vec<u8> {
+        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    }
+
+    /// A store with one snapshot of `files` (name, bytes) and its pack.
+    fn packed(dir: &Path, files: &[(String, Vec<u8>)]) -> (ObjectId, Vec<u8>) {
+        let store = Store::open_or_create(&dir.join("src")).unwrap();
+        let mut entries: Vec<TreeEntry> = files
+            .iter()
+            .map(|(name, bytes)| TreeEntry {
+                name: name.as_bytes().to_vec(),
+                kind: EntryKind::File,
+                size: bytes.len() as u64,
+                id: store.objects().write_bytes(bytes).unwrap(),
+            })
+            .collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        let root = store
+            .write_tree(&Tree::from_entries(entries).unwrap())
+            .unwrap();
+        let snap = Snapshot {
+            root,
+            created_unix_ns: 1,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: "test".into(),
+            agent: None,
+            name: None,
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        let lock = store.write_lock().unwrap();
+        let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let mut out = Vec::new();
+        write_pack(&store, &id, PackOptions::default(), &mut out, &mut |_| {}).unwrap();
+        (id, out)
+    }
+
+    /// The pack's index offset and its entries (offset of each entry's bytes in the pack,
+    /// the entry): read straight from the format, so a test can lie in one field.
+    fn index_of(pack: &[u8]) -> (usize, Vec<(usize, PackEntry)>) {
+        let n = pack.len();
+        let io = u64::from_le_bytes(pack[n - 48..n - 40].try_into().unwrap()) as usize;
+        let count = u64::from_le_bytes(pack[io..io + 8].try_into().unwrap()) as usize;
+        let u = |at: usize| u64::from_le_bytes(pack[at..at + 8].try_into().unwrap());
+        let entries = (0..count)
+            .map(|i| {
+                let at = io + 8 + i * 57;
+                let e = PackEntry {
+                    id: ObjectId::from_bytes(pack[at..at + 32].try_into().unwrap()),
+                    offset: u(at + 32),
+                    stored_len: u(at + 40),
+                    len: u(at + 48),
+                    zstd: pack[at + 56] & 1 != 0,
+                };
+                (at, e)
+            })
+            .collect();
+        (io, entries)
+    }
+
+    /// Recomputes the trailer hash, so only the per-object checks can catch a change.
+    fn reseal(pack: &mut [u8]) {
+        let n = pack.len();
+        let digest = ObjectId::of(&pack[..n - 48]);
+        pack[n - 40..n - 8].copy_from_slice(digest.as_bytes());
+    }
+
+    /// Unpacks `bytes` into a new store `name` under `dir`.
+    fn unpack_into(dir: &Path, name: &str, bytes: &[u8]) -> (Store, Result<ObjectId, StoreError>) {
+        let path = dir.join(format!("{name}.zcpack"));
+        std::fs::write(&path, bytes).unwrap();
+        let store = Store::open_or_create(&dir.join(name)).unwrap();
+        let result = PackReader::open(&path).and_then(|p| unpack(&store, &p));
+        (store, result)
+    }
+
+    /// Nothing imported: no object, no staging directory, no snapshot.
+    fn assert_nothing_imported(store: &Store) {
+        assert!(store.objects().list().unwrap().is_empty(), "objects landed");
+        let tmp: Vec<_> = std::fs::read_dir(store.objects().tmp_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(tmp.is_empty(), "left in tmp/: {tmp:?}");
+        assert!(store.catalog().unwrap().snapshots().unwrap().is_empty());
+    }
+
+    fn many_files() -> Vec<(String, Vec<u8>)> {
+        (0..64)
+            .map(|i| (format!("f{i:03}"), noise(i + 1, 3_000 + i as usize * 97)))
+            .collect()
+    }
+
+    /// The last object of the pack (by offset) is damaged, its trailer resealed: the failure
+    /// comes after every other object was verified and staged, and nothing lands.
+    #[test]
+    fn damage_in_the_last_object_imports_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (id, pack) = packed(dir.path(), &many_files());
+        let (io, _) = index_of(&pack);
+        let mut bad = pack.clone();
+        bad[io - 1] ^= 0x20;
+        reseal(&mut bad);
+        let (store, result) = unpack_into(dir.path(), "b", &bad);
+        let err = result.expect_err("a damaged object").to_string();
+        assert!(
+            err.contains("b.zcpack") && err.contains("hashes to"),
+            "{err}"
+        );
+        assert_nothing_imported(&store);
+        // The intact pack then imports into the same store, and again (every object is
+        // already there: verified, not rewritten).
+        let (store, result) = unpack_into(dir.path(), "b", &pack);
+        assert_eq!(result.unwrap(), id);
+        let again = PackReader::open(&dir.path().join("b.zcpack")).unwrap();
+        assert_eq!(unpack(&store, &again).unwrap(), id);
+        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert_eq!(store.catalog().unwrap().snapshots().unwrap().len(), 1);
+        assert_eq!(
+            std::fs::read_dir(store.objects().tmp_dir())
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+
+    /// A damaged trailer alone (every object intact) is refused too.
+    #[test]
+    fn a_bad_trailer_imports_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_, mut pack) = packed(dir.path(), &many_files());
+        let n = pack.len();
+        pack[n - 20] ^= 1;
+        let (store, result) = unpack_into(dir.path(), "b", &pack);
+        let err = result.expect_err("a bad trailer").to_string();
+        assert!(err.contains("trailer checksum"), "{err}");
+        assert_nothing_imported(&store);
+    }
+
+    /// Objects above `IN_MEMORY` stream (raw and compressed) and round-trip; a large
+    /// compressed object that lies about its length is caught by the streaming cap.
+    #[test]
+    fn large_objects_stream_and_their_lies_are_caught() {
+        let big = IN_MEMORY as usize + 1_000_000;
+        let files = vec![
+            ("noise".to_string(), noise(7, big)),
+            ("zeros".to_string(), vec![0u8; big + 5]),
+            ("small".to_string(), b"small".to_vec()),
+        ];
+        let dir = tempfile::tempdir().unwrap();
+        let (id, pack) = packed(dir.path(), &files);
+        let (_, entries) = index_of(&pack);
+        assert!(entries.iter().any(|(_, e)| e.zstd && e.len > IN_MEMORY));
+        assert!(entries.iter().any(|(_, e)| !e.zstd && e.len > IN_MEMORY));
+        let (store, result) = unpack_into(dir.path(), "ok", &pack);
+        assert_eq!(result.unwrap(), id);
+        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        let zeros = ObjectId::of(&files[1].1);
+        assert_eq!(store.objects().read_verified(&zeros).unwrap(), files[1].1);
+
+        for (name, delta) in [("longer", 1i64), ("shorter", -1)] {
+            let mut bad = pack.clone();
+            let (at, e) = *entries
+                .iter()
+                .find(|(_, e)| e.zstd && e.len > IN_MEMORY)
+                .unwrap();
+            let lie = (e.len as i64 + delta) as u64;
+            bad[at + 48..at + 56].copy_from_slice(&lie.to_le_bytes());
+            reseal(&mut bad);
+            let (store, result) = unpack_into(dir.path(), name, &bad);
+            let err = result.expect_err(name).to_string();
+            assert!(err.contains("decompresses to"), "{err}");
+            assert_nothing_imported(&store);
+        }
+    }
+
+    /// A small compressed object whose declared length is too short (a bomb against its cap)
+    /// or too long is refused by the in-memory path.
+    #[test]
+    fn small_compressed_lies_are_caught() {
+        let files = vec![("a".to_string(), vec![b'a'; 50_000])];
+        let dir = tempfile::tempdir().unwrap();
+        let (_, pack) = packed(dir.path(), &files);
+        let (_, entries) = index_of(&pack);
+        let (at, e) = *entries.iter().find(|(_, e)| e.zstd).unwrap();
+        for (name, lie, needle) in [
+            ("bomb", 5, "does not decompress within the 5 bytes"),
+            ("long", e.len + 1, "decompresses to 50000 bytes"),
+        ] {
+            let mut bad = pack.clone();
+            bad[at + 48..at + 56].copy_from_slice(&lie.to_le_bytes());
+            reseal(&mut bad);
+            let (store, result) = unpack_into(dir.path(), name, &bad);
+            let err = result.expect_err(name).to_string();
+            assert!(err.contains(needle), "{name}: {err}");
+            assert_nothing_imported(&store);
+        }
+    }
 }
