@@ -762,7 +762,8 @@ mod tests {
         staging.put_verified(&id, bytes).unwrap();
         let staged = staging.path().to_path_buf();
         std::mem::forget(staging); // a SIGKILL runs no destructor
-        assert!(staged.join(id.to_hex()).is_file());
+        let hex = id.to_hex();
+        assert!(staged.join(&hex[..2]).join(&hex[2..]).is_file());
         assert!(!store.objects().has(&id), "a staged object is not visible");
         let young = store.objects().tmp_dir().join("obj-young");
         fs::write(&young, b"x").unwrap();

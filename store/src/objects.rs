@@ -454,7 +454,7 @@ impl ObjectDir {
 }
 
 /// A directory under `<store>/tmp/` where an import (`unpack`, `pull`) writes objects it has
-/// verified, each as a read-only file named by its id. Nothing in it is visible in the store:
+/// verified, each as a read-only file named by its id (fanned out as in `objects/`). Nothing in it is visible in the store:
 /// [`Staging::land`] renames every staged object into `objects/` only once the whole import
 /// verified (cheap renames within one filesystem); dropping a staging that did not land
 /// removes it with everything in it. A process killed meanwhile leaves the directory, which
@@ -484,13 +484,37 @@ impl Staging {
         &self.dir
     }
 
+    /// Where object `id` is staged: fanned out like `objects/` (`<2 hex>/<62 hex>`), so
+    /// workers creating files at once rarely wait on the same directory's lock (one flat
+    /// directory serialized their creates).
+    fn staged_path(&self, id: &ObjectId) -> PathBuf {
+        let hex = id.to_hex();
+        self.dir.join(&hex[..2]).join(&hex[2..])
+    }
+
     fn create(&self, id: &ObjectId) -> Result<(File, PathBuf), StoreError> {
-        let path = self.dir.join(id.to_hex());
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o444)
-            .open(&path)
+        let path = self.staged_path(id);
+        let open = || {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o444)
+                .open(&path)
+        };
+        let file = open()
+            .or_else(|e| {
+                if e.kind() != io::ErrorKind::NotFound {
+                    return Err(e);
+                }
+                // The fan-out directory is made on first use.
+                let parent = path.parent().expect("staged paths have a parent");
+                match fs::create_dir(parent) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+                open()
+            })
             .map_err(|e| StoreError::io("create staged object", &path, e))?;
         Ok((file, path))
     }
@@ -532,11 +556,11 @@ impl Staging {
     pub(crate) fn land(mut self) -> Result<(), StoreError> {
         let staged = std::mem::take(&mut *self.staged.lock().expect("no panic holds the list"));
         for id in &staged {
-            self.objects
-                .rename_into_place(&self.dir.join(id.to_hex()), id)?;
+            self.objects.rename_into_place(&self.staged_path(id), id)?;
         }
         self.done = true;
-        fs::remove_dir(&self.dir).map_err(|e| StoreError::io("remove", &self.dir, e))
+        // Only the emptied fan-out directories are left.
+        fs::remove_dir_all(&self.dir).map_err(|e| StoreError::io("remove", &self.dir, e))
     }
 }
 
