@@ -233,7 +233,7 @@ fn check_foreign_record(
 }
 
 /// Imports pack `pack` into `store`: every object is verified and staged in one pass
-/// ([`land_objects`]), lands in `objects/` only once all verified (and the trailer too), then
+/// (see the `unpack` module), lands in `objects/` only once all verified (and the trailer too), then
 /// the record and the catalog entry are committed through [`Store::commit_snapshot`]. So an
 /// interrupted unpack leaves at most unreferenced objects (and a staging directory for gc),
 /// and a pack that fails verification imports nothing. Fails before staging anything when the
