@@ -6,7 +6,7 @@
 //! ```text
 //! <store>/STORE              format marker and version
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
-//! <store>/tmp/               temp files of writers in progress
+//! <store>/tmp/               temp files of writers in progress, staging dirs of imports
 //! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
 //! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
@@ -77,6 +77,7 @@ mod snapshot;
 mod source;
 mod sys;
 mod tree;
+mod unpack;
 
 use std::fs;
 use std::io;
@@ -95,9 +96,8 @@ pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
 pub use pack::{
-    closure_needs, decode_pack_object, import_from_packs, read_pack_layout, unpack, write_pack,
-    write_pack_excluding, PackEntry, PackLayout, PackOptions, PackOverStore, PackReader, PackStats,
-    PACK_VERSION,
+    decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackEntry, PackLayout,
+    PackOptions, PackOverStore, PackReader, PackStats, PACK_VERSION,
 };
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
@@ -105,6 +105,7 @@ pub use snapshot::{
 pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;
 pub use tree::{invalid_name_reason, EntryKind, Tree, TreeEntry, MAX_SIZE};
+pub use unpack::{closure_needs, import_from_packs, unpack};
 
 /// The store format version this build writes and the highest it reads.
 pub const STORE_VERSION: u32 = 1;

@@ -156,7 +156,7 @@ pub struct GcReport {
     pub young_kept: u64,
     /// Bytes of those objects.
     pub young_kept_bytes: u64,
-    /// Stale temp files removed.
+    /// Stale temp files, and staging directories of interrupted imports, removed.
     pub temp_removed: u64,
     /// Tree indexes of snapshots whose record is gone, removed.
     pub tree_indexes_removed: u64,
@@ -582,6 +582,20 @@ impl Store {
         if let Ok(rd) = fs::read_dir(tmp) {
             let now = std::time::SystemTime::now();
             for ent in rd.flatten() {
+                // An import's staging directory exists only while its writer holds the
+                // write lock, which this gc excludes: one seen here was left by a killed
+                // import, whatever its age.
+                let staging = ent
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(crate::objects::STAGING_PREFIX))
+                    && ent.file_type().is_ok_and(|t| t.is_dir());
+                if staging {
+                    if fs::remove_dir_all(ent.path()).is_ok() {
+                        report.temp_removed += 1;
+                    }
+                    continue;
+                }
                 let old = ent
                     .metadata()
                     .ok()
@@ -734,6 +748,29 @@ mod tests {
         assert!(!store.objects().has(&gone_blob) && !store.objects().has(&orphan));
         let v = store.verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
+    }
+
+    /// An import killed while staging leaves its staging directory under tmp/ (nothing in
+    /// objects/); gc removes it however young, and leaves other young temp files alone.
+    #[test]
+    fn gc_removes_the_staging_directory_of_a_killed_import() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let staging = store.objects().staging().unwrap();
+        let bytes = b"staged, never landed";
+        let id = ObjectId::of(bytes);
+        staging.put_verified(&id, bytes).unwrap();
+        let staged = staging.path().to_path_buf();
+        std::mem::forget(staging); // a SIGKILL runs no destructor
+        let hex = id.to_hex();
+        assert!(staged.join(&hex[..2]).join(&hex[2..]).is_file());
+        assert!(!store.objects().has(&id), "a staged object is not visible");
+        let young = store.objects().tmp_dir().join("obj-young");
+        fs::write(&young, b"x").unwrap();
+        let r = store.gc(3600).unwrap();
+        assert_eq!(r.temp_removed, 1, "{r:?}");
+        assert!(!staged.exists());
+        assert!(young.exists(), "a young temp file stays");
     }
 
     #[test]

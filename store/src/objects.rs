@@ -22,7 +22,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
@@ -32,6 +32,9 @@ use crate::sys;
 const SMALL: usize = 256 * 1024;
 /// Read buffer for streaming larger inputs.
 const CHUNK: usize = 1024 * 1024;
+
+/// Name prefix of a staging directory under `tmp/` (see [`ObjectDir::staging`]).
+pub(crate) const STAGING_PREFIX: &str = "stage-";
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -286,6 +289,51 @@ impl ObjectDir {
         }
     }
 
+    /// A fresh staging directory under `tmp/` (the temp files' naming, with a `stage-` prefix)
+    /// for an import that lands many objects at once: see [`Staging`]. The caller holds the
+    /// store's write lock, so only an interrupted import leaves one behind, which `gc` removes.
+    pub(crate) fn staging(&self) -> Result<Staging, StoreError> {
+        fs::create_dir_all(&self.tmp).map_err(|e| StoreError::io("create", &self.tmp, e))?;
+        loop {
+            let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+            let dir = self.tmp.join(format!(
+                "{STAGING_PREFIX}{}-{}-{}",
+                std::process::id(),
+                n,
+                sys::random_token()
+            ));
+            match fs::create_dir(&dir) {
+                Ok(()) => {
+                    return Ok(Staging {
+                        objects: self.clone(),
+                        dir,
+                        staged: Mutex::new(Vec::new()),
+                        done: false,
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(StoreError::io("create staging directory in", &self.tmp, e)),
+            }
+        }
+    }
+
+    /// Moves `from` (a complete, verified object file) to object `id`'s place.
+    fn rename_into_place(&self, from: &Path, id: &ObjectId) -> Result<(), StoreError> {
+        let dest = self.path_of(id);
+        fs::rename(from, &dest)
+            .or_else(|e| {
+                if e.kind() == io::ErrorKind::NotFound {
+                    // A fan-out directory removed by hand: recreate and retry once.
+                    let parent = dest.parent().expect("object paths have a parent");
+                    fs::create_dir_all(parent)?;
+                    fs::rename(from, &dest)
+                } else {
+                    Err(e)
+                }
+            })
+            .map_err(|e| StoreError::io("rename into", &dest, e))
+    }
+
     /// Renames a fully written temp file into place, or removes it on failure.
     fn finish_temp(
         &self,
@@ -299,20 +347,8 @@ impl ObjectDir {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
-        let dest = self.path_of(id);
-        let renamed = fs::rename(&tmp, &dest).or_else(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                // A fan-out directory removed by hand: recreate and retry once.
-                let parent = dest.parent().expect("object paths have a parent");
-                fs::create_dir_all(parent)?;
-                fs::rename(&tmp, &dest)
-            } else {
-                Err(e)
-            }
-        });
-        renamed.map_err(|e| {
+        self.rename_into_place(&tmp, id).inspect_err(|_| {
             let _ = fs::remove_file(&tmp);
-            StoreError::io("rename into", &dest, e)
         })
     }
 
@@ -414,5 +450,148 @@ impl ObjectDir {
         }
         buf.truncate(got);
         Ok(buf)
+    }
+}
+
+/// A directory under `<store>/tmp/` where an import (`unpack`, `pull`) writes objects it has
+/// verified, each as a read-only file named by its id (fanned out as in `objects/`). Nothing in it is visible in the store:
+/// [`Staging::land`] renames every staged object into `objects/` only once the whole import
+/// verified (cheap renames within one filesystem); dropping a staging that did not land
+/// removes it with everything in it. A process killed meanwhile leaves the directory, which
+/// `gc` removes (staging is only done under the store's write lock, which gc excludes).
+/// Objects are not fsynced here: the commit's `syncfs` covers them, as for a capture.
+#[derive(Debug)]
+pub(crate) struct Staging {
+    objects: ObjectDir,
+    dir: PathBuf,
+    /// Objects completely written (only these are landed).
+    staged: Mutex<Vec<ObjectId>>,
+    done: bool,
+}
+
+/// One object being streamed into a [`Staging`]; it counts only once [`StagedFile::finish`]ed.
+pub(crate) struct StagedFile<'s> {
+    staging: &'s Staging,
+    id: ObjectId,
+    path: PathBuf,
+    file: io::BufWriter<File>,
+}
+
+impl Staging {
+    /// The staging directory.
+    #[cfg(test)]
+    pub(crate) fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where object `id` is staged: fanned out like `objects/` (`<2 hex>/<62 hex>`), so
+    /// workers creating files at once rarely wait on the same directory's lock (one flat
+    /// directory serialized their creates).
+    fn staged_path(&self, id: &ObjectId) -> PathBuf {
+        let hex = id.to_hex();
+        self.dir.join(&hex[..2]).join(&hex[2..])
+    }
+
+    fn create(&self, id: &ObjectId) -> Result<(File, PathBuf), StoreError> {
+        let path = self.staged_path(id);
+        let open = || {
+            OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o444)
+                .open(&path)
+        };
+        let file = open()
+            .or_else(|e| {
+                if e.kind() != io::ErrorKind::NotFound {
+                    return Err(e);
+                }
+                // The fan-out directory is made on first use.
+                let parent = path.parent().expect("staged paths have a parent");
+                match fs::create_dir(parent) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(e),
+                }
+                open()
+            })
+            .map_err(|e| StoreError::io("create staged object", &path, e))?;
+        Ok((file, path))
+    }
+
+    /// Stages object `id` whose bytes are `bytes`. The caller has hashed them and compared
+    /// the hash with `id` (they are not hashed again here).
+    pub(crate) fn put_verified(&self, id: &ObjectId, bytes: &[u8]) -> Result<(), StoreError> {
+        let (mut file, path) = self.create(id)?;
+        file.write_all(bytes)
+            .map_err(|e| StoreError::io("write", &path, e))?;
+        self.staged
+            .lock()
+            .expect("no panic holds the list")
+            .push(*id);
+        Ok(())
+    }
+
+    /// Starts streaming object `id` (a large one) into the staging directory; the caller
+    /// hashes what it writes and calls [`StagedFile::finish`] only when the hash matched.
+    pub(crate) fn stream(&self, id: &ObjectId) -> Result<StagedFile<'_>, StoreError> {
+        let (file, path) = self.create(id)?;
+        Ok(StagedFile {
+            staging: self,
+            id: *id,
+            path,
+            file: io::BufWriter::with_capacity(CHUNK, file),
+        })
+    }
+
+    /// How many objects are staged.
+    pub(crate) fn len(&self) -> usize {
+        self.staged.lock().expect("no panic holds the list").len()
+    }
+
+    /// Renames every staged object into `objects/` (an object already there is replaced by
+    /// the same bytes) and removes the staging directory. Call only when the whole import
+    /// verified. An interruption midway leaves some objects landed, unreferenced until the
+    /// record is committed: the crash invariant allows that.
+    pub(crate) fn land(mut self) -> Result<(), StoreError> {
+        let staged = std::mem::take(&mut *self.staged.lock().expect("no panic holds the list"));
+        for id in &staged {
+            self.objects.rename_into_place(&self.staged_path(id), id)?;
+        }
+        self.done = true;
+        // Only the emptied fan-out directories are left.
+        fs::remove_dir_all(&self.dir).map_err(|e| StoreError::io("remove", &self.dir, e))
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+impl Write for StagedFile<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+impl StagedFile<'_> {
+    /// Completes the object: the caller verified its bytes against its id.
+    pub(crate) fn finish(mut self) -> Result<(), StoreError> {
+        self.file
+            .flush()
+            .map_err(|e| StoreError::io("write", &self.path, e))?;
+        self.staging
+            .staged
+            .lock()
+            .expect("no panic holds the list")
+            .push(self.id);
+        Ok(())
     }
 }

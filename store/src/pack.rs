@@ -23,7 +23,8 @@
 //! strictly sorted, lengths within bounds), a compressed object is decompressed into a buffer
 //! capped at its declared length (a decompression bomb stops there), and every object read is
 //! hashed and compared with its id. [`PackReader::verify`] checks the trailer hash and every
-//! object; `unpack` runs it before anything becomes visible in the store.
+//! object; `unpack` and `pull` check the same in their one pass (see the `unpack`
+//! module) before anything becomes visible in the store.
 //!
 //! The store keeps every snapshot's trees-only pack as its tree index (`<store>/trees/`, see
 //! [`crate::SnapshotSource`]); a small pack is read whole into memory
@@ -36,7 +37,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::{DecodeError, StoreError};
+use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
 use crate::objects::Blob;
 use crate::pack_writer::{write_blobs, Tuning};
@@ -58,7 +59,7 @@ const FLAG_ZSTD: u8 = 1;
 pub(crate) const ZSTD_LEVEL: i32 = 3;
 
 /// What is wrong with a pack (always named, with the pack's path, by [`StoreError::BadPack`]).
-fn bad(pack: &Path, why: impl Into<String>) -> StoreError {
+pub(crate) fn bad(pack: &Path, why: impl Into<String>) -> StoreError {
     StoreError::BadPack {
         pack: pack.to_path_buf(),
         why: why.into(),
@@ -706,6 +707,26 @@ impl PackReader {
         Ok(bytes)
     }
 
+    /// Reads entry `e`'s stored (possibly compressed) bytes into `buf`, resized to its stored
+    /// length (checked against the file when the pack was opened).
+    pub(crate) fn read_stored(&self, e: &PackEntry, buf: &mut Vec<u8>) -> Result<(), StoreError> {
+        buf.clear();
+        buf.resize(e.stored_len as usize, 0);
+        self.file
+            .read_exact_at(buf, e.offset)
+            .map_err(|err| StoreError::io("read pack", &self.path, err))
+    }
+
+    /// A sequential reader over entry `e`'s stored bytes (positioned reads: several readers
+    /// of one pack run at once).
+    pub(crate) fn stored_reader(&self, e: &PackEntry) -> StoredReader<'_> {
+        StoredReader {
+            file: &self.file,
+            pos: e.offset,
+            end: e.offset + e.stored_len,
+        }
+    }
+
     /// The snapshot record the pack carries.
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let bytes = self.read(&self.root)?;
@@ -788,6 +809,24 @@ impl PackReader {
             }
         }
         Ok(missing)
+    }
+}
+
+/// See [`PackReader::stored_reader`].
+pub(crate) struct StoredReader<'p> {
+    file: &'p Backing,
+    pos: u64,
+    end: u64,
+}
+
+impl Read for StoredReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = buf
+            .len()
+            .min(usize::try_from(self.end - self.pos).unwrap_or(usize::MAX));
+        self.file.read_exact_at(&mut buf[..n], self.pos)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 }
 
@@ -961,206 +1000,12 @@ fn tempfile_in_tmp() -> io::Result<File> {
     Ok(file)
 }
 
-/// How far in the future a received record's creation time may lie (clock skew between
-/// hosts).
-const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
-
-/// A received record must not take over this store's refs: its name must not already name
-/// another snapshot here (the record's bytes, and so its id, carry the name, so it cannot be
-/// renamed on the way in), and its creation time must not lie in the future, where it would
-/// stay `agent/<alias>` (the newest snapshot of the agent) over every later local export.
-fn check_foreign_record(
-    store: &Store,
-    origin: &Path,
-    id: &ObjectId,
-    snapshot: &Snapshot,
-) -> Result<(), StoreError> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
-        .unwrap_or(0);
-    if snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS) {
-        return Err(bad(
-            origin,
-            "carries a snapshot created more than a day in the future; it would shadow every \
-             later local snapshot of its agent, so it is not imported (check the sending host's \
-             clock)",
-        ));
-    }
-    if let Some(name) = &snapshot.name {
-        if let Some(local) = store.catalog()?.name_target(name)? {
-            if local != *id {
-                return Err(bad(
-                    origin,
-                    format!(
-                        "carries a snapshot named `{name}`, which already names snapshot {} in \
-                         this store; a received snapshot does not take over a local name \
-                         (forget or rename the local one first, or mount and diff the pack \
-                         without unpacking it)",
-                        local.short(12)
-                    ),
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Imports a verified pack into `store`: every object (blobs, then trees), then the record and
-/// the catalog entry through [`Store::commit_snapshot`], so an interrupted unpack leaves at
-/// most unreferenced objects. Fails before writing anything when the pack does not verify, is
-/// a digest pack, or (incremental) needs objects the store lacks.
-pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> {
-    pack.verify()?;
-    if pack.trees_only {
-        return Err(bad(
-            pack.path(),
-            "is a digest pack (trees only): it can be diffed or listed, not unpacked",
-        ));
-    }
-    let missing = pack.missing(&|id| store.objects().has(id))?;
-    if let Some(first) = missing.first() {
-        return Err(bad(
-            pack.path(),
-            match pack.base {
-                Some(base) => format!(
-                    "is incremental on snapshot {} and this store lacks {} of the objects it needs (first: {}); unpack a pack of the base first",
-                    base.short(12),
-                    missing.len(),
-                    first.short(12)
-                ),
-                None => format!("lacks {} objects its trees name (first: {})", missing.len(), first.short(12)),
-            },
-        ));
-    }
-    let snapshot = pack.snapshot()?;
-    check_foreign_record(store, pack.path(), &pack.root, &snapshot)?;
-    // Held from the first object to the catalog entry, so `gc` cannot judge the new objects
-    // unreachable in between (the store's write lock, as for a capture).
-    let lock = store.write_lock()?;
-    for e in pack.entries().iter().filter(|e| e.id != pack.root) {
-        store.objects().write_bytes(&pack.read(&e.id)?)?;
-    }
-    let id = store.commit_snapshot(&lock, &snapshot, None)?;
-    if id != pack.root {
-        return Err(bad(
-            pack.path(),
-            format!(
-                "its record re-encodes to {}, not {}",
-                id.short(12),
-                pack.root.short(12)
-            ),
-        ));
-    }
-    Ok(id)
-}
-
-/// Where an object of a multi-pack import is found.
-fn find_in<'p>(packs: &'p [PackReader], id: &ObjectId) -> Option<&'p PackReader> {
-    packs.iter().find(|p| p.entry(id).is_some())
-}
-
-/// Walks the snapshot tree under `root` through the store and `packs` and returns the
-/// objects it reaches that neither holds, and (second) those the packs must provide (reached,
-/// not in the store). A tree found nowhere is reported and not descended: the caller fetches
-/// it and walks again.
-pub fn closure_needs(
-    store: &Store,
-    packs: &[PackReader],
-    root: &ObjectId,
-) -> Result<(Vec<ObjectId>, Vec<ObjectId>), StoreError> {
-    let mut missing = Vec::new();
-    let mut from_packs = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack = vec![*root];
-    while let Some(id) = stack.pop() {
-        if !seen.insert(id) {
-            continue;
-        }
-        let tree = if store.objects().has(&id) {
-            store.read_tree(&id)?
-        } else if let Some(pack) = find_in(packs, &id) {
-            from_packs.push(id);
-            pack.tree(&id)?
-        } else {
-            missing.push(id);
-            continue;
-        };
-        for e in tree.entries() {
-            if e.kind == EntryKind::Dir {
-                stack.push(e.id);
-            } else if seen.insert(e.id) && !store.objects().has(&e.id) {
-                match find_in(packs, &e.id) {
-                    Some(_) => from_packs.push(e.id),
-                    None => missing.push(e.id),
-                }
-            }
-        }
-    }
-    Ok((missing, from_packs))
-}
-
-/// Imports snapshot `snapshot_id` (its record is `record`, hashed here against the id) from
-/// `packs` (each verified first) into `store`: every object the store lacks lands, then the
-/// record and the catalog entry through [`Store::commit_snapshot`], the same order as
-/// [`unpack`]. Fails before writing anything when an object is found nowhere.
-pub fn import_from_packs(
-    store: &Store,
-    snapshot_id: &ObjectId,
-    record: &[u8],
-    packs: &[PackReader],
-) -> Result<ObjectId, StoreError> {
-    let actual = ObjectId::of(record);
-    if actual != *snapshot_id {
-        return Err(StoreError::CorruptObject {
-            id: *snapshot_id,
-            actual,
-        });
-    }
-    let snapshot = Snapshot::decode(record).map_err(|why| StoreError::Malformed {
-        id: *snapshot_id,
-        what: "snapshot record",
-        why,
-    })?;
-    check_foreign_record(
-        store,
-        Path::new(&format!("of snapshot {}", snapshot_id.short(12))),
-        snapshot_id,
-        &snapshot,
-    )?;
-    for pack in packs {
-        pack.verify()?;
-    }
-    // Held from the walk that decides what the store already has to the catalog entry, so a
-    // gc cannot delete an unreferenced object the walk counted on.
-    let lock = store.write_lock()?;
-    let (missing, from_packs) = closure_needs(store, packs, &snapshot.root)?;
-    if let Some(first) = missing.first() {
-        return Err(StoreError::MissingObject(*first));
-    }
-    for id in &from_packs {
-        let pack = find_in(packs, id).expect("closure_needs found it in a pack");
-        store.objects().write_bytes(&pack.read(id)?)?;
-    }
-    let id = store.commit_snapshot(&lock, &snapshot, None)?;
-    if id != *snapshot_id {
-        return Err(StoreError::Malformed {
-            id: *snapshot_id,
-            what: "snapshot record",
-            why: DecodeError::BadField {
-                field: "record",
-                why: format!("re-encodes to {}", id.short(12)),
-            },
-        });
-    }
-    Ok(id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::snapshot::{CaptureReport, SnapshotKind};
     use crate::tree::TreeEntry;
+    use crate::unpack::{closure_needs, import_from_packs, unpack};
 
     /// A store with one snapshot: a tree holding a compressible file, a small one and a
     /// subdirectory.

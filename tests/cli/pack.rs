@@ -195,6 +195,55 @@ fn a_corrupt_pack_imports_nothing() {
     assert_eq!(count, 0, "objects landed from a corrupt pack");
 }
 
+/// The LAST object of the pack is damaged and the trailer resealed, so the failure comes
+/// after every other object was verified and staged: nothing lands in objects/, no staging
+/// directory stays in tmp/, nothing is listed; the intact pack then unpacks.
+#[test]
+fn a_pack_damaged_in_its_last_object_imports_nothing() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for i in 0..100 {
+        write(&src.join(format!("f{i}.bin")), &bytes(i, 20_000));
+    }
+    let id = env.snapshot(&src);
+    let pack = env.path("p.zcpack");
+    env.run(&["pack", &id, "--out", &pack.to_string_lossy()])
+        .ok();
+    let good = fs::read(&pack).unwrap();
+    let mut data = good.clone();
+    let n = data.len();
+    let index_offset = u64::from_le_bytes(data[n - 48..n - 40].try_into().unwrap()) as usize;
+    data[index_offset - 1] ^= 0x20;
+    let hex = crate::util::blake3_hex(&data[..n - 48]);
+    for (i, byte) in data[n - 40..n - 8].iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap();
+    }
+    fs::write(&pack, &data).unwrap();
+    let b = other(&env, "store-b");
+    let r = env.run(&["--store", &b, "unpack", &pack.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(
+        r.stderr().contains("p.zcpack") && r.stderr().contains("hashes to"),
+        "{}",
+        r.describe()
+    );
+    assert_eq!(
+        walk_count(&Path::new(&b).join("objects")),
+        0,
+        "objects landed"
+    );
+    let tmp = fs::read_dir(Path::new(&b).join("tmp")).unwrap().count();
+    assert_eq!(tmp, 0, "staging left");
+    let listed = env.run(&["--store", &b, "--json", "list"]).ok().json();
+    assert!(listed.as_array().unwrap().is_empty(), "{listed}");
+    fs::write(&pack, &good).unwrap();
+    let r = env
+        .run(&["--store", &b, "unpack", &pack.to_string_lossy()])
+        .ok();
+    assert_eq!(r.last_line(), id);
+    env.run(&["--store", &b, "verify"]).ok();
+}
+
 fn walk_count(dir: &Path) -> usize {
     let Ok(rd) = fs::read_dir(dir) else { return 0 };
     rd.map(|e| e.unwrap().path())
@@ -221,7 +270,18 @@ fn unpack_killed_at_random_points_leaves_a_consistent_store() {
     } else {
         12
     };
-    let mut completed = 0;
+    // One whole unpack first: the kills are spread over its duration (debug or release
+    // build, busy machine or not), so they land in every phase.
+    let started = std::time::Instant::now();
+    env.run(&[
+        "--store",
+        &other(&env, "whole"),
+        "unpack",
+        &pack.to_string_lossy(),
+    ])
+    .ok();
+    let span = started.elapsed().as_micros().max(1) as u64 * 11 / 10;
+    let (mut completed, mut staging_left, mut landed) = (0, 0, 0);
     for i in 0..runs {
         let b = other(&env, &format!("store-{i}"));
         let mut child = env
@@ -231,8 +291,7 @@ fn unpack_killed_at_random_points_leaves_a_consistent_store() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        // Spread the kills over the unpack (it takes tens of milliseconds here).
-        std::thread::sleep(Duration::from_micros(i * 7_919 % 120_000));
+        std::thread::sleep(Duration::from_micros(i * 7_919 % span));
         let _ = child.kill();
         let status = child.wait().unwrap();
         if status.success() {
@@ -241,6 +300,24 @@ fn unpack_killed_at_random_points_leaves_a_consistent_store() {
         if !Path::new(&b).join("STORE").exists() {
             continue; // killed before the store existed
         }
+        env.run(&["--store", &b, "verify"]).ok();
+        let tmp = Path::new(&b).join("tmp");
+        if fs::read_dir(&tmp).unwrap().any(|e| {
+            let name = e.unwrap().file_name();
+            name.to_string_lossy().starts_with("stage-")
+        }) {
+            staging_left += 1;
+        }
+        if walk_count(&Path::new(&b).join("objects")) > 0 {
+            landed += 1;
+        }
+        // A kill while staging leaves only a staging directory under tmp/: gc removes it.
+        env.run(&["--store", &b, "gc", "--grace", "0"]).ok();
+        let left: Vec<_> = fs::read_dir(Path::new(&b).join("tmp"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(left.is_empty(), "gc left in tmp/: {left:?}");
         env.run(&["--store", &b, "verify"]).ok();
         let listed = env.run(&["--store", &b, "--json", "list"]).ok().json();
         for snap in listed.as_array().unwrap() {
@@ -259,7 +336,10 @@ fn unpack_killed_at_random_points_leaves_a_consistent_store() {
             assert_same_tree(&src, &out);
         }
     }
-    eprintln!("{runs} unpacks killed at random points, {completed} had finished");
+    eprintln!(
+        "{runs} unpacks killed at random points over {span} us: {staging_left} left a staging \
+         directory, {landed} had objects in objects/, {completed} had finished"
+    );
 }
 
 #[test]
