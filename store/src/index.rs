@@ -162,6 +162,15 @@ impl Store {
     /// pack, written to `tmp/`, fsynced, renamed into `trees/`, the directory fsynced. A
     /// failure leaves no partial index (the temp file is removed).
     pub fn write_tree_index(&self, snapshot: &ObjectId) -> Result<PackStats, StoreError> {
+        self.write_tree_index_reading(snapshot, None)
+    }
+
+    /// [`Store::write_tree_index`], reading the trees through `trees` when given.
+    pub(crate) fn write_tree_index_reading(
+        &self,
+        snapshot: &ObjectId,
+        trees: Option<&dyn ObjectSource>,
+    ) -> Result<PackStats, StoreError> {
         let dir = self.root().join(TREES_DIR);
         fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
         let tmp = self.objects().tmp_dir().join(format!(
@@ -185,8 +194,11 @@ impl Store {
             // index (one sequential read) instead of one object file each, which on a cold
             // cache is most of a no-op capture's time. Each is hashed against its id.
             let parent = self.read_snapshot(snapshot)?.parent;
-            let stats = match parent {
-                Some(parent) => write_pack_reading(
+            let stats = match (trees, parent) {
+                (Some(trees), _) => {
+                    write_pack_reading(self, trees, snapshot, options, &mut out, &mut |_| {})
+                }
+                (None, Some(parent)) => write_pack_reading(
                     self,
                     &self.snapshot_source(&parent),
                     snapshot,
@@ -195,7 +207,7 @@ impl Store {
                     &mut |_| {},
                 ),
                 // Not `write_pack`: that reads this snapshot's index, the file being rebuilt.
-                None => write_pack_reading(
+                (None, None) => write_pack_reading(
                     self,
                     &self.reader(),
                     snapshot,

@@ -314,9 +314,22 @@ impl Store {
     /// writer's proof that no gc ran since its capture started.
     pub fn commit_snapshot(
         &self,
+        lock: &WriteLock,
+        snap: &Snapshot,
+        stat_cache: Option<&StatCacheUpdate>,
+    ) -> Result<ObjectId, StoreError> {
+        self.commit_snapshot_reading(lock, snap, stat_cache, None)
+    }
+
+    /// [`Store::commit_snapshot`], writing the tree index from `trees` when given (the packs a
+    /// received snapshot came in, which hold its trees in memory or one file) instead of one
+    /// object file per tree.
+    pub(crate) fn commit_snapshot_reading(
+        &self,
         _lock: &WriteLock,
         snap: &Snapshot,
         stat_cache: Option<&StatCacheUpdate>,
+        trees: Option<&dyn ObjectSource>,
     ) -> Result<ObjectId, StoreError> {
         if let Some(name) = &snap.name {
             validate_name(name)?;
@@ -338,7 +351,7 @@ impl Store {
         drop(catalog);
         // Last: the tree index is derived from what is now committed, and its absence is
         // never an error (readers use the objects), so a failure here does not fail the commit.
-        if let Err(e) = self.write_tree_index(&id) {
+        if let Err(e) = self.write_tree_index_reading(&id, trees) {
             eprintln!(
                 "notice: could not write the tree index of snapshot {} ({e}); readers use the \
                  objects instead (`zeroclaw-bundle reindex` writes it)",

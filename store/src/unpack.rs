@@ -26,12 +26,33 @@ use std::sync::Mutex;
 
 use crate::error::{DecodeError, StoreError};
 use crate::id::ObjectId;
-use crate::objects::{ObjectDir, Staging};
+use crate::objects::{Blob, ObjectDir, Staging};
 use crate::pack::{bad, decode_pack_object, PackEntry, PackReader};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
-use crate::tree::EntryKind;
-use crate::Store;
+use crate::tree::{EntryKind, Tree};
+use crate::{Store, StoreReader};
+
+/// The trees of a snapshot just received, for its tree index: from the packs that carried
+/// them (already open, read whole or positioned) before the store, so writing the index does
+/// not open one object file per tree just landed.
+struct ReceivedTrees<'p> {
+    packs: &'p [PackReader],
+    store: StoreReader,
+}
+
+impl ObjectSource for ReceivedTrees<'_> {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        match find_in(self.packs, id) {
+            Some(pack) => pack.tree(id),
+            None => self.store.tree(id),
+        }
+    }
+
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        self.store.blob(id)
+    }
+}
 
 /// Objects up to this size (stored and decoded) are decoded in memory; larger ones stream.
 pub(crate) const IN_MEMORY: u64 = 8 << 20;
@@ -273,8 +294,13 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
         .filter(|e| e.id != pack.root)
         .map(|e| (0, *e))
         .collect();
-    land_objects(store, std::slice::from_ref(pack), jobs)?;
-    let id = store.commit_snapshot(&lock, &snapshot, None)?;
+    let packs = std::slice::from_ref(pack);
+    land_objects(store, packs, jobs)?;
+    let trees = ReceivedTrees {
+        packs,
+        store: store.reader(),
+    };
+    let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
     if id != pack.root {
         return Err(bad(
             pack.path(),
@@ -381,7 +407,11 @@ pub fn import_from_packs(
         .collect();
     // Every pack's trailer is checked too, even one that only provided trees.
     land_objects(store, packs, jobs)?;
-    let id = store.commit_snapshot(&lock, &snapshot, None)?;
+    let trees = ReceivedTrees {
+        packs,
+        store: store.reader(),
+    };
+    let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
     if id != *snapshot_id {
         return Err(StoreError::Malformed {
             id: *snapshot_id,
