@@ -336,7 +336,16 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     let mut capture = Capture::begin(store, &lock, SourceKey::Diff(abs.clone()), &progress)?
         .with_sink(Sink::Memory(Arc::clone(&objects), keep));
     let walked = capture.walk(fd, ".", &keep_everything)?;
+    let work = capture.stats();
     let (report, update) = capture.finish();
+    if ctx.verbose {
+        crate::note!(
+            "directory {}: {} file(s) hashed, {} from its stat cache",
+            abs.display(),
+            work.hashed_files,
+            work.cached_files
+        );
+    }
     // What the reader refuses to follow is not compared: say so, or a symlink planted in a
     // received bundle would be invisible here.
     if !report.skipped.is_empty() && !ctx.quiet {
@@ -355,9 +364,7 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     }
     // Only an optimisation: a failure to record it never fails the diff, and an unchanged
     // cache costs no catalog write.
-    if !update.is_empty() {
-        let _ = store.catalog().and_then(|c| c.update_stat_cache(&update));
-    }
+    let _ = store.update_source_cache(&update);
     Ok(Side {
         label: abs.display().to_string(),
         root: Root {

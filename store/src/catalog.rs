@@ -1,6 +1,7 @@
 //! The catalog: the only code that names sled. An index over snapshot records (list, names,
 //! per-agent latest) in the `snapshots` and `names` trees, the stat caches of incremental
-//! capture in `stat` (keyed by [`SourceKey`]), and the destination records of publish in
+//! capture in `stat` (keyed by [`SourceKey`]; a hash-only capture's, `diff` of a directory,
+//! lives in a file of its own instead, see `dircache`), and the destination records of publish in
 //! `dest` (keyed by [`DestKey`]). Everything here can be rebuilt from the objects (`reindex`),
 //! except the caches and records, which only save work.
 //!
@@ -250,12 +251,24 @@ pub struct StatCacheUpdate {
     key: Vec<u8>,
     /// The new cache value (`None`: unchanged).
     value: Option<Vec<u8>>,
+    /// A hash-only source's cache: it lives in a file of its own, not here (see `dircache`).
+    pub(crate) in_dircache: bool,
 }
 
 impl StatCacheUpdate {
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
         self.value.is_none()
+    }
+
+    /// The source's encoded key.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The new records (`None`: unchanged).
+    pub(crate) fn value(&self) -> Option<&[u8]> {
+        self.value.as_deref()
     }
 }
 
@@ -334,6 +347,11 @@ impl SourceStatCache {
             .filter_map(|at| StatEntry::decode(self.record(*at)?.1))
     }
 
+    /// The cache held by `records` (read from a file, not the catalog: see `dircache`).
+    pub(crate) fn from_bytes(records: &[u8]) -> SourceStatCache {
+        SourceStatCache::from_chunks(vec![sled::IVec::from(records)])
+    }
+
     /// An empty cache (a source never captured).
     pub fn empty() -> SourceStatCache {
         SourceStatCache::from_chunks(Vec::new())
@@ -375,12 +393,17 @@ impl SourceStatCache {
 
     /// The new cache: the kept entries plus the new ones; empty when that is exactly the
     /// loaded cache (everything kept, nothing new).
-    pub fn into_update(mut self, key: &SourceKey) -> StatCacheUpdate {
-        let key = key.encode();
+    pub fn into_update(mut self, source: &SourceKey) -> StatCacheUpdate {
+        let in_dircache = matches!(source, SourceKey::Diff(_));
+        let key = source.encode();
         let kept = |i: usize| self.seen[i / 64] & (1 << (i % 64)) != 0;
         let all_kept = (0..self.index.len()).all(kept);
         if all_kept && self.changed.is_empty() {
-            return StatCacheUpdate { key, value: None };
+            return StatCacheUpdate {
+                key,
+                value: None,
+                in_dircache,
+            };
         }
         let value = if self.seen.iter().all(|w| *w == 0) {
             self.changed // nothing kept (a first capture): the new records are the cache
@@ -404,6 +427,7 @@ impl SourceStatCache {
         StatCacheUpdate {
             key,
             value: Some(value),
+            in_dircache,
         }
     }
 }
