@@ -40,7 +40,8 @@ impl Store {
     }
 
     /// The cache of hash-only source `key`; empty when there is none or it is unusable (see
-    /// the module doc). Fails only when the file exists and cannot be read.
+    /// the module doc). Fails only when the file exists and cannot be read (permissions, an
+    /// I/O error), naming it.
     pub(crate) fn load_dircache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
         let key = key.encode();
         let path = self.dircache_path(&key);
@@ -51,7 +52,16 @@ impl Store {
         };
         let bytes = match bytes {
             Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(SourceStatCache::empty()),
+            // Nothing there (also when `dircache` is not a directory: the write then fails
+            // too, quietly, and each diff hashes again).
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                return Ok(SourceStatCache::empty())
+            }
             Err(e) => return Err(StoreError::io("read stat cache", path, e)),
         };
         Ok(decode(&bytes, &key).map_or_else(SourceStatCache::empty, SourceStatCache::from_bytes))
@@ -165,6 +175,16 @@ mod tests {
             assert!(store.load_dircache(&key).unwrap().is_empty());
         }
         // No temp file is left behind.
+        assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
+        // `dircache` not a directory: nothing to read; the write fails naming the path, and
+        // leaves no temp file either.
+        fs::remove_dir_all(store.root().join(DIR)).unwrap();
+        fs::write(store.root().join(DIR), b"").unwrap();
+        assert!(store.load_dircache(&key).unwrap().is_empty());
+        let mut cache = SourceStatCache::empty();
+        cache.put(b"a.md", &entry(5));
+        let err = store.write_dircache(&cache.into_update(&key)).unwrap_err();
+        assert!(err.to_string().contains(DIR), "{err}");
         assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
     }
 }
