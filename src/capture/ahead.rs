@@ -41,17 +41,39 @@ pub(crate) struct StatJob {
 impl StatJob {
     /// Stats every entry (no-follow, through the directory fd) and sends the batch back.
     pub(crate) fn run(self) {
-        let dir = self.dir.as_fd();
-        let done = self
-            .entries
-            .into_iter()
-            .map(|(name, path)| {
-                let st = sys::stat_at(dir, &name);
-                (name, path, st)
-            })
-            .collect();
+        let done = stat_all(&self.dir, self.entries);
         let _ = self.reply.send((self.batch, done));
     }
+}
+
+/// The no-follow stat of each entry, through the directory fd.
+fn stat_all(dir: &OwnedFd, entries: Vec<Named>) -> Vec<Classified> {
+    let dir = dir.as_fd();
+    entries
+        .into_iter()
+        .map(|(name, path)| {
+            let st = sys::stat_at(dir, &name);
+            (name, path, st)
+        })
+        .collect()
+}
+
+/// `prefix` then `name` as [`escape_name`] spells it, in one allocation: most names are
+/// printable ASCII without a backslash, which the escaper leaves as they are.
+fn entry_path(prefix: &str, name: &[u8]) -> String {
+    let mut path = String::with_capacity(prefix.len() + name.len());
+    path.push_str(prefix);
+    match std::str::from_utf8(name) {
+        Ok(plain)
+            if plain
+                .bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'\\') =>
+        {
+            path.push_str(plain)
+        }
+        _ => path.push_str(&escape_name(name)),
+    }
+    path
 }
 
 /// The classified entries of one directory, in listing order.
@@ -96,6 +118,19 @@ impl Ahead {
             if let Some(entry) = self.current.next() {
                 return Ok(Some(entry));
             }
+            // A directory that is one batch in all is stated here, on the walker: a worker
+            // would run the same stats one after another while the walker waits, plus two
+            // thread hand-offs and a channel (most directories are small, and a warm walk is
+            // nothing but these).
+            if self.sent == 0 && self.names.len() <= BATCH {
+                let entries = self.batch(keep);
+                if entries.is_empty() {
+                    return Ok(None);
+                }
+                (self.sent, self.taken) = (1, 1);
+                self.current = stat_all(&self.dir, entries).into_iter();
+                continue;
+            }
             self.fill(keep, jobs)?;
             if self.taken == self.sent {
                 return Ok(None);
@@ -113,23 +148,25 @@ impl Ahead {
         }
     }
 
-    /// Hands out batches until [`AHEAD`] are out or the names run out.
-    fn fill(&mut self, keep: Keep<'_>, jobs: &mpsc::Sender<Job>) -> Result<(), CaptureError> {
-        // A directory that is one batch in all is stated here: a worker would run the same
-        // stats one after another while the walker waits, plus two thread hand-offs (most
-        // directories are small, and a warm walk is nothing but these).
-        let inline = self.sent == 0 && self.names.len() <= BATCH;
-        while self.sent - self.taken < AHEAD {
-            let mut entries = Vec::with_capacity(BATCH);
-            for name in self.names.by_ref() {
-                let path = format!("{}{}", self.prefix, escape_name(&name));
-                if keep(&path) {
-                    entries.push((name, path));
-                    if entries.len() == BATCH {
-                        break;
-                    }
+    /// The next batch of kept names (at most [`BATCH`]), with their paths.
+    fn batch(&mut self, keep: Keep<'_>) -> Vec<Named> {
+        let mut entries = Vec::with_capacity(BATCH.min(self.names.len()));
+        for name in self.names.by_ref() {
+            let path = entry_path(&self.prefix, &name);
+            if keep(&path) {
+                entries.push((name, path));
+                if entries.len() == BATCH {
+                    break;
                 }
             }
+        }
+        entries
+    }
+
+    /// Hands out batches to the workers until [`AHEAD`] are out or the names run out.
+    fn fill(&mut self, keep: Keep<'_>, jobs: &mpsc::Sender<Job>) -> Result<(), CaptureError> {
+        while self.sent - self.taken < AHEAD {
+            let entries = self.batch(keep);
             if entries.is_empty() {
                 return Ok(());
             }
@@ -139,14 +176,39 @@ impl Ahead {
                 entries,
                 reply: self.reply_tx.clone(),
             };
-            if inline {
-                job.run();
-            } else {
-                jobs.send(Job::Stat(job))
-                    .map_err(|_| CaptureError::Workers)?;
-            }
+            jobs.send(Job::Stat(job))
+                .map_err(|_| CaptureError::Workers)?;
             self.sent += 1;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_path_spells_names_as_the_escaper_does() {
+        let names: [&[u8]; 9] = [
+            b"notes.md",
+            b"a b~!",
+            b"back\\slash",
+            b"tab\there",
+            b"del\x7f",
+            b"\xff\xferaw",
+            "zero\u{200B}width".as_bytes(),
+            "caf\u{e9}".as_bytes(),
+            b"",
+        ];
+        for name in names {
+            for prefix in ["", "dir/sub/"] {
+                assert_eq!(
+                    entry_path(prefix, name),
+                    format!("{prefix}{}", escape_name(name)),
+                    "{name:?}"
+                );
+            }
+        }
     }
 }

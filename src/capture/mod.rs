@@ -207,7 +207,7 @@ impl<'s> Capture<'s> {
         progress: &'s dyn Progress,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
-        let old_cache = store.catalog()?.load_source_cache(&cache_key)?;
+        let old_cache = store.load_source_cache(&cache_key)?;
         // Followed: the store path may be a symlink; its target is what must not be carried.
         let store_dir = sys::open_dir_path(store.root())
             .and_then(sys::fstat)

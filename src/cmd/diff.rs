@@ -12,8 +12,8 @@ use anyhow::{Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    escape_text, resolve_path, EntryKind, ObjectId, PackOverStore, PackReader, SnapshotSource,
-    SourceKey, Store, TreeEntry,
+    escape_text, resolve_path, EntryKind, ObjectId, ObjectSource, PackOverStore, PackReader,
+    SnapshotSource, SourceKey, Store, TreeEntry,
 };
 
 use crate::agent::{
@@ -38,6 +38,9 @@ struct Side {
     /// Whether the side is a whole tree (not `SNAP:PATH` with a path), so bundle files sit at
     /// its root.
     whole: bool,
+    /// What an expansion check names (a side read from trees someone else wrote); `None` for
+    /// a directory, which was walked for real.
+    expands: Option<String>,
 }
 
 enum SideSource {
@@ -58,6 +61,26 @@ impl Side {
             SideSource::Memory(m) => Box::new(MemorySide(m)),
             SideSource::Remote(r) => Box::new(SourceSide(r.as_ref())),
         }
+    }
+
+    /// Checks that the side's tree expands within the limits before the walk expands it (a
+    /// shared-subtree bomb would otherwise list more paths than exist), see
+    /// [`check_expansion`].
+    fn check_expansion(&self) -> Result<()> {
+        let Some(label) = &self.expands else {
+            return Ok(());
+        };
+        if self.root.entry.kind != EntryKind::Dir {
+            return Ok(());
+        }
+        let source: &dyn ObjectSource = match &self.source {
+            SideSource::Store(r) => r,
+            SideSource::Pack(p) => p,
+            SideSource::Remote(r) => r.as_ref(),
+            SideSource::Memory(_) => return Ok(()),
+        };
+        check_expansion(source, &self.root.entry.id, label)?;
+        Ok(())
     }
 
     /// Whether the side holds file contents (a digest pack and a remote side hold ids only).
@@ -109,6 +132,14 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         .with_context(|| format!("side A ({})", args.a.to_string_lossy()))?;
     let b = resolve_side(&store, &args.b, args.content, ctx)
         .with_context(|| format!("side B ({})", args.b.to_string_lossy()))?;
+    // Equal trees are never expanded (the walk prunes them at the root): no check then, which
+    // is most of a diff of a directory against its own snapshot.
+    if a.root.entry.kind != b.root.entry.kind || a.root.entry.id != b.root.entry.id {
+        for (name, side, arg) in [('A', &a, &args.a), ('B', &b, &args.b)] {
+            side.check_expansion()
+                .with_context(|| format!("side {name} ({})", arg.to_string_lossy()))?;
+        }
+    }
     let semantic = semantic_changes(&a, &b, ctx)?;
     let grants = semantic.iter().any(|c| c.grant);
     let out = std::io::stdout();
@@ -207,7 +238,6 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         // An incremental pack reads what it does not carry from this store, when the store
         // holds its base (an update diffed before it is unpacked).
         let pack = PackOverStore::new(pack, Some(store));
-        check_expansion(&pack, &snapshot.root, &format!("pack {}", path.display()))?;
         let label = format!("{} ({})", pack.pack().root.short(12), path.display());
         return Ok(Side {
             label,
@@ -221,6 +251,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
             },
             source: SideSource::Pack(pack),
             whole: true,
+            expands: Some(format!("pack {}", path.display())),
         });
     }
     let (reference, sub) = split_target(arg);
@@ -261,9 +292,6 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
     } else {
         resolve_path(&reader, &snapshot.root, &sub, &reference)?
     };
-    if entry.kind == EntryKind::Dir {
-        check_expansion(&reader, &entry.id, &format!("snapshot {}", id.short(12)))?;
-    }
     let label = if sub.is_empty() {
         id.short(12)
     } else {
@@ -274,6 +302,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         root: Root { entry },
         source: SideSource::Store(reader),
         whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
+        expands: Some(format!("snapshot {}", id.short(12))),
     })
 }
 
@@ -299,9 +328,7 @@ fn remote_side(
     } else {
         resolve_path(&view, &root, sub, &label)?
     };
-    if entry.kind == EntryKind::Dir {
-        check_expansion(&view, &entry.id, &format!("remote snapshot {label}"))?;
-    }
+    let expands = Some(format!("remote snapshot {label}"));
     let label = if sub.is_empty() {
         label
     } else {
@@ -312,6 +339,7 @@ fn remote_side(
         root: Root { entry },
         source: SideSource::Remote(Box::new(view)),
         whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
+        expands,
     })
 }
 
@@ -336,7 +364,16 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     let mut capture = Capture::begin(store, &lock, SourceKey::Diff(abs.clone()), &progress)?
         .with_sink(Sink::Memory(Arc::clone(&objects), keep));
     let walked = capture.walk(fd, ".", &keep_everything)?;
+    let work = capture.stats();
     let (report, update) = capture.finish();
+    if ctx.verbose {
+        crate::note!(
+            "directory {}: {} file(s) hashed, {} from its stat cache",
+            abs.display(),
+            work.hashed_files,
+            work.cached_files
+        );
+    }
     // What the reader refuses to follow is not compared: say so, or a symlink planted in a
     // received bundle would be invisible here.
     if !report.skipped.is_empty() && !ctx.quiet {
@@ -355,9 +392,7 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     }
     // Only an optimisation: a failure to record it never fails the diff, and an unchanged
     // cache costs no catalog write.
-    if !update.is_empty() {
-        let _ = store.catalog().and_then(|c| c.update_stat_cache(&update));
-    }
+    let _ = store.update_source_cache(&update);
     Ok(Side {
         label: abs.display().to_string(),
         root: Root {
@@ -370,6 +405,7 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
         },
         source: SideSource::Memory(objects),
         whole: true,
+        expands: None,
     })
 }
 

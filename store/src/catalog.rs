@@ -1,6 +1,7 @@
 //! The catalog: the only code that names sled. An index over snapshot records (list, names,
 //! per-agent latest) in the `snapshots` and `names` trees, the stat caches of incremental
-//! capture in `stat` (keyed by [`SourceKey`]), and the destination records of publish in
+//! capture in `stat` (keyed by [`SourceKey`]; a hash-only capture's, `diff` of a directory,
+//! lives in a file of its own instead, see `dircache`), and the destination records of publish in
 //! `dest` (keyed by [`DestKey`]). Everything here can be rebuilt from the objects (`reindex`),
 //! except the caches and records, which only save work.
 //!
@@ -250,12 +251,24 @@ pub struct StatCacheUpdate {
     key: Vec<u8>,
     /// The new cache value (`None`: unchanged).
     value: Option<Vec<u8>>,
+    /// A hash-only source's cache: it lives in a file of its own, not here (see `dircache`).
+    pub(crate) in_dircache: bool,
 }
 
 impl StatCacheUpdate {
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
         self.value.is_none()
+    }
+
+    /// The source's encoded key.
+    pub(crate) fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// The new records (`None`: unchanged).
+    pub(crate) fn value(&self) -> Option<&[u8]> {
+        self.value.as_deref()
     }
 }
 
@@ -275,6 +288,10 @@ pub struct SourceStatCache {
     seen: Vec<u64>,
     /// New or changed records, encoded.
     changed: Vec<u8>,
+    /// Where the last lookup hit: a walk asks for a directory's files in name order, which
+    /// is path order, so the next one is most often the next record (one comparison instead
+    /// of a binary search).
+    last: std::cell::Cell<usize>,
 }
 
 impl std::fmt::Debug for SourceStatCache {
@@ -306,6 +323,7 @@ impl SourceStatCache {
             index: Vec::new(),
             seen: Vec::new(),
             changed: Vec::new(),
+            last: std::cell::Cell::new(0),
         };
         index.sort_unstable_by(|a, b| cache.path(*a).cmp(cache.path(*b)));
         index.dedup_by(|a, b| cache.path(*a) == cache.path(*b));
@@ -334,6 +352,11 @@ impl SourceStatCache {
             .filter_map(|at| StatEntry::decode(self.record(*at)?.1))
     }
 
+    /// The cache held by `records` (read from a file, not the catalog: see `dircache`).
+    pub(crate) fn from_bytes(records: &[u8]) -> SourceStatCache {
+        SourceStatCache::from_chunks(vec![sled::IVec::from(records)])
+    }
+
     /// An empty cache (a source never captured).
     pub fn empty() -> SourceStatCache {
         SourceStatCache::from_chunks(Vec::new())
@@ -351,10 +374,15 @@ impl SourceStatCache {
 
     /// The entry for `path`, with its position (for [`SourceStatCache::keep`]).
     pub fn get(&self, path: &[u8]) -> Option<(usize, StatEntry)> {
-        let at = self
-            .index
-            .binary_search_by(|at| self.path(*at).cmp(path))
-            .ok()?;
+        let next = self.last.get() + 1;
+        let at = match self.index.get(next) {
+            Some(at) if self.path(*at) == path => next,
+            _ => self
+                .index
+                .binary_search_by(|at| self.path(*at).cmp(path))
+                .ok()?,
+        };
+        self.last.set(at);
         let (_, entry, _) = self.record(self.index[at])?;
         Some((at, StatEntry::decode(entry)?))
     }
@@ -375,35 +403,47 @@ impl SourceStatCache {
 
     /// The new cache: the kept entries plus the new ones; empty when that is exactly the
     /// loaded cache (everything kept, nothing new).
-    pub fn into_update(mut self, key: &SourceKey) -> StatCacheUpdate {
-        let key = key.encode();
+    pub fn into_update(mut self, source: &SourceKey) -> StatCacheUpdate {
+        let in_dircache = matches!(source, SourceKey::Diff(_));
+        let key = source.encode();
         let kept = |i: usize| self.seen[i / 64] & (1 << (i % 64)) != 0;
         let all_kept = (0..self.index.len()).all(kept);
         if all_kept && self.changed.is_empty() {
-            return StatCacheUpdate { key, value: None };
+            return StatCacheUpdate {
+                key,
+                value: None,
+                in_dircache,
+            };
         }
-        let value = if self.seen.iter().all(|w| *w == 0) {
-            self.changed // nothing kept (a first capture): the new records are the cache
-        } else {
-            let kept_bytes: usize = (0..self.index.len())
-                .filter(|i| kept(*i))
-                .filter_map(|i| self.record(self.index[i]).map(|(_, _, r)| r.len()))
-                .sum();
-            // Sized once: growing by doubling would hold the old and new buffer at once.
-            let mut out = Vec::with_capacity(self.changed.len() + kept_bytes);
-            out.extend_from_slice(&std::mem::take(&mut self.changed));
-            for (i, at) in self.index.iter().enumerate() {
-                if kept(i) {
-                    if let Some((_, _, record)) = self.record(*at) {
-                        out.extend_from_slice(record);
-                    }
+        // Written in path order (new and kept records merged), so a load finds them sorted
+        // (its sort is then one pass): a walk adds records in walk order, which is not path
+        // order ("a.md" sorts before "a/x", but the walk lists directory "a" first).
+        let changed = std::mem::take(&mut self.changed);
+        let mut records: Vec<&[u8]> = Vec::new();
+        let mut pos = 0;
+        while let Some((_, _, end)) = record_at(&changed, pos) {
+            records.push(&changed[pos..end]);
+            pos = end;
+        }
+        let mut bytes = changed.len();
+        for (i, at) in self.index.iter().enumerate() {
+            if kept(i) {
+                if let Some((_, _, record)) = self.record(*at) {
+                    bytes += record.len();
+                    records.push(record);
                 }
             }
-            out
-        };
+        }
+        records.sort_by(|a, b| record_path(a).cmp(record_path(b)));
+        // Sized once: growing by doubling would hold the old and new buffer at once.
+        let mut value = Vec::with_capacity(bytes);
+        for record in records {
+            value.extend_from_slice(record);
+        }
         StatCacheUpdate {
             key,
             value: Some(value),
+            in_dircache,
         }
     }
 }
@@ -446,6 +486,11 @@ fn record_at(bytes: &[u8], pos: usize) -> Option<(&[u8], &[u8], usize)> {
         bytes.get(path_end..end)?,
         end,
     ))
+}
+
+/// The path of one whole record.
+fn record_path(record: &[u8]) -> &[u8] {
+    record_at(record, 0).map_or(&[][..], |(path, _, _)| path)
 }
 
 /// Appends one `{path_len:u16 path entry}` record (none for a path over 64 KiB).
@@ -1004,7 +1049,22 @@ mod tests {
         cache.put(&paths[10], &e(9999));
         cache.put(b"new/file", &e(7));
         let update = cache.into_update(&SourceKey::Dir("k".into()));
-        let new = decode_stat_cache(update.value.as_ref().expect("changed"));
+        // Written in path order (the new records merged in), whatever order they came in.
+        let value = update.value.as_ref().expect("changed");
+        let (mut pos, mut order) = (0, Vec::new());
+        while let Some((path, _, end)) = record_at(value, pos) {
+            order.push(path.to_vec());
+            pos = end;
+        }
+        assert!(order.is_sorted() && order.len() == 251, "{}", order.len());
+        // Looked up in path order (the next record: one comparison each), in reverse, and
+        // with misses in between: the same answers as a binary search.
+        let cache = SourceStatCache::from_chunks(vec![value.clone().into()]);
+        for p in order.iter().chain(order.iter().rev()) {
+            assert_eq!(cache.get(p).map(|(at, _)| order[at] == *p), Some(true));
+            assert!(cache.get(&[&p[..], b"x"].concat()).is_none());
+        }
+        let new = decode_stat_cache(value);
         let mut want: StatCache = paths
             .iter()
             .enumerate()

@@ -9,6 +9,7 @@
 //! <store>/tmp/               temp files of writers in progress, staging dirs of imports
 //! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
 //! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
+//! <store>/dircache/<hash>    the stat cache of each directory `diff` hashed (outside sled)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
 //! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
 //! ```
@@ -62,6 +63,7 @@
 #![deny(missing_docs)]
 
 mod catalog;
+mod dircache;
 mod error;
 mod escape;
 mod id;
@@ -153,6 +155,7 @@ impl Store {
                         "catalog",
                         "leases",
                         index::TREES_DIR,
+                        dircache::DIR,
                         MARKER,
                         "STORE.tmp",
                         lock::LOCK_FILE,
@@ -307,6 +310,29 @@ impl Store {
         lock::shared(&self.root, "write a snapshot")
     }
 
+    /// The stat cache a capture of `key` starts from: a hash-only source's (`diff` of a
+    /// directory) from its own file, without a catalog session (see [`SourceKey::Diff`]);
+    /// any other source's from the catalog.
+    pub fn load_source_cache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
+        match key {
+            SourceKey::Diff(_) => self.load_dircache(key),
+            _ => self.catalog()?.load_source_cache(key),
+        }
+    }
+
+    /// Records the stat cache a capture left (nothing when it is unchanged), where
+    /// [`Store::load_source_cache`] reads it. A capture that commits a snapshot passes it to
+    /// [`Store::commit_snapshot`] instead.
+    pub fn update_source_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
+        if update.is_empty() {
+            Ok(())
+        } else if update.in_dircache {
+            self.write_dircache(update)
+        } else {
+            self.catalog()?.update_stat_cache(update)
+        }
+    }
+
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
     /// the record, then adds it to the catalog (in that order: the crash invariant), then
     /// writes its tree index (a derived cache: see [`Store::write_tree_index`]). When
@@ -345,10 +371,13 @@ impl Store {
         self.objects.sync()?;
         let catalog = self.catalog()?;
         catalog.add_snapshot(id, snap)?;
-        if let Some(update) = stat_cache.filter(|u| !u.is_empty()) {
+        if let Some(update) = stat_cache.filter(|u| !u.is_empty() && !u.in_dircache) {
             catalog.update_stat_cache(update)?;
         }
         drop(catalog);
+        if let Some(update) = stat_cache.filter(|u| u.in_dircache) {
+            self.write_dircache(update)?;
+        }
         // Last: the tree index is derived from what is now committed, and its absence is
         // never an error (readers use the objects), so a failure here does not fail the commit.
         if let Err(e) = self.write_tree_index_reading(&id, trees) {

@@ -337,3 +337,47 @@ fn semantic_diff_marks_new_grants_and_never_prints_secrets() {
         "{text}"
     );
 }
+
+/// A directory diffed against a snapshot named by its full id never opens the catalog (sled's
+/// open costs about as much as the whole stat walk): the catalog stays byte for byte as it
+/// was, while the directory's stat cache (a file of its own) still makes the second diff a
+/// stat walk, and a change, or a damaged cache, is still seen.
+#[test]
+fn directory_diff_leaves_the_catalog_alone_and_reuses_its_stat_cache() {
+    let env = TestEnv::new();
+    let a = tree(&env, "a", BASE);
+    let sa = env.snapshot(&a);
+    let a_s = a.to_string_lossy().into_owned();
+    // Past the racy window (2 s): files this young are always rehashed.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let catalog = || read_tree(&env.path("store/catalog"));
+    let before = catalog();
+    let diff = |want_code: i32, want_out: &str, want_note: &str| {
+        let r = env.run(&["-v", "diff", &sa, &a_s]);
+        assert_eq!(
+            (r.code(), r.stdout().as_str()),
+            (want_code, want_out),
+            "{}",
+            r.describe()
+        );
+        assert!(r.stderr().contains(want_note), "{}", r.describe());
+    };
+    // A top-level file is always read (the agent section compares bundle files' bytes).
+    diff(0, "", "5 file(s) hashed, 0 from its stat cache");
+    diff(0, "", "1 file(s) hashed, 4 from its stat cache");
+    assert!(before == catalog(), "a directory diff changed the catalog");
+    // Same size, new bytes: seen (the file is racy now, and its times changed anyway).
+    write(&a.join("a/x.md"), b"X\n");
+    diff(1, "M\ta/x.md\n", "2 file(s) hashed, 3 from its stat cache");
+    write(&a.join("a/x.md"), b"x\n");
+    // A damaged cache file reads as empty: everything is hashed again, nothing is missed.
+    let caches: Vec<_> = fs::read_dir(env.path("store/dircache"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(caches.len(), 1, "{caches:?}");
+    let bytes = fs::read(&caches[0]).unwrap();
+    fs::write(&caches[0], &bytes[..bytes.len() / 2]).unwrap();
+    diff(0, "", "5 file(s) hashed, 0 from its stat cache");
+    assert!(before == catalog(), "a directory diff changed the catalog");
+}

@@ -1,6 +1,6 @@
-//! Hostile trees (issue 8, item 5): tree objects written straight into the store, as a pack
+//! Hostile trees (issue 8, item 5; issue 12 for `diff`): tree objects written straight into the store, as a pack
 //! from another host could bring them. A chain of 20,000 nested trees and a "diamond" of 40
-//! trees expanding to 2^40 paths are refused by `checkout`, `ls -r` and `mount` with an error
+//! trees expanding to 2^40 paths are refused by `checkout`, `ls -r`, `mount` and `diff` with an error
 //! naming the snapshot, before anything is written (no staging left, the destination as it
 //! was), instead of overflowing the stack or walking forever. A chain exactly at the depth
 //! limit still checks out.
@@ -133,6 +133,20 @@ fn refused_everywhere(env: &TestEnv, id: &str, limit: &str) {
         r.describe()
     );
     assert!(r.out.stdout.is_empty(), "{}", r.describe());
+    // diff against a directory: refused before the walk expands it (exit 2, as diff(1)).
+    let empty = env.path("empty");
+    fs::create_dir_all(&empty).unwrap();
+    let r = env.run(&["diff", id, empty.to_str().unwrap()]);
+    assert_eq!(r.code(), 2, "{}", r.describe());
+    assert!(
+        r.stderr().contains("too large to expand"),
+        "{}",
+        r.describe()
+    );
+    assert!(r.stderr().contains(short), "{}", r.describe());
+    // Against itself: equal trees are pruned at the root, so nothing is expanded or checked.
+    let r = env.run(&["diff", id, id]);
+    assert_eq!((r.code(), r.stdout().as_str()), (0, ""), "{}", r.describe());
     // The store itself is fine: verify walks trees once each, whatever they expand to.
     env.run(&["verify"]).ok();
 }
