@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::{Duration, SystemTime};
 
@@ -76,6 +76,24 @@ fn start_prefetcher(source: Arc<dyn ObjectSource>) -> Option<mpsc::SyncSender<Ve
         })
         .ok()?;
     Some(tx)
+}
+
+/// The file blobs of `tree` from entry `start` on, in order, until their sizes would pass
+/// `budget`.
+fn files_within(tree: &Tree, start: usize, budget: u64) -> Vec<ObjectId> {
+    let mut left = budget;
+    let mut ids = Vec::new();
+    for e in tree.entries()[start.min(tree.entries().len())..]
+        .iter()
+        .filter(|e| e.kind.is_file())
+    {
+        if e.size > left {
+            break;
+        }
+        left -= e.size;
+        ids.push(e.id);
+    }
+    ids
 }
 
 /// Why an operation fails, before it becomes an errno (see [`errno`]).
@@ -168,10 +186,12 @@ pub(crate) struct SnapshotFs {
     open_blobs: Mutex<HashMap<u64, (Blob, u64)>>,
     reads: AtomicU64,
     /// Queue of the prefetch thread: subtrees of directories being listed, and files of
-    /// directories whose first file was opened (see `prefetch_subtrees`, `prefetch_siblings`).
+    /// directories (see `prefetch_listed`, `prefetch_siblings`).
     prefetch: Option<mpsc::SyncSender<Vec<ObjectId>>>,
     /// Directory inodes whose files were hinted already.
     hinted_dirs: Mutex<std::collections::HashSet<u64>>,
+    /// Whether any file was opened yet (then listings hint file contents too).
+    files_opened: AtomicBool,
     faults: Arc<Faults>,
 }
 
@@ -198,31 +218,41 @@ impl SnapshotFs {
             reads: AtomicU64::new(0),
             prefetch: start_prefetcher(source_for_prefetch),
             hinted_dirs: Mutex::new(std::collections::HashSet::new()),
+            files_opened: AtomicBool::new(false),
             faults,
         }
     }
 
-    /// Hints the subdirectory trees of a directory being listed to the source (a walk
-    /// descends next). File contents are not hinted here: a `find` or `ls -R` never reads
-    /// them, and hinting them would put every file of the tree on the disk queue (and open
-    /// each object file) ahead of the listing; see [`SnapshotFs::prefetch_siblings`].
-    /// Dropped when the queue is full: prefetching is only an optimisation.
-    fn prefetch_subtrees(&self, tree: &Tree) {
-        let ids: Vec<ObjectId> = tree
+    /// Hints the children of directory `ino` (whose tree is `tree`) as it is listed: its
+    /// subdirectory trees (a walk descends next), and, once any file of the mount has been
+    /// opened, its files' contents up to [`PREFETCH_BYTES`]. Until a file is opened the
+    /// contents are not hinted: a `find` or `ls -R` never reads them, and hinting them would
+    /// open every object file and queue its bytes on the disk while the walk runs. Dropped
+    /// when the queue is full: prefetching is only an optimisation.
+    fn prefetch_listed(&self, ino: INodeNo, tree: &Tree) {
+        let mut ids: Vec<ObjectId> = tree
             .entries()
             .iter()
             .filter(|e| e.kind == EntryKind::Dir)
             .map(|e| e.id)
             .collect();
+        if self.files_opened.load(Ordering::Relaxed) && lock(&self.hinted_dirs).insert(ino.0) {
+            ids.extend(files_within(tree, 0, PREFETCH_BYTES));
+        }
         self.hint(ids);
     }
 
-    /// On the first open of a file in a directory, hints the blobs of that directory's files
-    /// from the opened one on, up to [`PREFETCH_BYTES`]: a reader that opens one file of a
-    /// directory (`tar`, `cp -r`, `rg`) usually opens its siblings next, in listing order, and
-    /// a cold read then finds them on their way into memory. Each directory is hinted once.
+    /// On the first open of a file in a directory not yet hinted, hints the contents of that
+    /// file and of the files after it, up to [`PREFETCH_BYTES`]: a reader that opens one file
+    /// of a directory (`tar`, `cp -r`, `rg`) usually opens its siblings next, in listing
+    /// order. The first open anywhere also turns on content hints for later listings (see
+    /// [`SnapshotFs::prefetch_listed`]). Each directory's files are hinted once.
     fn prefetch_siblings(&self, node: &Node, ino: INodeNo) {
-        if self.prefetch.is_none() || !lock(&self.hinted_dirs).insert(node.parent) {
+        if self.prefetch.is_none() {
+            return;
+        }
+        self.files_opened.store(true, Ordering::Relaxed);
+        if !lock(&self.hinted_dirs).insert(node.parent) {
             return;
         }
         let Ok((_, tree)) = self.dir_stream(INodeNo(node.parent)) else {
@@ -234,19 +264,7 @@ impl SnapshotFs {
             .unwrap_or_else(PoisonError::into_inner)
             .position_in_parent(ino.0)
             .unwrap_or(0);
-        let mut budget = PREFETCH_BYTES;
-        let mut ids = Vec::new();
-        for e in tree.entries()[position.min(tree.entries().len())..]
-            .iter()
-            .filter(|e| e.kind.is_file())
-        {
-            if e.size > budget {
-                break;
-            }
-            budget -= e.size;
-            ids.push(e.id);
-        }
-        self.hint(ids);
+        self.hint(files_within(&tree, position, PREFETCH_BYTES));
     }
 
     fn hint(&self, ids: Vec<ObjectId>) {
@@ -422,7 +440,7 @@ impl SnapshotFs {
     ) -> Result<(), Fault> {
         let (node, tree) = self.dir_stream(ino)?;
         if offset == 0 {
-            self.prefetch_subtrees(&tree);
+            self.prefetch_listed(ino, &tree);
         }
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
         let entries = tree.entries();

@@ -1,6 +1,7 @@
-//! Pins when the daemon hints objects to its source: listing a directory hints only its
-//! subdirectory trees (a cold `find` puts no file contents on the disk queue), and the first
-//! open of a file hints that file and the siblings after it, once per directory.
+//! Pins when the daemon hints objects to its source: until a file is opened, listing a
+//! directory hints only its subdirectory trees (a cold `find` puts no file contents on the
+//! disk queue); the first open of a file hints that file and the siblings after it, and from
+//! then on a listing also hints the directory's files; each directory's files once.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -63,6 +64,7 @@ fn listing_hints_subtrees_and_opening_hints_sibling_files() {
             ],
         ),
         dir("other", vec![file("e.md", "echo")]),
+        dir("later", vec![file("f.md", "foxtrot")]),
     ]);
     let source = Arc::new(Recording {
         inner: env.store.reader(),
@@ -72,17 +74,12 @@ fn listing_hints_subtrees_and_opening_hints_sibling_files() {
         return;
     };
 
-    // A walk that never reads a file: every listed directory's subtrees, no file blob.
-    let mut stack = vec![m.path.clone()];
-    while let Some(d) = stack.pop() {
-        for e in fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            if e.file_type().unwrap().is_dir() {
-                stack.push(e.path());
-            }
-        }
+    // A walk that never reads a file (all but `later/`): every listed directory's subtrees,
+    // no file blob.
+    for d in ["", "notes", "notes/deep", "other"] {
+        assert!(fs::read_dir(m.path.join(d)).unwrap().count() > 0);
     }
-    let trees: HashSet<ObjectId> = ["notes", "notes/deep", "other"]
+    let trees: HashSet<ObjectId> = ["notes", "notes/deep", "other", "later"]
         .iter()
         .map(|p| id_of(&expected, p))
         .collect();
@@ -113,5 +110,13 @@ fn listing_hints_subtrees_and_opening_hints_sibling_files() {
         source.hinted.lock().unwrap().len(),
         before,
         "one hint per directory"
+    );
+
+    // Now that files are being read, listing a directory hints its files too.
+    assert_eq!(fs::read_dir(m.path.join("later")).unwrap().count(), 1);
+    let hinted = source.hinted(trees.len() + files.len() + 1);
+    assert!(
+        hinted.contains(&id_of(&expected, "later/f.md")),
+        "a listing after the first open hints the directory's files"
     );
 }
