@@ -402,7 +402,7 @@ fn check_header(pack: &PackReader, snapshot: &ObjectId) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::limits::check_expansion;
-    use crate::snapshot::{CaptureReport, Snapshot, SnapshotKind};
+    use crate::snapshot::Snapshot;
     use crate::tree::TreeEntry;
     use crate::VerifyProblem;
 
@@ -434,17 +434,7 @@ mod tests {
         }
         let root_tree = Tree::from_entries(top).unwrap();
         let root = store.write_tree(&root_tree).unwrap();
-        let snap = Snapshot {
-            root,
-            created_unix_ns: 1,
-            host: "h".into(),
-            kind: SnapshotKind::Tree,
-            source: salt.into(),
-            agent: None,
-            name: None,
-            parent: None,
-            report: CaptureReport::default(),
-        };
+        let snap = Snapshot::for_test(root, salt);
         let lock = store.write_lock().unwrap();
         (store.commit_snapshot(&lock, &snap, None).unwrap(), root)
     }

@@ -703,7 +703,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{CaptureReport, SnapshotKind, Tree, TreeEntry};
+    use crate::{Tree, TreeEntry};
 
     fn snapshot_of(store: &Store, content: &[u8], name: &str) -> (ObjectId, ObjectId) {
         let (blob, len) = store.objects().write_from(&mut &content[..]).unwrap();
@@ -716,15 +716,8 @@ mod tests {
         .unwrap();
         let root = store.write_tree(&tree).unwrap();
         let snap = Snapshot {
-            root,
-            created_unix_ns: 1,
-            host: "h".into(),
-            kind: SnapshotKind::Tree,
-            source: "s".into(),
-            agent: None,
             name: Some(name.into()),
-            parent: None,
-            report: CaptureReport::default(),
+            ..Snapshot::for_test(root, "s")
         };
         let lock = store.write_lock().unwrap();
         (store.commit_snapshot(&lock, &snap, None).unwrap(), blob)
@@ -857,17 +850,7 @@ mod tests {
             ])
             .unwrap();
             let root = store.write_tree(&root).unwrap();
-            let snap = Snapshot {
-                root,
-                created_unix_ns: 1,
-                host: "h".into(),
-                kind: SnapshotKind::Tree,
-                source: "s".into(),
-                agent: None,
-                name: None,
-                parent: None,
-                report: CaptureReport::default(),
-            };
+            let snap = Snapshot::for_test(root, "s");
             let lock = store.write_lock().unwrap();
             let id = store.commit_snapshot(&lock, &snap, None).unwrap();
             drop(lock);

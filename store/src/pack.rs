@@ -1003,7 +1003,6 @@ fn tempfile_in_tmp() -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::snapshot::{CaptureReport, SnapshotKind};
     use crate::tree::TreeEntry;
     use crate::unpack::{closure_needs, import_from_packs, unpack};
 
@@ -1034,17 +1033,7 @@ mod tests {
         ])
         .unwrap();
         let root_id = store.write_tree(&root).unwrap();
-        let snap = Snapshot {
-            root: root_id,
-            created_unix_ns: 1,
-            host: "h".into(),
-            kind: SnapshotKind::Tree,
-            source: "test".into(),
-            agent: None,
-            name: None,
-            parent: None,
-            report: CaptureReport::default(),
-        };
+        let snap = Snapshot::for_test(root_id, "test");
         let lock = store.write_lock().unwrap();
         let id = store.commit_snapshot(&lock, &snap, None).unwrap();
         (dir, store, id)

@@ -536,7 +536,7 @@ mod tests {
 
     use super::*;
     use crate::pack::{write_pack_tuned, PackOptions, PackReader};
-    use crate::snapshot::{CaptureReport, Snapshot, SnapshotKind};
+    use crate::snapshot::Snapshot;
     use crate::tree::{EntryKind, Tree, TreeEntry};
     use std::collections::HashMap;
 
@@ -618,17 +618,7 @@ mod tests {
         let root_id = store
             .write_tree(&Tree::from_entries(root).unwrap())
             .unwrap();
-        let snap = Snapshot {
-            root: root_id,
-            created_unix_ns: 1,
-            host: "h".into(),
-            kind: SnapshotKind::Tree,
-            source: "test".into(),
-            agent: None,
-            name: None,
-            parent: None,
-            report: CaptureReport::default(),
-        };
+        let snap = Snapshot::for_test(root_id, "test");
         let lock = store.write_lock().unwrap();
         let snapshot = store.commit_snapshot(&lock, &snap, None).unwrap();
         Fixture {

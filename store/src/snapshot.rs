@@ -127,6 +127,24 @@ pub struct Snapshot {
     pub report: CaptureReport,
 }
 
+#[cfg(test)]
+impl Snapshot {
+    /// A plain tree snapshot of `root` for tests: fixed time and host, no name, no parent.
+    pub(crate) fn for_test(root: ObjectId, source: &str) -> Snapshot {
+        Snapshot {
+            root,
+            created_unix_ns: 1,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: source.into(),
+            agent: None,
+            name: None,
+            parent: None,
+            report: CaptureReport::default(),
+        }
+    }
+}
+
 impl Snapshot {
     /// The canonical encoding; its blake3 is the snapshot id.
     pub fn encode(&self) -> Vec<u8> {

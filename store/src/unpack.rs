@@ -429,7 +429,6 @@ pub fn import_from_packs(
 mod tests {
     use super::*;
     use crate::pack::{write_pack, PackOptions};
-    use crate::snapshot::{CaptureReport, SnapshotKind};
     use crate::tree::{Tree, TreeEntry};
 
     /// Bytes that do not compress.
@@ -461,17 +460,7 @@ mod tests {
         let root = store
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
-        let snap = Snapshot {
-            root,
-            created_unix_ns: 1,
-            host: "h".into(),
-            kind: SnapshotKind::Tree,
-            source: "test".into(),
-            agent: None,
-            name: None,
-            parent: None,
-            report: CaptureReport::default(),
-        };
+        let snap = Snapshot::for_test(root, "test");
         let lock = store.write_lock().unwrap();
         let id = store.commit_snapshot(&lock, &snap, None).unwrap();
         let mut out = Vec::new();
