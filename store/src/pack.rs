@@ -66,6 +66,18 @@ pub(crate) fn bad(pack: &Path, why: impl Into<String>) -> StoreError {
     }
 }
 
+/// An object of pack `pack` whose bytes hash to `actual`, not to its id.
+pub(crate) fn corrupt_in_pack(pack: &Path, id: &ObjectId, actual: &ObjectId) -> StoreError {
+    bad(
+        pack,
+        format!(
+            "object {} hashes to {} (corrupt)",
+            id.short(12),
+            actual.short(12)
+        ),
+    )
+}
+
 /// One index entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PackEntry {
@@ -881,14 +893,7 @@ pub fn decode_pack_object(
     }
     let actual = sink.hasher.finish();
     if actual != e.id {
-        return Err(bad(
-            path,
-            format!(
-                "object {} hashes to {} (corrupt)",
-                e.id.short(12),
-                actual.short(12)
-            ),
-        ));
+        return Err(corrupt_in_pack(path, &e.id, &actual));
     }
     Ok(())
 }

@@ -27,7 +27,7 @@ use std::sync::Mutex;
 use crate::error::{DecodeError, StoreError};
 use crate::id::ObjectId;
 use crate::objects::{Blob, ObjectDir, Staging};
-use crate::pack::{bad, decode_pack_object, PackEntry, PackReader};
+use crate::pack::{bad, corrupt_in_pack, decode_pack_object, PackEntry, PackReader};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree};
@@ -193,14 +193,7 @@ fn land_one(
     };
     let actual = ObjectId::of(bytes);
     if actual != e.id {
-        return Err(bad(
-            path,
-            format!(
-                "object {} hashes to {} (corrupt)",
-                e.id.short(12),
-                actual.short(12)
-            ),
-        ));
+        return Err(corrupt_in_pack(path, &e.id, &actual));
     }
     if have {
         return Ok(());
