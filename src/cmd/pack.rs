@@ -175,9 +175,15 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     let result = (|| -> Result<_> {
         let pack = match opened {
             Some(pack) => pack,
-            None => PackReader::open(spooled.as_deref().expect("stdin was spooled"))?,
+            None => {
+                let spool = spooled.as_deref().expect("stdin was spooled");
+                PackReader::open(spool).map_err(|e| named_stdin(e, spool))?
+            }
         };
-        let id = unpack(&store, &pack)?;
+        let id = unpack(&store, &pack).map_err(|e| match &spooled {
+            Some(spool) => named_stdin(e, spool),
+            None => e,
+        })?;
         Ok((id, pack.entries().len()))
     })();
     crate::cmd::clear_progress(&[&spinner]);
@@ -197,6 +203,18 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// A pack error about the spooled copy of stdin names stdin, not a temporary file the
+/// operator never made (and that is removed by the time the message is read).
+fn named_stdin(err: StoreError, spool: &Path) -> StoreError {
+    match err {
+        StoreError::BadPack { pack, why } if pack == spool => StoreError::BadPack {
+            pack: PathBuf::from("from standard input"),
+            why,
+        },
+        other => other,
+    }
 }
 
 /// Copies stdin into a file under the store's tmp/ (a pack is read from its end first).

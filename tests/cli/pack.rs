@@ -453,6 +453,42 @@ fn gc_waits_for_an_unpack_reading_stdin() {
     env.run(&["--store", &b, "verify"]).ok();
 }
 
+/// A truncated pack piped into `unpack -` is refused naming standard input (not the spooled
+/// temporary copy, which is gone by then), imports nothing and leaves nothing in tmp/.
+#[test]
+fn a_truncated_pack_on_stdin_is_named_as_stdin() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a.bin"), &bytes(6, 200_000));
+    let id = env.snapshot(&src);
+    let pack = env.path("p.zcpack");
+    env.run(&["pack", &id, "--out", &pack.to_string_lossy()])
+        .ok();
+    let whole = fs::read(&pack).unwrap();
+    let b = other(&env, "store-b");
+    let out = env
+        .cmd()
+        .args(["--store", &b, "unpack", "-"])
+        .stdin(
+            fs::File::open({
+                let cut = env.path("cut.zcpack");
+                fs::write(&cut, &whole[..whole.len() / 2]).unwrap();
+                cut
+            })
+            .unwrap(),
+        )
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("pack from standard input"), "{err}");
+    assert!(!err.contains("/tmp/unpack-"), "names the spool: {err}");
+    let tmp = Path::new(&b).join("tmp");
+    assert_eq!(fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0), 0);
+    let listed = env.run(&["--store", &b, "list"]).ok().stdout();
+    assert!(!listed.contains(&id[..12]), "{listed}");
+}
+
 /// An update (`--since` pack) is diffed and mounted before it is unpacked: what it does not
 /// carry comes from the store holding its base. A damaged pack is refused by diff and mount
 /// (its trailer), not compared as if whole.
