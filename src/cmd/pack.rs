@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::{unpack, write_pack, PackOptions, PackReader, Store, StoreError};
+use zeroclaw_bundle_store::{
+    unpack, write_pack, ObjectId, PackOptions, PackReader, Store, StoreError,
+};
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{human_bytes, Ctx, Outcome, StdoutClosed};
@@ -172,6 +174,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         None => Some(spool_stdin(&store)?),
     };
     let spinner = ctx.spinner("unpacking");
+    let root = std::cell::Cell::new(None);
     let result = (|| -> Result<_> {
         let pack = match opened {
             Some(pack) => pack,
@@ -180,6 +183,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
                 PackReader::open(spool).map_err(|e| named_stdin(e, spool))?
             }
         };
+        root.set(Some(pack.root));
         let id = unpack(&store, &pack).map_err(|e| match &spooled {
             Some(spool) => named_stdin(e, spool),
             None => e,
@@ -190,9 +194,18 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     if let Some(path) = &spooled {
         let _ = fs::remove_file(path);
     }
-    let (id, objects) = result.with_context(|| match spooled {
-        Some(_) => failed(&"the pack from stdin"),
-        None => failed(&args.pack.display()),
+    let what = match spooled {
+        Some(_) => "the pack from stdin".to_string(),
+        None => args.pack.display().to_string(),
+    };
+    let (id, objects) = result.with_context(|| match root.get() {
+        Some(root) if recorded_not_listed(&store, &root) => format!(
+            "could not unpack {what}: its snapshot record {} was written but not catalogued, so \
+             `list` does not show it and `gc` keeps its objects; once the cause below is fixed, \
+             `zeroclaw-bundle reindex` lists it (then `forget` it if unwanted)",
+            root.short(12)
+        ),
+        _ => failed(&what),
     })?;
     if ctx.json {
         ctx.print_json(&json!({ "snapshot": id, "objects": objects }))?;
@@ -203,6 +216,17 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// Whether a failed import got as far as writing snapshot `root`'s record but not its catalog
+/// entry (the commit writes the record first; `forget` removes both, so a record the catalog
+/// does not list was left by a failed commit). A catalog that cannot be opened lists nothing.
+fn recorded_not_listed(store: &Store, root: &ObjectId) -> bool {
+    store.objects().has(root)
+        && store
+            .catalog()
+            .and_then(|c| c.resolve(&root.to_hex()))
+            .is_err()
 }
 
 /// A pack error about the spooled copy of stdin names stdin, not a temporary file the

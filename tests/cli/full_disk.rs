@@ -191,3 +191,57 @@ fn a_full_disk_fails_clearly_and_the_next_run_after_freeing_space_works() {
         "the disk never filled: the test tested nothing"
     );
 }
+
+/// `unpack` onto disks a little larger than the pack: wherever it runs out of space, its
+/// message tells the truth. "nothing was imported" only when no snapshot record was written;
+/// when the record was written but the catalog entry was not, it says so and how to list it.
+#[test]
+fn an_unpack_out_of_space_says_whether_its_record_was_written() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for i in 0..200 {
+        write(
+            &src.join(format!("f{i}")),
+            &crate::util::bytes(100 + i, 75_000),
+        );
+    }
+    let id = env.snapshot(&src);
+    let pack = env.path("p.zcpack");
+    env.run(&["pack", &id, "--out", &pack.to_string_lossy()])
+        .ok();
+    let pack_kib = std::fs::metadata(&pack).unwrap().len() / 1024;
+    let (mut nothing, mut uncatalogued) = (0, 0);
+    for extra in (0..1200).step_by(50) {
+        let Some(fs) = Tmpfs::mount(
+            &env.path(&format!("disk{extra}")),
+            &format!("{}k", pack_kib + extra),
+        ) else {
+            return;
+        };
+        let store = fs.path.join("store");
+        let run = env.run(&[
+            "--store",
+            &store.to_string_lossy(),
+            "unpack",
+            &pack.to_string_lossy(),
+        ]);
+        if run.code() == 0 {
+            continue;
+        }
+        let err = run.stderr();
+        let record = store.join("objects").join(&id[..2]).join(&id[2..]);
+        if err.contains("nothing was imported") {
+            assert!(!record.exists(), "a record was written:\n{err}");
+            nothing += 1;
+        } else {
+            assert!(err.contains("was written but not catalogued"), "{err}");
+            assert!(err.contains("reindex"), "{err}");
+            assert!(record.exists(), "{err}");
+            uncatalogued += 1;
+        }
+    }
+    assert!(
+        nothing > 0 && uncatalogued > 0,
+        "{nothing} / {uncatalogued}: widen the window"
+    );
+}
