@@ -856,6 +856,7 @@ pub fn decode_pack_object(
         out,
         hasher: IdHasher::new(),
         written: 0,
+        out_failed: false,
     };
     let mut limited = stored.take(e.stored_len);
     let copied = if e.zstd {
@@ -866,7 +867,10 @@ pub fn decode_pack_object(
         io::copy(&mut (&mut limited).take(e.len + 1), &mut sink)
     };
     copied.map_err(|err| {
-        if sink.written > 0 || e.zstd {
+        if sink.out_failed {
+            // The destination refused the bytes (a full disk): not the pack's fault.
+            StoreError::io("write an object decoded from", path, err)
+        } else if sink.written > 0 || e.zstd {
             bad(
                 path,
                 format!("object {} does not decompress: {err}", e.id.short(12)),
@@ -903,11 +907,13 @@ struct HashingSink<'o> {
     out: &'o mut dyn Write,
     hasher: IdHasher,
     written: u64,
+    /// A write to `out` failed (the error is the destination's, not the pack's).
+    out_failed: bool,
 }
 
 impl Write for HashingSink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(buf)?;
+        let n = self.out.write(buf).inspect_err(|_| self.out_failed = true)?;
         self.hasher.update(&buf[..n]);
         self.written += n as u64;
         Ok(n)
