@@ -913,13 +913,16 @@ struct HashingSink<'o> {
 
 impl Write for HashingSink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(buf).inspect_err(|_| self.out_failed = true)?;
+        let n = self
+            .out
+            .write(buf)
+            .inspect_err(|_| self.out_failed = true)?;
         self.hasher.update(&buf[..n]);
         self.written += n as u64;
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.flush().inspect_err(|_| self.out_failed = true)
     }
 }
 
