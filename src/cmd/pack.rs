@@ -39,7 +39,9 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         // A reader that went away (`| head -c`) ends the command quietly, like every other
         // output (see `cmd::StdoutClosed`); the reader's side reports a truncated pack.
         write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).map_err(|e| match e {
-            StoreError::Io { ref error, .. } if error.kind() == io::ErrorKind::BrokenPipe => {
+            StoreError::PackOutput { ref error, .. }
+                if error.kind() == io::ErrorKind::BrokenPipe =>
+            {
                 anyhow::Error::new(StdoutClosed)
             }
             e => anyhow::Error::new(e).context("could not write the pack to stdout"),

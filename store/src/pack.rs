@@ -387,7 +387,10 @@ fn encode_trailer(index_offset: u64, digest: &ObjectId) -> Vec<u8> {
 }
 
 pub(crate) fn write_err(e: io::Error) -> StoreError {
-    StoreError::io("write pack", "<pack>", e)
+    StoreError::PackOutput {
+        op: "write",
+        error: e,
+    }
 }
 
 /// Writes a record or tree object, stored raw (they were never compressed: small, and a

@@ -238,3 +238,28 @@ fn an_unpack_out_of_space_names_the_store_not_the_pack() {
     env.run(&["verify"]).ok();
     assert_eq!(env.cat(&id, "big.bin"), crate::util::bytes(7, 9 << 20));
 }
+
+/// A pack whose `--out` filesystem fills up fails naming `--out` and "No space left on
+/// device", with no placeholder path (it said "could not write pack <pack>"), and leaves
+/// nothing in the destination directory.
+#[test]
+fn a_pack_out_of_space_names_its_out_and_leaves_nothing() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("big.bin"), &crate::util::bytes(3, 12 << 20));
+    let id = env.snapshot(&src);
+    let Some(fs) = Tmpfs::mount(&env.path("disk"), "8m") else {
+        return;
+    };
+    let out = fs.path.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let dest = out.join("big.pack");
+    let r = env.run(&["pack", &id, "--out", dest.to_str().unwrap()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    let err = r.stderr();
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains(dest.to_str().unwrap()), "{err}");
+    assert!(!err.contains("<pack>"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
