@@ -5,7 +5,7 @@
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::Path;
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -316,6 +316,41 @@ pub fn detach_stdio() -> io::Result<()> {
     rustix::stdio::dup2_stdout(&null)?;
     rustix::stdio::dup2_stderr(&null)?;
     Ok(())
+}
+
+/// A new unnamed file in directory `dir` (`O_TMPFILE`, mode 0666 less the umask, as
+/// `File::create` makes it): if the process dies before [`link_unnamed`] names it, the kernel
+/// frees it and nothing is left.
+/// `Ok(None)` when the filesystem has no unnamed files (the caller stages a named one).
+pub fn create_unnamed_in(dir: &Path) -> io::Result<Option<File>> {
+    match rustix::fs::open(
+        dir,
+        OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    ) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
+            Ok(None)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Gives a file from [`create_unnamed_in`] the name `path` (fails when `path` exists): through
+/// `/proc/self/fd`, else `AT_EMPTY_PATH` (which needs `CAP_DAC_READ_SEARCH`).
+pub fn link_unnamed(file: &File, path: &Path) -> io::Result<()> {
+    let proc = format!("/proc/self/fd/{}", file.as_raw_fd());
+    match rustix::fs::linkat(CWD, proc.as_str(), CWD, path, AtFlags::SYMLINK_FOLLOW) {
+        Ok(()) => Ok(()),
+        Err(rustix::io::Errno::NOENT) => Ok(rustix::fs::linkat(
+            file,
+            "",
+            CWD,
+            path,
+            AtFlags::EMPTY_PATH,
+        )?),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// `linkat(old_dir, old, new_dir, new, 0)`: a second name for a file, never following a

@@ -1,6 +1,7 @@
 //! `pack <SNAPSHOT> --out FILE|- [--since SNAPSHOT] [--trees-only]` and `unpack FILE|-`.
-//! A pack file is written beside its destination and renamed into place, so a failed or
-//! interrupted `pack` never leaves a partial FILE; `unpack` verifies the whole pack before it
+//! A pack file is written as an unnamed file in its destination's directory and named and
+//! renamed into place once whole, so a failed, interrupted or killed `pack` never leaves a
+//! partial FILE nor a staged file; `unpack` verifies the whole pack before it
 //! writes anything, and commits the snapshot record last.
 
 use std::fs;
@@ -40,7 +41,9 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         // A reader that went away (`| head -c`) ends the command quietly, like every other
         // output (see `cmd::StdoutClosed`); the reader's side reports a truncated pack.
         write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).map_err(|e| match e {
-            StoreError::Io { ref error, .. } if error.kind() == io::ErrorKind::BrokenPipe => {
+            StoreError::PackOutput { ref error, .. }
+                if error.kind() == io::ErrorKind::BrokenPipe =>
+            {
                 anyhow::Error::new(StdoutClosed)
             }
             e => anyhow::Error::new(e).context("could not write the pack to stdout"),
@@ -49,35 +52,34 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         if args.out.exists() && !args.force {
             bail!("{} exists; pass --force to replace it", args.out.display());
         }
-        let (tmp, file) = staging_file(&args.out)?;
+        let (staged, file) = staging_file(&args.out)?;
         // Ctrl-C stops at the next write: the staged file is removed below, nothing lands.
         let mut out = io::BufWriter::new(StopOnInterrupt(file));
         let written =
             write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).and_then(|s| {
                 let StopOnInterrupt(file) = out.into_inner().map_err(|e| StoreError::Io {
                     op: "write pack",
-                    path: tmp.clone(),
+                    path: staged.shown(&args.out),
                     error: e.into_error(),
                 })?;
                 file.sync_all().map_err(|e| StoreError::Io {
                     op: "sync pack",
-                    path: tmp.clone(),
+                    path: staged.shown(&args.out),
                     error: e,
                 })?;
-                Ok(s)
+                Ok((s, file))
             });
-        let stats = match written {
+        let (stats, file) = match written {
             Ok(s) => s,
             Err(e) => {
-                let _ = fs::remove_file(&tmp);
+                staged.discard();
                 if crate::interrupt::requested() {
                     bail!("interrupted; nothing was written at {}", args.out.display());
                 }
                 return Err(e).with_context(|| format!("could not write {}", args.out.display()));
             }
         };
-        fs::rename(&tmp, &args.out).with_context(|| {
-            let _ = fs::remove_file(&tmp);
+        staged.land(&file, &args.out).with_context(|| {
             format!(
                 "could not move the pack into place at {}",
                 args.out.display()
@@ -132,26 +134,82 @@ impl Write for StopOnInterrupt {
     }
 }
 
-/// A new file beside `dest` (same directory, so the final rename is atomic).
-fn staging_file(dest: &Path) -> Result<(PathBuf, fs::File)> {
+/// Where a pack being written to a file lives until it is whole.
+enum Staged {
+    /// An unnamed file in the destination's directory (`O_TMPFILE`): a SIGKILL leaves
+    /// nothing behind.
+    Unnamed { dir: PathBuf },
+    /// A hidden named file beside the destination, where the filesystem has no unnamed
+    /// files (a SIGKILL leaves it: `.NAME.zeroclaw-pack-XXXXXX`).
+    Named(PathBuf),
+}
+
+impl Staged {
+    /// The path an error about the staged file names.
+    fn shown(&self, dest: &Path) -> PathBuf {
+        match self {
+            Staged::Unnamed { .. } => dest.to_path_buf(),
+            Staged::Named(tmp) => tmp.clone(),
+        }
+    }
+
+    /// Removes what a failed pack staged.
+    fn discard(&self) {
+        if let Staged::Named(tmp) = self {
+            let _ = fs::remove_file(tmp);
+        }
+    }
+
+    /// Puts the whole pack in place at `dest` (replacing it): an unnamed file gets a hidden
+    /// name first (linkat cannot replace), then either is renamed over `dest`.
+    fn land(&self, file: &fs::File, dest: &Path) -> Result<()> {
+        let tmp = match self {
+            Staged::Named(tmp) => tmp.clone(),
+            Staged::Unnamed { dir } => {
+                let tmp = hidden_name(dir, dest)?;
+                crate::sys::link_unnamed(file, &tmp)
+                    .with_context(|| format!("could not name the pack {}", tmp.display()))?;
+                tmp
+            }
+        };
+        fs::rename(&tmp, dest).map_err(|e| {
+            let _ = fs::remove_file(&tmp);
+            anyhow::Error::new(e)
+        })
+    }
+}
+
+/// A hidden name beside `dest`: `.NAME.zeroclaw-pack-XXXXXX`.
+fn hidden_name(dir: &Path, dest: &Path) -> Result<PathBuf> {
+    let name = dest
+        .file_name()
+        .with_context(|| format!("{} names no file", dest.display()))?;
+    Ok(dir.join(format!(
+        ".{}.zeroclaw-pack-{}",
+        name.to_string_lossy(),
+        zeroclaw_bundle_store::random_token()
+    )))
+}
+
+/// A new file in `dest`'s directory (same filesystem, so the final rename is atomic):
+/// unnamed where the filesystem allows, else a hidden named one.
+fn staging_file(dest: &Path) -> Result<(Staged, fs::File)> {
     let dir = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let name = dest
-        .file_name()
-        .with_context(|| format!("{} names no file", dest.display()))?;
-    let tmp = dir.join(format!(
-        ".{}.zeroclaw-pack-{}",
-        name.to_string_lossy(),
-        zeroclaw_bundle_store::random_token()
-    ));
+    let tmp = hidden_name(&dir, dest)?;
+    if let Some(file) = crate::sys::create_unnamed_in(&dir)
+        .with_context(|| format!("could not create a file in {}", dir.display()))?
+    {
+        return Ok((Staged::Unnamed { dir }, file));
+    }
     let file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&tmp)
         .with_context(|| format!("could not create {}", tmp.display()))?;
-    Ok((tmp, file))
+    Ok((Staged::Named(tmp), file))
 }
 
 /// Runs `unpack`.

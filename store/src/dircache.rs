@@ -16,14 +16,14 @@
 //! `{path_len:u16 path entry}` encoding), then the blake3 of everything before it (32 bytes).
 
 use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::PathBuf;
 
 use crate::catalog::{SourceStatCache, StatCacheUpdate};
 use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::keys::SourceKey;
-use crate::sys::random_token;
+use crate::sys::{self, random_token};
 use crate::Store;
 
 /// The directory of these caches, below the store root.
@@ -45,13 +45,22 @@ impl Store {
     pub(crate) fn load_dircache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
         let key = key.encode();
         let path = self.dircache_path(&key);
-        let bytes = match fs::metadata(&path) {
-            Ok(m) if m.len() > MAX_FILE => return Ok(SourceStatCache::empty()),
-            Ok(_) => fs::read(&path),
-            Err(e) => Err(e),
-        };
-        let bytes = match bytes {
-            Ok(b) => b,
+        // Not followed and never blocking: the cache is a regular file this tool wrote, and a
+        // symlink to `/dev/zero` or a FIFO put in its place must not fill memory or hang the
+        // diff. Whatever is not a regular file of at most `MAX_FILE` bytes is no cache.
+        let read = sys::open_nofollow(&path).and_then(|file| {
+            let Some(file) = file else { return Ok(None) };
+            let meta = file.metadata()?;
+            if !meta.is_file() || meta.len() > MAX_FILE {
+                return Ok(None);
+            }
+            let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+            file.take(MAX_FILE + 1).read_to_end(&mut bytes)?;
+            Ok((bytes.len() as u64 <= MAX_FILE).then_some(bytes))
+        });
+        let bytes = match read {
+            Ok(Some(b)) => b,
+            Ok(None) => return Ok(SourceStatCache::empty()),
             // Nothing there (also when `dircache` is not a directory: the write then fails
             // too, quietly, and each diff hashes again).
             Err(e)
@@ -119,6 +128,7 @@ fn decode<'b>(bytes: &'b [u8], key: &[u8]) -> Option<&'b [u8]> {
 mod tests {
     use super::*;
     use crate::catalog::StatEntry;
+    use std::path::Path;
 
     fn entry(size: u64) -> StatEntry {
         StatEntry {
@@ -174,6 +184,24 @@ mod tests {
             fs::write(&path, &damaged).unwrap();
             assert!(store.load_dircache(&key).unwrap().is_empty());
         }
+        // Not a regular file: a symlink (even to a whole cache of this key), a FIFO (would
+        // block the read) or a device (`/dev/zero` would fill memory) reads as no cache,
+        // promptly.
+        let whole = dir.path().join("whole-cache");
+        fs::write(&whole, &before).unwrap();
+        for target in [whole.as_path(), Path::new("/dev/zero")] {
+            fs::remove_file(&path).unwrap();
+            std::os::unix::fs::symlink(target, &path).unwrap();
+            assert!(store.load_dircache(&key).unwrap().is_empty(), "{target:?}");
+        }
+        fs::remove_file(&path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert!(store.load_dircache(&key).unwrap().is_empty());
+        fs::remove_file(&path).unwrap();
         // No temp file is left behind.
         assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
         // `dircache` not a directory: nothing to read; the write fails naming the path, and

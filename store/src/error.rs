@@ -19,6 +19,14 @@ pub enum StoreError {
         /// The underlying error.
         error: io::Error,
     },
+    /// Writing a pack to its output (a file or stdout, which the caller names) failed.
+    #[error("could not {op} the pack: {error}")]
+    PackOutput {
+        /// The verb: "write", "start zstd for", ...
+        op: &'static str,
+        /// The underlying error.
+        error: io::Error,
+    },
     /// The store directory is not a store (a file, or a directory with foreign content).
     #[error("{path} is not a zeroclaw-bundle store: {why}")]
     NotAStore {

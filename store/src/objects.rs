@@ -475,6 +475,9 @@ pub(crate) struct StagedFile<'s> {
     id: ObjectId,
     path: PathBuf,
     file: io::BufWriter<File>,
+    /// The first write that failed (its OS error, or kind), kept so the caller can name this
+    /// file instead of blaming the bytes it was decoding (a full disk is not a bad pack).
+    failed: Option<(Option<i32>, io::ErrorKind)>,
 }
 
 impl Staging {
@@ -541,6 +544,7 @@ impl Staging {
             id: *id,
             path,
             file: io::BufWriter::with_capacity(CHUNK, file),
+            failed: None,
         })
     }
 
@@ -574,14 +578,26 @@ impl Drop for Staging {
 
 impl Write for StagedFile<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.file.write(buf)
+        self.file.write(buf).inspect_err(|e| self.note(e))
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.file.flush()
+        self.file.flush().inspect_err(|e| self.note(e))
     }
 }
 
 impl StagedFile<'_> {
+    fn note(&mut self, e: &io::Error) {
+        self.failed.get_or_insert((e.raw_os_error(), e.kind()));
+    }
+
+    /// The error of the first failed write, naming this file, if a write failed.
+    pub(crate) fn write_error(&self) -> Option<StoreError> {
+        self.failed.map(|(os, kind)| {
+            let e = os.map_or_else(|| io::Error::from(kind), io::Error::from_raw_os_error);
+            StoreError::io("write", &self.path, e)
+        })
+    }
+
     /// Completes the object: the caller verified its bytes against its id.
     pub(crate) fn finish(mut self) -> Result<(), StoreError> {
         self.file

@@ -387,7 +387,10 @@ fn encode_trailer(index_offset: u64, digest: &ObjectId) -> Vec<u8> {
 }
 
 pub(crate) fn write_err(e: io::Error) -> StoreError {
-    StoreError::io("write pack", "<pack>", e)
+    StoreError::PackOutput {
+        op: "write",
+        error: e,
+    }
 }
 
 /// Writes a record or tree object, stored raw (they were never compressed: small, and a
@@ -856,6 +859,7 @@ pub fn decode_pack_object(
         out,
         hasher: IdHasher::new(),
         written: 0,
+        out_failed: false,
     };
     let mut limited = stored.take(e.stored_len);
     let copied = if e.zstd {
@@ -866,7 +870,10 @@ pub fn decode_pack_object(
         io::copy(&mut (&mut limited).take(e.len + 1), &mut sink)
     };
     copied.map_err(|err| {
-        if sink.written > 0 || e.zstd {
+        if sink.out_failed {
+            // The destination refused the bytes (a full disk): not the pack's fault.
+            StoreError::io("write an object decoded from", path, err)
+        } else if sink.written > 0 || e.zstd {
             bad(
                 path,
                 format!("object {} does not decompress: {err}", e.id.short(12)),
@@ -903,17 +910,22 @@ struct HashingSink<'o> {
     out: &'o mut dyn Write,
     hasher: IdHasher,
     written: u64,
+    /// A write to `out` failed (the error is the destination's, not the pack's).
+    out_failed: bool,
 }
 
 impl Write for HashingSink<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.out.write(buf)?;
+        let n = self
+            .out
+            .write(buf)
+            .inspect_err(|_| self.out_failed = true)?;
         self.hasher.update(&buf[..n]);
         self.written += n as u64;
         Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.out.flush()
+        self.out.flush().inspect_err(|_| self.out_failed = true)
     }
 }
 

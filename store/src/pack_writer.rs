@@ -210,12 +210,9 @@ fn write_in_order(
     index: &mut Vec<PackEntry>,
     progress: &mut dyn FnMut(u64),
 ) -> Result<(), StoreError> {
-    let stopped = || {
-        StoreError::io(
-            "write pack",
-            "<pack>",
-            io::Error::other("a pack worker stopped unexpectedly"),
-        )
+    let stopped = || StoreError::PackOutput {
+        op: "write",
+        error: io::Error::other("a pack worker stopped unexpectedly"),
     };
     for (id, size) in blobs {
         let pieces = order_rx.recv().map_err(|_| stopped())?;
@@ -279,11 +276,10 @@ fn worker(store: &Store, tuning: &Tuning, jobs: &Mutex<Receiver<Job>>, stop: &At
             Ok(z) => z,
             Err(why) => {
                 let e = io::Error::other(why.clone());
-                let _ = job.to_writer.send(Piece::Failed(StoreError::io(
-                    "start zstd for",
-                    "<pack>",
-                    e,
-                )));
+                let _ = job.to_writer.send(Piece::Failed(StoreError::PackOutput {
+                    op: "start zstd for",
+                    error: e,
+                }));
                 continue;
             }
         };
@@ -882,7 +878,7 @@ mod tests {
                 &mut |_| {},
             );
             match r {
-                Err(StoreError::Io { error, .. }) => {
+                Err(StoreError::PackOutput { error, .. }) => {
                     assert_eq!(error.kind(), io::ErrorKind::BrokenPipe, "after {left}")
                 }
                 other => panic!("after {left}: {other:?}"),

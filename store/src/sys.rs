@@ -1,5 +1,5 @@
-//! The store crate's only use of rustix: `syncfs(2)`, read-ahead hints, and a random token
-//! for temp names.
+//! The store crate's only use of rustix: `syncfs(2)`, read-ahead hints, a random token for
+//! temp names, and no-follow opens of the store's own files.
 
 use std::fs::File;
 use std::io;
@@ -44,4 +44,20 @@ pub fn random_token() -> String {
     raw.iter()
         .map(|b| char::from(ALPHABET[usize::from(*b) % ALPHABET.len()]))
         .collect()
+}
+
+/// Opens `path` for reading without following a final symlink and without blocking on a FIFO
+/// (`O_NOFOLLOW | O_NONBLOCK`): for files of the store's own that only a regular file may be.
+/// `None` when `path` is a symlink.
+pub fn open_nofollow(path: &Path) -> io::Result<Option<File>> {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => Ok(Some(File::from(fd))),
+        Err(rustix::io::Errno::LOOP) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
 }

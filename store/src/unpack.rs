@@ -149,7 +149,10 @@ fn land_one(
             return decode_pack_object(path, e, &mut stored, &mut io::sink());
         }
         let mut file = staging.stream(&e.id)?;
-        decode_pack_object(path, e, &mut stored, &mut file)?;
+        if let Err(err) = decode_pack_object(path, e, &mut stored, &mut file) {
+            // A write that failed (a full disk) is named as such, not as a bad pack.
+            return Err(file.write_error().unwrap_or(err));
+        }
         return file.finish();
     }
     pack.read_stored(e, &mut bufs.stored)?;

@@ -245,3 +245,75 @@ fn an_unpack_out_of_space_says_whether_its_record_was_written() {
         "{nothing} / {uncatalogued}: widen the window"
     );
 }
+
+/// An unpack that runs out of space while streaming a large object (over 8 MiB, written in
+/// chunks into `<store>/tmp/stage-*`) names the staged file and "No space left on device",
+/// not the pack: the pack is fine, and blaming it ("does not decompress") sent the operator
+/// after the wrong thing. Nothing is imported, no staging directory is left, and the same
+/// unpack works once space is freed.
+#[test]
+fn an_unpack_out_of_space_names_the_store_not_the_pack() {
+    let mut env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("big.bin"), &crate::util::bytes(7, 9 << 20));
+    write(&src.join("small.md"), b"small");
+    let id = env.snapshot(&src);
+    let pack = env.path("big.pack");
+    env.run(&["pack", &id, "--out", pack.to_str().unwrap()])
+        .ok();
+    let Some(fs) = Tmpfs::mount(&env.path("disk"), "24m") else {
+        return;
+    };
+    env.store = fs.path.join("store");
+    let tiny = env.path("tiny");
+    write(&tiny.join("a"), b"a");
+    env.snapshot(&tiny);
+    let filler = fs.fill(4 << 10);
+    let r = env.run(&["unpack", pack.to_str().unwrap()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    let err = r.stderr();
+    assert!(
+        err.contains("No space left on device")
+            && err.contains(env.store.join("tmp").to_str().unwrap()),
+        "the error must say no space and name the staged file\n{}",
+        r.describe()
+    );
+    assert!(
+        !err.contains("does not decompress") && !err.contains("corrupt"),
+        "a full disk is not a bad pack\n{}",
+        r.describe()
+    );
+    let left: Vec<_> = std::fs::read_dir(env.store.join("tmp"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "staging left behind: {left:?}");
+    std::fs::remove_file(&filler).unwrap();
+    env.run(&["unpack", pack.to_str().unwrap()]).ok();
+    env.run(&["verify"]).ok();
+    assert_eq!(env.cat(&id, "big.bin"), crate::util::bytes(7, 9 << 20));
+}
+
+/// A pack whose `--out` filesystem fills up fails naming `--out` and "No space left on
+/// device", with no placeholder path (it said "could not write pack <pack>"), and leaves
+/// nothing in the destination directory.
+#[test]
+fn a_pack_out_of_space_names_its_out_and_leaves_nothing() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("big.bin"), &crate::util::bytes(3, 12 << 20));
+    let id = env.snapshot(&src);
+    let Some(fs) = Tmpfs::mount(&env.path("disk"), "8m") else {
+        return;
+    };
+    let out = fs.path.join("out");
+    std::fs::create_dir(&out).unwrap();
+    let dest = out.join("big.pack");
+    let r = env.run(&["pack", &id, "--out", dest.to_str().unwrap()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    let err = r.stderr();
+    assert!(err.contains("No space left on device"), "{err}");
+    assert!(err.contains(dest.to_str().unwrap()), "{err}");
+    assert!(!err.contains("<pack>"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

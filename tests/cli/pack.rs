@@ -5,7 +5,7 @@
 //! that misses objects; a corrupt pack imports nothing.
 
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
@@ -379,17 +379,7 @@ fn an_interrupted_pack_leaves_nothing() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Signal once the staged file exists (the pack is being written).
-    let mut staged = false;
-    for _ in 0..10_000 {
-        if fs::read_dir(&out).unwrap().next().is_some() {
-            staged = true;
-            break;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "the pack ended first");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    assert!(staged, "no staged file appeared");
+    wait_for_staged_pack(&mut child, &out);
     let st = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -399,6 +389,53 @@ fn an_interrupted_pack_leaves_nothing() {
     let err = String::from_utf8_lossy(&done.stderr);
     assert_eq!(done.status.code(), Some(130), "{err}");
     assert!(err.contains("interrupted; nothing was written"), "{err}");
+    let left: Vec<_> = fs::read_dir(&out).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Waits until `child` (a `pack --out DIR/FILE`) has its staged file open in `dir`: an unnamed
+/// file shows in `/proc/PID/fd` as `DIR/#INODE (deleted)`, a named one in `dir` itself.
+fn wait_for_staged_pack(child: &mut std::process::Child, dir: &Path) {
+    let fds = PathBuf::from(format!("/proc/{}/fd", child.id()));
+    for _ in 0..10_000 {
+        let open_in_dir = fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|fd| fs::read_link(fd.path()).is_ok_and(|target| target.starts_with(dir)));
+        if open_in_dir || fs::read_dir(dir).unwrap().next().is_some() {
+            return;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the pack ended first");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    panic!("no staged pack appeared in {}", dir.display());
+}
+
+/// SIGKILL while a pack is written (no handler runs): nothing at all is left beside the
+/// destination, not even a hidden staged file (it is an unnamed `O_TMPFILE`).
+#[test]
+fn a_killed_pack_leaves_nothing() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("big.bin"), &bytes(12, 64 << 20));
+    env.snapshot_with(&src, &["--name", "big"]).ok();
+    let out = env.path("out");
+    fs::create_dir(&out).unwrap();
+    let mut child = env
+        .cmd()
+        .args(["pack", "big", "--out"])
+        .arg(out.join("big.pack"))
+        .spawn()
+        .unwrap();
+    wait_for_staged_pack(&mut child, &out);
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9),
+        "{status:?}"
+    );
     let left: Vec<_> = fs::read_dir(&out).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
