@@ -48,13 +48,13 @@ impl Store {
         // Not followed and never blocking: the cache is a regular file this tool wrote, and a
         // symlink to `/dev/zero` or a FIFO put in its place must not fill memory or hang the
         // diff. Whatever is not a regular file of at most `MAX_FILE` bytes is no cache.
-        let read = sys::open_nofollow(&path).and_then(|file| {
+        let read = sys::open_regular(&path).and_then(|file| {
             let Some(file) = file else { return Ok(None) };
-            let meta = file.metadata()?;
-            if !meta.is_file() || meta.len() > MAX_FILE {
+            let len = file.metadata()?.len();
+            if len > MAX_FILE {
                 return Ok(None);
             }
-            let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+            let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
             file.take(MAX_FILE + 1).read_to_end(&mut bytes)?;
             Ok((bytes.len() as u64 <= MAX_FILE).then_some(bytes))
         });

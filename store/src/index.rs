@@ -370,14 +370,13 @@ impl Store {
 /// Opens an index file; anything but a regular file (a FIFO would block the open, a device
 /// never end) is refused before it is opened.
 fn open_index(path: &std::path::Path) -> Result<PackReader, StoreError> {
-    let meta = fs::symlink_metadata(path).map_err(|e| StoreError::io("open pack", path, e))?;
-    if !meta.is_file() {
-        return Err(StoreError::BadPack {
+    match crate::sys::open_regular(path).map_err(|e| StoreError::io("open pack", path, e))? {
+        Some(file) => PackReader::from_file_within(path, file, MAX_INDEX_IN_MEMORY),
+        None => Err(StoreError::BadPack {
             pack: path.to_path_buf(),
             why: "is not a regular file".into(),
-        });
+        }),
     }
-    PackReader::open_within(path, MAX_INDEX_IN_MEMORY)
 }
 
 /// Whether `pack` is a tree index of `snapshot`: a trees-only pack rooted at it, no base.

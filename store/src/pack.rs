@@ -641,7 +641,16 @@ impl PackReader {
     /// (cheap at that size): later reads cost no system call. A larger pack is read with
     /// positioned reads, as by [`PackReader::open`].
     pub fn open_within(path: &Path, in_memory: u64) -> Result<PackReader, StoreError> {
-        let mut file = File::open(path).map_err(|e| StoreError::io("open pack", path, e))?;
+        let file = File::open(path).map_err(|e| StoreError::io("open pack", path, e))?;
+        PackReader::from_file_within(path, file, in_memory)
+    }
+
+    /// [`PackReader::open_within`] of `file`, already opened from `path`.
+    pub(crate) fn from_file_within(
+        path: &Path,
+        mut file: File,
+        in_memory: u64,
+    ) -> Result<PackReader, StoreError> {
         let size = file
             .metadata()
             .map_err(|e| StoreError::io("stat pack", path, e))?

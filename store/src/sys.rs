@@ -46,18 +46,20 @@ pub fn random_token() -> String {
         .collect()
 }
 
-/// Opens `path` for reading without following a final symlink and without blocking on a FIFO
-/// (`O_NOFOLLOW | O_NONBLOCK`): for files of the store's own that only a regular file may be.
-/// `None` when `path` is a symlink.
-pub fn open_nofollow(path: &Path) -> io::Result<Option<File>> {
+/// Opens `path` for reading when it is a regular file, without following a final symlink and
+/// without blocking on a FIFO (`O_NOFOLLOW | O_NONBLOCK`, then `fstat` of what was opened, so
+/// nothing can be swapped in between): for files of the store's own, which only a regular file
+/// may be. `None` when `path` is a symlink, a FIFO, a device or a directory.
+pub fn open_regular(path: &Path) -> io::Result<Option<File>> {
     use rustix::fs::{Mode, OFlags};
-    match rustix::fs::open(
+    let file = match rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
         Mode::empty(),
     ) {
-        Ok(fd) => Ok(Some(File::from(fd))),
-        Err(rustix::io::Errno::LOOP) => Ok(None),
-        Err(e) => Err(e.into()),
-    }
+        Ok(fd) => File::from(fd),
+        Err(rustix::io::Errno::LOOP) => return Ok(None),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(file.metadata()?.is_file().then_some(file))
 }

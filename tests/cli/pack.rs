@@ -367,19 +367,7 @@ fn a_pack_mounts_without_unpacking_and_equals_the_checkout() {
 #[test]
 fn an_interrupted_pack_leaves_nothing() {
     let env = TestEnv::new();
-    let src = env.path("src");
-    write(&src.join("big.bin"), &bytes(11, 64 << 20));
-    env.snapshot_with(&src, &["--name", "big"]).ok();
-    let out = env.path("out");
-    fs::create_dir(&out).unwrap();
-    let mut child = env
-        .cmd()
-        .args(["pack", "big", "--out"])
-        .arg(out.join("big.pack"))
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for_staged_pack(&mut child, &out);
+    let (child, out) = start_big_pack(&env, 11);
     let st = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -391,6 +379,25 @@ fn an_interrupted_pack_leaves_nothing() {
     assert!(err.contains("interrupted; nothing was written"), "{err}");
     let left: Vec<_> = fs::read_dir(&out).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
+}
+
+/// Snapshots one 64 MiB file (bytes of `seed`) as `big`, starts `pack big --out out/big.pack`
+/// (stderr piped) and returns it once its staged file is open, with the `out` directory.
+fn start_big_pack(env: &TestEnv, seed: u64) -> (std::process::Child, PathBuf) {
+    let src = env.path("src");
+    write(&src.join("big.bin"), &bytes(seed, 64 << 20));
+    env.snapshot_with(&src, &["--name", "big"]).ok();
+    let out = env.path("out");
+    fs::create_dir(&out).unwrap();
+    let mut child = env
+        .cmd()
+        .args(["pack", "big", "--out"])
+        .arg(out.join("big.pack"))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_staged_pack(&mut child, &out);
+    (child, out)
 }
 
 /// Waits until `child` (a `pack --out DIR/FILE`) has its staged file open in `dir`: an unnamed
@@ -417,18 +424,7 @@ fn wait_for_staged_pack(child: &mut std::process::Child, dir: &Path) {
 #[test]
 fn a_killed_pack_leaves_nothing() {
     let env = TestEnv::new();
-    let src = env.path("src");
-    write(&src.join("big.bin"), &bytes(12, 64 << 20));
-    env.snapshot_with(&src, &["--name", "big"]).ok();
-    let out = env.path("out");
-    fs::create_dir(&out).unwrap();
-    let mut child = env
-        .cmd()
-        .args(["pack", "big", "--out"])
-        .arg(out.join("big.pack"))
-        .spawn()
-        .unwrap();
-    wait_for_staged_pack(&mut child, &out);
+    let (mut child, out) = start_big_pack(&env, 12);
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(
