@@ -320,17 +320,8 @@ impl ObjectDir {
     /// Moves `from` (a complete, verified object file) to object `id`'s place.
     fn rename_into_place(&self, from: &Path, id: &ObjectId) -> Result<(), StoreError> {
         let dest = self.path_of(id);
-        fs::rename(from, &dest)
-            .or_else(|e| {
-                if e.kind() == io::ErrorKind::NotFound {
-                    // A fan-out directory removed by hand: recreate and retry once.
-                    let parent = dest.parent().expect("object paths have a parent");
-                    fs::create_dir_all(parent)?;
-                    fs::rename(from, &dest)
-                } else {
-                    Err(e)
-                }
-            })
+        // A fan-out directory removed by hand is made again.
+        making_parent(&dest, || fs::rename(from, &dest))
             .map_err(|e| StoreError::io("rename into", &dest, e))
     }
 
@@ -453,6 +444,18 @@ impl ObjectDir {
     }
 }
 
+/// Runs `op` on `path`; when it fails because `path`'s directory does not exist (a fan-out
+/// directory not made yet, or removed by hand), makes the directory and runs `op` once more.
+fn making_parent<T>(path: &Path, op: impl Fn() -> io::Result<T>) -> io::Result<T> {
+    op().or_else(|e| {
+        if e.kind() != io::ErrorKind::NotFound {
+            return Err(e);
+        }
+        fs::create_dir_all(path.parent().expect("object paths have a parent"))?;
+        op()
+    })
+}
+
 /// A directory under `<store>/tmp/` where an import (`unpack`, `pull`) writes objects it has
 /// verified, each as a read-only file named by its id (fanned out as in `objects/`). Nothing in it is visible in the store:
 /// [`Staging::land`] renames every staged object into `objects/` only once the whole import
@@ -504,20 +507,8 @@ impl Staging {
                 .mode(0o444)
                 .open(&path)
         };
-        let file = open()
-            .or_else(|e| {
-                if e.kind() != io::ErrorKind::NotFound {
-                    return Err(e);
-                }
-                // The fan-out directory is made on first use.
-                let parent = path.parent().expect("staged paths have a parent");
-                match fs::create_dir(parent) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(e),
-                }
-                open()
-            })
+        // The fan-out directory is made on first use.
+        let file = making_parent(&path, open)
             .map_err(|e| StoreError::io("create staged object", &path, e))?;
         Ok((file, path))
     }
