@@ -51,6 +51,9 @@ pub struct AgentSnapshot {
     /// Workspace files ZeroClaw's templates describe as facts about the human or long-term
     /// memory (`USER.md`, `MEMORY.md`) that this bundle carries.
     pub personal_files: Vec<String>,
+    /// Sections of the install's `config.toml` that ZeroClaw's loader skips as invalid (the
+    /// export saw the install as ZeroClaw does, without them).
+    pub degraded_sections: Vec<String>,
 }
 
 /// What the operator chose for one agent capture.
@@ -278,6 +281,7 @@ pub fn capture_loaded(
         scrubbed_by_name: plan.scrubbed_by_name().to_vec(),
         credential_findings,
         personal_files,
+        degraded_sections: plan.degraded_sections().to_vec(),
     })
 }
 

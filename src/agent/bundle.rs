@@ -5,12 +5,12 @@
 
 use serde::Serialize;
 
+use zeroclaw_config::agent_bundle as zc;
+
 use super::error::AgentError;
-use super::gate;
-use super::manifest::{DropReason, Dropped, Manifest, Provenance};
-use super::plan::{carried_skills_flag, ExportPlan};
-use super::render::{ensure_blank_line_before_sections, to_toml};
-use super::value::Node;
+use super::layout::SKILLS_DIR;
+use super::manifest::{Dropped, Manifest, Provenance, MANIFEST_HEADER};
+use super::plan::ExportPlan;
 
 /// The comment header of `config.toml` (reference §4.1).
 pub const CONFIG_HEADER: &str = "\
@@ -21,8 +21,8 @@ pub const CONFIG_HEADER: &str = "\
 # Empty-string values are credentials that were scrubbed on export and must be
 # supplied on the target — see `required_secrets` in zeroclaw-agent.toml.
 #
-# Scrubbing blanks the fields the schema marks secret, and any value under a
-# key named like a credential. It is not credential detection: every other
+# Scrubbing blanks the fields ZeroClaw's schema marks secret, and any value
+# under a key named like a credential. It is not credential detection: every other
 # value here travels as written, so a token in an MCP server's `url`, or a
 # credential in its `command` or `args`, is still present.
 ";
@@ -54,8 +54,10 @@ pub struct RenderedBundle {
 }
 
 impl ExportPlan {
-    /// Render `(config.toml, zeroclaw-agent.toml)` from what was carried. Runs the closure gate
-    /// (reference §4.9, §10) on the rendered fragment: a failing check is an error naming the field.
+    /// Render `(config.toml, zeroclaw-agent.toml)` from what was carried, with ZeroClaw's own
+    /// renderers: the identity document and skill bundles the capture did not carry are folded
+    /// in the way ZeroClaw's `agents export` folds them, and the closure must load as a
+    /// ZeroClaw `Config` and pass its `validate()` on its own before either text is handed back.
     pub fn render(
         &self,
         outcome: &CaptureOutcome,
@@ -84,72 +86,59 @@ impl ExportPlan {
             )));
         }
 
-        let mut closure = self.closure.clone();
-        let mut dropped = self.dropped.clone();
-        dropped.extend(outcome.excluded.iter().cloned());
-        if let Some(document) = &self.identity_document {
-            if !outcome.identity_document_carried {
-                if let Some(Node::Table(identity)) =
-                    closure.lookup_mut(&["agents", &self.alias, "identity"])
-                {
-                    identity.remove("aieos_path");
-                    if identity.is_empty() {
-                        if let Some(Node::Table(agent)) =
-                            closure.lookup_mut(&["agents", &self.alias])
-                        {
-                            agent.remove("identity");
-                        }
-                    }
-                }
-                dropped.push(Dropped::new(
-                    format!("agents.{}.identity.aieos_path", self.alias),
-                    DropReason::SourceMissing,
-                    format!(
-                        "the AIEOS identity document `{document}` is not in the exported workspace, \
-                         so the reference is dropped rather than shipped pointing at nothing"
-                    ),
-                ));
-            }
+        let mut plan = self.zeroclaw.clone();
+        if plan.identity_document.is_some() && !outcome.identity_document_carried {
+            zc::record_missing_identity_document(&mut plan);
         }
-        let carried: Vec<&str> = planned
+        plan.dropped
+            .extend(outcome.excluded.iter().map(super::plan::dropped_to));
+        let not_carried = |alias: &&str| !outcome.carried_skill_bundles.iter().any(|c| c == alias);
+        // Left out by the operator (`--exclude`): listed as such already, so not also
+        // `source_missing`; like a missing one, no longer advertised or flagged.
+        let (excluded, missing): (Vec<&str>, Vec<&str>) = planned
             .iter()
             .copied()
-            .filter(|a| outcome.carried_skill_bundles.iter().any(|c| c == a))
-            .collect();
-        for alias in planned.iter().filter(|a| !carried.contains(a)) {
-            let path = format!("skills/{alias}");
-            if outcome.excluded.iter().any(|d| d.path == path) {
-                continue; // left out by the operator, listed as such already
-            }
-            dropped.push(Dropped::new(
-                path,
-                DropReason::SourceMissing,
-                "the skill bundle carried no skills from the exporting host: its directory is \
-                 absent, or holds nothing the bundle admits. Its config travels, so install the \
-                 skills on the target, or re-export from a host that has them",
-            ));
+            .filter(not_carried)
+            .partition(|alias| {
+                let path = format!("{SKILLS_DIR}/{alias}");
+                outcome.excluded.iter().any(|d| d.path == path)
+            });
+        for alias in excluded {
+            plan.skill_sources.retain(|s| s.alias != alias);
+            let flag_path = format!("skill_bundles.{alias}");
+            plan.risk_flags
+                .retain(|f| f.kind != zc::RiskKind::CarriedSkills || f.path != flag_path);
         }
+        let missing: Vec<String> = missing.into_iter().map(str::to_string).collect();
+        zc::record_missing_skill_content(&mut plan, &missing);
 
-        let config_toml = format!(
-            "{CONFIG_HEADER}{}",
-            ensure_blank_line_before_sections(&to_toml(&closure))
+        let config_toml = with_header(
+            CONFIG_HEADER,
+            &zc::render_config_toml(&plan).map_err(super::plan::from_zeroclaw)?,
         );
-        gate::check(&self.alias, &config_toml)?;
-
-        let mut risk_flags: Vec<_> = carried.iter().map(|a| carried_skills_flag(a)).collect();
-        risk_flags.extend(self.policy_flags.iter().cloned());
-        let manifest = Manifest::new(
-            &self.alias,
-            self.required_secrets.clone(),
-            carried.iter().map(|a| a.to_string()).collect(),
-            provenance.clone(),
-            dropped,
-            risk_flags,
+        let zc_provenance = zc::Provenance {
+            zeroclaw_version: provenance.zeroclaw_version.clone(),
+            exported_at: provenance.exported_at.clone(),
+        };
+        let manifest_toml = with_header(
+            MANIFEST_HEADER,
+            &zc::render_manifest_toml(&plan, &zc_provenance).map_err(super::plan::from_zeroclaw)?,
         );
+        let manifest = Manifest::from_toml_str(&manifest_toml)?;
         Ok(RenderedBundle {
-            manifest_toml: manifest.to_toml_string(),
+            manifest_toml,
             config_toml,
             manifest,
         })
     }
+}
+
+/// ZeroClaw's rendering with its leading comment block replaced by ours (which also states our
+/// stricter scrub). The TOML body, which is what ZeroClaw reads, is ZeroClaw's byte for byte.
+fn with_header(header: &str, rendered: &str) -> String {
+    let mut body = rendered;
+    while body.starts_with('#') {
+        body = body.split_once('\n').map_or("", |(_, rest)| rest);
+    }
+    format!("{header}{body}")
 }

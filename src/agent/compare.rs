@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::error::AgentError;
 use super::flags::config_flags;
 use super::manifest::{Manifest, RiskFlag, RiskKind};
-use super::schema::credential_key_rule;
+use super::schema::{credential_key_rule, hidden_in_display};
 use super::value::{element_name, join_path, Node, Table};
 
 /// One semantic change.
@@ -75,12 +75,12 @@ pub fn compare_bundles(
     let mb = Manifest::from_toml_str(b_manifest)?;
     let (ta, tb) = (parse(a_config, "A")?, parse(b_config, "B")?);
     let mut out = Vec::new();
-    unlisted_flags(&mb, &tb, &mut out);
+    unlisted_flags(&mb, &tb, &mut out)?;
     manifest_changes(
         &ma,
         &mb,
-        &effective_flags(&ma, &ta),
-        &effective_flags(&mb, &tb),
+        &effective_flags(&ma, &ta)?,
+        &effective_flags(&mb, &tb)?,
         &mut out,
     );
     let secrets: Vec<&str> = ma
@@ -111,28 +111,32 @@ fn keyed<'f>(flags: impl IntoIterator<Item = &'f RiskFlag>) -> Flags {
 /// What a side grants: the flags its `config.toml` yields (what an import would run; a
 /// hand-edited config cannot hide a grant behind an unchanged manifest), plus the manifest's
 /// `carried_skills` flags (carried content, not config).
-fn effective_flags(manifest: &Manifest, config: &Table) -> Flags {
-    let mut flags = keyed(&config_flags(config, &manifest.root_agent));
+fn effective_flags(manifest: &Manifest, config: &Table) -> Result<Flags, AgentError> {
+    let mut flags = keyed(&config_flags(config, &manifest.root_agent)?);
     flags.extend(keyed(
         manifest
             .risk_flags
             .iter()
             .filter(|f| f.kind == RiskKind::CarriedSkills),
     ));
-    flags
+    Ok(flags)
 }
 
 /// Where side B's manifest and its own `config.toml` disagree (one was edited after export):
 /// a grant the config makes and the manifest does not list is marked, whatever side A holds;
 /// a flag the manifest lists and the config does not make is said, unmarked.
-fn unlisted_flags(manifest: &Manifest, config: &Table, out: &mut Vec<SemanticChange>) {
+fn unlisted_flags(
+    manifest: &Manifest,
+    config: &Table,
+    out: &mut Vec<SemanticChange>,
+) -> Result<(), AgentError> {
     let listed = keyed(
         manifest
             .risk_flags
             .iter()
             .filter(|f| f.kind != RiskKind::CarriedSkills),
     );
-    let made = keyed(&config_flags(config, &manifest.root_agent));
+    let made = keyed(&config_flags(config, &manifest.root_agent)?);
     for (key, detail) in &made {
         if listed.get(key) != Some(detail) {
             out.push(SemanticChange {
@@ -166,6 +170,7 @@ fn unlisted_flags(manifest: &Manifest, config: &Table, out: &mut Vec<SemanticCha
             });
         }
     }
+    Ok(())
 }
 
 fn parse(text: &str, side: &str) -> Result<Table, AgentError> {
@@ -490,7 +495,7 @@ pub fn mask_secret_lines(text: &str) -> String {
                 .unwrap_or("")
                 .trim()
                 .trim_matches('"');
-            secret_table = credential_key_rule(last).is_some();
+            secret_table = hidden_in_display(last);
             out.push_str(line);
             continue;
         }

@@ -72,33 +72,16 @@ pub enum AgentError {
         /// The version this crate reads.
         supported: i64,
     },
-    /// The config's `schema_version` is older than the pinned one (ZeroClaw migrates it on
-    /// load; this crate does not re-implement that migration).
+    /// The rendered fragment does not load, or fails ZeroClaw's `Config::validate()`, on its
+    /// own (the closure gate).
     #[error(
-        "config.toml is schema_version {found}{}; this zeroclaw-bundle reads schema version \
-         {supported} only: run `zeroclaw config migrate` on this install to write the migrated \
-         config, then export again",
-        if *implicit { " (it has no schema_version key)" } else { "" }
-    )]
-    SchemaTooOld {
-        /// The version the config declares (1 when the key is absent).
-        found: i64,
-        /// The version this crate reads.
-        supported: i64,
-        /// Whether the version was implied by a missing `schema_version`.
-        implicit: bool,
-    },
-    /// The rendered fragment fails a reference check on its own (the closure gate).
-    #[error(
-        "the closure for agent '{alias}' does not validate on a clean install: {field}: {problem}; \
+        "the closure for agent '{alias}' does not validate on a clean install: {problem}; \
          a bundle has to stand on its own, so it is not written: fix that field in this install's config and export again"
     )]
     ClosureInvalid {
         /// The exported agent.
         alias: String,
-        /// Dotted path of the failing field.
-        field: String,
-        /// Why it fails.
+        /// ZeroClaw's error, naming the field.
         problem: String,
     },
     /// An `export --exclude` pattern cannot be used.

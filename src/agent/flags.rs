@@ -1,193 +1,41 @@
-//! Risk flags computed from the source config (SPEC §3, reference §5): what the importing
-//! operator is asked to grant. Flags follow the *effective* policy: level `full` turns workspace
-//! confinement off even when `workspace_only` is set. The `carried_skills` flags are not made
-//! here; they depend on what the capture actually carried and are added when rendering.
+//! Risk flags beyond ZeroClaw's own: `process_spawn` and `env_passthrough` for provider
+//! families that start a host process, and the flags a bundle's `config.toml` grants when read
+//! back (ZeroClaw's planner on the loaded fragment, plus ours), for the semantic diff.
 
+use super::error::AgentError;
 use super::manifest::{RiskFlag, RiskKind};
 use super::value::{Node, Table};
 
-/// Rows 2-10 of reference §5: the agent's risk profile (when it exists) and its workspace grant.
-pub(crate) fn policy_flags(config: &Table, alias: &str, agent: &Table) -> Vec<RiskFlag> {
-    let mut flags = Vec::new();
-    let profile_name = agent
-        .get("risk_profile")
-        .and_then(Node::as_str)
-        .map(str::trim)
-        .unwrap_or("");
-    let profile = if profile_name.is_empty() {
-        None
+/// The flags a bundle's own `config.toml` grants, computed the way an export computes them:
+/// the fragment is loaded by ZeroClaw's `Config` and planned by ZeroClaw's planner for its root
+/// agent (policy of the agent's profile, every granted MCP server), plus our subprocess-provider
+/// flags: what an import would actually run, whatever the manifest says. The `carried_skills`
+/// flags are not here; they describe carried content, not config. A fragment ZeroClaw cannot
+/// load is an error (a grants check must never pass what it could not read).
+pub(crate) fn config_flags(config: &Table, root_agent: &str) -> Result<Vec<RiskFlag>, AgentError> {
+    let text = super::render::to_toml(config);
+    let typed: zeroclaw_config::schema::Config =
+        toml::from_str(&text).map_err(|e| AgentError::InvalidField {
+            field: "config.toml".to_string(),
+            problem: format!(
+                "does not load under ZeroClaw {}'s schema, so its grants cannot be computed: {}",
+                super::schema::ZEROCLAW_VERSION,
+                e.to_string().replace('\n', " ")
+            ),
+        })?;
+    let mut flags: Vec<RiskFlag> = if typed.agents.contains_key(root_agent) {
+        zeroclaw_config::agent_bundle::plan_export(&typed, root_agent)
+            .map_err(super::plan::from_zeroclaw)?
+            .risk_flags
+            .iter()
+            .filter(|f| f.kind != zeroclaw_config::agent_bundle::RiskKind::CarriedSkills)
+            .map(super::plan::flag_from)
+            .collect()
     } else {
-        config
-            .lookup(&["risk_profiles", profile_name])
-            .and_then(Node::as_table)
+        Vec::new()
     };
-    if let Some(profile) = profile {
-        let at = |field: &str| format!("risk_profiles.{profile_name}.{field}");
-        let flag_bool = |field: &str, default: bool| {
-            profile
-                .get(field)
-                .and_then(Node::as_bool)
-                .unwrap_or(default)
-        };
-        let full = profile.get("level").and_then(Node::as_str) == Some("full");
-        if full {
-            flags.push(RiskFlag::new(
-                RiskKind::FullAutonomy,
-                at("level"),
-                "the agent acts autonomously within policy bounds — no per-operation approval prompt",
-            ));
-        }
-        let workspace_only = flag_bool("workspace_only", true);
-        if full && workspace_only {
-            flags.push(RiskFlag::new(
-                RiskKind::FilesystemEscape,
-                at("level"),
-                "full autonomy turns workspace confinement off, so filesystem access is not \
-                 confined to the workspace even though `workspace_only` is set",
-            ));
-        } else if !workspace_only {
-            flags.push(RiskFlag::new(
-                RiskKind::FilesystemEscape,
-                at("workspace_only"),
-                "filesystem access is not confined to the workspace",
-            ));
-        }
-        if profile.get("sandbox_enabled").and_then(Node::as_bool) == Some(false) {
-            flags.push(RiskFlag::new(
-                RiskKind::SandboxDisabled,
-                at("sandbox_enabled"),
-                "shell execution runs unsandboxed on the host",
-            ));
-        }
-        if !flag_bool("block_high_risk_commands", true) {
-            flags.push(RiskFlag::new(
-                RiskKind::ApprovalBypass,
-                at("block_high_risk_commands"),
-                "high-risk shell commands are not blocked",
-            ));
-        }
-        if !flag_bool("require_approval_for_medium_risk", true) {
-            flags.push(RiskFlag::new(
-                RiskKind::ApprovalBypass,
-                at("require_approval_for_medium_risk"),
-                "medium-risk operations run without an approval prompt",
-            ));
-        }
-        let passthrough = strings(profile.get("shell_env_passthrough"));
-        if !passthrough.is_empty() {
-            flags.push(RiskFlag::new(
-                RiskKind::EnvPassthrough,
-                at("shell_env_passthrough"),
-                format!(
-                    "host environment variables are forwarded into shell subprocesses: {}",
-                    passthrough.join(", ")
-                ),
-            ));
-        }
-        // `allowed_path` and `allowed_paths` are serde aliases of `allowed_roots`.
-        for field in ["allowed_roots", "allowed_paths", "allowed_path"] {
-            let roots = strings(profile.get(field));
-            if !roots.is_empty() {
-                flags.push(RiskFlag::new(
-                    RiskKind::ExtraFilesystemRoots,
-                    at(field),
-                    format!(
-                        "extra filesystem roots are granted beyond the workspace: {}",
-                        roots.join(", ")
-                    ),
-                ));
-            }
-        }
-        if profile
-            .lookup(&["delegation_policy", "mode"])
-            .and_then(Node::as_str)
-            == Some("allow")
-        {
-            flags.push(RiskFlag::new(
-                RiskKind::DelegationEnabled,
-                at("delegation_policy.mode"),
-                "the agent may initiate delegation to other agents on the target install",
-            ));
-        }
-    }
-    if agent
-        .lookup(&["workspace", "unrestricted_filesystem"])
-        .and_then(Node::as_bool)
-        == Some(true)
-    {
-        flags.push(RiskFlag::new(
-            RiskKind::FilesystemEscape,
-            format!("agents.{alias}.workspace.unrestricted_filesystem"),
-            "the agent can read and write anywhere the host filesystem permits",
-        ));
-    }
-    flags
-}
-
-/// The flags a bundle's own `config.toml` grants, computed the way an export computes them
-/// (policy of the root agent's profile, every carried MCP server, subprocess providers): what
-/// an import would actually run, whatever the manifest says. The `carried_skills` flags are
-/// not here; they describe carried content, not config.
-pub(crate) fn config_flags(config: &Table, root_agent: &str) -> Vec<RiskFlag> {
-    let mut flags = match config
-        .lookup(&["agents", root_agent])
-        .and_then(Node::as_table)
-    {
-        Some(agent) => policy_flags(config, root_agent, agent),
-        None => Vec::new(),
-    };
-    let servers: Vec<(String, Table)> = config
-        .lookup(&["mcp", "servers"])
-        .and_then(Node::as_array)
-        .unwrap_or_default()
-        .iter()
-        .enumerate()
-        .filter_map(|(i, node)| {
-            let server = node.as_table()?;
-            Some((super::value::element_name(i, node), server.clone()))
-        })
-        .collect();
-    flags.extend(server_flags(&servers));
     flags.extend(provider_flags(config));
-    flags
-}
-
-/// Rows 11-12 of reference §5, per granted server in grant order. stdio command lines are
-/// repeated verbatim: the operator must see what will run.
-pub(crate) fn server_flags(servers: &[(String, Table)]) -> Vec<RiskFlag> {
-    let mut flags = Vec::new();
-    for (name, server) in servers {
-        let transport = server
-            .get("transport")
-            .and_then(Node::as_str)
-            .unwrap_or("stdio");
-        if transport == "stdio" {
-            let command = server.get("command").and_then(Node::as_str).unwrap_or("");
-            let args = strings(server.get("args"));
-            let mut line = shown(command);
-            if !args.is_empty() {
-                line.push(' ');
-                line.push_str(&shown_all(&args));
-            }
-            flags.push(RiskFlag::new(
-                RiskKind::ProcessSpawn,
-                format!("mcp.servers.{name}.command"),
-                format!("starts a local process on the target host: {line}"),
-            ));
-        }
-        let pinned = strings(server.get("pinned_resources"));
-        if !pinned.is_empty() {
-            flags.push(RiskFlag::new(
-                RiskKind::UntrustedStartupContext,
-                format!("mcp.servers.{name}.pinned_resources"),
-                format!(
-                    "server-controlled text is read into the system prompt at startup: {}",
-                    pinned.join(", ")
-                ),
-            ));
-        }
-    }
-    flags
+    Ok(flags)
 }
 
 /// Provider entries of the closure whose family runs a host process (the schema module's

@@ -1,9 +1,21 @@
 //! A ZeroClaw install as this crate reads it: the install root (the directory holding
-//! `config.toml`) and its parsed config. Reading `config.toml` is the only filesystem access of
-//! the agent module; everything after it is pure logic over the parsed tree.
+//! `config.toml`) and its config, loaded the way ZeroClaw 0.8.7 loads it, minus every write.
+//!
+//! ZeroClaw's daemon loader (`Config::load_or_init`) parses the text, migrates a v1 or v2
+//! config to the current schema in memory, deserializes it section by section (an invalid
+//! section is skipped as "degraded" so the daemon still boots), restores the built-in
+//! auto-approved tools of `risk_profiles.default`, and then writes to the install (creates
+//! skill-bundle directories, may move a v1 workspace). [`Install::load`] does the first four
+//! through `zeroclaw-config`'s pure functions and never the last: reading `config.toml` is the
+//! only filesystem access of the agent module. Environment overrides (`ZEROCLAW_<path>`) and
+//! secret decryption are not applied: a bundle describes the install's file, and every secret
+//! is scrubbed anyway.
 
 use std::fs;
 use std::path::{Path, PathBuf};
+
+use zeroclaw_config::migration;
+use zeroclaw_config::schema::Config;
 
 use super::error::AgentError;
 use super::layout::CONFIG_FILE;
@@ -23,15 +35,26 @@ pub fn install_root(flag: Option<&Path>) -> Result<PathBuf, AgentError> {
     Ok(PathBuf::from(home).join(".zeroclaw"))
 }
 
-/// A parsed install: where it lives and what its config says.
+/// A loaded install: where it lives, its config as written, and its config as ZeroClaw
+/// means it.
 #[derive(Clone, Debug)]
 pub struct Install {
     root: PathBuf,
+    /// The file as written (for messages and for the aliases a skipped section hid).
     pub(crate) config: Table,
+    /// The config as ZeroClaw 0.8.7's loader reads it (migrated, salvaged, typed).
+    pub(crate) typed: Config,
+    /// The schema version the file declares (1 when it has no `schema_version`).
+    schema_version: u32,
+    /// Sections ZeroClaw's loader skips as invalid (dotted paths), with the strict loader's
+    /// reason when there are any.
+    degraded: Vec<String>,
+    degraded_reason: Option<String>,
 }
 
 impl Install {
-    /// Read and parse `<root>/config.toml`. A parse error names the file and the line.
+    /// Read and load `<root>/config.toml`. A parse error names the file and the line; a
+    /// schema version newer than the pinned ZeroClaw's is refused by name.
     pub fn load(root: &Path) -> Result<Install, AgentError> {
         let path = root.join(CONFIG_FILE);
         let text = fs::read_to_string(&path).map_err(|source| AgentError::ReadConfig {
@@ -57,12 +80,51 @@ impl Install {
                 message: err.message().trim().to_string(),
             }
         })?;
+        let config = Table::from_toml_edit(doc.as_table());
+        let schema_version = declared_schema_version(&config)?;
         // Relative config paths resolve against the install root, so make it absolute once
         // (lexically: the capture decides what the path really reaches).
         let root = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+        let salvaged = migration::migrate_to_current_salvaged(text);
+        let mut typed = salvaged.config;
+        if salvaged
+            .dropped_security
+            .iter()
+            .any(|p| p == migration::WHOLE_CONFIG_SENTINEL)
+        {
+            // Nothing of the file loaded: ZeroClaw would boot on defaults. There is no agent
+            // to export from that, so say why with the strict loader's own words.
+            let reason = strict_error(text).unwrap_or_else(|| "it does not load".to_string());
+            return Err(AgentError::InvalidField {
+                field: "config.toml".to_string(),
+                problem: format!("does not load under ZeroClaw's schema: {reason}"),
+            });
+        }
+        let mut degraded = salvaged.dropped;
+        degraded.extend(salvaged.dropped_security);
+        degraded.sort();
+        let degraded_reason = if degraded.is_empty() {
+            None
+        } else {
+            strict_error(text)
+        };
+        // What `load_or_init` does after deserializing, minus the writes: the computed paths
+        // (the install root every relative path resolves against), and the built-in
+        // auto-approved tools on an existing `risk_profiles.default`.
+        let config_path = root.join(CONFIG_FILE);
+        typed.config_path = config_path.clone();
+        typed.data_dir = root.join("workspace");
+        typed.loaded_from = Some(config_path);
+        if let Some(default_profile) = typed.risk_profiles.get_mut("default") {
+            default_profile.ensure_default_auto_approve();
+        }
         Ok(Install {
             root,
-            config: Table::from_toml_edit(doc.as_table()),
+            config,
+            typed,
+            schema_version,
+            degraded,
+            degraded_reason,
         })
     }
 
@@ -71,23 +133,70 @@ impl Install {
         &self.root
     }
 
-    /// The configured agent aliases (`[agents.<alias>]`), sorted.
+    /// The schema version `config.toml` declares (1 when it has no `schema_version` key).
+    /// Versions older than [`super::SUPPORTED_SCHEMA_VERSION`] are migrated in memory.
+    pub fn schema_version(&self) -> u32 {
+        self.schema_version
+    }
+
+    /// Config sections ZeroClaw's loader skips as invalid, as dotted paths (an entry the
+    /// loader does not accept, such as a provider alias with an unknown `auth_mode`).
+    pub fn degraded_sections(&self) -> &[String] {
+        &self.degraded
+    }
+
+    /// Why the strict loader refuses the file, when some section is skipped.
+    pub fn degraded_reason(&self) -> Option<&str> {
+        self.degraded_reason.as_deref()
+    }
+
+    /// The configured agent aliases (`[agents.<alias>]`) as ZeroClaw loads them, sorted.
     pub fn agent_aliases(&self) -> Vec<String> {
-        let mut aliases: Vec<String> = self
-            .config
-            .get("agents")
-            .and_then(Node::as_table)
-            .map(|agents| {
-                agents
-                    .iter()
-                    .filter(|(_, v)| v.as_table().is_some())
-                    .map(|(k, _)| k.to_string())
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut aliases: Vec<String> = self.typed.agents.keys().cloned().collect();
         aliases.sort();
         aliases
     }
+
+    /// Whether `config.toml` as written has an `[agents.<alias>]` table (ZeroClaw's loader may
+    /// still skip it when its section is invalid).
+    pub(crate) fn writes_agent(&self, alias: &str) -> bool {
+        self.config
+            .lookup(&["agents", alias])
+            .is_some_and(|n| n.as_table().is_some())
+    }
+}
+
+/// The strict loader's error for a file the salvaging loader only partly loads.
+fn strict_error(text: &str) -> Option<String> {
+    migration::migrate_to_current(text)
+        .err()
+        .map(|e| format!("{e:#}").replace('\n', " "))
+}
+
+/// `schema_version` as written (1 when absent), refusing a malformed or too new one by name.
+/// ZeroClaw's loader would boot on defaults for a newer one; an export must not.
+fn declared_schema_version(config: &Table) -> Result<u32, AgentError> {
+    let found = match config.get("schema_version") {
+        None => return Ok(1),
+        Some(Node::Int(v)) => *v,
+        Some(other) => {
+            return Err(AgentError::InvalidField {
+                field: "schema_version".to_string(),
+                problem: format!("must be a positive integer, not {}", other.type_name()),
+            })
+        }
+    };
+    let supported = i64::from(migration::CURRENT_SCHEMA_VERSION);
+    if found > supported {
+        return Err(AgentError::SchemaTooNew { found, supported });
+    }
+    u32::try_from(found)
+        .ok()
+        .filter(|v| *v >= 1)
+        .ok_or_else(|| AgentError::InvalidField {
+            field: "schema_version".to_string(),
+            problem: format!("must be a positive integer, not {found}"),
+        })
 }
 
 /// 1-based line and character column of a byte offset.
@@ -121,9 +230,24 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let err = Install::load(dir.path()).expect_err("no config");
         assert!(err.to_string().contains("config.toml"), "{err}");
-        fs::write(dir.path().join("config.toml"), "[agents.b]\n[agents.a]\n").expect("write");
+        fs::write(
+            dir.path().join("config.toml"),
+            "schema_version = 3\n[agents.b]\n[agents.a]\n",
+        )
+        .expect("write");
         let install = Install::load(dir.path()).expect("loads");
         assert_eq!(install.agent_aliases(), ["a", "b"]);
         assert_eq!(install.root(), dir.path());
+        assert_eq!(install.schema_version(), 3);
+    }
+
+    #[test]
+    fn newer_schema_is_refused_and_older_is_migrated() {
+        let err = Install::from_toml_str(Path::new("/zc"), "schema_version = 4\n")
+            .expect_err("too new");
+        assert!(matches!(err, AgentError::SchemaTooNew { found: 4, .. }), "{err}");
+        let v1 = Install::from_toml_str(Path::new("/zc"), "default_temperature = 0.5\n")
+            .expect("v1 migrates");
+        assert_eq!(v1.schema_version(), 1);
     }
 }

@@ -22,10 +22,11 @@ pub const MEMORY_SNAPSHOT_FILE: &str = "MEMORY_SNAPSHOT.md";
 /// A first component `memory` (file or directory, and everything below it) and a root-level
 /// `MEMORY_SNAPSHOT.md` stay behind. Matching is exact and case-sensitive, and only at the root:
 /// `notes/memory/x` and `notes/MEMORY_SNAPSHOT.md` travel.
+/// The rule is ZeroClaw's own (`agent_bundle::workspace_entry_included`).
 pub fn workspace_entry_included(rel: &str) -> bool {
-    let rel = rel.trim_start_matches('/');
-    let first = rel.split('/').next().unwrap_or(rel);
-    first != WORKSPACE_MEMORY_DIR && rel != MEMORY_SNAPSHOT_FILE
+    zeroclaw_config::agent_bundle::workspace_entry_included(std::path::Path::new(
+        rel.trim_start_matches('/'),
+    ))
 }
 
 #[cfg(test)]

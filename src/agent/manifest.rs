@@ -19,10 +19,11 @@ pub const MANIFEST_HEADER: &str = "\
 # export. `risk_flags` lists capabilities the importing operator is being asked
 # to grant. `dropped` lists configuration that could not travel.
 #
-# Scrubbing blanks the fields the schema marks secret in config.toml, and
-# nothing more. Other config strings travel as written, and `risk_flags` below
-# repeats stdio server command lines verbatim. The files under workspace/ and
-# skills/ are copied as-is. None of it is scanned for secrets.
+# Scrubbing blanks the fields the schema marks secret in config.toml, and any
+# value under a key named like a credential. Other config strings travel as
+# written, and `risk_flags` below repeats stdio server command lines verbatim.
+# The files under workspace/ and skills/ are copied as-is. None of it is
+# scanned for secrets.
 ";
 
 /// Why something could not travel. Serialized as the wire string.
@@ -182,20 +183,20 @@ impl RiskFlag {
 /// `[provenance]`: who wrote the bundle and when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Provenance {
-    /// The ZeroClaw version the caller names, else `zeroclaw-bundle <version>`.
+    /// The ZeroClaw version whose schema computed the closure (the caller may name another).
     pub zeroclaw_version: String,
     /// RFC 3339 UTC.
     pub exported_at: String,
 }
 
 impl Provenance {
-    /// Provenance for an export at `at`: `zeroclaw_version` if the caller passes one, else this
-    /// tool's own name and version.
+    /// Provenance for an export at `at`: `zeroclaw_version` if the caller passes one, else the
+    /// ZeroClaw release whose schema this build links ([`super::ZEROCLAW_VERSION`]), so an
+    /// importer parsing a version reads a ZeroClaw version.
     pub fn for_export(zeroclaw_version: Option<&str>, at: SystemTime) -> Self {
-        let zeroclaw_version = match zeroclaw_version {
-            Some(v) => v.to_string(),
-            None => format!("zeroclaw-bundle {}", env!("CARGO_PKG_VERSION")),
-        };
+        let zeroclaw_version = zeroclaw_version
+            .unwrap_or(super::schema::ZEROCLAW_VERSION)
+            .to_string();
         Self {
             zeroclaw_version,
             exported_at: rfc3339_utc(at),
@@ -228,6 +229,7 @@ pub struct Manifest {
 }
 
 impl Manifest {
+    #[cfg(test)]
     pub(crate) fn new(
         root_agent: &str,
         required_secrets: Vec<String>,

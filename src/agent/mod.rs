@@ -1,9 +1,12 @@
-//! Everything that knows what a ZeroClaw install and agent are: reading an install's
-//! `config.toml`, planning an export (the config closure with its secret scrub, default pruning,
-//! fallback closure and gate; the `dropped` list; the risk flags; the copy sources), rendering the
-//! bundle's `config.toml` and manifest from what the capture carried, and the portable-name
-//! grammar. Pure logic over TOML: the only filesystem access is reading `config.toml`; capturing
-//! trees and publishing belong to `capture` and `publish`.
+//! Everything that knows what a ZeroClaw install and agent are: an adapter around ZeroClaw's
+//! own schema crate (`zeroclaw-config`, pinned to [`ZEROCLAW_VERSION`]), which loads an
+//! install's `config.toml` (migrating old schema versions in memory), plans an export (the
+//! config closure with its secret scrub, the `dropped` list, the risk flags, the copy sources)
+//! and renders and validates the bundle's `config.toml` and manifest; plus our stricter layers
+//! (credential-name scrub, process flags, credential-looking values), the semantic comparison
+//! of two bundles, and the portable-name grammar. Pure logic over TOML: the only filesystem
+//! access is reading `config.toml`; capturing trees and publishing belong to `capture` and
+//! `publish`.
 //!
 //! ```no_run
 //! # fn main() -> Result<(), zeroclaw_bundle::agent::AgentError> {
@@ -21,7 +24,6 @@ mod compare;
 mod error;
 mod filter;
 mod flags;
-mod gate;
 mod install;
 mod layout;
 mod manifest;
@@ -43,8 +45,8 @@ pub use layout::{
 pub use manifest::{
     rfc3339_utc, DropReason, Dropped, Manifest, Provenance, RiskFlag, RiskKind, MANIFEST_HEADER,
 };
-pub use plan::{plan_export, ExportPlan, SkillSource, TreeSource, MAX_FALLBACK_DEPTH};
-pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_SCHEMA_COMMIT};
+pub use plan::{plan_export, ExportPlan, SkillSource, TreeSource};
+pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_VERSION};
 
 #[cfg(test)]
 mod closure_fuzz;

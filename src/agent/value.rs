@@ -35,12 +35,6 @@ impl Node {
         }
     }
 
-    pub(crate) fn as_table_mut(&mut self) -> Option<&mut Table> {
-        match self {
-            Node::Table(t) => Some(t),
-            _ => None,
-        }
-    }
 
     pub(crate) fn as_array(&self) -> Option<&[Node]> {
         match self {
@@ -49,23 +43,7 @@ impl Node {
         }
     }
 
-    pub(crate) fn as_bool(&self) -> Option<bool> {
-        match self {
-            Node::Bool(b) => Some(*b),
-            _ => None,
-        }
-    }
 
-    /// "Has something in it": a non-empty string, array or table, or any other scalar.
-    pub(crate) fn is_non_empty(&self) -> bool {
-        match self {
-            Node::Str(s) => !s.is_empty(),
-            Node::Array(a) => !a.is_empty(),
-            Node::Table(t) => !t.is_empty(),
-            Node::Bool(b) => *b,
-            _ => true,
-        }
-    }
 
     /// The TOML type name, for error messages.
     pub(crate) fn type_name(&self) -> &'static str {
@@ -104,9 +82,6 @@ impl Table {
         self.entries.iter_mut().map(|(k, v)| (k.as_str(), v))
     }
 
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(k, _)| k.as_str())
-    }
 
     pub(crate) fn get(&self, key: &str) -> Option<&Node> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
@@ -128,10 +103,6 @@ impl Table {
         }
     }
 
-    pub(crate) fn remove(&mut self, key: &str) -> Option<Node> {
-        let index = self.entries.iter().position(|(k, _)| k == key)?;
-        Some(self.entries.remove(index).1)
-    }
 
     /// Follow `path` through tables only.
     pub(crate) fn lookup(&self, path: &[&str]) -> Option<&Node> {
@@ -144,42 +115,8 @@ impl Table {
         }
     }
 
-    pub(crate) fn lookup_mut(&mut self, path: &[&str]) -> Option<&mut Node> {
-        let (first, rest) = path.split_first()?;
-        let node = self.get_mut(first)?;
-        if rest.is_empty() {
-            Some(node)
-        } else {
-            node.as_table_mut()?.lookup_mut(rest)
-        }
-    }
 
-    /// Build the nested tables for `path` and deep-merge `value` at its end: tables merge
-    /// recursively, any other value overwrites (reference §4.7).
-    pub(crate) fn insert_at(&mut self, path: &[&str], value: Node) {
-        let Some((first, rest)) = path.split_first() else {
-            return;
-        };
-        if rest.is_empty() {
-            match (self.get_mut(first), value) {
-                (Some(Node::Table(existing)), Node::Table(incoming)) => existing.merge(incoming),
-                (_, value) => self.insert(*first, value),
-            }
-            return;
-        }
-        if !matches!(self.get(first), Some(Node::Table(_))) {
-            self.insert(*first, Node::Table(Table::new()));
-        }
-        if let Some(Node::Table(child)) = self.get_mut(first) {
-            child.insert_at(rest, value);
-        }
-    }
 
-    fn merge(&mut self, incoming: Table) {
-        for (key, value) in incoming.entries {
-            self.insert_at(&[key.as_str()], value);
-        }
-    }
 
     /// Convert a parsed toml_edit table, dropping all formatting.
     pub(crate) fn from_toml_edit(table: &toml_edit::Table) -> Self {
@@ -221,72 +158,6 @@ fn node_from_value(value: &Value) -> Node {
                 out.insert(key, node_from_value(value));
             }
             Node::Table(out)
-        }
-    }
-}
-
-/// A config field with a shape the schema does not allow: its dotted path and what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct FieldError {
-    pub(crate) field: String,
-    pub(crate) problem: String,
-}
-
-impl From<FieldError> for (String, String) {
-    fn from(e: FieldError) -> Self {
-        (e.field, e.problem)
-    }
-}
-
-/// Typed reads of config fields, one set for the planner and the gate. `prefix` is the dotted
-/// path of `self`, for the error.
-impl Table {
-    /// An optional string; any other type is an error naming the field.
-    pub(crate) fn opt_str(&self, key: &str, prefix: &str) -> Result<Option<&str>, FieldError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(Node::Str(s)) => Ok(Some(s)),
-            Some(other) => Err(FieldError {
-                field: join_path(prefix, key),
-                problem: format!("must be a string, not {}", other.type_name()),
-            }),
-        }
-    }
-
-    /// An optional array of strings (absent = empty); any other shape is an error naming the
-    /// field (or the element).
-    pub(crate) fn str_list(&self, key: &str, prefix: &str) -> Result<Vec<String>, FieldError> {
-        let field = join_path(prefix, key);
-        match self.get(key) {
-            None => Ok(Vec::new()),
-            Some(Node::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(i, item)| match item {
-                    Node::Str(s) => Ok(s.clone()),
-                    other => Err(FieldError {
-                        field: format!("{field}[{i}]"),
-                        problem: format!("must be a string, not {}", other.type_name()),
-                    }),
-                })
-                .collect(),
-            Some(other) => Err(FieldError {
-                field,
-                problem: format!("must be an array of strings, not {}", other.type_name()),
-            }),
-        }
-    }
-
-    /// The table at `path` below `self`, if there is one; a non-table there is an error naming
-    /// it.
-    pub(crate) fn table_at(&self, path: &[&str]) -> Result<Option<&Table>, FieldError> {
-        match self.lookup(path) {
-            None => Ok(None),
-            Some(Node::Table(t)) => Ok(Some(t)),
-            Some(other) => Err(FieldError {
-                field: path.join("."),
-                problem: format!("must be a table, not {}", other.type_name()),
-            }),
         }
     }
 }
@@ -345,28 +216,13 @@ mod tests {
             .parse()
             .expect("valid toml");
         let table = Table::from_toml_edit(doc.as_table());
-        assert_eq!(table.keys().collect::<Vec<_>>(), ["b", "a", "t", "arr"]);
+        assert_eq!(table.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["b", "a", "t", "arr"]);
         let t = table.get("t").and_then(Node::as_table).expect("table");
-        assert_eq!(t.keys().collect::<Vec<_>>(), ["z", "y"]);
+        assert_eq!(t.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["z", "y"]);
         assert!(format!("{table:?}").contains("Str(\"x\")"));
         assert!(!format!("{table:?}").contains("secret"));
     }
 
-    #[test]
-    fn insert_at_deep_merges_tables() {
-        let mut root = Table::new();
-        let mut one = Table::new();
-        one.insert("x", Node::Int(1));
-        root.insert_at(&["a", "b"], Node::Table(one));
-        let mut two = Table::new();
-        two.insert("y", Node::Int(2));
-        root.insert_at(&["a", "b"], Node::Table(two));
-        let b = root
-            .lookup(&["a", "b"])
-            .and_then(Node::as_table)
-            .expect("table");
-        assert_eq!(b.keys().collect::<Vec<_>>(), ["x", "y"]);
-    }
 
     #[test]
     fn walk_names_array_elements() {

@@ -98,6 +98,7 @@ pub fn report(
             "scrubbed_by_name": c.scrubbed_by_name.iter().map(|(path, rule)| json!({"path": path, "rule": rule})).collect::<Vec<_>>(),
             "credential_looking_values": c.credential_findings.iter().map(|f| json!({"location": f.location, "reason": f.reason.describe()})).collect::<Vec<_>>(),
             "personal_files": c.personal_files,
+            "skipped_config_sections": c.degraded_sections,
             "set_secrets": m.required_secrets.iter().map(|p| format!("zeroclaw config set {p}")).collect::<Vec<_>>(),
             "dropped": m.dropped,
             "work": c.stats,
@@ -160,6 +161,12 @@ pub fn report(
                 escape_text(&f.path),
                 escape_text(&f.detail)
             );
+        }
+    }
+    if !c.degraded_sections.is_empty() {
+        out += "\nConfig sections ZeroClaw's loader skips as invalid (not exported, as ZeroClaw would not load them):\n";
+        for section in &c.degraded_sections {
+            out += &format!("  - {}\n", escape_text(section));
         }
     }
     if !m.required_secrets.is_empty() {

@@ -10,6 +10,7 @@ mod full_disk;
 mod hostile_records;
 mod hostile_trees;
 mod mount;
+mod oracle;
 mod pack;
 mod remote;
 mod remote_read;

@@ -25,7 +25,7 @@ const V1: &str = include_str!("../zeroclaw/config-fixtures-v1.toml");
 const DEMO_V1: &str = include_str!("../zeroclaw/demo-zeroclaw.toml.example");
 
 /// (fixture file, text, agents to export)
-const FIXTURES: &[(&str, &str, &[&str])] = &[
+pub(crate) const FIXTURES: &[(&str, &str, &[&str])] = &[
     ("dev-config.template.toml", TEMPLATE, &["default"]),
     ("dev-config.harness-test.toml", HARNESS, &["default"]),
     (
@@ -43,8 +43,8 @@ const FIXTURES: &[(&str, &str, &[&str])] = &[
 
 /// An install built from a real config with secrets planted; `planted` maps each planted value
 /// to the dotted config path that holds it.
-struct Planted {
-    root: PathBuf,
+pub(crate) struct Planted {
+    pub(crate) root: PathBuf,
     planted: BTreeMap<String, String>,
     /// The config as written to the install (the source the fragment is compared with).
     source: DocumentMut,
@@ -128,7 +128,7 @@ fn plant_model_provider(
     }
 }
 
-fn build(env: &TestEnv, name: &str, text: &str, agents: &[&str]) -> Planted {
+pub(crate) fn build(env: &TestEnv, name: &str, text: &str, agents: &[&str]) -> Planted {
     let mut doc: DocumentMut = text.parse().expect("the real config parses");
     if !doc.contains_key("schema_version") {
         // The docs snippets are fragments of a v3 config (ORIGIN.md).

@@ -66,15 +66,15 @@ fn case37_hostile_skill_aliases_carry_no_content() {
                 .any(|f| f.kind == RiskKind::CarriedSkills),
             "{alias:?}"
         );
-        let entry = plan
-            .dropped()
+        let all_dropped = plan.dropped();
+        let entry = all_dropped
             .iter()
             .find(|d| d.path == format!("skill_bundles.{alias}"))
             .unwrap_or_else(|| panic!("{alias:?} not dropped"));
         assert_eq!(entry.reason, DropReason::HostSpecific);
         assert!(entry.detail.starts_with("the skill-bundle alias "));
         // the config entry still travels
-        assert!(get(&plan.closure, &["skill_bundles", alias]).is_some());
+        assert!(get(&plan.closure(), &["skill_bundles", alias]).is_some());
     }
     // a name every target can create renders; one whose default directory escapes shared/ does not
     render(&with_skill_bundle("con", &[]).plan());
@@ -98,11 +98,11 @@ fn case40_directory_outside_the_install() {
     .plan();
     assert!(plan.skills.is_empty());
     assert!(get(
-        &plan.closure,
+        &plan.closure(),
         &["skill_bundles", "research_tools", "directory"]
     )
     .is_none());
-    let list = dropped(plan.dropped());
+    let list = dropped(&plan.dropped());
     assert!(list.contains(&(
         "skill_bundles.research_tools.directory".into(),
         "host_specific"
@@ -125,7 +125,7 @@ fn absolute_directory_inside_shared_is_carried_without_the_key() {
     )
     .plan();
     assert_eq!(
-        dropped(plan.dropped())[2],
+        dropped(&plan.dropped())[2],
         (
             "skill_bundles.research_tools.directory".to_string(),
             "host_specific"
@@ -144,7 +144,7 @@ fn absolute_directory_inside_shared_is_carried_without_the_key() {
         }
     );
     assert!(get(
-        &plan.closure,
+        &plan.closure(),
         &["skill_bundles", "research_tools", "directory"]
     )
     .is_none());
@@ -163,7 +163,7 @@ fn case42_escaping_relative_directories() {
             with_skill_bundle("research_tools", &[("directory", &toml_string(directory))]).plan();
         assert!(plan.skills.is_empty(), "{directory}");
         assert!(get(
-            &plan.closure,
+            &plan.closure(),
             &["skill_bundles", "research_tools", "directory"]
         )
         .is_none());
@@ -198,7 +198,7 @@ fn case43_relative_directory_inside_shared() {
     );
     assert_eq!(
         get(
-            &plan.closure,
+            &plan.closure(),
             &["skill_bundles", "research_tools", "directory"]
         ),
         Some(&s("shared/skills/pool/research"))

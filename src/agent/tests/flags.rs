@@ -155,7 +155,7 @@ fn case16_default_profile_raises_nothing() {
         );
         let source = get(&fx.install().config, &["risk_profiles", profile]).cloned();
         assert_eq!(
-            get(&plan.closure, &["risk_profiles", profile]),
+            get(&plan.closure(), &["risk_profiles", profile]),
             source.as_ref(),
             "{profile} carried whole"
         );

@@ -12,7 +12,6 @@ use super::*;
 
 mod bundle;
 mod flags;
-mod gate;
 mod names;
 mod plan;
 mod render;
@@ -296,7 +295,7 @@ fn assert_identity_dropped(raw: &str) -> Dropped {
     let plan = fx.plan();
     assert_eq!(plan.identity_document(), None, "{raw:?}");
     assert!(get(
-        &plan.closure,
+        &plan.closure(),
         &["agents", "researcher", "identity", "aieos_path"]
     )
     .is_none());

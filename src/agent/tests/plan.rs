@@ -17,7 +17,7 @@ fn case01_unknown_alias() {
 
 #[test]
 fn case02_only_granted_servers_travel() {
-    assert_eq!(server_names(&Fx::base().plan().closure), ["github"]);
+    assert_eq!(server_names(&Fx::base().plan().closure()), ["github"]);
 }
 
 #[test]
@@ -27,7 +27,7 @@ fn case03_duplicate_server_names_collapse_to_the_first() {
         "[[mcp.servers]]\nname = \"github\"\ncommand = \"impostor\"\n[mcp.servers.env]\nGITHUB_TOKEN = \"ghp_theotherone\"\n",
     );
     let plan = fx.plan();
-    assert_eq!(server_names(&plan.closure), ["github"]);
+    assert_eq!(server_names(&plan.closure()), ["github"]);
     let github_secrets: Vec<&String> = plan
         .required_secrets()
         .iter()
@@ -48,7 +48,7 @@ fn case04_exclude_wins_across_bundles() {
         r#"["research", "extra"]"#,
     );
     let plan = fx.plan();
-    assert_eq!(server_names(&plan.closure), ["github"]);
+    assert_eq!(server_names(&plan.closure()), ["github"]);
     let bundle = render(&plan);
     assert!(!bundle.config_toml.contains("search.example.com"));
     assert!(!bundle.manifest_toml.contains("search.example.com"));
@@ -70,7 +70,7 @@ fn case08_workspace_overrides_and_grants_are_dropped() {
         r#"["beta"]"#,
     );
     let plan = fx.plan();
-    let agent = get(&plan.closure, &["agents", "researcher"])
+    let agent = get(&plan.closure(), &["agents", "researcher"])
         .and_then(Node::as_table)
         .expect("agent");
     assert!(agent.get("channels").is_none());
@@ -79,7 +79,7 @@ fn case08_workspace_overrides_and_grants_are_dropped() {
         "nothing left of workspace: {agent:?}"
     );
     assert_eq!(
-        dropped(plan.dropped()),
+        dropped(&plan.dropped()),
         pairs(&[
             ("agents.researcher.channels", "host_specific"),
             ("agents.researcher.delegate_same_risk_profile", "relational"),
@@ -138,8 +138,8 @@ fn case18_tts_provider_carried() {
         r#""openai.voice""#,
     );
     let plan = fx.plan();
-    assert!(get(&plan.closure, &["providers", "tts", "openai", "voice"]).is_some());
-    assert!(get(&plan.closure, &["providers", "models", "anthropic", "main"]).is_some());
+    assert!(get(&plan.closure(), &["providers", "tts", "openai", "voice"]).is_some());
+    assert!(get(&plan.closure(), &["providers", "models", "anthropic", "main"]).is_some());
     assert!(plan
         .required_secrets()
         .contains(&"providers.tts.openai.voice.api_key".to_string()));
@@ -155,7 +155,7 @@ fn case19_fallback_provider_carried_and_scrubbed() {
         r#"["openai.backup"]"#,
     );
     let plan = fx.plan();
-    assert!(get(&plan.closure, &["providers", "models", "openai", "backup"]).is_some());
+    assert!(get(&plan.closure(), &["providers", "models", "openai", "backup"]).is_some());
     assert!(plan
         .required_secrets()
         .contains(&"providers.models.openai.backup.api_key".to_string()));
@@ -177,8 +177,8 @@ fn case20_unresolved_fallback_edge_removed() {
         r#"["openai.destination_only"]"#,
     );
     let plan = fx.plan();
-    let edge = plan
-        .dropped()
+    let all_dropped = plan.dropped();
+    let edge = all_dropped
         .iter()
         .find(|d| d.path == "providers.models.anthropic.main.fallback[0]")
         .expect("edge dropped");
@@ -221,7 +221,7 @@ model = "y"
         r#"["openai.a", "dup", "ghost"]"#,
     );
     let plan = fx.plan();
-    let models = get(&plan.closure, &["providers", "models"])
+    let models = get(&plan.closure(), &["providers", "models"])
         .and_then(Node::as_table)
         .expect("models");
     let carried: Vec<String> = models
@@ -229,7 +229,7 @@ model = "y"
         .flat_map(|(f, e)| {
             e.as_table()
                 .into_iter()
-                .flat_map(move |e| e.keys().map(move |a| format!("{f}.{a}")))
+                .flat_map(move |e| e.iter().map(|(k, _)| k).map(move |a| format!("{f}.{a}")))
         })
         .collect();
     // main (0) -> a (1) -> b (2) -> c (3); d would be depth 4
@@ -252,8 +252,8 @@ model = "y"
         get(models, &["anthropic", "main", "fallback"]),
         Some(&Node::Array(vec![s("openai.a")]))
     );
-    let edges: Vec<&str> = plan
-        .dropped()
+    let all_dropped = plan.dropped();
+    let edges: Vec<&str> = all_dropped
         .iter()
         .filter(|d| d.reason == DropReason::SourceMissing)
         .map(|d| d.path.as_str())
@@ -277,7 +277,7 @@ fn loaded_fixture_exact_outcome() {
     );
     assert_eq!(plan.identity_document(), None);
     assert_eq!(
-        dropped(plan.dropped()),
+        dropped(&plan.dropped()),
         pairs(&[
             ("agents.researcher.channels", "host_specific"),
             ("agents.researcher.delegates", "relational"),
@@ -291,7 +291,7 @@ fn loaded_fixture_exact_outcome() {
     );
     let bundle = render(&plan);
     let reparsed = reparse(&bundle.config_toml);
-    let top: Vec<&str> = reparsed.keys().collect();
+    let top: Vec<&str> = reparsed.iter().map(|(k, _)| k).collect();
     assert_eq!(
         top,
         [
@@ -308,7 +308,7 @@ fn loaded_fixture_exact_outcome() {
     let models: Vec<&str> = get(&reparsed, &["providers", "models", "anthropic"])
         .and_then(Node::as_table)
         .expect("anthropic")
-        .keys()
+        .iter().map(|(k, _)| k)
         .collect();
     assert_eq!(models, ["main", "classifier", "summarizer"]);
     assert_eq!(
@@ -347,7 +347,7 @@ fn case24_runtime_profile_summary_provider_carried() {
     );
     let plan = fx.plan();
     assert!(get(
-        &plan.closure,
+        &plan.closure(),
         &["providers", "models", "anthropic", "summarizer"]
     )
     .is_some());
@@ -400,17 +400,11 @@ fn case25_same_profile_delegation_forced_off() {
         .any(|d| d.path.ends_with("delegate_same_risk_profile")));
     assert_eq!(
         get(
-            &plan.closure,
+            &plan.closure(),
             &["agents", "researcher", "delegate_same_risk_profile"]
         ),
         Some(&Node::Bool(false))
     );
-}
-
-#[test]
-fn case46_dedup() {
-    let items = ["a", " a ", "", "b"].map(String::from);
-    assert_eq!(crate::agent::plan::dedup(&items), ["a", "b"]);
 }
 
 #[test]
@@ -429,11 +423,11 @@ fn provider_tables_are_never_pruned() {
         "{}",
     );
     let plan = fx.plan();
-    let main = get(&plan.closure, &["providers", "models", "anthropic", "main"])
+    let main = get(&plan.closure(), &["providers", "models", "anthropic", "main"])
         .and_then(Node::as_table)
         .expect("main");
     assert_eq!(
-        main.keys().collect::<Vec<_>>(),
+        main.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         ["api_key", "model", "uri", "temperature", "extra_headers"]
     );
     render(&plan);

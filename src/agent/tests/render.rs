@@ -117,7 +117,7 @@ fn case09_report_describes_this_agent_not_the_schema() {
         );
     let plan = fx.plan();
     assert_eq!(plan.dropped().len(), 4);
-    let agent = get(&plan.closure, &["agents", "researcher"])
+    let agent = get(&plan.closure(), &["agents", "researcher"])
         .and_then(Node::as_table)
         .expect("agent");
     for key in ["delegates", "cron_jobs", "a2a"] {
@@ -156,7 +156,7 @@ fn case22_closure_has_one_agent_and_validates() {
             .get("agents")
             .and_then(Node::as_table)
             .expect("agents");
-        assert_eq!(agents.keys().collect::<Vec<_>>(), ["researcher"]);
+        assert_eq!(agents.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["researcher"]);
         let agent = agents
             .get("researcher")
             .and_then(Node::as_table)
