@@ -38,6 +38,7 @@ oauth_client_secret = "{SECRET}-6"
 [providers.tts.edge.e]
 api_key = "{SECRET}-7"
 [providers.transcription.local_whisper.w]
+uri = "http://127.0.0.1:9000/v1/audio"
 bearer_token = "{SECRET}-8"
 [[mcp.servers]]
 name = "s"

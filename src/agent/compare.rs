@@ -503,7 +503,7 @@ pub fn mask_secret_lines(text: &str) -> String {
             let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
             let name = key.rsplit('.').next().unwrap_or(key);
             let value = value.trim();
-            let secret = secret_table || credential_key_rule(name).is_some();
+            let secret = secret_table || hidden_in_display(name);
             (secret && !trimmed.starts_with('#') && value != "\"\"" && value != "''").then(|| {
                 let indent = &line[..line.len() - trimmed.len()];
                 let end = if line.ends_with('\n') { "\n" } else { "" };
@@ -589,7 +589,7 @@ exported_at = "2026-01-01T00:00:00.000000+00:00"
             .replace("risk_flags = []\n", "")
             + "\n[[risk_flags]]\nkind = \"process_spawn\"\npath = \"mcp.servers.fs.command\"\ndetail = \"starts npx\"\n";
         let config_a = "[risk_profiles.g]\nallowed_commands = [\"ls\"]\nforbidden_paths = [\"/etc\", \"/root\"]\n[providers.models.anthropic.main]\napi_key = \"\"\nmodel = \"m1\"\n";
-        let config_b = "[risk_profiles.g]\nallowed_commands = [\"ls\", \"rm\"]\nforbidden_paths = [\"/etc\"]\n[providers.models.anthropic.main]\napi_key = \"sk-leaked\"\nmodel = \"m2\"\n[[mcp.servers]]\nname = \"fs\"\ncommand = \"npx\"\nenv = { TOKEN = \"\" }\n";
+        let config_b = "[risk_profiles.g]\nallowed_commands = [\"ls\", \"rm\"]\nforbidden_paths = [\"/etc\"]\n[providers.models.anthropic.main]\napi_key = \"sk-leaked\"\nmodel = \"m2\"\n[[mcp.servers]]\nname = \"fs\"\ncommand = \"npx\"\nenv = { TOKEN = \"\" }\n[agents.r]\nmcp_bundles = [\"t\"]\n[mcp_bundles.t]\nservers = [\"fs\"]\n";
         let changes = compare_bundles(MANIFEST_A, config_a, &manifest_b, config_b).expect("valid");
         let text = format!("{changes:?}");
         assert!(!text.contains("sk-leaked"), "{text}");

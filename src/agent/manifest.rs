@@ -456,9 +456,9 @@ mod tests {
     }
 
     #[test]
-    fn provenance_defaults_to_this_tool() {
+    fn provenance_defaults_to_the_linked_zeroclaw() {
         let p = Provenance::for_export(None, UNIX_EPOCH);
-        assert!(p.zeroclaw_version.starts_with("zeroclaw-bundle "));
+        assert_eq!(p.zeroclaw_version, "0.8.7");
         assert_eq!(
             Provenance::for_export(Some("0.8.4"), UNIX_EPOCH).zeroclaw_version,
             "0.8.4"

@@ -40,6 +40,22 @@ pub(crate) const CREDENTIAL_NAME_RULES: &[(&str, fn(&str) -> bool)] = &[
     ("key named `authorization`", |k| k == "authorization"),
 ];
 
+/// The rule for a key that ZeroClaw's schema marks `#[secret]` in some struct: secret wherever
+/// it turns up (a gemini `oauth_client_id` pasted under another family, where that struct does
+/// not mark it). The names come from ZeroClaw's own schema (`Config::secret_field_terminals`).
+pub(crate) const SCHEMA_SECRET_NAME_RULE: &str = "name of a field ZeroClaw's schema marks secret";
+
+fn schema_secret_names() -> &'static std::collections::HashSet<String> {
+    static NAMES: std::sync::OnceLock<std::collections::HashSet<String>> =
+        std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        zeroclaw_config::schema::Config::secret_field_terminals()
+            .into_iter()
+            .map(str::to_ascii_lowercase)
+            .collect()
+    })
+}
+
 /// Which credential-naming rule a key matches, if any.
 pub(crate) fn credential_key_rule(key: &str) -> Option<&'static str> {
     let k = key.to_ascii_lowercase();
@@ -47,6 +63,11 @@ pub(crate) fn credential_key_rule(key: &str) -> Option<&'static str> {
         .iter()
         .find(|(_, matches)| matches(&k))
         .map(|(rule, _)| *rule)
+        .or_else(|| {
+            schema_secret_names()
+                .contains(&k)
+                .then_some(SCHEMA_SECRET_NAME_RULE)
+        })
 }
 
 /// Keys whose every value is a secret in ZeroClaw's schema (an MCP server's `env` and

@@ -699,6 +699,10 @@ fn every_credential_name_rule_blanks_and_names_its_key() {
         ("ssh_private_key", "key containing `private_key`"),
         ("bearer_auth", "key starting with `bearer`"),
         ("Authorization", "key named `authorization`"),
+        (
+            "oauth_client_id",
+            "name of a field ZeroClaw's schema marks secret",
+        ),
     ];
     let mut config = String::from(
         "schema_version = 3\n[risk_profiles.p]\nlevel = \"supervised\"\n\

@@ -182,7 +182,6 @@ fn case33_identity_missing_after_capture() {
     };
     let bundle = render_with(&plan, &outcome);
     assert!(!bundle.config_toml.contains("aieos_path"));
-    assert!(!bundle.config_toml.contains("[agents.researcher.identity]"));
     let last = bundle.manifest.dropped.last().expect("entry");
     assert_eq!(last.path, "agents.researcher.identity.aieos_path");
     assert_eq!(last.reason, DropReason::SourceMissing);
