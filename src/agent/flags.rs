@@ -111,6 +111,30 @@ fn shown(word: &str) -> String {
     }
 }
 
+/// A flag's detail as a report shows it: each word through [`shown`], so a credential in a
+/// stdio server's command line (which ZeroClaw's manifest repeats verbatim) is named, not
+/// printed.
+/// A word is hidden when it looks like a credential on its own or together with the word
+/// before it (`Bearer <token>`: ZeroClaw joins a server's arguments with spaces, so an argument
+/// `Authorization: Bearer <token>` arrives as three words).
+pub fn shown_detail(detail: &str) -> String {
+    let words: Vec<&str> = detail.split(' ').collect();
+    words
+        .iter()
+        .enumerate()
+        .map(|(i, word)| {
+            let with_previous = i
+                .checked_sub(1)
+                .and_then(|p| crate::credentials::detect(&format!("{} {word}", words[p])));
+            match (crate::credentials::detect(word), with_previous) {
+                (Some(reason), _) | (None, Some(reason)) => format!("<{reason}: not shown>"),
+                (None, None) => word.to_string(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 fn shown_all(words: &[String]) -> String {
     words.iter().map(|w| shown(w)).collect::<Vec<_>>().join(" ")
 }

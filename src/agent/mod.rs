@@ -37,6 +37,7 @@ pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
 pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
+pub use flags::shown_detail;
 pub use install::{install_root, Install};
 pub use layout::{
     workspace_entry_included, BUNDLE_FORMAT_VERSION, CONFIG_FILE, MANIFEST_FILE,

@@ -7,7 +7,7 @@ use serde_json::json;
 use crate::cli::ExportArgs;
 use zeroclaw_bundle_store::{escape_text, Tally};
 
-use crate::agent::install_root;
+use crate::agent::{install_root, shown_detail};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 use crate::export::{AgentCaptureOptions, AgentSnapshot, ExportJob};
 use crate::publish::{Published, Replace, Replaced};
@@ -93,7 +93,7 @@ pub fn report(
             "skill_bundles": m.skill_bundles,
             "tallies": c.snapshot.report.trees,
             "skipped": c.snapshot.report.skipped,
-            "risk_flags": m.risk_flags,
+            "risk_flags": m.risk_flags.iter().map(|f| json!({"kind": f.kind, "path": f.path, "detail": shown_detail(&f.detail)})).collect::<Vec<_>>(),
             "required_secrets": m.required_secrets,
             "scrubbed_by_name": c.scrubbed_by_name.iter().map(|(path, rule)| json!({"path": path, "rule": rule})).collect::<Vec<_>>(),
             "credential_looking_values": c.credential_findings.iter().map(|f| json!({"location": f.location, "reason": f.reason.describe()})).collect::<Vec<_>>(),
@@ -159,7 +159,7 @@ pub fn report(
                 "  - {} at {}: {}\n",
                 f.kind.as_str(),
                 escape_text(&f.path),
-                escape_text(&f.detail)
+                escape_text(&shown_detail(&f.detail))
             );
         }
     }

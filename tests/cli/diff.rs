@@ -253,9 +253,14 @@ fn semantic_diff_marks_new_grants_and_never_prints_secrets() {
     let edited = env.path("edited");
     copy_tree(&env.path("before"), &edited);
     let config = fs::read_to_string(edited.join("config.toml")).unwrap();
+    // ZeroClaw's planner writes a profile's default level implicitly, so the edit states it.
     let hand_edited = config
         .replace("command = \"npx\"", "command = \"bash\"")
-        .replace("level = \"supervised\"", "level = \"full\"");
+        .replace("level = \"supervised\"\n", "")
+        .replace(
+            "[risk_profiles.guarded]\n",
+            "[risk_profiles.guarded]\nlevel = \"full\"\n",
+        );
     assert_eq!(hand_edited.matches("bash").count(), 1, "{config}");
     assert!(hand_edited.contains("level = \"full\""), "{config}");
     fs::write(edited.join("config.toml"), hand_edited).unwrap();

@@ -22,7 +22,6 @@ const GROK_CLI: &str = include_str!("../zeroclaw/docs-providers-catalog-grok-cli
 const MULTI_MODEL: &str = include_str!("../zeroclaw/docs-getting-started-multi-model-setup.toml");
 const MCP: &str = include_str!("../zeroclaw/docs-tools-mcp.toml");
 const V1: &str = include_str!("../zeroclaw/config-fixtures-v1.toml");
-const DEMO_V1: &str = include_str!("../zeroclaw/demo-zeroclaw.toml.example");
 
 /// (fixture file, text, agents to export)
 pub(crate) const FIXTURES: &[(&str, &str, &[&str])] = &[
@@ -46,8 +45,6 @@ pub(crate) const FIXTURES: &[(&str, &str, &[&str])] = &[
 pub(crate) struct Planted {
     pub(crate) root: PathBuf,
     planted: BTreeMap<String, String>,
-    /// The config as written to the install (the source the fragment is compared with).
-    source: DocumentMut,
 }
 
 fn table_mut<'d>(doc: &'d mut DocumentMut, path: &[&str]) -> &'d mut Table {
@@ -252,7 +249,6 @@ pub(crate) fn build(env: &TestEnv, name: &str, text: &str, agents: &[&str]) -> P
     Planted {
         root,
         planted,
-        source: doc,
     }
 }
 
@@ -345,7 +341,6 @@ fn real_configs_with_every_secret_planted_leak_nothing_and_list_every_secret() {
                     "{name}/{agent}: {must} not listed"
                 );
             }
-            assert_meaning_kept(name, agent, &install.source, &bundle_config);
             // Personal files are pointed out; memory never travels.
             assert_eq!(report["personal_files"], json!(["workspace/USER.md"]));
             assert!(out.join("workspace/USER.md").exists());
@@ -380,172 +375,6 @@ fn path_is_carried(bundle: &DocumentMut, path: &str) -> bool {
     true
 }
 
-/// ZeroClaw's real defaults at 15d28660 for the tables the closure prunes or keeps, taken from
-/// the `Default` impls (`RiskProfileConfig` uses `policy::default_allowed_commands` (23 on
-/// Linux), `default_forbidden_paths` (18) and `default_auto_approve`).
-fn real_defaults(section: &str) -> Value {
-    match section {
-        "agents" => json!({
-            "enabled": true, "model_provider": "", "classifier_provider": "", "summary_provider": "",
-            "tts_provider": "", "transcription_provider": "", "risk_profile": "", "runtime_profile": "",
-            "skill_bundles": [], "knowledge_bundles": [], "mcp_bundles": [], "acp_enable_mcp": false,
-            "delegate_same_risk_profile": true, "identity": {"format": "openclaw"},
-            "workspace": {"unrestricted_filesystem": false},
-        }),
-        "risk_profiles" => json!({
-            "level": "supervised", "workspace_only": true,
-            "allowed_commands": ["git", "npm", "cargo", "ls", "cat", "grep", "find", "echo", "pwd",
-                "wc", "head", "tail", "date", "df", "du", "uname", "uptime", "hostname", "python",
-                "python3", "pip", "node", "free"],
-            "forbidden_paths": ["/etc", "/root", "/home", "/usr", "/bin", "/sbin", "/lib", "/opt",
-                "/boot", "/dev", "/proc", "/sys", "/var", "/tmp", "~/.ssh", "~/.gnupg", "~/.aws",
-                "~/.config"],
-            "require_approval_for_medium_risk": true, "block_high_risk_commands": true,
-            "shell_env_passthrough": [],
-            "auto_approve": ["file_read", "memory_recall", "web_search_tool", "web_fetch",
-                "calculator", "glob_search", "content_search", "image_info", "weather",
-                "tool_search", "browser", "browser_open"],
-            "always_ask": [], "allowed_roots": [], "delegation_policy": {"mode": "forbidden"},
-            "allowed_tools": [], "excluded_tools": [], "firejail_args": [],
-        }),
-        "runtime_profiles" => json!({
-            "agentic": false, "max_tool_iterations": 0, "max_actions_per_hour": 20,
-            "max_cost_per_day_cents": 500, "shell_timeout_secs": 60, "max_delegation_depth": 0,
-            "tool_call_dedup_exempt": [], "strict_tool_parsing": false, "tool_filter_groups": [],
-        }),
-        "mcp_bundles" => json!({"servers": [], "exclude": []}),
-        "skill_bundles" => json!({"include": [], "exclude": []}),
-        "knowledge_bundles" => json!({"sources": [], "tags": []}),
-        _ => json!({}),
-    }
-}
-
-fn to_json(item: &Item) -> Value {
-    match item {
-        Item::Value(v) => value_json(v),
-        Item::Table(t) => {
-            Value::Object(t.iter().map(|(k, v)| (k.to_string(), to_json(v))).collect())
-        }
-        Item::ArrayOfTables(a) => Value::Array(
-            a.iter()
-                .map(|t| {
-                    Value::Object(t.iter().map(|(k, v)| (k.to_string(), to_json(v))).collect())
-                })
-                .collect(),
-        ),
-        Item::None => Value::Null,
-    }
-}
-
-fn value_json(v: &toml_edit::Value) -> Value {
-    match v {
-        toml_edit::Value::String(s) => json!(s.value()),
-        toml_edit::Value::Integer(i) => json!(i.value()),
-        toml_edit::Value::Float(f) => json!(f.value()),
-        toml_edit::Value::Boolean(b) => json!(b.value()),
-        toml_edit::Value::Datetime(d) => json!(d.value().to_string()),
-        toml_edit::Value::Array(a) => Value::Array(a.iter().map(value_json).collect()),
-        toml_edit::Value::InlineTable(t) => Value::Object(
-            t.iter()
-                .map(|(k, v)| (k.to_string(), value_json(v)))
-                .collect(),
-        ),
-    }
-}
-
-/// `defaults` overlaid with `actual`, tables merged key by key: what ZeroClaw reads.
-fn effective(defaults: &Value, actual: &Value) -> Value {
-    match (defaults, actual) {
-        (Value::Object(d), Value::Object(a)) => {
-            let mut out = d.clone();
-            for (k, v) in a {
-                let merged = match d.get(k) {
-                    Some(dv) => effective(dv, v),
-                    None => v.clone(),
-                };
-                out.insert(k.clone(), merged);
-            }
-            Value::Object(out)
-        }
-        (_, a) => a.clone(),
-    }
-}
-
-/// Keys the closure removes or rewrites on purpose (SPEC §5: sanitization, scrubbing), which
-/// are not "meaning" the fragment must keep.
-fn strip_sanitized(section: &str, v: &mut Value) {
-    let Some(map) = v.as_object_mut() else { return };
-    match section {
-        "agents" => {
-            for k in [
-                "channels",
-                "delegates",
-                "cron_jobs",
-                "a2a",
-                "delegate_same_risk_profile",
-            ] {
-                map.remove(k);
-            }
-            if let Some(ws) = map.get_mut("workspace").and_then(Value::as_object_mut) {
-                for k in ["path", "access", "read_memory_from"] {
-                    ws.remove(k);
-                }
-            }
-        }
-        "risk_profiles" => {
-            map.remove("approval_route");
-        }
-        _ => {}
-    }
-    for secret in [
-        "api_key",
-        "extra_headers",
-        "oauth_refresh_token",
-        "oauth_client_id",
-        "oauth_client_secret",
-        "bearer_token",
-        "env",
-        "headers",
-    ] {
-        map.remove(secret);
-    }
-}
-
-/// Every table the fragment carries means, read with ZeroClaw's real defaults, what the same
-/// table of the source meant.
-fn assert_meaning_kept(name: &str, agent: &str, source: &DocumentMut, bundle: &DocumentMut) {
-    let mut compared = 0;
-    for section in [
-        "agents",
-        "risk_profiles",
-        "runtime_profiles",
-        "mcp_bundles",
-        "skill_bundles",
-        "knowledge_bundles",
-    ] {
-        let Some(carried) = bundle.get(section).and_then(Item::as_table_like) else {
-            continue;
-        };
-        for (key, item) in carried.iter() {
-            let src = source
-                .get(section)
-                .and_then(|s| s.get(key))
-                .map(to_json)
-                .unwrap_or_else(|| json!({}));
-            let defaults = real_defaults(section);
-            let mut want = effective(&defaults, &src);
-            let mut got = effective(&defaults, &to_json(item));
-            strip_sanitized(section, &mut want);
-            strip_sanitized(section, &mut got);
-            assert_eq!(
-                got, want,
-                "{name} agent {agent}: [{section}.{key}] changed meaning"
-            );
-            compared += 1;
-        }
-    }
-    assert!(compared >= 1, "{name}: nothing compared");
-}
 
 #[test]
 fn explicit_empty_allowlists_are_kept_and_read_back_empty() {
@@ -574,34 +403,19 @@ fn explicit_empty_allowlists_are_kept_and_read_back_empty() {
 #[test]
 fn schema_versions_are_checked_by_name() {
     let env = TestEnv::new();
-    for (name, text, needle) in [
-        ("v1", V1, "schema_version 1 (it has no schema_version key)"),
-        (
-            "demo",
-            DEMO_V1,
-            "schema_version 1 (it has no schema_version key)",
-        ),
+    // v1 (with and without the key) and v2 are migrated in memory by ZeroClaw's own migration
+    // and export (the oracle test compares them with ZeroClaw's export); a newer one is refused.
+    for (name, text, agent) in [
+        ("v1", V1, "simple_agent"),
         (
             "v2",
             &HARNESS.replace("schema_version = 3", "schema_version = 2"),
-            "schema_version 2;",
+            "default",
         ),
     ] {
         let root = env.path(&format!("install-{name}"));
         write(&root.join("config.toml"), text.as_bytes());
-        let agent = "default";
-        let run =
-            export(&env, &root, agent, &env.path(&format!("out-{name}")), &[]).fails(1, needle);
-        assert!(
-            run.stderr().contains("zeroclaw config migrate"),
-            "{}",
-            run.describe()
-        );
-        assert!(
-            !run.stderr().contains("model_provider"),
-            "{}",
-            run.describe()
-        );
+        export(&env, &root, agent, &env.path(&format!("out-{name}")), &[]).ok();
     }
     let root = env.path("install-v4");
     write(

@@ -167,6 +167,7 @@ impl Fx {
         self
     }
 
+    #[allow(dead_code)]
     fn remove(&mut self, path: &[&str]) -> &mut Self {
         let (last, parents) = path.split_last().expect("non-empty path");
         let item = self.parent(parents);

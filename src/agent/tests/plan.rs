@@ -295,15 +295,16 @@ fn loaded_fixture_exact_outcome() {
     let top: Vec<&str> = reparsed.iter().map(|(k, _)| k).collect();
     assert_eq!(
         top,
+        // Tables in name order (toml without `preserve_order`: deterministic).
         [
             "agents",
+            "knowledge_bundles",
+            "mcp",
+            "mcp_bundles",
+            "providers",
             "risk_profiles",
             "runtime_profiles",
             "skill_bundles",
-            "knowledge_bundles",
-            "mcp_bundles",
-            "mcp",
-            "providers"
         ]
     );
     let models: Vec<&str> = get(&reparsed, &["providers", "models", "anthropic"])
@@ -311,7 +312,7 @@ fn loaded_fixture_exact_outcome() {
         .expect("anthropic")
         .iter().map(|(k, _)| k)
         .collect();
-    assert_eq!(models, ["main", "classifier", "summarizer"]);
+    assert_eq!(models, ["classifier", "main", "summarizer"]);
     assert_eq!(
         get(&reparsed, &["skill_bundles", "research_tools"]),
         Some(&Node::Table(Table::new()))
@@ -430,7 +431,7 @@ fn provider_tables_are_never_pruned() {
     assert_eq!(
         main.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         // ZeroClaw 0.8.7's planner: an empty map equal to its default is not written.
-        ["api_key", "uri", "model", "temperature"]
+        ["api_key", "model", "temperature", "uri"]
     );
     render(&plan);
 }

@@ -9,34 +9,34 @@ fn base_fixture_renders_the_exact_closure() {
     let expected = format!(
         "{CONFIG_HEADER}{}",
         r#"[agents.researcher]
+delegate_same_risk_profile = false
+mcp_bundles = ["research"]
 model_provider = "anthropic.main"
 risk_profile = "guarded"
-mcp_bundles = ["research"]
-delegate_same_risk_profile = false
-
-[risk_profiles.guarded]
-
-[mcp_bundles.research]
-servers = [
-    "github",
-    "search",
-]
-exclude = ["search"]
 
 [[mcp.servers]]
-name = "github"
-command = "npx"
 args = [
     "-y",
     "@modelcontextprotocol/server-github",
 ]
+command = "npx"
+name = "github"
 
 [mcp.servers.env]
 GITHUB_TOKEN = ""
 
+[mcp_bundles.research]
+exclude = ["search"]
+servers = [
+    "github",
+    "search",
+]
+
 [providers.models.anthropic.main]
 api_key = ""
 model = "claude-opus-5"
+
+[risk_profiles.guarded]
 "#
     );
     assert_eq!(bundle.config_toml, expected);
@@ -84,11 +84,12 @@ fn manifest_renders_in_the_fixed_order() {
         .manifest_toml
         .strip_prefix(MANIFEST_HEADER)
         .expect("manifest starts with the header");
-    let expected_start = "format_version = 1\nroot_agent = \"researcher\"\nrequired_secrets = [\n    \"mcp.servers.github.env.GITHUB_TOKEN\",\n    \"providers.models.anthropic.main.api_key\",\n]\nskill_bundles = []\n\n[provenance]\nzeroclaw_version = \"0.8.4\"\nexported_at = \"2026-09-04T10:11:12.345678+00:00\"\n\n[[dropped]]\npath = \"agents.researcher.channels\"\nreason = \"host_specific\"\n";
+    // ZeroClaw 0.8.7's renderer, keys in name order.
+    let expected_start = "format_version = 1\nrequired_secrets = [\n    \"mcp.servers.github.env.GITHUB_TOKEN\",\n    \"providers.models.anthropic.main.api_key\",\n]\nroot_agent = \"researcher\"\nskill_bundles = []\n\n[[dropped]]\ndetail = \"channel bindings name accounts and credentials that exist only on the source install; bind the imported agent to a local channel instead\"\npath = \"agents.researcher.channels\"\nreason = \"host_specific\"\n";
     assert!(body.starts_with(expected_start), "{body}");
     assert!(
         body.contains(
-            "\n\n[[risk_flags]]\nkind = \"process_spawn\"\npath = \"mcp.servers.github.command\"\n"
+            "\n\n[[risk_flags]]\ndetail = \"starts a local process on the target host: npx -y @modelcontextprotocol/server-github\"\nkind = \"process_spawn\"\npath = \"mcp.servers.github.command\"\n"
         ),
         "{body}"
     );
