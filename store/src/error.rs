@@ -183,6 +183,17 @@ pub enum DecodeError {
     /// An unknown entry kind byte.
     #[error("unknown entry kind {0}")]
     BadKind(u8),
+    /// A permission mode a tree entry cannot have (bits beyond 0o777, or one that disagrees
+    /// with the entry's kind).
+    #[error("invalid mode {mode:#o} for \"{name}\": {why}")]
+    BadMode {
+        /// The entry's name, escaped.
+        name: String,
+        /// The recorded mode.
+        mode: u32,
+        /// What is wrong.
+        why: &'static str,
+    },
     /// A record field outside its grammar.
     #[error("invalid {field}: {why}")]
     BadField {
