@@ -88,7 +88,7 @@ pub use catalog::{
     Catalog, DestCache, DestRecord, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate,
     StatEntry,
 };
-pub use error::{DecodeError, StoreError};
+pub use error::{DecodeError, ModeProblem, StoreError};
 pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
 pub use index::{IndexState, SnapshotSource, TreeSourceStats};

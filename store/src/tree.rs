@@ -28,7 +28,7 @@
 //! one that disagrees with its kind, truncation and trailing bytes. Whether a recorded size
 //! matches its blob or subtree is `verify`'s check.
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, ModeProblem};
 use crate::escape::escape_name;
 use crate::id::ObjectId;
 
@@ -159,23 +159,24 @@ impl TreeEntry {
 }
 
 /// Why `mode` cannot go with `kind`, or `None` when it can.
-fn invalid_mode_reason(kind: EntryKind, mode: u32) -> Option<&'static str> {
+fn mode_problem(kind: EntryKind, mode: u32) -> Option<ModeProblem> {
     if mode & !MODE_BITS != 0 {
-        Some("bits beyond 0o777")
+        Some(ModeProblem::BeyondPermissions)
     } else if kind == EntryKind::Dir && mode != DIR_MODE {
-        Some("a directory's mode is 0o755")
+        Some(ModeProblem::Directory)
     } else if kind.is_file() && EntryKind::of_file_mode(mode) != kind {
-        Some("the execute bits disagree with the kind")
+        Some(ModeProblem::KindMismatch)
     } else {
         None
     }
 }
 
 fn check_mode(e: &TreeEntry) -> Result<(), DecodeError> {
-    match invalid_mode_reason(e.kind, e.mode) {
+    match mode_problem(e.kind, e.mode) {
         Some(why) => Err(DecodeError::BadMode {
             name: escape_name(&e.name),
-            mode: e.mode,
+            // Saturated: a mode from the API may exceed the encoding's 16 bits.
+            mode: u16::try_from(e.mode).unwrap_or(u16::MAX),
             why,
         }),
         None => Ok(()),

@@ -212,7 +212,10 @@ fn a_chmod_only_change_is_seen_by_a_resnapshot_and_by_diff() {
     // chmod moves only the ctime (and the mode): the cache must not answer with the old one.
     chmod(&src.join("secret.env"), 0o600);
     let third = env.snapshot_json(&src);
-    assert_eq!(third["work"]["cached_files"], 1, "other.md still cached: {third}");
+    assert_eq!(
+        third["work"]["cached_files"], 1,
+        "other.md still cached: {third}"
+    );
     assert_ne!(third["root"], first["root"], "a chmod makes another tree");
     let (a, b) = (
         first["id"].as_str().unwrap().to_string(),
