@@ -103,6 +103,13 @@ fn modes_survive_snapshot_checkout_pack_unpack_and_mount() {
         );
     }
     assert!(listed.contains(&("keys".to_string(), "0755".to_string())));
+    let verbose = env.run(&["-v", "ls", &id]).ok().stdout();
+    assert!(
+        verbose
+            .lines()
+            .any(|l| l.starts_with("file 0600 ") && l.ends_with(" .env")),
+        "{verbose}"
+    );
 
     let out = env.path("co");
     checkout(&env, &env.store, &id, &out);
