@@ -193,12 +193,7 @@ pub fn capture_loaded(
     if !skill_entries.is_empty() {
         let size = skill_entries.iter().map(|e| e.size).sum();
         let id = store.write_tree(&Tree::from_entries(skill_entries)?)?;
-        top.push(TreeEntry {
-            name: SKILLS_DIR.as_bytes().to_vec(),
-            kind: EntryKind::Dir,
-            size,
-            id,
-        });
+        top.push(TreeEntry::dir(SKILLS_DIR.as_bytes().to_vec(), size, id));
     }
 
     let unmatched = filter.unmatched();
@@ -236,12 +231,13 @@ pub fn capture_loaded(
         (MANIFEST_FILE, &bundle.manifest_toml),
     ] {
         let id = store.objects().write_bytes(text.as_bytes())?;
-        top.push(TreeEntry {
-            name: file.as_bytes().to_vec(),
-            kind: EntryKind::File,
-            size: text.len() as u64,
+        // Rendered here, not copied: 0644, as a plain write of them would leave them.
+        top.push(TreeEntry::file(
+            file.as_bytes().to_vec(),
+            0o644,
+            text.len() as u64,
             id,
-        });
+        ));
     }
     let root = store.write_tree(&Tree::from_entries(top)?)?;
     let mut credential_findings = plan.config_findings().to_vec();

@@ -121,6 +121,7 @@ mod tests {
             .map(|i| TreeEntry {
                 name: format!("f{i}").into_bytes(),
                 kind: EntryKind::File,
+                mode: 0o644,
                 size: 0,
                 id: ObjectId::of(&[salt]),
             })

@@ -330,11 +330,10 @@ impl SnapshotFs {
     }
 
     fn attr(&self, ino: u64, node: &Node) -> FileAttr {
-        let (kind, perm) = match node.kind {
-            EntryKind::File => (FileType::RegularFile, 0o444),
-            EntryKind::ExecFile => (FileType::RegularFile, 0o555),
-            EntryKind::Dir => (FileType::Directory, 0o555),
-        };
+        // The recorded permission bits without the write bits: the view is read-only (a
+        // 0600 file shows 0400, 0755 shows 0555, a directory 0555).
+        let kind = file_type(node.kind);
+        let perm = node.mode & 0o555;
         FileAttr {
             ino: INodeNo(ino),
             size: node.size,
@@ -378,12 +377,7 @@ impl SnapshotFs {
                 .unwrap_or_else(PoisonError::into_inner)
                 .intern(parent.0, tree.entries().len(), index, entry),
         };
-        let node = Node {
-            parent: parent.0,
-            kind: entry.kind,
-            size: entry.size,
-            id: entry.id,
-        };
+        let node = Node::of(parent.0, entry);
         Ok((ino, node))
     }
 
@@ -457,12 +451,7 @@ impl SnapshotFs {
                     let index = position - 2;
                     let entry = &entries[index];
                     let child = table.intern(ino.0, entries.len(), index, entry);
-                    let child_node = Node {
-                        parent: ino.0,
-                        kind: entry.kind,
-                        size: entry.size,
-                        id: entry.id,
-                    };
+                    let child_node = Node::of(ino.0, entry);
                     add(child, next, &entry.name, &child_node)
                 }
             };
@@ -534,6 +523,7 @@ impl Filesystem for SnapshotFs {
                     &Node {
                         parent: ROOT,
                         kind: EntryKind::File,
+                        mode: 0o644,
                         size: 0,
                         id: ObjectId::from_bytes([0; 32]),
                     },

@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 
-use zeroclaw_bundle_store::{EntryKind, ObjectId, TreeEntry};
+use zeroclaw_bundle_store::{EntryKind, ObjectId, TreeEntry, DIR_MODE, MODE_BITS};
 
 /// The root's inode number (FUSE_ROOT_ID).
 pub(crate) const ROOT: u64 = 1;
@@ -23,10 +23,26 @@ pub(crate) struct Node {
     pub(crate) parent: u64,
     /// File, exec-file or dir.
     pub(crate) kind: EntryKind,
+    /// The permission bits its tree entry records (at most 0o777, so 16 bits hold them).
+    pub(crate) mode: u16,
     /// File length, or total file bytes beneath a directory.
     pub(crate) size: u64,
     /// Blob id (files) or tree id (directories).
     pub(crate) id: ObjectId,
+}
+
+impl Node {
+    /// The node of `entry`, an entry of directory inode `dir`.
+    pub(crate) fn of(dir: u64, entry: &TreeEntry) -> Node {
+        Node {
+            parent: dir,
+            kind: entry.kind,
+            // A decoded tree holds no mode beyond 0o777; the mask only makes the cast lossless.
+            mode: (entry.mode & MODE_BITS) as u16,
+            size: entry.size,
+            id: entry.id,
+        }
+    }
 }
 
 /// Inode numbers for entries, see the module doc.
@@ -45,6 +61,7 @@ impl InodeTable {
             nodes: vec![Node {
                 parent: ROOT,
                 kind: EntryKind::Dir,
+                mode: DIR_MODE as u16,
                 size,
                 id: root,
             }],
@@ -87,21 +104,11 @@ impl InodeTable {
         let Some(slot) = slots.get_mut(index) else {
             // Cannot happen for a well-formed caller (index < len of the same immutable
             // tree); answer with a fresh, unshared number rather than panic.
-            self.nodes.push(Node {
-                parent: dir,
-                kind: entry.kind,
-                size: entry.size,
-                id: entry.id,
-            });
+            self.nodes.push(Node::of(dir, entry));
             return self.nodes.len() as u64;
         };
         if *slot == 0 {
-            self.nodes.push(Node {
-                parent: dir,
-                kind: entry.kind,
-                size: entry.size,
-                id: entry.id,
-            });
+            self.nodes.push(Node::of(dir, entry));
             *slot = self.nodes.len() as u64;
         }
         *slot
@@ -121,6 +128,7 @@ mod tests {
         TreeEntry {
             name: name.as_bytes().to_vec(),
             kind,
+            mode: kind.implied_mode(),
             size: 7,
             id: ObjectId::of(name.as_bytes()),
         }

@@ -8,8 +8,10 @@
 //! and directory carries the extended attribute `user.zeroclaw.blake3`, its object id.
 //!
 //! Mount options are always `ro,nosuid,nodev,noatime,default_permissions`, plus `noexec`
-//! unless [`MountOptions::allow_exec`], and `allow_other` only when asked. Files are 0444
-//! (exec-files 0555), directories 0555, owned by the mounting user. The mount shows in the
+//! unless [`MountOptions::allow_exec`], and `allow_other` only when asked. A file shows the
+//! permission bits its tree entry records without the write bits (0644 as 0444, 0600 as 0400,
+//! 0755 as 0555: a `0600` key stays unreadable to others, `allow_other` or not), directories
+//! 0555, all owned by the mounting user. The mount shows in the
 //! mount table as source `zeroclaw-bundle[:label]`; [`unmount`] only touches such mounts.
 //!
 //! This crate knows nothing of the CLI: `zeroclaw-bundle mount` resolves a snapshot, takes
@@ -19,14 +21,13 @@
 //! ```
 //! use std::sync::Arc;
 //! use zeroclaw_bundle_mount::{check_mountpoint, mount, MountError, MountOptions};
-//! use zeroclaw_bundle_store::{EntryKind, Store, Tree, TreeEntry};
+//! use zeroclaw_bundle_store::{Store, Tree, TreeEntry};
 //!
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open_or_create(&dir.path().join("store")).unwrap();
 //! let (blob, len) = store.objects().write_from(&mut &b"hello\n"[..]).unwrap();
-//! let tree = Tree::from_entries(vec![TreeEntry {
-//!     name: b"hello.txt".to_vec(), kind: EntryKind::File, size: len, id: blob,
-//! }]).unwrap();
+//! let tree = Tree::from_entries(vec![TreeEntry::file(b"hello.txt".to_vec(), 0o600, len, blob)])
+//!     .unwrap();
 //! let root = store.write_tree(&tree).unwrap();
 //!
 //! let mnt = dir.path().join("mnt");

@@ -12,6 +12,10 @@
 //! - a directory whose (dev, ino) is the store root's is never entered and is counted as
 //!   `store`: a store inside the captured tree holds the install's raw config as objects;
 //! - an unreadable file or directory fails the capture (unreadable is not absent);
+//! - a file's permission bits (`mode & 0o777`; setuid, setgid and sticky never travel) come
+//!   from the fstat of its opened fd, or, for a stat-cache hit (not opened), from the walk's
+//!   own no-follow stat through the directory fd: never from the cache, so a chmod (which
+//!   moves the ctime the cache checks anyway) is always seen;
 //! - the stat cache lets an unchanged file (same dev, ino, size, mtime, ctime, and a blob of
 //!   that length referenced by a snapshot) skip opening and hashing; the racy rule
 //!   (`crate::statmatch`, shared with publish) rehashes any entry whose mtime or ctime is not
@@ -33,8 +37,8 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{mpsc, Arc};
 
 use zeroclaw_bundle_store::{
-    CaptureReport, EntryKind, ObjectId, Skipped, SourceKey, SourceStatCache, StatCacheUpdate,
-    StatEntry, Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
+    CaptureReport, ObjectId, Skipped, SourceKey, SourceStatCache, StatCacheUpdate, StatEntry,
+    Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::progress::{Progress, Totals};
@@ -146,12 +150,7 @@ pub struct Walked {
 impl Walked {
     /// The directory entry naming this tree in its parent.
     pub fn entry(&self, name: Vec<u8>) -> TreeEntry {
-        TreeEntry {
-            name,
-            kind: EntryKind::Dir,
-            size: self.size,
-            id: self.id,
-        }
+        TreeEntry::dir(name, self.size, self.id)
     }
 }
 
@@ -478,12 +477,11 @@ impl<'s> Capture<'s> {
                         tally.files += 1;
                         tally.bytes += hit.size;
                         self.advance(hit.size);
-                        done.slots[slot] = Some(TreeEntry {
-                            name,
-                            kind: kind_of(hit.exec),
-                            size: hit.size,
-                            id: hit.id,
-                        });
+                        // The mode of this walk's own no-follow stat of the entry (through its
+                        // directory's fd), never one from the cache: the record matched its
+                        // identity and ctime, and a chmod moves the ctime.
+                        done.slots[slot] =
+                            Some(TreeEntry::file(name, classified.perm, hit.size, hit.id));
                         continue;
                     }
                     if pending == IN_FLIGHT {
@@ -573,12 +571,8 @@ impl<'s> Capture<'s> {
                 done.size += len;
                 tally.files += 1;
                 tally.bytes += len;
-                done.slots[job.slot] = Some(TreeEntry {
-                    name: job.name,
-                    kind: kind_of(opened.is_executable()),
-                    size: len,
-                    id,
-                });
+                // The mode of the opened fd's fstat (setuid, setgid, sticky dropped).
+                done.slots[job.slot] = Some(TreeEntry::file(job.name, opened.perm, len, id));
             }
         }
     }
@@ -719,14 +713,6 @@ impl SkipReason {
     }
 }
 
-fn kind_of(exec: bool) -> EntryKind {
-    if exec {
-        EntryKind::ExecFile
-    } else {
-        EntryKind::File
-    }
-}
-
 fn prefix_of(label: &str) -> String {
     if label.is_empty() || label == "." {
         String::new()
@@ -757,7 +743,7 @@ mod tests {
     //! out is not carried, and skips are reported in listing order.
 
     use std::fs;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{symlink, PermissionsExt};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use super::*;
@@ -784,23 +770,19 @@ mod tests {
             if i % 100 == 50 {
                 continue; // left out by `keep` below
             }
-            expected.push(TreeEntry {
-                name: name.into_bytes(),
-                kind: EntryKind::File,
-                size: data.len() as u64,
-                id: ObjectId::of(data.as_bytes()),
-            });
+            let mode = fs::metadata(big.join(&name)).unwrap().permissions().mode();
+            expected.push(TreeEntry::file(
+                name.into_bytes(),
+                mode,
+                data.len() as u64,
+                ObjectId::of(data.as_bytes()),
+            ));
         }
         let size: u64 = expected.iter().map(|e| e.size).sum();
         let files = expected.len() as u64;
         let big_id = ObjectId::of(&Tree::from_entries(expected).unwrap().encode());
-        let root_tree = Tree::from_entries(vec![TreeEntry {
-            name: b"big".to_vec(),
-            kind: EntryKind::Dir,
-            size,
-            id: big_id,
-        }])
-        .unwrap();
+        let root_tree =
+            Tree::from_entries(vec![TreeEntry::dir(b"big".to_vec(), size, big_id)]).unwrap();
         let root_id = ObjectId::of(&root_tree.encode());
 
         let store = Store::open_or_create(&tmp.path().join("store")).unwrap();

@@ -242,12 +242,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         return Ok(Side {
             label,
             root: Root {
-                entry: TreeEntry {
-                    name: Vec::new(),
-                    kind: EntryKind::Dir,
-                    size: snapshot.bytes(),
-                    id: snapshot.root,
-                },
+                entry: TreeEntry::dir(Vec::new(), snapshot.bytes(), snapshot.root),
             },
             source: SideSource::Pack(pack),
             whole: true,
@@ -283,12 +278,7 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
     let snapshot = store.read_snapshot(&id)?;
     let reader = store.snapshot_source(&id);
     let entry = if sub.is_empty() {
-        TreeEntry {
-            name: Vec::new(),
-            kind: EntryKind::Dir,
-            size: snapshot.bytes(),
-            id: snapshot.root,
-        }
+        TreeEntry::dir(Vec::new(), snapshot.bytes(), snapshot.root)
     } else {
         resolve_path(&reader, &snapshot.root, &sub, &reference)?
     };
@@ -319,12 +309,7 @@ fn remote_side(
     let label = format!("{}/{}", spec.name, id.short(12));
     let root = view.snapshot().root;
     let entry = if sub.is_empty() {
-        TreeEntry {
-            name: Vec::new(),
-            kind: EntryKind::Dir,
-            size: view.snapshot().bytes(),
-            id: root,
-        }
+        TreeEntry::dir(Vec::new(), view.snapshot().bytes(), root)
     } else {
         resolve_path(&view, &root, sub, &label)?
     };
@@ -396,12 +381,7 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     Ok(Side {
         label: abs.display().to_string(),
         root: Root {
-            entry: TreeEntry {
-                name: Vec::new(),
-                kind: EntryKind::Dir,
-                size: walked.size,
-                id: walked.id,
-            },
+            entry: TreeEntry::dir(Vec::new(), walked.size, walked.id),
         },
         source: SideSource::Memory(objects),
         whole: true,
@@ -532,7 +512,7 @@ impl<W: Write> Printer<'_, W> {
                 let delta = new as i128 - old as i128;
                 let detail = match c.status {
                     Status::T => format!("{} -> {}", kind(c, true), kind(c, false)),
-                    Status::X => format!("mode {} -> {}", kind(c, true), kind(c, false)),
+                    Status::X => format!("mode {} -> {}", mode(c, true), mode(c, false)),
                     _ => format!("{old} -> {new} bytes ({delta:+})"),
                 };
                 self.stat_rows.push((name, detail));
@@ -628,7 +608,7 @@ impl<W: Write> Printer<'_, W> {
                     self.out,
                     " {} changed: {} added, {} modified, {} deleted, {} renamed, {} kind, {} mode; +{} -{} bytes",
                     plural(
-                        s.added + s.deleted + s.modified + s.renamed + s.kind_changed + s.exec_changed,
+                        s.added + s.deleted + s.modified + s.renamed + s.kind_changed + s.mode_changed,
                         "file"
                     ),
                     s.added,
@@ -636,7 +616,7 @@ impl<W: Write> Printer<'_, W> {
                     s.deleted,
                     s.renamed,
                     s.kind_changed,
-                    s.exec_changed,
+                    s.mode_changed,
                     s.bytes_added,
                     s.bytes_removed
                 )
@@ -649,6 +629,11 @@ impl<W: Write> Printer<'_, W> {
 fn kind(c: &Change, old: bool) -> &'static str {
     let e = if old { &c.old } else { &c.new };
     e.as_ref().map_or("-", |e| e.kind)
+}
+
+fn mode(c: &Change, old: bool) -> &str {
+    let e = if old { &c.old } else { &c.new };
+    e.as_ref().map_or("-", |e| e.mode.as_str())
 }
 
 fn plural(n: u64, what: &str) -> String {

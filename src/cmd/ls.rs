@@ -1,9 +1,12 @@
-//! `ls SNAPSHOT[:PATH] [-r]`: list a directory of a snapshot (kind, size, name).
+//! `ls SNAPSHOT[:PATH] [-r]`: list a directory of a snapshot (kind, size, name; `-v` adds the
+//! mode and the id, `--json` has them all).
 
 use anyhow::Result;
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
-use zeroclaw_bundle_store::{escape_name, resolve_path, EntryKind, ObjectId, ObjectSource};
+use zeroclaw_bundle_store::{
+    escape_name, resolve_path, EntryKind, ObjectId, ObjectSource, TreeEntry,
+};
 
 use crate::cli::LsArgs;
 use crate::cmd::{split_target, Ctx, Outcome};
@@ -36,24 +39,36 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
             &mut rows,
         )?;
     } else {
-        rows.push((entry.kind, entry.size, entry.id, escape_name(&path)));
+        let name = escape_name(&path);
+        rows.push((entry, name));
     }
     if ctx.json {
         let v: Vec<_> = rows
             .iter()
-            .map(|(k, size, id, p)| json!({"path": p, "kind": k, "size": size, "id": id}))
+            .map(|(e, p)| {
+                json!({
+                    "path": p,
+                    "kind": e.kind,
+                    "mode": e.mode_octal(),
+                    "size": e.size,
+                    "id": e.id,
+                })
+            })
             .collect();
         ctx.print_json(&json!(v))?;
     } else {
-        for (kind, size, id, p) in rows {
-            let k = match kind {
+        for (e, p) in rows {
+            let (size, mode) = (e.size, e.mode_octal());
+            let k = match e.kind {
                 EntryKind::File => "file",
                 EntryKind::ExecFile => "exec",
                 EntryKind::Dir => "dir ",
             };
             if ctx.verbose {
-                crate::outln!("{k} {size:>12} {} {p}", id.short(16))?;
+                crate::outln!("{k} {mode} {size:>12} {} {p}", e.id.short(16))?;
             } else {
+                // The default columns stay `kind size name` (scripts split them); the mode
+                // shows with -v and in --json.
                 crate::outln!("{k} {size:>12} {p}")?;
             }
         }
@@ -61,7 +76,8 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-type Row = (EntryKind, u64, ObjectId, String);
+/// An entry and its escaped path.
+type Row = (TreeEntry, String);
 
 fn list_dir(
     source: &dyn ObjectSource,
@@ -77,7 +93,7 @@ fn list_dir(
         } else {
             format!("{prefix}/{}", e.display_name())
         };
-        rows.push((e.kind, e.size, e.id, p.clone()));
+        rows.push((e.clone(), p.clone()));
         if recursive && e.kind == EntryKind::Dir {
             list_dir(source, &e.id, &p, true, rows)?;
         }

@@ -4,8 +4,9 @@
 //! snapshot (or a subtree of one), or a directory hashed in memory by a hash-only capture.
 //!
 //! Changes are reported per file, as git's name-status: `A` added, `D` deleted, `M` modified
-//! (content), `T` kind changed (file <-> directory), `X` only the executable bit changed, and
-//! `R` exact renames (a deleted and an added file with the same content id, paired in path
+//! (content; the mode may have changed too, both sides carry it), `T` kind changed (file <->
+//! directory), `X` only the permission bits changed (same content, another mode: `0600` ->
+//! `0644`, or the executable bit), and `R` exact renames (a deleted and an added file with the same content id, paired in path
 //! order). `M`, `T` and `X` are handed out as the walk finds them; added and deleted files are
 //! held until the walk ends so renames can be paired, then handed out in path order.
 
@@ -98,7 +99,7 @@ pub enum Status {
     M,
     /// Kind changed (file <-> directory).
     T,
-    /// Only the executable bit changed.
+    /// Only the permission bits changed (same content).
     X,
     /// Renamed (same content, new path).
     R,
@@ -109,6 +110,8 @@ pub enum Status {
 pub struct EntryInfo {
     /// `file`, `exec-file` or `dir`.
     pub kind: &'static str,
+    /// Permission bits as four octal digits (`0600`); `0755` for a directory.
+    pub mode: String,
     /// Bytes (for a directory: the total beneath).
     pub size: u64,
     /// Content or tree id.
@@ -123,6 +126,7 @@ impl EntryInfo {
                 EntryKind::ExecFile => "exec-file",
                 EntryKind::Dir => "dir",
             },
+            mode: e.mode_octal(),
             size: e.size,
             id: e.id,
         }
@@ -159,8 +163,8 @@ pub struct Summary {
     pub modified: u64,
     /// Kind changes.
     pub kind_changed: u64,
-    /// Exec-bit-only changes.
-    pub exec_changed: u64,
+    /// Mode-only changes (`X`).
+    pub mode_changed: u64,
     /// Renames.
     pub renamed: u64,
     /// Bytes on side B not on side A (added files, growth of modified files).
@@ -178,7 +182,7 @@ impl Summary {
             + self.deleted
             + self.modified
             + self.kind_changed
-            + self.exec_changed
+            + self.mode_changed
             + self.renamed
             > 0
     }
@@ -191,7 +195,7 @@ impl Summary {
             Status::D => self.deleted += 1,
             Status::M => self.modified += 1,
             Status::T => self.kind_changed += 1,
-            Status::X => self.exec_changed += 1,
+            Status::X => self.mode_changed += 1,
             Status::R => self.renamed += 1,
         }
         if c.status != Status::T {
@@ -404,7 +408,7 @@ impl Walk<'_> {
         children: &mut Vec<(String, Option<ObjectId>, Option<ObjectId>)>,
     ) -> Result<(), DiffError> {
         match (a, b) {
-            (Some(x), Some(y)) if x.id == y.id && x.kind == y.kind => {}
+            (Some(x), Some(y)) if x.id == y.id && x.kind == y.kind && x.mode == y.mode => {}
             (Some(x), Some(y)) if x.kind == EntryKind::Dir && y.kind == EntryKind::Dir => {
                 children.push((path.to_string(), Some(x.id), Some(y.id)));
             }

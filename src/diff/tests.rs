@@ -1,45 +1,47 @@
 //! Tree diff cases against trees written into a temporary store: equal, one byte changed,
-//! added, removed, renamed, exec-bit-only and kind changes at depth, and Merkle pruning (an
-//! unchanged subtree is never read).
+//! added, removed, renamed, mode-only (exec bit, `0600` -> `0644`) and kind changes at depth,
+//! and Merkle pruning (an unchanged subtree is never read).
 
 use std::collections::BTreeMap;
 
-use zeroclaw_bundle_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
+use zeroclaw_bundle_store::{ObjectId, Store, Tree, TreeEntry};
 
 use super::*;
 
 /// A tree described as path -> (content, exec); directories are implied.
 type Spec<'a> = &'a [(&'a str, &'a str, bool)];
 
+/// The same with each file's mode.
+type ModeSpec<'a> = &'a [(&'a str, &'a str, u32)];
+
 fn write(store: &Store, spec: Spec<'_>) -> ObjectId {
+    let modes: Vec<(&str, &str, u32)> = spec
+        .iter()
+        .map(|(p, c, exec)| (*p, *c, if *exec { 0o755 } else { 0o644 }))
+        .collect();
+    write_modes(store, &modes)
+}
+
+fn write_modes(store: &Store, spec: ModeSpec<'_>) -> ObjectId {
     fn build(store: &Store, files: &BTreeMap<Vec<u8>, Node>) -> (ObjectId, u64) {
         let mut entries = Vec::new();
         let mut total = 0;
         for (name, node) in files {
             match node {
-                Node::File(content, exec) => {
+                Node::File(content, mode) => {
                     let id = store.objects().write_bytes(content.as_bytes()).unwrap();
                     total += content.len() as u64;
-                    entries.push(TreeEntry {
-                        name: name.clone(),
-                        kind: if *exec {
-                            EntryKind::ExecFile
-                        } else {
-                            EntryKind::File
-                        },
-                        size: content.len() as u64,
+                    entries.push(TreeEntry::file(
+                        name.clone(),
+                        *mode,
+                        content.len() as u64,
                         id,
-                    });
+                    ));
                 }
                 Node::Dir(children) => {
                     let (id, size) = build(store, children);
                     total += size;
-                    entries.push(TreeEntry {
-                        name: name.clone(),
-                        kind: EntryKind::Dir,
-                        size,
-                        id,
-                    });
+                    entries.push(TreeEntry::dir(name.clone(), size, id));
                 }
             }
         }
@@ -49,11 +51,11 @@ fn write(store: &Store, spec: Spec<'_>) -> ObjectId {
         (id, total)
     }
     enum Node {
-        File(String, bool),
+        File(String, u32),
         Dir(BTreeMap<Vec<u8>, Node>),
     }
     let mut root: BTreeMap<Vec<u8>, Node> = BTreeMap::new();
-    for (path, content, exec) in spec {
+    for (path, content, mode) in spec {
         let parts: Vec<&str> = path.split('/').collect();
         let mut dir = &mut root;
         for p in &parts[..parts.len() - 1] {
@@ -67,7 +69,7 @@ fn write(store: &Store, spec: Spec<'_>) -> ObjectId {
         }
         dir.insert(
             parts[parts.len() - 1].as_bytes().to_vec(),
-            Node::File(content.to_string(), *exec),
+            Node::File(content.to_string(), *mode),
         );
     }
     build(store, &root).0
@@ -75,17 +77,15 @@ fn write(store: &Store, spec: Spec<'_>) -> ObjectId {
 
 fn root(id: ObjectId) -> Root {
     Root {
-        entry: TreeEntry {
-            name: Vec::new(),
-            kind: EntryKind::Dir,
-            size: 0,
-            id,
-        },
+        entry: TreeEntry::dir(Vec::new(), 0, id),
     }
 }
 
 fn run(store: &Store, a: Spec<'_>, b: Spec<'_>) -> (Vec<String>, Summary) {
-    let (ia, ib) = (write(store, a), write(store, b));
+    run_ids(store, write(store, a), write(store, b))
+}
+
+fn run_ids(store: &Store, ia: ObjectId, ib: ObjectId) -> (Vec<String>, Summary) {
     let reader = store.reader();
     let mut seen = Vec::new();
     let summary = diff(
@@ -161,7 +161,7 @@ fn each_kind_of_change_at_depth() {
             summary.added,
             summary.modified,
             summary.renamed,
-            summary.exec_changed,
+            summary.mode_changed,
             summary.kind_changed
         ),
         (2, 1, 1, 1, 1)
@@ -169,6 +169,60 @@ fn each_kind_of_change_at_depth() {
     // `big` is equal on both sides: never read. Read: the two roots, a, a/b, a/b/c on both
     // sides, and the new directory top.md on side B.
     assert_eq!(summary.trees_read, 9);
+}
+
+/// Issue 17: a change of the permission bits alone (`0600` -> `0644`, no execute bit
+/// involved) is an `X`, with both modes on the change; content and mode together are an `M`.
+#[test]
+fn a_mode_only_change_is_an_x_with_both_modes() {
+    let (_d, s) = store();
+    let a = write_modes(
+        &s,
+        &[
+            ("k/.env", "K=1", 0o600),
+            ("k/b", "b", 0o640),
+            ("c", "c", 0o600),
+        ],
+    );
+    let b = write_modes(
+        &s,
+        &[
+            ("k/.env", "K=1", 0o644),
+            ("k/b", "b", 0o640),
+            ("c", "C", 0o644),
+        ],
+    );
+    let (seen, summary) = run_ids(&s, a, b);
+    assert_eq!(seen, ["M c", "X k/.env"]);
+    assert_eq!((summary.mode_changed, summary.modified), (1, 1));
+    let reader = s.reader();
+    let mut changes = Vec::new();
+    diff(
+        &SourceSide(&reader),
+        &root(a),
+        &SourceSide(&reader),
+        &root(b),
+        &mut |c| {
+            changes.push(c.clone());
+            Ok(())
+        },
+    )
+    .unwrap();
+    let modes: Vec<(String, String)> = changes
+        .iter()
+        .map(|c| {
+            let (old, new) = (c.old.as_ref().unwrap(), c.new.as_ref().unwrap());
+            (old.mode.clone(), new.mode.clone())
+        })
+        .collect();
+    assert_eq!(
+        modes,
+        [
+            ("0600".into(), "0644".into()),
+            ("0600".into(), "0644".into())
+        ]
+    );
+    assert_eq!(changes[1].old.as_ref().unwrap().kind, "file");
 }
 
 #[test]
@@ -201,23 +255,23 @@ fn a_deep_chain_is_walked_without_recursion_and_bounded() {
     // past the store's depth limit.
     let mut a = s
         .write_tree(
-            &Tree::from_entries(vec![TreeEntry {
-                name: b"f".to_vec(),
-                kind: EntryKind::File,
-                size: 1,
-                id: s.objects().write_bytes(b"1").unwrap(),
-            }])
+            &Tree::from_entries(vec![TreeEntry::file(
+                b"f".to_vec(),
+                0o644,
+                1,
+                s.objects().write_bytes(b"1").unwrap(),
+            )])
             .unwrap(),
         )
         .unwrap();
     let mut b = s
         .write_tree(
-            &Tree::from_entries(vec![TreeEntry {
-                name: b"f".to_vec(),
-                kind: EntryKind::File,
-                size: 1,
-                id: s.objects().write_bytes(b"2").unwrap(),
-            }])
+            &Tree::from_entries(vec![TreeEntry::file(
+                b"f".to_vec(),
+                0o644,
+                1,
+                s.objects().write_bytes(b"2").unwrap(),
+            )])
             .unwrap(),
         )
         .unwrap();
@@ -225,13 +279,7 @@ fn a_deep_chain_is_walked_without_recursion_and_bounded() {
         for id in [&mut a, &mut b] {
             *id = s
                 .write_tree(
-                    &Tree::from_entries(vec![TreeEntry {
-                        name: b"d".to_vec(),
-                        kind: EntryKind::Dir,
-                        size: 1,
-                        id: *id,
-                    }])
-                    .unwrap(),
+                    &Tree::from_entries(vec![TreeEntry::dir(b"d".to_vec(), 1, *id)]).unwrap(),
                 )
                 .unwrap();
         }

@@ -2,9 +2,12 @@
 //!
 //! Every directory is created with `mkdirat` in its parent's fd and then opened no-follow;
 //! every file is created `O_EXCL | O_NOFOLLOW` in its directory's fd, so nothing below the
-//! staging root is ever reached by a path. Modes are exact (0644, 0755 for executable files
-//! and directories) whatever the umask: `fchmod` after creation when the umask would strip
-//! bits (skipped for the usual 022), so a checkout matches what `mount` shows. File bytes come through the blob's
+//! staging root is ever reached by a path. Modes are exact whatever the umask: each file gets
+//! the permission bits its tree entry records (a `0600` file stays `0600`; setuid, setgid and
+//! sticky are never recorded, so never published), each directory 0755, like ZeroClaw's own
+//! export (`set_permissions` after the copy). The mode is given to `openat(O_CREAT)` and, when
+//! the umask would strip any of its bits, set again with `fchmod` on the new fd (skipped for
+//! the usual 022 when it strips nothing), so a checkout matches what `mount` shows. File bytes come through the blob's
 //! verifying reader: a corrupt object fails at its end, and the publish with it.
 //!
 //! At the root, `zeroclaw-agent.toml` is written last, after every other entry (SPEC §1).
@@ -274,12 +277,12 @@ impl Stager<'_> {
     ) -> Result<(), PublishError> {
         let path = self.staging_path.join(&*rel);
         hooks::fault("mkdir", &rel.to_string_lossy())
-            .and_then(|()| sys::mkdir_at(dir, &entry.name, entry.kind.mode()))
+            .and_then(|()| sys::mkdir_at(dir, &entry.name, entry.mode))
             .map_err(|e| PublishError::io("create directory", &path, e))?;
         let sub = sys::open_dir_at(dir, &entry.name)
             .map_err(|e| PublishError::io("open directory", &path, e))?;
-        if sys::umask_alters(entry.kind.mode()) {
-            sys::chmod_fd(&sub, entry.kind.mode())
+        if sys::umask_alters(entry.mode) {
+            sys::chmod_fd(&sub, entry.mode)
                 .map_err(|e| PublishError::io("set the mode of", &path, e))?;
         }
         let old_sub = old_parent
@@ -305,7 +308,7 @@ fn try_reuse(reuse: &Reuse, entry: &TreeEntry, dir: BorrowedFd<'_>, buf: &mut [u
     let unchanged = st.kind == sys::FileKind::File
         && st.nlink == 1
         && statmatch::matches(c, &st)
-        && st.perm == entry.kind.mode();
+        && st.perm == entry.mode;
     if !unchanged || (!reuse.trust_stat && !hashes_to(old_dir, entry, &st, buf)) {
         return false;
     }
@@ -375,7 +378,7 @@ fn write_file(
             ),
         });
     }
-    let mode = entry.kind.mode();
+    let mode = entry.mode;
     let mut file = hooks::fault("create", &rel.to_string_lossy())
         .and_then(|()| sys::create_file_at(dir, &entry.name, mode))
         .map_err(|e| PublishError::io("create", &path, e))?;

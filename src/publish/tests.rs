@@ -76,6 +76,7 @@ fn write_tree(store: &Store, dir: &BTreeMap<String, Node>) -> (ObjectId, u64) {
         entries.push(TreeEntry {
             name: name.as_bytes().to_vec(),
             kind,
+            mode: kind.implied_mode(),
             size,
             id,
         });

@@ -183,6 +183,16 @@ pub enum DecodeError {
     /// An unknown entry kind byte.
     #[error("unknown entry kind {0}")]
     BadKind(u8),
+    /// A permission mode a tree entry cannot have.
+    #[error("invalid mode {mode:#o} for \"{name}\": {why}")]
+    BadMode {
+        /// The entry's name, escaped.
+        name: String,
+        /// The recorded mode (the encoding's 16 bits).
+        mode: u16,
+        /// What is wrong with it.
+        why: ModeProblem,
+    },
     /// A record field outside its grammar.
     #[error("invalid {field}: {why}")]
     BadField {
@@ -197,6 +207,21 @@ pub enum DecodeError {
     /// The snapshot record's JSON is invalid.
     #[error("{0}")]
     Json(String),
+}
+
+/// What is wrong with a tree entry's mode ([`DecodeError::BadMode`]). One byte, so the
+/// error stays small.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ModeProblem {
+    /// Bits beyond the permission bits (setuid, setgid, sticky, or above).
+    #[error("bits beyond 0o777 (setuid, setgid and sticky never travel)")]
+    BeyondPermissions,
+    /// A directory whose mode is not 0o755.
+    #[error("a directory's mode is 0o755")]
+    Directory,
+    /// A file kind the execute bits contradict.
+    #[error("the execute bits disagree with the kind")]
+    KindMismatch,
 }
 
 impl StoreError {

@@ -411,12 +411,14 @@ mod tests {
         let file = |name: &str, text: String| TreeEntry {
             name: name.as_bytes().to_vec(),
             kind: EntryKind::File,
+            mode: 0o644,
             size: text.len() as u64,
             id: store.objects().write_bytes(text.as_bytes()).unwrap(),
         };
         let dir = |name: String, tree: &Tree| TreeEntry {
             name: name.into_bytes(),
             kind: EntryKind::Dir,
+            mode: 0o755,
             size: tree.total_size(),
             id: store.write_tree(tree).unwrap(),
         };

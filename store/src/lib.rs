@@ -50,13 +50,12 @@
 //! Nothing here knows what an agent is; sled and blake3 types stay private.
 //!
 //! ```
-//! use zeroclaw_bundle_store::{EntryKind, Store, Tree, TreeEntry};
+//! use zeroclaw_bundle_store::{Store, Tree, TreeEntry};
 //! let dir = tempfile::tempdir().unwrap();
 //! let store = Store::open_or_create(&dir.path().join("store")).unwrap();
 //! let (blob, len) = store.objects().write_from(&mut &b"hello"[..]).unwrap();
-//! let tree = Tree::from_entries(vec![TreeEntry {
-//!     name: b"hello.txt".to_vec(), kind: EntryKind::File, size: len, id: blob,
-//! }]).unwrap();
+//! let tree = Tree::from_entries(vec![TreeEntry::file(b"hello.txt".to_vec(), 0o600, len, blob)])
+//!     .unwrap();
 //! let root = store.write_tree(&tree).unwrap();
 //! assert_eq!(store.read_tree(&root).unwrap(), tree);
 //! ```
@@ -89,7 +88,7 @@ pub use catalog::{
     Catalog, DestCache, DestRecord, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate,
     StatEntry,
 };
-pub use error::{DecodeError, StoreError};
+pub use error::{DecodeError, ModeProblem, StoreError};
 pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};
 pub use id::{IdHasher, ObjectId};
 pub use index::{IndexState, SnapshotSource, TreeSourceStats};
@@ -106,11 +105,16 @@ pub use snapshot::{
 };
 pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;
-pub use tree::{invalid_name_reason, EntryKind, Tree, TreeEntry, MAX_SIZE};
+pub use tree::{invalid_name_reason, EntryKind, Tree, TreeEntry, DIR_MODE, MAX_SIZE, MODE_BITS};
 pub use unpack::{closure_needs, import_from_packs, unpack};
 
-/// The store format version this build writes and the highest it reads.
-pub const STORE_VERSION: u32 = 1;
+/// The store format version this build writes and the highest it reads. Version 2: tree
+/// objects may be tree format 2 (entries carry their permission bits). A version-1 store
+/// (tree format 1 only) is read as it is and its marker is raised to 2 when this build opens
+/// it, before it can write a format-2 tree: a build that knows only version 1 then refuses
+/// the store ([`StoreError::NewerStore`]) instead of meeting trees it cannot read (its `gc`
+/// would not see what they reach).
+pub const STORE_VERSION: u32 = 2;
 const MARKER: &str = "STORE";
 const MARKER_HEAD: &str = "zeroclaw-bundle store";
 
@@ -139,7 +143,11 @@ impl Store {
         }
         let marker = root.join(MARKER);
         match fs::read_to_string(&marker) {
-            Ok(text) => Store::check_marker(root, &text)?,
+            Ok(text) => {
+                if Store::check_marker(root, &text)? < STORE_VERSION {
+                    Store::raise_marker(root)?;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 // Another process may be creating this store right now: only our own layout
                 // entries are allowed in a directory without a marker.
@@ -171,10 +179,7 @@ impl Store {
                     }
                 }
                 ObjectDir::new(root).create_layout()?;
-                let tmp = root.join(format!("STORE.tmp.{}", std::process::id()));
-                fs::write(&tmp, format!("{MARKER_HEAD}\nversion {STORE_VERSION}\n"))
-                    .map_err(|e| StoreError::io("write", &tmp, e))?;
-                fs::rename(&tmp, &marker).map_err(|e| StoreError::io("rename", &marker, e))?;
+                Store::write_marker(root)?;
             }
             Err(e) => return Err(StoreError::io("read", &marker, e)),
         }
@@ -184,7 +189,34 @@ impl Store {
         })
     }
 
-    fn check_marker(root: &Path, text: &str) -> Result<(), StoreError> {
+    /// Writes the marker of this build's version (to a temp file, renamed over the old one).
+    fn write_marker(root: &Path) -> Result<(), StoreError> {
+        let marker = root.join(MARKER);
+        let tmp = root.join(format!("STORE.tmp.{}", std::process::id()));
+        fs::write(&tmp, format!("{MARKER_HEAD}\nversion {STORE_VERSION}\n"))
+            .map_err(|e| StoreError::io("write", &tmp, e))?;
+        fs::rename(&tmp, &marker).map_err(|e| StoreError::io("rename", &marker, e))
+    }
+
+    /// Raises an older store's marker to [`STORE_VERSION`] (see there). A store this user
+    /// cannot write (read-only media, another user's store) stays as it is: nothing can write
+    /// a new tree into it either.
+    fn raise_marker(root: &Path) -> Result<(), StoreError> {
+        match Store::write_marker(root) {
+            Err(StoreError::Io { error, .. })
+                if matches!(
+                    error.kind(),
+                    io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem
+                ) =>
+            {
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// Checks the marker's text; returns the store's version.
+    fn check_marker(root: &Path, text: &str) -> Result<u32, StoreError> {
         let mut lines = text.lines();
         let not_store = |why: &str| StoreError::NotAStore {
             path: root.to_path_buf(),
@@ -205,7 +237,7 @@ impl Store {
                 supported: STORE_VERSION,
             });
         }
-        Ok(())
+        Ok(version)
     }
 
     /// The store directory.

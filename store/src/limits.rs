@@ -180,6 +180,7 @@ mod tests {
         TreeEntry {
             name: name.as_bytes().to_vec(),
             kind: EntryKind::Dir,
+            mode: 0o755,
             size: 0,
             id,
         }
@@ -197,6 +198,7 @@ mod tests {
         let file = TreeEntry {
             name: b"f".to_vec(),
             kind: EntryKind::File,
+            mode: 0o644,
             size,
             id: blob,
         };

@@ -710,6 +710,7 @@ mod tests {
         let tree = Tree::from_entries(vec![TreeEntry {
             name: b"f".to_vec(),
             kind: EntryKind::File,
+            mode: 0o644,
             size: len,
             id: blob,
         }])
@@ -829,6 +830,7 @@ mod tests {
             let file = |size| TreeEntry {
                 name: b"f".to_vec(),
                 kind: EntryKind::File,
+                mode: 0o644,
                 size,
                 id: blob,
             };
@@ -840,6 +842,7 @@ mod tests {
                 TreeEntry {
                     name: b"d".to_vec(),
                     kind: EntryKind::Dir,
+                    mode: 0o755,
                     size: dir_size,
                     id: sub,
                 },

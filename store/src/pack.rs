@@ -1042,6 +1042,7 @@ mod tests {
         let file = |name: &str, bytes: &[u8]| TreeEntry {
             name: name.as_bytes().to_vec(),
             kind: EntryKind::File,
+            mode: 0o644,
             size: bytes.len() as u64,
             id: store.objects().write_bytes(bytes).unwrap(),
         };
@@ -1053,6 +1054,7 @@ mod tests {
             TreeEntry {
                 name: b"sub".to_vec(),
                 kind: EntryKind::Dir,
+                mode: 0o755,
                 size: small.len() as u64,
                 id: sub_id,
             },
@@ -1304,6 +1306,7 @@ mod tests {
         entries.push(TreeEntry {
             name: b"new.txt".to_vec(),
             kind: EntryKind::File,
+            mode: 0o644,
             size: 3,
             id: store.objects().write_bytes(b"new").unwrap(),
         });

@@ -581,6 +581,7 @@ mod tests {
             TreeEntry {
                 name: name.into_bytes(),
                 kind: EntryKind::File,
+                mode: 0o644,
                 size: bytes.len() as u64,
                 id,
             }
@@ -603,6 +604,7 @@ mod tests {
             root.push(TreeEntry {
                 name: format!("d{d:03}").into_bytes(),
                 kind: EntryKind::Dir,
+                mode: 0o755,
                 size: 0,
                 id: store.write_tree(&tree).unwrap(),
             });

@@ -28,12 +28,7 @@ pub fn resolve_path(
     path: &[u8],
     snapshot_label: &str,
 ) -> Result<TreeEntry, StoreError> {
-    let mut current = TreeEntry {
-        name: Vec::new(),
-        kind: EntryKind::Dir,
-        size: 0,
-        id: *root,
-    };
+    let mut current = TreeEntry::dir(Vec::new(), 0, *root);
     for part in path.split(|b| *b == b'/').filter(|p| !p.is_empty()) {
         let not_found = || StoreError::NoSuchPath {
             path: escape_name(path),

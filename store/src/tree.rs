@@ -1,40 +1,64 @@
 //! Tree objects: the canonical, versioned encoding of one directory.
 //!
 //! A tree holds only portable metadata, so the same directory on two hosts has the same id
-//! and a diff can skip equal subtrees. Encoding (all integers big-endian):
+//! and a diff can skip equal subtrees. Encoding, format 2 (all integers big-endian):
 //!
 //! ```text
-//! "ZCBT" version:u8(=1) count:u32
-//! count x { kind:u8 (1 file, 2 exec-file, 3 dir)  name_len:u16  name  size:u64  id:[u8;32] }
+//! "ZCBT" version:u8(=2) count:u32
+//! count x { kind:u8 (1 file, 2 exec-file, 3 dir)  mode:u16  name_len:u16  name  size:u64  id:[u8;32] }
 //! ```
+//!
+//! `mode` is the permission bits (`st_mode & 0o777`) of a regular file; setuid, setgid and
+//! sticky are never recorded (a bundle must not hand a setuid file to whoever publishes it).
+//! The kind and the mode agree: a file is `exec-file` exactly when its mode has an execute
+//! bit. A directory's mode is always 0o755: like ZeroClaw's own export, directory modes do not
+//! travel.
+//!
+//! Format 1 (no `mode` field) is still read, so old stores, packs and remotes stay usable: its
+//! files have the mode their kind implies ([`EntryKind::implied_mode`]: file 0o644, exec-file
+//! 0o755). A decoded tree remembers its format, so re-encoding it gives back the object's exact
+//! bytes (a pack copies format-1 trees under their own ids); every new tree is format 2.
 //!
 //! Entries are sorted by name bytes, strictly (no duplicates). Names are raw bytes (a
 //! non-UTF-8 file name is kept exactly), never empty, never `.` or `..`, never containing
 //! `/` or NUL. A file's size is its length; a directory's size is the total length of the
 //! files beneath it. Every size, and the sum of a tree's sizes, is at most [`MAX_SIZE`]
 //! (`i64::MAX`, the largest file Linux can hold), so no sum over a decoded tree overflows and
-//! every size fits `off_t`. Decoding rejects anything else, including truncation and trailing
-//! bytes. Whether a recorded size matches its blob or subtree is `verify`'s check.
+//! every size fits `off_t`. Decoding rejects anything else, including a mode beyond 0o777 or
+//! one that disagrees with its kind, truncation and trailing bytes. Whether a recorded size
+//! matches its blob or subtree is `verify`'s check.
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, ModeProblem};
 use crate::escape::escape_name;
 use crate::id::ObjectId;
 
 const MAGIC: &[u8; 4] = b"ZCBT";
-const VERSION: u8 = 1;
+/// The format every new tree is written in (entries carry their mode).
+const VERSION: u8 = 2;
+/// The first format: no mode field, modes implied by kinds. Read, and re-encoded only from a
+/// decoded format-1 tree.
+const VERSION_1: u8 = 1;
 const HEADER_LEN: usize = 4 + 1 + 4;
-const FIXED_RECORD_LEN: usize = 1 + 2 + 8 + 32;
+const FIXED_RECORD_LEN_1: usize = 1 + 2 + 8 + 32;
+const FIXED_RECORD_LEN: usize = FIXED_RECORD_LEN_1 + 2;
 
 /// The largest size an entry, or a whole tree, may record: `i64::MAX` (Linux's `off_t` bound).
 pub const MAX_SIZE: u64 = i64::MAX as u64;
+
+/// The permission bits a tree can record: read, write, execute for owner, group, other.
+/// Setuid, setgid and sticky are never carried.
+pub const MODE_BITS: u32 = 0o777;
+
+/// The mode of every directory entry (directory modes do not travel).
+pub const DIR_MODE: u32 = 0o755;
 
 /// What an entry is. Only what travels: a file, an executable file, or a directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum EntryKind {
-    /// A regular file without the executable bit.
+    /// A regular file without any execute bit.
     File,
-    /// A regular file with the executable bit (published as 0755).
+    /// A regular file with at least one execute bit.
     ExecFile,
     /// A directory (its id names a tree object).
     Dir,
@@ -63,8 +87,18 @@ impl EntryKind {
         !matches!(self, EntryKind::Dir)
     }
 
-    /// The permission bits a published copy gets (umask aside).
-    pub fn mode(self) -> u32 {
+    /// The kind of a regular file with permission bits `mode`.
+    pub fn of_file_mode(mode: u32) -> EntryKind {
+        if mode & 0o111 != 0 {
+            EntryKind::ExecFile
+        } else {
+            EntryKind::File
+        }
+    }
+
+    /// The mode a format-1 tree implies for this kind (it recorded none): 0o644 for a file,
+    /// 0o755 for an exec-file and a directory.
+    pub fn implied_mode(self) -> u32 {
         match self {
             EntryKind::File => 0o644,
             EntryKind::ExecFile | EntryKind::Dir => 0o755,
@@ -79,6 +113,9 @@ pub struct TreeEntry {
     pub name: Vec<u8>,
     /// File, exec-file or dir.
     pub kind: EntryKind,
+    /// Permission bits, at most [`MODE_BITS`]: a file's own; [`DIR_MODE`] for a directory.
+    /// A file is [`EntryKind::ExecFile`] exactly when this has an execute bit.
+    pub mode: u32,
     /// File length, or total file bytes beneath a directory.
     pub size: u64,
     /// Blob id for files, tree id for directories.
@@ -86,16 +123,82 @@ pub struct TreeEntry {
 }
 
 impl TreeEntry {
+    /// A regular file entry with permission bits `mode` (anything beyond [`MODE_BITS`] is
+    /// dropped: setuid, setgid and sticky never travel); its kind follows from the mode.
+    pub fn file(name: Vec<u8>, mode: u32, size: u64, id: ObjectId) -> TreeEntry {
+        let mode = mode & MODE_BITS;
+        TreeEntry {
+            name,
+            kind: EntryKind::of_file_mode(mode),
+            mode,
+            size,
+            id,
+        }
+    }
+
+    /// A directory entry naming tree `id` with `size` file bytes beneath.
+    pub fn dir(name: Vec<u8>, size: u64, id: ObjectId) -> TreeEntry {
+        TreeEntry {
+            name,
+            kind: EntryKind::Dir,
+            mode: DIR_MODE,
+            size,
+            id,
+        }
+    }
+
     /// The name for display, through the one escaper ([`escape_name`]).
     pub fn display_name(&self) -> String {
         escape_name(&self.name)
     }
+
+    /// The mode as four octal digits (`0644`), as diff and ls print it.
+    pub fn mode_octal(&self) -> String {
+        format!("{:04o}", self.mode)
+    }
+}
+
+/// Why `mode` cannot go with `kind`, or `None` when it can.
+fn mode_problem(kind: EntryKind, mode: u32) -> Option<ModeProblem> {
+    if mode & !MODE_BITS != 0 {
+        Some(ModeProblem::BeyondPermissions)
+    } else if kind == EntryKind::Dir && mode != DIR_MODE {
+        Some(ModeProblem::Directory)
+    } else if kind.is_file() && EntryKind::of_file_mode(mode) != kind {
+        Some(ModeProblem::KindMismatch)
+    } else {
+        None
+    }
+}
+
+fn check_mode(e: &TreeEntry) -> Result<(), DecodeError> {
+    match mode_problem(e.kind, e.mode) {
+        Some(why) => Err(DecodeError::BadMode {
+            name: escape_name(&e.name),
+            // Saturated: a mode from the API may exceed the encoding's 16 bits.
+            mode: u16::try_from(e.mode).unwrap_or(u16::MAX),
+            why,
+        }),
+        None => Ok(()),
+    }
 }
 
 /// A decoded directory: entries in strictly increasing name order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tree {
     entries: Vec<TreeEntry>,
+    /// The format it was decoded from (or [`VERSION`] for a new tree): [`Tree::encode`]
+    /// writes it back in that format, so the bytes still hash to the object's id.
+    version: u8,
+}
+
+impl Default for Tree {
+    fn default() -> Tree {
+        Tree {
+            entries: Vec::new(),
+            version: VERSION,
+        }
+    }
 }
 
 /// Why a name cannot be a tree entry name, or `None` when it can.
@@ -116,7 +219,8 @@ pub fn invalid_name_reason(name: &[u8]) -> Option<&'static str> {
 }
 
 impl Tree {
-    /// Builds a tree from entries in any order. Fails on an invalid or duplicate name.
+    /// Builds a (format 2) tree from entries in any order. Fails on an invalid or duplicate
+    /// name, or a mode that is out of range or disagrees with its kind.
     pub fn from_entries(mut entries: Vec<TreeEntry>) -> Result<Tree, DecodeError> {
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         for (i, e) in entries.iter().enumerate() {
@@ -126,14 +230,23 @@ impl Tree {
             if i > 0 && entries[i - 1].name == e.name {
                 return Err(DecodeError::Duplicate(escape_name(&e.name)));
             }
+            check_mode(e)?;
         }
         check_sizes(&entries)?;
-        Ok(Tree { entries })
+        Ok(Tree {
+            entries,
+            version: VERSION,
+        })
     }
 
     /// The entries, sorted by name bytes.
     pub fn entries(&self) -> &[TreeEntry] {
         &self.entries
+    }
+
+    /// The format this tree is encoded in: 2, or 1 for a tree decoded from format 1.
+    pub fn format_version(&self) -> u8 {
+        self.version
     }
 
     /// Looks an entry up by exact name (binary search).
@@ -149,20 +262,26 @@ impl Tree {
         self.entries.iter().map(|e| e.size).sum()
     }
 
-    /// The canonical encoding; its blake3 is the tree's id.
+    /// The canonical encoding, in the tree's format; its blake3 is the tree's id.
     pub fn encode(&self) -> Vec<u8> {
-        let body: usize = self
-            .entries
-            .iter()
-            .map(|e| FIXED_RECORD_LEN + e.name.len())
-            .sum();
+        let v1 = self.version == VERSION_1;
+        let fixed = if v1 {
+            FIXED_RECORD_LEN_1
+        } else {
+            FIXED_RECORD_LEN
+        };
+        let body: usize = self.entries.iter().map(|e| fixed + e.name.len()).sum();
         let mut out = Vec::with_capacity(HEADER_LEN + body);
         out.extend_from_slice(MAGIC);
-        out.push(VERSION);
+        out.push(self.version);
         let count = u32::try_from(self.entries.len()).expect("a directory has < 2^32 entries");
         out.extend_from_slice(&count.to_be_bytes());
         for e in &self.entries {
             out.push(e.kind.code());
+            if !v1 {
+                let mode = u16::try_from(e.mode).expect("modes were checked at construction");
+                out.extend_from_slice(&mode.to_be_bytes());
+            }
             let len = u16::try_from(e.name.len()).expect("names were checked at construction");
             out.extend_from_slice(&len.to_be_bytes());
             out.extend_from_slice(&e.name);
@@ -172,21 +291,27 @@ impl Tree {
         out
     }
 
-    /// Decodes and validates a tree object.
+    /// Decodes and validates a tree object (format 2, or format 1 with implied modes).
     pub fn decode(bytes: &[u8]) -> Result<Tree, DecodeError> {
         let mut r = Reader { bytes, pos: 0 };
         if r.take(4)? != MAGIC {
             return Err(DecodeError::BadMagic);
         }
         let version = r.take(1)?[0];
-        if version != VERSION {
+        if version != VERSION && version != VERSION_1 {
             return Err(DecodeError::BadVersion(u32::from(version)));
         }
+        let v1 = version == VERSION_1;
         let count = u32::from_be_bytes(r.array()?) as usize;
-        // Do not trust `count` for allocation: each record is at least FIXED_RECORD_LEN + 1.
-        let mut entries = Vec::with_capacity(count.min(bytes.len() / (FIXED_RECORD_LEN + 1)));
+        // Do not trust `count` for allocation: each record is at least FIXED_RECORD_LEN_1 + 1.
+        let mut entries = Vec::with_capacity(count.min(bytes.len() / (FIXED_RECORD_LEN_1 + 1)));
         for _ in 0..count {
             let kind = EntryKind::from_code(r.take(1)?[0])?;
+            let mode = if v1 {
+                kind.implied_mode()
+            } else {
+                u32::from(u16::from_be_bytes(r.array()?))
+            };
             let len = usize::from(u16::from_be_bytes(r.array()?));
             let name = r.take(len)?.to_vec();
             if invalid_name_reason(&name).is_some() {
@@ -206,18 +331,21 @@ impl Tree {
                     }
                 }
             }
-            entries.push(TreeEntry {
+            let entry = TreeEntry {
                 name,
                 kind,
+                mode,
                 size,
                 id,
-            });
+            };
+            check_mode(&entry)?;
+            entries.push(entry);
         }
         if r.pos != bytes.len() {
             return Err(DecodeError::TrailingBytes(bytes.len() - r.pos));
         }
         check_sizes(&entries)?;
-        Ok(Tree { entries })
+        Ok(Tree { entries, version })
     }
 }
 
@@ -264,6 +392,7 @@ mod tests {
         TreeEntry {
             name: name.to_vec(),
             kind,
+            mode: kind.implied_mode(),
             size: 3,
             id: ObjectId::of(name),
         }
@@ -275,29 +404,111 @@ mod tests {
             entry(b"a", EntryKind::Dir),
             entry(b"run.sh", EntryKind::ExecFile),
             entry(b"caf\xe9", EntryKind::File),
+            TreeEntry::file(b"key".to_vec(), 0o600, 3, ObjectId::of(b"key")),
+            TreeEntry::file(b"tool".to_vec(), 0o750, 3, ObjectId::of(b"tool")),
         ])
         .unwrap()
     }
 
+    /// The format-1 bytes of `entries` (kind, name, size, id; no mode), as an old build wrote.
+    fn v1_bytes(entries: &[TreeEntry]) -> Vec<u8> {
+        let mut out = b"ZCBT\x01".to_vec();
+        out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+        for e in entries {
+            out.push(e.kind.code());
+            out.extend_from_slice(&(e.name.len() as u16).to_be_bytes());
+            out.extend_from_slice(&e.name);
+            out.extend_from_slice(&e.size.to_be_bytes());
+            out.extend_from_slice(e.id.as_bytes());
+        }
+        out
+    }
+
     #[test]
-    fn round_trip_is_canonical() {
+    fn round_trip_is_canonical_and_keeps_modes() {
         let t = sample();
         let bytes = t.encode();
+        assert_eq!(bytes[4], VERSION);
         let back = Tree::decode(&bytes).unwrap();
         assert_eq!(back, t);
         assert_eq!(back.encode(), bytes);
         let names: Vec<_> = back.entries().iter().map(|e| e.display_name()).collect();
-        assert_eq!(names, ["a", "b.md", "caf\\xe9", "run.sh"]);
+        assert_eq!(names, ["a", "b.md", "caf\\xe9", "key", "run.sh", "tool"]);
         assert_eq!(back.get(b"run.sh").unwrap().kind, EntryKind::ExecFile);
+        let key = back.get(b"key").unwrap();
+        assert_eq!(
+            (key.kind, key.mode, key.mode_octal().as_str()),
+            (EntryKind::File, 0o600, "0600")
+        );
+        assert_eq!(back.get(b"tool").unwrap().kind, EntryKind::ExecFile);
+        assert_eq!(back.get(b"a").unwrap().mode, DIR_MODE);
         assert!(back.get(b"zzz").is_none());
         assert_eq!(Tree::default().encode().len(), HEADER_LEN);
     }
 
     #[test]
+    fn a_mode_is_part_of_the_id() {
+        let a = Tree::from_entries(vec![TreeEntry::file(
+            b"k".to_vec(),
+            0o600,
+            1,
+            ObjectId::of(b"x"),
+        )]);
+        let b = Tree::from_entries(vec![TreeEntry::file(
+            b"k".to_vec(),
+            0o644,
+            1,
+            ObjectId::of(b"x"),
+        )]);
+        assert_ne!(a.unwrap().encode(), b.unwrap().encode());
+    }
+
+    #[test]
+    fn special_bits_never_travel() {
+        let e = TreeEntry::file(b"s".to_vec(), 0o104_755, 1, ObjectId::of(b"s"));
+        assert_eq!((e.kind, e.mode), (EntryKind::ExecFile, 0o755));
+        let e = TreeEntry::file(b"t".to_vec(), 0o7640, 1, ObjectId::of(b"t"));
+        assert_eq!((e.kind, e.mode), (EntryKind::File, 0o640));
+    }
+
+    #[test]
+    fn format_1_decodes_with_implied_modes_and_reencodes_to_its_own_bytes() {
+        let entries = [
+            entry(b"a", EntryKind::Dir),
+            entry(b"b.md", EntryKind::File),
+            entry(b"run.sh", EntryKind::ExecFile),
+        ];
+        let old = v1_bytes(&entries);
+        let t = Tree::decode(&old).unwrap();
+        assert_eq!(t.format_version(), 1);
+        let modes: Vec<u32> = t.entries().iter().map(|e| e.mode).collect();
+        assert_eq!(modes, [0o755, 0o644, 0o755]);
+        assert_eq!(
+            t.encode(),
+            old,
+            "a format-1 tree keeps its id through a pack"
+        );
+        // The same entries built anew are format 2: another object.
+        let new = Tree::from_entries(entries.to_vec()).unwrap();
+        assert_eq!(new.format_version(), VERSION);
+        assert_eq!(new.entries(), t.entries());
+        assert_ne!(new.encode(), old);
+        // Format 1 is still checked as strictly as ever.
+        for cut in 0..old.len() {
+            assert!(Tree::decode(&old[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut bad = old.clone();
+        bad[HEADER_LEN] = 9;
+        assert_eq!(Tree::decode(&bad), Err(DecodeError::BadKind(9)));
+    }
+
+    #[test]
     fn rejects_bad_version_and_magic() {
         let mut bytes = sample().encode();
-        bytes[4] = 2;
-        assert_eq!(Tree::decode(&bytes), Err(DecodeError::BadVersion(2)));
+        bytes[4] = 3;
+        assert_eq!(Tree::decode(&bytes), Err(DecodeError::BadVersion(3)));
+        bytes[4] = 0;
+        assert_eq!(Tree::decode(&bytes), Err(DecodeError::BadVersion(0)));
         bytes[0] = b'X';
         assert_eq!(Tree::decode(&bytes), Err(DecodeError::BadMagic));
     }
@@ -317,8 +528,49 @@ mod tests {
     fn raw(entries: &[TreeEntry]) -> Vec<u8> {
         let t = Tree {
             entries: entries.to_vec(),
+            version: VERSION,
         };
         t.encode()
+    }
+
+    #[test]
+    fn rejects_modes_out_of_range_or_disagreeing_with_the_kind() {
+        let with = |kind, mode| TreeEntry {
+            mode,
+            ..entry(b"x", kind)
+        };
+        for (kind, mode) in [
+            (EntryKind::File, 0o4644), // setuid
+            (EntryKind::File, 0o1644), // sticky
+            (EntryKind::File, 0o2644), // setgid
+            (EntryKind::ExecFile, 0o104_755),
+            (EntryKind::File, 0o755), // exec bits on a plain file
+            (EntryKind::File, 0o610),
+            (EntryKind::ExecFile, 0o644), // an exec-file without one
+            (EntryKind::Dir, 0o700),      // directory modes do not travel
+            (EntryKind::Dir, 0),
+            (EntryKind::ExecFile, 0xFFFF), // every bit of the field
+        ] {
+            let e = with(kind, mode);
+            let bytes = raw(std::slice::from_ref(&e));
+            assert!(
+                matches!(Tree::decode(&bytes), Err(DecodeError::BadMode { .. })),
+                "{kind:?} {mode:o}"
+            );
+            assert!(
+                matches!(
+                    Tree::from_entries(vec![e]),
+                    Err(DecodeError::BadMode { .. })
+                ),
+                "{kind:?} {mode:o}"
+            );
+        }
+        // Every mode up to 0o777 is fine on a file of the matching kind.
+        for mode in 0..=0o777 {
+            let e = TreeEntry::file(b"f".to_vec(), mode, 0, ObjectId::of(b"f"));
+            let t = Tree::from_entries(vec![e]).unwrap();
+            assert_eq!(Tree::decode(&t.encode()).unwrap(), t);
+        }
     }
 
     #[test]
@@ -370,33 +622,50 @@ mod tests {
         let mut bytes = Tree::default().encode();
         bytes[5..9].copy_from_slice(&u32::MAX.to_be_bytes());
         assert_eq!(Tree::decode(&bytes), Err(DecodeError::Truncated));
+        bytes[4] = VERSION_1;
+        assert_eq!(Tree::decode(&bytes), Err(DecodeError::Truncated));
     }
 }
 
 #[cfg(test)]
 mod robustness {
-    //! Hostile input: random corruptions of valid encodings must decode to a typed error or
-    //! to a tree that re-encodes to exactly the same bytes; never a panic.
+    //! Hostile input: random corruptions of valid encodings (both formats) must decode to a
+    //! typed error or to a tree that re-encodes to exactly the same bytes; never a panic.
     use super::*;
 
     #[test]
     fn random_mutations_never_panic_and_never_decode_ambiguously() {
         let tree = Tree::from_entries(
             (0..20u8)
-                .map(|i| TreeEntry {
-                    name: format!("entry-{i:02}").into_bytes(),
-                    kind: if i % 3 == 0 {
-                        EntryKind::Dir
+                .map(|i| {
+                    let name = format!("entry-{i:02}").into_bytes();
+                    let size = u64::from(i) * 1000;
+                    let id = ObjectId::of(&[i]);
+                    if i % 3 == 0 {
+                        TreeEntry::dir(name, size, id)
                     } else {
-                        EntryKind::File
-                    },
-                    size: u64::from(i) * 1000,
-                    id: ObjectId::of(&[i]),
+                        TreeEntry::file(
+                            name,
+                            [0o644, 0o600, 0o755, 0o640][usize::from(i % 4)],
+                            size,
+                            id,
+                        )
+                    }
                 })
                 .collect(),
         )
         .unwrap();
-        let good = tree.encode();
+        let v1 = Tree {
+            entries: tree
+                .entries()
+                .iter()
+                .map(|e| TreeEntry {
+                    mode: e.kind.implied_mode(),
+                    ..e.clone()
+                })
+                .collect(),
+            version: VERSION_1,
+        };
         let mut x: u64 = 0x2545_F491_4F6C_DD1D;
         let mut next = || {
             x ^= x << 13;
@@ -404,20 +673,23 @@ mod robustness {
             x ^= x << 17;
             x
         };
-        for _ in 0..20_000 {
-            let mut bytes = good.clone();
-            for _ in 0..(1 + next() % 4) {
-                let pos = (next() as usize) % bytes.len();
-                match next() % 3 {
-                    0 => bytes[pos] = next() as u8,
-                    1 => {
-                        bytes.remove(pos);
+        for good in [tree.encode(), v1.encode()] {
+            assert!(Tree::decode(&good).is_ok());
+            for _ in 0..20_000 {
+                let mut bytes = good.clone();
+                for _ in 0..(1 + next() % 4) {
+                    let pos = (next() as usize) % bytes.len();
+                    match next() % 3 {
+                        0 => bytes[pos] = next() as u8,
+                        1 => {
+                            bytes.remove(pos);
+                        }
+                        _ => bytes.insert(pos, next() as u8),
                     }
-                    _ => bytes.insert(pos, next() as u8),
                 }
-            }
-            if let Ok(t) = Tree::decode(&bytes) {
-                assert_eq!(t.encode(), bytes, "a decoded tree must be canonical");
+                if let Ok(t) = Tree::decode(&bytes) {
+                    assert_eq!(t.encode(), bytes, "a decoded tree must be canonical");
+                }
             }
         }
     }

@@ -448,6 +448,7 @@ mod tests {
             .map(|(name, bytes)| TreeEntry {
                 name: name.as_bytes().to_vec(),
                 kind: EntryKind::File,
+                mode: 0o644,
                 size: bytes.len() as u64,
                 id: store.objects().write_bytes(bytes).unwrap(),
             })

@@ -14,8 +14,7 @@
 mod checks;
 
 use zeroclaw_bundle_store::{
-    CaptureReport, EntryKind, ObjectId, Skipped, Snapshot, SnapshotKind, Tally, Tree, TreeEntry,
-    MAX_SIZE,
+    CaptureReport, ObjectId, Skipped, Snapshot, SnapshotKind, Tally, Tree, TreeEntry, MAX_SIZE,
 };
 
 #[path = "../../tests/fuzz/rng.rs"]
@@ -52,24 +51,42 @@ const INTERESTING_TEXT: [&str; 14] = [
 ];
 
 fn seeds_tree() -> Vec<Vec<u8>> {
-    let entry = |name: &[u8], kind, size| TreeEntry {
-        name: name.to_vec(),
-        kind,
-        size,
-        id: ObjectId::of(name),
-    };
+    let file =
+        |name: &[u8], mode, size| TreeEntry::file(name.to_vec(), mode, size, ObjectId::of(name));
     let trees = [
         Tree::default(),
-        Tree::from_entries(vec![entry(b"a", EntryKind::File, 6)]).unwrap(),
+        Tree::from_entries(vec![file(b"a", 0o644, 6)]).unwrap(),
         Tree::from_entries(vec![
-            entry(b"caf\xe9", EntryKind::File, 1),
-            entry("nel\u{85}".as_bytes(), EntryKind::ExecFile, 2),
-            entry(b"sub", EntryKind::Dir, MAX_SIZE - 3),
-            entry(b"\\x41", EntryKind::File, 0),
+            file(b"caf\xe9", 0o600, 1),
+            file("nel\u{85}".as_bytes(), 0o755, 2),
+            TreeEntry::dir(b"sub".to_vec(), MAX_SIZE - 3, ObjectId::of(b"sub")),
+            file(b"\\x41", 0o640, 0),
+            file(b"none", 0, 0),
         ])
         .unwrap(),
     ];
-    trees.iter().map(Tree::encode).collect()
+    let mut seeds: Vec<Vec<u8>> = trees.iter().map(Tree::encode).collect();
+    // A format-1 tree (no mode field), as older builds wrote: still read.
+    seeds.push(v1_tree(&[
+        (1, b"a.md", 3),
+        (2, b"run.sh", 4),
+        (3, b"sub", 7),
+    ]));
+    seeds
+}
+
+/// Format-1 tree bytes: `(kind code, name, size)` per entry, ids of the names.
+fn v1_tree(entries: &[(u8, &[u8], u64)]) -> Vec<u8> {
+    let mut out = b"ZCBT\x01".to_vec();
+    out.extend_from_slice(&(entries.len() as u32).to_be_bytes());
+    for (kind, name, size) in entries {
+        out.push(*kind);
+        out.extend_from_slice(&(name.len() as u16).to_be_bytes());
+        out.extend_from_slice(name);
+        out.extend_from_slice(&size.to_be_bytes());
+        out.extend_from_slice(ObjectId::of(name).as_bytes());
+    }
+    out
 }
 
 fn seeds_record() -> Vec<Vec<u8>> {
@@ -266,6 +283,41 @@ mod regressions {
         }
         assert!(zeroclaw_bundle_store::Tree::decode(&bytes).is_err());
         checks::tree_decode(&bytes);
+    }
+
+    /// Issue 17 (file modes): a format-2 entry whose mode carries setuid, setgid, sticky or
+    /// bits above them, disagrees with its kind, or gives a directory another mode is refused.
+    #[test]
+    fn issue_17_modes_outside_the_grammar() {
+        use zeroclaw_bundle_store::Tree;
+        let one = |kind: u8, mode: u16| {
+            let mut bytes = b"ZCBT\x02\x00\x00\x00\x01".to_vec();
+            bytes.push(kind);
+            bytes.extend_from_slice(&mode.to_be_bytes());
+            bytes.extend_from_slice(&1u16.to_be_bytes());
+            bytes.push(b'x');
+            bytes.extend_from_slice(&0u64.to_be_bytes());
+            bytes.extend_from_slice(&[0u8; 32]);
+            bytes
+        };
+        for (kind, mode) in [
+            (1, 0o4644),
+            (2, 0o2755),
+            (1, 0o1644),
+            (2, 0xFFFF),
+            (1, 0o744),
+            (2, 0o644),
+            (3, 0o700),
+            (3, 0o1755),
+        ] {
+            let bytes = one(kind, mode);
+            assert!(Tree::decode(&bytes).is_err(), "kind {kind} mode {mode:o}");
+            checks::tree_decode(&bytes);
+        }
+        for (kind, mode) in [(1, 0o600), (1, 0), (2, 0o100), (2, 0o777), (3, 0o755)] {
+            let bytes = one(kind, mode);
+            assert!(checks::tree_decode(&bytes), "kind {kind} mode {mode:o}");
+        }
     }
 
     #[test]

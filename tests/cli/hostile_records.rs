@@ -151,6 +151,7 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
         let tree = Tree::from_entries(vec![TreeEntry {
             name: b"six".to_vec(),
             kind: EntryKind::File,
+            mode: 0o644,
             size,
             id: blob,
         }])

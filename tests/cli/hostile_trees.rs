@@ -21,6 +21,7 @@ fn dir(name: &str, id: ObjectId, size: u64) -> TreeEntry {
     TreeEntry {
         name: name.as_bytes().to_vec(),
         kind: EntryKind::Dir,
+        mode: 0o755,
         size,
         id,
     }
@@ -35,6 +36,7 @@ fn leaf(store: &Store) -> ObjectId {
     let file = TreeEntry {
         name: b"f".to_vec(),
         kind: EntryKind::File,
+        mode: 0o644,
         size: len,
         id: blob,
     };

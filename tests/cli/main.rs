@@ -6,6 +6,7 @@ mod capture_races;
 mod crash_campaign;
 mod diff;
 mod export;
+mod file_modes;
 mod full_disk;
 mod hostile_records;
 mod hostile_trees;

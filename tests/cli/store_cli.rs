@@ -295,15 +295,22 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.snapshot(&src);
     fs::write(
         env.store.join("STORE"),
-        "zeroclaw-bundle store\nversion 2\n",
+        "zeroclaw-bundle store\nversion 3\n",
     )
     .unwrap();
-    env.run(&["list"]).fails(1, "has format version 2");
+    env.run(&["list"]).fails(1, "has format version 3");
+    // A store of the previous format (format-1 trees only) is read, and its marker raised
+    // (issue 17: a build that cannot read format-2 trees must not touch it afterwards).
     fs::write(
         env.store.join("STORE"),
         "zeroclaw-bundle store\nversion 1\n",
     )
     .unwrap();
+    env.run(&["list"]).ok();
+    assert_eq!(
+        fs::read_to_string(env.store.join("STORE")).unwrap(),
+        "zeroclaw-bundle store\nversion 2\n"
+    );
     // --dir that is a symlink, a file, missing.
     std::os::unix::fs::symlink(&src, env.path("link")).unwrap();
     env.run(&["snapshot", "--dir", "link"])

@@ -3,10 +3,14 @@
 //! arbitrary bytes, panics only when a property breaks (a decoder panicking counts), and
 //! returns whether the input was accepted (so a harness can report how deep it got).
 
-use zeroclaw_bundle_store::{escape_name, unescape_name, Snapshot, Tree, MAX_SIZE};
+use zeroclaw_bundle_store::{
+    escape_name, unescape_name, EntryKind, Snapshot, Tree, DIR_MODE, MAX_SIZE, MODE_BITS,
+};
 
 /// Tree decoder: never panics; what decodes is canonical (re-encodes to the same bytes, so
-/// one tree has one id) and its sizes are within the documented bound.
+/// one tree has one id), its sizes are within the documented bound, and every mode is
+/// permission bits only (no setuid, setgid, sticky), 0o755 on a directory, and agrees with
+/// its file kind.
 pub fn tree_decode(data: &[u8]) -> bool {
     let decoded = Tree::decode(data);
     let accepted = decoded.is_ok();
@@ -16,6 +20,12 @@ pub fn tree_decode(data: &[u8]) -> bool {
         for e in tree.entries() {
             // Display names never carry a control character to a terminal.
             assert!(!e.display_name().chars().any(char::is_control));
+            assert_eq!(e.mode & !MODE_BITS, 0, "mode {:o}", e.mode);
+            if e.kind == EntryKind::Dir {
+                assert_eq!(e.mode, DIR_MODE);
+            } else {
+                assert_eq!(EntryKind::of_file_mode(e.mode), e.kind, "mode {:o}", e.mode);
+            }
         }
     }
     accepted

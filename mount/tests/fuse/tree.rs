@@ -103,3 +103,36 @@ fn positioned_reads_return_the_right_bytes() {
         "past the end"
     );
 }
+
+/// Issue 17 (file modes): a file shows the permission bits its tree entry records, without
+/// the write bits (the view is read-only): a `0600` key is 0400, unreadable by group and
+/// others through the mount too; directories stay 0555.
+#[test]
+fn recorded_modes_show_without_the_write_bits() {
+    use crate::util::{dir, moded};
+    let env = Env::new();
+    let (root, expected) = env.build(vec![
+        moded(".env", 0o600, "API_KEY=x\n"),
+        moded("shared.conf", 0o640, "a = 1\n"),
+        moded("run.sh", 0o755, "#!/bin/sh\n"),
+        moded("mine.sh", 0o700, "#!/bin/sh\n"),
+        dir(
+            "sub",
+            vec![moded("plain.md", 0o644, "p\n"), moded("none", 0, "")],
+        ),
+    ]);
+    let Some(m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let mode = |p: &str| fs::metadata(m.path.join(p)).unwrap().mode() & 0o7777;
+    assert_eq!(mode(".env"), 0o400);
+    assert_eq!(mode("shared.conf"), 0o440);
+    assert_eq!(mode("run.sh"), 0o555);
+    assert_eq!(mode("mine.sh"), 0o500);
+    assert_eq!(mode("sub"), 0o555);
+    assert_eq!(mode("sub/plain.md"), 0o444);
+    assert_eq!(mode("sub/none"), 0);
+    let seen = walk(&m.path);
+    assert_eq!(seen, expected);
+    assert_eq!(fs::read(m.path.join(".env")).unwrap(), b"API_KEY=x\n");
+}

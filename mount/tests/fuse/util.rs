@@ -20,6 +20,8 @@ use zeroclaw_bundle_store::{EntryKind, ObjectId, ObjectSource, Store, Tree, Tree
 pub enum Spec {
     File(Vec<u8>),
     Exec(Vec<u8>),
+    /// A file with these permission bits.
+    Mode(u32, Vec<u8>),
     Dir(Vec<(Vec<u8>, Spec)>),
 }
 
@@ -29,6 +31,11 @@ pub fn file(name: impl AsRef<[u8]>, data: impl Into<Vec<u8>>) -> (Vec<u8>, Spec)
 
 pub fn exec(name: impl AsRef<[u8]>, data: impl Into<Vec<u8>>) -> (Vec<u8>, Spec) {
     (name.as_ref().to_vec(), Spec::Exec(data.into()))
+}
+
+/// A file whose tree entry records `mode`.
+pub fn moded(name: impl AsRef<[u8]>, mode: u32, data: impl Into<Vec<u8>>) -> (Vec<u8>, Spec) {
+    (name.as_ref().to_vec(), Spec::Mode(mode, data.into()))
 }
 
 pub fn dir(name: impl AsRef<[u8]>, entries: Vec<(Vec<u8>, Spec)>) -> (Vec<u8>, Spec) {
@@ -72,26 +79,29 @@ impl Env {
     /// (keyed by relative path bytes; the root is the empty path).
     pub fn build(&self, root: Vec<(Vec<u8>, Spec)>) -> (ObjectId, BTreeMap<Vec<u8>, Seen>) {
         let mut expected = BTreeMap::new();
-        let (_, _, id) = self.write(&Spec::Dir(root), b"", &mut expected);
-        (id, expected)
+        let root = self.write(&Spec::Dir(root), b"", b"", &mut expected);
+        (root.id, expected)
     }
 
-    /// Writes the spec's blobs and trees, recording each path; returns (kind, size, id).
+    /// Writes the spec's blobs and trees, recording each path (a file shows its recorded
+    /// mode without the write bits, a directory 0555); returns its entry named `name`.
     fn write(
         &self,
         spec: &Spec,
+        name: &[u8],
         path: &[u8],
         out: &mut BTreeMap<Vec<u8>, Seen>,
-    ) -> (EntryKind, u64, ObjectId) {
-        let (kind, size, id, perm, data) = match spec {
-            Spec::File(data) | Spec::Exec(data) => {
+    ) -> TreeEntry {
+        let (entry, perm, data) = match spec {
+            Spec::File(data) | Spec::Exec(data) | Spec::Mode(_, data) => {
                 let id = self.store.objects().write_bytes(data).expect("write blob");
-                let len = data.len() as u64;
-                if matches!(spec, Spec::Exec(_)) {
-                    (EntryKind::ExecFile, len, id, 0o555, Some(data.clone()))
-                } else {
-                    (EntryKind::File, len, id, 0o444, Some(data.clone()))
-                }
+                let mode = match spec {
+                    Spec::Exec(_) => 0o755,
+                    Spec::Mode(mode, _) => *mode,
+                    _ => 0o644,
+                };
+                let entry = TreeEntry::file(name.to_vec(), mode, data.len() as u64, id);
+                (entry, mode & 0o555, Some(data.clone()))
             }
             Spec::Dir(children) => {
                 let entries = children
@@ -102,29 +112,31 @@ impl Env {
                             p.push(b'/');
                         }
                         p.extend_from_slice(name);
-                        let (kind, size, id) = self.write(child, &p, out);
-                        TreeEntry {
-                            name: name.clone(),
-                            kind,
-                            size,
-                            id,
-                        }
+                        self.write(child, name, &p, out)
                     })
                     .collect();
                 let tree = Tree::from_entries(entries).expect("valid tree");
                 let id = self.store.write_tree(&tree).expect("write tree");
-                (EntryKind::Dir, tree.total_size(), id, 0o555, None)
+                (
+                    TreeEntry::dir(name.to_vec(), tree.total_size(), id),
+                    0o555,
+                    None,
+                )
             }
         };
         let seen = Seen {
-            kind: if kind == EntryKind::Dir { 'd' } else { 'f' },
+            kind: if entry.kind == EntryKind::Dir {
+                'd'
+            } else {
+                'f'
+            },
             perm,
-            size,
+            size: entry.size,
             data,
-            id: id.to_hex(),
+            id: entry.id.to_hex(),
         };
         out.insert(path.to_vec(), seen);
-        (kind, size, id)
+        entry
     }
 
     /// Mounts `root`; None (after printing why) when this host cannot mount, outside CI.
