@@ -1013,6 +1013,44 @@ impl ObjectSource for PackOverStore {
     }
 }
 
+/// A pack of exactly `objects` (bytes, stored with zstd?) carrying snapshot `root`: what a
+/// hostile sender can write (objects the snapshot does not reach, any declared length).
+#[cfg(test)]
+pub(crate) fn craft_pack(
+    root: ObjectId,
+    base: Option<ObjectId>,
+    objects: &[(Vec<u8>, bool)],
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&PACK_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(root.as_bytes());
+    out.extend_from_slice(&base.map(|b| *b.as_bytes()).unwrap_or([0; 32]));
+    let mut index = Vec::new();
+    for (bytes, zstd) in objects {
+        let stored = if *zstd {
+            zstd::bulk::compress(bytes, ZSTD_LEVEL).expect("zstd compresses")
+        } else {
+            bytes.clone()
+        };
+        index.push(PackEntry {
+            id: ObjectId::of(bytes),
+            offset: out.len() as u64,
+            stored_len: stored.len() as u64,
+            len: bytes.len() as u64,
+            zstd: *zstd,
+        });
+        out.extend_from_slice(&stored);
+    }
+    index.sort_by_key(|e| e.id);
+    let index_offset = out.len() as u64;
+    out.extend_from_slice(&encode_index(&index));
+    let digest = ObjectId::of(&out);
+    out.extend_from_slice(&encode_trailer(index_offset, &digest));
+    out
+}
+
 /// An unnamed temporary file (`O_TMPFILE` where supported, else created and unlinked).
 fn tempfile_in_tmp() -> io::Result<File> {
     let dir = std::env::temp_dir();
