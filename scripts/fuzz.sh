@@ -3,7 +3,7 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
 #
-# Targets: tree_decode, record_decode, unescape; the properties live in tests/fuzz/checks.rs.
+# Targets: tree_decode, record_decode, unescape, pack_read; the properties live in tests/fuzz/checks.rs.
 # Runs the first of these that works:
 #   1. cargo-fuzz (`cargo +nightly fuzz run`) on the targets in tests/fuzz/;
 #   2. the same libFuzzer targets built by hand with a nightly toolchain (what cargo-fuzz
@@ -29,7 +29,7 @@ if ! ZCB_FUZZ_ITERS=$((secs * 500)) ZCB_FUZZ_SEED="$closure_seed" \
 fi
 grep -E "config closure:" "$closure_log" || true
 rm -f "$closure_log"
-targets="tree_decode record_decode unescape"
+targets="tree_decode record_decode unescape pack_read"
 fuzz_dir=tests/fuzz
 
 if [ -z "${ZCB_FUZZ_STABLE:-}" ] && cargo +nightly fuzz --version >/dev/null 2>&1; then

@@ -383,7 +383,12 @@ impl SnapshotFs {
 
     /// Opens a blob for reading after checking its length and (once per id) its hash.
     fn open_blob(&self, node: &Node) -> Result<Blob, Fault> {
-        let blob = self.source.blob(&node.id).map_err(|e| self.damaged(&e))?;
+        // The size the tree records bounds what is read: a pack refuses another length from
+        // its index, before decompressing anything.
+        let blob = self
+            .source
+            .blob_of_size(&node.id, node.size)
+            .map_err(|e| self.damaged(&e))?;
         if blob.len() != node.size {
             self.faults.record(format!(
                 "object {} is {} bytes long but its tree records {} bytes",

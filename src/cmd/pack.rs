@@ -49,6 +49,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             e => anyhow::Error::new(e).context("could not write the pack to stdout"),
         })?
     } else {
+        refuse_out_in_store(&args.out, &ctx.store_path)?;
         if args.out.exists() && !args.force {
             bail!("{} exists; pass --force to replace it", args.out.display());
         }
@@ -118,6 +119,43 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// Refuses `--out` inside the store, or naming the store or a directory that holds it
+/// (however spelled: compared by identity, as `checkout` and `export` compare theirs): the
+/// rename into place would replace a store object, the catalog or the marker.
+fn refuse_out_in_store(out: &Path, store: &Path) -> Result<()> {
+    let dir = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    // An unresolvable directory fails later, where the pack is staged, naming it.
+    let Ok(dir) = fs::canonicalize(dir) else {
+        return Ok(());
+    };
+    let resolved = match out.file_name() {
+        Some(name) => dir.join(name),
+        None => dir,
+    };
+    if let Ok(canonical) = fs::canonicalize(&resolved) {
+        if crate::publish::lies_inside(&fs::canonicalize(store).unwrap_or_default(), &canonical) {
+            bail!(
+                "refusing to write the pack to {}: it is or contains the store {}; write it \
+                 outside the store",
+                out.display(),
+                store.display()
+            );
+        }
+    }
+    if crate::publish::lies_inside(&resolved, store) {
+        bail!(
+            "refusing to write the pack to {}: it is inside the store {} (it would overwrite the \
+             store's own files); write it outside the store",
+            out.display(),
+            store.display()
+        );
+    }
+    Ok(())
 }
 
 /// A pack file being written that fails its next write once SIGINT or SIGTERM arrived.

@@ -49,13 +49,15 @@ impl TreeSide for SourceSide<'_> {
         if size > limit {
             return Ok(None);
         }
-        // A digest pack holds no blobs: its files have ids, not bytes.
-        let blob = match self.0.blob(id) {
+        // A digest pack holds no blobs: its files have ids, not bytes. The size the tree
+        // records is all that is read: a blob of another length is refused (a pack refuses
+        // it from its index, before decompressing anything).
+        let blob = match self.0.blob_of_size(id, size) {
             Err(StoreError::MissingObject(_)) => return Ok(None),
             other => other?,
         };
         blob.verify(id)?;
-        let mut buf = vec![0u8; blob.len() as usize];
+        let mut buf = vec![0u8; size as usize];
         let mut pos = 0usize;
         while pos < buf.len() {
             let n = blob

@@ -299,3 +299,21 @@ fn a_deep_chain_is_walked_without_recursion_and_bounded() {
         "{err}"
     );
 }
+
+/// Issue 18, item 3: `diff -p` reads no more than the size the tree records. A file recorded
+/// as 10 bytes whose blob holds 1,000 is refused by its length (the old reader returned all
+/// 1,000 bytes, and through a pack decompressed all of them first).
+#[test]
+fn content_bytes_stop_at_the_size_the_tree_records() {
+    let (_dir, store) = store();
+    let id = store.objects().write_bytes(&[b'x'; 1000]).unwrap();
+    let reader = store.reader();
+    let side = SourceSide(&reader);
+    match side.bytes(&id, 10, 1 << 20) {
+        Err(StoreError::WrongLength { len, recorded, .. }) => {
+            assert_eq!((len, recorded), (1000, 10))
+        }
+        other => panic!("want WrongLength, got {other:?}"),
+    }
+    assert_eq!(side.bytes(&id, 1000, 1 << 20).unwrap().unwrap().len(), 1000);
+}

@@ -146,6 +146,17 @@ pub enum StoreError {
         /// The limit.
         limit: u64,
     },
+    /// A blob whose length is not the size its tree records (found before it is read, where
+    /// its source knows its length: a pack's index).
+    #[error("object {id} is {len} bytes long but its tree records {recorded} bytes")]
+    WrongLength {
+        /// The blob.
+        id: ObjectId,
+        /// Its length.
+        len: u64,
+        /// The size its tree records.
+        recorded: u64,
+    },
     /// A path inside a tree does not exist.
     #[error("{path}: no such file or directory in snapshot {snapshot}")]
     NoSuchPath {

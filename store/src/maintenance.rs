@@ -3,9 +3,18 @@
 //! period), `reindex` (rebuild the catalog from snapshot records), `forget`, and the leases
 //! a mount holds so gc never deletes what it serves.
 //!
-//! gc marks from every snapshot record found among the objects, not only from the catalog:
-//! a damaged or deleted catalog can never make gc delete a snapshot's data. Before it removes
-//! anything, it drops the stat caches (captures trust a cache hit without a blob lookup).
+//! **Which records are snapshots.** A snapshot record is an object, and objects arrive from
+//! other hosts: a file's bytes can be a record (a pack or a remote sends it as a blob of an
+//! innocent snapshot). So a record found among the objects is not trusted for being there.
+//! `gc`'s roots and `reindex`'s catalog are the same set ([`Store::admit_records`]): every
+//! record the catalog lists (committed here, or received under `unpack`'s rules), plus each
+//! other valid record that passes the received-record rules `unpack` applies: it is not the
+//! content of a file of another snapshot, it is not dated more than a day in the future (it
+//! would stay `agent/<alias>` over every later local export), and its name does not name
+//! another snapshot the catalog lists. A lost catalog is rebuilt under the same rules before
+//! gc marks, so a damaged catalog never makes gc delete a snapshot that reindex would list.
+//! Before it removes anything, gc drops the stat caches (captures trust a cache hit without a
+//! blob lookup).
 
 use std::collections::{HashMap, HashSet};
 use std::fs;
@@ -179,10 +188,64 @@ pub struct ReindexReport {
 struct SizeCheck {
     blob_len: HashMap<ObjectId, u64>,
     tree_total: HashMap<ObjectId, u64>,
-    dir_refs: Vec<(ObjectId, ObjectId, u64, String)>,
+    /// (snapshot, directory id, recorded size, where: a node of [`Paths`]).
+    dir_refs: Vec<(ObjectId, ObjectId, u64, usize)>,
 }
 
-struct ScannedRecord {
+/// The paths of the directories a walk met, each stored once as (parent node, name), so a
+/// walk's memory grows with the number of directories, not with their depth times their
+/// number (a path string per directory made a 20,000-deep chain cost 750 MiB). A path is
+/// spelled out only when a problem names it.
+struct Paths {
+    nodes: Vec<(usize, String)>,
+}
+
+impl Paths {
+    /// A walk from a root, which is node 0 (`/`).
+    fn new() -> Paths {
+        Paths {
+            nodes: vec![(0, String::new())],
+        }
+    }
+
+    /// The node of directory `name` below node `parent`.
+    fn push(&mut self, parent: usize, name: String) -> usize {
+        self.nodes.push((parent, name));
+        self.nodes.len() - 1
+    }
+
+    /// The path of node `at` (ending in `/`), then `file` when given.
+    fn path(&self, mut at: usize, file: Option<&str>) -> String {
+        let mut parts = Vec::new();
+        while at != 0 {
+            let (parent, name) = &self.nodes[at];
+            parts.push(name.as_str());
+            at = *parent;
+        }
+        let mut out = String::from("/");
+        for part in parts.iter().rev() {
+            out.push_str(part);
+            out.push('/');
+        }
+        if let Some(file) = file {
+            out.push_str(file);
+        }
+        out
+    }
+}
+
+/// What [`Store::admit_records`] decided.
+#[derive(Default)]
+pub(crate) struct Admission {
+    /// The snapshots of this store: gc's roots, reindex's catalog.
+    pub(crate) admitted: Vec<(ObjectId, Snapshot)>,
+    /// Why each other record was left out, one sentence each.
+    pub(crate) refused: Vec<String>,
+    /// The names the catalog gave, and to which snapshot.
+    pub(crate) held: HashMap<String, ObjectId>,
+}
+
+pub(crate) struct ScannedRecord {
     id: ObjectId,
     snap: Option<Snapshot>,
     problem: Option<String>,
@@ -309,7 +372,8 @@ impl Store {
         Ok(out)
     }
 
-    /// Marks everything reachable from `root`, recording absent objects as problems.
+    /// Marks everything reachable from `root`, recording absent objects as problems (paths
+    /// as nodes of `paths`, see [`Paths`]).
     fn mark(
         &self,
         snapshot: ObjectId,
@@ -317,14 +381,19 @@ impl Store {
         marked: &mut HashSet<ObjectId>,
         problems: &mut Vec<VerifyProblem>,
         mut sizes: Option<&mut SizeCheck>,
+        paths: &mut Paths,
     ) {
-        let mut stack = vec![(root, String::from("/"))];
+        let mut stack = vec![(root, 0usize)];
         marked.insert(root);
-        while let Some((tree_id, path)) = stack.pop() {
+        while let Some((tree_id, at)) = stack.pop() {
             let tree = match self.read_tree(&tree_id) {
                 Ok(t) => t,
                 Err(StoreError::MissingObject(id)) => {
-                    problems.push(VerifyProblem::Missing { snapshot, id, path });
+                    problems.push(VerifyProblem::Missing {
+                        snapshot,
+                        id,
+                        path: paths.path(at, None),
+                    });
                     continue;
                 }
                 Err(StoreError::CorruptObject { .. }) => continue, // reported by the rehash
@@ -340,36 +409,38 @@ impl Store {
                 sizes.tree_total.insert(tree_id, tree.total_size());
             }
             for e in tree.entries() {
-                let child = format!("{}{}", path, e.display_name());
                 // Sizes are checked at every reference: the same object may be recorded with
                 // a different size elsewhere.
+                let descend = marked.insert(e.id);
+                if e.kind == EntryKind::Dir {
+                    let child =
+                        (descend || sizes.is_some()).then(|| paths.push(at, e.display_name()));
+                    if let (Some(sizes), Some(child)) = (sizes.as_deref_mut(), child) {
+                        sizes.dir_refs.push((snapshot, e.id, e.size, child));
+                    }
+                    if let (true, Some(child)) = (descend, child) {
+                        stack.push((e.id, child));
+                    }
+                    continue;
+                }
                 if let Some(sizes) = sizes.as_deref_mut() {
-                    if e.kind == EntryKind::Dir {
-                        sizes
-                            .dir_refs
-                            .push((snapshot, e.id, e.size, format!("{child}/")));
-                    } else if let Some(&actual) = sizes.blob_len.get(&e.id) {
+                    if let Some(&actual) = sizes.blob_len.get(&e.id) {
                         if actual != e.size {
                             problems.push(VerifyProblem::WrongSize {
                                 snapshot,
                                 id: e.id,
-                                path: child.clone(),
+                                path: paths.path(at, Some(&e.display_name())),
                                 recorded: e.size,
                                 actual,
                             });
                         }
                     }
                 }
-                if !marked.insert(e.id) {
-                    continue;
-                }
-                if e.kind == EntryKind::Dir {
-                    stack.push((e.id, format!("{child}/")));
-                } else if !self.objects().has(&e.id) {
+                if descend && !self.objects().has(&e.id) {
                     problems.push(VerifyProblem::Missing {
                         snapshot,
                         id: e.id,
-                        path: child,
+                        path: paths.path(at, Some(&e.display_name())),
                     });
                 }
             }
@@ -472,6 +543,7 @@ impl Store {
             ..SizeCheck::default()
         };
         let mut roots = Vec::new();
+        let mut paths = Paths::new();
         for s in listed {
             report.snapshots += 1;
             match self.read_snapshot(&s.id) {
@@ -483,6 +555,7 @@ impl Store {
                         &mut marked,
                         &mut report.problems,
                         Some(&mut sizes),
+                        &mut paths,
                     );
                     match self.check_tree_index(&s.id, &snap.root)? {
                         IndexState::Good => report.tree_indexes += 1,
@@ -511,9 +584,10 @@ impl Store {
             }
         }
         self.name_every_reacher(&roots, &mut report.problems);
-        for (snapshot, id, recorded, path) in sizes.dir_refs {
+        for (snapshot, id, recorded, at) in sizes.dir_refs {
             if let Some(&actual) = sizes.tree_total.get(&id) {
                 if actual != recorded {
+                    let path = paths.path(at, None);
                     report.problems.push(VerifyProblem::WrongSize {
                         snapshot,
                         id,
@@ -537,19 +611,22 @@ impl Store {
         let mut marked = HashSet::new();
         let mut ignored = Vec::new();
         let mut records = HashSet::new();
-        // Every record that parses keeps its data, valid or not: gc must never be the one to
-        // destroy a snapshot (reindex reports the invalid ones; `forget` removes them).
-        for rec in self.scan_records()? {
-            marked.insert(rec.id);
-            records.insert(rec.id);
-            if let Some(snap) = rec.snap {
-                self.mark(rec.id, snap.root, &mut marked, &mut ignored, None);
-            }
+        // The roots are the snapshots reindex would list (see the module doc): a record that
+        // is only found among the objects (a file's content, a planted record) is not one.
+        let catalog = self.catalog()?;
+        let admission = self.admit_records(&catalog, self.scan_records()?)?;
+        drop(catalog);
+        for (id, snap) in &admission.admitted {
+            marked.insert(*id);
+            records.insert(*id);
+            let mut paths = Paths::new();
+            self.mark(*id, snap.root, &mut marked, &mut ignored, None, &mut paths);
         }
         for (snapshot, root) in self.live_leases()? {
             marked.insert(snapshot);
             records.insert(snapshot);
-            self.mark(snapshot, root, &mut marked, &mut ignored, None);
+            let mut paths = Paths::new();
+            self.mark(snapshot, root, &mut marked, &mut ignored, None, &mut paths);
         }
         let doomed: Vec<(ObjectId, u64)> = self
             .objects()
@@ -648,22 +725,20 @@ impl Store {
     /// keeps the records still: the exclusive lock, or the catalog itself while it is new).
     pub(crate) fn rebuild_index(&self, catalog: &Catalog) -> Result<ReindexReport, StoreError> {
         let mut report = ReindexReport::default();
-        let mut records = Vec::new();
-        for rec in self.scan_records()? {
-            match (rec.snap, rec.problem) {
-                (Some(snap), None) => records.push((rec.id, snap)),
-                (_, problem) => report.problems.push(format!(
-                    "snapshot record {} left out: {}",
-                    rec.id,
-                    problem.unwrap_or_default()
-                )),
-            }
-        }
-        // Newest last, so the newest holder of a name is the one that keeps it.
+        let admission = self.admit_records(catalog, self.scan_records()?)?;
+        report.problems = admission.refused;
+        let mut records = admission.admitted;
+        // Newest last, so the newest holder of a name is the one that keeps it, unless the
+        // catalog already gives the name to one of them (a local name stays where it is).
         records.sort_by_key(|r| (r.1.created_unix_ns, r.0));
         let mut holder: HashMap<String, ObjectId> = HashMap::new();
         for (id, snap) in &records {
             if let Some(name) = &snap.name {
+                holder.insert(name.clone(), *id);
+            }
+        }
+        for (name, id) in &admission.held {
+            if records.iter().any(|(r, _)| r == id) {
                 holder.insert(name.clone(), *id);
             }
         }
@@ -673,7 +748,7 @@ impl Store {
                 let newest = holder[name];
                 if newest != *id {
                     report.problems.push(format!(
-                        "snapshot {} is also named {}: the name stays on the newer {}",
+                        "snapshot {} is also named {}: the name stays on {}",
                         id.short(16),
                         crate::escape::escape_text(name),
                         newest.short(16)
@@ -685,6 +760,101 @@ impl Store {
         }
         report.snapshots = records.len() as u64;
         Ok(report)
+    }
+
+    /// Sorts the scanned records into the snapshots of this store and the rest (see the
+    /// module doc, "Which records are snapshots"): every valid record `catalog` lists, and
+    /// every other valid one that passes the received-record rules. `refused` says, one
+    /// sentence each (escaped), why each other record was left out.
+    pub(crate) fn admit_records(
+        &self,
+        catalog: &Catalog,
+        scanned: Vec<ScannedRecord>,
+    ) -> Result<Admission, StoreError> {
+        let listed = if catalog.is_fresh() {
+            Vec::new()
+        } else {
+            catalog.snapshots()?
+        };
+        let listed_ids: HashSet<ObjectId> = listed.iter().map(|s| s.id).collect();
+        let held: HashMap<String, ObjectId> = listed
+            .iter()
+            .filter_map(|s| Some((s.name.clone()?, s.id)))
+            .collect();
+        let mut admission = Admission {
+            held,
+            ..Admission::default()
+        };
+        let mut found = Vec::new();
+        for rec in scanned {
+            match (rec.snap, rec.problem) {
+                (Some(snap), None) if listed_ids.contains(&rec.id) => {
+                    admission.admitted.push((rec.id, snap))
+                }
+                (Some(snap), None) => found.push((rec.id, snap)),
+                (_, problem) => admission.refused.push(format!(
+                    "snapshot record {} left out: {}",
+                    rec.id,
+                    problem.unwrap_or_default()
+                )),
+            }
+        }
+        if found.is_empty() {
+            return Ok(admission);
+        }
+        // Which found records are a file's content in some snapshot (one walk over every
+        // valid record's trees, each tree once; only needed when a record is not listed).
+        let found_ids: HashSet<ObjectId> = found.iter().map(|(id, _)| *id).collect();
+        let mut content = HashSet::new();
+        let mut seen = HashSet::new();
+        let roots = admission.admitted.iter().chain(found.iter());
+        let mut stack: Vec<ObjectId> = roots.map(|(_, s)| s.root).collect();
+        while let Some(tree_id) = stack.pop() {
+            if !seen.insert(tree_id) {
+                continue;
+            }
+            let Ok(tree) = self.read_tree(&tree_id) else {
+                continue; // verify reports it
+            };
+            for e in tree.entries() {
+                if e.kind == EntryKind::Dir {
+                    stack.push(e.id);
+                } else if found_ids.contains(&e.id) {
+                    content.insert(e.id);
+                }
+            }
+        }
+        for (id, snap) in found {
+            let why = if content.contains(&id) {
+                Some(
+                    "it is the content of a file in a snapshot, not a snapshot of this store"
+                        .to_string(),
+                )
+            } else if crate::unpack::future_dated(&snap) {
+                Some(
+                    "it is dated more than a day in the future and would shadow every later \
+                     local snapshot of its agent"
+                        .to_string(),
+                )
+            } else {
+                snap.name.as_ref().and_then(|name| {
+                    let local = admission.held.get(name).filter(|l| **l != id)?;
+                    Some(format!(
+                        "it is named {}, which already names snapshot {} in this store; a \
+                         record found among the objects does not take over a local name",
+                        crate::escape::escape_text(name),
+                        local.short(16)
+                    ))
+                })
+            };
+            match why {
+                Some(why) => admission
+                    .refused
+                    .push(format!("snapshot record {id} left out: {why}")),
+                None => admission.admitted.push((id, snap)),
+            }
+        }
+        Ok(admission)
     }
 
     /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`.
@@ -879,5 +1049,233 @@ mod tests {
             }
             assert_eq!(v.problems, want, "file {file_size}, dir {dir_size}");
         }
+    }
+    /// Issue 18, item 1: records found among the objects follow the received-record rules.
+    /// A record that arrived as a file's content (named like the local snapshot, or an export
+    /// of the local agent dated in the future) never becomes a name, a listed snapshot or a gc
+    /// root; a valid record that only lacks its catalog entry (a commit cut short) is listed.
+    #[test]
+    fn records_found_among_objects_follow_the_received_record_rules() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let now = i128::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos(),
+        )
+        .unwrap();
+        let (local, _) = snapshot_of(&store, b"local", "prod");
+        let agent_snap = Snapshot {
+            agent: Some("ops".into()),
+            kind: crate::SnapshotKind::AgentBundle,
+            created_unix_ns: 7,
+            name: None,
+            ..store.read_snapshot(&local).unwrap()
+        };
+        let lock = store.write_lock().unwrap();
+        let local_agent = store.commit_snapshot(&lock, &agent_snap, None).unwrap();
+        drop(lock);
+        // The planted tree: reached by the planted records only.
+        let (planted_blob, len) = store.objects().write_from(&mut &b"planted"[..]).unwrap();
+        let planted_root = store
+            .write_tree(
+                &Tree::from_entries(vec![TreeEntry {
+                    name: b"f".to_vec(),
+                    kind: EntryKind::File,
+                    size: len,
+                    id: planted_blob,
+                }])
+                .unwrap(),
+            )
+            .unwrap();
+        let planted = |name: Option<&str>, agent: Option<&str>, created: i128| Snapshot {
+            name: name.map(str::to_string),
+            agent: agent.map(str::to_string),
+            kind: crate::SnapshotKind::AgentBundle,
+            created_unix_ns: created,
+            ..Snapshot::for_test(planted_root, "sender")
+        };
+        let named = planted(Some("prod"), None, now).encode();
+        let future = planted(None, Some("ops"), i128::from(i64::MAX)).encode();
+        let newer = planted(None, Some("ops"), now).encode();
+        // A received snapshot whose files are those records.
+        let files: Vec<TreeEntry> = [("a", &named), ("b", &future), ("c", &newer)]
+            .iter()
+            .map(|(name, bytes)| TreeEntry {
+                name: name.as_bytes().to_vec(),
+                kind: EntryKind::File,
+                size: bytes.len() as u64,
+                id: store.objects().write_bytes(bytes).unwrap(),
+            })
+            .collect();
+        let carrier_root = store
+            .write_tree(&Tree::from_entries(files).unwrap())
+            .unwrap();
+        let lock = store.write_lock().unwrap();
+        let carrier = store
+            .commit_snapshot(&lock, &Snapshot::for_test(carrier_root, "carrier"), None)
+            .unwrap();
+        drop(lock);
+        // A commit cut short before its catalog entry: a valid record, found, listed.
+        let (orphan_blob, len) = store.objects().write_from(&mut &b"orphan"[..]).unwrap();
+        let orphan_root = store
+            .write_tree(
+                &Tree::from_entries(vec![TreeEntry {
+                    name: b"o".to_vec(),
+                    kind: EntryKind::File,
+                    size: len,
+                    id: orphan_blob,
+                }])
+                .unwrap(),
+            )
+            .unwrap();
+        let orphan = store
+            .objects()
+            .write_bytes(&Snapshot::for_test(orphan_root, "cut-short").encode())
+            .unwrap();
+
+        let report = store.reindex().unwrap();
+        let content = "is the content of a file in a snapshot";
+        for bytes in [&named, &future, &newer] {
+            let id = ObjectId::of(bytes);
+            assert!(
+                report
+                    .problems
+                    .iter()
+                    .any(|p| p.contains(&id.to_hex()) && p.contains(content)),
+                "{id}: {:?}",
+                report.problems
+            );
+        }
+        assert_eq!(store.resolve("prod").unwrap(), local);
+        assert_eq!(store.resolve("agent/ops").unwrap(), local_agent);
+        let listed: HashSet<ObjectId> = store
+            .catalog()
+            .unwrap()
+            .snapshots()
+            .unwrap()
+            .iter()
+            .map(|s| s.id)
+            .collect();
+        assert_eq!(listed, [local, local_agent, carrier, orphan].into());
+        // gc: the planted records are content (kept as such), not roots: their tree goes.
+        store.gc(0).unwrap();
+        assert!(!store.objects().has(&planted_root) && !store.objects().has(&planted_blob));
+        assert!(store.objects().has(&ObjectId::of(&named)));
+        assert!(store.objects().has(&orphan_root) && store.objects().has(&orphan_blob));
+        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+    }
+
+    /// The same rules hold for records that are not anyone's content (a lost catalog rebuilt,
+    /// then reindexed): a future-dated record is left out and is no gc root; a record named
+    /// like a listed snapshot does not take the name.
+    #[test]
+    fn a_future_dated_or_name_taking_record_is_left_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (local, _) = snapshot_of(&store, b"local", "prod");
+        let root = store.read_snapshot(&local).unwrap().root;
+        let (blob, len) = store.objects().write_from(&mut &b"other"[..]).unwrap();
+        let other_root = store
+            .write_tree(
+                &Tree::from_entries(vec![TreeEntry {
+                    name: b"g".to_vec(),
+                    kind: EntryKind::File,
+                    size: len,
+                    id: blob,
+                }])
+                .unwrap(),
+            )
+            .unwrap();
+        let future = store
+            .objects()
+            .write_bytes(
+                &Snapshot {
+                    created_unix_ns: i128::from(i64::MAX),
+                    ..Snapshot::for_test(other_root, "x")
+                }
+                .encode(),
+            )
+            .unwrap();
+        let taker = store
+            .objects()
+            .write_bytes(
+                &Snapshot {
+                    name: Some("prod".into()),
+                    created_unix_ns: i128::try_from(
+                        std::time::SystemTime::now()
+                            .duration_since(std::time::UNIX_EPOCH)
+                            .unwrap()
+                            .as_nanos(),
+                    )
+                    .unwrap(),
+                    ..Snapshot::for_test(root, "x")
+                }
+                .encode(),
+            )
+            .unwrap();
+        let report = store.reindex().unwrap();
+        let said = |id: ObjectId, why: &str| {
+            report
+                .problems
+                .iter()
+                .any(|p| p.contains(&id.to_hex()) && p.contains(why))
+        };
+        assert!(said(future, "in the future"), "{:?}", report.problems);
+        assert!(
+            said(taker, "already names snapshot"),
+            "{:?}",
+            report.problems
+        );
+        assert_eq!(store.resolve("prod").unwrap(), local);
+        assert_eq!(store.catalog().unwrap().snapshots().unwrap().len(), 1);
+        store.gc(0).unwrap();
+        assert!(!store.objects().has(&other_root) && !store.objects().has(&future));
+        assert!(store.objects().has(&root));
+    }
+    /// Peak resident memory of this process since the last reset, in bytes (`VmHWM`).
+    fn peak_rss_after_reset(f: impl FnOnce()) -> u64 {
+        // Writing 5 to clear_refs resets the peak (Linux 4.0+).
+        fs::write("/proc/self/clear_refs", "5").unwrap();
+        f();
+        let status = fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        let kb: u64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    }
+
+    /// Issue 18, item 4: verify's memory does not grow with the square of the depth. A chain
+    /// 20,000 directories deep (a store that predates the unpack limit, or built by hand)
+    /// took 750 MiB, a path string per directory; now one node per directory.
+    #[test]
+    fn verify_of_a_deep_chain_stays_small() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (leaf, _) = snapshot_of(&store, b"leaf", "leaf");
+        let mut id = store.read_snapshot(&leaf).unwrap().root;
+        for _ in 0..20_000 {
+            id = store
+                .write_tree(
+                    &Tree::from_entries(vec![TreeEntry {
+                        name: b"d".to_vec(),
+                        kind: EntryKind::Dir,
+                        size: 4,
+                        id,
+                    }])
+                    .unwrap(),
+                )
+                .unwrap();
+        }
+        let lock = store.write_lock().unwrap();
+        store
+            .commit_snapshot(&lock, &Snapshot::for_test(id, "deep"), None)
+            .unwrap();
+        drop(lock);
+        let mut report = None;
+        let peak = peak_rss_after_reset(|| report = Some(store.verify(&mut |_, _| {}).unwrap()));
+        let report = report.unwrap();
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert!(peak < 150 << 20, "verify peaked at {} MiB", peak >> 20);
     }
 }

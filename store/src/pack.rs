@@ -55,6 +55,13 @@ const ENTRY_LEN: u64 = 32 + 8 + 8 + 8 + 1;
 const TRAILER_LEN: u64 = 8 + 32 + 8;
 const FLAG_TREES_ONLY: u32 = 1;
 const FLAG_ZSTD: u8 = 1;
+/// Largest tree or record [`PackReader::read`] reads into memory (64 MiB, the size of the
+/// largest tree index read whole: [`crate::limits::MAX_INDEX_IN_MEMORY`]).
+pub const MAX_IN_MEMORY_OBJECT: u64 = crate::limits::MAX_INDEX_IN_MEMORY;
+/// Largest zstd window a streaming read accepts (2^23 = 8 MiB): the writer's level 3 uses at
+/// most 2^21, and a hostile frame that asks for zstd's default limit (128 MiB) would make
+/// every streaming reader allocate that much.
+pub(crate) const STREAM_WINDOW_LOG: u32 = 23;
 /// zstd level for blobs: level 3 is zstd's default and keeps `pack` near `tar` speed.
 pub(crate) const ZSTD_LEVEL: i32 = 3;
 
@@ -718,9 +725,22 @@ impl PackReader {
             .map(|i| &self.index[i])
     }
 
-    /// The uncompressed bytes of `id`, hashed and compared with it.
+    /// The uncompressed bytes of `id`, hashed and compared with it: for trees and records,
+    /// which are read into memory; an object that claims more than [`MAX_IN_MEMORY_OBJECT`]
+    /// bytes is refused before anything is read (blobs stream: [`ObjectSource::blob`]).
     pub fn read(&self, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
         let e = *self.entry(id).ok_or(StoreError::MissingObject(*id))?;
+        if e.len > MAX_IN_MEMORY_OBJECT {
+            return Err(bad(
+                &self.path,
+                format!(
+                    "object {} claims {} bytes; a tree or record is read into memory only up to {} bytes",
+                    e.id.short(12),
+                    e.len,
+                    MAX_IN_MEMORY_OBJECT
+                ),
+            ));
+        }
         let mut stored = vec![0u8; e.stored_len as usize];
         self.file
             .read_exact_at(&mut stored, e.offset)
@@ -766,7 +786,9 @@ impl PackReader {
     pub fn verify(&self) -> Result<(), StoreError> {
         self.check_trailer()?;
         for e in &self.index {
-            self.read(&e.id)?;
+            // Streamed into nothing: memory stays bounded whatever the objects' sizes.
+            let mut stored = io::BufReader::with_capacity(64 << 10, self.stored_reader(e));
+            decode_pack_object(&self.path, e, &mut stored, &mut io::sink())?;
         }
         self.snapshot()?;
         Ok(())
@@ -871,12 +893,18 @@ pub fn decode_pack_object(
         out_failed: false,
     };
     let mut limited = stored.take(e.stored_len);
+    // One byte past the declared length tells "longer than it says" from "exactly"; a declared
+    // length of 2^64-1 cannot be passed anyway (saturating, never wrapping to 0).
+    let cap = e.len.saturating_add(1);
     let copied = if e.zstd {
-        let decoder = zstd::stream::read::Decoder::new(&mut limited)
+        let mut decoder = zstd::stream::read::Decoder::new(&mut limited)
             .map_err(|err| bad(path, format!("object {}: {err}", e.id.short(12))))?;
-        io::copy(&mut decoder.take(e.len + 1), &mut sink)
+        decoder
+            .window_log_max(STREAM_WINDOW_LOG)
+            .map_err(|err| bad(path, format!("object {}: {err}", e.id.short(12))))?;
+        io::copy(&mut decoder.take(cap), &mut sink)
     } else {
-        io::copy(&mut (&mut limited).take(e.len + 1), &mut sink)
+        io::copy(&mut (&mut limited).take(cap), &mut sink)
     };
     copied.map_err(|err| {
         if sink.out_failed {
@@ -949,19 +977,38 @@ impl ObjectSource for PackReader {
     }
 
     /// An uncompressed blob is a range of the pack file (positioned reads, no copy); a
-    /// compressed one (or any blob of a pack held in memory) is read (verified) into an
-    /// unnamed temporary file.
+    /// compressed one (or any blob of a pack held in memory) is decoded (verified) as it
+    /// streams into an unnamed temporary file: memory stays at a 1 MiB read buffer, the write
+    /// buffer and the zstd window ([`STREAM_WINDOW_LOG`]), whatever the blob's size.
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
         let e = *self.entry(id).ok_or(StoreError::MissingObject(*id))?;
         if let (false, Backing::File(file)) = (e.zstd, &self.file) {
             return Ok(Blob::from_range(Arc::clone(file), e.offset, e.len));
         }
-        let bytes = self.read(id)?;
-        let mut tmp = tempfile_in_tmp()
-            .map_err(|err| StoreError::io("create temporary file", std::env::temp_dir(), err))?;
-        tmp.write_all(&bytes)
-            .map_err(|err| StoreError::io("write temporary file", std::env::temp_dir(), err))?;
+        let tmp_dir = std::env::temp_dir();
+        let tmp = tempfile_in_tmp()
+            .map_err(|err| StoreError::io("create temporary file", &tmp_dir, err))?;
+        let mut stored = io::BufReader::with_capacity(1 << 20, self.stored_reader(&e));
+        let mut out = io::BufWriter::with_capacity(1 << 20, &tmp);
+        decode_pack_object(&self.path, &e, &mut stored, &mut out)?;
+        out.flush()
+            .map_err(|err| StoreError::io("write temporary file", &tmp_dir, err))?;
+        drop(out);
         Ok(Blob::from_range(Arc::new(tmp), 0, e.len))
+    }
+
+    /// The index says how long the blob is: a tree that records another size is refused
+    /// before anything is read or decompressed.
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        let e = self.entry(id).ok_or(StoreError::MissingObject(*id))?;
+        if e.len != size {
+            return Err(StoreError::WrongLength {
+                id: *id,
+                len: e.len,
+                recorded: size,
+            });
+        }
+        self.blob(id)
     }
 }
 
@@ -1011,6 +1058,51 @@ impl ObjectSource for PackOverStore {
             (found, _) => found,
         }
     }
+
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        match (self.pack.blob_of_size(id, size), &self.store) {
+            (Err(StoreError::MissingObject(_)), Some(store)) => store.blob_of_size(id, size),
+            (found, _) => found,
+        }
+    }
+}
+
+/// A pack of exactly `objects` (bytes, stored with zstd?) carrying snapshot `root`: what a
+/// hostile sender can write (objects the snapshot does not reach, any declared length).
+#[cfg(test)]
+pub(crate) fn craft_pack(
+    root: ObjectId,
+    base: Option<ObjectId>,
+    objects: &[(Vec<u8>, bool)],
+) -> Vec<u8> {
+    let mut out = Vec::new();
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&PACK_VERSION.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(root.as_bytes());
+    out.extend_from_slice(&base.map(|b| *b.as_bytes()).unwrap_or([0; 32]));
+    let mut index = Vec::new();
+    for (bytes, zstd) in objects {
+        let stored = if *zstd {
+            zstd::bulk::compress(bytes, ZSTD_LEVEL).expect("zstd compresses")
+        } else {
+            bytes.clone()
+        };
+        index.push(PackEntry {
+            id: ObjectId::of(bytes),
+            offset: out.len() as u64,
+            stored_len: stored.len() as u64,
+            len: bytes.len() as u64,
+            zstd: *zstd,
+        });
+        out.extend_from_slice(&stored);
+    }
+    index.sort_by_key(|e| e.id);
+    let index_offset = out.len() as u64;
+    out.extend_from_slice(&encode_index(&index));
+    let digest = ObjectId::of(&out);
+    out.extend_from_slice(&encode_trailer(index_offset, &digest));
+    out
 }
 
 /// An unnamed temporary file (`O_TMPFILE` where supported, else created and unlinked).
@@ -1399,5 +1491,117 @@ mod tests {
         let cat = other.catalog().unwrap();
         assert_eq!(cat.snapshots().unwrap().len(), 1);
         assert_eq!(cat.name_target("prod").unwrap(), Some(local));
+    }
+    /// Counts the bytes written through it (how much a reader decompressed).
+    struct Counting(u64);
+    impl Write for Counting {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0 += buf.len() as u64;
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Issue 18, "the suite must be able to fail": the decompression cap is measured, not only
+    /// the final error. A 64 MiB zstd bomb declared as 10 bytes: every streaming reader stops
+    /// one byte past the declared length.
+    #[test]
+    fn a_decompression_bomb_stops_one_byte_past_its_declared_length() {
+        let zeros = vec![0u8; 64 << 20];
+        let stored = zstd::bulk::compress(&zeros, ZSTD_LEVEL).unwrap();
+        let e = PackEntry {
+            id: ObjectId::of(&zeros),
+            offset: HEADER_LEN,
+            stored_len: stored.len() as u64,
+            len: 10,
+            zstd: true,
+        };
+        let mut out = Counting(0);
+        let err = decode_pack_object(Path::new("bomb.zcpack"), &e, &mut &stored[..], &mut out)
+            .expect_err("a bomb");
+        assert_eq!(out.0, 11, "decompressed {} bytes", out.0);
+        let text = err.to_string();
+        assert!(
+            text.contains("bomb.zcpack") && text.contains("decompresses to more than 10"),
+            "{text}"
+        );
+    }
+
+    /// Issue 18, item 9: a declared length of 2^64-1 does not overflow the cap (a debug build
+    /// panicked); the entry is refused for what it stores.
+    #[test]
+    fn a_declared_length_of_u64_max_is_refused_without_overflow() {
+        for zstd in [false, true] {
+            let bytes = b"abc".to_vec();
+            let stored = if zstd {
+                zstd::bulk::compress(&bytes, ZSTD_LEVEL).unwrap()
+            } else {
+                bytes.clone()
+            };
+            let e = PackEntry {
+                id: ObjectId::of(&bytes),
+                offset: HEADER_LEN,
+                stored_len: stored.len() as u64,
+                len: u64::MAX,
+                zstd,
+            };
+            let err = decode_pack_object(
+                Path::new("max.zcpack"),
+                &e,
+                &mut &stored[..],
+                &mut io::sink(),
+            )
+            .expect_err("a lie");
+            let text = err.to_string();
+            assert!(
+                text.contains("max.zcpack")
+                    && text.contains(&format!("3 bytes, not the {}", u64::MAX)),
+                "{text}"
+            );
+        }
+    }
+
+    /// Issue 18, item 3: a tree that records 10 bytes for a blob the index says is 64 MiB is
+    /// refused from the index (the frame here is garbage: decompressing it would fail
+    /// differently), and a tree or record claiming more than 64 MiB is never read into
+    /// memory; a blob streams into its temporary file.
+    #[test]
+    fn pack_readers_read_no_more_than_the_tree_and_index_allow() {
+        let dir = tempfile::tempdir().unwrap();
+        let record = Snapshot::for_test(ObjectId::of(b"t"), "x").encode();
+        let zeros = vec![0u8; (64 << 20) + 1];
+        let objects = vec![(record.clone(), false), (zeros.clone(), true)];
+        let mut pack = craft_pack(ObjectId::of(&record), None, &objects);
+        // Garble the zeros' frame (after its magic), keeping the trailer valid.
+        let n = pack.len();
+        let io = u64::from_le_bytes(pack[n - 48..n - 40].try_into().unwrap()) as usize;
+        let frame_at = HEADER_LEN as usize + record.len();
+        for b in &mut pack[frame_at + 8..io] {
+            *b ^= 0x5a;
+        }
+        let digest = ObjectId::of(&pack[..n - 48]);
+        pack[n - 40..n - 8].copy_from_slice(digest.as_bytes());
+        let path = dir.path().join("p.zcpack");
+        std::fs::write(&path, &pack).unwrap();
+        let reader = PackReader::open(&path).unwrap();
+        let zeros_id = ObjectId::of(&zeros);
+        match reader.blob_of_size(&zeros_id, 10) {
+            Err(StoreError::WrongLength { id, len, recorded }) => {
+                assert_eq!((id, len, recorded), (zeros_id, (64 << 20) + 1, 10))
+            }
+            other => panic!("want WrongLength, got {other:?}"),
+        }
+        let err = reader.read(&zeros_id).expect_err("too large for memory");
+        assert!(
+            err.to_string().contains("read into memory only up to"),
+            "{err}"
+        );
+        // Intact, the blob streams (decoded into a temporary file) and verifies.
+        std::fs::write(&path, craft_pack(ObjectId::of(&record), None, &objects)).unwrap();
+        let reader = PackReader::open(&path).unwrap();
+        let blob = reader.blob_of_size(&zeros_id, (64 << 20) + 1).unwrap();
+        blob.verify(&zeros_id).unwrap();
     }
 }

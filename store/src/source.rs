@@ -14,6 +14,21 @@ pub trait ObjectSource: Send + Sync {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError>;
     /// Opens a blob for positioned reads (verify with [`Blob::verify`] when needed).
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError>;
+    /// Opens a blob that a tree records as `size` bytes, failing with
+    /// [`StoreError::WrongLength`] when it is another length. A source that knows a length
+    /// before reading (a pack's index) checks it first, so a tree that claims 10 bytes never
+    /// makes a reader decompress a gigabyte; the default opens the blob and compares.
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        let blob = self.blob(id)?;
+        if blob.len() != size {
+            return Err(StoreError::WrongLength {
+                id: *id,
+                len: blob.len(),
+                recorded: size,
+            });
+        }
+        Ok(blob)
+    }
     /// Hints that these objects will be read soon (a mount passes a directory's children
     /// as it lists them), so a cold read finds them on their way into memory. Best effort;
     /// the default does nothing.

@@ -1,5 +1,7 @@
 //! Importing packs into the store: `unpack` of one pack, and `pull`'s import of a snapshot
-//! from the packs a remote sent. Both verify and write every object in one pass
+//! from the packs a remote sent. Both import exactly what the snapshot reaches and the store
+//! lacks ([`closure_needs`]), refuse a snapshot past the store's expansion limits, and verify
+//! and write every object in one pass
 //! ([`land_objects`]) and make nothing visible until everything verified.
 //!
 //! The pass: the entries to import are sorted by their offset in the pack and taken in that
@@ -208,6 +210,16 @@ fn land_one(
 /// hosts).
 const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
 
+/// True when `snapshot` claims a creation time more than [`FUTURE_SKEW_NS`] ahead of this
+/// host's clock: it would stay `agent/<alias>` over every later local export.
+pub(crate) fn future_dated(snapshot: &Snapshot) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+        .unwrap_or(0);
+    snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS)
+}
+
 /// A received record must not take over this store's refs: its name must not already name
 /// another snapshot here (the record's bytes, and so its id, carry the name, so it cannot be
 /// renamed on the way in), and its creation time must not lie in the future, where it would
@@ -218,11 +230,7 @@ fn check_foreign_record(
     id: &ObjectId,
     snapshot: &Snapshot,
 ) -> Result<(), StoreError> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
-        .unwrap_or(0);
-    if snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS) {
+    if future_dated(snapshot) {
         return Err(bad(
             origin,
             "carries a snapshot created more than a day in the future; it would shadow every \
@@ -249,12 +257,16 @@ fn check_foreign_record(
     Ok(())
 }
 
-/// Imports pack `pack` into `store`: every object is verified and staged in one pass
+/// Imports pack `pack` into `store`: exactly the objects its snapshot reaches that the store
+/// lacks (found by [`closure_needs`], as `pull` finds them; whatever else the pack lists is
+/// ignored, never written: an extra snapshot record planted beside the snapshot never lands
+/// where `reindex` or `gc` could find it), each verified and staged in one pass
 /// (see the `unpack` module), lands in `objects/` only once all verified (and the trailer too), then
 /// the record and the catalog entry are committed through [`Store::commit_snapshot`]. So an
 /// interrupted unpack leaves at most unreferenced objects (and a staging directory for gc),
 /// and a pack that fails verification imports nothing. Fails before staging anything when the
-/// pack is a digest pack or (incremental) needs objects the store lacks.
+/// pack is a digest pack, (incremental) needs objects the store lacks, or its snapshot passes
+/// the store's expansion limits ([`crate::limits`]).
 pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> {
     if pack.trees_only {
         return Err(bad(
@@ -266,7 +278,22 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
     // remove an object this import counts on, or its staging directory (the store's write
     // lock, as for a capture).
     let lock = store.write_lock()?;
-    let missing = pack.missing(&|id| store.objects().has(id))?;
+    let snapshot = pack.snapshot()?;
+    check_foreign_record(store, pack.path(), &pack.root, &snapshot)?;
+    let packs = std::slice::from_ref(pack);
+    check_received_limits(
+        store,
+        packs,
+        &snapshot.root,
+        &format!(
+            "snapshot {} of pack {}",
+            pack.root.short(12),
+            pack.path().display()
+        ),
+    )?;
+    // Only what the snapshot reaches and the store lacks: any other object the pack lists
+    // (an extra snapshot record, an unused blob) is never written.
+    let (missing, from_pack) = closure_needs(store, packs, &snapshot.root)?;
     if let Some(first) = missing.first() {
         return Err(bad(
             pack.path(),
@@ -281,16 +308,8 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
             },
         ));
     }
-    let snapshot = pack.snapshot()?;
-    check_foreign_record(store, pack.path(), &pack.root, &snapshot)?;
     // The record is read and hashed by `snapshot()` and written by the commit.
-    let jobs = pack
-        .entries()
-        .iter()
-        .filter(|e| e.id != pack.root)
-        .map(|e| (0, *e))
-        .collect();
-    let packs = std::slice::from_ref(pack);
+    let jobs = jobs_for(packs, &from_pack);
     land_objects(store, packs, jobs)?;
     let trees = ReceivedTrees {
         packs,
@@ -308,6 +327,35 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
         ));
     }
     Ok(id)
+}
+
+/// A received snapshot must stay within the store's own expansion limits ([`crate::limits`]:
+/// depth, entries, bytes), which every reader of the store enforces: what no reader would
+/// expand is not imported (and `verify` never walks it). Checked over tree objects only,
+/// before anything is staged; `label` names the snapshot and where it came from.
+fn check_received_limits(
+    store: &Store,
+    packs: &[PackReader],
+    root: &ObjectId,
+    label: &str,
+) -> Result<(), StoreError> {
+    let trees = ReceivedTrees {
+        packs,
+        store: store.reader(),
+    };
+    crate::limits::check_expansion(&trees, root, label).map(|_| ())
+}
+
+/// The import jobs of `ids` (each found in one of `packs`).
+fn jobs_for(packs: &[PackReader], ids: &[ObjectId]) -> Vec<(usize, PackEntry)> {
+    ids.iter()
+        .filter_map(|id| {
+            packs
+                .iter()
+                .enumerate()
+                .find_map(|(i, p)| p.entry(id).map(|e| (i, *e)))
+        })
+        .collect()
 }
 
 /// Where an object of a multi-pack import is found.
@@ -386,21 +434,17 @@ pub fn import_from_packs(
     // Held from the walk that decides what the store already has to the catalog entry, so a
     // gc cannot delete an unreferenced object the walk counted on.
     let lock = store.write_lock()?;
+    check_received_limits(
+        store,
+        packs,
+        &snapshot.root,
+        &format!("snapshot {}", snapshot_id.short(12)),
+    )?;
     let (missing, from_packs) = closure_needs(store, packs, &snapshot.root)?;
     if let Some(first) = missing.first() {
         return Err(StoreError::MissingObject(*first));
     }
-    let jobs = from_packs
-        .iter()
-        .map(|id| {
-            let (i, pack) = packs
-                .iter()
-                .enumerate()
-                .find(|(_, p)| p.entry(id).is_some())
-                .expect("closure_needs found it in a pack");
-            (i, *pack.entry(id).expect("just found"))
-        })
-        .collect();
+    let jobs = jobs_for(packs, &from_packs);
     // Every pack's trailer is checked too, even one that only provided trees.
     land_objects(store, packs, jobs)?;
     let trees = ReceivedTrees {
@@ -625,5 +669,148 @@ mod tests {
             assert!(err.contains(needle), "{name}: {err}");
             assert_nothing_imported(&store);
         }
+    }
+    /// A tree of files (name, bytes) written into `store`, and its id.
+    fn tree_of(store: &Store, files: &[(&str, &[u8])]) -> (ObjectId, Vec<u8>) {
+        let entries = files
+            .iter()
+            .map(|(name, bytes)| TreeEntry {
+                name: name.as_bytes().to_vec(),
+                kind: EntryKind::File,
+                size: bytes.len() as u64,
+                id: store.objects().write_bytes(bytes).unwrap(),
+            })
+            .collect();
+        let tree = Tree::from_entries(entries).unwrap().encode();
+        (store.objects().write_bytes(&tree).unwrap(), tree)
+    }
+
+    /// Issue 18, items 1 and 2: a pack lists, beside its innocent snapshot, a record named like
+    /// a local snapshot, a future-dated export of a local agent, their tree and blob, and an
+    /// unused 64 MiB blob of zeros (a few KiB compressed). `unpack` writes exactly what the
+    /// snapshot reaches; nothing else lands, so `reindex` and `gc` never see the planted
+    /// records and the local names stay where they were.
+    #[test]
+    fn a_pack_adds_exactly_what_its_snapshot_reaches() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Store::open_or_create(&dir.path().join("src")).unwrap();
+        let (innocent_root, innocent_tree) = tree_of(&src, &[("a", b"innocent")]);
+        let innocent = Snapshot::for_test(innocent_root, "sender").encode();
+        let (planted_root, planted_tree) = tree_of(&src, &[("f", b"planted")]);
+        let now = i128::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos(),
+        )
+        .unwrap();
+        let named = Snapshot {
+            name: Some("prod".into()),
+            created_unix_ns: now,
+            ..Snapshot::for_test(planted_root, "sender")
+        }
+        .encode();
+        let future = Snapshot {
+            agent: Some("ops".into()),
+            kind: crate::SnapshotKind::AgentBundle,
+            created_unix_ns: i128::from(i64::MAX),
+            ..Snapshot::for_test(planted_root, "sender")
+        }
+        .encode();
+        let zeros = vec![0u8; 64 << 20];
+        let objects = vec![
+            (innocent.clone(), false),
+            (innocent_tree, false),
+            (b"innocent".to_vec(), false),
+            (named.clone(), false),
+            (future.clone(), false),
+            (planted_tree, false),
+            (b"planted".to_vec(), false),
+            (zeros.clone(), true),
+        ];
+        let pack = crate::pack::craft_pack(ObjectId::of(&innocent), None, &objects);
+        assert!(pack.len() < 64 << 10, "a small pack: {} bytes", pack.len());
+
+        let dst = Store::open_or_create(&dir.path().join("dst")).unwrap();
+        let (local_root, _) = tree_of(&dst, &[("f", b"local")]);
+        let lock = dst.write_lock().unwrap();
+        let local = dst
+            .commit_snapshot(
+                &lock,
+                &Snapshot {
+                    name: Some("prod".into()),
+                    agent: Some("ops".into()),
+                    kind: crate::SnapshotKind::AgentBundle,
+                    created_unix_ns: 5,
+                    ..Snapshot::for_test(local_root, "local")
+                },
+                None,
+            )
+            .unwrap();
+        drop(lock);
+        let before: HashSet<ObjectId> = dst.objects().list().unwrap().iter().map(|o| o.0).collect();
+        let path = dir.path().join("p.zcpack");
+        std::fs::write(&path, &pack).unwrap();
+        let id = unpack(&dst, &PackReader::open(&path).unwrap()).unwrap();
+        assert_eq!(id, ObjectId::of(&innocent));
+        let after: HashSet<ObjectId> = dst.objects().list().unwrap().iter().map(|o| o.0).collect();
+        let added: HashSet<ObjectId> = after.difference(&before).copied().collect();
+        let reached: HashSet<ObjectId> = [
+            ObjectId::of(&innocent),
+            innocent_root,
+            ObjectId::of(b"innocent"),
+        ]
+        .into();
+        assert_eq!(added, reached, "exactly what the snapshot reaches");
+        let bytes_in_objects: u64 = dst.objects().list().unwrap().iter().map(|o| o.1).sum();
+        assert!(
+            bytes_in_objects < 1 << 20,
+            "{bytes_in_objects} bytes landed"
+        );
+        dst.reindex().unwrap();
+        dst.gc(0).unwrap();
+        for (reference, want) in [("prod", local), ("agent/ops", local)] {
+            assert_eq!(dst.resolve(reference).unwrap(), want, "{reference}");
+        }
+        assert_eq!(dst.catalog().unwrap().snapshots().unwrap().len(), 2);
+        assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+    }
+
+    /// Issue 18, item 4: what the store's own limits refuse (a chain 257 directories deep),
+    /// `unpack` refuses before anything lands, naming the pack and the limit; 256 is accepted.
+    #[test]
+    fn unpack_refuses_what_the_expansion_limits_refuse() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = Store::open_or_create(&dir.path().join("src")).unwrap();
+        let chain = |depth: u64| {
+            let (mut id, mut objects) = {
+                let (id, tree) = tree_of(&src, &[("leaf", b"x")]);
+                (id, vec![(tree, false), (b"x".to_vec(), false)])
+            };
+            for _ in 0..depth {
+                let tree = Tree::from_entries(vec![TreeEntry {
+                    name: b"d".to_vec(),
+                    kind: EntryKind::Dir,
+                    size: 1,
+                    id,
+                }])
+                .unwrap()
+                .encode();
+                id = ObjectId::of(&tree);
+                objects.push((tree, false));
+            }
+            let record = Snapshot::for_test(id, "deep").encode();
+            objects.push((record.clone(), false));
+            crate::pack::craft_pack(ObjectId::of(&record), None, &objects)
+        };
+        let (store, result) = unpack_into(dir.path(), "deep", &chain(257));
+        let err = result.expect_err("too deep").to_string();
+        assert!(
+            err.contains("deep.zcpack") && err.contains("directory depth passes the limit of 256"),
+            "{err}"
+        );
+        assert_nothing_imported(&store);
+        let (_, result) = unpack_into(dir.path(), "fine", &chain(256));
+        result.unwrap();
     }
 }

@@ -1,7 +1,7 @@
-//! `--out` into the store (issue 8, item 4): a destination that is the store, contains it, or
-//! lies inside it, spelled directly, through a symlink or through `..`, is refused by
-//! `checkout` and `export` (with or without `--force`) before anything is written, and the
-//! store still verifies and lists every snapshot afterwards.
+//! `--out` into the store (issue 8, item 4; issue 18, item 9 for `pack`): a destination that is
+//! the store, contains it, or lies inside it, spelled directly, through a symlink or through
+//! `..`, is refused by `checkout`, `export` and `pack` (with or without `--force`) before
+//! anything is written, and the store still verifies and lists every snapshot afterwards.
 
 use std::ffi::OsStr;
 use std::fs;
@@ -191,4 +191,55 @@ fn destination_through_a_bind_mount_of_the_store_is_refused() {
         .fails(1, needle);
         assert_store_intact(&env, std::slice::from_ref(&id), &before, &what);
     }
+}
+
+/// Issue 18, item 9: `pack --out` into the store (over a store object, into its catalog, its
+/// tmp/, through a symlink or `..`) is refused like `checkout`'s, and the store is untouched.
+#[test]
+fn pack_into_the_store_is_refused() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a.txt"), b"alpha\n");
+    let id = env.snapshot(&src);
+    let before = inventory(&env.store);
+    let s = &env.store;
+    let link = env.path("store-link");
+    std::os::unix::fs::symlink(s, &link).unwrap();
+    let object = before
+        .iter()
+        .find(|(k, _)| k.starts_with("objects/") && k.len() > 20)
+        .map(|(k, _)| s.join(k))
+        .expect("an object file");
+    let inside = "is inside the store";
+    let cases = [
+        (object.clone(), inside),
+        (s.join("catalog/db"), inside),
+        (s.join("tmp/p.zcpack"), inside),
+        (s.join("STORE"), inside),
+        (link.join("objects/p.zcpack"), inside),
+        (s.join("objects/../trees/p.zcpack"), inside),
+        (s.clone(), "is or contains the store"),
+        (env.dir.path().to_path_buf(), "is or contains the store"),
+    ];
+    for (dest, needle) in cases {
+        let what = format!("pack --out {} --force", dest.display());
+        env.run(&[
+            OsStr::new("pack"),
+            OsStr::new(&id),
+            OsStr::new("--out"),
+            dest.as_os_str(),
+            OsStr::new("--force"),
+        ])
+        .fails(1, needle);
+        assert_store_intact(&env, std::slice::from_ref(&id), &before, &what);
+    }
+    // Beside the store is fine.
+    let beside = PathBuf::from(format!("{}-p.zcpack", env.store.display()));
+    env.run(&[
+        OsStr::new("pack"),
+        OsStr::new(&id),
+        OsStr::new("--out"),
+        beside.as_os_str(),
+    ])
+    .ok();
 }

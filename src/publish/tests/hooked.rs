@@ -39,7 +39,17 @@ fn child_entry() {
         reuse: None,
     };
     match publish(&store.reader(), &root, &req) {
-        Ok(p) => println!("CHILD-RESULT ok exchange={}", p.used_exchange),
+        Ok(p) => {
+            // What the publish left behind, for the tests that check it (`$TMPROOT/child-left`).
+            if let (Some(left), Ok(tmp)) = (&p.retired_left, std::env::var("TMPROOT")) {
+                fs::write(
+                    Path::new(&tmp).join("child-left"),
+                    left.display().to_string(),
+                )
+                .unwrap();
+            }
+            println!("CHILD-RESULT ok exchange={}", p.used_exchange)
+        }
         Err(e) => println!("CHILD-RESULT err {:#}", anyhow::Error::new(e)),
     }
 }
@@ -533,5 +543,78 @@ fn crash_while_publishing_to_a_vacant_destination() {
             assert!(!dest.exists());
             assert!(names(&env.path("out")).is_empty());
         }
+    }
+}
+
+/// Issue 18, "the suite must be able to fail": the identity re-check just before the rename.
+/// The destination is replaced at `before-swap` (before the re-check); the rename is armed to
+/// fail (an injected fault), so reaching it would say so: the refusal must come from the
+/// re-check, with the rename never attempted and the replacement untouched.
+#[test]
+fn destination_replaced_before_the_recheck_never_reaches_the_rename() {
+    for no_exchange in [false, true] {
+        let env = Env::new();
+        let dest = env.with_old_bundle();
+        let cmd = "mv \"$DEST\" \"$TMPROOT/moved-aside\" && mkdir \"$DEST\" && echo other > \"$DEST/other.md\"";
+        let mut run = child(&env.new_id, &dest, true, "before-swap", cmd);
+        run.no_exchange = no_exchange;
+        run.fault = Some(("rename", None));
+        let got = run_child(&env, &run);
+        let Child::Err(msg) = got else {
+            panic!("no_exchange {no_exchange}: expected a refusal, got {got:?}")
+        };
+        assert!(
+            msg.contains("not the directory this publish checked")
+                && !msg.contains("swap the staged"),
+            "no_exchange {no_exchange}: the rename was reached: {msg}"
+        );
+        assert_eq!(names(&dest), ["other.md"]);
+        assert_eq!(listing(&env.path("moved-aside")), expected(&env.old));
+        assert_eq!(names(&env.path("out")), ["bundle"]);
+    }
+}
+
+/// Issue 18, "the suite must be able to fail": the identity check before the old tree is
+/// deleted. The retired directory is replaced by a victim at the seam after retiring it
+/// (`publish-after-retire` with exchange, `publish-after-second-rename` without): the
+/// victim survives, and the publish names it as left over.
+#[test]
+fn a_retired_directory_replaced_before_removal_survives_and_is_named() {
+    for (seam, no_exchange) in [
+        ("publish-after-retire", false),
+        ("publish-after-second-rename", true),
+    ] {
+        let env = Env::new();
+        let dest = env.with_old_bundle();
+        let cmd = "cd \"$(dirname \"$DEST\")\" && for d in .zeroclaw-export-old-*; do \
+                   mv \"$d\" \"$TMPROOT/real-old\" && mkdir \"$d\" && echo victim > \"$d/victim.md\"; done";
+        let mut run = child(&env.new_id, &dest, true, seam, cmd);
+        run.no_exchange = no_exchange;
+        let got = run_child(&env, &run);
+        assert_eq!(
+            got,
+            Child::Ok {
+                exchange: !no_exchange
+            },
+            "{seam}"
+        );
+        let left = fs::read_to_string(env.path("child-left"))
+            .unwrap_or_else(|_| panic!("{seam}: no directory named as left over"));
+        let left = PathBuf::from(left);
+        assert_eq!(
+            fs::read(left.join("victim.md")).ok().as_deref(),
+            Some(&b"victim\n"[..]),
+            "{seam}: the victim was removed"
+        );
+        assert!(
+            left.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".zeroclaw-export-old-"),
+            "{seam}: {}",
+            left.display()
+        );
+        assert_eq!(listing(&env.path("real-old")), expected(&env.old), "{seam}");
+        assert_eq!(listing(&dest), expected(&env.new), "{seam}");
     }
 }
