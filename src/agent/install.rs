@@ -243,9 +243,12 @@ mod tests {
 
     #[test]
     fn newer_schema_is_refused_and_older_is_migrated() {
-        let err = Install::from_toml_str(Path::new("/zc"), "schema_version = 4\n")
-            .expect_err("too new");
-        assert!(matches!(err, AgentError::SchemaTooNew { found: 4, .. }), "{err}");
+        let err =
+            Install::from_toml_str(Path::new("/zc"), "schema_version = 4\n").expect_err("too new");
+        assert!(
+            matches!(err, AgentError::SchemaTooNew { found: 4, .. }),
+            "{err}"
+        );
         let v1 = Install::from_toml_str(Path::new("/zc"), "default_temperature = 0.5\n")
             .expect("v1 migrates");
         assert_eq!(v1.schema_version(), 1);

@@ -163,7 +163,9 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
                 problem: format!(
                     "is in config.toml but ZeroClaw's loader skips it as invalid ({}), so \
                      ZeroClaw would not run this agent; fix the section and export again",
-                    install.degraded_reason().unwrap_or("the section does not load")
+                    install
+                        .degraded_reason()
+                        .unwrap_or("the section does not load")
                 ),
             });
         }
@@ -313,12 +315,12 @@ pub(crate) fn table_from_zeroclaw(table: &toml::Table) -> Result<Table, AgentErr
         field: "config.toml".to_string(),
         problem: format!("could not be serialized: {e}"),
     })?;
-    let doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| {
-        AgentError::InvalidField {
-            field: "config.toml".to_string(),
-            problem: format!("does not re-parse: {}", e.message()),
-        }
-    })?;
+    let doc: toml_edit::DocumentMut =
+        text.parse()
+            .map_err(|e: toml_edit::TomlError| AgentError::InvalidField {
+                field: "config.toml".to_string(),
+                problem: format!("does not re-parse: {}", e.message()),
+            })?;
     Ok(Table::from_toml_edit(doc.as_table()))
 }
 

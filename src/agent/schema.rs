@@ -34,8 +34,12 @@ pub(crate) const CREDENTIAL_NAME_RULES: &[(&str, fn(&str) -> bool)] = &[
     ("key ending in `_token`", |k| k.ends_with("_token")),
     ("key containing `secret`", |k| k.contains("secret")),
     ("key containing `password`", |k| k.contains("password")),
-    ("key named `api_key`", |k| k == "api_key" || k.ends_with("_api_key")),
-    ("key containing `private_key`", |k| k.contains("private_key")),
+    ("key named `api_key`", |k| {
+        k == "api_key" || k.ends_with("_api_key")
+    }),
+    ("key containing `private_key`", |k| {
+        k.contains("private_key")
+    }),
     ("key starting with `bearer`", |k| k.starts_with("bearer")),
     ("key named `authorization`", |k| k == "authorization"),
 ];

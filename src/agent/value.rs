@@ -35,15 +35,12 @@ impl Node {
         }
     }
 
-
     pub(crate) fn as_array(&self) -> Option<&[Node]> {
         match self {
             Node::Array(a) => Some(a),
             _ => None,
         }
     }
-
-
 
     /// The TOML type name, for error messages.
     pub(crate) fn type_name(&self) -> &'static str {
@@ -82,7 +79,6 @@ impl Table {
         self.entries.iter_mut().map(|(k, v)| (k.as_str(), v))
     }
 
-
     pub(crate) fn get(&self, key: &str) -> Option<&Node> {
         self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
     }
@@ -103,7 +99,6 @@ impl Table {
         }
     }
 
-
     /// Follow `path` through tables only.
     pub(crate) fn lookup(&self, path: &[&str]) -> Option<&Node> {
         let (first, rest) = path.split_first()?;
@@ -114,9 +109,6 @@ impl Table {
             node.as_table()?.lookup(rest)
         }
     }
-
-
-
 
     /// Convert a parsed toml_edit table, dropping all formatting.
     pub(crate) fn from_toml_edit(table: &toml_edit::Table) -> Self {
@@ -216,13 +208,15 @@ mod tests {
             .parse()
             .expect("valid toml");
         let table = Table::from_toml_edit(doc.as_table());
-        assert_eq!(table.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["b", "a", "t", "arr"]);
+        assert_eq!(
+            table.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            ["b", "a", "t", "arr"]
+        );
         let t = table.get("t").and_then(Node::as_table).expect("table");
         assert_eq!(t.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["z", "y"]);
         assert!(format!("{table:?}").contains("Str(\"x\")"));
         assert!(!format!("{table:?}").contains("secret"));
     }
-
 
     #[test]
     fn walk_names_array_elements() {

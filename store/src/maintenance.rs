@@ -1083,6 +1083,7 @@ mod tests {
                 &Tree::from_entries(vec![TreeEntry {
                     name: b"f".to_vec(),
                     kind: EntryKind::File,
+                    mode: 0o644,
                     size: len,
                     id: planted_blob,
                 }])
@@ -1105,6 +1106,7 @@ mod tests {
             .map(|(name, bytes)| TreeEntry {
                 name: name.as_bytes().to_vec(),
                 kind: EntryKind::File,
+                mode: 0o644,
                 size: bytes.len() as u64,
                 id: store.objects().write_bytes(bytes).unwrap(),
             })
@@ -1124,6 +1126,7 @@ mod tests {
                 &Tree::from_entries(vec![TreeEntry {
                     name: b"o".to_vec(),
                     kind: EntryKind::File,
+                    mode: 0o644,
                     size: len,
                     id: orphan_blob,
                 }])
@@ -1182,6 +1185,7 @@ mod tests {
                 &Tree::from_entries(vec![TreeEntry {
                     name: b"g".to_vec(),
                     kind: EntryKind::File,
+                    mode: 0o644,
                     size: len,
                     id: blob,
                 }])
@@ -1260,6 +1264,7 @@ mod tests {
                     &Tree::from_entries(vec![TreeEntry {
                         name: b"d".to_vec(),
                         kind: EntryKind::Dir,
+                        mode: crate::tree::DIR_MODE,
                         size: 4,
                         id,
                     }])

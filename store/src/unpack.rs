@@ -677,6 +677,7 @@ mod tests {
             .map(|(name, bytes)| TreeEntry {
                 name: name.as_bytes().to_vec(),
                 kind: EntryKind::File,
+                mode: 0o644,
                 size: bytes.len() as u64,
                 id: store.objects().write_bytes(bytes).unwrap(),
             })
@@ -791,6 +792,7 @@ mod tests {
                 let tree = Tree::from_entries(vec![TreeEntry {
                     name: b"d".to_vec(),
                     kind: EntryKind::Dir,
+                    mode: crate::tree::DIR_MODE,
                     size: 1,
                     id,
                 }])

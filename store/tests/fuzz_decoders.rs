@@ -15,7 +15,8 @@
 mod checks;
 
 use zeroclaw_bundle_store::{
-    CaptureReport, ObjectId, Skipped, Snapshot, SnapshotKind, Tally, Tree, TreeEntry, MAX_SIZE,
+    CaptureReport, EntryKind, ObjectId, Skipped, Snapshot, SnapshotKind, Tally, Tree, TreeEntry,
+    MAX_SIZE,
 };
 
 #[path = "../../tests/fuzz/rng.rs"]
@@ -259,6 +260,7 @@ fn seeds_pack() -> Vec<Vec<u8>> {
     let file = |name: &[u8], bytes: &[u8]| TreeEntry {
         name: name.to_vec(),
         kind: EntryKind::File,
+        mode: 0o644,
         size: bytes.len() as u64,
         id: store.objects().write_bytes(bytes).unwrap(),
     };

@@ -243,13 +243,14 @@ impl Campaign {
             } else if have == new {
                 self.export_new += 1;
             } else {
-                let differ = |a: &BTreeMap<Vec<u8>, Node>, b: &BTreeMap<Vec<u8>, Node>| -> Vec<String> {
-                    a.keys()
-                        .chain(b.keys())
-                        .filter(|k| a.get(*k) != b.get(*k))
-                        .map(|k| String::from_utf8_lossy(k).into_owned())
-                        .collect()
-                };
+                let differ =
+                    |a: &BTreeMap<Vec<u8>, Node>, b: &BTreeMap<Vec<u8>, Node>| -> Vec<String> {
+                        a.keys()
+                            .chain(b.keys())
+                            .filter(|k| a.get(*k) != b.get(*k))
+                            .map(|k| String::from_utf8_lossy(k).into_owned())
+                            .collect()
+                    };
                 panic!(
                     "{what}: the destination is neither the whole old nor the whole new bundle \
                      (differs from the old at {:?}, from the new at {:?})",

@@ -229,9 +229,9 @@ fn at<'v>(root: &'v toml::Value, path: &str) -> Option<&'v toml::Value> {
     for segment in path.split('.') {
         node = match node {
             toml::Value::Table(t) => t.get(segment)?,
-            toml::Value::Array(items) => items.iter().find(|i| {
-                i.get("name").and_then(toml::Value::as_str) == Some(segment)
-            })?,
+            toml::Value::Array(items) => items
+                .iter()
+                .find(|i| i.get("name").and_then(toml::Value::as_str) == Some(segment))?,
             _ => return None,
         };
     }
@@ -308,8 +308,9 @@ fn compare(env: &TestEnv, root: &Path, alias: &str, tag: &str) -> Vec<String> {
     }
 
     // Required secrets: ZeroClaw's, plus exactly the name-scrubbed paths.
-    let mut expected_secrets: BTreeSet<String> =
-        strings(&theirs.manifest, "required_secrets").into_iter().collect();
+    let mut expected_secrets: BTreeSet<String> = strings(&theirs.manifest, "required_secrets")
+        .into_iter()
+        .collect();
     expected_secrets.extend(by_name.iter().cloned());
     let our_secrets: BTreeSet<String> = strings(&ours.manifest, "required_secrets")
         .into_iter()
@@ -503,7 +504,11 @@ aieos_path = "identity/aieos.json"
 
     let before = snapshot_of(&root);
     let differences = compare(&env, &root, "main", "generated");
-    assert_eq!(snapshot_of(&root), before, "the export wrote to the install");
+    assert_eq!(
+        snapshot_of(&root),
+        before,
+        "the export wrote to the install"
+    );
     report(&[("generated".to_string(), differences)]);
 
     // What this fixture is for, checked on our bundle directly.
@@ -528,7 +533,10 @@ aieos_path = "identity/aieos.json"
     assert!(!config_out.contains("sk-oracle-main-key"));
     // The default profile carries ZeroClaw's built-in auto-approved tools.
     let fragment: Config = toml::from_str(&config_out).expect("loads");
-    let profile = fragment.risk_profiles.get("default").expect("default profile");
+    let profile = fragment
+        .risk_profiles
+        .get("default")
+        .expect("default profile");
     for tool in zeroclaw_config::schema::default_auto_approve() {
         assert!(profile.auto_approve.contains(&tool), "{tool} missing");
     }
@@ -544,7 +552,14 @@ fn snapshot_of(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32, i64)> {
         } else {
             Vec::new()
         };
-        out.insert(entry, (bytes, meta.mode(), meta.mtime_nsec() + meta.mtime() * 1_000_000_000));
+        out.insert(
+            entry,
+            (
+                bytes,
+                meta.mode(),
+                meta.mtime_nsec() + meta.mtime() * 1_000_000_000,
+            ),
+        );
     }
     out
 }
@@ -573,7 +588,10 @@ fn report(table: &[(String, Vec<String>)]) {
             eprintln!("oracle: {fixture}: equal");
         } else {
             failed = true;
-            eprintln!("oracle: {fixture}: DIFFERENT\n  {}", differences.join("\n  "));
+            eprintln!(
+                "oracle: {fixture}: DIFFERENT\n  {}",
+                differences.join("\n  ")
+            );
         }
     }
     assert!(!failed, "the oracle found differences (above)");

@@ -246,10 +246,7 @@ pub(crate) fn build(env: &TestEnv, name: &str, text: &str, agents: &[&str]) -> P
         write(&ws.join("memory/brain.db"), b"SQLite format 3\0memory");
     }
     write(&root.join("config.toml"), doc.to_string().as_bytes());
-    Planted {
-        root,
-        planted,
-    }
+    Planted { root, planted }
 }
 
 fn export(
@@ -374,7 +371,6 @@ fn path_is_carried(bundle: &DocumentMut, path: &str) -> bool {
     }
     true
 }
-
 
 #[test]
 fn explicit_empty_allowlists_are_kept_and_read_back_empty() {

@@ -82,11 +82,7 @@ fn case37_hostile_skill_aliases_carry_no_content() {
     let err = plan
         .render(&CaptureOutcome::default(), &provenance())
         .expect_err("escapes shared/");
-    assert!(
-        err.to_string()
-            .contains("../../outside.directory"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("../../outside.directory"), "{err}");
 }
 
 #[test]

@@ -163,7 +163,10 @@ fn case16_default_profile_raises_nothing() {
     fx.set(&["agents", "researcher", "risk_profile"], "\"empty_allow\"");
     let plan = fx.plan();
     assert_eq!(
-        get(plan.closure(), &["risk_profiles", "empty_allow", "allowed_commands"]),
+        get(
+            plan.closure(),
+            &["risk_profiles", "empty_allow", "allowed_commands"]
+        ),
         Some(&Node::Array(Vec::new())),
         "an explicit empty allowlist is kept"
     );

@@ -139,7 +139,11 @@ fn case18_tts_provider_carried() {
     );
     let plan = fx.plan();
     assert!(get(&plan.closure(), &["providers", "tts", "openai", "voice"]).is_some());
-    assert!(get(&plan.closure(), &["providers", "models", "anthropic", "main"]).is_some());
+    assert!(get(
+        &plan.closure(),
+        &["providers", "models", "anthropic", "main"]
+    )
+    .is_some());
     assert!(plan
         .required_secrets()
         .contains(&"providers.tts.openai.voice.api_key".to_string()));
@@ -155,7 +159,11 @@ fn case19_fallback_provider_carried_and_scrubbed() {
         r#"["openai.backup"]"#,
     );
     let plan = fx.plan();
-    assert!(get(&plan.closure(), &["providers", "models", "openai", "backup"]).is_some());
+    assert!(get(
+        &plan.closure(),
+        &["providers", "models", "openai", "backup"]
+    )
+    .is_some());
     assert!(plan
         .required_secrets()
         .contains(&"providers.models.openai.backup.api_key".to_string()));
@@ -237,7 +245,13 @@ model = "y"
     // loader drops that section).
     assert_eq!(
         carried,
-        ["anthropic.main", "openai.a", "openai.b", "openai.c", "openai.dup"]
+        [
+            "anthropic.main",
+            "openai.a",
+            "openai.b",
+            "openai.c",
+            "openai.dup"
+        ]
     );
     // c's edge to d resolves on the source, so it stays as authored
     assert_eq!(
@@ -260,12 +274,7 @@ model = "y"
         .filter(|d| d.reason == DropReason::SourceMissing)
         .map(|d| d.path.as_str())
         .collect();
-    assert_eq!(
-        edges,
-        [
-            "providers.models.anthropic.main.fallback[2]"
-        ]
-    );
+    assert_eq!(edges, ["providers.models.anthropic.main.fallback[2]"]);
     render(&plan);
 }
 
@@ -310,7 +319,8 @@ fn loaded_fixture_exact_outcome() {
     let models: Vec<&str> = get(&reparsed, &["providers", "models", "anthropic"])
         .and_then(Node::as_table)
         .expect("anthropic")
-        .iter().map(|(k, _)| k)
+        .iter()
+        .map(|(k, _)| k)
         .collect();
     assert_eq!(models, ["classifier", "main", "summarizer"]);
     assert_eq!(
@@ -425,9 +435,12 @@ fn provider_tables_are_never_pruned() {
         "{}",
     );
     let plan = fx.plan();
-    let main = get(&plan.closure(), &["providers", "models", "anthropic", "main"])
-        .and_then(Node::as_table)
-        .expect("main");
+    let main = get(
+        &plan.closure(),
+        &["providers", "models", "anthropic", "main"],
+    )
+    .and_then(Node::as_table)
+    .expect("main");
     assert_eq!(
         main.iter().map(|(k, _)| k).collect::<Vec<_>>(),
         // ZeroClaw 0.8.7's planner: an empty map equal to its default is not written.

@@ -157,7 +157,10 @@ fn case22_closure_has_one_agent_and_validates() {
             .get("agents")
             .and_then(Node::as_table)
             .expect("agents");
-        assert_eq!(agents.iter().map(|(k, _)| k).collect::<Vec<_>>(), ["researcher"]);
+        assert_eq!(
+            agents.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            ["researcher"]
+        );
         let agent = agents
             .get("researcher")
             .and_then(Node::as_table)
