@@ -330,10 +330,12 @@ impl SnapshotFs {
     }
 
     fn attr(&self, ino: u64, node: &Node) -> FileAttr {
-        // The recorded permission bits without the write bits: the view is read-only (a
-        // 0600 file shows 0400, 0755 shows 0555, a directory 0555).
+        // The recorded permission bits, exactly as a checkout writes them (a 0600 file shows
+        // 0600, a directory 0755): a reviewer sees who could read each file once imported.
+        // Writes are refused by the mount itself (`ro`, and EROFS from the daemon), not by
+        // the mode bits.
         let kind = file_type(node.kind);
-        let perm = node.mode & 0o555;
+        let perm = node.mode & 0o777;
         FileAttr {
             ino: INodeNo(ino),
             size: node.size,

@@ -9,9 +9,9 @@
 //!
 //! Mount options are always `ro,nosuid,nodev,noatime,default_permissions`, plus `noexec`
 //! unless [`MountOptions::allow_exec`], and `allow_other` only when asked. A file shows the
-//! permission bits its tree entry records without the write bits (0644 as 0444, 0600 as 0400,
-//! 0755 as 0555: a `0600` key stays unreadable to others, `allow_other` or not), directories
-//! 0555, all owned by the mounting user. The mount shows in the
+//! permission bits its tree entry records, exactly as a checkout writes them (a `0600` key
+//! stays unreadable to others, `allow_other` or not; writes are refused by `ro` and the daemon,
+//! not by mode bits), directories 0755, all owned by the mounting user. The mount shows in the
 //! mount table as source `zeroclaw-bundle[:label]`; [`unmount`] only touches such mounts.
 //!
 //! This crate knows nothing of the CLI: `zeroclaw-bundle mount` resolves a snapshot, takes

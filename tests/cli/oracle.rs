@@ -441,13 +441,13 @@ schema_version = 3
 [providers.models.openai.main]
 model = "gpt-5"
 api_key = "sk-oracle-main-key"
-fallback = ["openai.broken", "anthropic.gone"]
+fallback = ["qwen.broken", "anthropic.gone"]
 
 [providers.models.openai.main.provider_extra]
 token = "oracle-extra-token"
 
-[providers.models.openai.broken]
-model = "gpt-5"
+[providers.models.qwen.broken]
+model = "qwen-max"
 auth_mode = "oauth"
 
 [risk_profiles.default]
@@ -524,10 +524,15 @@ aieos_path = "identity/aieos.json"
     // The provider entry ZeroClaw's loader skips is not carried; its fallback edge is
     // reported the way ZeroClaw reports it.
     assert!(!config_out.contains("broken"), "{config_out}");
+    let parsed: toml::Table = toml::from_str(&manifest).expect("manifest");
+    let dropped = entries(&parsed, "dropped", &["path", "reason", "detail"]);
     assert!(
-        manifest.contains("providers.models.openai.main.fallback.openai.broken")
-            || manifest.contains("openai.broken"),
-        "{manifest}"
+        dropped.iter().any(
+            |d| d[0].starts_with("providers.models.openai.main.fallback")
+                && d[1] == "source_missing"
+                && d[2].contains("qwen.broken")
+        ),
+        "the edge to the skipped entry is not dropped as ZeroClaw drops it: {dropped:?}"
     );
     assert!(!config_out.contains("oracle-extra-token"));
     assert!(!config_out.contains("sk-oracle-main-key"));

@@ -210,7 +210,7 @@ fn exec_files_cannot_be_executed_from_the_mount() {
     };
     let script = m.path.join("run.sh");
     let mode = fs::metadata(&script).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o555, "exec-files show as executable");
+    assert_eq!(mode, 0o755, "exec-files show as executable");
     let errno = errno_of("exec run.sh", Command::new(&script).status());
     assert_eq!(errno, libc::EACCES, "noexec refuses execve");
     let errno = errno_of(

@@ -104,11 +104,11 @@ fn positioned_reads_return_the_right_bytes() {
     );
 }
 
-/// Issue 17 (file modes): a file shows the permission bits its tree entry records, without
-/// the write bits (the view is read-only): a `0600` key is 0400, unreadable by group and
-/// others through the mount too; directories stay 0555.
+/// Issue 17 (file modes): a file shows exactly the permission bits its tree entry records, as
+/// a checkout writes them: a `0600` key is 0600, unreadable by group and others through the
+/// mount too; directories 0755.
 #[test]
-fn recorded_modes_show_without_the_write_bits() {
+fn recorded_modes_show_exactly() {
     use crate::util::{dir, moded};
     let env = Env::new();
     let (root, expected) = env.build(vec![
@@ -125,12 +125,12 @@ fn recorded_modes_show_without_the_write_bits() {
         return;
     };
     let mode = |p: &str| fs::metadata(m.path.join(p)).unwrap().mode() & 0o7777;
-    assert_eq!(mode(".env"), 0o400);
-    assert_eq!(mode("shared.conf"), 0o440);
-    assert_eq!(mode("run.sh"), 0o555);
-    assert_eq!(mode("mine.sh"), 0o500);
-    assert_eq!(mode("sub"), 0o555);
-    assert_eq!(mode("sub/plain.md"), 0o444);
+    assert_eq!(mode(".env"), 0o600);
+    assert_eq!(mode("shared.conf"), 0o640);
+    assert_eq!(mode("run.sh"), 0o755);
+    assert_eq!(mode("mine.sh"), 0o700);
+    assert_eq!(mode("sub"), 0o755);
+    assert_eq!(mode("sub/plain.md"), 0o644);
     assert_eq!(mode("sub/none"), 0);
     let seen = walk(&m.path);
     assert_eq!(seen, expected);

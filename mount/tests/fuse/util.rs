@@ -84,7 +84,7 @@ impl Env {
     }
 
     /// Writes the spec's blobs and trees, recording each path (a file shows its recorded
-    /// mode without the write bits, a directory 0555); returns its entry named `name`.
+    /// mode, a directory 0755); returns its entry named `name`.
     fn write(
         &self,
         spec: &Spec,
@@ -101,7 +101,7 @@ impl Env {
                     _ => 0o644,
                 };
                 let entry = TreeEntry::file(name.to_vec(), mode, data.len() as u64, id);
-                (entry, mode & 0o555, Some(data.clone()))
+                (entry, mode, Some(data.clone()))
             }
             Spec::Dir(children) => {
                 let entries = children
@@ -119,7 +119,7 @@ impl Env {
                 let id = self.store.write_tree(&tree).expect("write tree");
                 (
                     TreeEntry::dir(name.to_vec(), tree.total_size(), id),
-                    0o555,
+                    0o755,
                     None,
                 )
             }
