@@ -12,6 +12,7 @@ mod hostile_trees;
 mod mount;
 mod pack;
 mod remote;
+mod remote_fleet;
 mod remote_read;
 mod remote_s3;
 mod store_cli;
