@@ -210,7 +210,11 @@ pub fn pull_ref(
     store: &zeroclaw_bundle_store::Store,
     target: &str,
     ctx: &Ctx,
-) -> Result<(zeroclaw_bundle_store::ObjectId, RemoteSpec, remote::PullReport)> {
+) -> Result<(
+    zeroclaw_bundle_store::ObjectId,
+    RemoteSpec,
+    remote::PullReport,
+)> {
     let Some((name, reference)) = target.split_once('/') else {
         bail!(
             "{target:?} is not NAME/SNAPSHOT (for example origin/3f2a9c01 or origin/agent/researcher)"

@@ -12,9 +12,9 @@
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::future::Future;
 use std::io::{Read, Write};
 use std::path::Path as FsPath;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -209,10 +209,7 @@ impl Remote {
 
     /// Runs `fut` to completion, or fails with [`RemoteError::Interrupted`] once a signal
     /// asked the command to stop (see the module doc).
-    fn run<T>(
-        &self,
-        fut: impl Future<Output = Result<T, RemoteError>>,
-    ) -> Result<T, RemoteError> {
+    fn run<T>(&self, fut: impl Future<Output = Result<T, RemoteError>>) -> Result<T, RemoteError> {
         let rt = self.rt.as_ref().expect("the runtime lives until drop");
         rt.block_on(async {
             let watch = async {
@@ -461,20 +458,20 @@ impl Remote {
     }
 
     /// The backend's clock now (ms since the epoch): the time stamped on a small object
-    /// written for the purpose (then removed). Every age `gc` computes compares two times of
-    /// this one clock, so the hosts' clocks never matter.
+    /// written for the purpose (then removed), as a listing reports it (S3's listing carries
+    /// milliseconds, its HEAD only seconds; marks are aged from listings too). Every age `gc`
+    /// computes compares two times of this one clock, so the hosts' clocks never matter.
     pub(crate) fn clock_ms(&self) -> Result<i64, RemoteError> {
-        let key = format!("gc/clock-{}", zeroclaw_bundle_store::random_token());
+        let name = format!("clock-{}", zeroclaw_bundle_store::random_token());
+        let key = format!("gc/{name}");
         self.put_bytes(&key, b"zeroclaw-bundle remote clock\n".to_vec())?;
-        let path = Path::from(key.as_str());
-        let meta = self.run(async {
-            self.store
-                .head(&path)
-                .await
-                .map_err(|e| self.request("stat", &key, e))
-        });
+        let listed = self.list("gc");
         self.delete(&key)?;
-        Ok(meta?.last_modified.timestamp_millis())
+        listed?
+            .into_iter()
+            .find(|e| e.name == name)
+            .map(|e| e.modified_ms)
+            .ok_or_else(|| self.corrupt(&key, "was written but is not listed"))
     }
 
     /// Uploads the local file `file` to `key`: one request, or a multipart upload for a
@@ -593,7 +590,8 @@ impl Remote {
             reference: reference.to_string(),
         };
         let lower = reference.to_ascii_lowercase();
-        let hex = lower.len() >= 8 && lower.len() <= 64 && lower.bytes().all(|b| b.is_ascii_hexdigit());
+        let hex =
+            lower.len() >= 8 && lower.len() <= 64 && lower.bytes().all(|b| b.is_ascii_hexdigit());
         if hex {
             let found: Vec<ObjectId> = self
                 .snapshots()?
@@ -649,11 +647,18 @@ impl Remote {
     pub(crate) fn packs(&self) -> Result<HashMap<String, Listed>, RemoteError> {
         let mut out = HashMap::new();
         for entry in self.list("packs")? {
-            match entry.name.strip_suffix(".zcpack").filter(|p| parse_id(p).is_some()) {
+            match entry
+                .name
+                .strip_suffix(".zcpack")
+                .filter(|p| parse_id(p).is_some())
+            {
                 Some(p) => {
                     out.insert(p.to_string(), entry);
                 }
-                None => self.ignore(&format!("packs/{}", entry.name), "not named <pack-id>.zcpack"),
+                None => self.ignore(
+                    &format!("packs/{}", entry.name),
+                    "not named <pack-id>.zcpack",
+                ),
             }
         }
         Ok(out)
@@ -676,7 +681,11 @@ impl Remote {
     pub(crate) fn index_files(&self) -> Result<Vec<(String, Listed)>, RemoteError> {
         let mut out = Vec::new();
         for entry in self.list("index")? {
-            match entry.name.strip_suffix(".idx").filter(|p| parse_id(p).is_some()) {
+            match entry
+                .name
+                .strip_suffix(".idx")
+                .filter(|p| parse_id(p).is_some())
+            {
                 Some(p) => out.push((p.to_string(), entry.clone())),
                 None => self.ignore(&format!("index/{}", entry.name), "not named <pack-id>.idx"),
             }
@@ -839,7 +848,10 @@ impl IndexParser {
 
     fn push(&mut self, part: &[u8]) -> Result<(), String> {
         if self.line.len() + part.len() > MAX_INDEX_LINE {
-            return Err(format!("line {} is too long to be an object id", self.lines + 1));
+            return Err(format!(
+                "line {} is too long to be an object id",
+                self.lines + 1
+            ));
         }
         self.line.extend_from_slice(part);
         Ok(())
@@ -937,9 +949,13 @@ mod tests {
             assert_eq!(got, ids, "chunks of {step}");
         }
         assert!(parse_index(b"").unwrap_err().contains("does not start"));
-        assert!(parse_index(b"nope\n").unwrap_err().contains("does not start"));
+        assert!(parse_index(b"nope\n")
+            .unwrap_err()
+            .contains("does not start"));
         let unterminated = &bytes[..bytes.len() - 1];
-        assert!(parse_index(unterminated).unwrap_err().contains("not terminated"));
+        assert!(parse_index(unterminated)
+            .unwrap_err()
+            .contains("not terminated"));
         let mut long = encode_index(&[]);
         long.extend(std::iter::repeat_n(b'a', 100_000));
         assert!(parse_index(&long).unwrap_err().contains("too long"));

@@ -207,11 +207,7 @@ pub fn gc(remote: &Remote, tmp: &Path, grace: Duration) -> Result<GcReport, Remo
         }
     }
     for entry in &trees {
-        let Some(id) = entry
-            .name
-            .strip_suffix(".zcpack")
-            .and_then(parse_id)
-        else {
+        let Some(id) = entry.name.strip_suffix(".zcpack").and_then(parse_id) else {
             continue;
         };
         if !records.contains(&id) && entry.modified_ms <= old_enough {

@@ -83,7 +83,11 @@ fn tmp_path(store: &Store, what: &str) -> Result<PathBuf, RemoteError> {
 
 /// Every object snapshot `id` reaches (its record, trees and blobs), walked through the
 /// store: what a push may rely on the remote for. Memory: one id per object of the snapshot.
-fn closure_ids(store: &Store, id: &ObjectId, root: &ObjectId) -> Result<HashSet<ObjectId>, RemoteError> {
+fn closure_ids(
+    store: &Store,
+    id: &ObjectId,
+    root: &ObjectId,
+) -> Result<HashSet<ObjectId>, RemoteError> {
     let mut all = HashSet::from([*id, *root]);
     let mut stack = vec![*root];
     while let Some(t) = stack.pop() {

@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use zeroclaw_bundle_store::{
-    decode_pack_object, random_token, Blob, ObjectId, ObjectSource, PackEntry,
-    PackLayout, PackReader, Snapshot, StoreError, Tree,
+    decode_pack_object, random_token, Blob, ObjectId, ObjectSource, PackEntry, PackLayout,
+    PackReader, Snapshot, StoreError, Tree,
 };
 
 use super::{load_remotes, Remote, RemoteError, RemoteSpec};

@@ -65,7 +65,10 @@ fn stray_files_are_ignored_and_named() {
     let id = f.snapshot("a", &src);
     f.on("a", &["push", &id]).ok();
     let remote = f.env.path("remote");
-    write(&remote.join("snapshots/README"), b"this bucket holds bundles\n");
+    write(
+        &remote.join("snapshots/README"),
+        b"this bucket holds bundles\n",
+    );
     write(&remote.join("index/notes.txt"), b"notes\n");
     write(&remote.join("packs/old.tar"), b"junk\n");
     // A nested entry whose last component is a real id: not the record's key.
@@ -74,13 +77,15 @@ fn stray_files_are_ignored_and_named() {
     let r = f.on("b", &["list", "--remote", "origin"]).ok();
     assert!(r.stdout().contains(&id[..16]), "{}", r.describe());
     assert!(
-        r.stderr().contains("ignored snapshots/README: not named by a snapshot id"),
+        r.stderr()
+            .contains("ignored snapshots/README: not named by a snapshot id"),
         "{}",
         r.describe()
     );
     let r = f.on("b", &["pull", &format!("origin/{}", &id[..12])]).ok();
     assert!(
-        r.stderr().contains("ignored index/notes.txt: not named <pack-id>.idx"),
+        r.stderr()
+            .contains("ignored index/notes.txt: not named <pack-id>.idx"),
         "{}",
         r.describe()
     );
@@ -106,7 +111,10 @@ fn a_lying_index_never_makes_push_write_an_unpullable_record() {
     text.push_str(&format!("{}\n", blake3_hex(&new)));
     fs::write(&idx, &text).unwrap();
     let v = f.on("a", &["--json", "push", &second]).ok().json();
-    assert!(v["objects"].as_u64().unwrap() >= 2, "new.bin and its tree go up: {v}");
+    assert!(
+        v["objects"].as_u64().unwrap() >= 2,
+        "new.bin and its tree go up: {v}"
+    );
     f.host("b", &[]);
     f.pull_and_check("b", &second, &src);
 
@@ -155,9 +163,10 @@ fn a_fifo_in_a_file_remote_never_hangs_pull_past_a_signal() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     assert!(child.try_wait().unwrap().is_none(), "blocked on the FIFO");
+    let pid = child.id().to_string();
     let kill = |sig: &str| {
         std::process::Command::new("kill")
-            .args([sig, &child.id().to_string()])
+            .args([sig, &pid])
             .status()
             .unwrap()
     };
@@ -213,7 +222,13 @@ fn remote_refs_by_name_and_agent() {
     let named = f
         .on(
             "a",
-            &["snapshot", "--dir", &src.to_string_lossy(), "--name", "release-1"],
+            &[
+                "snapshot",
+                "--dir",
+                &src.to_string_lossy(),
+                "--name",
+                "release-1",
+            ],
         )
         .ok()
         .last_line();
@@ -233,7 +248,11 @@ fn remote_refs_by_name_and_agent() {
         .ok();
     f.on(
         "b",
-        &["diff", "origin/release-1:shared", &src.join("shared").to_string_lossy()],
+        &[
+            "diff",
+            "origin/release-1:shared",
+            &src.join("shared").to_string_lossy(),
+        ],
     )
     .ok();
     f.host("c", &[]);
@@ -241,7 +260,12 @@ fn remote_refs_by_name_and_agent() {
     let r = f
         .on(
             "c",
-            &["checkout", "origin/agent/researcher", "--out", &out.to_string_lossy()],
+            &[
+                "checkout",
+                "origin/agent/researcher",
+                "--out",
+                &out.to_string_lossy(),
+            ],
         )
         .ok();
     assert_eq!(r.last_line(), newer);
@@ -275,7 +299,10 @@ fn a_substituted_trees_pack_is_refused() {
     fs::copy(trees.join(format!("{a}.zcpack")), &target).unwrap();
     f.host("b", &[]);
     let r = f
-        .on("b", &["diff", &format!("origin/{b}"), &two.to_string_lossy()])
+        .on(
+            "b",
+            &["diff", &format!("origin/{b}"), &two.to_string_lossy()],
+        )
         .fails(2, "is not the trees-only pack of snapshot");
     assert!(
         r.stderr().contains(&format!("(it carries {})", &a[..12])),
@@ -287,7 +314,10 @@ fn a_substituted_trees_pack_is_refused() {
         .ok();
     fs::copy(&full, &target).unwrap();
     let r = f
-        .on("b", &["diff", &format!("origin/{b}"), &two.to_string_lossy()])
+        .on(
+            "b",
+            &["diff", &format!("origin/{b}"), &two.to_string_lossy()],
+        )
         .fails(2, "is not the trees-only pack of snapshot");
     assert!(
         r.stderr()
@@ -323,6 +353,17 @@ fn another_snapshots_record_under_an_id_is_refused() {
 
 const WINDOW_MS: &str = "1000";
 
+/// Every snapshot the remote lists pulls into a fresh store `probe` and verifies there (what
+/// `Fleet::assert_consistent` checks, with the remote's extra options).
+fn consistent(f: &Fleet, probe: &str, extra: &[&str]) {
+    let _ = fs::remove_dir_all(f.env.path(probe));
+    f.host(probe, extra);
+    for id in f.remote_ids(probe) {
+        f.on(probe, &["pull", &format!("origin/{id}")]).ok();
+    }
+    f.on(probe, &["verify"]).ok();
+}
+
 fn gc_on(f: &Fleet, host: &str, grace: &str) -> serde_json::Value {
     f.on_with(
         host,
@@ -336,10 +377,10 @@ fn gc_on(f: &Fleet, host: &str, grace: &str) -> serde_json::Value {
 /// `remote forget` then `remote gc`: marked by the first run, deleted by a run after the
 /// grace period; what other snapshots reach stays; a grace under twice the push window is
 /// refused.
-pub fn forget_then_gc(f: &Fleet) {
+pub fn forget_then_gc(f: &Fleet, extra: &[&str]) {
     let src = tree(&f.env.path("src"), 58);
-    f.host("a", &[]);
-    f.host("c", &[]);
+    f.host("a", extra);
+    f.host("c", extra);
     let keep = f.snapshot("a", &src);
     f.on("a", &["push", &keep]).ok();
     write(&src.join("only-in-second.bin"), &bytes(58_2, 90_000));
@@ -370,7 +411,7 @@ pub fn forget_then_gc(f: &Fleet) {
     assert_eq!(v["deleted_trees"].as_u64(), Some(1), "{v}");
     f.on("c", &["pull", &format!("origin/{gone}")])
         .fails(1, "has no snapshot");
-    f.assert_consistent("probe");
+    consistent(f, "probe", extra);
     let v = gc_on(f, "c", "2");
     assert_eq!(v["deleted_packs"].as_u64(), Some(0), "{v}");
     assert_eq!(v["marked"].as_u64(), Some(0), "{v}");
@@ -378,7 +419,7 @@ pub fn forget_then_gc(f: &Fleet) {
 
 #[test]
 fn file_remote_forget_then_gc() {
-    forget_then_gc(&Fleet::file());
+    forget_then_gc(&Fleet::file(), &[]);
 }
 
 /// A push paused at each step while `gc` runs on another store. Round 1: the pause lasts
@@ -386,7 +427,7 @@ fn file_remote_forget_then_gc() {
 /// push chose to rely on when it started: the push must then refuse to write its record, and
 /// the remote stays consistent. Round 2: a gc deleting aged garbage strikes mid-push: the
 /// push completes, its snapshot pulls, and its pack is never deleted.
-pub fn gc_races_a_paused_push(f: &Fleet, remote_root: &Path) {
+pub fn gc_races_a_paused_push(f: &Fleet, remote_root: &Path, extra: &[&str]) {
     let seams = [
         "remote-after-marks",
         "remote-after-pack",
@@ -397,8 +438,8 @@ pub fn gc_races_a_paused_push(f: &Fleet, remote_root: &Path) {
         let _ = fs::remove_dir_all(f.env.path("src"));
         let src = tree(&f.env.path("src"), 60 + round as u64);
         let (a, c) = (format!("a{round}"), format!("c{round}"));
-        f.host(&a, &[]);
-        f.host(&c, &[]);
+        f.host(&a, extra);
+        f.host(&c, extra);
         // Garbage that shares objects with what `a` pushes next (unmarked yet).
         let old = f.snapshot(&a, &src);
         f.on(&a, &["push", &old]).ok();
@@ -417,7 +458,10 @@ pub fn gc_races_a_paused_push(f: &Fleet, remote_root: &Path) {
             &[
                 ("ZEROCLAW_BUNDLE_TEST_REMOTE_WINDOW_MS", WINDOW_MS),
                 ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", seam),
-                ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", &format!("{gc}; sleep 2.6; {gc}")),
+                (
+                    "ZEROCLAW_BUNDLE_TEST_HOOK_CMD",
+                    &format!("{gc}; sleep 2.6; {gc}"),
+                ),
             ],
         );
         let runs = docs(&fs::read_to_string(&log).unwrap_or_default());
@@ -426,8 +470,11 @@ pub fn gc_races_a_paused_push(f: &Fleet, remote_root: &Path) {
             runs[1]["deleted_packs"].as_u64().unwrap() >= 1,
             "{seam}: the second gc deleted what the first marked: {runs:?}"
         );
-        r.fails(1, "took longer than 1 s since it read the remote's gc marks");
-        f.assert_consistent(&format!("probe{round}"));
+        r.fails(
+            1,
+            "took longer than 1 s since it read the remote's gc marks",
+        );
+        consistent(f, &format!("probe{round}"), extra);
         // Pushed again, within the window: it completes and pulls.
         f.on_with(
             &a,
@@ -465,7 +512,7 @@ pub fn gc_races_a_paused_push(f: &Fleet, remote_root: &Path) {
             "{seam}: the pushing host's pack survived the gc"
         );
         f.pull_and_check(&format!("probe{round}"), &newer, &src);
-        f.assert_consistent(&format!("probe{round}"));
+        consistent(f, &format!("probe{round}"), extra);
     }
 }
 
@@ -473,7 +520,7 @@ pub fn gc_races_a_paused_push(f: &Fleet, remote_root: &Path) {
 fn file_remote_gc_races_a_paused_push() {
     let f = Fleet::file();
     let root = f.env.path("remote");
-    gc_races_a_paused_push(&f, &root);
+    gc_races_a_paused_push(&f, &root, &[]);
 }
 
 /// Peak RSS (KiB) of `args` on `host`, through /usr/bin/time.
@@ -512,13 +559,21 @@ fn a_huge_unrelated_index_does_not_inflate_pull() {
     // The unrelated pack: any existing pack's bytes under another name, and a huge index.
     let packs = f.env.path("remote/packs");
     let other = blake3_hex(b"unrelated");
-    fs::copy(packs.join(&pack_names(&f)[0]), packs.join(format!("{other}.zcpack"))).unwrap();
+    fs::copy(
+        packs.join(&pack_names(&f)[0]),
+        packs.join(format!("{other}.zcpack")),
+    )
+    .unwrap();
     let mut idx = String::from("zeroclaw-bundle remote index 1\n");
     for i in 0..400_000u32 {
-        idx.push_str(&blake3_hex(&i.to_le_bytes()));
+        // Well-formed ids (64 lowercase hex digits) that name nothing.
+        idx.push_str(&format!("{i:064x}"));
         idx.push('\n');
     }
-    write(&f.env.path(&format!("remote/index/{other}.idx")), idx.as_bytes());
+    write(
+        &f.env.path(&format!("remote/index/{other}.idx")),
+        idx.as_bytes(),
+    );
     let _ = fs::remove_dir_all(f.env.path("b2"));
     f.host("b2", &[]);
     let big = peak_kib(&f, "b2", &["pull", &format!("origin/{id}")]);

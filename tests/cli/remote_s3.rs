@@ -409,18 +409,18 @@ fn s3_credentials_from_the_aws_files() {
 /// Remote `forget` and `gc` through S3 (conditional marks with `If-None-Match`).
 #[test]
 fn s3_forget_then_gc() {
-    let Some((f, _server)) = s3_fleet() else {
+    let Some((f, server)) = s3_fleet() else {
         return;
     };
-    crate::remote_fleet::forget_then_gc(&f);
+    crate::remote_fleet::forget_then_gc(&f, &["--endpoint", &server.endpoint]);
 }
 
 /// A push paused at each step while `gc` runs on another store, through S3.
 #[test]
 fn s3_gc_races_a_paused_push() {
-    let Some((f, _server)) = s3_fleet() else {
+    let Some((f, server)) = s3_fleet() else {
         return;
     };
     let root = prefix_root(&f);
-    crate::remote_fleet::gc_races_a_paused_push(&f, &root);
+    crate::remote_fleet::gc_races_a_paused_push(&f, &root, &["--endpoint", &server.endpoint]);
 }
