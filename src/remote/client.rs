@@ -635,7 +635,7 @@ impl Remote {
                 Some(a) => snap.agent.as_deref() == Some(a),
                 None => snap.name.as_deref() == Some(reference),
             };
-            let key = (i128::from(snap.created_unix_ns), id);
+            let key = (snap.created_unix_ns, id);
             if hit && best.is_none_or(|b| key > b) {
                 best = Some(key);
             }

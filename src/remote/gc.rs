@@ -21,6 +21,7 @@
 //!   directory always): the gc sees the record, P is live, and P is kept. Contradiction.
 //! - A pack being uploaded right now (no index yet, or no record yet) is at most marked: its
 //!   push's record appears within the window, before the mark is old enough.
+//!
 //! Indexes and trees packs follow their pack and record: an index goes right before its pack
 //! (an index without its pack stands for nothing: a push checks the pack's own index, a pull
 //! passes over a pack that is gone); a trees pack whose record is gone goes once it is older

@@ -159,7 +159,7 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
     let _lock = store.write_lock()?;
     let started = Instant::now();
     let marks: HashSet<String> = remote.marks()?.into_keys().collect();
-    crate::hooks::seam("remote-after-marks", &remote.name().to_string());
+    crate::hooks::seam("remote-after-marks", remote.name());
     let listed = remote.record(id)?.is_some();
     let closure = closure_ids(store, id, &snap.root)?;
     let held = verified_held(remote, &closure, &marks)?;

@@ -383,7 +383,7 @@ pub fn forget_then_gc(f: &Fleet, extra: &[&str]) {
     f.host("c", extra);
     let keep = f.snapshot("a", &src);
     f.on("a", &["push", &keep]).ok();
-    write(&src.join("only-in-second.bin"), &bytes(58_2, 90_000));
+    write(&src.join("only-in-second.bin"), &bytes(582, 90_000));
     let gone = f.snapshot("a", &src);
     f.on("a", &["push", &gone]).ok();
     f.on_with(
