@@ -3,7 +3,9 @@
 #
 #   scripts/fuzz.sh [SECONDS_PER_TARGET]     (default 60)
 #
-# Targets: tree_decode, record_decode, unescape, pack_read; the properties live in tests/fuzz/checks.rs.
+# Targets: tree_decode, record_decode, unescape, pack_read (properties in tests/fuzz/checks.rs)
+# and remote_parsers (the remote record check and index parser; nightly only, its properties
+# live in the target; the stable path covers them with src/remote/client.rs unit tests).
 # Runs the first of these that works:
 #   1. cargo-fuzz (`cargo +nightly fuzz run`) on the targets in tests/fuzz/;
 #   2. the same libFuzzer targets built by hand with a nightly toolchain (what cargo-fuzz
@@ -29,7 +31,7 @@ if ! ZCB_FUZZ_ITERS=$((secs * 500)) ZCB_FUZZ_SEED="$closure_seed" \
 fi
 grep -E "config closure:" "$closure_log" || true
 rm -f "$closure_log"
-targets="tree_decode record_decode unescape pack_read"
+targets="tree_decode record_decode unescape pack_read remote_parsers"
 fuzz_dir=tests/fuzz
 
 if [ -z "${ZCB_FUZZ_STABLE:-}" ] && cargo +nightly fuzz --version >/dev/null 2>&1; then

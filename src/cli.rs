@@ -212,7 +212,12 @@ first, then its index, then the record. Credentials come from the environment
     #[command(after_help = "\
 Examples:
   zeroclaw-bundle pull origin/3f2a9c01
-  zeroclaw-bundle list --remote origin")]
+  zeroclaw-bundle pull origin/agent/researcher    (the newest export of that agent on origin)
+  zeroclaw-bundle pull origin/before-upgrade      (a name given with `snapshot --name`)
+  zeroclaw-bundle list --remote origin
+
+The same remote refs (NAME/<id|name|agent/alias>) work in `mount`, `diff` (with :PATH) and
+`checkout` (which pulls the snapshot first).")]
     Pull(PullArgs),
 }
 
@@ -241,6 +246,42 @@ or stored: set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_REGION) in the 
     List,
     /// Remove a remote from remotes.toml (the remote's data is not touched)
     Remove(RemoteRemoveArgs),
+    /// Remove a snapshot's record from a remote (its data goes at later `remote gc` runs)
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle remote forget origin 3f2a9c01
+  zeroclaw-bundle remote forget origin agent/researcher")]
+    Forget(RemoteForgetArgs),
+    /// Delete the packs no snapshot on a remote reaches: marked by one run, deleted by a later
+    /// run once the mark is older than the grace period; safe while other hosts push
+    #[command(after_help = "\
+Example:
+  zeroclaw-bundle remote gc origin
+
+No lock is taken: a push never relies on a marked pack and writes its record within 6 hours
+of reading the marks, and a mark must be older than the grace period (at least twice that)
+before its pack is deleted. See README, remote gc.")]
+    Gc(RemoteGcArgs),
+}
+
+/// `remote forget`.
+#[derive(Debug, Args)]
+pub struct RemoteForgetArgs {
+    /// The remote's name
+    pub name: String,
+    /// The snapshot: id, 8+ hex digit prefix, name, or agent/<alias> (newest on the remote)
+    pub snapshot: String,
+}
+
+/// `remote gc`.
+#[derive(Debug, Args)]
+pub struct RemoteGcArgs {
+    /// The remote's name
+    pub name: String,
+    /// Delete a marked pack only when its mark is older than this many seconds (at least
+    /// twice the push window: 43200)
+    #[arg(long, default_value_t = crate::remote::DEFAULT_GRACE_SECS, value_name = "SECONDS")]
+    pub grace: u64,
 }
 
 /// `remote remove`.
@@ -274,7 +315,8 @@ pub struct PushArgs {
 /// `pull`.
 #[derive(Debug, Args)]
 pub struct PullArgs {
-    /// NAME/SNAPSHOT: the remote and a snapshot id or a unique prefix of 8+ hex digits
+    /// NAME/SNAPSHOT: the remote and a snapshot id, a unique prefix of 8+ hex digits, a
+    /// snapshot name, or agent/<alias> (the newest snapshot of that agent on the remote)
     #[arg(value_name = "NAME/SNAPSHOT")]
     pub target: String,
 }
@@ -447,7 +489,8 @@ pub struct CatArgs {
 /// `checkout`.
 #[derive(Debug, Args)]
 pub struct CheckoutArgs {
-    /// Snapshot to publish: id, 8+ hex digit prefix, name, or agent/<alias>
+    /// Snapshot to publish: id, 8+ hex digit prefix, name, or agent/<alias>; or a remote ref
+    /// NAME/<id|name|agent/alias> (pulled into this store first, verified)
     pub snapshot: String,
     /// Destination directory
     #[arg(long, short, value_name = "DIR")]

@@ -1,4 +1,7 @@
 //! `checkout SNAPSHOT --out DIR [--force]`: publish a stored snapshot (staged, atomic swap).
+//! A remote ref (`NAME/<id|name|agent/alias>`, NAME a configured remote) is pulled into the
+//! store first (verified, as `pull` does), then published from there: what is published is
+//! always what the store holds.
 
 use anyhow::{Context, Result};
 use serde_json::json;
@@ -10,7 +13,22 @@ use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest,
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = store.resolve(&args.snapshot)?;
+    let id = match crate::remote::parse_remote_ref(store.root(), &args.snapshot)? {
+        Some((spec, _)) => {
+            let (id, _, report) = crate::cmd::remote::pull_ref(&store, &args.snapshot, ctx)?;
+            if !ctx.quiet && !ctx.json {
+                crate::note!(
+                    "pulled {} from {}: {} packs, {}, verified",
+                    id.short(12),
+                    spec.name,
+                    report.packs,
+                    human_bytes(report.bytes)
+                );
+            }
+            id
+        }
+        None => store.resolve(&args.snapshot)?,
+    };
     let snap = store.read_snapshot(&id)?;
     let context = || {
         format!(

@@ -63,7 +63,11 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             match parse_remote_ref(store.root(), &args.snapshot)? {
                 Some((spec, reference)) => {
                     let remote = Remote::open(&spec, false)?;
-                    let id = remote.resolve(&reference)?;
+                    let id = remote.resolve(&reference);
+                    if !args.daemon_child {
+                        crate::cmd::remote::say_notices(&remote, ctx);
+                    }
+                    let id = id?;
                     let view = Arc::new(
                         RemoteView::open(remote, id, store.objects().tmp_dir(), true)
                             .with_context(|| {

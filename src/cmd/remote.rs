@@ -5,7 +5,9 @@
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 
-use crate::cli::{PullArgs, PushArgs, RemoteAddArgs, RemoteCommand};
+use crate::cli::{
+    PullArgs, PushArgs, RemoteAddArgs, RemoteCommand, RemoteForgetArgs, RemoteGcArgs,
+};
 use crate::cmd::{human_bytes, Ctx, Outcome};
 use crate::remote::{self, Remote, RemoteSpec};
 use zeroclaw_bundle_store::escape_text;
@@ -49,7 +51,83 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
             }
             Ok(Outcome::Success)
         }
+        RemoteCommand::Forget(args) => forget(args, ctx),
+        RemoteCommand::Gc(args) => gc(args, ctx),
     }
+}
+
+/// Says on stderr what the remote's listings ignored (names that are not part of its layout).
+pub fn say_notices(remote: &Remote, ctx: &Ctx) {
+    for line in remote.notices() {
+        if !ctx.quiet {
+            crate::note!("notice: {line}");
+        }
+    }
+}
+
+fn forget(args: RemoteForgetArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let spec = remote::find_remote(store.root(), &args.name)?;
+    let remote = Remote::open(&spec, false)?;
+    let id = remote.resolve(&args.snapshot)?;
+    say_notices(&remote, ctx);
+    remote::forget(&remote, &id)
+        .with_context(|| format!("could not forget {} on {}", id.short(12), spec.name))?;
+    if ctx.json {
+        ctx.print_json(&json!({"forgotten": id, "remote": spec.name}))?;
+    } else {
+        if !ctx.quiet {
+            crate::note!(
+                "forgot {} on {}: its record is gone; `remote gc {}` removes what only it reached",
+                id.short(12),
+                spec.name,
+                spec.name
+            );
+        }
+        crate::outln!("{id}")?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn gc(args: RemoteGcArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let spec = remote::find_remote(store.root(), &args.name)?;
+    let remote = Remote::open(&spec, false)?;
+    let r = remote::gc(
+        &remote,
+        store.objects().tmp_dir(),
+        std::time::Duration::from_secs(args.grace),
+    )
+    .with_context(|| format!("could not collect garbage on {}", spec.name))?;
+    say_notices(&remote, ctx);
+    if ctx.json {
+        ctx.print_json(&json!(r))?;
+        return Ok(Outcome::Success);
+    }
+    crate::outln!(
+        "{}: {} snapshots reach {} objects in {} packs; deleted {} packs ({}), {} indexes, {} trees packs; marked {} packs (deleted by a gc after {} s), {} marked earlier and younger than that, {} marks removed",
+        spec.name,
+        r.snapshots,
+        r.reachable,
+        r.live_packs,
+        r.deleted_packs,
+        human_bytes(r.deleted_bytes),
+        r.deleted_indexes,
+        r.deleted_trees,
+        r.marked,
+        args.grace,
+        r.marked_young,
+        r.unmarked
+    )?;
+    if r.unwalked > 0 {
+        crate::note!(
+            "note: {} snapshots on {} have no trees pack (pushed by an older build): every pack \
+             was kept; `push` of each adds it",
+            r.unwalked,
+            spec.name
+        );
+    }
+    Ok(Outcome::Success)
 }
 
 fn add(args: RemoteAddArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -95,7 +173,9 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     let spec = pick(store.root(), args.remote.as_deref())?;
     let remote = Remote::open(&spec, true)?;
     let report = remote::push(&store, &remote, &id)
-        .with_context(|| format!("could not push {} to {}", id.short(12), spec.name))?;
+        .with_context(|| format!("could not push {} to {}", id.short(12), spec.name));
+    say_notices(&remote, ctx);
+    let report = report?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
@@ -124,26 +204,43 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Runs `pull NAME/SNAPSHOT`.
-pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
-    let Some((name, reference)) = args.target.split_once('/') else {
+/// Pulls the remote ref `target` (`NAME/<id|name|agent/alias>`) into `store`: its id and
+/// what the pull did.
+pub fn pull_ref(
+    store: &zeroclaw_bundle_store::Store,
+    target: &str,
+    ctx: &Ctx,
+) -> Result<(
+    zeroclaw_bundle_store::ObjectId,
+    RemoteSpec,
+    remote::PullReport,
+)> {
+    let Some((name, reference)) = target.split_once('/') else {
         bail!(
-            "{:?} is not NAME/SNAPSHOT (for example origin/3f2a9c01)",
-            args.target
+            "{target:?} is not NAME/SNAPSHOT (for example origin/3f2a9c01 or origin/agent/researcher)"
         );
     };
     // The remote is configured in the store (`remote add` made it): never create one here.
-    let store = ctx.store()?;
     let spec = remote::find_remote(store.root(), name)?;
     let remote = Remote::open(&spec, false)?;
-    let id = remote.resolve(reference)?;
-    let report = remote::pull(&store, &remote, &id).with_context(|| {
+    let id = remote.resolve(reference);
+    say_notices(&remote, ctx);
+    let id = id?;
+    let report = remote::pull(store, &remote, &id).with_context(|| {
         format!(
             "could not pull {} from {}; no snapshot was added",
             id.short(12),
             spec.name
         )
-    })?;
+    });
+    say_notices(&remote, ctx);
+    Ok((id, spec, report?))
+}
+
+/// Runs `pull NAME/SNAPSHOT`.
+pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let (id, spec, report) = pull_ref(&store, &args.target, ctx)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
@@ -175,7 +272,9 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
     // A bad record hides nothing else: the good ones are listed, each bad one is named on
     // stderr, and the exit status is 1.
     let mut bad = 0usize;
-    for id in remote.snapshots()? {
+    let ids = remote.snapshots()?;
+    say_notices(&remote, ctx);
+    for id in ids {
         let record = match remote.record(&id) {
             Ok(Some(record)) => record,
             Ok(None) => continue,

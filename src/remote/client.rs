@@ -1,19 +1,30 @@
 //! One remote opened through `object_store`, with the current-thread tokio runtime that runs
-//! its requests; every method blocks until its request is done.
+//! its requests; every method blocks until its request is done, or until SIGINT/SIGTERM asks
+//! the command to stop: every request runs beside a watcher of the interrupt flag, so a read
+//! stuck in the kernel (a FIFO in a `file://` remote, a hung network filesystem: the local
+//! backend reads on tokio's blocking pool) is abandoned at the first signal, and dropping the
+//! remote never waits for it.
+//!
+//! Listings take only the direct entries of a directory whose names the layout expects;
+//! anything else (a `README` under `snapshots/`, a subdirectory) is ignored and named in
+//! [`Remote::notices`]. Index files are parsed as they stream in, keeping only the ids the
+//! caller asks about: what a pull holds is bounded by what it needs, not by the indexes.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::File;
+use std::future::Future;
 use std::io::{Read, Write};
 use std::path::Path as FsPath;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use object_store::aws::AmazonS3Builder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload, WriteMultipart};
-use zeroclaw_bundle_store::ObjectId;
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, WriteMultipart};
+use zeroclaw_bundle_store::{read_pack_layout, ObjectId, PackLayout, StoreError};
 
 use super::counting::{Counters, Counting};
 use super::{RemoteError, RemoteSpec};
@@ -27,15 +38,59 @@ const PART: usize = 8 << 20;
 /// An index file is at most this big (32 million ids); a larger one is refused unread.
 const MAX_INDEX_BYTES: u64 = 2 << 30;
 
+/// A record is at most this big.
+pub(crate) const MAX_RECORD_BYTES: u64 = 16 << 20;
+/// A pack's trailer, index count and index entry sizes (the pack format's).
+const TRAILER: u64 = 8 + 32 + 8;
+const COUNT: u64 = 8;
+const ENTRY: u64 = 32 + 8 + 8 + 8 + 1;
+/// A pack's header (the pack format's).
+const HEADER: u64 = 8 + 4 + 4 + 32 + 32;
+/// How often a request in flight looks at the interrupt flag.
+const INTERRUPT_POLL: Duration = Duration::from_millis(100);
+
 /// Object -> the pack that holds it, and pack -> how many objects its index lists.
 pub(crate) type PackIndexes = (HashMap<ObjectId, String>, HashMap<String, u64>);
+
+/// What a scan of the indexes found for the ids asked about.
+#[derive(Debug, Default)]
+pub(crate) struct IndexScan {
+    /// Each id asked about -> every pack whose index lists it, in index-name order.
+    pub found: HashMap<ObjectId, Vec<String>>,
+    /// Pack -> how many ids its index lists (all of them, not only those asked about).
+    pub listed: HashMap<String, u64>,
+}
+
+/// One entry of a listing.
+#[derive(Clone, Debug)]
+pub(crate) struct Listed {
+    /// The last component of its key.
+    pub name: String,
+    /// Its size.
+    pub size: u64,
+    /// When it was last written, by the backend's clock (ms since the epoch).
+    pub modified_ms: i64,
+}
 
 /// A remote store, opened.
 pub struct Remote {
     name: String,
-    rt: tokio::runtime::Runtime,
+    /// `None` only while dropping (see the `Drop` impl).
+    rt: Option<tokio::runtime::Runtime>,
     store: Arc<dyn ObjectStore>,
     counters: Counters,
+    /// What listings ignored, for [`Remote::notices`].
+    ignored: Mutex<Vec<String>>,
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        // A request abandoned at a signal may still block a thread of the blocking pool (an
+        // open(2) of a FIFO): do not wait for it.
+        if let Some(rt) = self.rt.take() {
+            rt.shutdown_background();
+        }
+    }
 }
 
 impl Remote {
@@ -117,9 +172,10 @@ impl Remote {
         let counters = Counters::default();
         Ok(Remote {
             name: spec.name.clone(),
-            rt,
+            rt: Some(rt),
             store: Arc::new(Counting::new(store, Arc::clone(&counters))),
             counters,
+            ignored: Mutex::new(Vec::new()),
         })
     }
 
@@ -131,6 +187,46 @@ impl Remote {
     /// The remote's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What listings ignored so far (keys that are not part of the layout), one line each;
+    /// taken, so each is said once.
+    pub fn notices(&self) -> Vec<String> {
+        std::mem::take(&mut *self.ignored.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn ignore(&self, key: &str, why: &str) {
+        let line = format!(
+            "remote {}: ignored {}: {why}",
+            self.name,
+            zeroclaw_bundle_store::escape_text(key)
+        );
+        let mut all = self.ignored.lock().unwrap_or_else(|e| e.into_inner());
+        if !all.contains(&line) {
+            all.push(line);
+        }
+    }
+
+    /// Runs `fut` to completion, or fails with [`RemoteError::Interrupted`] once a signal
+    /// asked the command to stop (see the module doc).
+    fn run<T>(&self, fut: impl Future<Output = Result<T, RemoteError>>) -> Result<T, RemoteError> {
+        let rt = self.rt.as_ref().expect("the runtime lives until drop");
+        rt.block_on(async {
+            let watch = async {
+                loop {
+                    if super::check_interrupt().is_err() {
+                        return;
+                    }
+                    tokio::time::sleep(INTERRUPT_POLL).await;
+                }
+            };
+            let fut = std::pin::pin!(fut);
+            let watch = std::pin::pin!(watch);
+            match futures_util::future::select(fut, watch).await {
+                futures_util::future::Either::Left((r, _)) => r,
+                futures_util::future::Either::Right(_) => Err(RemoteError::Interrupted),
+            }
+        })
     }
 
     fn request(&self, op: &'static str, key: &str, source: object_store::Error) -> RemoteError {
@@ -150,27 +246,38 @@ impl Remote {
         }
     }
 
-    /// The keys under `dir/` (their last component and size).
-    fn list(&self, dir: &str) -> Result<Vec<(String, u64)>, RemoteError> {
+    /// The direct entries of `dir/` (name, size, time). Anything deeper is ignored and named
+    /// in [`Remote::notices`].
+    pub(crate) fn list(&self, dir: &str) -> Result<Vec<Listed>, RemoteError> {
         let prefix = Path::from(dir);
-        self.rt.block_on(async {
+        let depth = prefix.parts().count() + 1;
+        let mut out = self.run(async {
             let mut stream = self.store.list(Some(&prefix));
             let mut out = Vec::new();
             while let Some(meta) = stream.next().await {
                 let meta = meta.map_err(|e| self.request("list", dir, e))?;
+                if meta.location.parts().count() != depth {
+                    self.ignore(meta.location.as_ref(), "not a direct entry of the layout");
+                    continue;
+                }
                 if let Some(name) = meta.location.filename() {
-                    out.push((name.to_string(), meta.size));
+                    out.push(Listed {
+                        name: name.to_string(),
+                        size: meta.size,
+                        modified_ms: meta.last_modified.timestamp_millis(),
+                    });
                 }
             }
-            out.sort();
             Ok(out)
-        })
+        })?;
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
     }
 
     /// The bytes at `key`, or `None` when there is none; refused past `max` bytes.
     fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>, RemoteError> {
         let path = Path::from(key);
-        self.rt.block_on(async {
+        self.run(async {
             let got = match self.store.get(&path).await {
                 Ok(g) => g,
                 Err(object_store::Error::NotFound { .. }) => return Ok(None),
@@ -190,11 +297,13 @@ impl Remote {
     /// The size of `key`, or `None` when there is none.
     pub(crate) fn size(&self, key: &str) -> Result<Option<u64>, RemoteError> {
         let path = Path::from(key);
-        match self.rt.block_on(self.store.head(&path)) {
-            Ok(meta) => Ok(Some(meta.size)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(self.request("stat", key, e)),
-        }
+        self.run(async {
+            match self.store.head(&path).await {
+                Ok(meta) => Ok(Some(meta.size)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(self.request("stat", key, e)),
+            }
+        })
     }
 
     /// The last `n` bytes of `key` (all of it when it is shorter) and its size, in one
@@ -205,7 +314,7 @@ impl Remote {
             range: Some(object_store::GetRange::Suffix(n.max(1))),
             ..Default::default()
         };
-        self.rt.block_on(async {
+        self.run(async {
             let got = self
                 .store
                 .get_opts(&path, options)
@@ -264,7 +373,7 @@ impl Remote {
             range: Some(range.clone().into()),
             ..Default::default()
         };
-        self.rt.block_on(async {
+        self.run(async {
             let got = self
                 .store
                 .get_opts(&path, options)
@@ -300,10 +409,69 @@ impl Remote {
     /// Writes `bytes` at `key` (atomic: the key holds all of them or what it held before).
     pub(crate) fn put_bytes(&self, key: &str, bytes: Vec<u8>) -> Result<(), RemoteError> {
         let path = Path::from(key);
-        self.rt
-            .block_on(self.store.put(&path, PutPayload::from(bytes)))
-            .map(|_| ())
-            .map_err(|e| self.request("write", key, e))
+        self.run(async {
+            self.store
+                .put(&path, PutPayload::from(bytes))
+                .await
+                .map(|_| ())
+                .map_err(|e| self.request("write", key, e))
+        })
+    }
+
+    /// Writes `bytes` at `key` only if nothing is there: S3's `If-None-Match: *`, the local
+    /// backend's no-replace link (object_store's `PutMode::Create`). `false` when the key
+    /// existed (left as it was). A backend without conditional puts gets a plain write:
+    /// every caller writes bytes for which a plain overwrite is also safe (see `gc`).
+    pub(crate) fn put_new(&self, key: &str, bytes: Vec<u8>) -> Result<bool, RemoteError> {
+        let path = Path::from(key);
+        let opts = PutOptions {
+            mode: PutMode::Create,
+            ..Default::default()
+        };
+        let first = self.run(async {
+            match self
+                .store
+                .put_opts(&path, PutPayload::from(bytes.clone()), opts)
+                .await
+            {
+                Ok(_) => Ok(Some(true)),
+                Err(object_store::Error::AlreadyExists { .. }) => Ok(Some(false)),
+                Err(object_store::Error::NotImplemented { .. }) => Ok(None),
+                Err(e) => Err(self.request("write", key, e)),
+            }
+        })?;
+        match first {
+            Some(created) => Ok(created),
+            None => self.put_bytes(key, bytes).map(|()| true),
+        }
+    }
+
+    /// Removes `key` (already gone is success).
+    pub(crate) fn delete(&self, key: &str) -> Result<(), RemoteError> {
+        let path = Path::from(key);
+        self.run(async {
+            match self.store.delete(&path).await {
+                Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(self.request("delete", key, e)),
+            }
+        })
+    }
+
+    /// The backend's clock now (ms since the epoch): the time stamped on a small object
+    /// written for the purpose (then removed), as a listing reports it (S3's listing carries
+    /// milliseconds, its HEAD only seconds; marks are aged from listings too). Every age `gc`
+    /// computes compares two times of this one clock, so the hosts' clocks never matter.
+    pub(crate) fn clock_ms(&self) -> Result<i64, RemoteError> {
+        let name = format!("clock-{}", zeroclaw_bundle_store::random_token());
+        let key = format!("gc/{name}");
+        self.put_bytes(&key, b"zeroclaw-bundle remote clock\n".to_vec())?;
+        let listed = self.list("gc");
+        self.delete(&key)?;
+        listed?
+            .into_iter()
+            .find(|e| e.name == name)
+            .map(|e| e.modified_ms)
+            .ok_or_else(|| self.corrupt(&key, "was written but is not listed"))
     }
 
     /// Uploads the local file `file` to `key`: one request, or a multipart upload for a
@@ -322,7 +490,7 @@ impl Remote {
             return self.put_bytes(key, bytes);
         }
         let path = Path::from(key);
-        self.rt.block_on(async {
+        self.run(async {
             let upload = self
                 .store
                 .put_multipart(&path)
@@ -351,8 +519,9 @@ impl Remote {
         })
     }
 
-    /// Downloads `key` into the local file `out` (created new); returns its size.
-    pub(crate) fn get_file(&self, key: &str, out: &FsPath) -> Result<u64, RemoteError> {
+    /// Downloads `key` into the local file `out` (created new); its size, or `None` when the
+    /// remote has no such key.
+    pub(crate) fn get_file(&self, key: &str, out: &FsPath) -> Result<Option<u64>, RemoteError> {
         let io = |op, e| RemoteError::Io {
             op,
             path: out.to_path_buf(),
@@ -364,12 +533,14 @@ impl Remote {
             .open(out)
             .map_err(|e| io("create", e))?;
         let path = Path::from(key);
-        let n = self.rt.block_on(async {
-            let got = self
-                .store
-                .get(&path)
-                .await
-                .map_err(|e| self.request("download", key, e))?;
+        // Not synced: a downloaded pack is a temporary file, verified before use; the objects
+        // imported from it are made durable by the store's commit.
+        self.run(async {
+            let got = match self.store.get(&path).await {
+                Ok(g) => g,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(self.request("download", key, e)),
+            };
             let mut stream = got.into_stream();
             let mut n = 0u64;
             while let Some(chunk) = stream.next().await {
@@ -378,25 +549,21 @@ impl Remote {
                 f.write_all(&chunk).map_err(|e| io("write", e))?;
                 n += chunk.len() as u64;
             }
-            Ok::<u64, RemoteError>(n)
-        })?;
-        // Not synced: a downloaded pack is a temporary file, verified before use; the objects
-        // imported from it are made durable by the store's commit.
-        Ok(n)
+            Ok(Some(n))
+        })
     }
 
-    /// The snapshot ids the remote lists (`snapshots/<id>`).
+    /// The snapshot ids the remote lists (`snapshots/<id>`). Other names are ignored and
+    /// named in [`Remote::notices`]: one stray file never hides the rest.
     pub fn snapshots(&self) -> Result<Vec<ObjectId>, RemoteError> {
         let mut ids = Vec::new();
-        for (name, _) in self.list("snapshots")? {
-            match parse_id(&name) {
+        for entry in self.list("snapshots")? {
+            match parse_id(&entry.name) {
                 Some(id) => ids.push(id),
-                None => {
-                    return Err(self.corrupt(
-                        &format!("snapshots/{name}"),
-                        "is not named by a snapshot id",
-                    ))
-                }
+                None => self.ignore(
+                    &format!("snapshots/{}", entry.name),
+                    "not named by a snapshot id",
+                ),
             }
         }
         Ok(ids)
@@ -405,107 +572,326 @@ impl Remote {
     /// The record of snapshot `id`, checked against its id; `None` when the remote lacks it.
     pub fn record(&self, id: &ObjectId) -> Result<Option<Vec<u8>>, RemoteError> {
         let key = format!("snapshots/{}", id.to_hex());
-        let Some(bytes) = self.get(&key, 16 << 20)? else {
+        let Some(bytes) = self.get(&key, MAX_RECORD_BYTES)? else {
             return Ok(None);
         };
-        let actual = ObjectId::of(&bytes);
-        if actual != *id {
-            return Err(self.corrupt(&key, format!("hashes to {} (corrupt)", actual.short(12))));
-        }
+        check_record(id, &bytes).map_err(|why| self.corrupt(&key, why))?;
         Ok(Some(bytes))
     }
 
-    /// A snapshot of the remote from a full id or a unique prefix of 8+ hex digits.
+    /// A snapshot of the remote: a full id or a unique prefix of 8+ hex digits;
+    /// `agent/<alias>` (the newest snapshot of that agent the remote lists); or a name given
+    /// with `snapshot --name` (the newest snapshot of that name). Names come from the
+    /// records, each checked against its id; records that cannot be read are skipped here
+    /// (`list --remote` names them).
     pub fn resolve(&self, reference: &str) -> Result<ObjectId, RemoteError> {
         let none = || RemoteError::NoSnapshot {
             name: self.name.clone(),
             reference: reference.to_string(),
         };
         let lower = reference.to_ascii_lowercase();
-        if lower.len() < 8 || lower.len() > 64 || !lower.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(RemoteError::Invalid {
-                name: self.name.clone(),
-                why: format!(
-                    "{reference:?} is not a snapshot id or a prefix of 8 or more hex digits"
-                ),
-            });
+        let hex =
+            lower.len() >= 8 && lower.len() <= 64 && lower.bytes().all(|b| b.is_ascii_hexdigit());
+        if hex {
+            let found: Vec<ObjectId> = self
+                .snapshots()?
+                .into_iter()
+                .filter(|id| id.to_hex().starts_with(&lower))
+                .collect();
+            return match found.as_slice() {
+                [one] => Ok(*one),
+                [] => Err(none()),
+                many => Err(RemoteError::Invalid {
+                    name: self.name.clone(),
+                    why: format!(
+                        "{reference} matches {} snapshots; give more digits",
+                        many.len()
+                    ),
+                }),
+            };
         }
-        let found: Vec<ObjectId> = self
-            .snapshots()?
-            .into_iter()
-            .filter(|id| id.to_hex().starts_with(&lower))
-            .collect();
-        match found.as_slice() {
-            [one] => Ok(*one),
-            [] => Err(none()),
-            many => Err(RemoteError::Invalid {
-                name: self.name.clone(),
-                why: format!(
-                    "{reference} matches {} snapshots; give more digits",
-                    many.len()
-                ),
-            }),
+        let alias = reference.strip_prefix("agent/");
+        if alias.is_none() {
+            if let Err(e) = zeroclaw_bundle_store::validate_name(reference) {
+                return Err(RemoteError::Invalid {
+                    name: self.name.clone(),
+                    why: format!(
+                        "{reference:?} is not a snapshot id, a prefix of 8 or more hex digits, \
+                         agent/<alias> or a snapshot name ({e})"
+                    ),
+                });
+            }
         }
+        // Newest first by creation time; equal times by id, so every host picks the same.
+        let mut best: Option<(i128, ObjectId)> = None;
+        for id in self.snapshots()? {
+            let Ok(Some(record)) = self.record(&id) else {
+                continue;
+            };
+            let Ok(snap) = zeroclaw_bundle_store::Snapshot::decode(&record) else {
+                continue;
+            };
+            let hit = match alias {
+                Some(a) => snap.agent.as_deref() == Some(a),
+                None => snap.name.as_deref() == Some(reference),
+            };
+            let key = (snap.created_unix_ns, id);
+            if hit && best.is_none_or(|b| key > b) {
+                best = Some(key);
+            }
+        }
+        best.map(|(_, id)| id).ok_or_else(none)
     }
 
-    /// Every indexed object and the pack that holds it (`packs/<pack>.zcpack`), from the
-    /// index files; packs without an index are not counted.
-    pub fn indexed(&self) -> Result<HashMap<ObjectId, String>, RemoteError> {
-        Ok(self.indexed_packs()?.0)
+    /// The packs the remote holds (`packs/<pack>.zcpack`), with their listing entries.
+    pub(crate) fn packs(&self) -> Result<HashMap<String, Listed>, RemoteError> {
+        let mut out = HashMap::new();
+        for entry in self.list("packs")? {
+            match entry
+                .name
+                .strip_suffix(".zcpack")
+                .filter(|p| parse_id(p).is_some())
+            {
+                Some(p) => {
+                    out.insert(p.to_string(), entry);
+                }
+                None => self.ignore(
+                    &format!("packs/{}", entry.name),
+                    "not named <pack-id>.zcpack",
+                ),
+            }
+        }
+        Ok(out)
     }
 
-    /// [`Remote::indexed`], counting only indexes whose pack the remote holds (one LIST of
-    /// `packs/`, taken before the indexes are read: a pack is whole before its index is
-    /// written, so a pack that appears in between only costs a re-upload). What a push
-    /// trusts: an index whose pack is gone must not stand for objects nobody can fetch.
-    pub fn indexed_present(&self) -> Result<HashMap<ObjectId, String>, RemoteError> {
-        let packs: HashSet<String> = self
-            .list("packs")?
-            .into_iter()
-            .filter_map(|(name, _)| name.strip_suffix(".zcpack").map(String::from))
-            .collect();
-        Ok(self.read_indexes(Some(&packs))?.0)
+    /// The packs a remote `gc` marked for deletion (`gc/<pack>`), with their entries.
+    pub(crate) fn marks(&self) -> Result<HashMap<String, Listed>, RemoteError> {
+        let mut out = HashMap::new();
+        for entry in self.list("gc")? {
+            if parse_id(&entry.name).is_some() {
+                out.insert(entry.name.clone(), entry);
+            } else if !entry.name.starts_with("clock-") {
+                self.ignore(&format!("gc/{}", entry.name), "not named by a pack id");
+            }
+        }
+        Ok(out)
     }
 
-    /// [`Remote::indexed`], and how many objects each pack's index lists.
+    /// The index files (`index/<pack>.idx`): pack -> entry.
+    pub(crate) fn index_files(&self) -> Result<Vec<(String, Listed)>, RemoteError> {
+        let mut out = Vec::new();
+        for entry in self.list("index")? {
+            match entry
+                .name
+                .strip_suffix(".idx")
+                .filter(|p| parse_id(p).is_some())
+            {
+                Some(p) => out.push((p.to_string(), entry.clone())),
+                None => self.ignore(&format!("index/{}", entry.name), "not named <pack-id>.idx"),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every indexed object and the first pack (in index-name order) whose index lists it,
+    /// and how many ids each index lists: what a remote mount locates blobs with.
     pub(crate) fn indexed_packs(&self) -> Result<PackIndexes, RemoteError> {
-        self.read_indexes(None)
+        let scan = self.scan_indexes(&|_| true, None)?;
+        let map = scan
+            .found
+            .into_iter()
+            .filter_map(|(id, packs)| packs.into_iter().next().map(|p| (id, p)))
+            .collect();
+        Ok((map, scan.listed))
     }
 
-    /// Reads every index (only those of `packs`, when given).
-    fn read_indexes(&self, packs: Option<&HashSet<String>>) -> Result<PackIndexes, RemoteError> {
-        let mut map = HashMap::new();
-        let mut counts: HashMap<String, u64> = HashMap::new();
-        for (name, size) in self.list("index")? {
-            let key = format!("index/{name}");
-            let Some(pack) = name.strip_suffix(".idx").filter(|p| parse_id(p).is_some()) else {
-                return Err(self.corrupt(&key, "is not named <pack-id>.idx"));
-            };
-            if packs.is_some_and(|present| !present.contains(pack)) {
+    /// Reads the indexes (only those of `packs`, when given) as they stream in, keeping the
+    /// ids `wanted` accepts: memory is what is kept plus one line, whatever the indexes hold.
+    /// A malformed index is an error (a caller that deletes on what indexes say must not
+    /// guess); an index listed, then gone, is skipped.
+    pub(crate) fn scan_indexes(
+        &self,
+        wanted: &dyn Fn(&ObjectId) -> bool,
+        packs: Option<&HashSet<String>>,
+    ) -> Result<IndexScan, RemoteError> {
+        let mut scan = IndexScan::default();
+        for (pack, entry) in self.index_files()? {
+            if packs.is_some_and(|present| !present.contains(&pack)) {
                 continue;
             }
-            if size > MAX_INDEX_BYTES {
-                return Err(self.corrupt(&key, format!("is {size} bytes, over {MAX_INDEX_BYTES}")));
+            let key = format!("index/{}", entry.name);
+            if entry.size > MAX_INDEX_BYTES {
+                return Err(self.corrupt(
+                    &key,
+                    format!("is {} bytes, over {MAX_INDEX_BYTES}", entry.size),
+                ));
             }
-            // Listed, then gone: only a remote's own maintenance removes an index.
-            let Some(bytes) = self.get(&key, MAX_INDEX_BYTES)? else {
-                continue;
+            let path = Path::from(key.as_str());
+            let mut parser = IndexParser::default();
+            let mut listed = 0u64;
+            let mut keep = |id: ObjectId| {
+                listed += 1;
+                if wanted(&id) {
+                    let packs = scan.found.entry(id).or_default();
+                    if !packs.contains(&pack) {
+                        packs.push(pack.clone());
+                    }
+                }
             };
-            let text = String::from_utf8(bytes).map_err(|_| self.corrupt(&key, "is not UTF-8"))?;
-            let mut lines = text.lines();
-            if lines.next() != Some(INDEX_HEADER) {
-                return Err(self.corrupt(&key, format!("does not start with {INDEX_HEADER:?}")));
-            }
-            for (i, line) in lines.enumerate() {
-                let id = parse_id(line).ok_or_else(|| {
-                    self.corrupt(&key, format!("line {} is not an object id", i + 2))
-                })?;
-                map.entry(id).or_insert_with(|| pack.to_string());
-                *counts.entry(pack.to_string()).or_default() += 1;
+            let gone = self.run(async {
+                let got = match self.store.get(&path).await {
+                    Ok(g) => g,
+                    Err(object_store::Error::NotFound { .. }) => return Ok(true),
+                    Err(e) => return Err(self.request("read", &key, e)),
+                };
+                let mut stream = got.into_stream();
+                let mut n = 0u64;
+                while let Some(chunk) = stream.next().await {
+                    let chunk = chunk.map_err(|e| self.request("read", &key, e))?;
+                    n += chunk.len() as u64;
+                    if n > MAX_INDEX_BYTES {
+                        return Err(self.corrupt(&key, format!("is over {MAX_INDEX_BYTES} bytes")));
+                    }
+                    parser
+                        .feed(&chunk, &mut keep)
+                        .map_err(|why| self.corrupt(&key, why))?;
+                }
+                parser.finish().map_err(|why| self.corrupt(&key, why))?;
+                Ok(false)
+            })?;
+            if !gone {
+                scan.listed.insert(pack.clone(), listed);
             }
         }
-        Ok((map, counts))
+        Ok(scan)
     }
+
+    /// The layout of `packs/<pack>.zcpack`, read with ranged GETs: its end (trailer and
+    /// index, sized by the `listed` objects its remote index names; one request when that is
+    /// right) and its header. `None` when the remote has no such pack.
+    pub(crate) fn pack_layout(
+        &self,
+        pack: &str,
+        listed: u64,
+    ) -> Result<Option<PackLayout>, RemoteError> {
+        let key = format!("packs/{pack}.zcpack");
+        if self.size(&key)?.is_none() {
+            return Ok(None);
+        }
+        let guess = TRAILER + COUNT + listed.saturating_mul(ENTRY);
+        let (tail, size) = self.get_suffix(&key, guess.min(64 << 20))?;
+        let tail_start = size - tail.len() as u64;
+        let head = self.get_range(&key, 0..HEADER.min(size))?;
+        let mut failed: Option<RemoteError> = None;
+        let label = std::path::PathBuf::from(format!("{}:{key}", self.name));
+        let layout = read_pack_layout(&label, size, &mut |offset, len| {
+            let end = offset + len as u64;
+            if offset >= tail_start && end <= size {
+                let from = (offset - tail_start) as usize;
+                return Ok(tail[from..from + len].to_vec());
+            }
+            if end <= head.len() as u64 {
+                return Ok(head[offset as usize..end as usize].to_vec());
+            }
+            self.get_range(&key, offset..end).map_err(|e| {
+                let msg = e.to_string();
+                failed = Some(e);
+                StoreError::Io {
+                    op: "read",
+                    path: label.clone(),
+                    error: std::io::Error::other(msg),
+                }
+            })
+        });
+        match (layout, failed) {
+            (Ok(l), _) => Ok(Some(l)),
+            (Err(_), Some(e)) => Err(e),
+            (Err(e), None) => Err(self.corrupt(&key, e.to_string())),
+        }
+    }
+}
+
+/// Checks a record's bytes against the id it is stored under (what a remote record must be
+/// before anything reads it).
+pub fn check_record(id: &ObjectId, bytes: &[u8]) -> Result<(), String> {
+    let actual = ObjectId::of(bytes);
+    if actual != *id {
+        return Err(format!("hashes to {} (corrupt)", actual.short(12)));
+    }
+    Ok(())
+}
+
+/// An index file parsed as it arrives: the header line, then one id per line. Holds at most
+/// one line between chunks.
+#[derive(Debug, Default)]
+pub struct IndexParser {
+    line: Vec<u8>,
+    /// Lines seen (the header is line 1).
+    lines: u64,
+}
+
+/// The longest line an index holds (the header; an id is 64).
+const MAX_INDEX_LINE: usize = 64;
+
+impl IndexParser {
+    /// Feeds the next bytes; each id on a completed line goes to `each`.
+    pub fn feed(&mut self, bytes: &[u8], each: &mut dyn FnMut(ObjectId)) -> Result<(), String> {
+        let mut rest = bytes;
+        while let Some(nl) = rest.iter().position(|b| *b == b'\n') {
+            self.push(&rest[..nl])?;
+            let line = std::mem::take(&mut self.line);
+            self.end_line(&line, each)?;
+            rest = &rest[nl + 1..];
+        }
+        self.push(rest)
+    }
+
+    fn push(&mut self, part: &[u8]) -> Result<(), String> {
+        if self.line.len() + part.len() > MAX_INDEX_LINE {
+            return Err(format!(
+                "line {} is too long to be an object id",
+                self.lines + 1
+            ));
+        }
+        self.line.extend_from_slice(part);
+        Ok(())
+    }
+
+    fn end_line(&mut self, line: &[u8], each: &mut dyn FnMut(ObjectId)) -> Result<(), String> {
+        self.lines += 1;
+        if self.lines == 1 {
+            if line != INDEX_HEADER.as_bytes() {
+                return Err(format!("does not start with {INDEX_HEADER:?}"));
+            }
+            return Ok(());
+        }
+        let id = std::str::from_utf8(line)
+            .ok()
+            .and_then(parse_id)
+            .ok_or_else(|| format!("line {} is not an object id", self.lines))?;
+        each(id);
+        Ok(())
+    }
+
+    /// Ends the input: the last line must be complete.
+    pub fn finish(self) -> Result<(), String> {
+        if self.lines == 0 {
+            return Err(format!("does not start with {INDEX_HEADER:?}"));
+        }
+        if !self.line.is_empty() {
+            return Err(format!("line {} is not terminated", self.lines + 1));
+        }
+        Ok(())
+    }
+}
+
+/// Parses a whole index file: its ids in order.
+pub fn parse_index(bytes: &[u8]) -> Result<Vec<ObjectId>, String> {
+    let mut ids = Vec::new();
+    let mut parser = IndexParser::default();
+    parser.feed(bytes, &mut |id| ids.push(id))?;
+    parser.finish()?;
+    Ok(ids)
 }
 
 /// A 64-digit lowercase hex id.
@@ -546,5 +932,35 @@ mod tests {
         assert_eq!(parse_id("zz"), None);
         let idx = String::from_utf8(encode_index(&[id])).unwrap();
         assert_eq!(idx, format!("{INDEX_HEADER}\n{}\n", id.to_hex()));
+    }
+
+    #[test]
+    fn index_parses_in_any_chunking() {
+        let ids: Vec<ObjectId> = (0..5u8).map(|i| ObjectId::of(&[i])).collect();
+        let bytes = encode_index(&ids);
+        assert_eq!(parse_index(&bytes).unwrap(), ids);
+        for step in [1, 2, 7, 64, 65, 66, 1000] {
+            let mut p = IndexParser::default();
+            let mut got = Vec::new();
+            for chunk in bytes.chunks(step) {
+                p.feed(chunk, &mut |id| got.push(id)).unwrap();
+            }
+            p.finish().unwrap();
+            assert_eq!(got, ids, "chunks of {step}");
+        }
+        assert!(parse_index(b"").unwrap_err().contains("does not start"));
+        assert!(parse_index(b"nope\n")
+            .unwrap_err()
+            .contains("does not start"));
+        let unterminated = &bytes[..bytes.len() - 1];
+        assert!(parse_index(unterminated)
+            .unwrap_err()
+            .contains("not terminated"));
+        let mut long = encode_index(&[]);
+        long.extend(std::iter::repeat_n(b'a', 100_000));
+        assert!(parse_index(&long).unwrap_err().contains("too long"));
+        let mut bad = encode_index(&[]);
+        bad.extend_from_slice(b"not-an-id\n");
+        assert_eq!(parse_index(&bad).unwrap_err(), "line 2 is not an object id");
     }
 }

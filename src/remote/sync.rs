@@ -5,10 +5,11 @@ use std::collections::{BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use zeroclaw_bundle_store::{
-    closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, IdHasher,
-    ObjectId, PackOptions, PackReader, Snapshot, Store, StoreError,
+    closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, EntryKind,
+    IdHasher, ObjectId, PackOptions, PackReader, Snapshot, Store, StoreError,
 };
 
 use super::client::encode_index;
@@ -80,11 +81,74 @@ fn tmp_path(store: &Store, what: &str) -> Result<PathBuf, RemoteError> {
     Ok(dir.join(format!("{what}-{}", random_token())))
 }
 
-/// Pushes snapshot `id` of `store` to `remote`: one pack of every object the remote's
-/// indexes do not list, then the pack's index, then the record (see the module doc).
+/// Every object snapshot `id` reaches (its record, trees and blobs), walked through the
+/// store: what a push may rely on the remote for. Memory: one id per object of the snapshot.
+fn closure_ids(
+    store: &Store,
+    id: &ObjectId,
+    root: &ObjectId,
+) -> Result<HashSet<ObjectId>, RemoteError> {
+    let mut all = HashSet::from([*id, *root]);
+    let mut stack = vec![*root];
+    while let Some(t) = stack.pop() {
+        for e in store.read_tree(&t)?.entries() {
+            if all.insert(e.id) && e.kind == EntryKind::Dir {
+                stack.push(e.id);
+            }
+        }
+    }
+    Ok(all)
+}
+
+/// The objects of `closure` the remote verifiably holds: listed by the index of a pack that
+/// is present and not marked by a remote `gc`, AND found in that pack's own index (its
+/// layout, read with ranged GETs and checked as a local pack is). An index that lies (lists
+/// an object its pack lacks) is not trusted: what only it vouches for is uploaded again.
+fn verified_held(
+    remote: &Remote,
+    closure: &HashSet<ObjectId>,
+    marks: &HashSet<String>,
+) -> Result<HashSet<ObjectId>, RemoteError> {
+    let present: HashSet<String> = remote
+        .packs()?
+        .into_keys()
+        .filter(|p| !marks.contains(p))
+        .collect();
+    let scan = remote.scan_indexes(&|o| closure.contains(o), Some(&present))?;
+    let mut layouts: HashMap<String, Option<zeroclaw_bundle_store::PackLayout>> = HashMap::new();
+    let mut held = HashSet::new();
+    for (obj, packs) in &scan.found {
+        for p in packs {
+            if !layouts.contains_key(p) {
+                let listed = scan.listed.get(p).copied().unwrap_or(0);
+                // A pack that cannot be read as a pack vouches for nothing.
+                let layout = match remote.pack_layout(p, listed) {
+                    Ok(l) => l,
+                    Err(RemoteError::Corrupt { .. }) => None,
+                    Err(e) => return Err(e),
+                };
+                layouts.insert(p.clone(), layout);
+            }
+            if layouts[p].as_ref().is_some_and(|l| l.entry(obj).is_some()) {
+                held.insert(*obj);
+                break;
+            }
+        }
+    }
+    Ok(held)
+}
+
+/// Pushes snapshot `id` of `store` to `remote`: one pack of every object the remote does not
+/// verifiably hold, then the pack's index, then the trees pack, then the record (see the
+/// module doc). A snapshot the remote lists already is checked the same way, so a push
+/// repairs a record whose objects were lost or only vouched for by a lying index.
+///
+/// Against a concurrent remote `gc` (see `gc`'s module doc): the push reads the gc marks
+/// before anything else, relies on no marked pack, and writes its record only within
+/// [`super::gc::push_window`] of that read.
 pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport, RemoteError> {
     let record = store.objects().read_verified(id)?;
-    store.read_snapshot(id)?;
+    let snap = store.read_snapshot(id)?;
     let mut report = PushReport {
         snapshot: Some(*id),
         ..PushReport::default()
@@ -93,16 +157,12 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
     // Held (shared) from before the first temporary pack in tmp/ until the last upload: a gc
     // waits instead of removing the pack being written or uploaded.
     let _lock = store.write_lock()?;
-    if remote.record(id)?.is_some() {
-        report.already = true;
-        // Pushed by an older build, without its trees pack: add it (derived from the record's
-        // trees, so writing it after the record breaks no ordering guarantee).
-        if remote.size(&trees_key)?.is_none() {
-            upload_trees_pack(store, remote, id, &trees_key)?;
-        }
-        return Ok(report);
-    }
-    let indexed = remote.indexed_present()?;
+    let started = Instant::now();
+    let marks: HashSet<String> = remote.marks()?.into_keys().collect();
+    crate::hooks::seam("remote-after-marks", remote.name());
+    let listed = remote.record(id)?.is_some();
+    let closure = closure_ids(store, id, &snap.root)?;
+    let held = verified_held(remote, &closure, &marks)?;
     let tmp = tmp_path(store, "push")?;
     let _cleanup = TempFiles(vec![tmp.clone()]);
     let file = fs::OpenOptions::new()
@@ -114,7 +174,7 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         inner: BufWriter::new(file),
         hasher: IdHasher::new(),
     };
-    let stats = write_pack_excluding(store, id, &|o| indexed.contains_key(o), &mut w, &mut |_| {})?;
+    let stats = write_pack_excluding(store, id, &|o| held.contains(o), &mut w, &mut |_| {})?;
     let pack_id = w.hasher.finish().to_hex();
     let file = w
         .inner
@@ -123,14 +183,34 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
     file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
     drop(file);
     check_interrupt()?;
+    if listed && stats.objects <= 1 {
+        report.already = true;
+        // Pushed by an older build, without its trees pack: add it (derived from the record's
+        // trees, so writing it after the record breaks no ordering guarantee).
+        if remote.size(&trees_key)?.is_none() {
+            upload_trees_pack(store, remote, id, &trees_key)?;
+        }
+        return Ok(report);
+    }
     // Only the record: the remote holds every object already.
     if stats.objects > 1 {
+        // The same bytes as a pack a gc has marked: relying on it could lose the race with
+        // that gc's delete (see `gc`), and a pack's name is its hash, so it cannot be renamed.
+        if marks.contains(&pack_id) {
+            return Err(RemoteError::Invalid {
+                name: remote.name().to_string(),
+                why: format!(
+                    "this push's pack packs/{pack_id}.zcpack is marked for deletion by a remote gc                      (the same objects were pushed before, then forgotten); run `remote gc`                      after its grace period, then push again"
+                ),
+            });
+        }
         let reader = PackReader::open(&tmp)?;
         let ids: Vec<ObjectId> = reader.entries().iter().map(|e| e.id).collect();
         let pack_key = format!("packs/{pack_id}.zcpack");
         remote.put_file(&pack_key, &tmp)?;
         crate::hooks::seam("remote-after-pack", &pack_key);
         check_interrupt()?;
+        // A plain write: it replaces a lying index of the same name with the pack's truth.
         let index_key = format!("index/{pack_id}.idx");
         remote.put_bytes(&index_key, encode_index(&ids))?;
         crate::hooks::seam("remote-after-index", &index_key);
@@ -145,7 +225,21 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
     upload_trees_pack(store, remote, id, &trees_key)?;
     crate::hooks::seam("remote-after-trees", &trees_key);
     check_interrupt()?;
-    remote.put_bytes(&format!("snapshots/{}", id.to_hex()), record)?;
+    let window = super::gc::push_window();
+    if started.elapsed() > window {
+        return Err(RemoteError::Invalid {
+            name: remote.name().to_string(),
+            why: format!(
+                "this push took longer than {} s since it read the remote's gc marks, so a                  remote gc may have deleted what it relies on; its pack is uploaded: push again                  (it will be quick)",
+                window.as_secs()
+            ),
+        });
+    }
+    // Conditional (the record under an id never changes once written); a record already
+    // there holds the same bytes (it hashes to its name).
+    let record_key = format!("snapshots/{}", id.to_hex());
+    remote.put_new(&record_key, record)?;
+    crate::hooks::seam("remote-after-record", &record_key);
     Ok(report)
 }
 
@@ -202,8 +296,8 @@ pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport,
     // waits instead of removing a pack being read (the import takes it again, shared).
     let _lock = store.write_lock()?;
     let mut packs: Vec<PackReader> = Vec::new();
-    let mut fetched: HashSet<String> = HashSet::new();
-    let mut indexed: Option<HashMap<ObjectId, String>> = None;
+    // Packs downloaded (or found gone): never fetched twice.
+    let mut tried: HashSet<String> = HashSet::new();
     let mut temps = TempFiles(Vec::new());
     // Each downloaded pack's remote key, to name it instead of its temporary file.
     let mut keys: HashMap<PathBuf, String> = HashMap::new();
@@ -212,40 +306,48 @@ pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport,
         if missing.is_empty() {
             break;
         }
-        if indexed.is_none() {
-            indexed = Some(remote.indexed()?);
-        }
-        let index = indexed.as_ref().expect("just loaded");
+        // The indexes are read as they stream, keeping only what is missing now: memory is
+        // bounded by the snapshot, not by the indexes (a walk deeper than the packs fetched
+        // so far reads them again).
+        let wanted: HashSet<ObjectId> = missing.iter().copied().collect();
+        let scan = remote.scan_indexes(&|o| wanted.contains(o), None)?;
         let mut want = BTreeSet::new();
         for m in &missing {
-            match index.get(m) {
-                Some(p) if !fetched.contains(p) => {
+            let candidates = scan.found.get(m);
+            // Every pack whose index lists it is a candidate: one that turned out not to hold
+            // it (a lying index) is passed over for the next.
+            match candidates.and_then(|c| c.iter().find(|p| !tried.contains(*p))) {
+                Some(p) => {
                     want.insert(p.clone());
                 }
-                Some(p) => {
-                    return Err(remote.corrupt(
-                        &format!("index/{p}.idx"),
-                        format!("lists object {} but its pack does not hold it", m.short(12)),
-                    ))
-                }
                 None => {
-                    return Err(remote.corrupt(
-                        &record_key,
-                        format!("reaches object {} that no index lists", m.short(12)),
-                    ))
+                    return Err(match candidates.and_then(|c| c.first()) {
+                        Some(p) => remote.corrupt(
+                            &format!("index/{p}.idx"),
+                            format!("lists object {} but its pack does not hold it", m.short(12)),
+                        ),
+                        None => remote.corrupt(
+                            &record_key,
+                            format!("reaches object {} that no index lists", m.short(12)),
+                        ),
+                    })
                 }
             }
         }
         for p in want {
+            tried.insert(p.clone());
             let local = tmp_path(store, "pull")?;
             temps.0.push(local.clone());
             let key = format!("packs/{p}.zcpack");
-            report.bytes += remote.get_file(&key, &local)?;
+            // Listed by an index, then gone (a remote gc): another candidate may hold it.
+            let Some(n) = remote.get_file(&key, &local)? else {
+                continue;
+            };
+            report.bytes += n;
             keys.insert(local.clone(), key.clone());
             crate::hooks::seam("remote-after-fetch", &key);
             report.packs += 1;
             packs.push(PackReader::open(&local).map_err(|e| named(remote, &keys, e))?);
-            fetched.insert(p);
         }
     }
     check_interrupt()?;

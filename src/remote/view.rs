@@ -23,18 +23,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use zeroclaw_bundle_store::{
-    decode_pack_object, random_token, read_pack_layout, Blob, ObjectId, ObjectSource, PackEntry,
-    PackLayout, PackReader, Snapshot, StoreError, Tree,
+    decode_pack_object, random_token, Blob, ObjectId, ObjectSource, PackEntry, PackLayout,
+    PackReader, Snapshot, StoreError, Tree,
 };
 
 use super::{load_remotes, Remote, RemoteError, RemoteSpec};
 
-/// A pack's trailer, index count and index entry sizes (the pack format's).
-const TRAILER: u64 = 8 + 32 + 8;
-const COUNT: u64 = 8;
-const ENTRY: u64 = 32 + 8 + 8 + 8 + 1;
-/// A pack's header (the pack format's).
-const HEADER: u64 = 8 + 4 + 4 + 32 + 32;
 /// A trees pack larger than this is refused unread.
 const MAX_TREES_PACK: u64 = 4 << 30;
 /// A tree larger than this (uncompressed) is refused (fallback path).
@@ -139,7 +133,7 @@ impl RemoteView {
     }
 
     /// Downloads and verifies `trees/<id>.zcpack`; `None` when the remote has none.
-    fn fetch_trees(
+    pub(crate) fn fetch_trees(
         remote: &Remote,
         id: &ObjectId,
         tmp: &Path,
@@ -249,44 +243,17 @@ impl RemoteView {
         Ok(Some((key, entry)))
     }
 
-    /// The layout of `packs/<pack>.zcpack`, read with ranged GETs: its end (trailer and
-    /// index, sized by the `listed` objects its remote index names; one request when that is
-    /// right) and its header.
+    /// The layout of `packs/<pack>.zcpack` (ranged GETs; see [`Remote::pack_layout`]).
     fn layout(&self, pack: &str, listed: u64) -> Result<Arc<PackLayout>, RemoteError> {
         if let Some(l) = lock(&self.layouts).get(pack) {
             return Ok(Arc::clone(l));
         }
         let key = format!("packs/{pack}.zcpack");
-        let guess = TRAILER + COUNT + listed.saturating_mul(ENTRY);
-        let (tail, size) = self.remote.get_suffix(&key, guess.min(64 << 20))?;
-        let tail_start = size - tail.len() as u64;
-        let head = self.remote.get_range(&key, 0..HEADER.min(size))?;
-        let mut failed: Option<RemoteError> = None;
-        let label = PathBuf::from(format!("{}:{key}", self.remote.name()));
-        let layout = read_pack_layout(&label, size, &mut |offset, len| {
-            let end = offset + len as u64;
-            if offset >= tail_start && end <= size {
-                let from = (offset - tail_start) as usize;
-                return Ok(tail[from..from + len].to_vec());
-            }
-            if end <= head.len() as u64 {
-                return Ok(head[offset as usize..end as usize].to_vec());
-            }
-            self.remote.get_range(&key, offset..end).map_err(|e| {
-                let msg = e.to_string();
-                failed = Some(e);
-                StoreError::Io {
-                    op: "read",
-                    path: label.clone(),
-                    error: io::Error::other(msg),
-                }
-            })
-        });
-        let layout = match (layout, failed) {
-            (Ok(l), _) => Arc::new(l),
-            (Err(_), Some(e)) => return Err(e),
-            (Err(e), None) => return Err(self.remote.corrupt(&key, e.to_string())),
-        };
+        let layout = self
+            .remote
+            .pack_layout(pack, listed)?
+            .ok_or_else(|| self.remote.corrupt(&key, "is listed by an index but gone"))?;
+        let layout = Arc::new(layout);
         lock(&self.layouts).insert(pack.to_string(), Arc::clone(&layout));
         Ok(layout)
     }

@@ -14,6 +14,7 @@ mod mount;
 mod oracle;
 mod pack;
 mod remote;
+mod remote_fleet;
 mod remote_read;
 mod remote_s3;
 mod store_cli;

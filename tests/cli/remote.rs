@@ -210,10 +210,13 @@ fn operator_errors_name_what_is_wrong() {
     f.on("a", &["push", &id]).ok();
     f.on("a", &["pull", "origin/0123456789ab"])
         .fails(1, "has no snapshot 0123456789ab");
+    // Not an id prefix: read as a snapshot name (none on the remote carries it).
     f.on("a", &["pull", "origin/xyz"])
-        .fails(1, "prefix of 8 or more");
-    f.on("a", &["pull", &format!("origin/{}", &id[..4])])
-        .fails(1, "prefix of 8 or more");
+        .fails(1, "has no snapshot xyz");
+    f.on("a", &["pull", "origin/agent/nobody"])
+        .fails(1, "has no snapshot agent/nobody");
+    f.on("a", &["pull", "origin/bad name"])
+        .fails(1, "is not a snapshot id, a prefix of 8 or more hex digits");
 }
 
 /// Host A stops after uploading its pack (before its index); host B pushes a snapshot sharing

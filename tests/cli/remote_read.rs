@@ -223,7 +223,7 @@ pub fn remote_diff_without_trees_pack(f: &Fleet, extra: &[&str], remote_root: &P
 
 /// Mounts `NAME/SNAP` in the foreground with `-v` on host `b`, runs `inside` on the
 /// mountpoint, unmounts, and returns the server's run (its stderr has the traffic line).
-fn with_remote_mount(f: &Fleet, reference: &str, inside: impl FnOnce(&Path)) -> Run {
+pub fn with_remote_mount(f: &Fleet, reference: &str, inside: impl FnOnce(&Path)) -> Run {
     let mnt = f.env.path("mnt");
     fs::create_dir_all(&mnt).unwrap();
     let mut c = f.command("b", &["-v", "mount", reference, &mnt.to_string_lossy()]);

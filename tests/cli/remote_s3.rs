@@ -405,3 +405,22 @@ fn s3_credentials_from_the_aws_files() {
     }
     drop(server);
 }
+
+/// Remote `forget` and `gc` through S3 (conditional marks with `If-None-Match`).
+#[test]
+fn s3_forget_then_gc() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    crate::remote_fleet::forget_then_gc(&f, &["--endpoint", &server.endpoint]);
+}
+
+/// A push paused at each step while `gc` runs on another store, through S3.
+#[test]
+fn s3_gc_races_a_paused_push() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let root = prefix_root(&f);
+    crate::remote_fleet::gc_races_a_paused_push(&f, &root, &["--endpoint", &server.endpoint]);
+}
