@@ -27,9 +27,12 @@ pub(crate) const SUBPROCESS_PROVIDERS: &[(&str, &str, &str)] = &[
     ("tts", "edge", "edge-tts"),
 ];
 
+/// One credential-name rule: how it is reported, and whether a lowercased key matches it.
+type NameRule = (&'static str, fn(&str) -> bool);
+
 /// The credential-name rules, in the order they are tried (case-insensitive, on the key's own
-/// name, never its table's): `(rule as reported, matcher)`.
-pub(crate) const CREDENTIAL_NAME_RULES: &[(&str, fn(&str) -> bool)] = &[
+/// name, never its table's).
+pub(crate) const CREDENTIAL_NAME_RULES: &[NameRule] = &[
     ("key named `token`", |k| k == "token"),
     ("key ending in `_token`", |k| k.ends_with("_token")),
     ("key containing `secret`", |k| k.contains("secret")),

@@ -74,7 +74,7 @@ fn case37_hostile_skill_aliases_carry_no_content() {
         assert_eq!(entry.reason, DropReason::HostSpecific);
         assert!(entry.detail.starts_with("the skill-bundle alias "));
         // the config entry still travels
-        assert!(get(&plan.closure(), &["skill_bundles", alias]).is_some());
+        assert!(get(plan.closure(), &["skill_bundles", alias]).is_some());
     }
     // a name every target can create renders; one whose default directory escapes shared/ does not
     render(&with_skill_bundle("con", &[]).plan());
@@ -94,7 +94,7 @@ fn case40_directory_outside_the_install() {
     .plan();
     assert!(plan.skills.is_empty());
     assert!(get(
-        &plan.closure(),
+        plan.closure(),
         &["skill_bundles", "research_tools", "directory"]
     )
     .is_none());
@@ -140,7 +140,7 @@ fn absolute_directory_inside_shared_is_carried_without_the_key() {
         }
     );
     assert!(get(
-        &plan.closure(),
+        plan.closure(),
         &["skill_bundles", "research_tools", "directory"]
     )
     .is_none());
@@ -159,7 +159,7 @@ fn case42_escaping_relative_directories() {
             with_skill_bundle("research_tools", &[("directory", &toml_string(directory))]).plan();
         assert!(plan.skills.is_empty(), "{directory}");
         assert!(get(
-            &plan.closure(),
+            plan.closure(),
             &["skill_bundles", "research_tools", "directory"]
         )
         .is_none());
@@ -194,7 +194,7 @@ fn case43_relative_directory_inside_shared() {
     );
     assert_eq!(
         get(
-            &plan.closure(),
+            plan.closure(),
             &["skill_bundles", "research_tools", "directory"]
         ),
         Some(&s("shared/skills/pool/research"))

@@ -296,7 +296,7 @@ fn assert_identity_dropped(raw: &str) -> Dropped {
     let plan = fx.plan();
     assert_eq!(plan.identity_document(), None, "{raw:?}");
     assert!(get(
-        &plan.closure(),
+        plan.closure(),
         &["agents", "researcher", "identity", "aieos_path"]
     )
     .is_none());

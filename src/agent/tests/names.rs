@@ -43,7 +43,7 @@ fn case28_29_retained_identity_is_normalized() {
         let plan = fx.plan();
         assert_eq!(plan.identity_document(), Some("identity/aieos.json"));
         let value = get(
-            &plan.closure(),
+            plan.closure(),
             &["agents", "researcher", "identity", "aieos_path"],
         )
         .and_then(Node::as_str)

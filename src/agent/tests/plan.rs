@@ -17,7 +17,7 @@ fn case01_unknown_alias() {
 
 #[test]
 fn case02_only_granted_servers_travel() {
-    assert_eq!(server_names(&Fx::base().plan().closure()), ["github"]);
+    assert_eq!(server_names(Fx::base().plan().closure()), ["github"]);
 }
 
 #[test]
@@ -27,7 +27,7 @@ fn case03_duplicate_server_names_collapse_to_the_first() {
         "[[mcp.servers]]\nname = \"github\"\ncommand = \"impostor\"\n[mcp.servers.env]\nGITHUB_TOKEN = \"ghp_theotherone\"\n",
     );
     let plan = fx.plan();
-    assert_eq!(server_names(&plan.closure()), ["github"]);
+    assert_eq!(server_names(plan.closure()), ["github"]);
     let github_secrets: Vec<&String> = plan
         .required_secrets()
         .iter()
@@ -48,7 +48,7 @@ fn case04_exclude_wins_across_bundles() {
         r#"["research", "extra"]"#,
     );
     let plan = fx.plan();
-    assert_eq!(server_names(&plan.closure()), ["github"]);
+    assert_eq!(server_names(plan.closure()), ["github"]);
     let bundle = render(&plan);
     assert!(!bundle.config_toml.contains("search.example.com"));
     assert!(!bundle.manifest_toml.contains("search.example.com"));
@@ -70,7 +70,7 @@ fn case08_workspace_overrides_and_grants_are_dropped() {
         r#"["beta"]"#,
     );
     let plan = fx.plan();
-    let agent = get(&plan.closure(), &["agents", "researcher"])
+    let agent = get(plan.closure(), &["agents", "researcher"])
         .and_then(Node::as_table)
         .expect("agent");
     assert!(agent.get("channels").is_none());
@@ -138,9 +138,9 @@ fn case18_tts_provider_carried() {
         r#""openai.voice""#,
     );
     let plan = fx.plan();
-    assert!(get(&plan.closure(), &["providers", "tts", "openai", "voice"]).is_some());
+    assert!(get(plan.closure(), &["providers", "tts", "openai", "voice"]).is_some());
     assert!(get(
-        &plan.closure(),
+        plan.closure(),
         &["providers", "models", "anthropic", "main"]
     )
     .is_some());
@@ -160,7 +160,7 @@ fn case19_fallback_provider_carried_and_scrubbed() {
     );
     let plan = fx.plan();
     assert!(get(
-        &plan.closure(),
+        plan.closure(),
         &["providers", "models", "openai", "backup"]
     )
     .is_some());
@@ -229,7 +229,7 @@ model = "y"
         r#"["openai.a", "dup", "ghost"]"#,
     );
     let plan = fx.plan();
-    let models = get(&plan.closure(), &["providers", "models"])
+    let models = get(plan.closure(), &["providers", "models"])
         .and_then(Node::as_table)
         .expect("models");
     let carried: Vec<String> = models
@@ -359,7 +359,7 @@ fn case24_runtime_profile_summary_provider_carried() {
     );
     let plan = fx.plan();
     assert!(get(
-        &plan.closure(),
+        plan.closure(),
         &["providers", "models", "anthropic", "summarizer"]
     )
     .is_some());
@@ -412,7 +412,7 @@ fn case25_same_profile_delegation_forced_off() {
         .any(|d| d.path.ends_with("delegate_same_risk_profile")));
     assert_eq!(
         get(
-            &plan.closure(),
+            plan.closure(),
             &["agents", "researcher", "delegate_same_risk_profile"]
         ),
         Some(&Node::Bool(false))
@@ -436,7 +436,7 @@ fn provider_tables_are_never_pruned() {
     );
     let plan = fx.plan();
     let main = get(
-        &plan.closure(),
+        plan.closure(),
         &["providers", "models", "anthropic", "main"],
     )
     .and_then(Node::as_table)

@@ -118,7 +118,7 @@ fn case09_report_describes_this_agent_not_the_schema() {
         );
     let plan = fx.plan();
     assert_eq!(plan.dropped().len(), 4);
-    let agent = get(&plan.closure(), &["agents", "researcher"])
+    let agent = get(plan.closure(), &["agents", "researcher"])
         .and_then(Node::as_table)
         .expect("agent");
     for key in ["delegates", "cron_jobs", "a2a"] {

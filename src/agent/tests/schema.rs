@@ -31,7 +31,7 @@ fn case07_provider_key_is_blank() {
     let plan = Fx::base().plan();
     assert_eq!(
         get(
-            &plan.closure(),
+            plan.closure(),
             &["providers", "models", "anthropic", "main", "api_key"]
         ),
         Some(&s(""))
@@ -122,7 +122,7 @@ fn transcription_and_http_server_secrets_are_scrubbed() {
     )
     .set(&["mcp_bundles", "research", "exclude"], "[]");
     let plan = fx.plan();
-    assert_eq!(server_names(&plan.closure()), ["github", "search"]);
+    assert_eq!(server_names(plan.closure()), ["github", "search"]);
     assert_eq!(
         plan.required_secrets(),
         [
