@@ -111,7 +111,7 @@ fn shown(word: &str) -> String {
     }
 }
 
-/// A flag's detail as a report shows it: each word through [`shown`], so a credential in a
+/// A flag's detail as a report shows it: each word named instead of printed when it looks like a credential, so a credential in a
 /// stdio server's command line (which ZeroClaw's manifest repeats verbatim) is named, not
 /// printed.
 /// A word is hidden when it looks like a credential on its own or together with the word

@@ -726,7 +726,7 @@ impl PackReader {
     }
 
     /// The uncompressed bytes of `id`, hashed and compared with it: for trees and records,
-    /// which are read into memory; an object that claims more than [`MAX_IN_MEMORY_OBJECT`]
+    /// which are read into memory; an object that claims more than `MAX_IN_MEMORY_OBJECT` (64 MiB)
     /// bytes is refused before anything is read (blobs stream: [`ObjectSource::blob`]).
     pub fn read(&self, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
         let e = *self.entry(id).ok_or(StoreError::MissingObject(*id))?;
@@ -979,7 +979,7 @@ impl ObjectSource for PackReader {
     /// An uncompressed blob is a range of the pack file (positioned reads, no copy); a
     /// compressed one (or any blob of a pack held in memory) is decoded (verified) as it
     /// streams into an unnamed temporary file: memory stays at a 1 MiB read buffer, the write
-    /// buffer and the zstd window ([`STREAM_WINDOW_LOG`]), whatever the blob's size.
+    /// buffer and the zstd window (`STREAM_WINDOW_LOG`, 8 MiB), whatever the blob's size.
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
         let e = *self.entry(id).ok_or(StoreError::MissingObject(*id))?;
         if let (false, Backing::File(file)) = (e.zstd, &self.file) {

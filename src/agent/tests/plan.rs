@@ -159,11 +159,7 @@ fn case19_fallback_provider_carried_and_scrubbed() {
         r#"["openai.backup"]"#,
     );
     let plan = fx.plan();
-    assert!(get(
-        plan.closure(),
-        &["providers", "models", "openai", "backup"]
-    )
-    .is_some());
+    assert!(get(plan.closure(), &["providers", "models", "openai", "backup"]).is_some());
     assert!(plan
         .required_secrets()
         .contains(&"providers.models.openai.backup.api_key".to_string()));
