@@ -17,8 +17,8 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::agent::{
-    plan_export, BundleFilter, CaptureOutcome, ExportPlan, Install, Provenance, RenderedBundle,
-    TreeSource, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
+    legacy_entry_travels, plan_export, BundleFilter, CaptureOutcome, ExportPlan, Install,
+    Provenance, RenderedBundle, TreeSource, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
 };
 use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats};
 use crate::credentials::{CredentialFinding, CredentialReason};
@@ -84,6 +84,7 @@ fn open_source(source: &TreeSource) -> Result<Option<OwnedFd>, root::RootError> 
 /// The host trees an export of `plan` reads (its workspace and skill bundle roots).
 fn source_trees(plan: &ExportPlan) -> Vec<PathBuf> {
     std::iter::once(plan.workspace.path())
+        .chain(plan.legacy_workspace.iter().map(TreeSource::path))
         .chain(plan.skills.iter().map(|s| s.source.path()))
         .collect()
 }
@@ -149,11 +150,26 @@ pub fn capture_loaded(
 
     // `--exclude workspace` (or `skills/<alias>`) leaves a whole tree out: it is not opened.
     let workspace = if keep(WORKSPACE_DIR) {
-        match open_source(&plan.workspace)
-            .with_context(|| format!("could not open the workspace of agent {alias}"))?
-        {
-            Some(fd) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
-            None => None,
+        let opened = open_source(&plan.workspace)
+            .with_context(|| format!("could not open the workspace of agent {alias}"))?;
+        match (opened, &plan.legacy_workspace) {
+            (Some(fd), _) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
+            // A pre-v3 install ZeroClaw has not started since: its agent entries still sit in
+            // `<install>/workspace`, where ZeroClaw's first load would move them from.
+            (None, Some(legacy)) => match open_source(legacy)
+                .with_context(|| format!("could not open the pre-v3 workspace of agent {alias}"))?
+            {
+                Some(fd) => {
+                    let keep_legacy = |path: &str| {
+                        let rel = path.strip_prefix("workspace/").unwrap_or("");
+                        let top = rel.split('/').next().unwrap_or(rel);
+                        keep(path) && (rel.is_empty() || legacy_entry_travels(top))
+                    };
+                    Some(capture.walk(fd, WORKSPACE_DIR, &keep_legacy)?)
+                }
+                None => None,
+            },
+            (None, None) => None,
         }
     } else {
         None

@@ -46,7 +46,7 @@ pub use layout::{
 pub use manifest::{
     rfc3339_utc, DropReason, Dropped, Manifest, Provenance, RiskFlag, RiskKind, MANIFEST_HEADER,
 };
-pub use plan::{plan_export, ExportPlan, SkillSource, TreeSource};
+pub use plan::{legacy_entry_travels, plan_export, ExportPlan, SkillSource, TreeSource};
 pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_VERSION};
 
 #[cfg(test)]

@@ -94,6 +94,12 @@ pub struct ExportPlan {
     pub workspace: TreeSource,
     /// One per planned skill bundle, in agent reference order.
     pub skills: Vec<SkillSource>,
+    /// A pre-v3 install's single workspace (`<install>/workspace`), for agent `default` only:
+    /// ZeroClaw's loader moves its entries into `agents/default/workspace` the first time it
+    /// loads a v1 or v2 config (`schema::v2::migrate_v2_to_v3_install_filesystem`). An export
+    /// never writes to the install, so when `workspace` is absent the capture reads the entries
+    /// that move would put there from where they still are ([`legacy_entry_travels`]).
+    pub legacy_workspace: Option<TreeSource>,
     /// ZeroClaw's own plan, with our stricter layers already applied to its closure,
     /// `required_secrets` and risk flags.
     pub(crate) zeroclaw: zc::ExportPlan,
@@ -228,16 +234,35 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
             })
         })
         .collect::<Result<Vec<_>, AgentError>>()?;
+    let default_anchored = matches!(&workspace, TreeSource::Anchored { components, .. }
+        if components == &["agents", "default", "workspace"]);
+    let legacy_workspace = (install.schema_version() < super::SUPPORTED_SCHEMA_VERSION
+        && default_anchored)
+        .then(|| TreeSource::Anchored {
+            anchor: root.to_path_buf(),
+            components: vec!["workspace".to_string()],
+        });
     Ok(ExportPlan {
         alias: alias.to_string(),
         workspace,
         skills,
+        legacy_workspace,
         zeroclaw,
         scrubbed_by_name: scrubbed.by_name,
         config_findings,
         degraded_sections: install.degraded_sections().to_vec(),
         closure,
     })
+}
+
+/// Whether a top-level entry of a pre-v3 `<install>/workspace` is one ZeroClaw's filesystem
+/// migration moves into `agents/default/workspace` (its dispatch table sends `sessions`,
+/// `state`, `plugins`, `devices.db` and `memory` to `data/`, and `skills` to `shared/`).
+pub fn legacy_entry_travels(top_level_name: &str) -> bool {
+    matches!(
+        zeroclaw_config::schema::v2::v2_workspace_toplevel_dest(top_level_name),
+        zeroclaw_config::schema::v2::V2WorkspaceDest::AgentDefault
+    )
 }
 
 /// The components of an install-relative source path, each a plain name: ZeroClaw's planner

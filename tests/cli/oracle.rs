@@ -262,6 +262,18 @@ fn set_empty(root: &mut toml::Value, path: &str) {
 /// Our export of `alias` (the real binary) and the differences from ZeroClaw's, as a list of
 /// human-readable lines; empty means equal up to the deliberate extras.
 fn compare(env: &TestEnv, root: &Path, alias: &str, tag: &str) -> Vec<String> {
+    compare_installs(env, root, root, alias, tag)
+}
+
+/// [`compare`] where ZeroClaw exports from `zeroclaw_root`, a copy of `root` after the
+/// filesystem changes ZeroClaw's own loader makes (we export from the untouched `root`).
+fn compare_installs(
+    env: &TestEnv,
+    root: &Path,
+    zeroclaw_root: &Path,
+    alias: &str,
+    tag: &str,
+) -> Vec<String> {
     let ours_dir = env.path(&format!("ours-{tag}"));
     let theirs_dir = env.path(&format!("zeroclaw-{tag}"));
     let run = env.run(&[
@@ -282,7 +294,7 @@ fn compare(env: &TestEnv, root: &Path, alias: &str, tag: &str) -> Vec<String> {
         .map(|e| e["path"].as_str().expect("path").to_string())
         .collect();
     let ours = read_bundle(&ours_dir);
-    let theirs = zeroclaw_export(root, alias, &theirs_dir);
+    let theirs = zeroclaw_export(zeroclaw_root, alias, &theirs_dir);
     let mut differences = Vec::new();
 
     // The fragment, as ZeroClaw means it; the name-scrubbed paths are ours to blank.
@@ -404,18 +416,53 @@ fn oracle_v1_configs_export_like_zeroclaw_and_leave_the_install_alone() {
             "demo-v1",
             include_str!("../zeroclaw/demo-zeroclaw.toml.example"),
         ),
+        // A single-agent v1 config (the top-level keys of ZeroClaw 0.8.7's own v1 fixture):
+        // its migration names the agent `default`, whose workspace is the pre-v3 one.
+        (
+            "single-agent-v1",
+            "api_key = \"sk-v1-test-global\"\ndefault_provider = \"openai\"\n\
+             default_model = \"gpt-4o-mini\"\ndefault_temperature = 0.5\n",
+        ),
     ] {
         let root = env.path(&format!("install-{name}"));
         write(&root.join("config.toml"), text.as_bytes());
+        // The single workspace of a pre-v3 install: ZeroClaw's first load splits it (agent
+        // files to agents/default/workspace, `sessions` and `memory` data to data/, `skills`
+        // to shared/).
         write(&root.join("workspace/NOTES.md"), b"v1 workspace\n");
+        write(&root.join("workspace/notes/plan.md"), b"the plan\n");
+        write(&root.join("workspace/sessions/s1.json"), b"{}\n");
+        write(
+            &root.join("workspace/memory/brain.db"),
+            b"SQLite format 3\0",
+        );
+        write(
+            &root.join("workspace/skills/legacy/SKILL.md"),
+            b"# legacy\n",
+        );
         let before = snapshot_of(&root);
-        let config = zeroclaw_load(&root, text);
+        // ZeroClaw's side runs on a copy, after its loader's filesystem migration.
+        let zeroclaw_root = env.path(&format!("zeroclaw-install-{name}"));
+        crate::util::copy_tree(&root, &zeroclaw_root);
+        zeroclaw_config::schema::v2::migrate_v2_to_v3_install_filesystem(&zeroclaw_root)
+            .expect("ZeroClaw's filesystem migration");
+        let config = zeroclaw_load(&zeroclaw_root, text);
         let mut aliases: Vec<&String> = config.agents.keys().collect();
         aliases.sort();
         assert!(!aliases.is_empty(), "{name}: the migration yields no agent");
         for alias in aliases {
             let tag = format!("{name}-{alias}");
-            table.push((tag.clone(), compare(&env, &root, alias, &tag)));
+            table.push((
+                tag.clone(),
+                compare_installs(&env, &root, &zeroclaw_root, alias, &tag),
+            ));
+            if alias == "default" {
+                let carried = env.path(&format!("ours-{tag}/workspace/NOTES.md"));
+                assert!(
+                    carried.exists(),
+                    "{tag}: the pre-v3 workspace was not carried"
+                );
+            }
         }
         assert_eq!(
             snapshot_of(&root),

@@ -175,9 +175,9 @@ fn ls_long_listing_is_exact() {
             let f: Vec<&str> = line.split_whitespace().collect();
             assert_eq!(f.len(), 6, "{pass}: {line:?}");
             let (mode, size) = match i % 10 {
-                0 => ("-r-xr-xr-x", 10 * (i % 7 + 1)),
-                1 => ("dr-xr-xr-x", i),
-                _ => ("-r--r--r--", i * 3),
+                0 => ("-rwxr-xr-x", 10 * (i % 7 + 1)),
+                1 => ("drwxr-xr-x", i),
+                _ => ("-rw-r--r--", i * 3),
             };
             assert_eq!(f[0], mode, "{pass}: {line:?}");
             assert_eq!(f[4], size.to_string(), "{pass}: {line:?}");
