@@ -54,6 +54,8 @@ pub struct AgentSnapshot {
     /// Sections of the install's `config.toml` that ZeroClaw's loader skips as invalid (the
     /// export saw the install as ZeroClaw does, without them).
     pub degraded_sections: Vec<String>,
+    /// ZeroClaw's strict loader's reason, when a section is skipped.
+    pub degraded_reason: Option<String>,
 }
 
 /// What the operator chose for one agent capture.
@@ -294,6 +296,7 @@ pub fn capture_loaded(
         credential_findings,
         personal_files,
         degraded_sections: plan.degraded_sections().to_vec(),
+        degraded_reason: plan.degraded_reason().map(str::to_string),
     })
 }
 

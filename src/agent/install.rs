@@ -170,7 +170,7 @@ impl Install {
 fn strict_error(text: &str) -> Option<String> {
     migration::migrate_to_current(text)
         .err()
-        .map(|e| format!("{e:#}").replace('\n', " "))
+        .map(|e| format!("{e:#}").replace('\n', " ").trim().to_string())
 }
 
 /// `schema_version` as written (1 when absent), refusing a malformed or too new one by name.

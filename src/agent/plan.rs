@@ -106,6 +106,7 @@ pub struct ExportPlan {
     pub(crate) scrubbed_by_name: Vec<(String, &'static str)>,
     pub(crate) config_findings: Vec<CredentialFinding>,
     pub(crate) degraded_sections: Vec<String>,
+    pub(crate) degraded_reason: Option<String>,
     /// `zeroclaw.config` as this module's tree (read by the tests).
     #[cfg_attr(not(test), allow(dead_code))]
     closure: Table,
@@ -145,6 +146,12 @@ impl ExportPlan {
     #[cfg(test)]
     pub(crate) fn closure(&self) -> &Table {
         &self.closure
+    }
+
+    /// Why ZeroClaw's strict loader refuses the install's config, when a section is skipped
+    /// (its own words, naming the field).
+    pub fn degraded_reason(&self) -> Option<&str> {
+        self.degraded_reason.as_deref()
     }
 
     /// The `dropped` entries known before the capture (the capture may add `source_missing`).
@@ -251,6 +258,7 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
         scrubbed_by_name: scrubbed.by_name,
         config_findings,
         degraded_sections: install.degraded_sections().to_vec(),
+        degraded_reason: install.degraded_reason().map(str::to_string),
         closure,
     })
 }

@@ -99,6 +99,7 @@ pub fn report(
             "credential_looking_values": c.credential_findings.iter().map(|f| json!({"location": f.location, "reason": f.reason.describe()})).collect::<Vec<_>>(),
             "personal_files": c.personal_files,
             "skipped_config_sections": c.degraded_sections,
+            "skipped_config_reason": c.degraded_reason,
             "set_secrets": m.required_secrets.iter().map(|p| format!("zeroclaw config set {p}")).collect::<Vec<_>>(),
             "dropped": m.dropped,
             "work": c.stats,
@@ -167,6 +168,9 @@ pub fn report(
         out += "\nConfig sections ZeroClaw's loader skips as invalid (not exported, as ZeroClaw would not load them):\n";
         for section in &c.degraded_sections {
             out += &format!("  - {}\n", escape_text(section));
+        }
+        if let Some(reason) = &c.degraded_reason {
+            out += &format!("  ZeroClaw's strict loader says: {}\n", escape_text(reason));
         }
     }
     if !m.required_secrets.is_empty() {

@@ -583,6 +583,25 @@ aieos_path = "identity/aieos.json"
     );
     assert!(!config_out.contains("oracle-extra-token"));
     assert!(!config_out.contains("sk-oracle-main-key"));
+    // The report names the skipped section and ZeroClaw's reason.
+    let report = env
+        .run(&[
+            "--json",
+            "export",
+            "main",
+            "--install",
+            &root.to_string_lossy(),
+            "--out",
+            &env.path("again").to_string_lossy(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        report["skipped_config_sections"],
+        serde_json::json!(["providers.models.qwen.broken"])
+    );
+    let reason = report["skipped_config_reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("auth_mode"), "{reason}");
     // The default profile carries ZeroClaw's built-in auto-approved tools.
     let fragment: Config = toml::from_str(&config_out).expect("loads");
     let profile = fragment
