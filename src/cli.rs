@@ -416,7 +416,7 @@ pub struct SnapshotArgs {
     /// Capture this directory instead of an agent (e.g. a received bundle)
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
-    /// ZeroClaw install [default: $ZEROCLAW_HOME, else ~/.zeroclaw]
+    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
     #[arg(long, value_name = "DIR", conflicts_with = "dir")]
     pub install: Option<PathBuf>,
     /// Name for the snapshot (usable wherever a snapshot is expected). A name already in use
@@ -442,7 +442,7 @@ pub struct ExportArgs {
     /// Destination bundle directory (created if it does not exist)
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
-    /// ZeroClaw install [default: $ZEROCLAW_HOME, else ~/.zeroclaw]
+    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
     #[arg(long, value_name = "DIR")]
     pub install: Option<PathBuf>,
     /// Replace the destination when it is a bundle or a previous checkout of this tool

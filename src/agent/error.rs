@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
     /// Neither `--install`, `$ZEROCLAW_HOME` nor `$HOME` says where the install is.
-    #[error("no install location: pass --install DIR or set ZEROCLAW_HOME")]
+    #[error("no install location: pass --install DIR or set ZEROCLAW_CONFIG_DIR")]
     NoInstallLocation,
     /// `config.toml` could not be read.
     #[error("could not read {path}")]

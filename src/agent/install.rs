@@ -21,18 +21,63 @@ use super::error::AgentError;
 use super::layout::CONFIG_FILE;
 use super::value::{Node, Table};
 
-/// Where the install is: `--install`, else `$ZEROCLAW_HOME`, else `~/.zeroclaw`.
+/// Where the install is, as ZeroClaw 0.8.7 finds its own (`schema.rs`:
+/// `resolve_runtime_config_dirs`): `--install`, else `$ZEROCLAW_CONFIG_DIR` (trimmed, `~`
+/// expanded), else the install `$ZEROCLAW_DATA_DIR` (or the deprecated `$ZEROCLAW_WORKSPACE`)
+/// belongs to, else `$ZEROCLAW_HOME` (this tool's own older name, which ZeroClaw does not read),
+/// else `~/.zeroclaw`.
 pub fn install_root(flag: Option<&Path>) -> Result<PathBuf, AgentError> {
     if let Some(p) = flag {
         return Ok(p.to_path_buf());
     }
+    let var = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    if let Some(dir) = var("ZEROCLAW_CONFIG_DIR") {
+        return expand_tilde(&dir);
+    }
+    if let Some(data) = var("ZEROCLAW_DATA_DIR").or_else(|| var("ZEROCLAW_WORKSPACE")) {
+        return Ok(config_dir_for_data(&expand_tilde(&data)?));
+    }
     if let Some(h) = std::env::var_os("ZEROCLAW_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(h));
     }
-    let home = std::env::var_os("HOME")
+    Ok(home()?.join(".zeroclaw"))
+}
+
+fn home() -> Result<PathBuf, AgentError> {
+    std::env::var_os("HOME")
         .filter(|v| !v.is_empty())
-        .ok_or(AgentError::NoInstallLocation)?;
-    Ok(PathBuf::from(home).join(".zeroclaw"))
+        .map(PathBuf::from)
+        .ok_or(AgentError::NoInstallLocation)
+}
+
+fn expand_tilde(path: &str) -> Result<PathBuf, AgentError> {
+    match path.strip_prefix('~') {
+        Some("") => home(),
+        Some(rest) if rest.starts_with('/') => Ok(home()?.join(rest.trim_start_matches('/'))),
+        _ => Ok(PathBuf::from(path)),
+    }
+}
+
+/// The install a data directory belongs to (ZeroClaw 0.8.7 `schema.rs`: `config_dir_for_data`;
+/// it only reads whether files exist).
+fn config_dir_for_data(data_dir: &Path) -> PathBuf {
+    if data_dir.join(CONFIG_FILE).exists() {
+        return data_dir.to_path_buf();
+    }
+    if let Some(legacy) = data_dir.parent().map(|p| p.join(".zeroclaw")) {
+        let named_like_data = data_dir
+            .file_name()
+            .is_some_and(|n| n == "data" || n == "workspace");
+        if legacy.join(CONFIG_FILE).exists() || named_like_data {
+            return legacy;
+        }
+    }
+    data_dir.to_path_buf()
 }
 
 /// A loaded install: where it lives, its config as written, and its config as ZeroClaw

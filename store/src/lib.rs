@@ -82,7 +82,11 @@ mod unpack;
 
 use std::fs;
 use std::io;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+
+/// The mode of a store's root: only its owner may enter it.
+const OWNER_ONLY: u32 = 0o700;
 
 pub use catalog::{
     Catalog, DestCache, DestRecord, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate,
@@ -137,7 +141,14 @@ impl Store {
                 })
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                fs::create_dir_all(root).map_err(|e| StoreError::io("create store", root, e))?;
+                if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    fs::create_dir_all(parent)
+                        .map_err(|e| StoreError::io("create store", parent, e))?;
+                }
+                match fs::DirBuilder::new().mode(OWNER_ONLY).create(root) {
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists && root.is_dir() => {}
+                    other => other.map_err(|e| StoreError::io("create store", root, e))?,
+                }
             }
             Err(e) => return Err(StoreError::io("open store", root, e)),
         }
@@ -146,6 +157,9 @@ impl Store {
             Ok(text) => {
                 if Store::check_marker(root, &text)? < STORE_VERSION {
                     Store::raise_marker(root)?;
+                    // Stores made before version 2 were created with the umask's mode, which
+                    // let every local user read the bytes of a 0600 file out of `objects/`.
+                    Store::make_owner_only(root);
                 }
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
@@ -178,6 +192,7 @@ impl Store {
                         });
                     }
                 }
+                Store::make_owner_only(root);
                 ObjectDir::new(root).create_layout()?;
                 Store::write_marker(root)?;
             }
@@ -187,6 +202,17 @@ impl Store {
             root: root.to_path_buf(),
             objects: ObjectDir::new(root),
         })
+    }
+
+    /// Makes the store's root owner-only (0700) when it is open to others: the objects hold the
+    /// bytes of every captured file, including those no other user may read at their source.
+    /// Best effort: a store the caller does not own keeps its mode.
+    fn make_owner_only(root: &Path) {
+        if let Ok(meta) = fs::metadata(root) {
+            if meta.permissions().mode() & 0o077 != 0 {
+                let _ = fs::set_permissions(root, fs::Permissions::from_mode(OWNER_ONLY));
+            }
+        }
     }
 
     /// Writes the marker of this build's version (to a temp file, renamed over the old one).

@@ -659,3 +659,51 @@ fn a_racily_recorded_file_is_read_again_by_the_next_capture() {
     assert!(again.contains("capture: 1 file read and hashed"), "{again}");
     assert!(again.contains("1 file unchanged"), "{again}");
 }
+
+/// The store holds the bytes of every captured file, so its root is owner-only whatever the
+/// umask: another local user cannot read a 0600 file's bytes out of `objects/` (found by the
+/// issue 17 break-it pass). A store made before version 2 is tightened when it is upgraded.
+#[test]
+fn the_store_is_owner_only_so_private_bytes_stay_private() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join(".env"), b"PRIVATE-STORE-BYTES\n");
+    chmod(&src.join(".env"), 0o600);
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!("umask 000 && exec \"{BIN}\" snapshot --dir \"$0\""))
+        .arg(&src)
+        .env("ZEROCLAW_BUNDLE_STORE", &env.store);
+    run_command(c).ok();
+    let mode = |p: &Path| std::os::unix::fs::PermissionsExt::mode(&fs::metadata(p).unwrap().permissions()) & 0o7777;
+    assert_eq!(mode(&env.store), 0o700, "a new store is owner-only");
+    let grep = |env: &TestEnv| {
+        let mut c = std::process::Command::new("setpriv");
+        if is_root() {
+            c.args(["--reuid", "65534", "--regid", "65534", "--clear-groups"]);
+        }
+        c.args(["--", "grep", "-rl", "PRIVATE-STORE-BYTES"])
+            .arg(&env.store);
+        run_command(c)
+    };
+    let found = grep(&env);
+    assert!(
+        !found.stdout().contains("objects"),
+        "another user read the bytes: {}",
+        found.describe()
+    );
+    // An old store (version 1, created with the umask's mode) is tightened on upgrade.
+    chmod(&env.store, 0o755);
+    fs::write(
+        env.store.join("STORE"),
+        "zeroclaw-bundle store\nversion 1\n",
+    )
+    .unwrap();
+    assert!(
+        grep(&env).stdout().contains("objects"),
+        "the check would see a leak (the blob is world-readable inside)"
+    );
+    env.run(&["list"]).ok();
+    assert_eq!(mode(&env.store), 0o700, "an upgraded store is owner-only");
+    assert!(!grep(&env).stdout().contains("objects"));
+}

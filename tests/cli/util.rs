@@ -87,6 +87,9 @@ impl TestEnv {
             .env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM")
             .env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_PATH")
             .env_remove("ZEROCLAW_BUNDLE_TEST_HOOK_CMD")
+            .env_remove("ZEROCLAW_CONFIG_DIR")
+            .env_remove("ZEROCLAW_DATA_DIR")
+            .env_remove("ZEROCLAW_WORKSPACE")
             .current_dir(self.dir.path());
         c
     }

@@ -642,3 +642,53 @@ fn exclude_drops_a_file_and_records_it_and_a_typo_fails() {
         "{dropped:?}"
     );
 }
+
+/// `--install` defaults to the install ZeroClaw 0.8.7 itself would load: `$ZEROCLAW_CONFIG_DIR`
+/// before `~/.zeroclaw` and before this tool's own `$ZEROCLAW_HOME`; `$ZEROCLAW_DATA_DIR`
+/// names the install it belongs to.
+#[test]
+fn the_default_install_is_the_one_zeroclaw_loads() {
+    let env = TestEnv::new();
+    let config = |model: &str| {
+        format!(
+            "schema_version = 3\n[risk_profiles.p]\n[agents.a]\nmodel_provider = \"openai.m\"\n\
+             risk_profile = \"p\"\n[providers.models.openai.m]\nmodel = \"{model}\"\n"
+        )
+    };
+    let home = env.path("home");
+    write(&home.join(".zeroclaw/config.toml"), config("from-home").as_bytes());
+    let chosen = env.path("chosen");
+    write(&chosen.join("config.toml"), config("from-config-dir").as_bytes());
+    let other = env.path("other");
+    write(&other.join("config.toml"), config("from-zeroclaw-home").as_bytes());
+    let model_of = |vars: &[(&str, &str)], out: &str| {
+        let out = env.path(out);
+        env.run_with(&["export", "a", "--out", &out.to_string_lossy()], vars)
+            .ok();
+        fs::read_to_string(out.join("config.toml")).expect("config.toml")
+    };
+    let home_s = home.to_string_lossy().into_owned();
+    let chosen_s = chosen.to_string_lossy().into_owned();
+    let other_s = other.to_string_lossy().into_owned();
+    assert!(model_of(&[("HOME", &home_s)], "o1").contains("from-home"));
+    assert!(model_of(
+        &[
+            ("HOME", &home_s),
+            ("ZEROCLAW_CONFIG_DIR", &chosen_s),
+            ("ZEROCLAW_HOME", &other_s)
+        ],
+        "o2"
+    )
+    .contains("from-config-dir"));
+    // ZEROCLAW_DATA_DIR=<install>/data belongs to <install> when it holds config.toml there.
+    let data = chosen.join("data");
+    fs::create_dir_all(&data).expect("data dir");
+    write(&data.join("config.toml"), config("from-data-dir").as_bytes());
+    assert!(model_of(
+        &[("HOME", &home_s), ("ZEROCLAW_DATA_DIR", &data.to_string_lossy())],
+        "o3"
+    )
+    .contains("from-data-dir"));
+    assert!(model_of(&[("HOME", &home_s), ("ZEROCLAW_HOME", &other_s)], "o4")
+        .contains("from-zeroclaw-home"));
+}
