@@ -114,7 +114,7 @@ impl ExportPlan {
 
         let config_toml = with_header(
             CONFIG_HEADER,
-            &zc::render_config_toml(&plan).map_err(super::plan::from_zeroclaw)?,
+            &zc::render_config_toml(&plan).map_err(|e| self.with_skipped_sections(e))?,
         );
         let zc_provenance = zc::Provenance {
             zeroclaw_version: provenance.zeroclaw_version.clone(),
@@ -130,6 +130,30 @@ impl ExportPlan {
             config_toml,
             manifest,
         })
+    }
+}
+
+impl ExportPlan {
+    /// A closure that does not validate, with the sections ZeroClaw's loader skipped named:
+    /// a reference to a skipped section reads as "not configured", which misleads unless the
+    /// skip is said.
+    fn with_skipped_sections(&self, err: zc::ExportError) -> AgentError {
+        match super::plan::from_zeroclaw(err) {
+            AgentError::ClosureInvalid { alias, problem } if !self.degraded_sections.is_empty() => {
+                AgentError::ClosureInvalid {
+                    alias,
+                    problem: format!(
+                        "{problem} (ZeroClaw's loader skipped invalid config sections: {}{})",
+                        self.degraded_sections.join(", "),
+                        self.degraded_reason
+                            .as_deref()
+                            .map(|r| format!("; {r}"))
+                            .unwrap_or_default()
+                    ),
+                }
+            }
+            other => other,
+        }
     }
 }
 

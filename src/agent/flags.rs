@@ -117,22 +117,44 @@ fn shown(word: &str) -> String {
 /// A word is hidden when it looks like a credential on its own or together with the word
 /// before it (`Bearer <token>`: ZeroClaw joins a server's arguments with spaces, so an argument
 /// `Authorization: Bearer <token>` arrives as three words).
+/// A word after a flag named like a credential (`--token X`, `--api-key X`) is hidden too, and
+/// so is the value of `--password=X`.
 pub fn shown_detail(detail: &str) -> String {
     let words: Vec<&str> = detail.split(' ').collect();
     words
         .iter()
         .enumerate()
         .map(|(i, word)| {
-            let with_previous = i
-                .checked_sub(1)
-                .and_then(|p| crate::credentials::detect(&format!("{} {word}", words[p])));
-            match (crate::credentials::detect(word), with_previous) {
-                (Some(reason), _) | (None, Some(reason)) => format!("<{reason}: not shown>"),
-                (None, None) => word.to_string(),
+            let previous = i.checked_sub(1).map(|p| words[p]);
+            let with_previous =
+                previous.and_then(|p| crate::credentials::detect(&format!("{p} {word}")));
+            let after_flag = previous
+                .and_then(credential_flag)
+                .filter(|_| !word.is_empty() && !word.starts_with('-'));
+            if let Some((flag, value)) = word.split_once('=') {
+                if let Some(rule) = credential_flag(flag).filter(|_| !value.is_empty()) {
+                    return format!("{flag}=<value of a {rule}: not shown>");
+                }
+            }
+            match (crate::credentials::detect(word), with_previous, after_flag) {
+                (Some(reason), _, _) | (None, Some(reason), _) => {
+                    format!("<{reason}: not shown>")
+                }
+                (None, None, Some(rule)) => format!("<value of a {rule}: not shown>"),
+                (None, None, None) => word.to_string(),
             }
         })
         .collect::<Vec<_>>()
         .join(" ")
+}
+
+/// `--token`, `--api-key`, `-password`: a command-line flag whose name is credential-like, by
+/// the credential-name rule it matches.
+fn credential_flag(word: &str) -> Option<&'static str> {
+    let name = word.strip_prefix('-')?.trim_start_matches('-');
+    (!name.is_empty())
+        .then(|| super::schema::credential_key_rule(name))
+        .flatten()
 }
 
 fn shown_all(words: &[String]) -> String {
@@ -150,4 +172,31 @@ pub(crate) fn strings(node: Option<&Node>) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shown_detail;
+
+    #[test]
+    fn credential_words_and_flag_values_are_named_not_printed() {
+        for (detail, hidden) in [
+            ("starts npx --token SECRET-A24 run", "SECRET-A24"),
+            ("starts curl --api-key=SECRET-B24", "SECRET-B24"),
+            (
+                "starts curl -H Authorization: Bearer SECRET-C24",
+                "SECRET-C24",
+            ),
+            ("starts tool --password hunter2-SECRET", "hunter2-SECRET"),
+        ] {
+            let shown = shown_detail(detail);
+            assert!(!shown.contains(hidden), "{detail} -> {shown}");
+            assert!(shown.starts_with("starts "), "{shown}");
+        }
+        // Ordinary words and flags stay.
+        assert_eq!(
+            shown_detail("starts npx -y @modelcontextprotocol/server-github --port 8080"),
+            "starts npx -y @modelcontextprotocol/server-github --port 8080"
+        );
+    }
 }

@@ -202,12 +202,10 @@ impl Install {
         aliases
     }
 
-    /// Whether `config.toml` as written has an `[agents.<alias>]` table (ZeroClaw's loader may
-    /// still skip it when its section is invalid).
+    /// Whether `config.toml` as written has an `agents.<alias>` entry of any shape (ZeroClaw's
+    /// loader may still skip it when its section is invalid).
     pub(crate) fn writes_agent(&self, alias: &str) -> bool {
-        self.config
-            .lookup(&["agents", alias])
-            .is_some_and(|n| n.as_table().is_some())
+        self.config.lookup(&["agents", alias]).is_some()
     }
 }
 

@@ -182,6 +182,22 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
                 ),
             });
         }
+        if let Some(agents) = install
+            .config
+            .get("agents")
+            .filter(|n| n.as_table().is_none())
+        {
+            return Err(AgentError::InvalidField {
+                field: "agents".to_string(),
+                problem: format!(
+                    "must be a table of agents, not {}, so ZeroClaw's loader skips it ({})",
+                    agents.type_name(),
+                    install
+                        .degraded_reason()
+                        .unwrap_or("the section does not load")
+                ),
+            });
+        }
         return Err(AgentError::UnknownAgent {
             alias: alias.to_string(),
             configured: install.agent_aliases(),

@@ -30,13 +30,17 @@ pub(crate) const SUBPROCESS_PROVIDERS: &[(&str, &str, &str)] = &[
 /// One credential-name rule: how it is reported, and whether a lowercased key matches it.
 type NameRule = (&'static str, fn(&str) -> bool);
 
-/// The credential-name rules, in the order they are tried (case-insensitive, on the key's own
-/// name, never its table's).
+/// The credential-name rules, in the order they are tried on the key's own name (never its
+/// table's), normalized first by [`normalized_key`]: lowercase, with camelCase humps and `-`
+/// as `_`, so `apiKey`, `x-api-key` and `accessToken` meet the same rules as `api_key` and
+/// `access_token`.
 pub(crate) const CREDENTIAL_NAME_RULES: &[NameRule] = &[
     ("key named `token`", |k| k == "token"),
     ("key ending in `_token`", |k| k.ends_with("_token")),
     ("key containing `secret`", |k| k.contains("secret")),
-    ("key containing `password`", |k| k.contains("password")),
+    ("key containing `password` or `passwd`", |k| {
+        k.contains("password") || k.contains("passwd")
+    }),
     ("key named `api_key`", |k| {
         k == "api_key" || k.ends_with("_api_key")
     }),
@@ -45,7 +49,30 @@ pub(crate) const CREDENTIAL_NAME_RULES: &[NameRule] = &[
     }),
     ("key starting with `bearer`", |k| k.starts_with("bearer")),
     ("key named `authorization`", |k| k == "authorization"),
+    ("key containing `credential`", |k| k.contains("credential")),
+    ("key named `cookie`", |k| {
+        k == "cookie" || k.ends_with("_cookie")
+    }),
 ];
+
+/// A key as the rules read it: `apiKey` -> `api_key`, `X-Api-Key` -> `x_api_key`,
+/// `accessToken` -> `access_token`.
+pub(crate) fn normalized_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len() + 4);
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if c.is_ascii_uppercase() && previous_lower {
+            out.push('_');
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        out.push(if c == '-' {
+            '_'
+        } else {
+            c.to_ascii_lowercase()
+        });
+    }
+    out
+}
 
 /// The rule for a key that ZeroClaw's schema marks `#[secret]` in some struct: secret wherever
 /// it turns up (a gemini `oauth_client_id` pasted under another family, where that struct does
@@ -65,7 +92,7 @@ fn schema_secret_names() -> &'static std::collections::HashSet<String> {
 
 /// Which credential-naming rule a key matches, if any.
 pub(crate) fn credential_key_rule(key: &str) -> Option<&'static str> {
-    let k = key.to_ascii_lowercase();
+    let k = normalized_key(key);
     CREDENTIAL_NAME_RULES
         .iter()
         .find(|(_, matches)| matches(&k))

@@ -675,7 +675,9 @@ fn the_store_is_owner_only_so_private_bytes_stay_private() {
         .arg(&src)
         .env("ZEROCLAW_BUNDLE_STORE", &env.store);
     run_command(c).ok();
-    let mode = |p: &Path| std::os::unix::fs::PermissionsExt::mode(&fs::metadata(p).unwrap().permissions()) & 0o7777;
+    let mode = |p: &Path| {
+        std::os::unix::fs::PermissionsExt::mode(&fs::metadata(p).unwrap().permissions()) & 0o7777
+    };
     assert_eq!(mode(&env.store), 0o700, "a new store is owner-only");
     let grep = |env: &TestEnv| {
         let mut c = std::process::Command::new("setpriv");

@@ -656,11 +656,20 @@ fn the_default_install_is_the_one_zeroclaw_loads() {
         )
     };
     let home = env.path("home");
-    write(&home.join(".zeroclaw/config.toml"), config("from-home").as_bytes());
+    write(
+        &home.join(".zeroclaw/config.toml"),
+        config("from-home").as_bytes(),
+    );
     let chosen = env.path("chosen");
-    write(&chosen.join("config.toml"), config("from-config-dir").as_bytes());
+    write(
+        &chosen.join("config.toml"),
+        config("from-config-dir").as_bytes(),
+    );
     let other = env.path("other");
-    write(&other.join("config.toml"), config("from-zeroclaw-home").as_bytes());
+    write(
+        &other.join("config.toml"),
+        config("from-zeroclaw-home").as_bytes(),
+    );
     let model_of = |vars: &[(&str, &str)], out: &str| {
         let out = env.path(out);
         env.run_with(&["export", "a", "--out", &out.to_string_lossy()], vars)
@@ -683,12 +692,63 @@ fn the_default_install_is_the_one_zeroclaw_loads() {
     // ZEROCLAW_DATA_DIR=<install>/data belongs to <install> when it holds config.toml there.
     let data = chosen.join("data");
     fs::create_dir_all(&data).expect("data dir");
-    write(&data.join("config.toml"), config("from-data-dir").as_bytes());
+    write(
+        &data.join("config.toml"),
+        config("from-data-dir").as_bytes(),
+    );
     assert!(model_of(
-        &[("HOME", &home_s), ("ZEROCLAW_DATA_DIR", &data.to_string_lossy())],
+        &[
+            ("HOME", &home_s),
+            ("ZEROCLAW_DATA_DIR", &data.to_string_lossy())
+        ],
         "o3"
     )
     .contains("from-data-dir"));
-    assert!(model_of(&[("HOME", &home_s), ("ZEROCLAW_HOME", &other_s)], "o4")
-        .contains("from-zeroclaw-home"));
+    assert!(
+        model_of(&[("HOME", &home_s), ("ZEROCLAW_HOME", &other_s)], "o4")
+            .contains("from-zeroclaw-home")
+    );
+}
+
+/// A config section ZeroClaw's loader skips is named with the loader's reason, whether it is
+/// the agent itself, the whole `agents` table, or a section the agent refers to.
+#[test]
+fn skipped_sections_are_named_with_the_loaders_reason() {
+    let env = TestEnv::new();
+    for (name, config, needles) in [
+        (
+            "agent",
+            "schema_version = 3\n[agents]\na = 5\n",
+            &[
+                "config field agents.a",
+                "ZeroClaw's loader skips it",
+                "integer `5`",
+            ][..],
+        ),
+        (
+            "agents",
+            "schema_version = 3\nagents = 5\n",
+            &["config field agents must be a table", "integer `5`"][..],
+        ),
+        (
+            "profiles",
+            "schema_version = 3\nrisk_profiles = \"x\"\n[agents.a]\nrisk_profile = \"default\"\n",
+            &[
+                "ZeroClaw's loader skipped invalid config sections: risk_profiles",
+                "string \"x\"",
+            ][..],
+        ),
+    ] {
+        let root = env.path(&format!("install-{name}"));
+        write(&root.join("config.toml"), config.as_bytes());
+        let run = export(&env, &root, "a", &env.path(&format!("out-{name}")), &[]);
+        assert_eq!(run.code(), 1, "{}", run.describe());
+        for needle in needles {
+            assert!(
+                run.stderr().contains(needle),
+                "{name}: {needle}\n{}",
+                run.describe()
+            );
+        }
+    }
 }
