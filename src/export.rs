@@ -7,6 +7,7 @@
 //! captures and publishes the snapshot (`publish::publish_snapshot`), so an export and a later
 //! `checkout` of its snapshot write the same bytes.
 
+use std::collections::HashSet;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
@@ -20,7 +21,7 @@ use crate::agent::{
     legacy_entry_travels, plan_export, BundleFilter, CaptureOutcome, ExportPlan, Install,
     Provenance, RenderedBundle, TreeSource, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
 };
-use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats};
+use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats, Walked};
 use crate::credentials::{CredentialFinding, CredentialReason};
 use crate::progress::Progress;
 use crate::publish::{
@@ -154,23 +155,43 @@ pub fn capture_loaded(
     let workspace = if keep(WORKSPACE_DIR) {
         let opened = open_source(&plan.workspace)
             .with_context(|| format!("could not open the workspace of agent {alias}"))?;
-        match (opened, &plan.legacy_workspace) {
-            (Some(fd), _) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
-            // A pre-v3 install ZeroClaw has not started since: its agent entries still sit in
-            // `<install>/workspace`, where ZeroClaw's first load would move them from.
-            (None, Some(legacy)) => match open_source(legacy)
-                .with_context(|| format!("could not open the pre-v3 workspace of agent {alias}"))?
-            {
-                Some(fd) => {
-                    let keep_legacy = |path: &str| {
-                        let rel = path.strip_prefix("workspace/").unwrap_or("");
-                        let top = rel.split('/').next().unwrap_or(rel);
-                        keep(path) && (rel.is_empty() || legacy_entry_travels(top))
-                    };
-                    Some(capture.walk(fd, WORKSPACE_DIR, &keep_legacy)?)
-                }
-                None => None,
-            },
+        // A pre-v3 install ZeroClaw has not started since: its agent entries still sit in
+        // `<install>/workspace`, where ZeroClaw's first load would move them from (each
+        // top-level entry whose place in `agents/default/workspace` is free; it never clobbers).
+        let legacy = match &plan.legacy_workspace {
+            Some(source) => open_source(source)
+                .with_context(|| format!("could not open the pre-v3 workspace of agent {alias}"))?,
+            None => None,
+        };
+        let walk_legacy = |capture: &mut Capture, fd, taken: &HashSet<String>| {
+            let keep_legacy = |path: &str| {
+                let rel = path.strip_prefix("workspace/").unwrap_or("");
+                let top = rel.split('/').next().unwrap_or(rel);
+                keep(path)
+                    && (rel.is_empty() || (legacy_entry_travels(top) && !taken.contains(top)))
+            };
+            capture.walk(fd, WORKSPACE_DIR, &keep_legacy)
+        };
+        match (opened, legacy) {
+            (Some(fd), None) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
+            (Some(fd), Some(legacy)) => {
+                let moved = capture.walk(fd, WORKSPACE_DIR, &keep)?;
+                let moved_tree = store.read_tree(&moved.id)?;
+                let taken: HashSet<String> = moved_tree
+                    .entries()
+                    .iter()
+                    .map(|e| escape_name(&e.name))
+                    .collect();
+                let left = walk_legacy(&mut capture, legacy, &taken)?;
+                let mut entries = moved_tree.entries().to_vec();
+                entries.extend(store.read_tree(&left.id)?.entries().iter().cloned());
+                Some(Walked {
+                    id: store.write_tree(&Tree::from_entries(entries)?)?,
+                    size: moved.size + left.size,
+                    files: moved.files + left.files,
+                })
+            }
+            (None, Some(legacy)) => Some(walk_legacy(&mut capture, legacy, &HashSet::new())?),
             (None, None) => None,
         }
     } else {

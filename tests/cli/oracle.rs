@@ -423,6 +423,13 @@ fn oracle_v1_configs_export_like_zeroclaw_and_leave_the_install_alone() {
             "api_key = \"sk-v1-test-global\"\ndefault_provider = \"openai\"\n\
              default_model = \"gpt-4o-mini\"\ndefault_temperature = 0.5\n",
         ),
+        // The same, with ZeroClaw's split interrupted part way: some entries already in
+        // agents/default/workspace (they win), the rest still waiting in workspace/.
+        (
+            "half-migrated-v1",
+            "api_key = \"sk-v1-test-global\"\ndefault_provider = \"openai\"\n\
+             default_model = \"gpt-4o-mini\"\ndefault_temperature = 0.5\n",
+        ),
     ] {
         let root = env.path(&format!("install-{name}"));
         write(&root.join("config.toml"), text.as_bytes());
@@ -440,6 +447,11 @@ fn oracle_v1_configs_export_like_zeroclaw_and_leave_the_install_alone() {
             &root.join("workspace/skills/legacy/SKILL.md"),
             b"# legacy\n",
         );
+        if name == "half-migrated-v1" {
+            let moved = root.join("agents/default/workspace");
+            write(&moved.join("NOTES.md"), b"already moved, newer\n");
+            write(&moved.join("only_new.md"), b"written after the move\n");
+        }
         let before = snapshot_of(&root);
         // ZeroClaw's side runs on a copy, after its loader's filesystem migration.
         let zeroclaw_root = env.path(&format!("zeroclaw-install-{name}"));
