@@ -208,11 +208,8 @@ pub fn report(
             );
         }
     }
-    out += "\nNote: scrubbing blanks the fields the schema marks secret and values under \
-            credential-named keys; it is not credential detection (urls, commands and args travel \
-            as written).\n";
-    out += "Note: files under workspace/ and skills/ are copied as-is; the look for \
-            credential-looking values above is a heuristic, not a guarantee.\n";
+    // The same words as the bundle's own headers: one story about secrets.
+    out += &format!("\nNote: {}\n", crate::agent::secret_story());
     if let Some(p) = published {
         out += &format!(
             "Bundle: {} ({} written, {}{})\n",
