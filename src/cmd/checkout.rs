@@ -57,7 +57,7 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
-            "dest": published.dest,
+            "destination": crate::cmd::host_path(&published.dest),
             "files": published.files,
             "bytes": published.bytes,
             "reused_files": published.reused,

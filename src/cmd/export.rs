@@ -84,7 +84,7 @@ pub fn report(
         ctx.print_json(&json!({
             "snapshot": c.id,
             "agent": m.root_agent,
-            "destination": published.map(|p| &p.dest),
+            "destination": published.map(|p| crate::cmd::host_path(&p.dest)),
             "reused_files": published.map(|p| p.reused),
             "replaced": replaced,
             "files": files,

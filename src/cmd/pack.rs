@@ -32,6 +32,9 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     let total = store.read_snapshot(&id)?.bytes();
     let bar = ctx.progress(Some(total), "packing", true);
     let to_stdout = args.out.as_os_str() == "-";
+    if to_stdout && ctx.json {
+        bail!("--json needs --out FILE: with --out -, stdout carries the pack");
+    }
     if to_stdout && io::stdout().is_terminal() {
         bail!("refusing to write a pack to a terminal; redirect it or pass --out FILE");
     }
@@ -92,6 +95,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
+            "destination": crate::cmd::host_path(&args.out),
             "since": since,
             "trees_only": args.trees_only,
             "objects": stats.objects,
