@@ -10,6 +10,7 @@ mod file_modes;
 mod full_disk;
 mod hostile_records;
 mod hostile_trees;
+mod json_schema;
 mod mount;
 mod oracle;
 mod pack;
