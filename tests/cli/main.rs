@@ -8,6 +8,7 @@ mod diff;
 mod export;
 mod file_modes;
 mod full_disk;
+mod help_text;
 mod hostile_records;
 mod hostile_trees;
 mod json_schema;
