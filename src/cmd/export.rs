@@ -41,7 +41,11 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
     );
     drop(progress);
     let (captured, published, replaced) = result?;
-    report(ctx, &captured, Some((&published, replaced.as_ref())))
+    let outcome = report(ctx, &captured, Some((&published, replaced.as_ref())))?;
+    if !ctx.quiet && !ctx.json {
+        super::checkout::note_cwd_swapped(&args.out);
+    }
+    Ok(outcome)
 }
 
 /// The non-zero skip counts of a tally, e.g. `1 symlink, 2 hard links`.

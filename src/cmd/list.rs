@@ -30,6 +30,13 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&serde_json::Value::Array(rows))?;
         return Ok(Outcome::Success);
     }
+    if ctx.quiet {
+        // Only the ids, oldest first: what a script loops over.
+        for s in &snaps {
+            crate::outln!("{}", s.id)?;
+        }
+        return Ok(Outcome::Success);
+    }
     if snaps.is_empty() {
         crate::outln!(
             "no snapshots in {} (`zeroclaw-bundle snapshot` or `export` makes one)",

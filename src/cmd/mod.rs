@@ -402,7 +402,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
 }
 
 /// Splits `SNAPSHOT[:PATH]` into the reference and the raw path bytes. A UTF-8 path may spell
-/// non-UTF-8 bytes as `\xNN` (how `ls` shows them).
+/// non-UTF-8 bytes as `\xNN` (how `ls` shows them). A `.` component is dropped (`snap:./d/f`
+/// is `snap:d/f`): no tree holds an entry named `.`.
 pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
     let bytes = target.as_bytes();
     match bytes.iter().position(|b| *b == b':') {
@@ -412,6 +413,12 @@ pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
             let path = match std::str::from_utf8(path) {
                 Ok(text) => unescape_name(text),
                 Err(_) => path.to_vec(),
+            };
+            let path = if path.split(|b| *b == b'/').any(|c| c == b".") {
+                let kept: Vec<&[u8]> = path.split(|b| *b == b'/').filter(|c| *c != b".").collect();
+                kept.join(&b'/')
+            } else {
+                path
             };
             (reference, path)
         }

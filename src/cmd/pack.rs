@@ -15,7 +15,7 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
-use crate::cmd::{human_bytes, Ctx, Outcome, StdoutClosed};
+use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -106,10 +106,10 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         }))?;
     } else if !ctx.quiet {
         crate::note!(
-            "packed {} objects ({} trees, {} blobs), {} into {}{}",
-            stats.objects,
-            stats.trees,
-            stats.blobs,
+            "packed {} ({}, {}), {} into {}{}",
+            count(stats.objects, "object"),
+            count(stats.trees, "tree"),
+            count(stats.blobs, "blob"),
             human_bytes(stats.bytes),
             human_bytes(stats.pack_bytes),
             if to_stdout {
@@ -311,7 +311,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&json!({ "snapshot": id, "objects": objects }))?;
     } else {
         if !ctx.quiet {
-            crate::note!("unpacked {objects} objects, verified");
+            crate::note!("unpacked {}, verified", count(objects as u64, "object"));
         }
         crate::outln!("{id}")?;
     }

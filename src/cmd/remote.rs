@@ -197,10 +197,10 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
                 crate::note!("{} already has {}", spec.name, id.short(12));
             } else {
                 crate::note!(
-                    "pushed {} to {}: {} new objects in one pack of {}",
+                    "pushed {} to {}: {} in one pack of {}",
                     id.short(12),
                     spec.name,
-                    report.objects,
+                    crate::cmd::count(report.objects, "new object"),
                     human_bytes(report.pack_bytes)
                 );
             }
@@ -257,10 +257,10 @@ pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         if !ctx.quiet {
             crate::note!(
-                "pulled {} from {}: {} packs, {}, verified",
+                "pulled {} from {}: {}, {}, verified",
                 id.short(12),
                 spec.name,
-                report.packs,
+                crate::cmd::count(report.packs, "pack"),
                 human_bytes(report.bytes)
             );
         }

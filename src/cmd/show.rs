@@ -21,6 +21,10 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&v)?;
         return Ok(Outcome::Success);
     }
+    if ctx.quiet {
+        crate::outln!("{id}")?;
+        return Ok(Outcome::Success);
+    }
     crate::outln!("snapshot  {id}")?;
     crate::outln!("created   {}", rfc3339_utc(snap.created_unix_ns))?;
     crate::outln!("host      {}", escape_text(&snap.host))?;
