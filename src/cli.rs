@@ -9,6 +9,17 @@ use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+/// `--version`: the package version and the git commit it was built from (build.rs).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("ZEROCLAW_BUNDLE_COMMIT"),
+    ")"
+);
+
+/// The global options as the usage lines show them.
+const GLOBAL_USAGE: &str = "[--store DIR] [--json] [-q|-v]";
+
 /// The global options, named once under each subcommand's help instead of repeated.
 const GLOBALS: &str = "\
 Global options (before or after the command): --store DIR, --json, -q/--quiet, -v/--verbose;
@@ -20,7 +31,7 @@ see `zeroclaw-bundle --help`.";
 #[derive(Debug, Parser)]
 #[command(
     name = "zeroclaw-bundle",
-    version,
+    version = VERSION,
     about = "Make ZeroClaw agents portable: snapshots, bundles published atomically, read-only review (FUSE), diff, packs",
     max_term_width = 100,
     after_help = "\
@@ -131,13 +142,20 @@ Examples:
 with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
 `snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Checkout(CheckoutArgs),
-    /// Mount a snapshot read-only (FUSE) to review it with your own tools
+    /// Mount a snapshot, a pack file or a remote snapshot read-only (FUSE) to review it with
+    /// your own tools
     #[command(after_help = concat!("\
 Examples:
   zeroclaw-bundle mount agent/researcher /tmp/review            (Ctrl-C to unmount)
   zeroclaw-bundle mount agent/researcher /tmp/review --daemon   (then `umount /tmp/review`)
+  zeroclaw-bundle mount researcher.zcpack /tmp/review           (a pack, served without unpacking)
+  zeroclaw-bundle mount origin/agent/researcher /tmp/review     (a remote ref: trees first,
+                                                                 file contents fetched when read)
 
-Needs /dev/fuse and fusermount3 (root, or a user allowed to use FUSE).
+The first argument is a SNAPSHOT of this store, a PACK file (from `pack`; an update pack needs
+its base in this store), or a remote ref NAME/<id|name|agent/alias> (NAME from `remote list`).
+Needs /dev/fuse and fusermount3 (root, or a user allowed to use FUSE); --allow-other lets
+other users see the mount.
 
 ", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
 with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
@@ -188,8 +206,8 @@ Example:
 with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
 `snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
     Forget(RefArgs),
-    /// Compare two snapshots or directories: changed files, and for agent bundles what the
-    /// agent may do (exit 0 equal, 1 different, 2 error)
+    /// Compare two snapshots, directories, packs or remote snapshots: changed files, and for
+    /// agent bundles what the agent may do (exit 0 equal, 1 different, 2 error)
     Diff(DiffArgs),
     /// Write a snapshot and every object it reaches into one self-verifying pack file
     Pack(PackArgs),
@@ -205,8 +223,12 @@ Examples:
   zeroclaw-bundle push 3f2a9c01            (the only remote, or the one named origin)
 
 The remote never lists a snapshot before every object it reaches is there: the pack goes up
-first, then its index, then the record. Credentials come from the environment
-(AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AWS_REGION).")]
+first, then its index, then the record.
+
+Credentials (S3) come from the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY,
+AWS_SESSION_TOKEN, AWS_REGION), or, when it holds no access key, from the AWS CLI's files:
+profile AWS_PROFILE (else default) in ~/.aws/credentials (AWS_SHARED_CREDENTIALS_FILE) and
+~/.aws/config (AWS_CONFIG_FILE). They are never taken from the command line or stored.")]
     Push(PushArgs),
     /// Download a snapshot from a remote store into this one, verifying every object
     #[command(after_help = "\
@@ -240,7 +262,8 @@ Examples:
   zeroclaw-bundle remote add shared file:///srv/bundles
 
 Remotes are kept in <store>/remotes.toml. Credentials are never taken from the command line
-or stored: set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_REGION) in the environment.")]
+or stored: set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_REGION) in the environment,
+or use the AWS CLI's ~/.aws/credentials and ~/.aws/config (profile AWS_PROFILE, else default).")]
     Add(RemoteAddArgs),
     /// List the configured remotes
     List,
@@ -373,24 +396,28 @@ pub struct UnpackArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "\
 Each side is a snapshot, optionally limited to a subtree as SNAPSHOT:PATH; a directory (a
-published bundle or any tree: a path that exists as a directory is read as one); or a pack file
-(a digest pack made with `pack --trees-only` compares by content id). A directory is hashed with
-the same descriptor-verified reader as a snapshot, but nothing is written to the store. For two
-agent bundles, what the agent may do is compared first (lines marked ! grant something new).
+published bundle or any tree: a path that exists as a directory is read as one); a PACK file
+(from `pack`; a digest pack made with `pack --trees-only` compares by content id); or a remote
+ref NAME/SNAPSHOT[:PATH] (NAME from `remote list`; its trees are fetched, never its file
+contents). A directory is hashed with the same descriptor-verified reader as a snapshot, but
+nothing is written to the store. For two agent bundles, what the agent may do is compared
+first (lines marked ! grant something new).
 
 Examples:
   zeroclaw-bundle diff agent/researcher ./received-bundle
   zeroclaw-bundle diff 3f2a9c01 agent/researcher --stat
   zeroclaw-bundle diff old:workspace new:workspace -p
+  zeroclaw-bundle diff agent/researcher ./update.zcpack
+  zeroclaw-bundle diff agent/researcher origin/agent/researcher
   zeroclaw-bundle diff agent/researcher ./bundle --quiet --exit-on-new-grants
 
 SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
 with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
 `snapshot <ALIAS>`). `zeroclaw-bundle list` shows them.")]
 pub struct DiffArgs {
-    /// Side A: SNAPSHOT, SNAPSHOT:PATH or DIR
+    /// Side A: SNAPSHOT[:PATH], DIR, PACK or NAME/SNAPSHOT[:PATH] (a remote ref)
     pub a: OsString,
-    /// Side B: SNAPSHOT, SNAPSHOT:PATH or DIR
+    /// Side B: SNAPSHOT[:PATH], DIR, PACK or NAME/SNAPSHOT[:PATH] (a remote ref)
     pub b: OsString,
     /// Per-file size changes and a summary line
     #[arg(long, conflicts_with_all = ["content", "quiet"])]
@@ -515,8 +542,10 @@ pub struct GcArgs {
 /// `mount`.
 #[derive(Debug, Args)]
 pub struct MountArgs {
-    /// Snapshot to mount: id, 8+ hex digit prefix, name, or agent/<alias>; or a pack file
-    /// (served from the pack, no unpacking)
+    /// SNAPSHOT, PACK or NAME/SNAPSHOT: a snapshot (id, 8+ hex digit prefix, name, or
+    /// agent/<alias>); a pack file (served from the pack, no unpacking); or a remote ref
+    /// NAME/<id|name|agent/alias> (served in place)
+    #[arg(value_name = "SNAPSHOT|PACK|NAME/SNAPSHOT")]
     pub snapshot: String,
     /// An empty directory to mount on
     pub mountpoint: PathBuf,
@@ -550,16 +579,56 @@ pub struct RecoverArgs {
 /// under each subcommand's.
 pub fn command() -> clap::Command {
     let mut cmd = Cli::command();
+    // The usage lines show the global options (hidden from the option lists): clap's own
+    // usage of each subcommand, from a built copy, with them put after the program name.
+    let mut built = cmd.clone();
+    built.build();
+    let with_globals = |usage: String| {
+        let usage = usage.trim_start_matches("Usage: ").to_string();
+        match usage.strip_prefix("zeroclaw-bundle ") {
+            Some(rest) => format!("zeroclaw-bundle {GLOBAL_USAGE} {rest}"),
+            None => usage,
+        }
+    };
+    cmd = cmd.override_usage(format!("zeroclaw-bundle {GLOBAL_USAGE} <COMMAND>"));
     let names: Vec<String> = cmd
         .get_subcommands()
         .map(|s| s.get_name().to_string())
         .collect();
     for name in names {
-        cmd = cmd.mut_subcommand(&name, |sub| {
+        let usage = built
+            .find_subcommand_mut(&name)
+            .map(|s| with_globals(s.render_usage().to_string()));
+        let nested: Vec<(String, String)> = built
+            .find_subcommand_mut(&name)
+            .map(|s| {
+                let names: Vec<String> = s
+                    .get_subcommands()
+                    .map(|n| n.get_name().to_string())
+                    .collect();
+                names
+                    .into_iter()
+                    .filter_map(|n| {
+                        let u = s.find_subcommand_mut(&n)?.render_usage().to_string();
+                        Some((n, with_globals(u)))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        cmd = cmd.mut_subcommand(&name, |mut sub| {
             let after = sub
                 .get_after_help()
                 .map(|h| format!("{h}\n\n{GLOBALS}"))
                 .unwrap_or_else(|| GLOBALS.to_string());
+            if let Some(u) = usage {
+                sub = sub.override_usage(u);
+            }
+            // (The built copy also has clap's generated `help` subcommand: skipped.)
+            for (n, u) in nested {
+                if sub.find_subcommand(&n).is_some() {
+                    sub = sub.mut_subcommand(&n, |s| s.override_usage(u));
+                }
+            }
             sub.after_help(after)
         });
     }

@@ -13,7 +13,8 @@ use super::manifest::{Dropped, Manifest, Provenance, MANIFEST_HEADER};
 use super::plan::ExportPlan;
 
 /// The comment header of `config.toml` (reference §4.1).
-pub const CONFIG_HEADER: &str = "\
+pub const CONFIG_HEADER: &str = concat!(
+    "\
 # ZeroClaw agent bundle — config closure.
 #
 # This is a FRAGMENT, not a complete config.toml. `zeroclaw agents import`
@@ -21,11 +22,9 @@ pub const CONFIG_HEADER: &str = "\
 # Empty-string values are credentials that were scrubbed on export and must be
 # supplied on the target — see `required_secrets` in zeroclaw-agent.toml.
 #
-# Scrubbing blanks the fields ZeroClaw's schema marks secret, and any value
-# under a key named like a credential. It is not credential detection: every other
-# value here travels as written, so a token in an MCP server's `url`, or a
-# credential in its `command` or `args`, is still present.
-";
+",
+    super::manifest::secret_story_text!()
+);
 
 /// What the capture found, fed back before rendering: the bundle describes what was carried.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -35,15 +35,52 @@ pub struct SemanticChange {
     pub path: String,
     /// The value on side A (absent: not there).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub old: Option<String>,
+    pub old: Option<SideValue>,
     /// The value on side B (absent: not there).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub new: Option<String>,
+    pub new: Option<SideValue>,
     /// Whether B grants the agent something A did not.
     pub grant: bool,
+    /// Whether the path is a secret: its values are never shown, `old` and `new` then say
+    /// only `"scrubbed"` (empty) or `"set"`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
     /// Why it is a grant, or other context.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub note: String,
+}
+
+/// One side's value of a semantic change: text output prints `text` (TOML-like, `"(set, not
+/// shown)"` for a secret), `--json` carries `json`, the value itself (a string, number,
+/// boolean, array or object; a datetime as its TOML text).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SideValue {
+    /// What text output prints.
+    pub text: String,
+    /// What `--json` carries.
+    pub json: serde_json::Value,
+}
+
+impl SideValue {
+    /// A string value (a risk flag's detail, a path, a name).
+    fn text(s: &str) -> SideValue {
+        SideValue {
+            text: s.to_string(),
+            json: serde_json::Value::String(s.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for SideValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl Serialize for SideValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.json.serialize(s)
+    }
 }
 
 /// Risk-profile lists whose new entries widen what the agent may do.
@@ -190,6 +227,22 @@ fn change(
     old: Option<String>,
     new: Option<String>,
 ) -> SemanticChange {
+    valued(
+        area,
+        item,
+        path,
+        old.as_deref().map(SideValue::text),
+        new.as_deref().map(SideValue::text),
+    )
+}
+
+fn valued(
+    area: &'static str,
+    item: &'static str,
+    path: String,
+    old: Option<SideValue>,
+    new: Option<SideValue>,
+) -> SemanticChange {
     SemanticChange {
         area,
         item,
@@ -197,6 +250,7 @@ fn change(
         old,
         new,
         grant: false,
+        secret: false,
         note: String::new(),
     }
 }
@@ -209,12 +263,16 @@ fn manifest_changes(
     out: &mut Vec<SemanticChange>,
 ) {
     if a.format_version != b.format_version {
-        out.push(change(
+        let number = |v: &dyn std::fmt::Display, n: serde_json::Value| SideValue {
+            text: v.to_string(),
+            json: n,
+        };
+        out.push(valued(
             "manifest",
             "format_version",
             "format_version".into(),
-            Some(a.format_version.to_string()),
-            Some(b.format_version.to_string()),
+            Some(number(&a.format_version, a.format_version.into())),
+            Some(number(&b.format_version, b.format_version.into())),
         ));
     }
     if a.root_agent != b.root_agent {
@@ -271,13 +329,36 @@ fn manifest_changes(
         false,
         out,
     );
-    let dropped = |m: &Manifest| -> Vec<String> {
+    // A dropped entry is `path (reason)` in text and `{"path", "reason"}` in JSON.
+    let dropped = |m: &Manifest| -> Vec<(String, SideValue)> {
         m.dropped
             .iter()
-            .map(|d| format!("{} ({})", d.path, d.reason.as_str()))
+            .map(|d| {
+                let text = format!("{} ({})", d.path, d.reason.as_str());
+                let json = serde_json::json!({"path": d.path, "reason": d.reason.as_str()});
+                (text.clone(), SideValue { text, json })
+            })
             .collect()
     };
-    set_changes("dropped", &dropped(a), &dropped(b), false, out);
+    let (da, db) = (dropped(a), dropped(b));
+    for (text, v) in db.iter().filter(|(t, _)| !da.iter().any(|(x, _)| x == t)) {
+        out.push(valued(
+            "manifest",
+            "dropped",
+            text.clone(),
+            None,
+            Some(v.clone()),
+        ));
+    }
+    for (text, v) in da.iter().filter(|(t, _)| !db.iter().any(|(x, _)| x == t)) {
+        out.push(valued(
+            "manifest",
+            "dropped",
+            text.clone(),
+            Some(v.clone()),
+            None,
+        ));
+    }
     set_changes(
         "skill_bundle",
         &a.skill_bundles,
@@ -347,14 +428,40 @@ fn is_secret(path: &str, secrets: &[&str]) -> bool {
         || path.contains(".extra_headers.")
 }
 
-fn show(path: &str, node: &Node, secrets: &[&str]) -> String {
+fn show(path: &str, node: &Node, secrets: &[&str]) -> SideValue {
     if is_secret(path, secrets) {
-        return match node {
-            Node::Str(s) if s.is_empty() => "(scrubbed)".into(),
-            _ => "(set, not shown)".into(),
+        let (text, json) = match node {
+            Node::Str(s) if s.is_empty() => ("(scrubbed)", "scrubbed"),
+            _ => ("(set, not shown)", "set"),
+        };
+        return SideValue {
+            text: text.into(),
+            json: json.into(),
         };
     }
-    render(node)
+    SideValue {
+        text: render(node),
+        json: to_json(node),
+    }
+}
+
+/// A config value as JSON: the value itself, not its TOML text. A datetime is its TOML
+/// text; a float JSON cannot carry (nan, inf) is its TOML text too.
+fn to_json(node: &Node) -> serde_json::Value {
+    use serde_json::Value;
+    match node {
+        Node::Str(s) => Value::String(s.clone()),
+        Node::Int(i) => Value::from(*i),
+        Node::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Value::Number)
+            .unwrap_or_else(|| Value::String(f.to_string())),
+        Node::Bool(b) => Value::Bool(*b),
+        Node::Datetime(d) => Value::String(d.to_string()),
+        Node::Array(items) => Value::Array(items.iter().map(to_json).collect()),
+        Node::Table(t) => {
+            Value::Object(t.iter().map(|(k, v)| (k.to_string(), to_json(v))).collect())
+        }
+    }
 }
 
 fn render(node: &Node) -> String {
@@ -410,13 +517,14 @@ fn config_changes(
         if x == y {
             continue;
         }
-        let mut c = change(
+        let mut c = valued(
             "config",
             "key",
             key.clone(),
             x.map(|n| show(key, n, secrets)),
             y.map(|n| show(key, n, secrets)),
         );
+        c.secret = is_secret(key, secrets);
         let field = key.rsplit('.').next().unwrap_or("");
         if (key.starts_with("providers.") || key.starts_with("mcp.servers."))
             && ENDPOINT_FIELDS.contains(&field)
@@ -432,6 +540,22 @@ fn config_changes(
             if sb.iter().any(|s| s == server) && !sa.iter().any(|s| s == server) {
                 c.grant = true;
                 c.note = format!("new MCP server `{server}`");
+            }
+        }
+        // A bundle of MCP servers an agent loads that gains a server starts that server.
+        if key.starts_with("mcp_bundles.") && field == "servers" {
+            let (old, new) = (strings(x), strings(y));
+            let gained: Vec<&String> = new.iter().filter(|v| !old.contains(v)).collect();
+            if !gained.is_empty() {
+                c.grant = true;
+                c.note = format!(
+                    "the MCP bundle gains {}",
+                    gained
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
             }
         }
         if key.starts_with("risk_profiles.") {
@@ -611,8 +735,28 @@ exported_at = "2026-01-01T00:00:00.000000+00:00"
             .iter()
             .find(|c| c.path == "providers.models.anthropic.main.api_key")
             .expect("secret change listed");
-        assert_eq!(key.old.as_deref(), Some("(scrubbed)"));
-        assert_eq!(key.new.as_deref(), Some("(set, not shown)"));
+        assert_eq!(
+            key.old.as_ref().map(|v| v.text.as_str()),
+            Some("(scrubbed)")
+        );
+        assert_eq!(
+            key.new.as_ref().map(|v| v.text.as_str()),
+            Some("(set, not shown)")
+        );
+        assert!(key.secret);
+        let json = serde_json::to_value(key).expect("serializes");
+        assert_eq!(json["old"], "scrubbed", "{json}");
+        assert_eq!(json["new"], "set", "{json}");
+        let model = changes
+            .iter()
+            .find(|c| c.path == "risk_profiles.g.allowed_commands")
+            .expect("listed");
+        let json = serde_json::to_value(model).expect("serializes");
+        assert_eq!(
+            json["new"],
+            serde_json::json!(["ls", "rm"]),
+            "a JSON value: {json}"
+        );
         assert!(changes
             .iter()
             .any(|c| c.item == "required_secret" && c.path == "mcp.servers.fs.env.TOKEN"));

@@ -11,20 +11,47 @@ use super::layout::{BUNDLE_FORMAT_VERSION, MANIFEST_FILE};
 use super::render::{ensure_blank_line_before_sections, to_toml};
 use super::value::{Node, Table};
 
+/// What a bundle says about secrets, the same words in both headers and in the export report
+/// (see [`secret_story`]): which values were blanked, that everything else travels as written,
+/// and that the report's look for credential-looking values is a heuristic. A macro so the
+/// headers can be `concat!`ed constants.
+macro_rules! secret_story_text {
+    () => {
+        "\
+# Secrets: every field ZeroClaw's schema marks secret, and every value under a
+# key named like a credential, was blanked on export and is listed in
+# `required_secrets` (fill them on the target). Nothing else was changed: other
+# config values (a token in a server's `url`, a credential in its `command` or
+# `args`) and the files under workspace/ and skills/ travel as written. The
+# export report points out values that look like credentials; that look is a
+# heuristic, not a guarantee: nothing here was proven free of secrets.
+"
+    };
+}
+pub(crate) use secret_story_text;
+
+/// The secret paragraph of both headers without its comment marks, for the export report.
+pub fn secret_story() -> String {
+    secret_story_text!()
+        .lines()
+        .map(|l| l.trim_start_matches('#').trim_start())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The comment header of the manifest, written before the TOML body (reference §2.1).
-pub const MANIFEST_HEADER: &str = "\
+pub const MANIFEST_HEADER: &str = concat!(
+    "\
 # ZeroClaw agent bundle manifest.
 #
 # `required_secrets` lists config paths whose credentials were scrubbed on
 # export. `risk_flags` lists capabilities the importing operator is being asked
-# to grant. `dropped` lists configuration that could not travel.
+# to grant (stdio server command lines verbatim). `dropped` lists configuration
+# that could not travel.
 #
-# Scrubbing blanks the fields the schema marks secret in config.toml, and any
-# value under a key named like a credential. Other config strings travel as
-# written, and `risk_flags` below repeats stdio server command lines verbatim.
-# The files under workspace/ and skills/ are copied as-is. None of it is
-# scanned for secrets.
-";
+",
+    secret_story_text!()
+);
 
 /// Why something could not travel. Serialized as the wire string.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

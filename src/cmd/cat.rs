@@ -11,6 +11,11 @@ use crate::cmd::{split_target, stdout_error, Ctx, Outcome};
 
 /// Runs `cat`.
 pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
+    if ctx.json {
+        bail!(
+            "`cat` writes the file's bytes, never JSON; `ls --json SNAPSHOT:PATH` describes the file"
+        );
+    }
     let store = ctx.store()?;
     let (reference, path) = split_target(&args.target);
     if path.is_empty() {

@@ -10,6 +10,20 @@ use crate::cli::CheckoutArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest, Replace};
 
+/// After a publish to the current directory (`--out .`): the directory the shell is in was
+/// swapped out (and removed), so say how to enter the published one.
+pub fn note_cwd_swapped(out: &std::path::Path) {
+    if out
+        .components()
+        .all(|c| matches!(c, std::path::Component::CurDir))
+    {
+        crate::note!(
+            "note: your shell is still in the directory the publish replaced (now removed); \
+             `cd \"$PWD\"` enters the published one"
+        );
+    }
+}
+
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
@@ -18,10 +32,10 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             let (id, _, report) = crate::cmd::remote::pull_ref(&store, &args.snapshot, ctx)?;
             if !ctx.quiet && !ctx.json {
                 crate::note!(
-                    "pulled {} from {}: {} packs, {}, verified",
+                    "pulled {} from {}: {}, {}, verified",
                     id.short(12),
                     spec.name,
-                    report.packs,
+                    count(report.packs, "pack"),
                     human_bytes(report.bytes)
                 );
             }
@@ -57,7 +71,7 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
-            "dest": published.dest,
+            "destination": crate::cmd::host_path(&published.dest),
             "files": published.files,
             "bytes": published.bytes,
             "reused_files": published.reused,
@@ -80,6 +94,7 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             if let Some(r) = &replaced {
                 crate::note!("{}", r.describe(&published.dest));
             }
+            note_cwd_swapped(&args.out);
         }
         crate::outln!("{id}")?;
     }

@@ -41,6 +41,37 @@ struct Side {
     /// What an expansion check names (a side read from trees someone else wrote); `None` for
     /// a directory, which was walked for real.
     expands: Option<String>,
+    /// What the `--json` summary says of the side: its kind, full ids, the path it names.
+    described: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A side's `--json` description: `kind`, then `fields`, then `root` (the compared tree or
+/// file's object id, full) and `label` (the short form text output uses).
+fn describe(
+    kind: &str,
+    fields: serde_json::Value,
+    root: &TreeEntry,
+    label: &str,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    m.insert("kind".into(), json!(kind));
+    if let serde_json::Value::Object(f) = fields {
+        m.extend(f);
+    }
+    m.insert("root".into(), json!(root.id));
+    m.insert("label".into(), json!(label));
+    m
+}
+
+/// Adds `path` (with `path_bytes` and `display`) for a side limited to a subtree.
+fn with_subtree(
+    mut m: serde_json::Map<String, serde_json::Value>,
+    sub: &[u8],
+) -> serde_json::Map<String, serde_json::Value> {
+    if !sub.is_empty() {
+        crate::cmd::put_name(&mut m, "path", "display", sub);
+    }
+    m
 }
 
 enum SideSource {
@@ -239,11 +270,17 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
         // holds its base (an update diffed before it is unpacked).
         let pack = PackOverStore::new(pack, Some(store));
         let label = format!("{} ({})", pack.pack().root.short(12), path.display());
+        let entry = TreeEntry::dir(Vec::new(), snapshot.bytes(), snapshot.root);
+        let described = describe(
+            "pack",
+            json!({"pack": crate::cmd::host_path(path), "snapshot": pack.pack().root}),
+            &entry,
+            &label,
+        );
         return Ok(Side {
             label,
-            root: Root {
-                entry: TreeEntry::dir(Vec::new(), snapshot.bytes(), snapshot.root),
-            },
+            described,
+            root: Root { entry },
             source: SideSource::Pack(pack),
             whole: true,
             expands: Some(format!("pack {}", path.display())),
@@ -287,8 +324,13 @@ fn resolve_side(store: &Store, arg: &OsStr, keep_all: bool, ctx: &Ctx) -> Result
     } else {
         format!("{}:{}", id.short(12), String::from_utf8_lossy(&sub))
     };
+    let described = with_subtree(
+        describe("snapshot", json!({"snapshot": id}), &entry, &label),
+        &sub,
+    );
     Ok(Side {
         label,
+        described,
         root: Root { entry },
         source: SideSource::Store(reader),
         whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
@@ -319,8 +361,18 @@ fn remote_side(
     } else {
         format!("{label}:{}", String::from_utf8_lossy(sub))
     };
+    let described = with_subtree(
+        describe(
+            "remote",
+            json!({"remote": spec.name, "snapshot": id}),
+            &entry,
+            &label,
+        ),
+        sub,
+    );
     Ok(Side {
         label,
+        described,
         root: Root { entry },
         source: SideSource::Remote(Box::new(view)),
         whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
@@ -378,11 +430,17 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     // Only an optimisation: a failure to record it never fails the diff, and an unchanged
     // cache costs no catalog write.
     let _ = store.update_source_cache(&update);
+    let entry = TreeEntry::dir(Vec::new(), walked.size, walked.id);
+    let label = abs.display().to_string();
     Ok(Side {
-        label: abs.display().to_string(),
-        root: Root {
-            entry: TreeEntry::dir(Vec::new(), walked.size, walked.id),
-        },
+        described: describe(
+            "directory",
+            json!({"directory": crate::cmd::host_path(&abs)}),
+            &entry,
+            &label,
+        ),
+        label,
+        root: Root { entry },
         source: SideSource::Memory(objects),
         whole: true,
         expands: None,
@@ -462,7 +520,7 @@ impl<W: Write> Printer<'_, W> {
                         (None, Some(n)) if c.item == "key" => format!("added: {n}"),
                         (Some(o), None) if c.item == "key" => format!("removed (was {o})"),
                         (Some(o), Some(n)) => format!("{o} -> {n}"),
-                        (None, Some(n)) if n == &c.path => "added".to_string(),
+                        (None, Some(n)) if n.text == c.path => "added".to_string(),
                         (None, Some(n)) => format!("added: {n}"),
                         (Some(_), None) => "removed".to_string(),
                         (None, None) => String::new(),
@@ -493,11 +551,7 @@ impl<W: Write> Printer<'_, W> {
         let letter = format!("{:?}", c.status);
         match self.mode {
             Mode::Quiet => Ok(()),
-            Mode::Json => {
-                let mut v = serde_json::to_value(c).map_err(std::io::Error::other)?;
-                v["type"] = json!("file");
-                writeln!(self.out, "{v}")
-            }
+            Mode::Json => writeln!(self.out, "{}", change_json(c)),
             Mode::NameStatus => match &c.from {
                 Some(from) => writeln!(self.out, "{letter}\t{from} -> {}", c.path),
                 None => writeln!(self.out, "{letter}\t{}", c.path),
@@ -594,8 +648,8 @@ impl<W: Write> Printer<'_, W> {
             Mode::Json => {
                 let mut v = serde_json::to_value(s).map_err(std::io::Error::other)?;
                 v["type"] = json!("summary");
-                v["a"] = json!(self.a.label);
-                v["b"] = json!(self.b.label);
+                v["a"] = serde_json::Value::Object(self.a.described.clone());
+                v["b"] = serde_json::Value::Object(self.b.described.clone());
                 v["new_grants"] = json!(grants);
                 writeln!(self.out, "{v}")
             }
@@ -624,6 +678,30 @@ impl<W: Write> Printer<'_, W> {
             _ => Ok(()),
         }
     }
+}
+
+/// A file change as one `--json` line: `type`, `status`, the path under the name rules of
+/// [`crate::cmd::put_name`] (`path`, `path_bytes`, `display`; for a rename also `from`,
+/// `from_bytes`, `from_display`), and each side's `kind`, `mode`, `size` and `object`.
+fn change_json(c: &Change) -> serde_json::Value {
+    use zeroclaw_bundle_store::unescape_name;
+    let mut m = serde_json::Map::new();
+    m.insert("type".into(), json!("file"));
+    m.insert("status".into(), json!(c.status));
+    // The walk joins escaped names; the escape is reversible (`\\` for a backslash).
+    crate::cmd::put_name(&mut m, "path", "display", &unescape_name(&c.path));
+    if let Some(from) = &c.from {
+        crate::cmd::put_name(&mut m, "from", "from_display", &unescape_name(from));
+    }
+    for (key, e) in [("old", &c.old), ("new", &c.new)] {
+        if let Some(e) = e {
+            m.insert(
+                key.into(),
+                json!({"kind": e.kind, "mode": e.mode, "size": e.size, "object": e.id}),
+            );
+        }
+    }
+    serde_json::Value::Object(m)
 }
 
 fn kind(c: &Change, old: bool) -> &'static str {

@@ -41,7 +41,11 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
     );
     drop(progress);
     let (captured, published, replaced) = result?;
-    report(ctx, &captured, Some((&published, replaced.as_ref())))
+    let outcome = report(ctx, &captured, Some((&published, replaced.as_ref())))?;
+    if !ctx.quiet && !ctx.json {
+        super::checkout::note_cwd_swapped(&args.out);
+    }
+    Ok(outcome)
 }
 
 /// The non-zero skip counts of a tally, e.g. `1 symlink, 2 hard links`.
@@ -84,7 +88,7 @@ pub fn report(
         ctx.print_json(&json!({
             "snapshot": c.id,
             "agent": m.root_agent,
-            "destination": published.map(|p| &p.dest),
+            "destination": published.map(|p| crate::cmd::host_path(&p.dest)),
             "reused_files": published.map(|p| p.reused),
             "replaced": replaced,
             "files": files,
@@ -208,11 +212,8 @@ pub fn report(
             );
         }
     }
-    out += "\nNote: scrubbing blanks the fields the schema marks secret and values under \
-            credential-named keys; it is not credential detection (urls, commands and args travel \
-            as written).\n";
-    out += "Note: files under workspace/ and skills/ are copied as-is; the look for \
-            credential-looking values above is a heuristic, not a guarantee.\n";
+    // The same words as the bundle's own headers: one story about secrets.
+    out += &format!("\nNote: {}\n", crate::agent::secret_story());
     if let Some(p) = published {
         out += &format!(
             "Bundle: {} ({} written, {}{})\n",

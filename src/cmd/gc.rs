@@ -78,7 +78,7 @@ pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let id = store.resolve(&args.snapshot)?;
     store.forget(&id)?;
     if ctx.json {
-        ctx.print_json(&json!({ "forgotten": id }))?;
+        ctx.print_json(&json!({ "snapshot": id }))?;
     } else {
         crate::outln!(
             "forgot {id}; `zeroclaw-bundle gc` frees its data once it is older than the grace \

@@ -13,7 +13,28 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let snaps = store.catalog()?.snapshots()?;
     if ctx.json {
-        ctx.print_json(&serde_json::to_value(&snaps)?)?;
+        // The catalog's own field is `id`; `--json` names a snapshot id `snapshot` everywhere.
+        let mut rows = Vec::with_capacity(snaps.len());
+        for s in &snaps {
+            let mut v = serde_json::to_value(s)?;
+            if let Some(m) = v.as_object_mut() {
+                m.remove("id");
+                m.insert("snapshot".into(), serde_json::json!(s.id));
+                m.insert(
+                    "created".into(),
+                    serde_json::json!(rfc3339_utc(s.created_unix_ns)),
+                );
+            }
+            rows.push(v);
+        }
+        ctx.print_json(&serde_json::Value::Array(rows))?;
+        return Ok(Outcome::Success);
+    }
+    if ctx.quiet {
+        // Only the ids, oldest first: what a script loops over.
+        for s in &snaps {
+            crate::outln!("{}", s.id)?;
+        }
         return Ok(Outcome::Success);
     }
     if snaps.is_empty() {

@@ -31,33 +31,27 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
             // Bounded before listing: a hostile tree would otherwise list forever.
             check_expansion(&reader, &entry.id, &format!("snapshot {}", id.short(12)))?;
         }
-        list_dir(
-            &reader,
-            &entry.id,
-            &escape_name(base),
-            args.recursive,
-            &mut rows,
-        )?;
+        list_dir(&reader, &entry.id, base, args.recursive, &mut rows)?;
     } else {
-        let name = escape_name(&path);
-        rows.push((entry, name));
+        rows.push((entry, path.clone()));
     }
     if ctx.json {
         let v: Vec<_> = rows
             .iter()
             .map(|(e, p)| {
-                json!({
-                    "path": p,
-                    "kind": e.kind,
-                    "mode": e.mode_octal(),
-                    "size": e.size,
-                    "id": e.id,
-                })
+                let mut m = serde_json::Map::new();
+                crate::cmd::put_name(&mut m, "path", "display", p);
+                m.insert("kind".into(), json!(e.kind));
+                m.insert("mode".into(), json!(e.mode_octal()));
+                m.insert("size".into(), json!(e.size));
+                m.insert("object".into(), json!(e.id));
+                serde_json::Value::Object(m)
             })
             .collect();
         ctx.print_json(&json!(v))?;
     } else {
         for (e, p) in rows {
+            let p = escape_name(&p);
             let (size, mode) = (e.size, e.mode_octal());
             let k = match e.kind {
                 EntryKind::File => "file",
@@ -76,23 +70,23 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// An entry and its escaped path.
-type Row = (TreeEntry, String);
+/// An entry and its real path (raw bytes: escaped for text, carried as is in `--json`).
+type Row = (TreeEntry, Vec<u8>);
 
 fn list_dir(
     source: &dyn ObjectSource,
     tree: &ObjectId,
-    prefix: &str,
+    prefix: &[u8],
     recursive: bool,
     rows: &mut Vec<Row>,
 ) -> Result<()> {
     let tree = source.tree(tree)?;
     for e in tree.entries() {
-        let p = if prefix.is_empty() {
-            e.display_name()
-        } else {
-            format!("{prefix}/{}", e.display_name())
-        };
+        let mut p = prefix.to_vec();
+        if !p.is_empty() {
+            p.push(b'/');
+        }
+        p.extend_from_slice(&e.name);
         rows.push((e.clone(), p.clone()));
         if recursive && e.kind == EntryKind::Dir {
             list_dir(source, &e.id, &p, true, rows)?;

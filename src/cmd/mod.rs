@@ -402,7 +402,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
 }
 
 /// Splits `SNAPSHOT[:PATH]` into the reference and the raw path bytes. A UTF-8 path may spell
-/// non-UTF-8 bytes as `\xNN` (how `ls` shows them).
+/// non-UTF-8 bytes as `\xNN` (how `ls` shows them). A `.` component is dropped (`snap:./d/f`
+/// is `snap:d/f`): no tree holds an entry named `.`.
 pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
     let bytes = target.as_bytes();
     match bytes.iter().position(|b| *b == b':') {
@@ -412,6 +413,12 @@ pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
             let path = match std::str::from_utf8(path) {
                 Ok(text) => unescape_name(text),
                 Err(_) => path.to_vec(),
+            };
+            let path = if path.split(|b| *b == b'/').any(|c| c == b".") {
+                let kept: Vec<&[u8]> = path.split(|b| *b == b'/').filter(|c| *c != b".").collect();
+                kept.join(&b'/')
+            } else {
+                path
             };
             (reference, path)
         }
@@ -443,5 +450,45 @@ pub fn human_bytes(n: u64) -> String {
         format!("{n} B")
     } else {
         format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Puts a name into a `--json` object under the README's "JSON output" rules: `key` holds the
+/// real name when it is UTF-8 (JSON escapes what it must itself) and `null` when it is not;
+/// then `key_bytes` holds the raw bytes as lowercase hex (only for a name that is not UTF-8);
+/// and `display` (`from` becomes `from_display`) holds the escaped form text output prints.
+pub fn put_name(
+    map: &mut serde_json::Map<String, serde_json::Value>,
+    key: &str,
+    display_key: &str,
+    raw: &[u8],
+) {
+    use serde_json::Value;
+    match std::str::from_utf8(raw) {
+        Ok(text) => {
+            map.insert(key.to_string(), Value::String(text.to_string()));
+        }
+        Err(_) => {
+            map.insert(key.to_string(), Value::Null);
+            let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+            map.insert(format!("{key}_bytes"), Value::String(hex));
+        }
+    }
+    map.insert(
+        display_key.to_string(),
+        Value::String(zeroclaw_bundle_store::escape_name(raw)),
+    );
+}
+
+/// A host path (a destination, a mountpoint, a directory or pack argument) in a `--json`
+/// document: the path itself when it is UTF-8, else its escaped display form (`\xNN`), never
+/// a panic or a silently replaced byte.
+pub fn host_path(path: &std::path::Path) -> serde_json::Value {
+    use std::os::unix::ffi::OsStrExt as _;
+    match path.to_str() {
+        Some(text) => serde_json::Value::String(text.to_string()),
+        None => serde_json::Value::String(zeroclaw_bundle_store::escape_name(
+            path.as_os_str().as_bytes(),
+        )),
     }
 }

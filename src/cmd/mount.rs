@@ -127,10 +127,16 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon_child {
         // Tell the waiting parent, then stop talking: it closes the pipe after this line.
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{READY} {}", std::process::id());
+        let _ = writeln!(out, "{READY} {} {id}", std::process::id());
         let _ = out.flush();
         drop(out);
         crate::sys::detach_stdio().context("could not detach from the terminal")?;
+    } else if ctx.json {
+        ctx.print_json(&json!({
+            "snapshot": id,
+            "mountpoint": crate::cmd::host_path(&args.mountpoint),
+            "pid": std::process::id(),
+        }))?;
     } else if !ctx.quiet {
         crate::note!(
             "serving snapshot {} read-only at {} (Ctrl-C or `zeroclaw-bundle umount {}` to stop)",
@@ -197,11 +203,17 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     BufReader::new(stdout)
         .read_line(&mut line)
         .context("could not read from the mount server")?;
-    if let Some(pid) = line.trim().strip_prefix(READY) {
+    if let Some(ready) = line.trim().strip_prefix(READY) {
         drop(child.stderr.take());
-        let pid = pid.trim().to_string();
+        let mut words = ready.split_whitespace();
+        let pid = words.next().unwrap_or_default().to_string();
+        let id = words.next().unwrap_or_default();
         if ctx.json {
-            ctx.print_json(&json!({ "mountpoint": args.mountpoint, "pid": pid }))?;
+            ctx.print_json(&json!({
+                "snapshot": id,
+                "mountpoint": crate::cmd::host_path(&args.mountpoint),
+                "pid": pid.parse::<u32>().ok(),
+            }))?;
         } else if !ctx.quiet {
             crate::note!(
                 "mounted at {} (server pid {pid}); `zeroclaw-bundle umount {}` to stop",
@@ -238,7 +250,7 @@ pub fn run_umount(args: UmountArgs, ctx: &Ctx) -> Result<Outcome> {
     unmount(&args.mountpoint)
         .with_context(|| format!("could not unmount {}", args.mountpoint.display()))?;
     if ctx.json {
-        ctx.print_json(&json!({ "unmounted": args.mountpoint }))?;
+        ctx.print_json(&json!({ "mountpoint": crate::cmd::host_path(&args.mountpoint) }))?;
     }
     Ok(Outcome::Success)
 }

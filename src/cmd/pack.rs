@@ -15,7 +15,7 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
-use crate::cmd::{human_bytes, Ctx, Outcome, StdoutClosed};
+use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -32,6 +32,9 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     let total = store.read_snapshot(&id)?.bytes();
     let bar = ctx.progress(Some(total), "packing", true);
     let to_stdout = args.out.as_os_str() == "-";
+    if to_stdout && ctx.json {
+        bail!("--json needs --out FILE: with --out -, stdout carries the pack");
+    }
     if to_stdout && io::stdout().is_terminal() {
         bail!("refusing to write a pack to a terminal; redirect it or pass --out FILE");
     }
@@ -92,6 +95,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
+            "destination": crate::cmd::host_path(&args.out),
             "since": since,
             "trees_only": args.trees_only,
             "objects": stats.objects,
@@ -102,10 +106,10 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         }))?;
     } else if !ctx.quiet {
         crate::note!(
-            "packed {} objects ({} trees, {} blobs), {} into {}{}",
-            stats.objects,
-            stats.trees,
-            stats.blobs,
+            "packed {} ({}, {}), {} into {}{}",
+            count(stats.objects, "object"),
+            count(stats.trees, "tree"),
+            count(stats.blobs, "blob"),
             human_bytes(stats.bytes),
             human_bytes(stats.pack_bytes),
             if to_stdout {
@@ -307,7 +311,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         ctx.print_json(&json!({ "snapshot": id, "objects": objects }))?;
     } else {
         if !ctx.quiet {
-            crate::note!("unpacked {objects} objects, verified");
+            crate::note!("unpacked {}, verified", count(objects as u64, "object"));
         }
         crate::outln!("{id}")?;
     }

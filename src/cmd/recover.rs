@@ -5,7 +5,7 @@ use anyhow::{Context, Result};
 use serde_json::json;
 
 use crate::cli::RecoverArgs;
-use crate::cmd::{Ctx, Outcome};
+use crate::cmd::{host_path, Ctx, Outcome};
 use crate::publish::recover;
 
 /// Runs `recover`.
@@ -14,11 +14,11 @@ pub fn run(args: RecoverArgs, ctx: &Ctx) -> Result<Outcome> {
         .with_context(|| format!("could not recover {}", args.dest.display()))?;
     if ctx.json {
         ctx.print_json(&json!({
-            "dest": r.dest,
-            "restored_from": r.restored_from,
-            "removed_old": r.removed_old,
-            "removed_staging": r.removed_staging,
-            "left_alone": r.left_alone.iter().map(|l| json!({"path": l.path, "reason": l.reason})).collect::<Vec<_>>(),
+            "destination": host_path(&r.dest),
+            "restored_from": r.restored_from.as_deref().map(host_path),
+            "removed_old": r.removed_old.iter().map(|p| host_path(p)).collect::<Vec<_>>(),
+            "removed_staging": r.removed_staging.iter().map(|p| host_path(p)).collect::<Vec<_>>(),
+            "left_alone": r.left_alone.iter().map(|l| json!({"path": host_path(&l.path), "reason": l.reason})).collect::<Vec<_>>(),
         }))?;
         return Ok(Outcome::Success);
     }

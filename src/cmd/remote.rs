@@ -19,7 +19,9 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
         RemoteCommand::Remove(args) => {
             let store = ctx.store()?;
             let gone = remote::remove_remote(store.root(), &args.name)?;
-            if !ctx.quiet {
+            if ctx.json {
+                ctx.print_json(&json!({"remote": gone.name}))?;
+            } else if !ctx.quiet {
                 // Not the URL: an entry removed because it carries a token must not print it.
                 crate::note!(
                     "removed remote {} from {}; nothing on the remote was touched",
@@ -37,7 +39,7 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
             if ctx.json {
                 let rows: Vec<_> = remotes
                     .iter()
-                    .map(|r| json!({"name": r.name, "url": r.url, "endpoint": r.endpoint}))
+                    .map(|r| json!({"remote": r.name, "url": r.url, "endpoint": r.endpoint}))
                     .collect();
                 ctx.print_json(&json!(rows))?;
                 return Ok(Outcome::Success);
@@ -74,7 +76,7 @@ fn forget(args: RemoteForgetArgs, ctx: &Ctx) -> Result<Outcome> {
     remote::forget(&remote, &id)
         .with_context(|| format!("could not forget {} on {}", id.short(12), spec.name))?;
     if ctx.json {
-        ctx.print_json(&json!({"forgotten": id, "remote": spec.name}))?;
+        ctx.print_json(&json!({"snapshot": id, "remote": spec.name}))?;
     } else {
         if !ctx.quiet {
             crate::note!(
@@ -101,7 +103,9 @@ fn gc(args: RemoteGcArgs, ctx: &Ctx) -> Result<Outcome> {
     .with_context(|| format!("could not collect garbage on {}", spec.name))?;
     say_notices(&remote, ctx);
     if ctx.json {
-        ctx.print_json(&json!(r))?;
+        let mut v = json!(r);
+        v["remote"] = json!(spec.name);
+        ctx.print_json(&v)?;
         return Ok(Outcome::Success);
     }
     crate::outln!(
@@ -138,7 +142,9 @@ fn add(args: RemoteAddArgs, ctx: &Ctx) -> Result<Outcome> {
         endpoint: args.endpoint,
     };
     remote::add_remote(store.root(), &spec)?;
-    if !ctx.quiet {
+    if ctx.json {
+        ctx.print_json(&json!({"remote": spec.name, "url": spec.url, "endpoint": spec.endpoint}))?;
+    } else if !ctx.quiet {
         crate::note!("added remote {} ({})", spec.name, spec.url);
     }
     Ok(Outcome::Success)
@@ -191,10 +197,10 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
                 crate::note!("{} already has {}", spec.name, id.short(12));
             } else {
                 crate::note!(
-                    "pushed {} to {}: {} new objects in one pack of {}",
+                    "pushed {} to {}: {} in one pack of {}",
                     id.short(12),
                     spec.name,
-                    report.objects,
+                    crate::cmd::count(report.objects, "new object"),
                     human_bytes(report.pack_bytes)
                 );
             }
@@ -251,10 +257,10 @@ pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         if !ctx.quiet {
             crate::note!(
-                "pulled {} from {}: {} packs, {}, verified",
+                "pulled {} from {}: {}, {}, verified",
                 id.short(12),
                 spec.name,
-                report.packs,
+                crate::cmd::count(report.packs, "pack"),
                 human_bytes(report.bytes)
             );
         }
@@ -306,7 +312,19 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
         let v: Vec<_> = rows
             .iter()
             .map(|(id, s)| {
-                json!({"id": id, "created_unix_ns": s.created_unix_ns, "name": s.name, "agent": s.agent, "source": s.source})
+                json!({
+                    "snapshot": id,
+                    "remote": spec.name,
+                    "created_unix_ns": s.created_unix_ns,
+                    "created": crate::clock::rfc3339_utc(s.created_unix_ns),
+                    "kind": s.kind,
+                    "name": s.name,
+                    "agent": s.agent,
+                    "source": s.source,
+                    "files": s.files(),
+                    "bytes": s.bytes(),
+                    "root": s.root,
+                })
             })
             .collect();
         ctx.print_json(&json!(v))?;

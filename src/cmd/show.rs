@@ -16,9 +16,13 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let snap = store.read_snapshot(&id)?;
     if ctx.json {
         let mut v = serde_json::to_value(&snap)?;
-        v["id"] = json!(id);
+        v["snapshot"] = json!(id);
         v["created"] = json!(rfc3339_utc(snap.created_unix_ns));
         ctx.print_json(&v)?;
+        return Ok(Outcome::Success);
+    }
+    if ctx.quiet {
+        crate::outln!("{id}")?;
         return Ok(Outcome::Success);
     }
     crate::outln!("snapshot  {id}")?;

@@ -55,7 +55,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     } = captured?;
     if ctx.json {
         ctx.print_json(&json!({
-            "id": id,
+            "snapshot": id,
             "root": snap.root,
             "files": snap.files(),
             "bytes": snap.bytes(),

@@ -23,7 +23,20 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
     }
     let report = report?;
     if ctx.json {
-        ctx.print_json(&json!(report))?;
+        // An object id is `object` in every `--json` document (the store's type says `id`);
+        // each problem also carries the sentence text output prints.
+        let mut v = json!(report);
+        if let Some(problems) = v["problems"].as_array_mut() {
+            for (p, problem) in problems.iter_mut().zip(&report.problems) {
+                if let Some(m) = p.as_object_mut() {
+                    if let Some(id) = m.remove("id") {
+                        m.insert("object".into(), id);
+                    }
+                    m.insert("message".into(), json!(problem.to_string()));
+                }
+            }
+        }
+        ctx.print_json(&v)?;
     } else {
         for p in &report.problems {
             crate::outln!("problem: {p}")?;

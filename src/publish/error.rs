@@ -116,7 +116,10 @@ pub enum PublishError {
         path: PathBuf,
     },
     /// The destination has entries and `--force` was not given.
-    #[error("destination {path} is not empty; pass --force to replace its contents")]
+    #[error(
+        "destination {path} is not empty; pass --force to replace it if it is a bundle or a \
+         previous checkout, or --replace-any to replace it whatever it holds"
+    )]
     DestNotEmpty {
         /// `--out` as given.
         path: PathBuf,

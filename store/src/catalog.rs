@@ -99,9 +99,30 @@ fn unknown_hint(reference: &str, all: &[SnapshotSummary]) -> String {
             reference.len()
         );
     }
+    if reference.len() >= 8 && reference.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return "no snapshot id starts with it, and no snapshot is named so".to_string();
+    }
     "a snapshot is a full id, a unique id prefix of 8+ hex digits, a snapshot name, or \
      agent/<alias>"
         .to_string()
+}
+
+/// What to suggest for `agent/<alias>` that matched nothing: the agents the store has.
+fn unknown_agent_hint(alias: &str, all: &[SnapshotSummary]) -> String {
+    let mut agents: Vec<&str> = all.iter().filter_map(|s| s.agent.as_deref()).collect();
+    agents.sort_unstable();
+    agents.dedup();
+    match agents.len() {
+        0 => format!("no snapshot of agent `{alias}`; this store holds no agent snapshot"),
+        _ => format!(
+            "no snapshot of agent `{alias}`; agents in this store: {}",
+            agents
+                .iter()
+                .map(|a| format!("agent/{a}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 /// One stat-cache entry: what a source file looked like when its blob was last hashed.
@@ -731,7 +752,7 @@ impl Catalog {
                 .map(|s| s.id)
                 .ok_or_else(|| StoreError::UnknownSnapshot {
                     reference: reference.to_string(),
-                    hint: format!("no snapshot of agent `{alias}`"),
+                    hint: unknown_agent_hint(alias, &all),
                 });
         }
         let lower = reference.to_ascii_lowercase();

@@ -84,7 +84,7 @@ fn file_swapped_for_another_file_is_skipped_and_counted() {
     assert_eq!(v["report"]["trees"][0]["replaced"], 1, "{v}");
     assert_eq!(v["report"]["skipped"][0]["path"], "victim.md", "{v}");
     assert_nowhere(&env, &[&r], b"other file", "file -> other file");
-    let id = v["id"].as_str().unwrap();
+    let id = v["snapshot"].as_str().unwrap();
     env.run(&["cat".to_string(), format!("{id}:victim.md")])
         .fails(1, "no such file");
 }
@@ -113,7 +113,7 @@ fn file_swapped_for_a_hard_link_is_skipped_as_a_hard_link() {
     let v = r.json();
     assert_eq!(v["report"]["trees"][0]["hard_links"], 1, "{v}");
     assert_nowhere(&env, &[&r], b"HOST SECRET", "file -> hard link");
-    let id = v["id"].as_str().unwrap();
+    let id = v["snapshot"].as_str().unwrap();
     let ls = env.run(&["ls", "-r", id]).ok().stdout();
     assert!(!ls.contains("victim.md"), "{ls}");
 }

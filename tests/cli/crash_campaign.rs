@@ -163,7 +163,7 @@ impl Campaign {
                 .as_array()
                 .unwrap()
                 .iter()
-                .map(|s| s["id"].as_str().unwrap().to_string())
+                .map(|s| s["snapshot"].as_str().unwrap().to_string())
                 .collect();
             if ids.len() > 2 {
                 self.env.run(&["forget", &ids[0]]).ok();
@@ -220,7 +220,7 @@ impl Campaign {
         assert!(v.out.status.success(), "{what}: verify\n{}", v.describe());
         let list = env.run(&["--json", "list"]).ok().json();
         for s in list.as_array().unwrap() {
-            let id = s["id"].as_str().unwrap();
+            let id = s["snapshot"].as_str().unwrap();
             let r = env.run(&["ls", "-r", id]);
             assert!(
                 r.out.status.success(),

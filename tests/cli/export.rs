@@ -568,7 +568,7 @@ fn reexport_of_unchanged_agent_reads_nothing_again() {
         .json();
     assert_eq!(second["work"]["hashed_files"], 0, "{second}");
     let list = env.run(&["--json", "show", "agent/researcher"]).ok().json();
-    assert_eq!(list["id"], second["snapshot"]);
+    assert_eq!(list["snapshot"], second["snapshot"]);
 }
 
 /// Names beginning with `.zeroclaw-export` in `dir` (staging or retired trees).
@@ -818,7 +818,7 @@ fn reexport_reuses_unchanged_files_but_never_a_modified_one() {
     }
     // Put the edit back once more, then: the bundle equals a fresh checkout of its snapshot.
     export(&env, &install, &out, &["--force"], &[]).ok();
-    let id = env.run(&["--json", "show", "agent/researcher"]).ok().json()["id"]
+    let id = env.run(&["--json", "show", "agent/researcher"]).ok().json()["snapshot"]
         .as_str()
         .unwrap()
         .to_string();

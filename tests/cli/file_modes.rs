@@ -225,8 +225,8 @@ fn a_chmod_only_change_is_seen_by_a_resnapshot_and_by_diff() {
     );
     assert_ne!(third["root"], first["root"], "a chmod makes another tree");
     let (a, b) = (
-        first["id"].as_str().unwrap().to_string(),
-        third["id"].as_str().unwrap().to_string(),
+        first["snapshot"].as_str().unwrap().to_string(),
+        third["snapshot"].as_str().unwrap().to_string(),
     );
     let listed = ls_modes(&env, &env.store, &b);
     assert!(
@@ -258,7 +258,7 @@ fn a_chmod_only_change_is_seen_by_a_resnapshot_and_by_diff() {
     assert_eq!(change["status"], "X");
     assert_eq!(change["old"]["mode"], "0644");
     assert_eq!(change["new"]["mode"], "0600");
-    assert_eq!(change["old"]["id"], change["new"]["id"]);
+    assert_eq!(change["old"]["object"], change["new"]["object"]);
     let summary = lines.iter().find(|v| v["type"] == "summary").unwrap();
     assert_eq!(summary["mode_changed"], 1, "{summary}");
     let r = env.run(&[OsStr::new("diff"), OsStr::new(&a), src.as_os_str()]);

@@ -115,7 +115,7 @@ fn crafted_records_are_left_out_reported_and_never_printed_raw() {
 
     let newer = ObjectId::of(&good[1].encode());
     let resolved = env.run(&["--json", "show", "dup"]).ok().json();
-    assert_eq!(resolved["id"].as_str().unwrap(), newer.to_hex());
+    assert_eq!(resolved["snapshot"].as_str().unwrap(), newer.to_hex());
     let list = env.run(&["list"]).ok();
     assert!(!list.out.stdout.contains(&0x1b), "{}", list.describe());
     assert!(
@@ -324,7 +324,7 @@ fn a_name_given_twice_moves_to_the_newer_snapshot_in_list_too() {
         .unwrap()
         .iter()
         .filter(|s| s["name"] == "release")
-        .map(|s| s["id"].as_str().unwrap())
+        .map(|s| s["snapshot"].as_str().unwrap())
         .collect();
     assert_eq!(named, [second.as_str()]);
     assert_eq!(env.cat("release", "a"), b"two");

@@ -321,7 +321,7 @@ fn unpack_killed_at_random_points_leaves_a_consistent_store() {
         env.run(&["--store", &b, "verify"]).ok();
         let listed = env.run(&["--store", &b, "--json", "list"]).ok().json();
         for snap in listed.as_array().unwrap() {
-            let sid = snap["id"].as_str().unwrap();
+            let sid = snap["snapshot"].as_str().unwrap();
             assert_eq!(sid, id, "only the packed snapshot can appear");
             let out = env.path(&format!("co-{i}"));
             env.run(&[

@@ -102,7 +102,7 @@ impl Fleet {
         v.as_array()
             .unwrap()
             .iter()
-            .map(|s| s["id"].as_str().unwrap().to_string())
+            .map(|s| s["snapshot"].as_str().unwrap().to_string())
             .collect()
     }
 
@@ -434,7 +434,10 @@ fn push_killed_at_random_points() {
         for s in v.as_array().unwrap() {
             f.on(
                 &probe,
-                &["pull", &format!("origin/{}", s["id"].as_str().unwrap())],
+                &[
+                    "pull",
+                    &format!("origin/{}", s["snapshot"].as_str().unwrap()),
+                ],
             )
             .ok();
             f.on(&probe, &["verify"]).ok();
@@ -723,7 +726,7 @@ fn list_remote_names_a_corrupt_record_and_lists_the_rest() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
+        .map(|s| s["snapshot"].as_str().unwrap().to_string())
         .collect();
     assert_eq!(ids, vec![one.clone()], "{}", r.describe());
     let r = f.on("a", &["list", "--remote", "origin"]).fails(1, &two);

@@ -137,7 +137,7 @@ fn skip_rules_symlink_special_hardlink_are_counted_not_carried() {
     assert_eq!(tally["symlinks"], 2, "{v}");
     assert_eq!(tally["special"], 2, "{v}");
     assert_eq!(tally["hard_links"], 1, "{v}");
-    let id = v["id"].as_str().unwrap().to_string();
+    let id = v["snapshot"].as_str().unwrap().to_string();
     let ls = env.run(&["ls", "-r", &id]).ok().stdout();
     assert_eq!(ls.lines().count(), 1, "{ls}");
     // Nothing of the host file reached the store.
@@ -187,7 +187,7 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
     write(&src.join("f3.md"), b"FILE 3");
     let fourth = snap(&env);
     assert_eq!(fourth["work"]["hashed_files"], 1, "{fourth}");
-    let id = fourth["id"].as_str().unwrap();
+    let id = fourth["snapshot"].as_str().unwrap();
     assert_eq!(env.cat(id, "f3.md"), b"FILE 3");
     // Two edits right after each other: the second capture must see the second one even
     // though size and mtime second are equal (racy entries are always rehashed).
@@ -195,8 +195,8 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
     let a = snap(&env);
     write(&src.join("f4.md"), b"edit-B");
     let b = snap(&env);
-    let ida = a["id"].as_str().unwrap();
-    let idb = b["id"].as_str().unwrap();
+    let ida = a["snapshot"].as_str().unwrap();
+    let idb = b["snapshot"].as_str().unwrap();
     assert_eq!(env.cat(ida, "f4.md"), b"edit-A");
     assert_eq!(env.cat(idb, "f4.md"), b"edit-B");
 }
@@ -209,11 +209,11 @@ fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
     let r = env.snapshot_with(&src, &["--name", "v1"]).ok();
     let id = r.last_line();
     assert_eq!(
-        env.run(&["show", "--json", "v1"]).ok().json()["id"],
+        env.run(&["show", "--json", "v1"]).ok().json()["snapshot"],
         id.as_str()
     );
     assert_eq!(
-        env.run(&["show", "--json", &id[..8]]).ok().json()["id"],
+        env.run(&["show", "--json", &id[..8]]).ok().json()["snapshot"],
         id.as_str()
     );
     env.run(&["show", &id[..7]]).fails(1, "no snapshot matches");
@@ -244,7 +244,7 @@ fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
     for h in [&ha, &hb] {
         let prefix = &h[..(common + 1).max(8)];
         assert_eq!(
-            env.run(&["show", "--json", prefix]).ok().json()["id"],
+            env.run(&["show", "--json", prefix]).ok().json()["snapshot"],
             h.as_str()
         );
     }
@@ -408,7 +408,7 @@ fn reindex_rebuilds_a_lost_catalog() {
     assert_eq!(env.snapshot_count(), 1);
     env.run(&["reindex"]).ok();
     assert_eq!(
-        env.run(&["--json", "show", "named"]).ok().json()["id"],
+        env.run(&["--json", "show", "named"]).ok().json()["snapshot"],
         id.as_str()
     );
     env.run(&["verify"]).ok();
@@ -538,7 +538,8 @@ fn gc_drops_stat_caches_so_no_capture_names_a_removed_blob() {
     let first = env.snapshot_json(&src);
     assert_eq!(first["work"]["hashed_files"], 1);
     // Forget it and collect: the blob is gone, and so is the stat cache that names it.
-    env.run(&["forget", first["id"].as_str().unwrap()]).ok();
+    env.run(&["forget", first["snapshot"].as_str().unwrap()])
+        .ok();
     let r = env.run(&["--json", "gc", "--grace", "0"]).ok().json();
     assert!(r["removed"].as_u64().unwrap() >= 2, "{r}");
     let second = env.snapshot_json(&src);
@@ -548,7 +549,7 @@ fn gc_drops_stat_caches_so_no_capture_names_a_removed_blob() {
     );
     env.run(&["verify"]).ok();
     assert_eq!(
-        env.cat(second["id"].as_str().unwrap(), "old.md"),
+        env.cat(second["snapshot"].as_str().unwrap(), "old.md"),
         b"old content"
     );
 }

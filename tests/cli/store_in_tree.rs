@@ -98,7 +98,7 @@ fn snapshot_dir_never_carries_a_store_inside_it() {
         };
         env.snapshot(&secret_dir);
         let v = env.snapshot_json(&tree);
-        let id = v["id"].as_str().unwrap().to_string();
+        let id = v["snapshot"].as_str().unwrap().to_string();
         assert_eq!(v["files"].as_u64(), Some(2), "{how}: {v}");
         assert_eq!(
             v["report"]["trees"][0]["store"].as_u64(),

@@ -42,7 +42,7 @@ fn assert_store_intact(env: &TestEnv, ids: &[String], before: &[(String, u64)], 
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
+        .map(|s| s["snapshot"].as_str().unwrap().to_string())
         .collect();
     for id in ids {
         assert!(listed.contains(id), "{what}: {id} no longer listed");

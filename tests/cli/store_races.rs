@@ -143,7 +143,7 @@ fn check_round(env: &TestEnv, committed: &BTreeSet<String>, round: usize) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
+        .map(|s| s["snapshot"].as_str().unwrap().to_string())
         .collect();
     for id in committed {
         assert!(

@@ -33,7 +33,7 @@ fn listed(env: &TestEnv, store: &Path) -> Vec<String> {
     v.as_array()
         .unwrap()
         .iter()
-        .map(|s| s["id"].as_str().unwrap().to_string())
+        .map(|s| s["snapshot"].as_str().unwrap().to_string())
         .collect()
 }
 
@@ -216,7 +216,7 @@ fn a_mount_lists_from_the_index() {
     let mut removed = 0;
     for row in v.as_array().unwrap() {
         if row["kind"] == "dir" {
-            let hex = row["id"].as_str().unwrap();
+            let hex = row["object"].as_str().unwrap();
             let obj = store.join("objects").join(&hex[..2]).join(&hex[2..]);
             if fs::remove_file(obj).is_ok() {
                 removed += 1;

@@ -407,7 +407,7 @@ fn two_exports_to_one_destination_and_a_failed_one_moves_no_ref() {
         );
     }
     // A publish that fails after the capture leaves agent/researcher where it was.
-    let before = env.run(&["--json", "show", "agent/researcher"]).ok().json()["id"].clone();
+    let before = env.run(&["--json", "show", "agent/researcher"]).ok().json()["snapshot"].clone();
     let count = env.snapshot_count();
     let taken = env.path("out/taken");
     let grab = format!("mkdir {0} && echo theirs > {0}/theirs.md", taken.display());
@@ -421,7 +421,7 @@ fn two_exports_to_one_destination_and_a_failed_one_moves_no_ref() {
         "{}",
         r.describe()
     );
-    let after = env.run(&["--json", "show", "agent/researcher"]).ok().json()["id"].clone();
+    let after = env.run(&["--json", "show", "agent/researcher"]).ok().json()["snapshot"].clone();
     assert_eq!(before, after, "a failed export moved agent/researcher");
     assert_eq!(env.snapshot_count(), count);
     assert_eq!(fs::read(taken.join("theirs.md")).unwrap(), b"theirs\n");
