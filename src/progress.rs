@@ -75,8 +75,13 @@ impl<'p> ImportProgress<'p> {
 
 impl ImportWatch for ImportProgress<'_> {
     fn begin(&self, objects: u64, bytes: u64) {
-        self.progress
-            .begin_objects("verifying", Some(Totals { files: objects, bytes }));
+        self.progress.begin_objects(
+            "verifying",
+            Some(Totals {
+                files: objects,
+                bytes,
+            }),
+        );
     }
 
     fn advance(&self, bytes: u64) {
@@ -85,6 +90,7 @@ impl ImportWatch for ImportProgress<'_> {
             bytes: self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes,
         };
         self.progress.advance(done);
+        crate::hooks::seam("import-verified", &format!("object-{}", done.files));
     }
 
     fn stop(&self) -> bool {

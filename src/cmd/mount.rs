@@ -132,7 +132,12 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         let mut out = std::io::stdout().lock();
         if let (Some(view), true) = (&remote_view, ctx.verbose) {
             let remote = view.remote();
-            let _ = writeln!(out, "{TRAFFIC} remote {}: {}", remote.name(), remote.traffic());
+            let _ = writeln!(
+                out,
+                "{TRAFFIC} remote {}: {}",
+                remote.name(),
+                remote.traffic()
+            );
         }
         let _ = writeln!(out, "{READY} {}", std::process::id());
         let _ = out.flush();

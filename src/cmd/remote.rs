@@ -316,7 +316,10 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
 fn list_records(
     remote: &Remote,
     name: &str,
-    rows: &mut Vec<(zeroclaw_bundle_store::ObjectId, zeroclaw_bundle_store::Snapshot)>,
+    rows: &mut Vec<(
+        zeroclaw_bundle_store::ObjectId,
+        zeroclaw_bundle_store::Snapshot,
+    )>,
     bad: &mut usize,
 ) -> Result<()> {
     for id in remote.snapshots()? {
@@ -347,7 +350,10 @@ fn list_records(
 /// Prints `list --remote`'s rows (oldest first).
 fn print_remote_rows(
     name: &str,
-    rows: &[(zeroclaw_bundle_store::ObjectId, zeroclaw_bundle_store::Snapshot)],
+    rows: &[(
+        zeroclaw_bundle_store::ObjectId,
+        zeroclaw_bundle_store::Snapshot,
+    )],
     bad: usize,
     ctx: &Ctx,
 ) -> Result<()> {

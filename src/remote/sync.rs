@@ -13,8 +13,8 @@ use zeroclaw_bundle_store::{
 };
 
 use super::client::encode_index;
-use crate::progress::{ImportProgress, Progress, Totals};
 use super::{check_interrupt, Remote, RemoteError};
+use crate::progress::{ImportProgress, Progress, Totals};
 
 /// What a push did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -105,10 +105,7 @@ fn closure_ids(
 
 /// Reports an upload or download of a pack as objects and bytes: `ends` holds where each
 /// object of the pack ends (sorted), so the bytes moved so far say how many objects are whole.
-fn transfer_progress<'a>(
-    progress: &'a dyn Progress,
-    ends: &'a [u64],
-) -> impl Fn(u64) + 'a {
+fn transfer_progress<'a>(progress: &'a dyn Progress, ends: &'a [u64]) -> impl Fn(u64) + 'a {
     move |bytes| {
         let files = ends.partition_point(|end| *end <= bytes) as u64;
         progress.advance(Totals { files, bytes });
@@ -213,6 +210,7 @@ pub fn push(
         done.files += 1;
         done.bytes += n;
         progress.advance(done);
+        crate::hooks::seam("push-packed", &format!("object-{}", done.files));
     })?;
     progress.finish();
     let pack_id = w.hasher.finish().to_hex();
@@ -261,6 +259,7 @@ pub fn push(
             }),
         );
         let sent = remote.put_file(&pack_key, &tmp, &transfer_progress(progress, &ends));
+        crate::hooks::seam("push-uploaded", &pack_key);
         progress.finish();
         sent?;
         crate::hooks::seam("remote-after-pack", &pack_key);

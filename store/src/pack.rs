@@ -1267,7 +1267,10 @@ mod tests {
         lie.push(b' ');
         assert!(import_from_packs(&other, &id, &lie, &[], &crate::NoWatch).is_err());
         let packs = [p1, p2];
-        assert_eq!(import_from_packs(&other, &id, &record, &packs, &crate::NoWatch).unwrap(), id);
+        assert_eq!(
+            import_from_packs(&other, &id, &record, &packs, &crate::NoWatch).unwrap(),
+            id
+        );
         assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
         assert_eq!(other.catalog().unwrap().snapshots().unwrap().len(), 1);
     }
