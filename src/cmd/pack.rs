@@ -287,7 +287,6 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         })?;
         Ok((id, pack.entries().len()))
     })();
-    drop(watch);
     drop(progress);
     if let Some(path) = &spooled {
         let _ = fs::remove_file(path);

@@ -448,7 +448,9 @@ fn s3_errors_say_what_to_check() {
     };
     add("nobucket", "s3://no-such-bucket/p", &ep);
     add("down", "s3://bundles/p", &closed);
-    let cases: [(&[&str], &[(&str, &str)], &[&str]); 4] = [
+    // (arguments, environment, what stderr says)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: [Case; 4] = [
         (
             &["push", &id, "origin"],
             &[("AWS_SECRET_ACCESS_KEY", "not-the-secret")],
