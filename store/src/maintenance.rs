@@ -742,15 +742,11 @@ impl Store {
         // catalog already gives the name to one of them (a local name stays where it is).
         records.sort_by_key(|r| (r.1.created_unix_ns, r.0));
         // A name that moved away from a snapshot never comes back to it: the catalog listed
-        // it without the name (its record, immutable, still carries it).
-        for (id, snap) in &mut records {
-            if admission.unnamed.contains(id) {
-                snap.name = None;
-            }
-        }
+        // it without the name (its record, immutable, still carries it), so it is no
+        // candidate, even once the snapshot the name moved to is forgotten.
         let mut holder: HashMap<String, ObjectId> = HashMap::new();
         for (id, snap) in &records {
-            if let Some(name) = &snap.name {
+            if let (Some(name), false) = (&snap.name, admission.unnamed.contains(id)) {
                 holder.insert(name.clone(), *id);
             }
         }
@@ -762,7 +758,12 @@ impl Store {
         catalog.clear_index()?;
         for (id, snap) in &mut records {
             if let Some(name) = &snap.name {
-                let newest = holder[name];
+                let Some(&newest) = holder.get(name) else {
+                    // Only snapshots the name moved away from carry it: none gets it back.
+                    snap.name = None;
+                    catalog.add_snapshot(*id, snap)?;
+                    continue;
+                };
                 if newest != *id {
                     report.problems.push(format!(
                         "snapshot {} is also named {}: the name stays on {}",
