@@ -50,7 +50,8 @@ Examples:
   zeroclaw-bundle diff agent/researcher ./received-bundle
   zeroclaw-bundle pack agent/researcher --out researcher.zcpack
 
-A store is created by the first `snapshot` or `export`; every other command needs one."
+A store is created only by a command that adds to it (`snapshot`, `export`, `unpack`,
+`remote add`); every other command needs one."
 )]
 pub struct Cli {
     /// Store directory [default: $ZEROCLAW_BUNDLE_STORE, else $XDG_DATA_HOME/zeroclaw-bundle,

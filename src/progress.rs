@@ -3,8 +3,12 @@
 //! terminal, nothing in a pipe) lives in `cmd`; a test or a linking program passes a closure
 //! or [`Silent`].
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use zeroclaw_bundle_store::ImportWatch;
+
 /// Running totals of an operation: files and file bytes done (or, in [`Progress::begin`],
-/// to expect).
+/// to expect); objects and their bytes in a phase begun with [`Progress::begin_objects`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Totals {
     /// Files.
@@ -21,6 +25,11 @@ pub trait Progress: Sync {
     /// are known in advance.
     fn begin(&self, what: &str, total: Option<Totals>) {
         let _ = (what, total);
+    }
+    /// A phase that counts objects, not files, starts (a transfer or an import: `packing`,
+    /// `uploading`, `downloading`, `verifying`); `total.files` is then objects.
+    fn begin_objects(&self, what: &str, total: Option<Totals>) {
+        self.begin(what, total);
     }
     /// The running totals of the phase so far.
     fn advance(&self, done: Totals);
@@ -40,5 +49,51 @@ impl Progress for Silent {
 impl<F: Fn(Totals) + Sync> Progress for F {
     fn advance(&self, done: Totals) {
         self(done)
+    }
+}
+
+/// The store's [`ImportWatch`] over a [`Progress`]: an import (`unpack`, the import half of a
+/// `pull`) reports its verification as a `verifying` phase of objects and bytes, and stops
+/// once SIGINT or SIGTERM asked (see [`crate::interrupt`]). The import's workers report from
+/// several threads: the totals are summed here.
+pub struct ImportProgress<'p> {
+    progress: &'p dyn Progress,
+    objects: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl<'p> ImportProgress<'p> {
+    /// Reports to `progress`.
+    pub fn new(progress: &'p dyn Progress) -> ImportProgress<'p> {
+        ImportProgress {
+            progress,
+            objects: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+        }
+    }
+}
+
+impl ImportWatch for ImportProgress<'_> {
+    fn begin(&self, objects: u64, bytes: u64) {
+        self.progress.begin_objects(
+            "verifying",
+            Some(Totals {
+                files: objects,
+                bytes,
+            }),
+        );
+    }
+
+    fn advance(&self, bytes: u64) {
+        let done = Totals {
+            files: self.objects.fetch_add(1, Ordering::Relaxed) + 1,
+            bytes: self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes,
+        };
+        self.progress.advance(done);
+        crate::hooks::seam("import-verified", &format!("object-{}", done.files));
+    }
+
+    fn stop(&self) -> bool {
+        crate::interrupt::requested()
     }
 }

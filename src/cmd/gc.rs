@@ -22,6 +22,13 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
             human_bytes(r.freed_bytes),
             count(r.reachable, "object"),
         )?;
+        if r.temp_removed > 0 {
+            crate::outln!(
+                "removed {} ({}) from tmp/ (left by an interrupted or killed command)",
+                count(r.temp_removed, "temporary entry"),
+                human_bytes(r.temp_freed_bytes),
+            )?;
+        }
         if r.tree_indexes_removed > 0 {
             crate::outln!(
                 "removed {} of snapshots that are gone",

@@ -1,9 +1,13 @@
 //! `list`: every snapshot, oldest first, under a header. FILES and SIZE count the regular
-//! files of the snapshot's tree and their bytes (what a checkout writes).
+//! files of the snapshot's tree and their bytes (what a checkout writes). NAME is the
+//! snapshot's name, else `agent/<alias>` on the one snapshot that ref resolves to (the agent's
+//! newest), else `-`.
+
+use std::collections::HashMap;
 
 use anyhow::Result;
 
-use zeroclaw_bundle_store::escape_text;
+use zeroclaw_bundle_store::{escape_text, ObjectId};
 
 use crate::clock::rfc3339_utc;
 use crate::cmd::{human_bytes, Ctx, Outcome};
@@ -44,13 +48,23 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         )?;
         return Ok(Outcome::Success);
     }
+    // `agent/<alias>` resolves to the agent's newest snapshot (the last of the list, which is
+    // oldest first by creation time, then id): only that row carries it.
+    let mut newest: HashMap<&str, ObjectId> = HashMap::new();
+    for s in &snaps {
+        if let Some(a) = &s.agent {
+            newest.insert(a.as_str(), s.id);
+        }
+    }
     let rows: Vec<[String; 6]> = snaps
         .iter()
         .map(|s| {
             let label = match (&s.name, &s.agent) {
                 (Some(n), _) => escape_text(n),
-                (None, Some(a)) => format!("agent/{}", escape_text(a)),
-                (None, None) => "-".to_string(),
+                (None, Some(a)) if newest.get(a.as_str()) == Some(&s.id) => {
+                    format!("agent/{}", escape_text(a))
+                }
+                _ => "-".to_string(),
             };
             [
                 s.id.short(16),

@@ -88,20 +88,17 @@ struct Phase {
     bar: ProgressBar,
     what: String,
     total: Option<Totals>,
+    /// What `Totals::files` counts: `file` or `object`.
+    noun: &'static str,
 }
 
 impl Progress for TermProgress {
     fn begin(&self, what: &str, total: Option<Totals>) {
-        self.finish();
-        if !self.shows {
-            return;
-        }
-        let bar = new_bar(total.map(|t| t.bytes), what, true);
-        *self.lock() = Some(Phase {
-            bar,
-            what: what.to_string(),
-            total,
-        });
+        self.start(what, total, "file");
+    }
+
+    fn begin_objects(&self, what: &str, total: Option<Totals>) {
+        self.start(what, total, "object");
     }
 
     fn advance(&self, done: Totals) {
@@ -112,14 +109,16 @@ impl Progress for TermProgress {
         match p.total {
             Some(total) => {
                 p.bar.set_position(done.bytes);
-                p.bar
-                    .set_message(format!("{} {}/{} files", p.what, done.files, total.files));
+                p.bar.set_message(format!(
+                    "{} {}/{} {}s",
+                    p.what, done.files, total.files, p.noun
+                ));
             }
             None => {
                 p.bar.set_position(done.files);
                 p.bar.set_prefix(format!(
                     "{} ({})",
-                    count(done.files, "file"),
+                    count(done.files, p.noun),
                     indicatif::HumanBytes(done.bytes)
                 ));
             }
@@ -134,6 +133,23 @@ impl Progress for TermProgress {
 }
 
 impl TermProgress {
+    fn start(&self, what: &str, total: Option<Totals>, noun: &'static str) {
+        self.finish();
+        if !self.shows {
+            return;
+        }
+        let bar = new_bar(total.map(|t| t.bytes), what, true);
+        if let Some(t) = total {
+            bar.set_message(format!("{what} 0/{} {noun}s", t.files));
+        }
+        *self.lock() = Some(Phase {
+            bar,
+            what: what.to_string(),
+            total,
+            noun,
+        });
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Option<Phase>> {
         // A panic while drawing poisons nothing worth refusing: the bar is only display.
         self.phase.lock().unwrap_or_else(|e| e.into_inner())
@@ -242,7 +258,8 @@ impl Ctx {
         })
     }
 
-    /// Opens the store, creating it if needed: only for the commands that capture.
+    /// Opens the store, creating it if needed: only for the commands that add to it
+    /// (`snapshot`, `export`, `unpack`, `remote add`; README, "CLI").
     pub fn create_store(&self) -> Result<Store> {
         Store::open_or_create(&self.store_path)
             .with_context(|| format!("could not open the store {}", self.store_path.display()))
@@ -254,8 +271,9 @@ impl Ctx {
         match self.existing_store()? {
             Some(store) => Ok(store),
             None => bail!(
-                "no store at {} (a store is created by the first `snapshot` or `export`; \
-                 pass --store DIR or set ZEROCLAW_BUNDLE_STORE to use another)",
+                "no store at {} (a store is created by the first command that adds to it: \
+                 `snapshot`, `export`, `unpack` or `remote add`; pass --store DIR or set \
+                 ZEROCLAW_BUNDLE_STORE to use another)",
                 self.store_path.display()
             ),
         }
@@ -371,6 +389,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             | Command::Push(_)
             | Command::Pull(_)
             | Command::Pack(_)
+            | Command::Unpack(_)
     ) {
         crate::interrupt::install().context("could not install the signal handlers")?;
     }

@@ -25,6 +25,9 @@ use crate::remote::{parse_remote_ref, Remote, RemoteView};
 
 /// The line the daemon child prints on its stdout once the mount answers.
 const READY: &str = "zeroclaw-bundle-mount-ready";
+/// The prefix of a line the daemon child prints before [`READY`] with `-v`: what the mount
+/// asked of its remote so far, for the parent to say (the child's stderr is gone by then).
+const TRAFFIC: &str = "zeroclaw-bundle-mount-traffic";
 
 /// Runs `mount`.
 pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -127,6 +130,15 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon_child {
         // Tell the waiting parent, then stop talking: it closes the pipe after this line.
         let mut out = std::io::stdout().lock();
+        if let (Some(view), true) = (&remote_view, ctx.verbose) {
+            let remote = view.remote();
+            let _ = writeln!(
+                out,
+                "{TRAFFIC} remote {}: {}",
+                remote.name(),
+                remote.traffic()
+            );
+        }
         let _ = writeln!(out, "{READY} {} {id}", std::process::id());
         let _ = out.flush();
         drop(out);
@@ -180,9 +192,11 @@ fn refuse_mountpoint_in_store(mountpoint: &std::path::Path, store: &std::path::P
 fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     let exe = std::env::current_exe().context("could not find this executable to re-run it")?;
     let mut cmd = Command::new(exe);
-    cmd.arg("--store")
-        .arg(&ctx.store_path)
-        .args(["mount", "--daemon-child"])
+    cmd.arg("--store").arg(&ctx.store_path);
+    if ctx.verbose {
+        cmd.arg("--verbose");
+    }
+    cmd.args(["mount", "--daemon-child"])
         .arg(match std::path::Path::new(&args.snapshot) {
             p if p.is_file() => std::path::absolute(p)
                 .map(|p| p.into_os_string())
@@ -199,10 +213,19 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         .process_group(0);
     let mut child = cmd.spawn().context("could not start the mount server")?;
     let stdout = child.stdout.take().expect("stdout is piped");
+    let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .context("could not read from the mount server")?;
+    loop {
+        line.clear();
+        stdout
+            .read_line(&mut line)
+            .context("could not read from the mount server")?;
+        match line.trim_end().strip_prefix(TRAFFIC) {
+            // With -v: what the mount fetched from its remote before it answered.
+            Some(traffic) => crate::note!("{}", traffic.trim_start()),
+            None => break,
+        }
+    }
     if let Some(ready) = line.trim().strip_prefix(READY) {
         drop(child.stderr.take());
         let mut words = ready.split_whitespace();

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::{
-    unpack, write_pack, ObjectId, PackOptions, PackReader, Store, StoreError,
+    unpack_watched, write_pack, ObjectId, PackOptions, PackReader, Store, StoreError,
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
@@ -273,7 +273,8 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         Some(_) => None,
         None => Some(spool_stdin(&store)?),
     };
-    let spinner = ctx.spinner("unpacking");
+    let progress = ctx.term_progress();
+    let watch = crate::progress::ImportProgress::new(&progress);
     let root = std::cell::Cell::new(None);
     let result = (|| -> Result<_> {
         let pack = match opened {
@@ -284,13 +285,13 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
             }
         };
         root.set(Some(pack.root));
-        let id = unpack(&store, &pack).map_err(|e| match &spooled {
+        let id = unpack_watched(&store, &pack, &watch).map_err(|e| match &spooled {
             Some(spool) => named_stdin(e, spool),
             None => e,
         })?;
         Ok((id, pack.entries().len()))
     })();
-    crate::cmd::clear_progress(&[&spinner]);
+    drop(progress);
     if let Some(path) = &spooled {
         let _ = fs::remove_file(path);
     }
@@ -298,6 +299,10 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         Some(_) => "the pack from stdin".to_string(),
         None => args.pack.display().to_string(),
     };
+    if result.is_err() && crate::interrupt::requested() {
+        // The import stopped before its objects landed: its staging directory is gone.
+        bail!("interrupted: the unpack stopped; nothing was imported from {what}");
+    }
     let (id, objects) = result.with_context(|| match root.get() {
         Some(root) if recorded_not_listed(&store, &root) => format!(
             "could not unpack {what}: its snapshot record {} was written but not catalogued, so \
@@ -348,8 +353,25 @@ fn spool_stdin(store: &Store) -> Result<PathBuf> {
     let path = dir.join(format!("unpack-{}", zeroclaw_bundle_store::random_token()));
     let mut file =
         fs::File::create(&path).with_context(|| format!("could not create {}", path.display()))?;
-    let copied =
-        io::copy(&mut io::stdin().lock().take(u64::MAX), &mut file).and_then(|_| file.flush());
+    // Copied in chunks, so a Ctrl-C stops the spool too (the signal handler restarts reads).
+    let mut input = io::stdin().lock();
+    let mut buf = vec![0u8; 1 << 20];
+    let copied = loop {
+        if crate::interrupt::requested() {
+            let _ = fs::remove_file(&path);
+            bail!("interrupted: the unpack stopped; nothing was imported from the pack from stdin");
+        }
+        match input.read(&mut buf) {
+            Ok(0) => break file.flush(),
+            Ok(n) => {
+                if let Err(e) = file.write_all(&buf[..n]) {
+                    break Err(e);
+                }
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => break Err(e),
+        }
+    };
     if let Err(e) = copied {
         let _ = fs::remove_file(&path);
         return Err(e).context("could not read the pack from stdin");

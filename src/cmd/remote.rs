@@ -32,10 +32,15 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
             Ok(Outcome::Success)
         }
         RemoteCommand::List => {
-            let remotes = match ctx.existing_store()? {
-                Some(store) => remote::load_remotes(store.root())?,
-                None => Vec::new(),
-            };
+            // Like every command that only reads: no store is an error, not an empty list.
+            let store = ctx.store()?;
+            let remotes = remote::load_remotes(store.root())?;
+            if remotes.is_empty() && !ctx.json && !ctx.quiet {
+                crate::note!(
+                    "no remotes in the store {}; add one with `remote add NAME URL`",
+                    store.root().display()
+                );
+            }
             if ctx.json {
                 let rows: Vec<_> = remotes
                     .iter()
@@ -55,6 +60,14 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
         }
         RemoteCommand::Forget(args) => forget(args, ctx),
         RemoteCommand::Gc(args) => gc(args, ctx),
+    }
+}
+
+/// With `-v`, says on stderr what the command asked of the remote so far (requests and bytes
+/// per key prefix), as `diff` and `mount` do.
+pub fn say_traffic(remote: &Remote, ctx: &Ctx) {
+    if ctx.verbose {
+        crate::note!("remote {}: {}", remote.name(), remote.traffic());
     }
 }
 
@@ -178,9 +191,12 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     let id = store.resolve(&args.snapshot)?;
     let spec = pick(store.root(), args.remote.as_deref())?;
     let remote = Remote::open(&spec, true)?;
-    let report = remote::push(&store, &remote, &id)
+    let progress = ctx.term_progress();
+    let report = remote::push(&store, &remote, &id, &progress)
         .with_context(|| format!("could not push {} to {}", id.short(12), spec.name));
+    drop(progress);
     say_notices(&remote, ctx);
+    say_traffic(&remote, ctx);
     let report = report?;
     if ctx.json {
         ctx.print_json(&json!({
@@ -231,15 +247,24 @@ pub fn pull_ref(
     let remote = Remote::open(&spec, false)?;
     let id = remote.resolve(reference);
     say_notices(&remote, ctx);
-    let id = id?;
-    let report = remote::pull(store, &remote, &id).with_context(|| {
+    let id = match id {
+        Ok(id) => id,
+        Err(e) => {
+            say_traffic(&remote, ctx);
+            return Err(e.into());
+        }
+    };
+    let progress = ctx.term_progress();
+    let report = remote::pull(store, &remote, &id, &progress).with_context(|| {
         format!(
             "could not pull {} from {}; no snapshot was added",
             id.short(12),
             spec.name
         )
     });
+    drop(progress);
     say_notices(&remote, ctx);
+    say_traffic(&remote, ctx);
     Ok((id, spec, report?))
 }
 
@@ -278,14 +303,37 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
     // A bad record hides nothing else: the good ones are listed, each bad one is named on
     // stderr, and the exit status is 1.
     let mut bad = 0usize;
-    let ids = remote.snapshots()?;
+    let listed = list_records(&remote, name, &mut rows, &mut bad);
     say_notices(&remote, ctx);
-    for id in ids {
+    say_traffic(&remote, ctx);
+    listed?;
+    let outcome = if bad == 0 {
+        Outcome::Success
+    } else {
+        Outcome::Failure
+    };
+    rows.sort_by_key(|(_, s)| s.created_unix_ns);
+    print_remote_rows(name, &rows, bad, ctx)?;
+    Ok(outcome)
+}
+
+/// Reads every record the remote lists into `rows`; each bad one is named on stderr and
+/// counted in `bad`.
+fn list_records(
+    remote: &Remote,
+    name: &str,
+    rows: &mut Vec<(
+        zeroclaw_bundle_store::ObjectId,
+        zeroclaw_bundle_store::Snapshot,
+    )>,
+    bad: &mut usize,
+) -> Result<()> {
+    for id in remote.snapshots()? {
         let record = match remote.record(&id) {
             Ok(Some(record)) => record,
             Ok(None) => continue,
             Err(e @ remote::RemoteError::Corrupt { .. }) => {
-                bad += 1;
+                *bad += 1;
                 crate::note!("warning: {e}");
                 continue;
             }
@@ -294,7 +342,7 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
         match zeroclaw_bundle_store::Snapshot::decode(&record) {
             Ok(snap) => rows.push((id, snap)),
             Err(e) => {
-                bad += 1;
+                *bad += 1;
                 crate::note!(
                     "warning: remote {name}: snapshots/{} is not a snapshot record: {e}",
                     id.to_hex()
@@ -302,19 +350,26 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
             }
         }
     }
-    let outcome = if bad == 0 {
-        Outcome::Success
-    } else {
-        Outcome::Failure
-    };
-    rows.sort_by_key(|(_, s)| s.created_unix_ns);
+    Ok(())
+}
+
+/// Prints `list --remote`'s rows (oldest first).
+fn print_remote_rows(
+    name: &str,
+    rows: &[(
+        zeroclaw_bundle_store::ObjectId,
+        zeroclaw_bundle_store::Snapshot,
+    )],
+    bad: usize,
+    ctx: &Ctx,
+) -> Result<()> {
     if ctx.json {
         let v: Vec<_> = rows
             .iter()
             .map(|(id, s)| {
                 json!({
                     "snapshot": id,
-                    "remote": spec.name,
+                    "remote": name,
                     "created_unix_ns": s.created_unix_ns,
                     "created": crate::clock::rfc3339_utc(s.created_unix_ns),
                     "kind": s.kind,
@@ -328,16 +383,31 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
             })
             .collect();
         ctx.print_json(&json!(v))?;
-        return Ok(outcome);
+        return Ok(());
     }
     if rows.is_empty() && bad == 0 {
         crate::outln!("no snapshots on {name}")?;
     }
-    for (id, s) in &rows {
+    // `agent/<alias>` resolves to the newest of that agent's snapshots (by creation time,
+    // ties by id, as `Remote::resolve` picks): only that row carries it.
+    let mut newest: std::collections::HashMap<&str, (i128, zeroclaw_bundle_store::ObjectId)> =
+        std::collections::HashMap::new();
+    for (id, s) in rows {
+        if let Some(a) = &s.agent {
+            let key = (s.created_unix_ns, *id);
+            let best = newest.entry(a.as_str()).or_insert(key);
+            if key > *best {
+                *best = key;
+            }
+        }
+    }
+    for (id, s) in rows {
         let label = match (&s.name, &s.agent) {
             (Some(n), _) => zeroclaw_bundle_store::escape_text(n),
-            (None, Some(a)) => format!("agent/{}", zeroclaw_bundle_store::escape_text(a)),
-            (None, None) => "-".into(),
+            (None, Some(a)) if newest.get(a.as_str()).is_some_and(|b| b.1 == *id) => {
+                format!("agent/{}", zeroclaw_bundle_store::escape_text(a))
+            }
+            _ => "-".into(),
         };
         crate::outln!(
             "{}  {}  {}",
@@ -349,5 +419,5 @@ pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
     if bad > 0 {
         crate::note!("{bad} unreadable snapshot record(s) on {name} (named above)");
     }
-    Ok(outcome)
+    Ok(())
 }

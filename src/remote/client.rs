@@ -79,6 +79,8 @@ pub struct Remote {
     rt: Option<tokio::runtime::Runtime>,
     store: Arc<dyn ObjectStore>,
     counters: Counters,
+    /// An S3 remote's bucket and endpoint (`None`: AWS's own), for the errors that name them.
+    s3: Option<(String, Option<String>)>,
     /// What listings ignored, for [`Remote::notices`].
     ignored: Mutex<Vec<String>>,
 }
@@ -170,11 +172,16 @@ impl Remote {
             Arc::new(LocalFileSystem::new_with_prefix(dir).map_err(|e| invalid(e.to_string()))?)
         };
         let counters = Counters::default();
+        let s3 = spec.url.strip_prefix("s3://").map(|rest| {
+            let bucket = rest.split_once('/').map_or(rest, |(b, _)| b);
+            (bucket.to_string(), spec.endpoint.clone())
+        });
         Ok(Remote {
             name: spec.name.clone(),
             rt: Some(rt),
             store: Arc::new(Counting::new(store, Arc::clone(&counters))),
             counters,
+            s3,
             ignored: Mutex::new(Vec::new()),
         })
     }
@@ -234,8 +241,32 @@ impl Remote {
             name: self.name.clone(),
             op,
             key: key.to_string(),
-            why: source.to_string(),
+            why: self.explain(&source),
         }
+    }
+
+    /// The object store's error as one line. For an S3 remote, the failures an operator
+    /// fixes by checking one setting say which (see [`explain_s3`]); anything else is the
+    /// object store's own text.
+    fn explain(&self, e: &object_store::Error) -> String {
+        let text = e.to_string();
+        let Some((bucket, endpoint)) = &self.s3 else {
+            return text;
+        };
+        let mut refused = false;
+        let mut chain = text.clone();
+        let mut cause = std::error::Error::source(e);
+        while let Some(c) = cause {
+            if c.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::ConnectionRefused)
+            {
+                refused = true;
+            }
+            chain.push_str(": ");
+            chain.push_str(&c.to_string());
+            cause = c.source();
+        }
+        explain_s3(&chain, refused, bucket, endpoint.as_deref()).unwrap_or(text)
     }
 
     pub(crate) fn corrupt(&self, key: &str, why: impl Into<String>) -> RemoteError {
@@ -476,7 +507,13 @@ impl Remote {
 
     /// Uploads the local file `file` to `key`: one request, or a multipart upload for a
     /// large file (completed only when every part is in; an abandoned one is never visible).
-    pub(crate) fn put_file(&self, key: &str, file: &FsPath) -> Result<(), RemoteError> {
+    /// `sent` hears the bytes handed to the upload so far.
+    pub(crate) fn put_file(
+        &self,
+        key: &str,
+        file: &FsPath,
+        sent: &dyn Fn(u64),
+    ) -> Result<(), RemoteError> {
         let io = |op, e| RemoteError::Io {
             op,
             path: file.to_path_buf(),
@@ -487,7 +524,9 @@ impl Remote {
         if len <= SINGLE_PUT_MAX {
             let mut bytes = Vec::with_capacity(len as usize);
             f.read_to_end(&mut bytes).map_err(|e| io("read", e))?;
-            return self.put_bytes(key, bytes);
+            self.put_bytes(key, bytes)?;
+            sent(len);
+            return Ok(());
         }
         let path = Path::from(key);
         self.run(async {
@@ -498,6 +537,7 @@ impl Remote {
                 .map_err(|e| self.request("start uploading", key, e))?;
             let mut w = WriteMultipart::new_with_chunk_size(upload, PART);
             let mut buf = vec![0u8; PART];
+            let mut total = 0u64;
             loop {
                 let n = f.read(&mut buf).map_err(|e| io("read", e))?;
                 if n == 0 {
@@ -511,17 +551,27 @@ impl Remote {
                     .await
                     .map_err(|e| self.request("upload", key, e))?;
                 w.write(&buf[..n]);
+                total += n as u64;
+                sent(total);
             }
             w.finish()
                 .await
                 .map(|_| ())
-                .map_err(|e| self.request("finish uploading", key, e))
+                .map_err(|e| self.request("finish uploading", key, e))?;
+            sent(len);
+            Ok(())
         })
     }
 
     /// Downloads `key` into the local file `out` (created new); its size, or `None` when the
     /// remote has no such key.
-    pub(crate) fn get_file(&self, key: &str, out: &FsPath) -> Result<Option<u64>, RemoteError> {
+    /// `received` hears the bytes written so far.
+    pub(crate) fn get_file(
+        &self,
+        key: &str,
+        out: &FsPath,
+        received: &dyn Fn(u64),
+    ) -> Result<Option<u64>, RemoteError> {
         let io = |op, e| RemoteError::Io {
             op,
             path: out.to_path_buf(),
@@ -548,6 +598,7 @@ impl Remote {
                 let chunk = chunk.map_err(|e| self.request("download", key, e))?;
                 f.write_all(&chunk).map_err(|e| io("write", e))?;
                 n += chunk.len() as u64;
+                received(n);
             }
             Ok(Some(n))
         })
@@ -809,6 +860,59 @@ impl Remote {
             (Err(e), None) => Err(self.corrupt(&key, e.to_string())),
         }
     }
+}
+
+/// What to check, in one line, for an S3 error whose whole text (with its causes) is
+/// `chain`: S3's error code (`<Code>...</Code>` in the response body) names the setting at
+/// fault (the secret key, the access key, the bucket, the clock), and a refused connection
+/// means no server listens at the endpoint. `None` when the error is none of those.
+fn explain_s3(chain: &str, refused: bool, bucket: &str, endpoint: Option<&str>) -> Option<String> {
+    let at = endpoint.unwrap_or("the AWS endpoint");
+    if refused || chain.contains("Connection refused") || chain.contains("connection refused") {
+        return Some(format!(
+            "nothing accepts connections at {at} (connection refused): is the S3 server running, \
+             and is the remote's --endpoint right (`remote list` shows it)?"
+        ));
+    }
+    let code = chain
+        .split_once("<Code>")
+        .and_then(|(_, rest)| rest.split_once("</Code>"))
+        .map(|(code, _)| code.trim())?;
+    let says = match code {
+        "SignatureDoesNotMatch" => "the server rejected the request's signature: check the secret \
+             key (AWS_SECRET_ACCESS_KEY, or aws_secret_access_key of the profile in \
+             ~/.aws/credentials)"
+            .to_string(),
+        "InvalidAccessKeyId" | "NotSignedUp" => "the server does not know the access key: check \
+             the access key id (AWS_ACCESS_KEY_ID, or aws_access_key_id of the profile in \
+             ~/.aws/credentials)"
+            .to_string(),
+        "NoSuchBucket" => format!(
+            "there is no bucket {bucket} at {at}: check the bucket name in the remote's URL \
+             (`remote list` shows it), or create the bucket"
+        ),
+        "InvalidBucketName" => format!(
+            "{bucket} is not a valid bucket name: check the remote's URL (`remote list` shows it)"
+        ),
+        "AccessDenied" => format!(
+            "access denied: check that the key may read and write bucket {bucket} (its policy)"
+        ),
+        "RequestTimeTooSkewed" => {
+            "the server's clock and this host's differ too much: check this host's clock".into()
+        }
+        "ExpiredToken" | "InvalidToken" => {
+            "the session token is expired or invalid: check AWS_SESSION_TOKEN (or renew it)".into()
+        }
+        _ => {
+            let message = chain
+                .split_once("<Message>")
+                .and_then(|(_, rest)| rest.split_once("</Message>"))
+                .map(|(m, _)| format!(": {}", m.trim()))
+                .unwrap_or_default();
+            format!("the server answered {code}{message}")
+        }
+    };
+    Some(format!("{says} ({code})"))
 }
 
 /// Checks a record's bytes against the id it is stored under (what a remote record must be

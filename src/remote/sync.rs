@@ -14,6 +14,7 @@ use zeroclaw_bundle_store::{
 
 use super::client::encode_index;
 use super::{check_interrupt, Remote, RemoteError};
+use crate::progress::{ImportProgress, Progress, Totals};
 
 /// What a push did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -82,22 +83,33 @@ fn tmp_path(store: &Store, what: &str) -> Result<PathBuf, RemoteError> {
 }
 
 /// Every object snapshot `id` reaches (its record, trees and blobs), walked through the
-/// store: what a push may rely on the remote for. Memory: one id per object of the snapshot.
+/// store, with each blob's size (0 for the record and the trees): what a push may rely on
+/// the remote for, and what its progress counts. Memory: one entry per object.
 fn closure_ids(
     store: &Store,
     id: &ObjectId,
     root: &ObjectId,
-) -> Result<HashSet<ObjectId>, RemoteError> {
-    let mut all = HashSet::from([*id, *root]);
+) -> Result<HashMap<ObjectId, u64>, RemoteError> {
+    let mut all = HashMap::from([(*id, 0), (*root, 0)]);
     let mut stack = vec![*root];
     while let Some(t) = stack.pop() {
         for e in store.read_tree(&t)?.entries() {
-            if all.insert(e.id) && e.kind == EntryKind::Dir {
+            let size = if e.kind == EntryKind::Dir { 0 } else { e.size };
+            if all.insert(e.id, size).is_none() && e.kind == EntryKind::Dir {
                 stack.push(e.id);
             }
         }
     }
     Ok(all)
+}
+
+/// Reports an upload or download of a pack as objects and bytes: `ends` holds where each
+/// object of the pack ends (sorted), so the bytes moved so far say how many objects are whole.
+fn transfer_progress<'a>(progress: &'a dyn Progress, ends: &'a [u64]) -> impl Fn(u64) + 'a {
+    move |bytes| {
+        let files = ends.partition_point(|end| *end <= bytes) as u64;
+        progress.advance(Totals { files, bytes });
+    }
 }
 
 /// The objects of `closure` the remote verifiably holds: listed by the index of a pack that
@@ -106,7 +118,7 @@ fn closure_ids(
 /// an object its pack lacks) is not trusted: what only it vouches for is uploaded again.
 fn verified_held(
     remote: &Remote,
-    closure: &HashSet<ObjectId>,
+    closure: &HashMap<ObjectId, u64>,
     marks: &HashSet<String>,
 ) -> Result<HashSet<ObjectId>, RemoteError> {
     let present: HashSet<String> = remote
@@ -114,7 +126,7 @@ fn verified_held(
         .into_keys()
         .filter(|p| !marks.contains(p))
         .collect();
-    let scan = remote.scan_indexes(&|o| closure.contains(o), Some(&present))?;
+    let scan = remote.scan_indexes(&|o| closure.contains_key(o), Some(&present))?;
     let mut layouts: HashMap<String, Option<zeroclaw_bundle_store::PackLayout>> = HashMap::new();
     let mut held = HashSet::new();
     for (obj, packs) in &scan.found {
@@ -146,7 +158,15 @@ fn verified_held(
 /// Against a concurrent remote `gc` (see `gc`'s module doc): the push reads the gc marks
 /// before anything else, relies on no marked pack, and writes its record only within
 /// [`super::gc::push_window`] of that read.
-pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport, RemoteError> {
+///
+/// `progress` hears two phases of objects and bytes: `packing` (the objects the remote lacks,
+/// by their content bytes) and `uploading` (the pack's bytes).
+pub fn push(
+    store: &Store,
+    remote: &Remote,
+    id: &ObjectId,
+    progress: &dyn Progress,
+) -> Result<PushReport, RemoteError> {
     let record = store.objects().read_verified(id)?;
     let snap = store.read_snapshot(id)?;
     let mut report = PushReport {
@@ -174,7 +194,25 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         inner: BufWriter::new(file),
         hasher: IdHasher::new(),
     };
-    let stats = write_pack_excluding(store, id, &|o| held.contains(o), &mut w, &mut |_| {})?;
+    let (objects, bytes) = closure
+        .iter()
+        .filter(|(o, _)| !held.contains(*o))
+        .fold((0, 0), |(n, b), (_, size)| (n + 1, b + size));
+    progress.begin_objects(
+        "packing",
+        Some(Totals {
+            files: objects,
+            bytes,
+        }),
+    );
+    let mut done = Totals::default();
+    let stats = write_pack_excluding(store, id, &|o| held.contains(o), &mut w, &mut |n| {
+        done.files += 1;
+        done.bytes += n;
+        progress.advance(done);
+        crate::hooks::seam("push-packed", &format!("object-{}", done.files));
+    })?;
+    progress.finish();
     let pack_id = w.hasher.finish().to_hex();
     let file = w
         .inner
@@ -207,7 +245,23 @@ pub fn push(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PushReport,
         let reader = PackReader::open(&tmp)?;
         let ids: Vec<ObjectId> = reader.entries().iter().map(|e| e.id).collect();
         let pack_key = format!("packs/{pack_id}.zcpack");
-        remote.put_file(&pack_key, &tmp)?;
+        let mut ends: Vec<u64> = reader
+            .entries()
+            .iter()
+            .map(|e| e.offset + e.stored_len)
+            .collect();
+        ends.sort_unstable();
+        progress.begin_objects(
+            "uploading",
+            Some(Totals {
+                files: ends.len() as u64,
+                bytes: stats.pack_bytes,
+            }),
+        );
+        let sent = remote.put_file(&pack_key, &tmp, &transfer_progress(progress, &ends));
+        crate::hooks::seam("push-uploaded", &pack_key);
+        progress.finish();
+        sent?;
         crate::hooks::seam("remote-after-pack", &pack_key);
         check_interrupt()?;
         // A plain write: it replaces a lying index of the same name with the pack's truth.
@@ -254,7 +308,7 @@ fn upload_trees_pack(
     let _cleanup = TempFiles(vec![tmp.clone()]);
     write_trees_pack(store, id, &tmp)?;
     check_interrupt()?;
-    remote.put_file(key, &tmp)
+    remote.put_file(key, &tmp, &|_| {})
 }
 
 /// Writes snapshot `id`'s trees-only pack to the new file `path`, synced.
@@ -283,7 +337,15 @@ fn write_trees_pack(store: &Store, id: &ObjectId, path: &Path) -> Result<(), Rem
 
 /// Pulls snapshot `id` from `remote` into `store`: downloads the packs that hold what the
 /// store lacks, verifies each, imports the objects, then commits the record.
-pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport, RemoteError> {
+///
+/// `progress` hears a `downloading` phase per round of packs (their objects and bytes), then
+/// the import's `verifying` phase; the import stops (nothing imported) at SIGINT or SIGTERM.
+pub fn pull(
+    store: &Store,
+    remote: &Remote,
+    id: &ObjectId,
+    progress: &dyn Progress,
+) -> Result<PullReport, RemoteError> {
     let record_key = format!("snapshots/{}", id.to_hex());
     let record = remote.record(id)?.ok_or_else(|| RemoteError::NoSnapshot {
         name: remote.name().to_string(),
@@ -334,24 +396,55 @@ pub fn pull(store: &Store, remote: &Remote, id: &ObjectId) -> Result<PullReport,
                 }
             }
         }
+        // The sizes of the packs to fetch, for the progress (one listing per round).
+        let sizes = remote.packs()?;
+        let total = Totals {
+            files: want
+                .iter()
+                .map(|p| scan.listed.get(p).copied().unwrap_or(0))
+                .sum(),
+            bytes: want
+                .iter()
+                .map(|p| sizes.get(p).map_or(0, |l| l.size))
+                .sum(),
+        };
+        progress.begin_objects("downloading", Some(total));
+        let mut before = Totals::default();
         for p in want {
             tried.insert(p.clone());
             let local = tmp_path(store, "pull")?;
             temps.0.push(local.clone());
             let key = format!("packs/{p}.zcpack");
             // Listed by an index, then gone (a remote gc): another candidate may hold it.
-            let Some(n) = remote.get_file(&key, &local)? else {
+            let fetched = remote.get_file(&key, &local, &|bytes| {
+                progress.advance(Totals {
+                    files: before.files,
+                    bytes: before.bytes + bytes,
+                })
+            });
+            let Some(n) = fetched? else {
                 continue;
             };
+            // Objects are counted per pack, once it is whole (its index is at its end).
+            before.files += scan.listed.get(&p).copied().unwrap_or(0);
+            before.bytes += n;
+            progress.advance(before);
             report.bytes += n;
             keys.insert(local.clone(), key.clone());
             crate::hooks::seam("remote-after-fetch", &key);
             report.packs += 1;
             packs.push(PackReader::open(&local).map_err(|e| named(remote, &keys, e))?);
         }
+        progress.finish();
     }
     check_interrupt()?;
-    import_from_packs(store, id, &record, &packs).map_err(|e| named(remote, &keys, e))?;
+    let watch = ImportProgress::new(progress);
+    let imported = import_from_packs(store, id, &record, &packs, &watch);
+    progress.finish();
+    imported.map_err(|e| match e {
+        StoreError::Interrupted => RemoteError::Interrupted,
+        e => named(remote, &keys, e),
+    })?;
     drop(packs);
     drop(temps);
     Ok(report)

@@ -45,6 +45,9 @@ pub enum StoreError {
         /// Highest version this build reads.
         supported: u32,
     },
+    /// The caller's [`crate::ImportWatch`] asked the import to stop; nothing was imported.
+    #[error("interrupted")]
+    Interrupted,
     /// An object named by a reference is not in the store.
     #[error("object {0} is missing from the store")]
     MissingObject(ObjectId),

@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
 use crate::id::ObjectId;
@@ -167,6 +167,8 @@ pub struct GcReport {
     pub young_kept_bytes: u64,
     /// Stale temp files, and staging directories of interrupted imports, removed.
     pub temp_removed: u64,
+    /// Bytes of those temp files and staging directories.
+    pub temp_freed_bytes: u64,
     /// Tree indexes of snapshots whose record is gone, removed.
     pub tree_indexes_removed: u64,
 }
@@ -243,6 +245,10 @@ pub(crate) struct Admission {
     pub(crate) refused: Vec<String>,
     /// The names the catalog gave, and to which snapshot.
     pub(crate) held: HashMap<String, ObjectId>,
+    /// Snapshots the catalog lists without the name their record carries: the name moved
+    /// to a later snapshot (see [`Catalog::add_snapshot`]), and stays off them even once that
+    /// later snapshot is forgotten.
+    pub(crate) unnamed: HashSet<ObjectId>,
 }
 
 pub(crate) struct ScannedRecord {
@@ -668,8 +674,10 @@ impl Store {
                     .is_some_and(|n| n.starts_with(crate::objects::STAGING_PREFIX))
                     && ent.file_type().is_ok_and(|t| t.is_dir());
                 if staging {
+                    let bytes = tree_bytes(&ent.path());
                     if fs::remove_dir_all(ent.path()).is_ok() {
                         report.temp_removed += 1;
+                        report.temp_freed_bytes += bytes;
                     }
                     continue;
                 }
@@ -680,8 +688,10 @@ impl Store {
                     .and_then(|m| now.duration_since(m).ok())
                     .map(|d| d.as_secs() >= grace_secs)
                     .unwrap_or(false);
+                let bytes = ent.metadata().map(|m| m.len()).unwrap_or(0);
                 if old && fs::remove_file(ent.path()).is_ok() {
                     report.temp_removed += 1;
+                    report.temp_freed_bytes += bytes;
                 }
             }
         }
@@ -731,9 +741,12 @@ impl Store {
         // Newest last, so the newest holder of a name is the one that keeps it, unless the
         // catalog already gives the name to one of them (a local name stays where it is).
         records.sort_by_key(|r| (r.1.created_unix_ns, r.0));
+        // A name that moved away from a snapshot never comes back to it: the catalog listed
+        // it without the name (its record, immutable, still carries it), so it is no
+        // candidate, even once the snapshot the name moved to is forgotten.
         let mut holder: HashMap<String, ObjectId> = HashMap::new();
         for (id, snap) in &records {
-            if let Some(name) = &snap.name {
+            if let (Some(name), false) = (&snap.name, admission.unnamed.contains(id)) {
                 holder.insert(name.clone(), *id);
             }
         }
@@ -745,7 +758,12 @@ impl Store {
         catalog.clear_index()?;
         for (id, snap) in &mut records {
             if let Some(name) = &snap.name {
-                let newest = holder[name];
+                let Some(&newest) = holder.get(name) else {
+                    // Only snapshots the name moved away from carry it: none gets it back.
+                    snap.name = None;
+                    catalog.add_snapshot(*id, snap)?;
+                    continue;
+                };
                 if newest != *id {
                     report.problems.push(format!(
                         "snapshot {} is also named {}: the name stays on {}",
@@ -781,8 +799,14 @@ impl Store {
             .iter()
             .filter_map(|s| Some((s.name.clone()?, s.id)))
             .collect();
+        let unnamed: HashSet<ObjectId> = listed
+            .iter()
+            .filter(|s| s.name.is_none())
+            .map(|s| s.id)
+            .collect();
         let mut admission = Admission {
             held,
+            unnamed,
             ..Admission::default()
         };
         let mut found = Vec::new();
@@ -870,6 +894,24 @@ impl Store {
     }
 }
 
+/// The bytes of the regular files under `dir` (a staging directory: flat, but any depth is
+/// counted), without following symlinks; what cannot be read counts 0.
+fn tree_bytes(dir: &Path) -> u64 {
+    let mut total = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = fs::read_dir(&d) else { continue };
+        for ent in rd.flatten() {
+            match ent.file_type() {
+                Ok(t) if t.is_dir() => stack.push(ent.path()),
+                Ok(t) if t.is_file() => total += ent.metadata().map(|m| m.len()).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -916,6 +958,24 @@ mod tests {
 
     /// An import killed while staging leaves its staging directory under tmp/ (nothing in
     /// objects/); gc removes it however young, and leaves other young temp files alone.
+    /// Issue 22, item 13: a name moved from `a` to `b`; `b` is forgotten; a reindex leaves
+    /// `a` unnamed (its record still carries the name), as the catalog had it.
+    #[test]
+    fn reindex_never_puts_a_moved_name_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (a, _) = snapshot_of(&store, b"first", "prod");
+        let (b, _) = snapshot_of(&store, b"second", "prod");
+        assert_eq!(store.resolve("prod").unwrap(), b);
+        store.forget(&b).unwrap();
+        assert!(store.resolve("prod").is_err());
+        store.reindex().unwrap();
+        assert!(store.resolve("prod").is_err(), "the name came back to a");
+        let listed = store.catalog().unwrap().snapshots().unwrap();
+        assert_eq!(listed.len(), 1);
+        assert_eq!((listed[0].id, listed[0].name.clone()), (a, None));
+    }
+
     #[test]
     fn gc_removes_the_staging_directory_of_a_killed_import() {
         let dir = tempfile::tempdir().unwrap();
@@ -933,6 +993,7 @@ mod tests {
         fs::write(&young, b"x").unwrap();
         let r = store.gc(3600).unwrap();
         assert_eq!(r.temp_removed, 1, "{r:?}");
+        assert_eq!(r.temp_freed_bytes, bytes.len() as u64, "{r:?}");
         assert!(!staged.exists());
         assert!(young.exists(), "a young temp file stays");
     }

@@ -1258,16 +1258,19 @@ mod tests {
             "the subtree is found nowhere, not descended"
         );
         assert!(matches!(
-            import_from_packs(&other, &id, &record, std::slice::from_ref(&p1)),
+            import_from_packs(&other, &id, &record, std::slice::from_ref(&p1), &crate::NoWatch),
             Err(StoreError::MissingObject(m)) if m == sub
         ));
         assert!(other.catalog().unwrap().snapshots().unwrap().is_empty());
         // A record that is not the id's is refused before anything.
         let mut lie = record.clone();
         lie.push(b' ');
-        assert!(import_from_packs(&other, &id, &lie, &[]).is_err());
+        assert!(import_from_packs(&other, &id, &lie, &[], &crate::NoWatch).is_err());
         let packs = [p1, p2];
-        assert_eq!(import_from_packs(&other, &id, &record, &packs).unwrap(), id);
+        assert_eq!(
+            import_from_packs(&other, &id, &record, &packs, &crate::NoWatch).unwrap(),
+            id
+        );
         assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
         assert_eq!(other.catalog().unwrap().snapshots().unwrap().len(), 1);
     }

@@ -56,6 +56,32 @@ impl ObjectSource for ReceivedTrees<'_> {
     }
 }
 
+/// What an import tells its caller as it goes, and asks it: how far the verification got, and
+/// whether to stop. Called from the import's worker threads (hence `Sync`); [`NoWatch`]
+/// watches nothing.
+pub trait ImportWatch: Sync {
+    /// The verification starts: `objects` objects of `bytes` bytes (as stored in the packs).
+    fn begin(&self, objects: u64, bytes: u64) {
+        let _ = (objects, bytes);
+    }
+    /// One more object of `bytes` stored bytes verified.
+    fn advance(&self, bytes: u64) {
+        let _ = bytes;
+    }
+    /// True once the caller wants the import to stop: it then fails with
+    /// [`StoreError::Interrupted`] at the next object, and nothing is imported (the staging
+    /// directory is removed).
+    fn stop(&self) -> bool {
+        false
+    }
+}
+
+/// An [`ImportWatch`] that shows nothing and never stops.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoWatch;
+
+impl ImportWatch for NoWatch {}
+
 /// Objects up to this size (stored and decoded) are decoded in memory; larger ones stream.
 pub(crate) const IN_MEMORY: u64 = 8 << 20;
 /// Read buffer of a streamed object.
@@ -68,8 +94,13 @@ pub(crate) fn land_objects(
     store: &Store,
     packs: &[PackReader],
     mut jobs: Vec<(usize, PackEntry)>,
+    watch: &dyn ImportWatch,
 ) -> Result<(), StoreError> {
     jobs.sort_by_key(|(p, e)| (*p, e.offset));
+    watch.begin(
+        jobs.len() as u64,
+        jobs.iter().map(|(_, e)| e.stored_len).sum(),
+    );
     let objects = store.objects();
     let staging = objects.staging()?;
     let next = AtomicUsize::new(0);
@@ -113,8 +144,13 @@ pub(crate) fn land_objects(
                     let Some((p, e)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) else {
                         return;
                     };
-                    if let Err(err) = land_one(&packs[*p], e, objects, &staging, &mut bufs) {
-                        fail(err);
+                    if watch.stop() {
+                        fail(StoreError::Interrupted);
+                        return;
+                    }
+                    match land_one(&packs[*p], e, objects, &staging, &mut bufs) {
+                        Ok(()) => watch.advance(e.stored_len),
+                        Err(err) => fail(err),
                     }
                 }
             });
@@ -124,6 +160,9 @@ pub(crate) fn land_objects(
         return Err(e); // dropping `staging` removes it
     }
     debug_assert!(staging.len() <= jobs.len());
+    if watch.stop() {
+        return Err(StoreError::Interrupted); // dropping `staging` removes it
+    }
     staging.land()
 }
 
@@ -268,6 +307,15 @@ fn check_foreign_record(
 /// pack is a digest pack, (incremental) needs objects the store lacks, or its snapshot passes
 /// the store's expansion limits ([`crate::limits`]).
 pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> {
+    unpack_watched(store, pack, &NoWatch)
+}
+
+/// [`unpack`], telling `watch` how the verification goes and stopping when it asks.
+pub fn unpack_watched(
+    store: &Store,
+    pack: &PackReader,
+    watch: &dyn ImportWatch,
+) -> Result<ObjectId, StoreError> {
     if pack.trees_only {
         return Err(bad(
             pack.path(),
@@ -310,7 +358,7 @@ pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> 
     }
     // The record is read and hashed by `snapshot()` and written by the commit.
     let jobs = jobs_for(packs, &from_pack);
-    land_objects(store, packs, jobs)?;
+    land_objects(store, packs, jobs, watch)?;
     let trees = ReceivedTrees {
         packs,
         store: store.reader(),
@@ -412,6 +460,7 @@ pub fn import_from_packs(
     snapshot_id: &ObjectId,
     record: &[u8],
     packs: &[PackReader],
+    watch: &dyn ImportWatch,
 ) -> Result<ObjectId, StoreError> {
     let actual = ObjectId::of(record);
     if actual != *snapshot_id {
@@ -446,7 +495,7 @@ pub fn import_from_packs(
     }
     let jobs = jobs_for(packs, &from_packs);
     // Every pack's trailer is checked too, even one that only provided trees.
-    land_objects(store, packs, jobs)?;
+    land_objects(store, packs, jobs, watch)?;
     let trees = ReceivedTrees {
         packs,
         store: store.reader(),

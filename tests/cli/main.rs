@@ -26,4 +26,5 @@ mod store_races;
 mod tree_index;
 mod util;
 mod ux;
+mod ux_ops;
 mod zeroclaw_real;

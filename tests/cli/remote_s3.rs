@@ -424,3 +424,67 @@ fn s3_gc_races_a_paused_push() {
     let root = prefix_root(&f);
     crate::remote_fleet::gc_races_a_paused_push(&f, &root, &["--endpoint", &server.endpoint]);
 }
+
+/// Issue 22, item 15: what an operator gets wrong (the secret key, the bucket name, a server
+/// that is not running) is said in one line naming what to check, never as S3's XML or the
+/// client's retry details.
+#[test]
+fn s3_errors_say_what_to_check() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    let src = tree(&f.env.path("src"), 60);
+    f.host("a", &["--endpoint", &ep]);
+    let id = f.snapshot("a", &src);
+    // A port nothing listens on: bound, then closed.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://127.0.0.1:{}", l.local_addr().unwrap().port())
+    };
+    let add = |name: &str, url: &str, endpoint: &str| {
+        f.on("a", &["remote", "add", name, url, "--endpoint", endpoint])
+            .ok();
+    };
+    add("nobucket", "s3://no-such-bucket/p", &ep);
+    add("down", "s3://bundles/p", &closed);
+    // (arguments, environment, what stderr says)
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a [&'a str]);
+    let cases: [Case; 4] = [
+        (
+            &["push", &id, "origin"],
+            &[("AWS_SECRET_ACCESS_KEY", "not-the-secret")],
+            &["check the secret key", "SignatureDoesNotMatch"],
+        ),
+        (
+            &["list", "--remote", "origin"],
+            &[("AWS_SECRET_ACCESS_KEY", "not-the-secret")],
+            &["check the secret key", "SignatureDoesNotMatch"],
+        ),
+        (
+            &["push", &id, "nobucket"],
+            &[],
+            &[
+                "no bucket no-such-bucket",
+                "check the bucket name",
+                "NoSuchBucket",
+            ],
+        ),
+        (
+            &["pull", "down/abcdef01"],
+            &[],
+            &["connection refused", "is the S3 server running", &closed],
+        ),
+    ];
+    for (args, env, says) in cases {
+        let r = f.on_with("a", args, env).fails(1, says[0]);
+        let err = r.stderr();
+        for s in says {
+            assert!(err.contains(s), "{args:?}: {}", r.describe());
+        }
+        assert_eq!(err.lines().count(), 1, "one line: {}", r.describe());
+        for noise in ["<?xml", "<Error>", "retries", "retry", "Generic S3 error"] {
+            assert!(!err.contains(noise), "{args:?}: {noise}: {}", r.describe());
+        }
+    }
+}

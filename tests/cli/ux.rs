@@ -701,14 +701,14 @@ fn help_has_examples_and_no_repeated_or_internal_options() {
 }
 
 /// A tmux session running one command on a terminal; killed on drop.
-struct Tmux {
-    name: String,
+pub(crate) struct Tmux {
+    pub(crate) name: String,
 }
 
 impl Tmux {
     /// Starts `script` in a detached 120x20 session, or `None` (skipped) where tmux is missing
     /// outside CI.
-    fn start(tag: &str, script: &Path) -> Option<Tmux> {
+    pub(crate) fn start(tag: &str, script: &Path) -> Option<Tmux> {
         let have = Command::new("tmux")
             .arg("-V")
             .output()
@@ -732,7 +732,7 @@ impl Tmux {
         Some(Tmux { name })
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = Command::new("tmux")
             .args(["capture-pane", "-p", "-t", &self.name])
             .output()
@@ -750,7 +750,7 @@ impl Drop for Tmux {
 }
 
 /// Waits for `path` (polling, no time assertion beyond a generous cap).
-fn wait_file(path: &Path) {
+pub(crate) fn wait_file(path: &Path) {
     for _ in 0..3000 {
         if path.exists() {
             return;
@@ -761,7 +761,7 @@ fn wait_file(path: &Path) {
 }
 
 /// Polls the screen until `want` holds (the bar redraws on a 200 ms tick).
-fn screen_until(t: &Tmux, want: impl Fn(&str) -> bool) -> String {
+pub(crate) fn screen_until(t: &Tmux, want: impl Fn(&str) -> bool) -> String {
     let mut last = String::new();
     for _ in 0..500 {
         last = t.screen();
