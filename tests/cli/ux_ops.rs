@@ -405,7 +405,7 @@ fn forget_then_reindex_leaves_a_moved_name_where_it_went() {
     let v = env.run(&["--json", "list"]).ok().json();
     let rows = v.as_array().unwrap();
     assert_eq!(rows.len(), 1, "{v}");
-    assert_eq!(rows[0]["id"].as_str(), Some(first.as_str()), "{v}");
+    assert_eq!(rows[0]["snapshot"].as_str(), Some(first.as_str()), "{v}");
     assert!(rows[0]["name"].is_null(), "the name stays off: {v}");
 }
 
