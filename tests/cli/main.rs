@@ -11,6 +11,7 @@ mod full_disk;
 mod hostile_records;
 mod hostile_trees;
 mod mount;
+mod operator_gates;
 mod oracle;
 mod pack;
 mod remote;
