@@ -5,9 +5,16 @@
 # then mount both snapshots read-only and diff them the way a reviewer would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
-cargo build --release --quiet
-zb=$PWD/target/release/zeroclaw-bundle
+# Only what the demo uses (FUSE, getfattr): not the S3 server of the remote tests.
+scripts/setup.sh --demo
+# The binary's path comes from cargo itself, so CARGO_TARGET_DIR or a `build.target-dir` in a
+# cargo config is followed: never assume ./target.
+zb=$(cargo build --release --bin zeroclaw-bundle --message-format=json-render-diagnostics \
+  | sed -n 's/.*"executable":"\([^"]*zeroclaw-bundle\)".*/\1/p' | tail -n 1)
+if [ -z "$zb" ] || [ ! -x "$zb" ]; then
+  echo "demo: cargo built no zeroclaw-bundle executable (see the output above)" >&2
+  exit 1
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/zeroclaw-bundle-demo.XXXXXX")
 export ZEROCLAW_BUNDLE_STORE=$work/store
 mounts=()

@@ -4,12 +4,18 @@
 # tests that need an unprivileged user), attr (getfattr) and b3sum (to check object names
 # against an independent blake3), and s3s-fs (cargo install: the S3 server of the remote-store
 # tests). Runs apt-get as root; as another user it only reports.
+# `setup.sh --demo` installs only what scripts/demo.sh uses (fuse3, attr): no b3sum, and no
+# s3s-fs build (minutes of compiling a server the demo never starts).
 set -euo pipefail
+demo=false
+[ "${1:-}" = --demo ] && demo=true
 need=()
 command -v fusermount3 >/dev/null 2>&1 || need+=(fuse3)
-command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
 command -v getfattr >/dev/null 2>&1 || need+=(attr)
-command -v b3sum >/dev/null 2>&1 || need+=(b3sum)
+if ! $demo; then
+  command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
+  command -v b3sum >/dev/null 2>&1 || need+=(b3sum)
+fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "setup: installing ${need[*]}" >&2
@@ -21,6 +27,10 @@ if [ ${#need[@]} -gt 0 ]; then
   else
     echo "setup: missing ${need[*]}; install them (as root: apt-get install ${need[*]})" >&2
   fi
+fi
+if $demo; then
+  [ -e /dev/fuse ] || echo "setup: /dev/fuse is missing: the demo's mounts will fail (load the fuse module)" >&2
+  exit 0
 fi
 if ! command -v b3sum >/dev/null 2>&1 && command -v cargo >/dev/null 2>&1; then
   # No b3sum package (an older distribution): the reference implementation from crates.io.

@@ -363,7 +363,8 @@ with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, fro
 pub struct PackArgs {
     /// Snapshot to pack (full id, 8+ hex digit prefix, name, or agent/<alias>)
     pub snapshot: String,
-    /// The pack file to write, or - for stdout
+    /// The pack file to write, or - for stdout (a character device or a FIFO, such as
+    /// /dev/null or a named pipe, is written to in place, never replaced)
     #[arg(long, short, value_name = "FILE")]
     pub out: PathBuf,
     /// Leave out every object this snapshot reaches (the other side must have it)
@@ -372,7 +373,7 @@ pub struct PackArgs {
     /// Only the snapshot record and its trees: a digest the other side can diff against
     #[arg(long)]
     pub trees_only: bool,
-    /// Replace FILE if it exists
+    /// Replace FILE if it exists and is a regular file (nothing else is ever replaced)
     #[arg(long)]
     pub force: bool,
 }
@@ -410,7 +411,12 @@ Examples:
   zeroclaw-bundle diff old:workspace new:workspace -p
   zeroclaw-bundle diff agent/researcher ./update.zcpack
   zeroclaw-bundle diff agent/researcher origin/agent/researcher
-  zeroclaw-bundle diff agent/researcher ./bundle --quiet --exit-on-new-grants
+  zeroclaw-bundle diff agent/researcher ./bundle -q --exit-on-new-grants
+
+-q/--quiet (the global option, before or after the command) prints nothing: the exit code says
+whether the sides differ. Two exports of an unchanged agent differ only in the manifest's export
+time (`provenance.exported_at`): that alone is not a change (exit 0, a note on stderr) unless
+--export-time is given.
 
 SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
 with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
@@ -421,18 +427,20 @@ pub struct DiffArgs {
     /// Side B: SNAPSHOT[:PATH], DIR, PACK or NAME/SNAPSHOT[:PATH] (a remote ref)
     pub b: OsString,
     /// Per-file size changes and a summary line
-    #[arg(long, conflicts_with_all = ["content", "quiet"])]
+    #[arg(long, conflicts_with = "content")]
     pub stat: bool,
     /// Show a unified diff of changed text files (capped per file)
-    #[arg(short = 'p', long = "content", conflicts_with = "quiet")]
+    #[arg(short = 'p', long = "content")]
     pub content: bool,
-    /// Print nothing; only the exit code says whether the sides differ
-    #[arg(long)]
-    pub quiet: bool,
     /// Exit 3 when side B grants the agent something side A did not (a new risk flag, skill
-    /// bundle or MCP server, a widened allowlist)
+    /// bundle or MCP server, a widened allowlist); exit 2 when it cannot tell (a side that is
+    /// not a whole agent bundle, or holds no file contents: a digest pack, a remote snapshot)
     #[arg(long)]
     pub exit_on_new_grants: bool,
+    /// Report a manifest that differs only in its export time (`provenance.exported_at`),
+    /// which is otherwise left out of the changes and the exit status
+    #[arg(long)]
+    pub export_time: bool,
 }
 
 /// `snapshot`.

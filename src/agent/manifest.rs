@@ -231,6 +231,25 @@ impl Provenance {
     }
 }
 
+/// Whether two manifest files differ, and only in `provenance.exported_at` (two exports of an
+/// unchanged agent): each is parsed, that one key removed, and the rest compared as text, so any
+/// other difference (a comment, a risk flag, the ZeroClaw version) still counts. A file that is
+/// not UTF-8 or not TOML is never "only the time".
+pub fn manifests_differ_only_in_export_time(a: &[u8], b: &[u8]) -> bool {
+    let without_time = |bytes: &[u8]| -> Option<String> {
+        let mut doc: toml_edit::DocumentMut = std::str::from_utf8(bytes).ok()?.parse().ok()?;
+        let provenance = doc.get_mut("provenance")?.as_table_like_mut()?;
+        provenance.get("exported_at")?.as_str()?;
+        provenance.remove("exported_at");
+        Some(doc.to_string())
+    };
+    a != b
+        && matches!(
+            (without_time(a), without_time(b)),
+            (Some(x), Some(y)) if x == y
+        )
+}
+
 /// `YYYY-MM-DDTHH:MM:SS.ffffff+00:00` (microseconds; times before 1970 clamp to the epoch).
 pub fn rfc3339_utc(at: SystemTime) -> String {
     crate::clock::rfc3339_utc_micros(at)

@@ -44,8 +44,8 @@ pub use layout::{
     MEMORY_SNAPSHOT_FILE, SKILLS_DIR, WORKSPACE_DIR, WORKSPACE_MEMORY_DIR,
 };
 pub use manifest::{
-    rfc3339_utc, secret_story, DropReason, Dropped, Manifest, Provenance, RiskFlag, RiskKind,
-    MANIFEST_HEADER,
+    manifests_differ_only_in_export_time, rfc3339_utc, secret_story, DropReason, Dropped, Manifest,
+    Provenance, RiskFlag, RiskKind, MANIFEST_HEADER,
 };
 pub use plan::{legacy_entry_travels, plan_export, ExportPlan, SkillSource, TreeSource};
 pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_VERSION};

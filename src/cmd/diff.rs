@@ -1,14 +1,18 @@
-//! `diff <A> <B> [--stat | -p | --quiet] [--exit-on-new-grants]`: what changed between two
-//! snapshots, subtrees of snapshots (`SNAP:PATH`) or directories. For two agent bundles, the
-//! semantic section (what the agent may do) comes first, then the files. Exit 0 when equal, 1
-//! when different, 2 on error (main), 3 with `--exit-on-new-grants` when B grants something new.
+//! `diff <A> <B> [--stat | -p] [--exit-on-new-grants] [--export-time]` (and the global `-q`):
+//! what changed between two snapshots, subtrees of snapshots (`SNAP:PATH`) or directories. For
+//! two agent bundles, the semantic section (what the agent may do) comes first, then the files.
+//! Exit 0 when equal, 1 when different, 2 on error (main), 3 with `--exit-on-new-grants` when B
+//! grants something new. The gate fails closed: a side whose grants cannot be read (not a whole
+//! agent bundle, or no file contents: a digest pack, a remote snapshot) is an error, never a
+//! pass. A manifest that differs only in its export time is not a change unless
+//! `--export-time` asks for it: two exports of an unchanged agent compare equal.
 
 use std::ffi::OsStr;
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
@@ -17,7 +21,8 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::agent::{
-    compare_bundles, mask_secret_lines, SemanticChange, CONFIG_FILE, MANIFEST_FILE,
+    compare_bundles, manifests_differ_only_in_export_time, mask_secret_lines, SemanticChange,
+    CONFIG_FILE, MANIFEST_FILE,
 };
 use crate::capture::{keep_everything, root, Capture, KeepBytes, MemoryObjects, Sink};
 use crate::cli::DiffArgs;
@@ -123,8 +128,9 @@ impl Side {
         }
     }
 
-    /// A top-level file of this side: `None` when there is no such file, `Some(None)` when
-    /// the side names it but does not hold its bytes (a digest pack).
+    /// A top-level file of this side: `None` when there is no such file (or the side is a
+    /// subtree), `Some(None)` when the side names it but does not hold its bytes (a digest
+    /// pack, or a file over the cap).
     fn top_file(&self, name: &str) -> Result<Option<Option<Vec<u8>>>> {
         if !self.whole || self.root.entry.kind != EntryKind::Dir {
             return Ok(None);
@@ -140,6 +146,17 @@ impl Side {
 
 /// Runs `diff`.
 pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
+    // `-q` is the global option (before or after the command): it prints nothing, so asking
+    // for an output form with it is a mistake said at once.
+    if ctx.quiet && (args.stat || args.content) {
+        bail!("-q/--quiet prints nothing: it cannot be combined with --stat or -p");
+    }
+    // A side spelled as a path that is not there is said as such, before a store is needed
+    // and before it could be read as a snapshot or a remote ref (`./x` is no remote `.`).
+    for (name, arg) in [('A', &args.a), ('B', &args.b)] {
+        refuse_missing_path(arg)
+            .with_context(|| format!("side {name} ({})", arg.to_string_lossy()))?;
+    }
     // Directory and pack sides need no store, but a directory's stat cache lives in one (a
     // second diff of the same directory is then a stat walk). Without a store at the given
     // path, they use a scratch store in a temporary directory, dropped at the end: a diff
@@ -171,11 +188,24 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
                 .with_context(|| format!("side {name} ({})", arg.to_string_lossy()))?;
         }
     }
-    let semantic = semantic_changes(&a, &b, ctx)?;
+    let Semantic {
+        changes: semantic,
+        export_time_only,
+    } = semantic_changes(&a, &b, args.exit_on_new_grants, ctx)?;
+    // Two exports of an unchanged agent differ in `provenance.exported_at` only: unless asked,
+    // that manifest is left out of the changes, the summary and the exit status (and said).
+    let hide_manifest = export_time_only && !args.export_time;
+    if hide_manifest && !ctx.quiet {
+        crate::note!(
+            "note: {MANIFEST_FILE} differs only in its export time (provenance.exported_at), \
+             which is not counted as a change; --export-time reports it"
+        );
+    }
+    let hidden = |c: &Change| hide_manifest && c.status == Status::M && c.path == MANIFEST_FILE;
     let grants = semantic.iter().any(|c| c.grant);
     let out = std::io::stdout();
     let mut out = out.lock();
-    let mode = if args.quiet {
+    let mode = if ctx.quiet {
         Mode::Quiet
     } else if ctx.json {
         Mode::Json
@@ -217,10 +247,20 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         return closed(e, true);
     }
     let (sa, sb) = (a.tree_side(), b.tree_side());
+    let mut left_out = Vec::new();
     let summary = match diff(sa.as_ref(), &a.root, sb.as_ref(), &b.root, &mut |c| {
+        if hidden(c) {
+            left_out.push(c.clone());
+            return Ok(());
+        }
         printer.change(c).map_err(|e| DiffError::Output(e.into()))
     }) {
-        Ok(summary) => summary,
+        Ok(mut summary) => {
+            for c in &left_out {
+                summary.discount(c);
+            }
+            summary
+        }
         Err(DiffError::Output(e)) => match e.downcast::<std::io::Error>() {
             Ok(io) => return closed(*io, true),
             Err(e) => return Err(anyhow::anyhow!(e)),
@@ -251,6 +291,34 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         }
     }
     Ok(outcome(differs))
+}
+
+/// Refuses a side spelled as a path (`/x`, `./x`, `../x`, `.`, `..`, `~/x`) that does not exist:
+/// it can only have meant a path, so "not a snapshot" or "no remote named `.`" would mislead.
+fn refuse_missing_path(arg: &OsStr) -> Result<()> {
+    let bytes = arg.as_encoded_bytes();
+    let path_like = [&b"/"[..], b"./", b"../", b"~/"]
+        .iter()
+        .any(|p| bytes.starts_with(p))
+        || bytes == b"."
+        || bytes == b"..";
+    if !path_like {
+        return Ok(());
+    }
+    let path = Path::new(arg);
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() && !path.exists() => {
+            bail!(
+                "{} is a symlink to a path that does not exist",
+                path.display()
+            )
+        }
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            bail!("{} does not exist", path.display())
+        }
+        Err(e) => Err(e).with_context(|| format!("could not read {}", path.display())),
+    }
 }
 
 /// A side argument: an existing directory, an existing file (a pack, or a digest pack), else
@@ -447,35 +515,88 @@ fn capture_dir(store: &Store, dir: &Path, keep_all: bool, ctx: &Ctx) -> Result<S
     })
 }
 
+/// What the two sides' bundle files say.
+struct Semantic {
+    /// The semantic section (empty unless both sides are whole agent bundles).
+    changes: Vec<SemanticChange>,
+    /// Whether the two manifests differ in their export time only.
+    export_time_only: bool,
+}
+
+/// A side's bundle files.
+enum BundleFiles {
+    /// Both files, with their bytes.
+    Held { manifest: Vec<u8>, config: Vec<u8> },
+    /// The side names them without holding their bytes.
+    NotHeld,
+    /// Not a whole agent bundle (no manifest and config at its root, or a `SNAP:PATH` subtree).
+    NotBundle,
+}
+
 /// The semantic section, when both sides are whole agent bundles. A side that names the
 /// bundle files without holding their bytes (a digest pack) is said on stderr: its files are
-/// still compared by id.
-fn semantic_changes(a: &Side, b: &Side, ctx: &Ctx) -> Result<Vec<SemanticChange>> {
-    let texts = |s: &Side| -> Result<Option<(String, String)>> {
-        match (s.top_file(MANIFEST_FILE)?, s.top_file(CONFIG_FILE)?) {
-            (Some(Some(m)), Some(Some(c))) => Ok(Some((
-                String::from_utf8_lossy(&m).into_owned(),
-                String::from_utf8_lossy(&c).into_owned(),
-            ))),
-            (Some(None), _) | (_, Some(None)) => {
-                if !ctx.quiet {
-                    crate::note!(
-                        "note: {} does not hold the bundle's files (a digest pack; a remote \
-                         snapshot, whose diff fetches trees only; or an incremental pack whose \
-                         base is not in this store), so the agent section is left out; its \
-                         files are compared by content id",
-                        s.label
-                    );
+/// still compared by id. With `gate` (`--exit-on-new-grants`), a side whose grants cannot be
+/// read is an error: the gate never passes what it could not check.
+fn semantic_changes(a: &Side, b: &Side, gate: bool, ctx: &Ctx) -> Result<Semantic> {
+    const NOT_HELD: &str = "does not hold the bundle's file contents (a digest pack; a remote \
+         snapshot, whose diff fetches trees only; an incremental pack whose base is not in this \
+         store; or a bundle file over 4 MiB)";
+    let files = |s: &Side| -> Result<BundleFiles> {
+        Ok(
+            match (s.top_file(MANIFEST_FILE)?, s.top_file(CONFIG_FILE)?) {
+                (Some(Some(manifest)), Some(Some(config))) => {
+                    BundleFiles::Held { manifest, config }
                 }
-                Ok(None)
-            }
-            _ => Ok(None),
-        }
+                (Some(None), _) | (_, Some(None)) => BundleFiles::NotHeld,
+                _ => BundleFiles::NotBundle,
+            },
+        )
     };
-    match (texts(a)?, texts(b)?) {
-        (Some((ma, ca)), Some((mb, cb))) => Ok(compare_bundles(&ma, &ca, &mb, &cb)
-            .context("could not compare the two agent bundles")?),
-        _ => Ok(Vec::new()),
+    let (fa, fb) = (files(a)?, files(b)?);
+    for (name, side, f) in [('A', a, &fa), ('B', b, &fb)] {
+        match f {
+            BundleFiles::NotHeld if gate => bail!(
+                "--exit-on-new-grants cannot check what the agent may do: side {name} ({}) \
+                 {NOT_HELD}; compare a full snapshot, pack or bundle directory instead (`pull` \
+                 a remote snapshot, `unpack` a pack's base first)",
+                side.label
+            ),
+            BundleFiles::NotBundle if gate => bail!(
+                "--exit-on-new-grants cannot check what the agent may do: side {name} ({}) is \
+                 not a whole agent bundle (no {MANIFEST_FILE} and {CONFIG_FILE} at its root)",
+                side.label
+            ),
+            BundleFiles::NotHeld if !ctx.quiet => crate::note!(
+                "note: {} {NOT_HELD}, so the agent section is left out; its files are compared \
+                 by content id",
+                side.label
+            ),
+            _ => {}
+        }
+    }
+    match (fa, fb) {
+        (
+            BundleFiles::Held {
+                manifest: ma,
+                config: ca,
+            },
+            BundleFiles::Held {
+                manifest: mb,
+                config: cb,
+            },
+        ) => {
+            let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+            let changes = compare_bundles(&text(&ma), &text(&ca), &text(&mb), &text(&cb))
+                .context("could not compare the two agent bundles")?;
+            Ok(Semantic {
+                changes,
+                export_time_only: manifests_differ_only_in_export_time(&ma, &mb),
+            })
+        }
+        _ => Ok(Semantic {
+            changes: Vec::new(),
+            export_time_only: false,
+        }),
     }
 }
 

@@ -1,5 +1,8 @@
 //! `mount SNAPSHOT MOUNTPOINT [--daemon]` and `umount MOUNTPOINT`.
 //!
+//! An update pack (`pack --since`) mounts only over a store that holds its base: without it,
+//! the mount is refused naming the base (it would serve a tree of EIO).
+//!
 //! The foreground mount serves until unmounted or interrupted: SIGINT/SIGTERM unmount cleanly
 //! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
 //! new session as the server, waits until it reports that the mount answers (a line on a
@@ -47,17 +50,19 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             let snap = pack.snapshot()?;
             let id = pack.root;
             // An incremental pack serves what it does not carry from this store, when the
-            // store holds its base; else the base's files answer EIO, which is said here.
+            // store holds its base. Without the base, every directory and file it does not
+            // carry would answer EIO: refused here, naming the base, before anything mounts.
             let source = PackOverStore::new(pack, ctx.existing_store()?.as_ref());
             if let (Some(base), false) = (source.pack().base, source.layered()) {
-                if !ctx.quiet && !args.daemon_child {
-                    crate::note!(
-                        "note: {} is an update on snapshot {}, which this store does not hold: \
-                         files it does not carry answer EIO (unpack the base first)",
-                        args.snapshot,
-                        base.short(12)
-                    );
-                }
+                bail!(
+                    "refusing to mount {}: it is an update (`pack --since`) on snapshot {}, \
+                     which the store at {} does not hold, so what the update does not carry \
+                     could not be read; unpack or pull snapshot {} first, or mount a full pack",
+                    args.snapshot,
+                    base.short(12),
+                    ctx.store_path.display(),
+                    base.to_hex()
+                );
             }
             let source: Arc<dyn ObjectSource> = Arc::new(source);
             (source, id, snap, None)

@@ -2,16 +2,20 @@
 //! A pack file is written as an unnamed file in its destination's directory and named and
 //! renamed into place once whole, so a failed, interrupted or killed `pack` never leaves a
 //! partial FILE nor a staged file; `unpack` verifies the whole pack before it
-//! writes anything, and commits the snapshot record last.
+//! writes anything, and commits the snapshot record last. Only a regular file is ever replaced
+//! (with `--force`): a character device or a FIFO at FILE (`/dev/null`, a named pipe) is
+//! written to in place, like stdout, and anything else (a directory, a block device, a socket)
+//! is refused.
 
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::{
-    unpack_watched, write_pack, ObjectId, PackOptions, PackReader, Store, StoreError,
+    unpack_watched, write_pack, ObjectId, PackOptions, PackReader, PackStats, Store, StoreError,
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
@@ -53,8 +57,20 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         })?
     } else {
         refuse_out_in_store(&args.out, &ctx.store_path)?;
-        if args.out.exists() && !args.force {
-            bail!("{} exists; pass --force to replace it", args.out.display());
+        match Existing::at(&args.out)? {
+            Existing::Nothing => {}
+            Existing::Regular if args.force => {}
+            Existing::Regular => bail!("{} exists; pass --force to replace it", args.out.display()),
+            Existing::Stream => {
+                let stats = write_to_stream(&store, &id, options, &args.out, &mut |n| bar.inc(n))?;
+                bar.finish_and_clear();
+                return report(ctx, &id, since, &args, &stats, Some(&args.out));
+            }
+            Existing::Other(what) => bail!(
+                "refusing to write the pack to {}: it is {what}, and only a regular file is \
+                 replaced (with --force); name a new file, or pass --out - and redirect",
+                args.out.display()
+            ),
         }
         let (staged, file) = staging_file(&args.out)?;
         // Ctrl-C stops at the next write: the staged file is removed below, nothing lands.
@@ -92,6 +108,25 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         stats
     };
     bar.finish_and_clear();
+    report(
+        ctx,
+        &id,
+        since,
+        &args,
+        &stats,
+        (!to_stdout).then_some(args.out.as_path()),
+    )
+}
+
+/// The report of a `pack` that wrote `stats` (to `out`, or to stdout when `None`).
+fn report(
+    ctx: &Ctx,
+    id: &ObjectId,
+    since: Option<ObjectId>,
+    args: &PackArgs,
+    stats: &PackStats,
+    out: Option<&Path>,
+) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
@@ -112,17 +147,99 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             count(stats.blobs, "blob"),
             human_bytes(stats.bytes),
             human_bytes(stats.pack_bytes),
-            if to_stdout {
-                String::new()
-            } else {
-                format!(" at {}", args.out.display())
+            match out {
+                None => String::new(),
+                Some(out) => format!(" at {}", out.display()),
             }
         );
     }
-    if !to_stdout && !ctx.json {
+    if out.is_some() && !ctx.json {
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// What `--out` names before the pack is written.
+enum Existing {
+    /// Nothing (or a dangling symlink, which the pack replaces as a new file would).
+    Nothing,
+    /// A regular file: replaced with `--force`.
+    Regular,
+    /// A character device or a FIFO: written to in place, never replaced.
+    Stream,
+    /// Anything else, by name: refused.
+    Other(&'static str),
+}
+
+impl Existing {
+    fn at(out: &Path) -> Result<Existing> {
+        let meta = match fs::metadata(out) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Nothing),
+            Err(e) => return Err(e).with_context(|| format!("could not read {}", out.display())),
+        };
+        let t = meta.file_type();
+        Ok(if t.is_file() {
+            Existing::Regular
+        } else if t.is_char_device() || t.is_fifo() {
+            Existing::Stream
+        } else if t.is_dir() {
+            Existing::Other("a directory")
+        } else if t.is_block_device() {
+            Existing::Other("a block device")
+        } else {
+            Existing::Other("a socket")
+        })
+    }
+}
+
+/// Writes the pack into the character device or FIFO at `out`, opened for writing without
+/// creating or truncating anything (a FIFO's open waits for its reader), and checked once
+/// open: a path swapped for a regular file in between is refused, never overwritten.
+fn write_to_stream(
+    store: &Store,
+    id: &ObjectId,
+    options: PackOptions,
+    out: &Path,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats> {
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(out)
+        .with_context(|| format!("could not open {} for writing", out.display()))?;
+    let t = file
+        .metadata()
+        .with_context(|| format!("could not read {}", out.display()))?
+        .file_type();
+    if !(t.is_char_device() || t.is_fifo()) {
+        bail!(
+            "refusing to write the pack to {}: it changed while being opened (it is no longer \
+             a character device or a FIFO)",
+            out.display()
+        );
+    }
+    if file.is_terminal() {
+        bail!(
+            "refusing to write a pack to the terminal {}; redirect it or pass --out FILE",
+            out.display()
+        );
+    }
+    let mut w = io::BufWriter::new(StopOnInterrupt(file));
+    let stats = write_pack(store, id, options, &mut w, progress).and_then(|s| {
+        w.flush()
+            .map_err(|error| StoreError::PackOutput { op: "write", error })?;
+        Ok(s)
+    });
+    match stats {
+        Ok(stats) => Ok(stats),
+        Err(_) if crate::interrupt::requested() => {
+            bail!(
+                "interrupted; the pack written to {} is incomplete",
+                out.display()
+            )
+        }
+        Err(e) => Err(e).with_context(|| format!("could not write the pack to {}", out.display())),
+    }
 }
 
 /// Refuses `--out` inside the store, or naming the store or a directory that holds it

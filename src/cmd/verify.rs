@@ -1,7 +1,10 @@
 //! `verify`: rehash every object and check that every snapshot reaches only present objects.
+//! A damaged or missing object is named once, with each snapshot that needs it and how to get
+//! it back (unpack or pull that snapshot again).
 
 use anyhow::Result;
 use serde_json::json;
+use zeroclaw_bundle_store::{ObjectId, VerifyProblem};
 
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
@@ -40,6 +43,29 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
     } else {
         for p in &report.problems {
             crate::outln!("problem: {p}")?;
+        }
+        // How a damaged or lost object comes back: from another copy of a snapshot that
+        // reaches it (an import takes what the store lacks, and replaces a damaged tree), not
+        // from `reindex`, which rebuilds the catalog and the tree indexes from the objects.
+        let mut damaged: Vec<ObjectId> = report
+            .problems
+            .iter()
+            .filter_map(|p| match p {
+                VerifyProblem::CorruptReached { snapshot, .. }
+                | VerifyProblem::Missing { snapshot, .. } => Some(*snapshot),
+                _ => None,
+            })
+            .collect();
+        damaged.sort();
+        damaged.dedup();
+        for snapshot in damaged {
+            crate::note!(
+                "hint: snapshot {} comes back from another copy of it: `zeroclaw-bundle unpack` \
+                 a pack of it made where it verifies, or `zeroclaw-bundle pull REMOTE/{}` again \
+                 (a corrupt tree is replaced; remove a corrupt file object from objects/ first)",
+                snapshot.short(12),
+                snapshot.to_hex()
+            );
         }
         if report.tree_indexes_missing > 0 {
             crate::note!(

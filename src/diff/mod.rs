@@ -192,17 +192,34 @@ impl Summary {
     fn count(&mut self, c: &Change) {
         let old = c.old.as_ref().map_or(0, |e| e.size);
         let new = c.new.as_ref().map_or(0, |e| e.size);
-        match c.status {
-            Status::A => self.added += 1,
-            Status::D => self.deleted += 1,
-            Status::M => self.modified += 1,
-            Status::T => self.kind_changed += 1,
-            Status::X => self.mode_changed += 1,
-            Status::R => self.renamed += 1,
-        }
+        *self.counter(c.status) += 1;
         if c.status != Status::T {
             self.bytes_added += new.saturating_sub(old);
             self.bytes_removed += old.saturating_sub(new);
+        }
+    }
+
+    /// Takes back a change the walk counted (one the caller leaves out of its report, such as
+    /// a manifest that differs only in its export time).
+    pub fn discount(&mut self, c: &Change) {
+        let old = c.old.as_ref().map_or(0, |e| e.size);
+        let new = c.new.as_ref().map_or(0, |e| e.size);
+        let n = self.counter(c.status);
+        *n = n.saturating_sub(1);
+        if c.status != Status::T {
+            self.bytes_added = self.bytes_added.saturating_sub(new.saturating_sub(old));
+            self.bytes_removed = self.bytes_removed.saturating_sub(old.saturating_sub(new));
+        }
+    }
+
+    fn counter(&mut self, status: Status) -> &mut u64 {
+        match status {
+            Status::A => &mut self.added,
+            Status::D => &mut self.deleted,
+            Status::M => &mut self.modified,
+            Status::T => &mut self.kind_changed,
+            Status::X => &mut self.mode_changed,
+            Status::R => &mut self.renamed,
         }
     }
 }

@@ -198,6 +198,12 @@ impl ObjectDir {
             .unwrap_or(false)
     }
 
+    /// True when the object exists and its bytes hash to its id (reads it whole: for the
+    /// rare object an import finds present, never for a whole closure).
+    pub fn is_intact(&self, id: &ObjectId) -> bool {
+        self.open_blob(id).and_then(|b| b.verify(id)).is_ok()
+    }
+
     /// True when the object exists.
     pub fn has(&self, id: &ObjectId) -> bool {
         fs::symlink_metadata(self.path_of(id))

@@ -18,7 +18,8 @@
 //! writes the record, then the catalog entry. A failure anywhere removes the staging
 //! directory: nothing is imported. A kill leaves at most that directory (which `gc` removes)
 //! or, during the renames, unreferenced objects: never a snapshot that lists missing objects.
-//! An object the store already holds (same id and length) is verified but not staged.
+//! An object the store already holds intact (same id, length and hash) is verified but not
+//! staged; a tree the store holds damaged is replaced by the pack's verified copy.
 
 use std::collections::HashSet;
 use std::io::{self, BufReader};
@@ -183,7 +184,9 @@ fn land_one(
     bufs: &mut Buffers,
 ) -> Result<(), StoreError> {
     let path = pack.path();
-    let have = objects.has_with_len(&e.id, e.len);
+    // Held already: a concurrent import landed it, or it is a damaged tree this import
+    // replaces (see `closure_needs`); only an intact copy is kept.
+    let have = objects.has_with_len(&e.id, e.len) && objects.is_intact(&e.id);
     if e.len > IN_MEMORY || e.stored_len > IN_MEMORY {
         let mut stored = BufReader::with_capacity(STREAM_BUF, pack.stored_reader(e));
         if have {
@@ -428,8 +431,18 @@ pub fn closure_needs(
         if !seen.insert(id) {
             continue;
         }
-        let tree = if store.objects().has(&id) {
-            store.read_tree(&id)?
+        // A tree the store holds damaged (`verify` names it) is taken from the packs like a
+        // missing one, so unpacking or pulling the snapshot again replaces it.
+        let held = match store.objects().has(&id) {
+            true => match store.read_tree(&id) {
+                Ok(tree) => Some(tree),
+                Err(StoreError::CorruptObject { .. }) => None,
+                Err(e) => return Err(e),
+            },
+            false => None,
+        };
+        let tree = if let Some(tree) = held {
+            tree
         } else if let Some(pack) = find_in(packs, &id) {
             from_packs.push(id);
             pack.tree(&id)?

@@ -13,6 +13,7 @@ mod hostile_records;
 mod hostile_trees;
 mod json_schema;
 mod mount;
+mod operator_gates;
 mod oracle;
 mod pack;
 mod remote;
