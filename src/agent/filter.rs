@@ -17,6 +17,8 @@ use super::manifest::{DropReason, Dropped};
 pub struct BundleFilter {
     patterns: Vec<String>,
     set: GlobSet,
+    /// The pattern each glob of `set` comes from (`dir/**` adds a second glob for `dir`).
+    pattern_of: Vec<usize>,
     /// (bundle path, indexes of every pattern that matched it), in capture order.
     excluded: Mutex<Vec<(String, Vec<usize>)>>,
 }
@@ -28,7 +30,8 @@ impl BundleFilter {
     /// refused, naming it.
     pub fn new(patterns: &[String]) -> Result<Self, AgentError> {
         let mut builder = GlobSetBuilder::new();
-        for pattern in patterns {
+        let mut pattern_of = Vec::new();
+        for (index, pattern) in patterns.iter().enumerate() {
             let bad = |problem: &str| AgentError::InvalidExclude {
                 pattern: pattern.clone(),
                 problem: problem.to_string(),
@@ -45,11 +48,20 @@ impl BundleFilter {
                     "must start with workspace/ or skills/ (config.toml and the manifest always travel)",
                 ));
             }
-            let glob = globset::GlobBuilder::new(pattern)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| bad(&format!("is not a valid glob: {}", e.kind())))?;
-            builder.add(glob);
+            let glob = |text: &str| {
+                globset::GlobBuilder::new(text)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| bad(&format!("is not a valid glob: {}", e.kind())))
+            };
+            builder.add(glob(pattern)?);
+            pattern_of.push(index);
+            // `dir/**` leaves `dir` out too: everything in it goes, so an empty `dir` would
+            // only say it was there.
+            if let Some(dir) = pattern.strip_suffix("/**").filter(|d| d.contains('/')) {
+                builder.add(glob(dir)?);
+                pattern_of.push(index);
+            }
         }
         let set = builder.build().map_err(|e| AgentError::InvalidExclude {
             pattern: patterns.join(" "),
@@ -58,6 +70,7 @@ impl BundleFilter {
         Ok(BundleFilter {
             patterns: patterns.to_vec(),
             set,
+            pattern_of,
             excluded: Mutex::new(Vec::new()),
         })
     }
@@ -70,10 +83,16 @@ impl BundleFilter {
                 return false;
             }
         }
-        let matched = self.set.matches(bundle_path);
+        let mut matched: Vec<usize> = self
+            .set
+            .matches(bundle_path)
+            .into_iter()
+            .map(|glob| self.pattern_of[glob])
+            .collect();
         if matched.is_empty() {
             return true;
         }
+        matched.dedup();
         self.excluded
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -189,6 +208,22 @@ mod tests {
             ]
         );
         assert_eq!(f.unmatched(), ["workspace/nothing-here"]);
+    }
+
+    #[test]
+    fn a_directory_pattern_leaves_the_directory_out_too() {
+        let f = BundleFilter::new(&["workspace/notes/**".to_string()]).unwrap();
+        assert!(
+            !f.keeps("workspace/notes"),
+            "the emptied directory stays behind"
+        );
+        assert!(!f.keeps("workspace/notes/a.md"));
+        assert!(f.keeps("workspace/notes.md"));
+        assert!(f.keeps("workspace/other/notes"));
+        let dropped = f.dropped();
+        assert_eq!(dropped.len(), 2);
+        assert!(dropped[0].detail.contains("workspace/notes/**"));
+        assert!(f.unmatched().is_empty());
     }
 
     #[test]

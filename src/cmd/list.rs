@@ -76,6 +76,13 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
             ]
         })
         .collect();
+    print_snapshot_table(&rows)?;
+    Ok(Outcome::Success)
+}
+
+/// The table of `list` (and `list --remote`): one row per snapshot under a header, columns
+/// padded to the widest cell, counts right-aligned.
+pub(crate) fn print_snapshot_table(rows: &[[String; 6]]) -> Result<()> {
     let header = ["SNAPSHOT", "CREATED", "NAME", "FILES", "SIZE", "SOURCE"];
     let width = |i: usize| {
         rows.iter()
@@ -102,8 +109,8 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         )
     };
     crate::outln!("{}", line(&header))?;
-    for r in &rows {
+    for r in rows {
         crate::outln!("{}", line(&[&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]))?;
     }
-    Ok(Outcome::Success)
+    Ok(())
 }

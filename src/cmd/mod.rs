@@ -54,6 +54,16 @@ pub fn clear_progress(bars: &[&ProgressBar]) {
     }
 }
 
+/// The time a bar says is left: an estimate only once it means something (3 s in and 5 % done),
+/// so a 4-second export never announces half an hour.
+fn time_left(state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write) {
+    let _ = if state.elapsed().as_secs_f64() < 3.0 || state.fraction() < 0.05 {
+        w.write_str("estimating")
+    } else {
+        write!(w, "{} left", indicatif::HumanDuration(state.eta()))
+    };
+}
+
 /// A bar (with `len`) or a spinner on stderr (see [`Ctx::progress`]).
 fn new_bar(len: Option<u64>, what: &str, bytes: bool) -> ProgressBar {
     let bar = match len {
@@ -62,12 +72,12 @@ fn new_bar(len: Option<u64>, what: &str, bytes: bool) -> ProgressBar {
     };
     bar.set_draw_target(ProgressDrawTarget::stderr());
     let template = match (len.is_some(), bytes) {
-        (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({eta} left)",
-        (true, false) => "{msg} [{bar:30}] {pos}/{len} ({eta} left)",
+        (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} ({time_left})",
+        (true, false) => "{msg} [{bar:30}] {pos}/{len} ({time_left})",
         (false, _) => "{spinner} {msg}: {prefix}",
     };
     if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style.progress_chars("=> "));
+        bar.set_style(style.progress_chars("=> ").with_key("time_left", time_left));
     }
     bar.set_message(what.to_string());
     bar.set_prefix("0 files");

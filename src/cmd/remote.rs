@@ -401,20 +401,28 @@ fn print_remote_rows(
             }
         }
     }
-    for (id, s) in rows {
-        let label = match (&s.name, &s.agent) {
-            (Some(n), _) => zeroclaw_bundle_store::escape_text(n),
-            (None, Some(a)) if newest.get(a.as_str()).is_some_and(|b| b.1 == *id) => {
-                format!("agent/{}", zeroclaw_bundle_store::escape_text(a))
-            }
-            _ => "-".into(),
-        };
-        crate::outln!(
-            "{}  {}  {}",
-            id.short(16),
-            crate::clock::rfc3339_utc(s.created_unix_ns),
-            label
-        )?;
+    let table: Vec<[String; 6]> = rows
+        .iter()
+        .map(|(id, s)| {
+            let label = match (&s.name, &s.agent) {
+                (Some(n), _) => zeroclaw_bundle_store::escape_text(n),
+                (None, Some(a)) if newest.get(a.as_str()).is_some_and(|b| b.1 == *id) => {
+                    format!("agent/{}", zeroclaw_bundle_store::escape_text(a))
+                }
+                _ => "-".into(),
+            };
+            [
+                id.short(16),
+                crate::clock::rfc3339_utc(s.created_unix_ns),
+                label,
+                s.files().to_string(),
+                crate::cmd::human_bytes(s.bytes()),
+                zeroclaw_bundle_store::escape_text(&s.source),
+            ]
+        })
+        .collect();
+    if !table.is_empty() {
+        super::list::print_snapshot_table(&table)?;
     }
     if bad > 0 {
         crate::note!("{bad} unreadable snapshot record(s) on {name} (named above)");

@@ -803,14 +803,14 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
             "checkout s --out co",
             "publish-write",
             "f05",
-            &["publishing", "/20 files", "MiB/3.81 MiB", "left)"],
+            &["publishing", "/20 files", "MiB/3.81 MiB", ")"],
         ),
         // The publish half of an export: the library's progress reaches the same bar.
         (
             "export researcher --install install --out ex",
             "publish-write",
             "workspace/notes.md",
-            &["publishing", "/7 files", "left)"],
+            &["publishing", "/7 files", ")"],
         ),
     ];
     for (args, seam, file, expect) in cases {

@@ -110,7 +110,7 @@ fn push_pull_and_unpack_show_bars_on_a_terminal_and_never_in_a_pipe() {
         &format!("unpack {}", file.display()),
         "import-verified",
         "object-3",
-        &["verifying", "/25 objects", " MiB (", "left)"],
+        &["verifying", "/25 objects", " MiB (", ")"],
     );
     // push: the pack being written, then its upload.
     add(&env.store);
@@ -120,7 +120,7 @@ fn push_pull_and_unpack_show_bars_on_a_terminal_and_never_in_a_pipe() {
         &format!("push {id}"),
         "push-packed",
         "object-3",
-        &["packing", "/26 objects", " MiB (", "left)"],
+        &["packing", "/26 objects", " MiB (", ")"],
     );
     let remote2 = env.path("remote2");
     fs::create_dir_all(&remote2).unwrap();
@@ -195,7 +195,14 @@ fn push_pull_and_unpack_show_bars_on_a_terminal_and_never_in_a_pipe() {
         .ok(),
     ] {
         let err = r.stderr();
-        let bar = ["verifying", "packing", "uploading", "downloading", "left)"];
+        let bar = [
+            "verifying",
+            "packing",
+            "uploading",
+            "downloading",
+            "left)",
+            "estimating)",
+        ];
         assert!(
             !err.contains('\r') && !err.contains('\x1b') && !bar.iter().any(|b| err.contains(b)),
             "{}",
@@ -451,4 +458,19 @@ fn list_labels_agent_alias_on_the_snapshot_it_resolves_to_only() {
     let rows = labelled(&list.stdout());
     assert_eq!(rows.len(), 1, "{}", list.describe());
     assert!(rows[0].starts_with(&resolved[..16]), "{}", list.describe());
+    // The same table as `list`: a header, then files and size on every row (issue 22, 19).
+    let header = list.stdout().lines().next().unwrap_or_default().to_string();
+    for column in ["SNAPSHOT", "CREATED", "NAME", "FILES", "SIZE", "SOURCE"] {
+        assert!(header.contains(column), "{}", list.describe());
+    }
+    assert_eq!(
+        header,
+        f.on("a", &["list"])
+            .ok()
+            .stdout()
+            .lines()
+            .next()
+            .unwrap_or_default(),
+        "list and list --remote share one table"
+    );
 }
