@@ -1,7 +1,10 @@
 //! The store's error type: one enum, each message naming the operation and the path or id.
+//! Also `ObjectId`'s `FromStr`, whose error is [`StoreError::BadObjectId`]: it lives here so
+//! that `id` depends on nothing and this module is the only side of the `error`-`id` edge.
 
 use std::io;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 use crate::id::ObjectId;
 
@@ -254,5 +257,30 @@ impl StoreError {
             self,
             StoreError::CorruptObject { .. } | StoreError::Malformed { .. }
         )
+    }
+}
+
+impl FromStr for ObjectId {
+    type Err = StoreError;
+
+    fn from_str(s: &str) -> Result<ObjectId, StoreError> {
+        ObjectId::from_hex(s).ok_or_else(|| StoreError::BadObjectId(s.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bad_id_reads_the_same_from_str_and_from_json() {
+        let bad = "zz".repeat(32);
+        let parsed = bad.parse::<ObjectId>().unwrap_err();
+        assert!(matches!(&parsed, StoreError::BadObjectId(s) if *s == bad));
+        let json = serde_json::from_str::<ObjectId>(&format!("{bad:?}")).unwrap_err();
+        assert!(
+            json.to_string().starts_with(&parsed.to_string()),
+            "{json} vs {parsed}"
+        );
     }
 }

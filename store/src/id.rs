@@ -3,11 +3,12 @@
 //! The hash function is an implementation detail of this module: callers see a 32-byte id,
 //! its 64-digit lowercase hex form, and a streaming [`IdHasher`]. So `b3sum` of any object
 //! file prints the object's own name.
+//!
+//! This module depends on no other module of the crate. Parsing a hex id fails with
+//! `StoreError::BadObjectId`, so the `FromStr` impl that names that error lives with
+//! it in `error`; the hex grammar itself is `ObjectId::from_hex` here.
 
 use std::fmt;
-use std::str::FromStr;
-
-use crate::error::StoreError;
 
 /// The blake3 hash of an object's bytes: the object's name in the store.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -42,6 +43,18 @@ impl ObjectId {
         s
     }
 
+    /// The id whose 64-digit lowercase hex form is `s`, or `None` when `s` is not one.
+    pub(crate) fn from_hex(s: &str) -> Option<ObjectId> {
+        if s.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in s.as_bytes().chunks(2).enumerate() {
+            out[i] = (hex_val(pair[0])? << 4) | hex_val(pair[1])?;
+        }
+        Some(ObjectId(out))
+    }
+
     /// The first `n` hex digits, for short display.
     pub fn short(&self, n: usize) -> String {
         let mut hex = self.to_hex();
@@ -64,24 +77,6 @@ impl fmt::Debug for ObjectId {
     }
 }
 
-impl FromStr for ObjectId {
-    type Err = StoreError;
-
-    fn from_str(s: &str) -> Result<ObjectId, StoreError> {
-        let bad = || StoreError::BadObjectId(s.to_string());
-        if s.len() != 64 {
-            return Err(bad());
-        }
-        let mut out = [0u8; 32];
-        for (i, pair) in s.as_bytes().chunks(2).enumerate() {
-            let hi = hex_val(pair[0]).ok_or_else(bad)?;
-            let lo = hex_val(pair[1]).ok_or_else(bad)?;
-            out[i] = (hi << 4) | lo;
-        }
-        Ok(ObjectId(out))
-    }
-}
-
 fn hex_val(c: u8) -> Option<u8> {
     match c {
         b'0'..=b'9' => Some(c - b'0'),
@@ -99,7 +94,9 @@ impl serde::Serialize for ObjectId {
 impl<'de> serde::Deserialize<'de> for ObjectId {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<ObjectId, D::Error> {
         let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
+        // The same text as `StoreError::BadObjectId` (a test in `error` pins it).
+        ObjectId::from_hex(&s)
+            .ok_or_else(|| serde::de::Error::custom(format_args!("not an object id: {s:?}")))
     }
 }
 
