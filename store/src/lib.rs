@@ -73,6 +73,7 @@ mod lock;
 mod maintenance;
 mod objects;
 mod pack;
+mod pack_format;
 mod pack_writer;
 mod snapshot;
 mod source;
@@ -101,9 +102,10 @@ pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ObjectDir, VerifyingReader};
 pub use pack::{
-    decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackEntry, PackLayout,
-    PackOptions, PackOverStore, PackReader, PackStats, PACK_VERSION,
+    decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackLayout,
+    PackOptions, PackOverStore, PackReader, PackStats,
 };
+pub use pack_format::{PackEntry, PACK_VERSION};
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
 };

@@ -1,22 +1,8 @@
 //! Packs: one self-verifying file that carries a snapshot and every object it reaches, so a
 //! bundle crosses hosts as one file and can be mounted, diffed or checked out without
-//! unpacking ([`PackReader`] is an [`ObjectSource`] like the store).
-//!
-//! Format version 1, all integers little-endian:
-//!
-//! ```text
-//! header   "ZCBPACK\0" | version u32 = 1 | flags u32 (bit 0: trees only, a digest pack)
-//!          | root snapshot id [32] | base snapshot id [32] (zeros: not incremental)
-//! objects  the snapshot record, then every tree, then (unless trees only) every blob; each
-//!          object once; each stored raw or as one zstd frame (`pack_writer` says
-//!          when a blob is compressed)
-//! index    count u64, then per object sorted by id: id [32] | offset u64 | stored length u64
-//!          | length u64 | flags u8 (bit 0: zstd)
-//! trailer  index offset u64 | blake3 of every byte before the trailer [32] | "ZCBPEND\0"
-//! ```
-//!
-//! An object's id is the blake3 of its uncompressed bytes, as in the store. A pack written
-//! with a base (`--since`) leaves out every object the base snapshot reaches.
+//! unpacking ([`PackReader`] is an [`ObjectSource`] like the store). The byte format is
+//! `pack_format`'s; this module walks a snapshot into a pack (its blobs through the
+//! `pack_writer` pipeline) and reads packs back.
 //!
 //! Reading is hostile-input safe: the trailer, the index and every entry are checked against the
 //! file size before anything is allocated (offsets inside the object area, no overlaps, ids
@@ -40,30 +26,21 @@ use std::sync::Arc;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
 use crate::objects::Blob;
-use crate::pack_writer::{write_blobs, Tuning};
+#[cfg(test)]
+use crate::pack_format::ZSTD_LEVEL;
+use crate::pack_format::{
+    decode_entry, encode_index, encode_trailer, PackEntry, END, ENTRY_LEN, FLAG_TREES_ONLY,
+    FLAG_ZSTD, HEADER_LEN, MAGIC, PACK_VERSION, STREAM_WINDOW_LOG, TRAILER_LEN,
+};
+use crate::pack_writer::{write_blobs, write_err, HashingWriter, Tuning};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree};
 use crate::{Store, StoreReader};
 
-const MAGIC: &[u8; 8] = b"ZCBPACK\0";
-const END: &[u8; 8] = b"ZCBPEND\0";
-/// The pack format this crate writes and reads.
-pub const PACK_VERSION: u32 = 1;
-const HEADER_LEN: u64 = 8 + 4 + 4 + 32 + 32;
-const ENTRY_LEN: u64 = 32 + 8 + 8 + 8 + 1;
-const TRAILER_LEN: u64 = 8 + 32 + 8;
-const FLAG_TREES_ONLY: u32 = 1;
-const FLAG_ZSTD: u8 = 1;
 /// Largest tree or record [`PackReader::read`] reads into memory (64 MiB, the size of the
 /// largest tree index read whole: [`crate::limits::MAX_INDEX_IN_MEMORY`]).
 pub const MAX_IN_MEMORY_OBJECT: u64 = crate::limits::MAX_INDEX_IN_MEMORY;
-/// Largest zstd window a streaming read accepts (2^23 = 8 MiB): the writer's level 3 uses at
-/// most 2^21, and a hostile frame that asks for zstd's default limit (128 MiB) would make
-/// every streaming reader allocate that much.
-pub(crate) const STREAM_WINDOW_LOG: u32 = 23;
-/// zstd level for blobs: level 3 is zstd's default and keeps `pack` near `tar` speed.
-pub(crate) const ZSTD_LEVEL: i32 = 3;
 
 /// What is wrong with a pack (always named, with the pack's path, by [`StoreError::BadPack`]).
 pub(crate) fn bad(pack: &Path, why: impl Into<String>) -> StoreError {
@@ -83,21 +60,6 @@ pub(crate) fn corrupt_in_pack(pack: &Path, id: &ObjectId, actual: &ObjectId) -> 
             actual.short(12)
         ),
     )
-}
-
-/// One index entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PackEntry {
-    /// Object id (blake3 of the uncompressed bytes).
-    pub id: ObjectId,
-    /// Where its stored bytes start.
-    pub offset: u64,
-    /// Stored (possibly compressed) length.
-    pub stored_len: u64,
-    /// Uncompressed length.
-    pub len: u64,
-    /// Stored with zstd.
-    pub zstd: bool,
 }
 
 /// What a written pack holds.
@@ -317,11 +279,7 @@ fn emit(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
-    let mut w = HashingWriter {
-        inner: out,
-        hasher: IdHasher::new(),
-        written: 0,
-    };
+    let mut w = HashingWriter::new(out);
     let mut header = Vec::with_capacity(HEADER_LEN as usize);
     header.extend_from_slice(MAGIC);
     header.extend_from_slice(&PACK_VERSION.to_le_bytes());
@@ -348,56 +306,14 @@ fn emit(
     let index_offset = w.written;
     index.sort_by_key(|e| e.id);
     w.write_all(&encode_index(&index)).map_err(write_err)?;
-    let digest = w.hasher.finish();
-    w.inner
-        .write_all(&encode_trailer(index_offset, &digest))
-        .map_err(write_err)?;
-    w.inner.flush().map_err(write_err)?;
     stats.pack_bytes = w.written + TRAILER_LEN;
+    // The trailer is not part of its own hash: it goes to the output unhashed.
+    let digest = w.digest();
+    let out = w.into_inner();
+    out.write_all(&encode_trailer(index_offset, &digest))
+        .map_err(write_err)?;
+    out.flush().map_err(write_err)?;
     Ok(stats)
-}
-
-/// The index as written: the count, then each entry.
-fn encode_index(index: &[PackEntry]) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(8 + index.len() * ENTRY_LEN as usize);
-    buf.extend_from_slice(&(index.len() as u64).to_le_bytes());
-    for e in index {
-        buf.extend_from_slice(e.id.as_bytes());
-        buf.extend_from_slice(&e.offset.to_le_bytes());
-        buf.extend_from_slice(&e.stored_len.to_le_bytes());
-        buf.extend_from_slice(&e.len.to_le_bytes());
-        buf.push(if e.zstd { FLAG_ZSTD } else { 0 });
-    }
-    buf
-}
-
-/// One index entry from its `ENTRY_LEN` bytes, and its raw flags byte.
-fn decode_entry(chunk: &[u8]) -> (PackEntry, u8) {
-    let u = |r: std::ops::Range<usize>| u64::from_le_bytes(chunk[r].try_into().expect("8 bytes"));
-    let flags = chunk[56];
-    let entry = PackEntry {
-        id: ObjectId::from_bytes(chunk[..32].try_into().expect("32 bytes")),
-        offset: u(32..40),
-        stored_len: u(40..48),
-        len: u(48..56),
-        zstd: flags & FLAG_ZSTD != 0,
-    };
-    (entry, flags)
-}
-
-fn encode_trailer(index_offset: u64, digest: &ObjectId) -> Vec<u8> {
-    let mut trailer = Vec::with_capacity(TRAILER_LEN as usize);
-    trailer.extend_from_slice(&index_offset.to_le_bytes());
-    trailer.extend_from_slice(digest.as_bytes());
-    trailer.extend_from_slice(END);
-    trailer
-}
-
-pub(crate) fn write_err(e: io::Error) -> StoreError {
-    StoreError::PackOutput {
-        op: "write",
-        error: e,
-    }
 }
 
 /// Writes a record or tree object, stored raw (they were never compressed: small, and a
@@ -416,22 +332,6 @@ fn put(
         zstd: false,
     });
     w.write_all(bytes).map_err(write_err)
-}
-
-/// The pack's bytes as they are written: counted, and hashed for the trailer.
-pub(crate) struct HashingWriter<'w> {
-    inner: &'w mut dyn Write,
-    hasher: IdHasher,
-    pub(crate) written: u64,
-}
-
-impl HashingWriter<'_> {
-    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.inner.write_all(bytes)?;
-        self.hasher.update(bytes);
-        self.written += bytes.len() as u64;
-        Ok(())
-    }
 }
 
 /// Where a pack's bytes are read from: the file (positioned reads), or a copy read whole

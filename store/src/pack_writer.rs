@@ -1,7 +1,10 @@
-//! The pack writer's blob pipeline: reads the blobs of a pack ahead on worker threads, verifies
-//! and compresses them there, and hands their stored bytes to the one writer (the caller's
-//! thread) strictly in walk order, so a pack is byte for byte the same whatever the number of
-//! workers and whichever finishes first.
+//! The pack writer's output and its blob pipeline. Every byte of a pack goes to its output
+//! through one `HashingWriter` (counted for the offsets, hashed for the trailer; a failed
+//! write is `StoreError::PackOutput`). The pipeline reads the blobs of a pack ahead on worker
+//! threads, verifies and compresses them there, and hands their stored bytes to the one writer
+//! (the caller's thread) strictly in walk order, so a pack is byte for byte the same whatever
+//! the number of workers and whichever finishes first. It knows the byte format only through
+//! `pack_format`, never `pack` (which calls it).
 //!
 //! The shape:
 //!
@@ -37,7 +40,7 @@ use std::sync::{Condvar, Mutex};
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
 use crate::objects::Blob;
-use crate::pack::{write_err, HashingWriter, PackEntry, ZSTD_LEVEL};
+use crate::pack_format::{PackEntry, ZSTD_LEVEL};
 use crate::Store;
 
 /// How many leading bytes of a blob decide whether it is worth compressing.
@@ -48,6 +51,49 @@ const MIN_COMPRESS: usize = 64;
 const STREAM_QUEUE: usize = 4;
 /// Objects handed out but not yet written, at most (each holds a channel).
 const MAX_JOBS_AHEAD: usize = 512;
+
+/// A failed write of the pack to its output (named by the caller, so no path here).
+pub(crate) fn write_err(e: io::Error) -> StoreError {
+    StoreError::PackOutput {
+        op: "write",
+        error: e,
+    }
+}
+
+/// The pack's bytes as they are written: counted, and hashed for the trailer.
+pub(crate) struct HashingWriter<'w> {
+    inner: &'w mut dyn Write,
+    hasher: IdHasher,
+    pub(crate) written: u64,
+}
+
+impl<'w> HashingWriter<'w> {
+    /// Starts counting and hashing what goes to `inner` (the start of the pack).
+    pub(crate) fn new(inner: &'w mut dyn Write) -> HashingWriter<'w> {
+        HashingWriter {
+            inner,
+            hasher: IdHasher::new(),
+            written: 0,
+        }
+    }
+
+    pub(crate) fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.inner.write_all(bytes)?;
+        self.hasher.update(bytes);
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// The hash of everything written so far (what the trailer records).
+    pub(crate) fn digest(&self) -> ObjectId {
+        self.hasher.finish()
+    }
+
+    /// The output, for the bytes that are not hashed (the trailer).
+    pub(crate) fn into_inner(self) -> &'w mut dyn Write {
+        self.inner
+    }
+}
 
 /// How the pipeline runs. [`Tuning::for_host`] is what `pack` uses; tests shrink the thresholds.
 #[derive(Clone, Copy, Debug)]

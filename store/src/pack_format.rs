@@ -1,0 +1,90 @@
+//! The pack file format: its constants, the index entry ([`PackEntry`]) and the byte codec of
+//! the index and the trailer. The reader (`pack`) and the writer's blob pipeline
+//! (`pack_writer`) both build on this module, which depends on no other pack module.
+//!
+//! Format version 1, all integers little-endian:
+//!
+//! ```text
+//! header   "ZCBPACK\0" | version u32 = 1 | flags u32 (bit 0: trees only, a digest pack)
+//!          | root snapshot id [32] | base snapshot id [32] (zeros: not incremental)
+//! objects  the snapshot record, then every tree, then (unless trees only) every blob; each
+//!          object once; each stored raw or as one zstd frame (`pack_writer` says
+//!          when a blob is compressed)
+//! index    count u64, then per object sorted by id: id [32] | offset u64 | stored length u64
+//!          | length u64 | flags u8 (bit 0: zstd)
+//! trailer  index offset u64 | blake3 of every byte before the trailer [32] | "ZCBPEND\0"
+//! ```
+//!
+//! An object's id is the blake3 of its uncompressed bytes, as in the store. A pack written
+//! with a base (`--since`) leaves out every object the base snapshot reaches.
+
+use crate::id::ObjectId;
+
+pub(crate) const MAGIC: &[u8; 8] = b"ZCBPACK\0";
+pub(crate) const END: &[u8; 8] = b"ZCBPEND\0";
+/// The pack format this crate writes and reads.
+pub const PACK_VERSION: u32 = 1;
+pub(crate) const HEADER_LEN: u64 = 8 + 4 + 4 + 32 + 32;
+pub(crate) const ENTRY_LEN: u64 = 32 + 8 + 8 + 8 + 1;
+pub(crate) const TRAILER_LEN: u64 = 8 + 32 + 8;
+pub(crate) const FLAG_TREES_ONLY: u32 = 1;
+pub(crate) const FLAG_ZSTD: u8 = 1;
+/// Largest zstd window a streaming read accepts (2^23 = 8 MiB): the writer's level 3 uses at
+/// most 2^21, and a hostile frame that asks for zstd's default limit (128 MiB) would make
+/// every streaming reader allocate that much.
+pub(crate) const STREAM_WINDOW_LOG: u32 = 23;
+/// zstd level for blobs: level 3 is zstd's default and keeps `pack` near `tar` speed.
+pub(crate) const ZSTD_LEVEL: i32 = 3;
+
+/// One index entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PackEntry {
+    /// Object id (blake3 of the uncompressed bytes).
+    pub id: ObjectId,
+    /// Where its stored bytes start.
+    pub offset: u64,
+    /// Stored (possibly compressed) length.
+    pub stored_len: u64,
+    /// Uncompressed length.
+    pub len: u64,
+    /// Stored with zstd.
+    pub zstd: bool,
+}
+
+/// The index as written: the count, then each entry.
+pub(crate) fn encode_index(index: &[PackEntry]) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(8 + index.len() * ENTRY_LEN as usize);
+    buf.extend_from_slice(&(index.len() as u64).to_le_bytes());
+    for e in index {
+        buf.extend_from_slice(e.id.as_bytes());
+        buf.extend_from_slice(&e.offset.to_le_bytes());
+        buf.extend_from_slice(&e.stored_len.to_le_bytes());
+        buf.extend_from_slice(&e.len.to_le_bytes());
+        buf.push(if e.zstd { FLAG_ZSTD } else { 0 });
+    }
+    buf
+}
+
+/// One index entry from its `ENTRY_LEN` bytes, and its raw flags byte.
+pub(crate) fn decode_entry(chunk: &[u8]) -> (PackEntry, u8) {
+    let u = |r: std::ops::Range<usize>| u64::from_le_bytes(chunk[r].try_into().expect("8 bytes"));
+    let flags = chunk[56];
+    let entry = PackEntry {
+        id: ObjectId::from_bytes(chunk[..32].try_into().expect("32 bytes")),
+        offset: u(32..40),
+        stored_len: u(40..48),
+        len: u(48..56),
+        zstd: flags & FLAG_ZSTD != 0,
+    };
+    (entry, flags)
+}
+
+/// The trailer: where the index starts, the hash of every byte before the trailer, the end
+/// magic.
+pub(crate) fn encode_trailer(index_offset: u64, digest: &ObjectId) -> Vec<u8> {
+    let mut trailer = Vec::with_capacity(TRAILER_LEN as usize);
+    trailer.extend_from_slice(&index_offset.to_le_bytes());
+    trailer.extend_from_slice(digest.as_bytes());
+    trailer.extend_from_slice(END);
+    trailer
+}
