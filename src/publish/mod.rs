@@ -1,5 +1,6 @@
 //! Staged, crash-atomic publish of a stored snapshot tree into a destination directory
-//! (`checkout`, `export`), and `recover` after an interrupted one (SPEC §7, DESIGN §5).
+//! (`checkout`, `export`), and `recover` after an interrupted one (SPEC §7, DESIGN §5); and
+//! its single-file sibling, the staged publish of one file (`pack --out FILE`: `file`).
 //!
 //! The protocol, in order:
 //!
@@ -63,6 +64,7 @@
 
 mod claim;
 mod error;
+mod file;
 mod recover;
 mod replace;
 mod resolve;
@@ -86,6 +88,7 @@ use zeroclaw_bundle_store::{
 
 pub use claim::{DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
+pub use file::{publish_file, FileError, FileRequest};
 pub use recover::{recover, LeftAlone, Recovered};
 pub use replace::{check_replacement, BundleMarker, Replace, Replaced};
 pub use snapshot::publish_snapshot;
