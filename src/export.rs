@@ -19,14 +19,22 @@ use zeroclaw_bundle_store::{
 
 use crate::agent::{
     legacy_entry_travels, plan_export, BundleFilter, CaptureOutcome, ExportPlan, Install,
-    Provenance, RenderedBundle, TreeSource, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR,
+    Provenance, RenderedBundle, TreeSource, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER,
+    SKILLS_DIR, WORKSPACE_DIR,
 };
 use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats, Walked};
 use crate::credentials::{CredentialFinding, CredentialReason};
 use crate::progress::Progress;
 use crate::publish::{
-    check, check_replacement, publish_snapshot, Admitted, DestClaim, PublishRequest, Published,
-    Replace, Replaced,
+    check, check_replacement, publish_snapshot, Admitted, BundleMarker, DestClaim, PublishRequest,
+    Published, Replace, Replaced,
+};
+
+/// What marks an agent bundle for `publish` (which knows nothing of agents): the manifest,
+/// written last, and recognized by its header when `--force` replaces a directory.
+pub const BUNDLE: BundleMarker = BundleMarker {
+    file: MANIFEST_FILE,
+    header: MANIFEST_HEADER,
 };
 
 /// An agent captured into the store.
@@ -522,6 +530,7 @@ impl ExportJob {
             sources: &sources,
             store: Some(store_path),
             reuse: None,
+            bundle: BUNDLE,
         })
         .with_context(&context)?;
         let claim = admitted.claim().with_context(&context)?;

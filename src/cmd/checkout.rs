@@ -57,6 +57,7 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         sources: &[],
         store: Some(store.root()),
         reuse: None,
+        bundle: crate::export::BUNDLE,
     })
     .with_context(context)?;
     let _claim = admitted.claim().with_context(context)?;

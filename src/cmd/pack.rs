@@ -1,15 +1,12 @@
 //! `pack <SNAPSHOT> --out FILE|- [--since SNAPSHOT] [--trees-only]` and `unpack FILE|-`.
-//! A pack file is written as an unnamed file in its destination's directory and named and
-//! renamed into place once whole, so a failed, interrupted or killed `pack` never leaves a
-//! partial FILE nor a staged file; `unpack` verifies the whole pack before it
-//! writes anything, and commits the snapshot record last. Only a regular file is ever replaced
-//! (with `--force`): a character device or a FIFO at FILE (`/dev/null`, a named pipe) is
-//! written to in place, like stdout, and anything else (a directory, a block device, a socket)
-//! is refused.
+//! A pack file is published by `publish::publish_file` (staged in its destination's directory,
+//! renamed into place once whole; only a regular file is replaced, with `--force`; a character
+//! device or a FIFO is written in place; a destination in the store is refused); `--out -`
+//! writes stdout here. `unpack` verifies the whole pack before it writes anything, and commits
+//! the snapshot record last.
 
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
-use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -20,6 +17,7 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
+use crate::publish::{publish_file, FileRequest};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -56,56 +54,15 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             e => anyhow::Error::new(e).context("could not write the pack to stdout"),
         })?
     } else {
-        refuse_out_in_store(&args.out, &ctx.store_path)?;
-        match Existing::at(&args.out)? {
-            Existing::Nothing => {}
-            Existing::Regular if args.force => {}
-            Existing::Regular => bail!("{} exists; pass --force to replace it", args.out.display()),
-            Existing::Stream => {
-                let stats = write_to_stream(&store, &id, options, &args.out, &mut |n| bar.inc(n))?;
-                bar.finish_and_clear();
-                return report(ctx, &id, since, &args, &stats, Some(&args.out));
-            }
-            Existing::Other(what) => bail!(
-                "refusing to write the pack to {}: it is {what}, and only a regular file is \
-                 replaced (with --force); name a new file, or pass --out - and redirect",
-                args.out.display()
-            ),
-        }
-        let (staged, file) = staging_file(&args.out)?;
-        // Ctrl-C stops at the next write: the staged file is removed below, nothing lands.
-        let mut out = io::BufWriter::new(StopOnInterrupt(file));
-        let written =
-            write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).and_then(|s| {
-                let StopOnInterrupt(file) = out.into_inner().map_err(|e| StoreError::Io {
-                    op: "write pack",
-                    path: staged.shown(&args.out),
-                    error: e.into_error(),
-                })?;
-                file.sync_all().map_err(|e| StoreError::Io {
-                    op: "sync pack",
-                    path: staged.shown(&args.out),
-                    error: e,
-                })?;
-                Ok((s, file))
-            });
-        let (stats, file) = match written {
-            Ok(s) => s,
-            Err(e) => {
-                staged.discard();
-                if crate::interrupt::requested() {
-                    bail!("interrupted; nothing was written at {}", args.out.display());
-                }
-                return Err(e).with_context(|| format!("could not write {}", args.out.display()));
-            }
+        let req = FileRequest {
+            dest: &args.out,
+            force: args.force,
+            store: &ctx.store_path,
+            noun: "pack",
         };
-        staged.land(&file, &args.out).with_context(|| {
-            format!(
-                "could not move the pack into place at {}",
-                args.out.display()
-            )
-        })?;
-        stats
+        publish_file(&req, |out| {
+            write_pack(&store, &id, options, out, &mut |n| bar.inc(n))
+        })?
     };
     bar.finish_and_clear();
     report(
@@ -157,218 +114,6 @@ fn report(
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
-}
-
-/// What `--out` names before the pack is written.
-enum Existing {
-    /// Nothing (or a dangling symlink, which the pack replaces as a new file would).
-    Nothing,
-    /// A regular file: replaced with `--force`.
-    Regular,
-    /// A character device or a FIFO: written to in place, never replaced.
-    Stream,
-    /// Anything else, by name: refused.
-    Other(&'static str),
-}
-
-impl Existing {
-    fn at(out: &Path) -> Result<Existing> {
-        let meta = match fs::metadata(out) {
-            Ok(meta) => meta,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Existing::Nothing),
-            Err(e) => return Err(e).with_context(|| format!("could not read {}", out.display())),
-        };
-        let t = meta.file_type();
-        Ok(if t.is_file() {
-            Existing::Regular
-        } else if t.is_char_device() || t.is_fifo() {
-            Existing::Stream
-        } else if t.is_dir() {
-            Existing::Other("a directory")
-        } else if t.is_block_device() {
-            Existing::Other("a block device")
-        } else {
-            Existing::Other("a socket")
-        })
-    }
-}
-
-/// Writes the pack into the character device or FIFO at `out`, opened for writing without
-/// creating or truncating anything (a FIFO's open waits for its reader), and checked once
-/// open: a path swapped for a regular file in between is refused, never overwritten.
-fn write_to_stream(
-    store: &Store,
-    id: &ObjectId,
-    options: PackOptions,
-    out: &Path,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats> {
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .open(out)
-        .with_context(|| format!("could not open {} for writing", out.display()))?;
-    let t = file
-        .metadata()
-        .with_context(|| format!("could not read {}", out.display()))?
-        .file_type();
-    if !(t.is_char_device() || t.is_fifo()) {
-        bail!(
-            "refusing to write the pack to {}: it changed while being opened (it is no longer \
-             a character device or a FIFO)",
-            out.display()
-        );
-    }
-    if file.is_terminal() {
-        bail!(
-            "refusing to write a pack to the terminal {}; redirect it or pass --out FILE",
-            out.display()
-        );
-    }
-    let mut w = io::BufWriter::new(StopOnInterrupt(file));
-    let stats = write_pack(store, id, options, &mut w, progress).and_then(|s| {
-        w.flush()
-            .map_err(|error| StoreError::PackOutput { op: "write", error })?;
-        Ok(s)
-    });
-    match stats {
-        Ok(stats) => Ok(stats),
-        Err(_) if crate::interrupt::requested() => {
-            bail!(
-                "interrupted; the pack written to {} is incomplete",
-                out.display()
-            )
-        }
-        Err(e) => Err(e).with_context(|| format!("could not write the pack to {}", out.display())),
-    }
-}
-
-/// Refuses `--out` inside the store, or naming the store or a directory that holds it
-/// (however spelled: compared by identity, as `checkout` and `export` compare theirs): the
-/// rename into place would replace a store object, the catalog or the marker.
-fn refuse_out_in_store(out: &Path, store: &Path) -> Result<()> {
-    let dir = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    // An unresolvable directory fails later, where the pack is staged, naming it.
-    let Ok(dir) = fs::canonicalize(dir) else {
-        return Ok(());
-    };
-    let resolved = match out.file_name() {
-        Some(name) => dir.join(name),
-        None => dir,
-    };
-    if let Ok(canonical) = fs::canonicalize(&resolved) {
-        if crate::publish::lies_inside(&fs::canonicalize(store).unwrap_or_default(), &canonical) {
-            bail!(
-                "refusing to write the pack to {}: it is or contains the store {}; write it \
-                 outside the store",
-                out.display(),
-                store.display()
-            );
-        }
-    }
-    if crate::publish::lies_inside(&resolved, store) {
-        bail!(
-            "refusing to write the pack to {}: it is inside the store {} (it would overwrite the \
-             store's own files); write it outside the store",
-            out.display(),
-            store.display()
-        );
-    }
-    Ok(())
-}
-
-/// A pack file being written that fails its next write once SIGINT or SIGTERM arrived.
-struct StopOnInterrupt(fs::File);
-
-impl Write for StopOnInterrupt {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        crate::interrupt::check().map_err(io::Error::other)?;
-        self.0.write(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
-    }
-}
-
-/// Where a pack being written to a file lives until it is whole.
-enum Staged {
-    /// An unnamed file in the destination's directory (`O_TMPFILE`): a SIGKILL leaves
-    /// nothing behind.
-    Unnamed { dir: PathBuf },
-    /// A hidden named file beside the destination, where the filesystem has no unnamed
-    /// files (a SIGKILL leaves it: `.NAME.zeroclaw-pack-XXXXXX`).
-    Named(PathBuf),
-}
-
-impl Staged {
-    /// The path an error about the staged file names.
-    fn shown(&self, dest: &Path) -> PathBuf {
-        match self {
-            Staged::Unnamed { .. } => dest.to_path_buf(),
-            Staged::Named(tmp) => tmp.clone(),
-        }
-    }
-
-    /// Removes what a failed pack staged.
-    fn discard(&self) {
-        if let Staged::Named(tmp) = self {
-            let _ = fs::remove_file(tmp);
-        }
-    }
-
-    /// Puts the whole pack in place at `dest` (replacing it): an unnamed file gets a hidden
-    /// name first (linkat cannot replace), then either is renamed over `dest`.
-    fn land(&self, file: &fs::File, dest: &Path) -> Result<()> {
-        let tmp = match self {
-            Staged::Named(tmp) => tmp.clone(),
-            Staged::Unnamed { dir } => {
-                let tmp = hidden_name(dir, dest)?;
-                crate::sys::link_unnamed(file, &tmp)
-                    .with_context(|| format!("could not name the pack {}", tmp.display()))?;
-                tmp
-            }
-        };
-        fs::rename(&tmp, dest).map_err(|e| {
-            let _ = fs::remove_file(&tmp);
-            anyhow::Error::new(e)
-        })
-    }
-}
-
-/// A hidden name beside `dest`: `.NAME.zeroclaw-pack-XXXXXX`.
-fn hidden_name(dir: &Path, dest: &Path) -> Result<PathBuf> {
-    let name = dest
-        .file_name()
-        .with_context(|| format!("{} names no file", dest.display()))?;
-    Ok(dir.join(format!(
-        ".{}.zeroclaw-pack-{}",
-        name.to_string_lossy(),
-        zeroclaw_bundle_store::random_token()
-    )))
-}
-
-/// A new file in `dest`'s directory (same filesystem, so the final rename is atomic):
-/// unnamed where the filesystem allows, else a hidden named one.
-fn staging_file(dest: &Path) -> Result<(Staged, fs::File)> {
-    let dir = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = hidden_name(&dir, dest)?;
-    if let Some(file) = crate::sys::create_unnamed_in(&dir)
-        .with_context(|| format!("could not create a file in {}", dir.display()))?
-    {
-        return Ok((Staged::Unnamed { dir }, file));
-    }
-    let file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&tmp)
-        .with_context(|| format!("could not create {}", tmp.display()))?;
-    Ok((Staged::Named(tmp), file))
 }
 
 /// Runs `unpack`.

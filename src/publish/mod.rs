@@ -1,5 +1,6 @@
 //! Staged, crash-atomic publish of a stored snapshot tree into a destination directory
-//! (`checkout`, `export`), and `recover` after an interrupted one (SPEC §7, DESIGN §5).
+//! (`checkout`, `export`), and `recover` after an interrupted one (SPEC §7, DESIGN §5); and
+//! its single-file sibling, the staged publish of one file (`pack --out FILE`: `file`).
 //!
 //! The protocol, in order:
 //!
@@ -19,7 +20,8 @@
 //!    `--force`. Its (dev, ino) is recorded: the decision binds to that object, not the name.
 //! 3. **Stage**: `<parent>/.zeroclaw-export-<token>` is created through the parent fd (mode
 //!    0700 while it fills, 0755 at the end) and `flock`ed, so `recover` never touches a live
-//!    publish; the tree is written through dir fds (`stage`), manifest last.
+//!    publish; the tree is written through dir fds (`stage`), the caller's bundle marker file
+//!    ([`BundleMarker`]) last.
 //! 4. **Sync**: one `syncfs(2)` on the staging directory flushes every file's data and every
 //!    new directory entry of the staged tree before anything refers to it. That is one
 //!    journal commit instead of one per file and directory (a bundle is often thousands of
@@ -62,6 +64,7 @@
 
 mod claim;
 mod error;
+mod file;
 mod recover;
 mod replace;
 mod resolve;
@@ -85,8 +88,9 @@ use zeroclaw_bundle_store::{
 
 pub use claim::{DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
+pub use file::{publish_file, FileError, FileRequest};
 pub use recover::{recover, LeftAlone, Recovered};
-pub use replace::{check_replacement, Replace, Replaced};
+pub use replace::{check_replacement, BundleMarker, Replace, Replaced};
 pub use snapshot::publish_snapshot;
 
 use crate::progress::{Progress, Silent};
@@ -115,6 +119,9 @@ pub struct PublishRequest<'a> {
     /// right id, when the record is racy) is hard-linked into the new tree instead of being
     /// written again.
     pub reuse: Option<&'a DestCache>,
+    /// What marks a bundle (the caller knows; publish does not): its marker file is written
+    /// last at the root, and `--force` replaces a directory that holds it.
+    pub bundle: BundleMarker,
 }
 
 /// What a successful publish did.
@@ -150,6 +157,7 @@ pub struct Admitted {
     dest: resolve::Destination,
     force: bool,
     sources: Vec<PathBuf>,
+    bundle: BundleMarker,
 }
 
 impl Admitted {
@@ -198,6 +206,7 @@ pub fn check(req: &PublishRequest<'_>) -> Result<Admitted, PublishError> {
         dest,
         force: req.force,
         sources: req.sources.to_vec(),
+        bundle: req.bundle,
     })
 }
 
@@ -261,7 +270,16 @@ pub fn publish_to(
     let previous = admission
         .previous_tree()
         .and_then(|fd| reuse.map(|cache| stage::Previous { fd, cache }));
-    let tally = stage::materialize(source, root, root_dir, previous, &staging.path, progress)?;
+    let last = admitted.bundle.file.as_bytes();
+    let tally = stage::materialize(
+        source,
+        root,
+        root_dir,
+        previous,
+        last,
+        &staging.path,
+        progress,
+    )?;
     hooks::fault("chmod", &hook_path)
         .and_then(|()| sys::chmod_fd(&staging.fd, 0o755))
         .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;

@@ -1,13 +1,46 @@
-//! What a publish may replace (`--force`, `--replace-any`): an agent bundle (it holds this
-//! tool's manifest), a previous checkout (its destination record is in the store's catalog), or
-//! with `--replace-any` any directory. Decided before anything is captured or written.
+//! What a publish may replace (`--force`, `--replace-any`): a bundle (it holds the marker file
+//! its caller names in [`BundleMarker`]), a previous checkout (its destination record is in the
+//! store's catalog), or with `--replace-any` any directory. Decided before anything is captured
+//! or written. Publish knows nothing of what a bundle holds: the caller (`export`, `checkout`)
+//! says which file marks one.
 
 use std::path::Path;
 
 use zeroclaw_bundle_store::{escape_name, Store};
 
 use super::{dest_key, Admitted, PublishError};
-use crate::agent::{MANIFEST_FILE, MANIFEST_HEADER};
+
+/// What marks a directory as a bundle, as the caller defines it: a regular file `file` at its
+/// root whose first bytes are `header`'s first line (and which is at least `header` long). The
+/// same file is written last when a tree is published (SPEC §1), so a bundle whose marker is
+/// present is whole.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BundleMarker {
+    /// The marker file's name at the bundle root.
+    pub file: &'static str,
+    /// The text the marker file starts with.
+    pub header: &'static str,
+}
+
+impl BundleMarker {
+    /// True when `dir` holds this marker (a regular file, not followed through a symlink,
+    /// starting with the header's first line).
+    pub fn marks(&self, dir: &Path) -> bool {
+        use std::io::Read;
+        let path = dir.join(self.file);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            return false;
+        };
+        if !meta.is_file() {
+            return false;
+        }
+        let mut head = vec![0u8; self.header.len()];
+        std::fs::File::open(&path)
+            .and_then(|mut f| f.read_exact(&mut head))
+            .is_ok()
+            && head.starts_with(self.header.lines().next().unwrap_or("#").as_bytes())
+    }
+}
 
 /// What `--force` and `--replace-any` allow at an existing, non-empty destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +68,7 @@ impl Replace {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Replaced {
-    /// An agent bundle (it holds this tool's manifest).
+    /// A bundle (it holds the caller's [`BundleMarker`]).
     Bundle,
     /// A previous checkout of this tool (recorded in the store's catalog).
     Checkout,
@@ -70,8 +103,9 @@ impl Replaced {
 
 /// Decides, before anything is captured or written, whether the publish may replace what is
 /// at `dest`: `Ok(None)` when nothing is there (or it is empty), `Ok(Some(what))` when the
-/// policy allows replacing it, an error naming the flag that would otherwise. `store` (when
-/// one exists) is asked whether `dest` is a previous checkout.
+/// policy allows replacing it, an error naming the flag that would otherwise. A bundle is what
+/// the request's [`BundleMarker`] marks; `store` (when one exists) is asked whether `dest` is a
+/// previous checkout.
 pub fn check_replacement(
     store: Option<&Store>,
     admitted: &Admitted,
@@ -94,7 +128,7 @@ pub fn check_replacement(
         // Admission refuses it with the message that names --force.
         return Ok(None);
     }
-    if is_bundle(admitted.path()) {
+    if admitted.bundle.marks(admitted.path()) {
         return Ok(Some(Replaced::Bundle));
     }
     let recorded = store.is_some_and(|s| {
@@ -119,21 +153,4 @@ pub fn check_replacement(
         entries: names,
         count,
     }))
-}
-
-/// True when `dest` holds this tool's bundle manifest (a regular file with our header).
-fn is_bundle(dest: &Path) -> bool {
-    use std::io::Read;
-    let path = dest.join(MANIFEST_FILE);
-    let Ok(meta) = std::fs::symlink_metadata(&path) else {
-        return false;
-    };
-    if !meta.is_file() {
-        return false;
-    }
-    let mut head = vec![0u8; MANIFEST_HEADER.len()];
-    std::fs::File::open(&path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && head.starts_with(MANIFEST_HEADER.lines().next().unwrap_or("#").as_bytes())
 }

@@ -10,7 +10,8 @@
 //! the usual 022 when it strips nothing), so a checkout matches what `mount` shows. File bytes come through the blob's
 //! verifying reader: a corrupt object fails at its end, and the publish with it.
 //!
-//! At the root, `zeroclaw-agent.toml` is written last, after every other entry (SPEC §1).
+//! At the root, the caller's marker file (`last`: the bundle manifest) is written last, after
+//! every other entry (SPEC §1).
 //! Nothing here fsyncs: the caller runs one `syncfs` over the finished staging tree.
 //!
 //! With a [`Previous`] tree (a `--force` publish over what an earlier publish left, with its
@@ -38,9 +39,6 @@ use super::PublishError;
 use crate::progress::{Progress, Totals};
 use crate::statmatch::{self, Racy};
 use crate::{hooks, sys, workers};
-
-/// The manifest, written last at the bundle root.
-pub(crate) const MANIFEST: &[u8] = b"zeroclaw-agent.toml";
 
 const COPY_BUF: usize = 256 * 1024;
 
@@ -75,6 +73,8 @@ struct Reuse {
 struct Stager<'a> {
     source: &'a dyn ObjectSource,
     staging_path: &'a Path,
+    /// The root's file written after every other entry (the bundle marker).
+    last: &'a [u8],
     tally: Tally,
     progress: &'a dyn Progress,
     jobs: &'a mpsc::Sender<FileJob>,
@@ -93,12 +93,14 @@ struct FileJob {
 }
 
 /// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
-/// (used in messages only). `progress` gets the running totals after each file.
+/// (used in messages only), the root's file named `last` after every other entry. `progress`
+/// gets the running totals after each file.
 pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
     root_dir: OwnedFd,
     previous: Option<Previous<'_>>,
+    last: &[u8],
     staging_path: &Path,
     progress: &dyn Progress,
 ) -> Result<Tally, PublishError> {
@@ -130,6 +132,7 @@ pub(crate) fn materialize(
             let mut stager = Stager {
                 source,
                 staging_path,
+                last,
                 tally: Tally::default(),
                 progress,
                 jobs,
@@ -172,7 +175,7 @@ impl Stager<'_> {
         let (manifest, rest): (Vec<&TreeEntry>, Vec<&TreeEntry>) = tree
             .entries()
             .iter()
-            .partition(|e| at_root && e.name == MANIFEST && e.kind.is_file());
+            .partition(|e| at_root && e.name == self.last && e.kind.is_file());
         let (reply_tx, reply_rx) = mpsc::channel();
         let mut pending = 0usize;
         let mut first_error = None;

@@ -228,6 +228,7 @@ impl Env {
                 sources: &[],
                 store: None,
                 reuse: None,
+                bundle: crate::export::BUNDLE,
             },
         )
     }
@@ -255,6 +256,7 @@ fn fresh_publish_is_byte_for_byte_with_modes() {
         sources: &[],
         store: None,
         reuse: None,
+        bundle: crate::export::BUNDLE,
     };
     let p = publish_with_progress(
         &env.store.reader(),
@@ -374,6 +376,7 @@ fn overlap_with_a_source_is_refused_both_ways() {
                 sources: &sources,
                 store: None,
                 reuse: None,
+                bundle: crate::export::BUNDLE,
             },
         )
         .unwrap_err()

@@ -37,6 +37,7 @@ fn child_entry() {
         sources: &sources,
         store: None,
         reuse: None,
+        bundle: crate::export::BUNDLE,
     };
     match publish(&store.reader(), &root, &req) {
         Ok(p) => {
