@@ -23,15 +23,13 @@ pub mod show;
 pub mod snapshot;
 pub mod verify;
 
-use std::ffi::OsStr;
 use std::io::IsTerminal;
-use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use zeroclaw_bundle_store::{unescape_name, Store};
+use zeroclaw_bundle_store::Store;
 
 use crate::cli::{Cli, Command};
 use crate::progress::{Progress, Totals};
@@ -430,30 +428,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     }
 }
 
-/// Splits `SNAPSHOT[:PATH]` into the reference and the raw path bytes. A UTF-8 path may spell
-/// non-UTF-8 bytes as `\xNN` (how `ls` shows them). A `.` component is dropped (`snap:./d/f`
-/// is `snap:d/f`): no tree holds an entry named `.`.
-pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
-    let bytes = target.as_bytes();
-    match bytes.iter().position(|b| *b == b':') {
-        Some(i) => {
-            let reference = String::from_utf8_lossy(&bytes[..i]).into_owned();
-            let path = &bytes[i + 1..];
-            let path = match std::str::from_utf8(path) {
-                Ok(text) => unescape_name(text),
-                Err(_) => path.to_vec(),
-            };
-            let path = if path.split(|b| *b == b'/').any(|c| c == b".") {
-                let kept: Vec<&[u8]> = path.split(|b| *b == b'/').filter(|c| *c != b".").collect();
-                kept.join(&b'/')
-            } else {
-                path
-            };
-            (reference, path)
-        }
-        None => (String::from_utf8_lossy(bytes).into_owned(), Vec::new()),
-    }
-}
+pub use crate::diff::side::split_target;
 
 /// `n` and `noun`, plural when `n != 1` (`1 file`, `2 files`, `3 entries`).
 pub fn count(n: u64, noun: &str) -> String {

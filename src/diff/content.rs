@@ -1,8 +1,14 @@
 //! The content part of `diff -p`: a unified text diff of one changed file, capped. A file is
 //! text when its first 8 KiB hold no NUL byte and all of it is UTF-8; anything else, and any
-//! file larger than the cap on either side, is named instead of printed.
+//! file larger than the cap on either side, is named instead of printed. [`patch`] reads a
+//! change's two files from its two [`Side`]s and masks secret values in TOML files, so the
+//! caller only prints what it gets.
 
 use similar::TextDiff;
+
+use crate::agent::mask_secret_lines;
+use crate::diff::side::Side;
+use crate::diff::{Change, EntryInfo, Status};
 
 /// Files larger than this (on either side) are named, not printed.
 pub const CONTENT_CAP: u64 = 256 * 1024;
@@ -47,6 +53,65 @@ pub fn unified(path: &str, old: Option<&[u8]>, new: Option<&[u8]>) -> Shown {
     let mut out = diff.unified_diff();
     out.context_radius(3).header(&a, &b);
     Shown::Text(out.to_string())
+}
+
+/// What `-p` shows below one change's name-status line.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Patch {
+    /// Side `side` (`A` or `B`) holds no file contents (a digest pack or a remote snapshot).
+    NotHeld {
+        /// `A` or `B`.
+        side: char,
+    },
+    /// The content diff.
+    Shown(Shown),
+}
+
+/// The patch of one change between sides `a` and `b`: `None` for a change that has none (a
+/// kind change, a mode change, a rename). A TOML file (a bundle's or an install's config)
+/// shows no secret value: the agent section says "(set, not shown)", and the patch must not
+/// print it a line later.
+pub fn patch(a: &Side, b: &Side, c: &Change) -> Option<Patch> {
+    if !matches!(c.status, Status::A | Status::D | Status::M) {
+        return None;
+    }
+    let a_lacks = c.old.is_some() && !a.holds_contents();
+    let b_lacks = c.new.is_some() && !b.holds_contents();
+    if a_lacks || b_lacks {
+        let side = if a_lacks { 'A' } else { 'B' };
+        return Some(Patch::NotHeld { side });
+    }
+    let read = |side: &Side, e: Option<&EntryInfo>| -> Option<Option<Vec<u8>>> {
+        let e = e?;
+        if e.kind == "dir" {
+            return None;
+        }
+        Some(
+            side.tree_side()
+                .bytes(&e.id, e.size, CONTENT_CAP)
+                .ok()
+                .flatten(),
+        )
+    };
+    let old = read(a, c.old.as_ref());
+    let new = read(b, c.new.as_ref());
+    let too_large = matches!(old, Some(None)) || matches!(new, Some(None));
+    let mask = |bytes: Option<Vec<u8>>| match bytes {
+        Some(b) if c.path.ends_with(".toml") => match String::from_utf8(b) {
+            Ok(text) => Some(mask_secret_lines(&text).into_bytes()),
+            Err(e) => Some(e.into_bytes()),
+        },
+        other => other,
+    };
+    Some(Patch::Shown(if too_large {
+        Shown::TooLarge
+    } else {
+        unified(
+            &c.path,
+            mask(old.flatten()).as_deref(),
+            mask(new.flatten()).as_deref(),
+        )
+    }))
 }
 
 #[cfg(test)]

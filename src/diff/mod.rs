@@ -9,8 +9,14 @@
 //! `0644`, or the executable bit), and `R` exact renames (a deleted and an added file with the same content id, paired in path
 //! order). `M`, `T` and `X` are handed out as the walk finds them; added and deleted files are
 //! held until the walk ends so renames can be paired, then handed out in path order.
+//!
+//! [`side`] resolves what a side argument names (a snapshot, `SNAP:PATH`, a directory hashed on
+//! the fly, a pack, a remote ref) and [`compare`] runs a whole diff of two sides (the semantic
+//! section, the grants gate, the walk); the `diff` command only parses, calls them and prints.
 
+pub mod compare;
 pub mod content;
+pub mod side;
 
 use std::collections::{BTreeMap, HashMap};
 
