@@ -313,6 +313,7 @@ pub fn capture_loaded(
         root,
         report,
         &cache_update,
+        progress,
     )?;
     Ok(AgentSnapshot {
         id,
@@ -340,8 +341,8 @@ struct Origin {
 
 /// The one commit of every capture (`capture_agent`, `capture_dir`): the snapshot record of
 /// tree `root` (written, with everything it reaches, before this), then its catalog entry and
-/// the capture's stat-cache changes. A signal during the capture stops it here at the latest:
-/// nothing is recorded.
+/// the capture's stat-cache changes. Cancelling `progress`'s token during the capture stops it
+/// here at the latest: nothing is recorded.
 fn commit(
     store: &Store,
     lock: &WriteLock,
@@ -349,6 +350,7 @@ fn commit(
     root: ObjectId,
     report: CaptureReport,
     cache_update: &StatCacheUpdate,
+    progress: &dyn Progress,
 ) -> Result<(ObjectId, Snapshot)> {
     let snapshot = Snapshot {
         root,
@@ -361,7 +363,9 @@ fn commit(
         parent: origin.parent,
         report,
     };
-    crate::interrupt::check().map_err(|_| CaptureError::Interrupted)?;
+    progress
+        .check_cancel()
+        .map_err(|_| CaptureError::Interrupted)?;
     crate::hooks::seam("before-commit", &snapshot.source);
     let id = store
         .commit_snapshot(lock, &snapshot, Some(cache_update))
@@ -425,6 +429,7 @@ pub fn capture_dir(
         walked.id,
         report,
         &cache_update,
+        progress,
     )?;
     Ok(DirSnapshot {
         id,

@@ -21,11 +21,13 @@
 //!   `diff`: the Merkle-pruned tree diff; `credentials`: the credential-looking value detector;
 //!   `remote`: remote stores;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
-//!   worker pool; `clock`: timestamps; `interrupt`: SIGINT/SIGTERM as a request to stop;
-//!   `progress`: the progress trait;
-//! - `cli`: argument parsing; `cmd`: one file per subcommand, and the terminal adapters.
+//!   worker pool; `clock`: timestamps; `cancel`: the cancellation token the caller passes in;
+//!   `progress`: the progress trait (which carries the token);
+//! - `cli`: argument parsing; `cmd`: one file per subcommand, and the terminal adapters;
+//!   `interrupt`: the binary's SIGINT/SIGTERM mapping onto the command's token.
 
 pub mod agent;
+pub mod cancel;
 pub mod capture;
 pub mod cli;
 pub mod clock;

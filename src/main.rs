@@ -7,9 +7,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use zeroclaw_bundle::cancel::Cancel;
 use zeroclaw_bundle::cli::Command;
 use zeroclaw_bundle::cmd::{self, Outcome, StdoutClosed};
-use zeroclaw_bundle::interrupt;
 
 fn main() -> ExitCode {
     let cli = match zeroclaw_bundle::cli::parse() {
@@ -30,13 +30,15 @@ fn main() -> ExitCode {
     } else {
         1
     };
-    match cmd::run(cli) {
+    // SIGINT/SIGTERM trip this token (the command installs the handlers it needs).
+    let cancel = Cancel::new();
+    match cmd::run(cli, &cancel) {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failure | Outcome::Different) => ExitCode::from(1),
         Ok(Outcome::NewGrants) => ExitCode::from(3),
         Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => {
-            let interrupted = interrupt::requested();
+            let interrupted = cancel.is_cancelled();
             // Messages quote config values and arguments: no raw control characters reach
             // the terminal (a crafted value could clear the screen or fake a line).
             let message = cmd::escape_message(&format!("{err:#}"));

@@ -1,11 +1,15 @@
 //! Progress of a long operation as the library reports it: a small trait the capture and the
 //! publish call, with no terminal code behind it. The CLI's adapter (an indicatif bar on a
 //! terminal, nothing in a pipe) lives in `cmd`; a test or a linking program passes a closure
-//! or [`Silent`].
+//! or [`Silent`]. The same receiver carries the operation's cancellation token
+//! ([`Progress::cancel`]; [`Cancellable`] adds one to any receiver): the library reads no
+//! global signal state.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use zeroclaw_bundle_store::ImportWatch;
+
+use crate::cancel::{Cancel, Interrupted};
 
 /// Running totals of an operation: files and file bytes done (or, in [`Progress::begin`],
 /// to expect); objects and their bytes in a phase begun with [`Progress::begin_objects`].
@@ -35,6 +39,46 @@ pub trait Progress: Sync {
     fn advance(&self, done: Totals);
     /// The phase is over (success or failure).
     fn finish(&self) {}
+    /// The token that stops the operation at its next safe point (see [`crate::cancel`]);
+    /// `None`: nothing stops it.
+    fn cancel(&self) -> Option<&Cancel> {
+        None
+    }
+    /// Fails with [`Interrupted`] once [`Progress::cancel`]'s token was cancelled.
+    fn check_cancel(&self) -> Result<(), Interrupted> {
+        self.cancel().map_or(Ok(()), Cancel::check)
+    }
+}
+
+/// A [`Progress`] that reports to `progress` and stops on `cancel`.
+pub struct Cancellable<'p> {
+    progress: &'p dyn Progress,
+    cancel: Cancel,
+}
+
+impl<'p> Cancellable<'p> {
+    /// Reports to `progress`, stops on `cancel`.
+    pub fn new(progress: &'p dyn Progress, cancel: Cancel) -> Cancellable<'p> {
+        Cancellable { progress, cancel }
+    }
+}
+
+impl Progress for Cancellable<'_> {
+    fn begin(&self, what: &str, total: Option<Totals>) {
+        self.progress.begin(what, total);
+    }
+    fn begin_objects(&self, what: &str, total: Option<Totals>) {
+        self.progress.begin_objects(what, total);
+    }
+    fn advance(&self, done: Totals) {
+        self.progress.advance(done);
+    }
+    fn finish(&self) {
+        self.progress.finish();
+    }
+    fn cancel(&self) -> Option<&Cancel> {
+        Some(&self.cancel)
+    }
 }
 
 /// No progress shown.
@@ -54,7 +98,7 @@ impl<F: Fn(Totals) + Sync> Progress for F {
 
 /// The store's [`ImportWatch`] over a [`Progress`]: an import (`unpack`, the import half of a
 /// `pull`) reports its verification as a `verifying` phase of objects and bytes, and stops
-/// once SIGINT or SIGTERM asked (see [`crate::interrupt`]). The import's workers report from
+/// once the progress's token was cancelled ([`Progress::cancel`]). The import's workers report from
 /// several threads: the totals are summed here.
 pub struct ImportProgress<'p> {
     progress: &'p dyn Progress,
@@ -94,6 +138,6 @@ impl ImportWatch for ImportProgress<'_> {
     }
 
     fn stop(&self) -> bool {
-        crate::interrupt::requested()
+        self.progress.check_cancel().is_err()
     }
 }

@@ -448,7 +448,9 @@ impl<'s> Capture<'s> {
         let mut pending = 0usize;
         let mut ahead = Ahead::new(dir, prefix, names);
         while let Some((name, path, classified)) = ahead.next(keep, jobs)? {
-            crate::interrupt::check().map_err(|_| CaptureError::Interrupted)?;
+            self.progress
+                .check_cancel()
+                .map_err(|_| CaptureError::Interrupted)?;
             let classified = match classified {
                 Ok(st) => st,
                 // Vanished between readdir and stat: it is not part of this tree.

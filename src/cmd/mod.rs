@@ -31,6 +31,7 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zeroclaw_bundle_store::Store;
 
+use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
 use crate::progress::{Progress, Totals};
 
@@ -90,6 +91,8 @@ fn new_bar(len: Option<u64>, what: &str, bytes: bool) -> ProgressBar {
 pub struct TermProgress {
     shows: bool,
     phase: Mutex<Option<Phase>>,
+    /// The command's token, which the library checks through [`Progress::cancel`].
+    cancel: Cancel,
 }
 
 struct Phase {
@@ -101,6 +104,10 @@ struct Phase {
 }
 
 impl Progress for TermProgress {
+    fn cancel(&self) -> Option<&Cancel> {
+        Some(&self.cancel)
+    }
+
     fn begin(&self, what: &str, total: Option<Totals>) {
         self.start(what, total, "file");
     }
@@ -227,6 +234,10 @@ pub struct Ctx {
     pub quiet: bool,
     /// `--verbose`.
     pub verbose: bool,
+    /// The command's cancellation token: SIGINT/SIGTERM trip it (see [`crate::interrupt`]);
+    /// it reaches the library through [`Ctx::term_progress`], the remote handles and the
+    /// staged output file's request.
+    pub cancel: Cancel,
 }
 
 /// How a command ended, for the exit code (errors are 1, usage errors 2, set by main).
@@ -243,8 +254,8 @@ pub enum Outcome {
 }
 
 impl Ctx {
-    /// The context of a parsed command line.
-    pub fn from_cli(cli: &Cli) -> Result<Ctx> {
+    /// The context of a parsed command line, its work stopped by `cancel`.
+    pub fn from_cli(cli: &Cli, cancel: Cancel) -> Result<Ctx> {
         let store_path = match &cli.store {
             Some(p) => p.clone(),
             None => default_store()?,
@@ -263,6 +274,7 @@ impl Ctx {
             json: cli.json,
             quiet: cli.quiet,
             verbose: cli.verbose,
+            cancel,
         })
     }
 
@@ -333,6 +345,7 @@ impl Ctx {
         TermProgress {
             shows: self.shows_progress(),
             phase: Mutex::new(None),
+            cancel: self.cancel.clone(),
         }
     }
 
@@ -379,16 +392,17 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
         match e.downcast_ref::<MountError>() {
             Some(MountError::StaleMount(path)) => Some(format!(
                 "`zeroclaw-bundle umount {}` clears it",
-                crate::interrupt::shell_quote(path)
+                crate::publish::shell_quote(path)
             )),
             _ => None,
         }
     })
 }
 
-/// Runs the parsed command.
-pub fn run(cli: Cli) -> Result<Outcome> {
-    let ctx = Ctx::from_cli(&cli)?;
+/// Runs the parsed command; SIGINT/SIGTERM during the commands that write trip `cancel` (the
+/// caller reads it afterwards for the exit code).
+pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
+    let ctx = Ctx::from_cli(&cli, cancel.clone())?;
     if matches!(
         cli.command,
         Command::Export(_)
@@ -399,7 +413,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             | Command::Pack(_)
             | Command::Unpack(_)
     ) {
-        crate::interrupt::install().context("could not install the signal handlers")?;
+        crate::interrupt::install(ctx.cancel.clone())
+            .context("could not install the signal handlers")?;
     }
     match cli.command {
         Command::Export(args) => export::run(args, &ctx),

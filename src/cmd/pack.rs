@@ -59,6 +59,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             force: args.force,
             store: &ctx.store_path,
             noun: "pack",
+            cancel: Some(&ctx.cancel),
         };
         publish_file(&req, |out| {
             write_pack(&store, &id, options, out, &mut |n| bar.inc(n))
@@ -133,7 +134,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     let _lock = store.write_lock()?;
     let spooled = match opened {
         Some(_) => None,
-        None => Some(spool_stdin(&store)?),
+        None => Some(spool_stdin(&store, &ctx.cancel)?),
     };
     let progress = ctx.term_progress();
     let watch = crate::progress::ImportProgress::new(&progress);
@@ -161,7 +162,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         Some(_) => "the pack from stdin".to_string(),
         None => args.pack.display().to_string(),
     };
-    if result.is_err() && crate::interrupt::requested() {
+    if result.is_err() && ctx.cancel.is_cancelled() {
         // The import stopped before its objects landed: its staging directory is gone.
         bail!("interrupted: the unpack stopped; nothing was imported from {what}");
     }
@@ -209,7 +210,7 @@ fn named_stdin(err: StoreError, spool: &Path) -> StoreError {
 }
 
 /// Copies stdin into a file under the store's tmp/ (a pack is read from its end first).
-fn spool_stdin(store: &Store) -> Result<PathBuf> {
+fn spool_stdin(store: &Store, cancel: &crate::cancel::Cancel) -> Result<PathBuf> {
     let dir = store.objects().tmp_dir().to_path_buf();
     fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
     let path = dir.join(format!("unpack-{}", zeroclaw_bundle_store::random_token()));
@@ -219,7 +220,7 @@ fn spool_stdin(store: &Store) -> Result<PathBuf> {
     let mut input = io::stdin().lock();
     let mut buf = vec![0u8; 1 << 20];
     let copied = loop {
-        if crate::interrupt::requested() {
+        if cancel.is_cancelled() {
             let _ = fs::remove_file(&path);
             bail!("interrupted: the unpack stopped; nothing was imported from the pack from stdin");
         }

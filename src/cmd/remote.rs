@@ -83,7 +83,7 @@ pub fn say_notices(remote: &Remote, ctx: &Ctx) {
 fn forget(args: RemoteForgetArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let spec = remote::find_remote(store.root(), &args.name)?;
-    let remote = Remote::open(&spec, false)?;
+    let remote = Remote::open(&spec, false)?.with_cancel(ctx.cancel.clone());
     let id = remote.resolve(&args.snapshot)?;
     say_notices(&remote, ctx);
     remote::forget(&remote, &id)
@@ -107,7 +107,7 @@ fn forget(args: RemoteForgetArgs, ctx: &Ctx) -> Result<Outcome> {
 fn gc(args: RemoteGcArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let spec = remote::find_remote(store.root(), &args.name)?;
-    let remote = Remote::open(&spec, false)?;
+    let remote = Remote::open(&spec, false)?.with_cancel(ctx.cancel.clone());
     let r = remote::gc(
         &remote,
         store.objects().tmp_dir(),
@@ -190,7 +190,7 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
     let spec = pick(store.root(), args.remote.as_deref())?;
-    let remote = Remote::open(&spec, true)?;
+    let remote = Remote::open(&spec, true)?.with_cancel(ctx.cancel.clone());
     let progress = ctx.term_progress();
     let report = remote::push(&store, &remote, &id, &progress)
         .with_context(|| format!("could not push {} to {}", id.short(12), spec.name));
@@ -244,7 +244,7 @@ pub fn pull_ref(
     };
     // The remote is configured in the store (`remote add` made it): never create one here.
     let spec = remote::find_remote(store.root(), name)?;
-    let remote = Remote::open(&spec, false)?;
+    let remote = Remote::open(&spec, false)?.with_cancel(ctx.cancel.clone());
     let id = remote.resolve(reference);
     say_notices(&remote, ctx);
     let id = match id {
@@ -298,7 +298,7 @@ pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
 pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let spec = remote::find_remote(store.root(), name)?;
-    let remote = Remote::open(&spec, false)?;
+    let remote = Remote::open(&spec, false)?.with_cancel(ctx.cancel.clone());
     let mut rows = Vec::new();
     // A bad record hides nothing else: the good ones are listed, each bad one is named on
     // stderr, and the exit status is 1.

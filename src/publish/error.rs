@@ -37,7 +37,7 @@ pub enum PublishError {
         /// `, ...` when it holds more than those.
         more: &'static str,
     },
-    /// SIGINT or SIGTERM arrived before the swap: nothing was published.
+    /// The publish was cancelled before the swap: nothing was published.
     #[error("interrupted before anything was published; the destination is unchanged")]
     Interrupted,
     /// The destination resolves to `/` (or has no last component to publish under).

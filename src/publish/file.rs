@@ -14,8 +14,8 @@
 //! named pipe) is written in place, never replaced, after checking through the opened file that
 //! it still is one; anything else (a directory, a block device, a socket) is refused.
 //!
-//! A signal (SIGINT/SIGTERM, `crate::interrupt`) fails the next write: a staged file is then
-//! removed and nothing lands. Writing to stdout is the caller's, not this module's.
+//! Cancelling the request's token ([`FileRequest::cancel`]; the binary does on SIGINT/SIGTERM)
+//! fails the next write: a staged file is then removed and nothing lands. Writing to stdout is the caller's, not this module's.
 
 use std::error::Error as StdError;
 use std::fs;
@@ -24,6 +24,7 @@ use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
 use super::resolve::lies_inside;
+use crate::cancel::Cancel;
 use crate::sys;
 
 /// Where one file is published.
@@ -37,6 +38,8 @@ pub struct FileRequest<'a> {
     pub store: &'a Path,
     /// What the file is, in messages and in the hidden staging name (`"pack"`).
     pub noun: &'static str,
+    /// Stops the write at its next chunk once cancelled; `None`: nothing stops it.
+    pub cancel: Option<&'a Cancel>,
 }
 
 /// Why a file was not published. Every variant leaves the destination as it was (a device or
@@ -145,13 +148,13 @@ pub enum FileError {
         /// The destination as given.
         path: PathBuf,
     },
-    /// SIGINT or SIGTERM stopped the write of a staged file: nothing was written.
+    /// Cancelling stopped the write of a staged file: nothing was written.
     #[error("interrupted; nothing was written at {path}")]
     Interrupted {
         /// The destination as given.
         path: PathBuf,
     },
-    /// SIGINT or SIGTERM stopped the write to a device or FIFO, in place.
+    /// Cancelling stopped the write to a device or FIFO, in place.
     #[error("interrupted; the {noun} written to {path} is incomplete")]
     Incomplete {
         /// What the file is.
@@ -244,7 +247,7 @@ where
     }
     let (staged, file) = staging_file(dest, req.noun)?;
     // Ctrl-C stops at the next write: the staged file is removed below, nothing lands.
-    let mut out = io::BufWriter::new(StopOnInterrupt(file));
+    let mut out = io::BufWriter::new(StopOnCancel(file, req.cancel));
     let written = write(&mut out)
         .map_err(|e| Box::new(e) as Box<dyn StdError + Send + Sync>)
         .and_then(|s| {
@@ -254,7 +257,7 @@ where
                 path: staged.shown(dest),
                 error,
             };
-            let StopOnInterrupt(file) = out
+            let StopOnCancel(file, _) = out
                 .into_inner()
                 .map_err(|e| failed("write", e.into_error()))?;
             file.sync_all().map_err(|e| failed("sync", e))?;
@@ -264,7 +267,7 @@ where
         Ok(s) => s,
         Err(source) => {
             staged.discard();
-            if crate::interrupt::requested() {
+            if cancelled(req) {
                 return Err(FileError::Interrupted {
                     path: dest.to_path_buf(),
                 });
@@ -363,7 +366,7 @@ where
             path: out.to_path_buf(),
         });
     }
-    let mut w = io::BufWriter::new(StopOnInterrupt(file));
+    let mut w = io::BufWriter::new(StopOnCancel(file, req.cancel));
     let written = write(&mut w)
         .map_err(|e| Box::new(e) as Box<dyn StdError + Send + Sync>)
         .and_then(|s| {
@@ -376,7 +379,7 @@ where
         });
     match written {
         Ok(value) => Ok(value),
-        Err(_) if crate::interrupt::requested() => Err(FileError::Incomplete {
+        Err(_) if cancelled(req) => Err(FileError::Incomplete {
             noun: req.noun,
             path: out.to_path_buf(),
         }),
@@ -424,12 +427,19 @@ fn refuse_in_store(req: &FileRequest<'_>) -> Result<(), FileError> {
     Ok(())
 }
 
-/// A file being written that fails its next write once SIGINT or SIGTERM arrived.
-struct StopOnInterrupt(fs::File);
+/// True once the request's token was cancelled.
+fn cancelled(req: &FileRequest<'_>) -> bool {
+    req.cancel.is_some_and(Cancel::is_cancelled)
+}
 
-impl Write for StopOnInterrupt {
+/// A file being written that fails its next write once its token was cancelled.
+struct StopOnCancel<'a>(fs::File, Option<&'a Cancel>);
+
+impl Write for StopOnCancel<'_> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        crate::interrupt::check().map_err(io::Error::other)?;
+        if let Some(cancel) = self.1 {
+            cancel.check().map_err(io::Error::other)?;
+        }
         self.0.write(buf)
     }
 

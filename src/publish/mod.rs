@@ -39,8 +39,8 @@
 //!    destination's fd is `flock`ed as well, so the previous tree is never mistaken for
 //!    garbage by a `recover` running beside a live publish.
 //!
-//! A signal (SIGINT/SIGTERM, `crate::interrupt`) stops the publish before each staged file and
-//! just before the swap with [`PublishError::Interrupted`]; from the swap on it runs to the end.
+//! Cancelling the token of the publish's progress ([`Progress::cancel`]; the binary does on
+//! SIGINT/SIGTERM) stops the publish before each staged file and just before the swap with [`PublishError::Interrupted`]; from the swap on it runs to the end.
 //!
 //! Every reported failure leaves the destination as it was and removes the staging tree,
 //! except [`PublishError::RestoreFailed`] (says where the previous tree is) and
@@ -288,8 +288,10 @@ pub fn publish_to(
         .map_err(|e| PublishError::io("sync", &staging.path, e))?;
     hooks::seam("publish-staged", &hook_path);
     hooks::seam("before-swap", &hook_path);
-    // The last point where a signal stops the publish; from the swap on it runs to the end.
-    crate::interrupt::check().map_err(|_| PublishError::Interrupted)?;
+    // The last point where cancelling stops the publish; from the swap on it runs to the end.
+    progress
+        .check_cancel()
+        .map_err(|_| PublishError::Interrupted)?;
 
     let swapper = swap::Swapper {
         parent: parent.as_fd(),
@@ -444,5 +446,20 @@ impl Drop for Staging<'_> {
         if self.armed {
             let _ = sys::remove_tree_at(self.parent, &self.name);
         }
+    }
+}
+
+/// `path` as one shell word (single quotes when it holds anything but safe characters), for the
+/// `recover` command a message names.
+pub fn shell_quote(path: &Path) -> String {
+    let text = path.to_string_lossy();
+    let safe = !text.is_empty()
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:@%,".contains(&b));
+    if safe {
+        text.into_owned()
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }

@@ -36,7 +36,9 @@ pub fn publish_snapshot(
         .ok()
         .flatten();
     let reader = store.reader();
-    let publishing = crate::interrupt::publishing(admitted.given());
+    // Marked on the token, so whoever stops the process at once can name what `recover`
+    // repairs.
+    let publishing = progress.cancel().map(|c| c.publishing(admitted.given()));
     progress.begin(
         "publishing",
         Some(Totals {
@@ -54,7 +56,7 @@ pub fn publish_snapshot(
                 Some(left) => e.context(format!(
                     "a staging directory was left at {}; remove it with: zeroclaw-bundle recover {}",
                     left.display(),
-                    crate::interrupt::shell_quote(admitted.given())
+                    super::shell_quote(admitted.given())
                 )),
                 None => e,
             }

@@ -123,6 +123,7 @@ pub(crate) fn materialize(
                     job.dir.as_fd(),
                     &job.rel,
                     buf,
+                    progress,
                 )
                 .map(|()| false)
             };
@@ -224,6 +225,7 @@ impl Stager<'_> {
                 dir.as_fd(),
                 rel,
                 &mut buf,
+                self.progress,
             );
             rel.pop();
             res?;
@@ -357,7 +359,8 @@ fn workers_gone(rel: &Path) -> PublishError {
     )
 }
 
-/// Creates one file in `dir` and copies its verified bytes.
+/// Creates one file in `dir` and copies its verified bytes, unless `progress`'s token was
+/// cancelled.
 fn write_file(
     source: &dyn ObjectSource,
     staging_path: &Path,
@@ -365,9 +368,12 @@ fn write_file(
     dir: BorrowedFd<'_>,
     rel: &Path,
     buf: &mut [u8],
+    progress: &dyn Progress,
 ) -> Result<(), PublishError> {
     hooks::seam("publish-write", &rel.to_string_lossy());
-    crate::interrupt::check().map_err(|_| PublishError::Interrupted)?;
+    progress
+        .check_cancel()
+        .map_err(|_| PublishError::Interrupted)?;
     let path = staging_path.join(rel);
     let blob = source.blob(&entry.id).map_err(|e| store_error(rel, e))?;
     if blob.len() != entry.size {

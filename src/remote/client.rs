@@ -28,6 +28,7 @@ use zeroclaw_bundle_store::{read_pack_layout, ObjectId, PackLayout, StoreError};
 
 use super::counting::{Counters, Counting};
 use super::{RemoteError, RemoteSpec};
+use crate::cancel::Cancel;
 
 /// The first line of an index file.
 pub(crate) const INDEX_HEADER: &str = "zeroclaw-bundle remote index 1";
@@ -83,6 +84,8 @@ pub struct Remote {
     s3: Option<(String, Option<String>)>,
     /// What listings ignored, for [`Remote::notices`].
     ignored: Mutex<Vec<String>>,
+    /// Stops the requests and the steps of a push, pull or gc (see [`Remote::with_cancel`]).
+    cancel: Cancel,
 }
 
 impl Drop for Remote {
@@ -183,7 +186,26 @@ impl Remote {
             counters,
             s3,
             ignored: Mutex::new(Vec::new()),
+            cancel: Cancel::new(),
         })
+    }
+
+    /// This handle with `cancel` stopping its requests and the steps of a push, pull or gc
+    /// run through it: they then fail with [`RemoteError::Interrupted`]. Without it, nothing
+    /// stops them.
+    pub fn with_cancel(mut self, cancel: Cancel) -> Remote {
+        self.cancel = cancel;
+        self
+    }
+
+    /// This handle's token (see [`Remote::with_cancel`]).
+    pub fn cancel(&self) -> &Cancel {
+        &self.cancel
+    }
+
+    /// Fails with [`RemoteError::Interrupted`] once this handle's token was cancelled.
+    pub(crate) fn check_cancel(&self) -> Result<(), RemoteError> {
+        self.cancel.check().map_err(|_| RemoteError::Interrupted)
     }
 
     /// What this remote was asked so far, in one line (requests and bytes per key prefix).
@@ -214,14 +236,14 @@ impl Remote {
         }
     }
 
-    /// Runs `fut` to completion, or fails with [`RemoteError::Interrupted`] once a signal
-    /// asked the command to stop (see the module doc).
+    /// Runs `fut` to completion, or fails with [`RemoteError::Interrupted`] once this
+    /// handle's token was cancelled (see the module doc).
     fn run<T>(&self, fut: impl Future<Output = Result<T, RemoteError>>) -> Result<T, RemoteError> {
         let rt = self.rt.as_ref().expect("the runtime lives until drop");
         rt.block_on(async {
             let watch = async {
                 loop {
-                    if super::check_interrupt().is_err() {
+                    if self.check_cancel().is_err() {
                         return;
                     }
                     tokio::time::sleep(INTERRUPT_POLL).await;
@@ -543,7 +565,7 @@ impl Remote {
                 if n == 0 {
                     break;
                 }
-                if let Err(e) = super::check_interrupt() {
+                if let Err(e) = self.check_cancel() {
                     w.abort().await.ok();
                     return Err(e);
                 }
@@ -594,7 +616,7 @@ impl Remote {
             let mut stream = got.into_stream();
             let mut n = 0u64;
             while let Some(chunk) = stream.next().await {
-                super::check_interrupt()?;
+                self.check_cancel()?;
                 let chunk = chunk.map_err(|e| self.request("download", key, e))?;
                 f.write_all(&chunk).map_err(|e| io("write", e))?;
                 n += chunk.len() as u64;

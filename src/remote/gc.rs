@@ -155,7 +155,7 @@ pub fn gc(remote: &Remote, tmp: &Path, grace: Duration) -> Result<GcReport, Remo
     report.snapshots = records.len() as u64;
     let mut reachable = HashSet::new();
     for id in &records {
-        super::check_interrupt()?;
+        remote.check_cancel()?;
         if !reach(remote, id, tmp, &mut reachable)? {
             report.unwalked += 1;
         }
@@ -165,7 +165,7 @@ pub fn gc(remote: &Remote, tmp: &Path, grace: Duration) -> Result<GcReport, Remo
     let live: HashSet<&String> = scan.found.values().flatten().collect();
     crate::hooks::seam("remote-gc-marked", remote.name());
     for (pack, entry) in &packs {
-        super::check_interrupt()?;
+        remote.check_cancel()?;
         let mark_key = format!("gc/{pack}");
         if report.unwalked > 0 || live.contains(pack) {
             report.live_packs += 1;

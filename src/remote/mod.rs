@@ -37,8 +37,8 @@
 //! `tmp/`, verifies each (trailer checksum, every object against its id), then imports the
 //! objects and commits the record, as `unpack` does.
 //!
-//! SIGINT or SIGTERM (with the command's handlers installed) stops a push or pull at its next
-//! step or upload part: its temporary pack is removed and the remote holds at most what a
+//! The handle's cancellation token ([`Remote::with_cancel`]; the binary trips it on SIGINT or
+//! SIGTERM) stops a push or pull at its next step or upload part: its temporary pack is removed and the remote holds at most what a
 //! kill would leave.
 
 mod aws;
@@ -54,11 +54,6 @@ pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpe
 pub use gc::{forget, gc, min_grace, push_window, GcReport, DEFAULT_GRACE_SECS};
 pub use sync::{pull, push, PullReport, PushReport};
 pub use view::{parse_remote_ref, RemoteView};
-
-/// Fails with [`RemoteError::Interrupted`] once a signal asked the command to stop.
-fn check_interrupt() -> Result<(), RemoteError> {
-    crate::interrupt::check().map_err(|_| RemoteError::Interrupted)
-}
 
 use std::path::PathBuf;
 

@@ -13,8 +13,8 @@ use zeroclaw_bundle_store::{
 };
 
 use super::client::encode_index;
-use super::{check_interrupt, Remote, RemoteError};
-use crate::progress::{ImportProgress, Progress, Totals};
+use super::{Remote, RemoteError};
+use crate::progress::{Cancellable, ImportProgress, Progress, Totals};
 
 /// What a push did.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -220,7 +220,7 @@ pub fn push(
         .map_err(|e| io_err("write", &tmp, e.into_error()))?;
     file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
     drop(file);
-    check_interrupt()?;
+    remote.check_cancel()?;
     if listed && stats.objects <= 1 {
         report.already = true;
         // Pushed by an older build, without its trees pack: add it (derived from the record's
@@ -263,12 +263,12 @@ pub fn push(
         progress.finish();
         sent?;
         crate::hooks::seam("remote-after-pack", &pack_key);
-        check_interrupt()?;
+        remote.check_cancel()?;
         // A plain write: it replaces a lying index of the same name with the pack's truth.
         let index_key = format!("index/{pack_id}.idx");
         remote.put_bytes(&index_key, encode_index(&ids))?;
         crate::hooks::seam("remote-after-index", &index_key);
-        check_interrupt()?;
+        remote.check_cancel()?;
         report.objects = stats.objects - 1;
         report.pack_bytes = stats.pack_bytes;
         report.pack = Some(pack_id);
@@ -278,7 +278,7 @@ pub fn push(
     // Before the record, like every object the record reaches.
     upload_trees_pack(store, remote, id, &trees_key)?;
     crate::hooks::seam("remote-after-trees", &trees_key);
-    check_interrupt()?;
+    remote.check_cancel()?;
     let window = super::gc::push_window();
     if started.elapsed() > window {
         return Err(RemoteError::Invalid {
@@ -307,7 +307,7 @@ fn upload_trees_pack(
     let tmp = tmp_path(store, "push-trees")?;
     let _cleanup = TempFiles(vec![tmp.clone()]);
     write_trees_pack(store, id, &tmp)?;
-    check_interrupt()?;
+    remote.check_cancel()?;
     remote.put_file(key, &tmp, &|_| {})
 }
 
@@ -437,8 +437,10 @@ pub fn pull(
         }
         progress.finish();
     }
-    check_interrupt()?;
-    let watch = ImportProgress::new(progress);
+    remote.check_cancel()?;
+    // The import stops on the remote's token, as the transfers before it did.
+    let watched = Cancellable::new(progress, remote.cancel().clone());
+    let watch = ImportProgress::new(&watched);
     let imported = import_from_packs(store, id, &record, &packs, &watch);
     progress.finish();
     imported.map_err(|e| match e {
