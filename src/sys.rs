@@ -318,15 +318,15 @@ pub fn detach_stdio() -> io::Result<()> {
     Ok(())
 }
 
-/// A new unnamed file in directory `dir` (`O_TMPFILE`, mode 0666 less the umask, as
-/// `File::create` makes it): if the process dies before [`link_unnamed`] names it, the kernel
-/// frees it and nothing is left.
+/// A new unnamed file in directory `dir` (`O_TMPFILE`, `mode` less the umask, as
+/// `File::create` makes it with 0666): if the process dies before [`link_unnamed`] names it,
+/// the kernel frees it and nothing is left.
 /// `Ok(None)` when the filesystem has no unnamed files (the caller stages a named one).
-pub fn create_unnamed_in(dir: &Path) -> io::Result<Option<File>> {
+pub fn create_unnamed_in(dir: &Path, mode: u32) -> io::Result<Option<File>> {
     match rustix::fs::open(
         dir,
         OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC,
-        Mode::from_raw_mode(0o666),
+        Mode::from_raw_mode(mode),
     ) {
         Ok(fd) => Ok(Some(File::from(fd))),
         Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {

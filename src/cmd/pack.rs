@@ -17,7 +17,7 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
-use crate::publish::{publish_file, FileRequest};
+use crate::publish::{publish_file, reaches_private_file, FileRequest};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -60,6 +60,9 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             store: &ctx.store_path,
             noun: "pack",
             cancel: Some(&ctx.cancel),
+            // A pack carries the bytes of every file it holds: one of a file others may not
+            // read is itself created 0600.
+            private: !args.trees_only && reaches_private_file(&store, &id)?,
         };
         publish_file(&req, |out| {
             write_pack(&store, &id, options, out, &mut |n| bar.inc(n))

@@ -40,6 +40,9 @@ pub struct FileRequest<'a> {
     pub noun: &'static str,
     /// Stops the write at its next chunk once cancelled; `None`: nothing stops it.
     pub cancel: Option<&'a Cancel>,
+    /// The file holds bytes not every local user may read (a pack of a `0600` file): a new
+    /// file is created `0600` instead of 0666 less the umask.
+    pub private: bool,
 }
 
 /// Why a file was not published. Every variant leaves the destination as it was (a device or
@@ -245,7 +248,7 @@ where
             })
         }
     }
-    let (staged, file) = staging_file(dest, req.noun)?;
+    let (staged, file) = staging_file(dest, req.noun, req.private)?;
     // Ctrl-C stops at the next write: the staged file is removed below, nothing lands.
     let mut out = io::BufWriter::new(StopOnCancel(file, req.cancel));
     let written = write(&mut out)
@@ -515,13 +518,19 @@ fn hidden_name(dir: &Path, dest: &Path, noun: &str) -> Result<PathBuf, FileError
 
 /// A new file in `dest`'s directory (same filesystem, so the final rename is atomic):
 /// unnamed where the filesystem allows, else a hidden named one.
-fn staging_file(dest: &Path, noun: &'static str) -> Result<(Staged, fs::File), FileError> {
+fn staging_file(
+    dest: &Path,
+    noun: &'static str,
+    private: bool,
+) -> Result<(Staged, fs::File), FileError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mode = if private { 0o600 } else { 0o666 };
     let dir = match dest.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let tmp = hidden_name(&dir, dest, noun)?;
-    if let Some(file) = sys::create_unnamed_in(&dir).map_err(|source| FileError::Io {
+    if let Some(file) = sys::create_unnamed_in(&dir, mode).map_err(|source| FileError::Io {
         op: "create a file in",
         path: dir.clone(),
         source,
@@ -531,6 +540,7 @@ fn staging_file(dest: &Path, noun: &'static str) -> Result<(Staged, fs::File), F
     let file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
+        .mode(mode)
         .open(&tmp)
         .map_err(|source| FileError::Io {
             op: "create",

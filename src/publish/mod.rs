@@ -91,7 +91,7 @@ pub use error::PublishError;
 pub use file::{publish_file, FileError, FileRequest};
 pub use recover::{recover, LeftAlone, Recovered};
 pub use replace::{check_replacement, BundleMarker, Replace, Replaced};
-pub use snapshot::publish_snapshot;
+pub use snapshot::{publish_snapshot, reaches_private_file};
 
 use crate::progress::{Progress, Silent};
 use crate::{hooks, sys};

@@ -88,3 +88,25 @@ fn leftover_staging(dest: &Path) -> Option<PathBuf> {
         })
         .map(|e| e.path())
 }
+
+/// Whether snapshot `id` reaches a regular file that not every local user may read (its mode
+/// lacks the "others read" bit): a file carrying its bytes (a pack) must then be private too.
+pub fn reaches_private_file(
+    store: &Store,
+    id: &zeroclaw_bundle_store::ObjectId,
+) -> Result<bool, zeroclaw_bundle_store::StoreError> {
+    let root = store.read_snapshot(id)?.root;
+    let mut trees = vec![root];
+    while let Some(tree) = trees.pop() {
+        for entry in store.read_tree(&tree)?.entries() {
+            if entry.kind.is_file() {
+                if entry.mode & 0o004 == 0 {
+                    return Ok(true);
+                }
+            } else {
+                trees.push(entry.id);
+            }
+        }
+    }
+    Ok(false)
+}

@@ -395,3 +395,41 @@ fn a_store_of_format_1_trees_still_reads_publishes_and_packs() {
     let r = env.run(&["diff", &id, &again]);
     assert_eq!(r.code(), 0, "{}", r.describe());
 }
+
+/// A pack carries the bytes of every file it holds, so a pack of a snapshot with a file others
+/// may not read is created 0600 whatever the umask (found by the issue 17 break-it pass: a
+/// 0600 key travelled in a 0644 pack); a pack of world-readable files keeps 0666 less the
+/// umask, and a digest (trees only) carries no file bytes.
+#[test]
+fn a_pack_is_as_private_as_its_most_private_file() {
+    let env = TestEnv::new();
+    let public = env.path("public");
+    write(&public.join("README.md"), b"hello\n");
+    chmod(&public.join("README.md"), 0o644);
+    let private = env.path("private");
+    write(&private.join("README.md"), b"hello\n");
+    write(&private.join(".env"), b"KEY=1\n");
+    chmod(&private.join(".env"), 0o600);
+    let public_id = env.snapshot(&public);
+    let private_id = env.snapshot(&private);
+    let pack = |id: &str, out: &str, extra: &[&str]| {
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(format!(
+                "umask 022 && exec \"{BIN}\" pack \"$0\" --out \"$1\" {}",
+                extra.join(" ")
+            ))
+            .arg(id)
+            .arg(env.path(out))
+            .env("ZEROCLAW_BUNDLE_STORE", &env.store);
+        run_command(c).ok();
+        mode(&env.path(out))
+    };
+    assert_eq!(pack(&private_id, "private.zcpack", &[]), 0o600);
+    assert_eq!(pack(&public_id, "public.zcpack", &[]), 0o644);
+    assert_eq!(
+        pack(&private_id, "digest.zcpack", &["--trees-only"]),
+        0o644,
+        "a digest carries no file bytes"
+    );
+}
