@@ -111,13 +111,16 @@ pub fn compare_bundles(
     let ma = Manifest::from_toml_str(a_manifest)?;
     let mb = Manifest::from_toml_str(b_manifest)?;
     let (ta, tb) = (parse(a_config, "A")?, parse(b_config, "B")?);
+    // What each side's config grants, planned once per side.
+    let made_a = config_flags(a_config, &ta, &ma.root_agent)?;
+    let made_b = config_flags(b_config, &tb, &mb.root_agent)?;
     let mut out = Vec::new();
-    unlisted_flags(&mb, &tb, &mut out)?;
+    unlisted_flags(&mb, &made_b, &mut out);
     manifest_changes(
         &ma,
         &mb,
-        &effective_flags(&ma, &ta)?,
-        &effective_flags(&mb, &tb)?,
+        &effective_flags(&ma, &made_a),
+        &effective_flags(&mb, &made_b),
         &mut out,
     );
     let secrets: Vec<&str> = ma
@@ -148,32 +151,28 @@ fn keyed<'f>(flags: impl IntoIterator<Item = &'f RiskFlag>) -> Flags {
 /// What a side grants: the flags its `config.toml` yields (what an import would run; a
 /// hand-edited config cannot hide a grant behind an unchanged manifest), plus the manifest's
 /// `carried_skills` flags (carried content, not config).
-fn effective_flags(manifest: &Manifest, config: &Table) -> Result<Flags, AgentError> {
-    let mut flags = keyed(&config_flags(config, &manifest.root_agent)?);
+fn effective_flags(manifest: &Manifest, made: &[RiskFlag]) -> Flags {
+    let mut flags = keyed(made);
     flags.extend(keyed(
         manifest
             .risk_flags
             .iter()
             .filter(|f| f.kind == RiskKind::CarriedSkills),
     ));
-    Ok(flags)
+    flags
 }
 
 /// Where side B's manifest and its own `config.toml` disagree (one was edited after export):
 /// a grant the config makes and the manifest does not list is marked, whatever side A holds;
 /// a flag the manifest lists and the config does not make is said, unmarked.
-fn unlisted_flags(
-    manifest: &Manifest,
-    config: &Table,
-    out: &mut Vec<SemanticChange>,
-) -> Result<(), AgentError> {
+fn unlisted_flags(manifest: &Manifest, made: &[RiskFlag], out: &mut Vec<SemanticChange>) {
     let listed = keyed(
         manifest
             .risk_flags
             .iter()
             .filter(|f| f.kind != RiskKind::CarriedSkills),
     );
-    let made = keyed(&config_flags(config, &manifest.root_agent)?);
+    let made = keyed(made);
     for (key, detail) in &made {
         if listed.get(key) != Some(detail) {
             out.push(SemanticChange {
@@ -207,7 +206,6 @@ fn unlisted_flags(
             });
         }
     }
-    Ok(())
 }
 
 fn parse(text: &str, side: &str) -> Result<Table, AgentError> {

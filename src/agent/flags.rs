@@ -12,10 +12,14 @@ use super::value::{Node, Table};
 /// flags: what an import would actually run, whatever the manifest says. The `carried_skills`
 /// flags are not here; they describe carried content, not config. A fragment ZeroClaw cannot
 /// load is an error (a grants check must never pass what it could not read).
-pub(crate) fn config_flags(config: &Table, root_agent: &str) -> Result<Vec<RiskFlag>, AgentError> {
-    let text = super::render::to_toml(config);
+/// `text` is the fragment as written and `config` the same, parsed.
+pub(crate) fn config_flags(
+    text: &str,
+    config: &Table,
+    root_agent: &str,
+) -> Result<Vec<RiskFlag>, AgentError> {
     let typed: zeroclaw_config::schema::Config =
-        toml::from_str(&text).map_err(|e| AgentError::InvalidField {
+        toml::from_str(text).map_err(|e| AgentError::InvalidField {
             field: "config.toml".to_string(),
             problem: format!(
                 "does not load under ZeroClaw {}'s schema, so its grants cannot be computed: {}",
@@ -106,19 +110,23 @@ pub(crate) fn provider_flags(closure: &Table) -> Vec<RiskFlag> {
 /// log never prints it (it is in `config.toml` as written).
 fn shown(word: &str) -> String {
     match crate::credentials::detect(word) {
-        Some(reason) => format!("<{reason}: not shown>"),
+        Some(reason) => not_shown(reason),
         None => word.to_string(),
     }
 }
 
-/// A flag's detail as a report shows it: each word named instead of printed when it looks like a credential, so a credential in a
-/// stdio server's command line (which ZeroClaw's manifest repeats verbatim) is named, not
-/// printed.
-/// A word is hidden when it looks like a credential on its own or together with the word
-/// before it (`Bearer <token>`: ZeroClaw joins a server's arguments with spaces, so an argument
-/// `Authorization: Bearer <token>` arrives as three words).
-/// A word after a flag named like a credential (`--token X`, `--api-key X`) is hidden too, and
-/// so is the value of `--password=X`.
+/// What a report prints in place of a hidden word.
+fn not_shown(what: impl std::fmt::Display) -> String {
+    format!("<{what}: not shown>")
+}
+
+/// A flag's detail as a report shows it: each word that looks like a credential is named,
+/// not printed, so a credential in a stdio server's command line (which ZeroClaw's manifest
+/// repeats verbatim) never reaches a terminal or a log. A word is hidden when it looks like a
+/// credential on its own or together with the word before it (`Bearer <token>`: ZeroClaw
+/// joins a server's arguments with spaces, so an argument `Authorization: Bearer <token>`
+/// arrives as three words). A word after a flag named like a credential (`--token X`,
+/// `--api-key X`) is hidden too, and so is the value of `--password=X`.
 pub fn shown_detail(detail: &str) -> String {
     let words: Vec<&str> = detail.split(' ').collect();
     words
@@ -126,22 +134,23 @@ pub fn shown_detail(detail: &str) -> String {
         .enumerate()
         .map(|(i, word)| {
             let previous = i.checked_sub(1).map(|p| words[p]);
-            let with_previous =
-                previous.and_then(|p| crate::credentials::detect(&format!("{p} {word}")));
-            let after_flag = previous
-                .and_then(credential_flag)
-                .filter(|_| !word.is_empty() && !word.starts_with('-'));
             if let Some((flag, value)) = word.split_once('=') {
                 if let Some(rule) = credential_flag(flag).filter(|_| !value.is_empty()) {
-                    return format!("{flag}=<value of a {rule}: not shown>");
+                    return format!("{flag}={}", not_shown(format!("value of a {rule}")));
                 }
             }
-            match (crate::credentials::detect(word), with_previous, after_flag) {
-                (Some(reason), _, _) | (None, Some(reason), _) => {
-                    format!("<{reason}: not shown>")
-                }
-                (None, None, Some(rule)) => format!("<value of a {rule}: not shown>"),
-                (None, None, None) => word.to_string(),
+            let reason = crate::credentials::detect(word).or_else(|| {
+                previous.and_then(|p| crate::credentials::detect(&format!("{p} {word}")))
+            });
+            if let Some(reason) = reason {
+                return not_shown(reason);
+            }
+            match previous
+                .and_then(credential_flag)
+                .filter(|_| !word.is_empty() && !word.starts_with('-'))
+            {
+                Some(rule) => not_shown(format!("value of a {rule}")),
+                None => word.to_string(),
             }
         })
         .collect::<Vec<_>>()

@@ -497,6 +497,18 @@ impl ObjectSource for StoreReader {
 }
 
 #[cfg(test)]
+impl Store {
+    /// Tests: writes `bytes` as a blob and returns the 0644 file entry `name` naming it.
+    pub(crate) fn file_entry_for_test(&self, name: &str, bytes: &[u8]) -> TreeEntry {
+        let id = self
+            .objects()
+            .write_bytes(bytes)
+            .expect("test blob written");
+        TreeEntry::file(name.as_bytes().to_vec(), 0o644, bytes.len() as u64, id)
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::snapshot::{CaptureReport, SnapshotKind};

@@ -1164,13 +1164,7 @@ mod tests {
         // A received snapshot whose files are those records.
         let files: Vec<TreeEntry> = [("a", &named), ("b", &future), ("c", &newer)]
             .iter()
-            .map(|(name, bytes)| TreeEntry {
-                name: name.as_bytes().to_vec(),
-                kind: EntryKind::File,
-                mode: 0o644,
-                size: bytes.len() as u64,
-                id: store.objects().write_bytes(bytes).unwrap(),
-            })
+            .map(|(name, bytes)| store.file_entry_for_test(name, bytes))
             .collect();
         let carrier_root = store
             .write_tree(&Tree::from_entries(files).unwrap())

@@ -1031,13 +1031,7 @@ mod tests {
         let store = Store::open_or_create(&dir.path().join("s")).unwrap();
         let big = vec![b'z'; 10_000];
         let small = b"hello\n".to_vec();
-        let file = |name: &str, bytes: &[u8]| TreeEntry {
-            name: name.as_bytes().to_vec(),
-            kind: EntryKind::File,
-            mode: 0o644,
-            size: bytes.len() as u64,
-            id: store.objects().write_bytes(bytes).unwrap(),
-        };
+        let file = |name: &str, bytes: &[u8]| store.file_entry_for_test(name, bytes);
         let sub = Tree::from_entries(vec![file("s.txt", &small), file("empty", b"")]).unwrap();
         let sub_id = store.write_tree(&sub).unwrap();
         let root = Tree::from_entries(vec![

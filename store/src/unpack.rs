@@ -552,13 +552,7 @@ mod tests {
         let store = Store::open_or_create(&dir.join("src")).unwrap();
         let mut entries: Vec<TreeEntry> = files
             .iter()
-            .map(|(name, bytes)| TreeEntry {
-                name: name.as_bytes().to_vec(),
-                kind: EntryKind::File,
-                mode: 0o644,
-                size: bytes.len() as u64,
-                id: store.objects().write_bytes(bytes).unwrap(),
-            })
+            .map(|(name, bytes)| store.file_entry_for_test(name, bytes))
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         let root = store
@@ -737,13 +731,7 @@ mod tests {
     fn tree_of(store: &Store, files: &[(&str, &[u8])]) -> (ObjectId, Vec<u8>) {
         let entries = files
             .iter()
-            .map(|(name, bytes)| TreeEntry {
-                name: name.as_bytes().to_vec(),
-                kind: EntryKind::File,
-                mode: 0o644,
-                size: bytes.len() as u64,
-                id: store.objects().write_bytes(bytes).unwrap(),
-            })
+            .map(|(name, bytes)| store.file_entry_for_test(name, bytes))
             .collect();
         let tree = Tree::from_entries(entries).unwrap().encode();
         (store.objects().write_bytes(&tree).unwrap(), tree)
