@@ -718,19 +718,26 @@ impl Remote {
 
     /// The packs the remote holds (`packs/<pack>.zcpack`), with their listing entries.
     pub(crate) fn packs(&self) -> Result<HashMap<String, Listed>, RemoteError> {
-        let mut out = HashMap::new();
-        for entry in self.list("packs")? {
+        Ok(self
+            .named_by_pack("packs", ".zcpack")?
+            .into_iter()
+            .collect())
+    }
+
+    /// The entries of `dir` named `<pack-id><suffix>`, as (pack id, entry); any other name is
+    /// ignored and named in a notice.
+    fn named_by_pack(&self, dir: &str, suffix: &str) -> Result<Vec<(String, Listed)>, RemoteError> {
+        let mut out = Vec::new();
+        for entry in self.list(dir)? {
             match entry
                 .name
-                .strip_suffix(".zcpack")
+                .strip_suffix(suffix)
                 .filter(|p| parse_id(p).is_some())
             {
-                Some(p) => {
-                    out.insert(p.to_string(), entry);
-                }
+                Some(p) => out.push((p.to_string(), entry.clone())),
                 None => self.ignore(
-                    &format!("packs/{}", entry.name),
-                    "not named <pack-id>.zcpack",
+                    &format!("{dir}/{}", entry.name),
+                    &format!("not named <pack-id>{suffix}"),
                 ),
             }
         }
@@ -752,18 +759,7 @@ impl Remote {
 
     /// The index files (`index/<pack>.idx`): pack -> entry.
     pub(crate) fn index_files(&self) -> Result<Vec<(String, Listed)>, RemoteError> {
-        let mut out = Vec::new();
-        for entry in self.list("index")? {
-            match entry
-                .name
-                .strip_suffix(".idx")
-                .filter(|p| parse_id(p).is_some())
-            {
-                Some(p) => out.push((p.to_string(), entry.clone())),
-                None => self.ignore(&format!("index/{}", entry.name), "not named <pack-id>.idx"),
-            }
-        }
-        Ok(out)
+        self.named_by_pack("index", ".idx")
     }
 
     /// Every indexed object and the first pack (in index-name order) whose index lists it,
