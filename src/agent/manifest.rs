@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::error::AgentError;
 use super::layout::{BUNDLE_FORMAT_VERSION, MANIFEST_FILE};
+#[cfg(test)]
 use super::render::{ensure_blank_line_before_sections, to_toml};
 use super::value::{Node, Table};
 
@@ -402,8 +403,11 @@ impl Manifest {
         })
     }
 
-    /// The file text: header, then the body in the fixed key order.
-    pub fn to_toml_string(&self) -> String {
+    /// Tests: the manifest as text (header, then the body in a fixed key order), to read back
+    /// with [`Manifest::from_toml_str`]. Bundles are rendered by ZeroClaw's own
+    /// `render_manifest_toml`, never by this.
+    #[cfg(test)]
+    pub(crate) fn to_toml_string(&self) -> String {
         let strings = |v: &[String]| Node::Array(v.iter().cloned().map(Node::Str).collect());
         let mut root = Table::new();
         root.insert("format_version", Node::Int(self.format_version));

@@ -211,7 +211,7 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
     if let Some(path) = schema::find_ciphertext(&closure) {
         return Err(AgentError::CiphertextSurvived { path });
     }
-    zeroclaw.config = table_to_zeroclaw(&closure)?;
+    zeroclaw.config = table_to_zeroclaw(&closure);
     zeroclaw
         .required_secrets
         .extend(scrubbed.by_name.iter().map(|(path, _)| path.clone()));
@@ -373,13 +373,23 @@ pub(crate) fn table_from_zeroclaw(table: &toml::Table) -> Result<Table, AgentErr
     Ok(Table::from_toml_edit(doc.as_table()))
 }
 
-/// This module's tree back as ZeroClaw's table.
-pub(crate) fn table_to_zeroclaw(table: &Table) -> Result<toml::Table, AgentError> {
-    let text = super::render::to_toml(table);
-    toml::from_str(&text).map_err(|e| AgentError::InvalidField {
-        field: "config.toml".to_string(),
-        problem: format!("does not re-parse: {e}"),
-    })
+/// This module's tree back as ZeroClaw's table, value for value.
+pub(crate) fn table_to_zeroclaw(table: &Table) -> toml::Table {
+    fn value(node: &Node) -> toml::Value {
+        match node {
+            Node::Str(s) => toml::Value::String(s.clone()),
+            Node::Int(i) => toml::Value::Integer(*i),
+            Node::Float(f) => toml::Value::Float(*f),
+            Node::Bool(b) => toml::Value::Boolean(*b),
+            Node::Datetime(d) => toml::Value::Datetime(*d),
+            Node::Array(items) => toml::Value::Array(items.iter().map(value).collect()),
+            Node::Table(t) => toml::Value::Table(table_to_zeroclaw(t)),
+        }
+    }
+    table
+        .iter()
+        .map(|(k, v)| (k.to_string(), value(v)))
+        .collect()
 }
 
 pub(crate) fn dropped_from(d: &zc::DroppedRef) -> Dropped {

@@ -2,9 +2,9 @@
 //!
 //! The install's `config.toml` is parsed with toml_edit and converted into this tree at load, so
 //! no comment, whitespace or other formatting of the source can reach a bundle (a comment next to
-//! an `api_key` would otherwise travel with it). The closure is built in this tree, rendered by
-//! `render`, and the gate converts the re-parsed text back into it. Tables keep insertion order,
-//! which is the rendered order.
+//! an `api_key` would otherwise travel with it). ZeroClaw's closure is converted into this tree
+//! for our stricter layers (name scrub, process flags, credential-looking values) and back.
+//! Tables keep insertion order.
 
 use toml_edit::{Datetime, Item, Value};
 
