@@ -19,6 +19,7 @@
 //!   `export`: agent and directory capture and their commit; `publish`: destination check,
 //!   staged publish, reuse and recovery; `statmatch`: the stat-match and racy rule of both;
 //!   `diff`: the Merkle-pruned tree diff; `credentials`: the credential-looking value detector;
+//!   `provenance`: what an import recorded about the agent it created;
 //!   `remote`: remote stores;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
 //!   worker pool; `clock`: timestamps; `cancel`: the cancellation token the caller passes in;
@@ -38,6 +39,7 @@ pub mod export;
 pub mod hooks;
 pub mod interrupt;
 pub mod progress;
+pub mod provenance;
 pub mod publish;
 pub mod remote;
 pub mod statmatch;

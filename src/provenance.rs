@@ -1,0 +1,206 @@
+//! Import provenance: which bundle an install's agent came from, so a later `review` of an
+//! update can diff it against what was imported, and an operator can see where an agent came
+//! from.
+//!
+//! ZeroClaw's `config.toml` must never carry keys its loader would not write, so provenance
+//! lives outside it, in a directory this tool owns inside the install:
+//! `<install>/.zeroclaw-bundle/imports/<local-alias>.toml`, one small TOML file per imported
+//! agent. `import` writes it last-but-one (after the files, before `config.toml`), atomically
+//! (staged, fsynced, renamed), owner-only; `review` reads it. A missing directory or file means
+//! "never imported by this tool". A file that does not parse is an error naming its path: a
+//! review must not silently skip the update diff.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use zeroclaw_bundle_store::ObjectId;
+
+use crate::publish::{publish_file, FileError, FileRequest};
+
+/// The directory (inside the install) holding one provenance file per imported agent.
+pub const DIR: &str = ".zeroclaw-bundle/imports";
+
+/// What one import recorded about the agent it created.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    /// The agent's alias in this install (after `--as` and namespacing).
+    pub alias: String,
+    /// The agent's alias inside the bundle (its manifest's `agent.alias`): how a later review
+    /// of another version of the same bundle finds this record.
+    pub bundle_alias: String,
+    /// The snapshot imported (the content id the operator reviewed).
+    pub snapshot: ObjectId,
+    /// What was given to `import` (a directory, a snapshot ref, a pack, a remote ref), as text.
+    pub source: String,
+    /// When, RFC 3339 UTC.
+    pub imported_at: String,
+    /// This tool's version that imported it.
+    pub tool_version: String,
+    /// Entries of the bundle renamed on import, `KIND.OLD` -> local alias (namespaced or
+    /// `--map`ped), in name order; empty when every alias was kept.
+    #[serde(default)]
+    pub renamed: BTreeMap<String, String>,
+}
+
+/// Why provenance could not be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ProvenanceError {
+    /// A provenance file or its directory could not be read.
+    #[error("could not read import provenance {path}: {source}")]
+    Read {
+        /// The file or directory.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// A provenance file is not what `import` writes.
+    #[error("import provenance {path} is not valid: {message}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// Its directory could not be created.
+    #[error("could not create {path}: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
+    /// The file could not be published.
+    #[error(transparent)]
+    Write(#[from] FileError),
+}
+
+/// The provenance file of local agent `alias` in the install rooted at `install_root` (the
+/// directory of its `config.toml`).
+pub fn path(install_root: &Path, alias: &str) -> PathBuf {
+    install_root.join(DIR).join(format!("{alias}.toml"))
+}
+
+/// The provenance of local agent `alias`, or `None` when this tool never imported it.
+pub fn read(install_root: &Path, alias: &str) -> Result<Option<Provenance>, ProvenanceError> {
+    read_file(&path(install_root, alias))
+}
+
+/// Every provenance record of the install, in alias order.
+pub fn read_all(install_root: &Path) -> Result<Vec<Provenance>, ProvenanceError> {
+    let dir = install_root.join(DIR);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(ProvenanceError::Read { path: dir, source }),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| ProvenanceError::Read {
+            path: dir.clone(),
+            source,
+        })?;
+        let file = entry.path();
+        if file.extension().is_some_and(|e| e == "toml") {
+            out.extend(read_file(&file)?);
+        }
+    }
+    out.sort_by(|a, b| a.alias.cmp(&b.alias));
+    Ok(out)
+}
+
+/// The records whose bundle alias is `bundle_alias`: earlier imports of a bundle of that agent.
+pub fn imports_of(
+    install_root: &Path,
+    bundle_alias: &str,
+) -> Result<Vec<Provenance>, ProvenanceError> {
+    let mut all = read_all(install_root)?;
+    all.retain(|p| p.bundle_alias == bundle_alias);
+    Ok(all)
+}
+
+/// Writes `record` at [`path`]`(install_root, &record.alias)`, atomically and owner-only,
+/// replacing an earlier record of that alias.
+pub fn write(
+    install_root: &Path,
+    store: &Path,
+    record: &Provenance,
+) -> Result<(), ProvenanceError> {
+    let file = path(install_root, &record.alias);
+    let dir = file.parent().expect("the provenance path has a directory");
+    fs::create_dir_all(dir).map_err(|source| ProvenanceError::CreateDir {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let text = toml::to_string(record).expect("a provenance record always serializes");
+    let req = FileRequest {
+        dest: &file,
+        force: true,
+        store,
+        noun: "import provenance",
+        cancel: None,
+        private: true,
+    };
+    publish_file(&req, |out: &mut dyn Write| out.write_all(text.as_bytes()))?;
+    Ok(())
+}
+
+fn read_file(file: &Path) -> Result<Option<Provenance>, ProvenanceError> {
+    let text = match fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(ProvenanceError::Read {
+                path: file.to_path_buf(),
+                source,
+            })
+        }
+    };
+    toml::from_str(&text)
+        .map(Some)
+        .map_err(|e| ProvenanceError::Parse {
+            path: file.to_path_buf(),
+            message: e.message().to_string(),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_round_trips_and_is_found_by_its_bundle_alias() {
+        let install = tempfile::tempdir().unwrap();
+        let store = tempfile::tempdir().unwrap();
+        assert_eq!(read(install.path(), "coder").unwrap(), None);
+        assert!(read_all(install.path()).unwrap().is_empty());
+        let record = Provenance {
+            alias: "coder_imported".into(),
+            bundle_alias: "coder".into(),
+            snapshot: ObjectId::of(b"snapshot"),
+            source: "/tmp/coder-bundle".into(),
+            imported_at: "2026-12-01T15:00:00+00:00".into(),
+            tool_version: "0.1.0".into(),
+            renamed: BTreeMap::from([("agents.coder".into(), "coder_imported".into())]),
+        };
+        write(install.path(), store.path(), &record).unwrap();
+        assert_eq!(
+            read(install.path(), "coder_imported").unwrap(),
+            Some(record.clone())
+        );
+        assert_eq!(imports_of(install.path(), "coder").unwrap(), vec![record]);
+        assert!(imports_of(install.path(), "other").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_damaged_record_is_an_error_naming_its_path() {
+        let install = tempfile::tempdir().unwrap();
+        let file = path(install.path(), "coder");
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, "alias = 3\n").unwrap();
+        let err = read(install.path(), "coder").unwrap_err().to_string();
+        assert!(err.contains("coder.toml"), "{err}");
+    }
+}
