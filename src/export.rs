@@ -121,19 +121,8 @@ pub fn load_agent(install_dir: &Path, alias: &str) -> Result<(Install, ExportPla
     Ok((install, plan))
 }
 
-/// Captures agent `alias` of the install at `install_dir` into the store as one snapshot.
-pub fn capture_agent(
-    store: &Store,
-    install_dir: &Path,
-    alias: &str,
-    options: AgentCaptureOptions<'_>,
-    progress: &dyn Progress,
-) -> Result<AgentSnapshot> {
-    let (install, plan) = load_agent(install_dir, alias)?;
-    capture_loaded(store, &install, &plan, options, progress)
-}
-
-/// [`capture_agent`] of an install and plan already loaded with [`load_agent`].
+/// Captures agent `plan.alias` of an install loaded with [`load_agent`] into the store as one
+/// snapshot.
 pub fn capture_loaded(
     store: &Store,
     install: &Install,
@@ -534,7 +523,6 @@ impl ExportJob {
             force: replace != Replace::Nothing,
             sources: &sources,
             store: Some(store_path),
-            reuse: None,
             bundle: BUNDLE,
         })
         .with_context(&context)?;

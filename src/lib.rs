@@ -1,47 +1,75 @@
 //! zeroclaw-bundle: portable ZeroClaw agents. This crate is the library behind the
-//! `zeroclaw-bundle` binary, and what zeroclaw itself can link.
+//! `zeroclaw-bundle` binary, and what ZeroClaw itself links for `zeroclaw bundle ...`.
 //!
-//! The data flow, one library entry per verb:
-//! 1. [`agent::plan_export`] reads an install and plans an agent's bundle (closure, scrub,
-//!    manifest, which trees to read and the keep rule for them).
-//! 2. [`capture`] walks those trees through descriptor-verified opens into the store;
-//!    [`export::capture_agent`] and [`export::capture_dir`] both end in one `commit`
-//!    (snapshot record, catalog entry, stat cache).
-//! 3. [`publish::check`] resolves and admits a destination once; [`publish::publish_snapshot`]
-//!    stages the snapshot there and swaps it in atomically (`checkout`, and `export` = 2 + 3).
-//! 4. `mount`, [`diff`], `pack`, [`remote`], `verify`, `gc` read the store by snapshot id.
+//! The public API is small: a store handle, [`Bundles`], with one method per verb (snapshot
+//! an agent or a directory, export, checkout, list/show/ls/cat, diff, mount, pack/unpack,
+//! push/pull, verify, gc); typed errors ([`Error`]: the verb, its target, an [`ErrorKind`], the
+//! cause chain); a [`Progress`] trait the long verbs report to; and a [`Cancel`] token that
+//! reaches them through it. The library installs no signal handlers and reads no global
+//! state: the binary maps SIGINT/SIGTERM onto the token.
 //!
-//! Capture and publish report to [`progress::Progress`]; the terminal bar lives in [`cmd`].
+//! ```
+//! use zeroclaw_bundle::{Bundles, Replace, Silent};
+//! # let dir = tempfile::tempdir()?;
+//! # let install = dir.path().join("install");
+//! # std::fs::create_dir_all(install.join("agents/coder/workspace"))?;
+//! # std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "notes\n")?;
+//! # std::fs::write(install.join("config.toml"), "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n[agents.coder]\nenabled = true\nmodel_provider = \"anthropic.main\"\nrisk_profile = \"default\"\n\n[risk_profiles.default]\n")?;
+//! let bundles = Bundles::create(dir.path().join("store"))?;
+//! let first = bundles.snapshot_agent(&install, "coder", &Default::default(), &Silent)?;
+//! std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "more notes\n")?;
+//! let out = dir.path().join("coder-bundle");
+//! let exported = bundles.export(&install, "coder", &out, Replace::Nothing, &Default::default(), &Silent)?;
+//! let diff = bundles.diff(first.id.to_hex().as_ref(), out.as_os_str(), Default::default(), &Silent)?;
+//! assert_eq!(diff.changes().next().unwrap().path, "workspace/NOTES.md");
+//! assert_ne!(first.id, exported.snapshot.id);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
-//! Module owners:
-//! - `agent`: the install layout, config closure, manifest, risk flags, portable names;
-//! - `capture`: the descriptor-verified walker (into the store, or hash-only for `diff`);
-//!   `export`: agent and directory capture and their commit; `publish`: destination check,
-//!   staged publish, reuse and recovery; `statmatch`: the stat-match and racy rule of both;
-//!   `diff`: the Merkle-pruned tree diff; `credentials`: the credential-looking value detector;
-//!   `provenance`: what an import recorded about the agent it created;
-//!   `remote`: remote stores;
+//! Inside, one module per noun (all crate-private):
+//! - `agent`: the install layout, config closure, manifest, risk flags, portable names (an
+//!   adapter over ZeroClaw's own `zeroclaw-config`);
+//! - `capture`: the descriptor-verified walker; `export`: agent and directory capture and their
+//!   commit; `publish`: destination check, staged publish, reuse and recovery; `statmatch`: the
+//!   stat-match and racy rule of both; `diff`: the Merkle-pruned tree diff and the semantic
+//!   section; `credentials`: the credential-looking value detector; `provenance`: what an
+//!   import recorded about the agent it created; `remote`: remote stores;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
-//!   worker pool; `clock`: timestamps; `cancel`: the cancellation token the caller passes in;
-//!   `progress`: the progress trait (which carries the token);
-//! - `cli`: argument parsing; `cmd`: one file per subcommand, and the terminal adapters;
-//!   `interrupt`: the binary's SIGINT/SIGTERM mapping onto the command's token.
+//!   worker pool; `clock`: timestamps; `cancel`: the token; `progress`: the progress trait;
+//! - `api`: the facade above. `cli` and `cmd` are the binary's command layer (argument parsing,
+//!   one file per subcommand that calls the library and prints, the terminal adapters) and
+//!   `interrupt` its SIGINT/SIGTERM mapping: public only because the binary is another crate
+//!   target, hidden from the docs, not an API.
 
-pub mod agent;
-pub mod cancel;
-pub mod capture;
+mod agent;
+mod api;
+mod cancel;
+mod capture;
+mod clock;
+mod credentials;
+mod diff;
+mod export;
+mod hooks;
+mod progress;
+mod provenance;
+mod publish;
+mod remote;
+mod statmatch;
+mod sys;
+mod workers;
+
+#[doc(hidden)]
 pub mod cli;
-pub mod clock;
+#[doc(hidden)]
 pub mod cmd;
-pub mod credentials;
-pub mod diff;
-pub mod export;
-pub mod hooks;
+#[doc(hidden)]
 pub mod interrupt;
-pub mod progress;
-pub mod provenance;
-pub mod publish;
-pub mod remote;
-pub mod statmatch;
-pub mod sys;
-pub mod workers;
+
+pub use api::*;
+
+/// The remote's index and record parsers, for the cargo-fuzz targets in `tests/fuzz` only.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use crate::remote::{check_record, parse_index, IndexParser};
+}

@@ -7,9 +7,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use zeroclaw_bundle::cancel::Cancel;
 use zeroclaw_bundle::cli::Command;
 use zeroclaw_bundle::cmd::{self, Outcome, StdoutClosed};
+use zeroclaw_bundle::Cancel;
 
 fn main() -> ExitCode {
     let cli = match zeroclaw_bundle::cli::parse() {

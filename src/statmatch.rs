@@ -48,6 +48,7 @@ impl Racy {
 
     /// The cutoff for `records` taken at `recorded_at_ns`: [`FINE_RACY_NS`] when any recorded
     /// time shows sub-second precision, else [`RACY_NS`].
+    #[cfg(test)]
     pub fn of_records<'a>(
         records: impl IntoIterator<Item = &'a StatEntry>,
         recorded_at_ns: i64,

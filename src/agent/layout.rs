@@ -13,8 +13,10 @@ pub const WORKSPACE_DIR: &str = "workspace";
 /// Carried skill bundles live under `skills/<alias>/`.
 pub const SKILLS_DIR: &str = "skills";
 /// The memory store at the workspace root: never carried in format 1.
+#[cfg(test)]
 pub const WORKSPACE_MEMORY_DIR: &str = "memory";
 /// The memory snapshot at the workspace root: never carried.
+#[cfg(test)]
 pub const MEMORY_SNAPSHOT_FILE: &str = "MEMORY_SNAPSHOT.md";
 
 /// Whether the workspace entry at `rel` (relative to the workspace root, `/`-separated) travels.

@@ -4,19 +4,18 @@
 //! config closure with its secret scrub, the `dropped` list, the risk flags, the copy sources)
 //! and renders and validates the bundle's `config.toml` and manifest; plus our stricter layers
 //! (credential-name scrub, process flags, credential-looking values), the semantic comparison
-//! of two bundles, and the portable-name grammar. Pure logic over TOML: the only filesystem
+//! of two bundles, Pure logic over TOML: the only filesystem
 //! access is reading `config.toml`; capturing trees and publishing belong to `capture` and
 //! `publish`.
 //!
-//! ```no_run
-//! # fn main() -> Result<(), zeroclaw_bundle::agent::AgentError> {
-//! use zeroclaw_bundle::agent::{plan_export, CaptureOutcome, Install, Provenance};
+//! The flow, as `export` drives it:
+//!
+//! ```text
 //! let install = Install::load(std::path::Path::new("/home/me/.zeroclaw"))?;
 //! let plan = plan_export(&install, "researcher")?;
 //! // ... capture plan.workspace and plan.skills, then report what was carried:
 //! let outcome = CaptureOutcome::default();
 //! let bundle = plan.render(&outcome, &Provenance::for_export(None, std::time::SystemTime::now()))?;
-//! # let _ = bundle; Ok(()) }
 //! ```
 
 mod bundle;
@@ -27,7 +26,10 @@ mod flags;
 mod install;
 mod layout;
 mod manifest;
-pub mod names;
+// The reference notes' portable-name grammar and its vectors (case 38). Test-only since the
+// export uses ZeroClaw's own planner, which applies it; the vectors stay as the record of it.
+#[cfg(test)]
+mod names;
 mod plan;
 // Test-only since ZeroClaw's renderers write the bundle files: builds manifests to read back.
 #[cfg(test)]
@@ -35,22 +37,23 @@ mod render;
 mod schema;
 mod value;
 
-pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
+pub use bundle::{CaptureOutcome, RenderedBundle};
 pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
 pub use install::{install_root, Install};
-pub use layout::{
-    workspace_entry_included, BUNDLE_FORMAT_VERSION, CONFIG_FILE, MANIFEST_FILE,
-    MEMORY_SNAPSHOT_FILE, SKILLS_DIR, WORKSPACE_DIR, WORKSPACE_MEMORY_DIR,
-};
+pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
-    manifests_differ_only_in_export_time, rfc3339_utc, secret_story, DropReason, Dropped, Manifest,
-    Provenance, RiskFlag, RiskKind, MANIFEST_HEADER,
+    manifests_differ_only_in_export_time, secret_story, Manifest, Provenance, MANIFEST_HEADER,
 };
-pub use plan::{legacy_entry_travels, plan_export, ExportPlan, SkillSource, TreeSource};
-pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_VERSION};
+pub use plan::{legacy_entry_travels, plan_export, ExportPlan, TreeSource};
+pub use schema::SUPPORTED_SCHEMA_VERSION;
+#[cfg(test)]
+pub use {
+    bundle::CONFIG_HEADER,
+    manifest::{DropReason, Dropped, RiskFlag, RiskKind},
+};
 
 #[cfg(test)]
 mod closure_fuzz;

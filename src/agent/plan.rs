@@ -120,6 +120,7 @@ impl ExportPlan {
     }
 
     /// Dotted config paths scrubbed to `""`, sorted and deduplicated.
+    #[cfg(test)]
     pub fn required_secrets(&self) -> &[String] {
         &self.zeroclaw.required_secrets
     }
@@ -155,6 +156,7 @@ impl ExportPlan {
     }
 
     /// The `dropped` entries known before the capture (the capture may add `source_missing`).
+    #[cfg(test)]
     pub fn dropped(&self) -> Vec<Dropped> {
         self.zeroclaw.dropped.iter().map(dropped_from).collect()
     }
@@ -162,6 +164,7 @@ impl ExportPlan {
     /// The risk flags as planned: one `carried_skills` per planned skill bundle, then the
     /// policy and server flags, then ours. Rendering removes the skill flags of bundles that
     /// carried nothing.
+    #[cfg(test)]
     pub fn risk_flags(&self) -> Vec<RiskFlag> {
         self.zeroclaw.risk_flags.iter().map(flag_from).collect()
     }
@@ -392,6 +395,7 @@ pub(crate) fn table_to_zeroclaw(table: &Table) -> toml::Table {
         .collect()
 }
 
+#[cfg(test)]
 pub(crate) fn dropped_from(d: &zc::DroppedRef) -> Dropped {
     Dropped::new(
         d.path.clone(),

@@ -237,16 +237,6 @@ impl<'s> Capture<'s> {
         self
     }
 
-    /// The store written to.
-    pub fn store(&self) -> &'s Store {
-        self.store
-    }
-
-    /// Tallies and skipped entries so far.
-    pub fn report(&self) -> &CaptureReport {
-        &self.report
-    }
-
     /// One more file of `len` bytes on `progress`.
     fn advance(&mut self, len: u64) {
         self.progressed.files += 1;

@@ -56,7 +56,6 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         force: args.force || args.replace_any,
         sources: &[],
         store: Some(store.root()),
-        reuse: None,
         bundle: crate::export::BUNDLE,
     })
     .with_context(context)?;

@@ -375,6 +375,10 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
     use zeroclaw_bundle_mount::MountError;
     use zeroclaw_bundle_store::StoreError;
     err.chain().find_map(|e| {
+        // An error of the public API carries the library's chain whole: look into it.
+        if let Some(e) = e.downcast_ref::<crate::Error>() {
+            return hint(e.inner());
+        }
         if let Some(e) = e.downcast_ref::<StoreError>() {
             return match e {
                 StoreError::UnknownSnapshot { .. } => {

@@ -104,7 +104,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             }
         };
     check_mountpoint(&args.mountpoint)?;
-    refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)?;
+    crate::api::refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)?;
     let options = MountOptions {
         label: id.short(12),
         allow_other: args.allow_other,
@@ -173,24 +173,6 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     ended.context("the mount ended with an error")?;
     Ok(Outcome::Success)
-}
-
-/// Refuses a mountpoint inside the store (an empty `tmp/x` or `objects/ab`, however spelled:
-/// compared by identity, so a symlink or a bind mount of the store is caught too). While
-/// mounted, the directory would hide whatever the store writes there from every other
-/// command, and `gc` or a capture would walk into the mount.
-fn refuse_mountpoint_in_store(mountpoint: &std::path::Path, store: &std::path::Path) -> Result<()> {
-    let canonical = std::fs::canonicalize(mountpoint)
-        .with_context(|| format!("could not resolve {}", mountpoint.display()))?;
-    if crate::publish::lies_inside(&canonical, store) {
-        bail!(
-            "refusing to mount on {}: it lies inside the store at {} (a mount there would \
-             hide the store's own files); mount on an empty directory outside the store",
-            mountpoint.display(),
-            store.display()
-        );
-    }
-    Ok(())
 }
 
 /// Starts the server in a new session and returns once it reports the mount answering.

@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use zeroclaw_bundle_store::ObjectId;
 
@@ -28,15 +28,7 @@ pub const LOCK_PREFIX: &str = ".zeroclaw-export-lock-";
 pub struct DestClaim {
     parent: OwnedFd,
     name: Vec<u8>,
-    path: PathBuf,
     _file: File,
-}
-
-impl DestClaim {
-    /// The lock file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
 }
 
 impl Drop for DestClaim {
@@ -81,7 +73,6 @@ pub(crate) fn claim(dest: &Path, d: &resolve::Destination) -> Result<DestClaim, 
                 return Ok(DestClaim {
                     parent,
                     name,
-                    path,
                     _file: file,
                 })
             }

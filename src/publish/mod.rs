@@ -89,11 +89,13 @@ use zeroclaw_bundle_store::{
 pub use claim::{DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
 pub use file::{publish_file, FileError, FileRequest};
-pub use recover::{recover, LeftAlone, Recovered};
+pub use recover::recover;
 pub use replace::{check_replacement, BundleMarker, Replace, Replaced};
 pub use snapshot::{publish_snapshot, reaches_private_file};
 
-use crate::progress::{Progress, Silent};
+use crate::progress::Progress;
+#[cfg(test)]
+use crate::progress::Silent;
 use crate::{hooks, sys};
 
 /// Prefix of a staging directory (`.zeroclaw-export-<token>`).
@@ -114,11 +116,6 @@ pub struct PublishRequest<'a> {
     /// The store the bundle is read from: a destination that is, contains or lies inside it
     /// is refused (publishing there would destroy the store).
     pub store: Option<&'a Path>,
-    /// What the previous publish to this destination left there ([`record_destination`]):
-    /// with `--force`, a file whose stat still matches (and whose bytes still hash to the
-    /// right id, when the record is racy) is hard-linked into the new tree instead of being
-    /// written again.
-    pub reuse: Option<&'a DestCache>,
     /// What marks a bundle (the caller knows; publish does not): its marker file is written
     /// last at the root, and `--force` replaces a directory that holds it.
     pub bundle: BundleMarker,
@@ -211,7 +208,8 @@ pub fn check(req: &PublishRequest<'_>) -> Result<Admitted, PublishError> {
 }
 
 /// Publishes tree `root` from `source` at `req.dest`: [`check`], then [`publish_to`] (see the
-/// module doc for the protocol).
+/// module doc for the protocol), reusing nothing.
+#[cfg(test)]
 pub fn publish(
     source: &dyn ObjectSource,
     root: &ObjectId,
@@ -222,18 +220,19 @@ pub fn publish(
 
 /// [`publish`], telling `progress` the running totals after each staged file (the bytes to
 /// expect are the root tree's `total_size()`).
+#[cfg(test)]
 pub fn publish_with_progress(
     source: &dyn ObjectSource,
     root: &ObjectId,
     req: &PublishRequest<'_>,
     progress: &dyn Progress,
 ) -> Result<Published, PublishError> {
-    publish_to(source, root, &check(req)?, req.reuse, progress)
+    publish_to(source, root, &check(req)?, None, progress)
 }
 
 /// Publishes tree `root` from `source` at the destination `dest` admitted by [`check`] (see
 /// the module doc for the protocol), reusing `reuse` (what the previous publish there left,
-/// [`PublishRequest::reuse`]) and telling `progress` the running totals after each staged
+/// [`record_destination`]: with `--force`, a file whose stat still matches, and whose bytes still hash to the right id when the record is racy, is hard-linked into the new tree instead of being written again) and telling `progress` the running totals after each staged
 /// file.
 pub fn publish_to(
     source: &dyn ObjectSource,

@@ -227,7 +227,6 @@ impl Env {
                 force,
                 sources: &[],
                 store: None,
-                reuse: None,
                 bundle: crate::export::BUNDLE,
             },
         )
@@ -255,7 +254,6 @@ fn fresh_publish_is_byte_for_byte_with_modes() {
         force: false,
         sources: &[],
         store: None,
-        reuse: None,
         bundle: crate::export::BUNDLE,
     };
     let p = publish_with_progress(
@@ -375,7 +373,6 @@ fn overlap_with_a_source_is_refused_both_ways() {
                 force: true,
                 sources: &sources,
                 store: None,
-                reuse: None,
                 bundle: crate::export::BUNDLE,
             },
         )

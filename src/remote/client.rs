@@ -1008,6 +1008,7 @@ impl IndexParser {
 }
 
 /// Parses a whole index file: its ids in order.
+#[cfg(any(test, feature = "fuzzing"))]
 pub fn parse_index(bytes: &[u8]) -> Result<Vec<ObjectId>, String> {
     let mut ids = Vec::new();
     let mut parser = IndexParser::default();

@@ -49,9 +49,11 @@ mod gc;
 mod sync;
 mod view;
 
-pub use client::{check_record, parse_index, IndexParser, Remote};
+pub use client::Remote;
+#[cfg(feature = "fuzzing")]
+pub use client::{check_record, parse_index, IndexParser};
 pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
-pub use gc::{forget, gc, min_grace, push_window, GcReport, DEFAULT_GRACE_SECS};
+pub use gc::{forget, gc, DEFAULT_GRACE_SECS};
 pub use sync::{pull, push, PullReport, PushReport};
 pub use view::{parse_remote_ref, RemoteView};
 

@@ -178,11 +178,6 @@ impl RemoteView {
         Ok(Some(pack))
     }
 
-    /// The snapshot's id.
-    pub fn id(&self) -> ObjectId {
-        self.id
-    }
-
     /// The snapshot's record.
     pub fn snapshot(&self) -> &Snapshot {
         &self.snapshot

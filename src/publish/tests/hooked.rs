@@ -36,7 +36,6 @@ fn child_entry() {
         force: var("ZB_FORCE") == "1",
         sources: &sources,
         store: None,
-        reuse: None,
         bundle: crate::export::BUNDLE,
     };
     match publish(&store.reader(), &root, &req) {

@@ -4,7 +4,7 @@
 //! re-encodes to the same ids; a record is accepted under exactly one id (its blake3).
 #![no_main]
 
-use zeroclaw_bundle::remote::{check_record, parse_index, IndexParser};
+use zeroclaw_bundle::fuzzing::{check_record, parse_index, IndexParser};
 use zeroclaw_bundle_store::ObjectId;
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {

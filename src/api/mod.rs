@@ -1,0 +1,941 @@
+//! The public API: a store handle ([`Bundles`]) with one method per verb, typed errors
+//! ([`Error`]: verb, target, kind, cause chain), a [`Progress`] trait and a [`Cancel`] token
+//! passed in. This is what ZeroClaw links for `zeroclaw bundle ...`, and what the
+//! `zeroclaw-bundle` binary's commands call; everything behind it is `pub(crate)`.
+//!
+//! The library never installs signal handlers or reads other process-global state: a caller
+//! that wants Ctrl-C to stop a capture trips the [`Cancel`] token it passed in (through
+//! [`Progress::cancel`], e.g. with [`Cancellable`]); the work then fails with
+//! [`ErrorKind::Interrupted`] after unwinding its cleanups (no half-written bundle, nothing
+//! recorded).
+//!
+//! Each method re-checks its inputs as the binary does (destinations are admitted before
+//! anything is captured, a snapshot reference is resolved once) and returns what the binary
+//! prints, as data.
+
+mod error;
+
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::Context as _;
+use zeroclaw_bundle_store::{resolve_path, EntryKind, ObjectSource, Store};
+
+pub use crate::agent::{Manifest, RenderedBundle, SemanticChange};
+pub use crate::cancel::{Cancel, Interrupted};
+pub use crate::capture::CaptureStats;
+pub use crate::credentials::CredentialFinding;
+pub use crate::diff::compare::{DiffOptions, Semantic};
+pub use crate::diff::{Change, Status, Summary};
+pub use crate::export::{AgentSnapshot, DirSnapshot};
+pub use crate::progress::{Cancellable, Progress, Silent, Totals};
+pub use crate::publish::{Published, Replace, Replaced};
+pub use crate::remote::{PullReport, PushReport};
+pub use error::{Error, ErrorKind, Verb};
+pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
+pub use zeroclaw_bundle_store::{
+    GcReport, ObjectId, PackOptions, PackStats, Snapshot, SnapshotSummary, TreeEntry, VerifyReport,
+};
+
+use crate::diff::compare::{compare_sides, DiffSink, Report, SinkError};
+use crate::diff::side::{paths_only, refuse_missing_path, resolve_side, scratch_store};
+use crate::export::{AgentCaptureOptions, ExportJob, SourceDir, BUNDLE};
+use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest};
+
+/// The result type of the public API.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What the operator chose for an agent capture ([`Bundles::snapshot_agent`],
+/// [`Bundles::export`]).
+///
+/// ```
+/// let options = zeroclaw_bundle::AgentOptions {
+///     excludes: vec!["drafts/**".into()],
+///     ..Default::default()
+/// };
+/// assert!(options.name.is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct AgentOptions {
+    /// A name for the snapshot (as `snapshot --name`); ignored by `export`.
+    pub name: Option<String>,
+    /// The ZeroClaw version recorded as the exporter's (default: the schema this build reads).
+    pub zeroclaw_version: Option<String>,
+    /// Workspace paths left out (`--exclude` globs, relative to the workspace).
+    pub excludes: Vec<String>,
+}
+
+/// An agent exported by [`Bundles::export`]: its snapshot and where it was published.
+pub struct Exported {
+    /// The capture (snapshot id, record, manifest, what was scrubbed and flagged).
+    pub snapshot: AgentSnapshot,
+    /// The publish (destination, files, bytes).
+    pub published: Published,
+    /// What the publish replaced, when it replaced something.
+    pub replaced: Option<Replaced>,
+}
+
+/// A snapshot published by [`Bundles::checkout`].
+#[derive(Debug)]
+pub struct CheckedOut {
+    /// The snapshot published.
+    pub id: ObjectId,
+    /// The publish (destination, files, bytes).
+    pub published: Published,
+    /// What the publish replaced, when it replaced something.
+    pub replaced: Option<Replaced>,
+}
+
+/// The comparison of two sides by [`Bundles::diff`]: the semantic section of two agent bundles
+/// (grants, secrets, dropped entries, config keys) and the tree changes in path order.
+#[derive(Debug, Clone)]
+pub struct Diff {
+    semantic: Semantic,
+    changes: Vec<Change>,
+    summary: Summary,
+    new_grants: bool,
+}
+
+impl Diff {
+    /// True when the sides differ (a tree change or a semantic change).
+    ///
+    /// See [`Bundles::diff`] for an example.
+    pub fn differs(&self) -> bool {
+        self.summary.differs() || !self.semantic.changes.is_empty()
+    }
+
+    /// The semantic changes between two agent bundles (empty for plain trees).
+    ///
+    /// See [`Bundles::diff`] for an example.
+    pub fn semantic(&self) -> impl Iterator<Item = &SemanticChange> {
+        self.semantic.changes.iter()
+    }
+
+    /// The semantic section whole (with what could not be compared and why).
+    ///
+    /// See [`Bundles::diff`] for an example.
+    pub fn semantic_section(&self) -> &Semantic {
+        &self.semantic
+    }
+
+    /// The tree changes, in path order (name-status: added, modified, deleted, kind change).
+    ///
+    /// See [`Bundles::diff`] for an example.
+    pub fn changes(&self) -> impl Iterator<Item = &Change> {
+        self.changes.iter()
+    }
+
+    /// Counts of the changes.
+    ///
+    /// See [`Bundles::diff`] for an example.
+    pub fn summary(&self) -> &Summary {
+        &self.summary
+    }
+
+    /// True when side B grants the agent something side A did not.
+    ///
+    /// See [`Bundles::diff`] for an example.
+    pub fn new_grants(&self) -> bool {
+        self.new_grants
+    }
+}
+
+/// A pack written by [`Bundles::pack`].
+#[derive(Debug, Clone)]
+pub struct Packed {
+    /// The snapshot packed.
+    pub id: ObjectId,
+    /// What was written.
+    pub stats: PackStats,
+}
+
+/// A pack imported by [`Bundles::unpack`].
+#[derive(Debug, Clone, Copy)]
+pub struct Unpacked {
+    /// The snapshot the pack carried, now in the store.
+    pub id: ObjectId,
+    /// Objects the pack holds (all verified).
+    pub objects: usize,
+}
+
+/// A store of snapshots: the handle every verb works on.
+///
+/// ```
+/// use zeroclaw_bundle::{Bundles, Silent};
+/// # let dir = tempfile::tempdir()?;
+/// # let install = dir.path().join("install");
+/// # std::fs::create_dir_all(install.join("agents/coder/workspace"))?;
+/// # std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "notes\n")?;
+/// # std::fs::write(install.join("config.toml"), "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n[agents.coder]\nenabled = true\nmodel_provider = \"anthropic.main\"\nrisk_profile = \"default\"\n\n[risk_profiles.default]\n")?;
+/// let bundles = Bundles::create(dir.path().join("store"))?;
+/// let snap = bundles.snapshot_agent(&install, "coder", &Default::default(), &Silent)?;
+/// assert_eq!(bundles.resolve("agent/coder")?, snap.id);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Bundles {
+    store: Store,
+}
+
+impl std::fmt::Debug for Bundles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Bundles")
+            .field("root", &self.root())
+            .finish()
+    }
+}
+
+impl Bundles {
+    /// Opens the store at `path`; fails with [`ErrorKind::NoStore`] when there is none (a
+    /// missing path or an empty directory).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
+    /// let bundles = zeroclaw_bundle::Bundles::open(dir.path().join("store"))?;
+    /// assert!(bundles.list()?.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn open(path: impl AsRef<Path>) -> Result<Bundles> {
+        let path = path.as_ref();
+        match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(error::no_store(path.to_path_buf()))
+            }
+            Ok(m) if m.is_dir() && is_empty_dir(path) => {
+                return Err(error::no_store(path.to_path_buf()))
+            }
+            _ => {}
+        }
+        Bundles::create(path)
+    }
+
+    /// Opens the store at `path`, creating it (owner-only) when it is not there.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let bundles = zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
+    /// assert!(bundles.root().join("STORE").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create(path: impl AsRef<Path>) -> Result<Bundles> {
+        let path = path.as_ref();
+        let store = Store::open_or_create(path)
+            .with_context(|| format!("could not open the store {}", path.display()))
+            .map_err(|e| Error::new(Verb::Open, path.display().to_string(), e))?;
+        Ok(Bundles { store })
+    }
+
+    /// The store's directory.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let bundles = zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
+    /// assert!(bundles.root().ends_with("store"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn root(&self) -> &Path {
+        self.store.root()
+    }
+
+    /// The id a snapshot reference names: a full id, a unique prefix of at least 8 hex digits,
+    /// a name, or `agent/<alias>` (the latest snapshot of that agent).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let bundles = zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
+    /// let err = bundles.resolve("agent/coder").unwrap_err();
+    /// assert_eq!(err.kind(), zeroclaw_bundle::ErrorKind::UnknownSnapshot);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn resolve(&self, reference: &str) -> Result<ObjectId> {
+        self.store
+            .resolve(reference)
+            .map_err(|e| Error::new(Verb::Read, reference, e.into()))
+    }
+
+    /// Captures agent `alias` of the install at `install` (the directory of its `config.toml`)
+    /// into the store: the bundle ZeroClaw's `agents export` would write, read through
+    /// descriptor-verified opens. An unchanged file is not read again (the stat cache).
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{AgentOptions, Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let install = dir.path().join("install");
+    /// # std::fs::create_dir_all(install.join("agents/coder/workspace"))?;
+    /// # std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "notes\n")?;
+    /// # std::fs::write(install.join("config.toml"), "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n[agents.coder]\nenabled = true\nmodel_provider = \"anthropic.main\"\nrisk_profile = \"default\"\n\n[risk_profiles.default]\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let options = AgentOptions { name: Some("before-upgrade".into()), ..Default::default() };
+    /// let snap = bundles.snapshot_agent(&install, "coder", &options, &Silent)?;
+    /// assert_eq!(snap.bundle.manifest.root_agent, "coder");
+    /// assert_eq!(bundles.resolve("before-upgrade")?, snap.id);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn snapshot_agent(
+        &self,
+        install: &Path,
+        alias: &str,
+        options: &AgentOptions,
+        progress: &dyn Progress,
+    ) -> Result<AgentSnapshot> {
+        let fail = |e| Error::new(Verb::Snapshot, alias, e);
+        if let Some(name) = &options.name {
+            zeroclaw_bundle_store::validate_name(name).map_err(|e| fail(e.into()))?;
+        }
+        let (install, plan) = crate::export::load_agent(install, alias).map_err(fail)?;
+        crate::export::capture_loaded(
+            &self.store,
+            &install,
+            &plan,
+            AgentCaptureOptions {
+                name: options.name.as_deref(),
+                zeroclaw_version: options.zeroclaw_version.as_deref(),
+                excludes: &options.excludes,
+            },
+            progress,
+        )
+        .map_err(fail)
+    }
+
+    /// Captures directory `dir` whole (a received bundle, say) into the store, named `name`
+    /// if given.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// let tree = dir.path().join("received");
+    /// std::fs::create_dir(&tree)?;
+    /// std::fs::write(tree.join("README.md"), "hello\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, Some("received"), &Silent)?;
+    /// assert_eq!(snap.snapshot.files(), 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn snapshot_dir(
+        &self,
+        dir: &Path,
+        name: Option<&str>,
+        progress: &dyn Progress,
+    ) -> Result<DirSnapshot> {
+        let fail = |e| Error::new(Verb::Snapshot, dir.display().to_string(), e);
+        if let Some(name) = name {
+            zeroclaw_bundle_store::validate_name(name).map_err(|e| fail(e.into()))?;
+        }
+        let source = SourceDir::open(dir).map_err(fail)?;
+        crate::export::capture_dir(&self.store, source, name, progress).map_err(fail)
+    }
+
+    /// Captures agent `alias` and publishes its bundle at `out`: staged beside it and swapped
+    /// in at once, never half-written. `out` is checked (and claimed against a concurrent
+    /// export) before anything is captured; `replace` says what may be replaced there.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Replace, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let install = dir.path().join("install");
+    /// # std::fs::create_dir_all(install.join("agents/coder/workspace"))?;
+    /// # std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "notes\n")?;
+    /// # std::fs::write(install.join("config.toml"), "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n[agents.coder]\nenabled = true\nmodel_provider = \"anthropic.main\"\nrisk_profile = \"default\"\n\n[risk_profiles.default]\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let out = dir.path().join("coder-bundle");
+    /// let done = bundles.export(&install, "coder", &out, Replace::Nothing, &Default::default(), &Silent)?;
+    /// assert!(out.join("zeroclaw-agent.toml").is_file());
+    /// assert_eq!(std::fs::read(out.join("workspace/NOTES.md"))?, b"notes\n");
+    /// assert_eq!(done.published.files, done.snapshot.snapshot.files());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn export(
+        &self,
+        install: &Path,
+        alias: &str,
+        out: &Path,
+        replace: Replace,
+        options: &AgentOptions,
+        progress: &dyn Progress,
+    ) -> Result<Exported> {
+        let fail = |e| Error::new(Verb::Export, alias, e);
+        let job = ExportJob::prepare(
+            Some(&self.store),
+            self.store.root(),
+            install,
+            alias,
+            out,
+            replace,
+        )
+        .map_err(fail)?;
+        let (snapshot, published, replaced) = job
+            .run(
+                &self.store,
+                AgentCaptureOptions {
+                    name: None,
+                    zeroclaw_version: options.zeroclaw_version.as_deref(),
+                    excludes: &options.excludes,
+                },
+                progress,
+            )
+            .map_err(fail)?;
+        Ok(Exported {
+            snapshot,
+            published,
+            replaced,
+        })
+    }
+
+    /// Publishes the snapshot `reference` names at `out` (staged, swapped in at once).
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Replace, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir(&tree)?;
+    /// # std::fs::write(tree.join("a.txt"), "a\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// let out = dir.path().join("copy");
+    /// let done = bundles.checkout(&snap.id.to_hex(), &out, Replace::Nothing, &Silent)?;
+    /// assert_eq!((done.id, done.published.files), (snap.id, 1));
+    /// assert_eq!(std::fs::read(out.join("a.txt"))?, b"a\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn checkout(
+        &self,
+        reference: &str,
+        out: &Path,
+        replace: Replace,
+        progress: &dyn Progress,
+    ) -> Result<CheckedOut> {
+        let id = self
+            .store
+            .resolve(reference)
+            .map_err(|e| Error::new(Verb::Checkout, reference, e.into()))?;
+        let fail = |e| Error::new(Verb::Checkout, reference, e);
+        let context = || {
+            format!(
+                "could not publish snapshot {} to {}",
+                id.short(12),
+                out.display()
+            )
+        };
+        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        let admitted = check(&PublishRequest {
+            dest: out,
+            force: replace != Replace::Nothing,
+            sources: &[],
+            store: Some(self.store.root()),
+            bundle: BUNDLE,
+        })
+        .with_context(context)
+        .map_err(fail)?;
+        let _claim = admitted.claim().with_context(context).map_err(fail)?;
+        let replaced = check_replacement(Some(&self.store), &admitted, replace)
+            .with_context(context)
+            .map_err(fail)?;
+        let published = publish_snapshot(&self.store, &snap, &admitted, progress)
+            .with_context(context)
+            .map_err(fail)?;
+        Ok(CheckedOut {
+            id,
+            published,
+            replaced,
+        })
+    }
+
+    /// Every snapshot in the store, oldest first.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir(&tree)?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, Some("empty"), &Silent)?;
+    /// let listed = bundles.list()?;
+    /// assert_eq!((listed[0].id, listed[0].name.as_deref()), (snap.id, Some("empty")));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn list(&self) -> Result<Vec<SnapshotSummary>> {
+        let root = self.store.root().display().to_string();
+        self.store
+            .catalog()
+            .and_then(|c| c.snapshots())
+            .map_err(|e| Error::new(Verb::Read, root, e.into()))
+    }
+
+    /// The snapshot `reference` names: its id and its record (source, host, time, report).
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir(&tree)?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// bundles.snapshot_dir(&tree, Some("empty"), &Silent)?;
+    /// let (_, record) = bundles.show("empty")?;
+    /// assert_eq!(record.name.as_deref(), Some("empty"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn show(&self, reference: &str) -> Result<(ObjectId, Snapshot)> {
+        let fail =
+            |e: zeroclaw_bundle_store::StoreError| Error::new(Verb::Read, reference, e.into());
+        let id = self.store.resolve(reference).map_err(fail)?;
+        let snap = self.store.read_snapshot(&id).map_err(fail)?;
+        Ok((id, snap))
+    }
+
+    /// The entries of the directory at `path` (bytes, `/`-separated; empty for the root) in
+    /// snapshot `reference`, in name order; for a file, that one entry.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir_all(tree.join("docs"))?;
+    /// # std::fs::write(tree.join("docs/a.md"), "a\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// let entries = bundles.ls(&snap.id.to_hex(), b"docs")?;
+    /// assert_eq!(entries[0].name, b"a.md");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn ls(&self, reference: &str, path: &[u8]) -> Result<Vec<TreeEntry>> {
+        let fail =
+            |e: zeroclaw_bundle_store::StoreError| Error::new(Verb::Read, reference, e.into());
+        let id = self.store.resolve(reference).map_err(fail)?;
+        let snap = self.store.read_snapshot(&id).map_err(fail)?;
+        let reader = self.store.snapshot_source(&id);
+        let entry = resolve_path(&reader, &snap.root, path, &id.short(12)).map_err(fail)?;
+        if entry.kind != EntryKind::Dir {
+            return Ok(vec![entry]);
+        }
+        let tree = reader.tree(&entry.id).map_err(fail)?;
+        Ok(tree.entries().to_vec())
+    }
+
+    /// Writes the bytes of the file at `path` in snapshot `reference` to `out`, verified
+    /// against its id as they are read; returns the byte count.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir(&tree)?;
+    /// # std::fs::write(tree.join("a.txt"), "hello\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// let mut bytes = Vec::new();
+    /// bundles.cat(&snap.id.to_hex(), b"a.txt", &mut bytes)?;
+    /// assert_eq!(bytes, b"hello\n");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn cat(&self, reference: &str, path: &[u8], out: &mut dyn Write) -> Result<u64> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Read, reference, e);
+        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        let reader = self.store.snapshot_source(&id);
+        let entry =
+            resolve_path(&reader, &snap.root, path, &id.short(12)).map_err(|e| fail(e.into()))?;
+        if entry.kind == EntryKind::Dir {
+            return Err(fail(anyhow::anyhow!(
+                "{} is a directory in snapshot {}",
+                zeroclaw_bundle_store::escape_name(path),
+                id.short(12)
+            )));
+        }
+        let blob = self
+            .store
+            .objects()
+            .open_blob(&entry.id)
+            .map_err(|e| fail(e.into()))?;
+        let shown = zeroclaw_bundle_store::escape_name(path);
+        // Checked whole first: a damaged file writes nothing rather than a prefix.
+        blob.verify(&entry.id)
+            .with_context(|| format!("could not read {shown}"))
+            .map_err(fail)?;
+        std::io::copy(&mut blob.verifying_reader(entry.id), out)
+            .with_context(|| {
+                format!(
+                    "could not read {} of snapshot {}",
+                    zeroclaw_bundle_store::escape_name(path),
+                    id.short(12)
+                )
+            })
+            .map_err(fail)
+    }
+
+    /// Compares two sides, each a snapshot reference, a bundle directory (captured on the fly
+    /// through the same verified reader), a pack file, or a remote ref `NAME/SNAPSHOT`. For
+    /// two agent bundles the result also has the semantic section (grants, secrets, config).
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent, Status};
+    /// # let dir = tempfile::tempdir()?;
+    /// let tree = dir.path().join("tree");
+    /// std::fs::create_dir(&tree)?;
+    /// std::fs::write(tree.join("a.txt"), "one\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let before = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// std::fs::write(tree.join("a.txt"), "two\n")?;
+    /// let diff = bundles.diff(before.id.to_hex().as_ref(), tree.as_os_str(), Default::default(), &Silent)?;
+    /// assert!(diff.differs() && !diff.new_grants());
+    /// let change = diff.changes().next().unwrap();
+    /// assert_eq!((change.status, change.path.as_str()), (Status::M, "a.txt"));
+    /// assert_eq!(diff.semantic().count(), 0);
+    /// assert_eq!(diff.summary().modified, 1);
+    /// assert!(diff.semantic_section().not_held.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn diff(
+        &self,
+        a: &OsStr,
+        b: &OsStr,
+        options: DiffOptions,
+        progress: &dyn Progress,
+    ) -> Result<Diff> {
+        let target = format!("{} {}", a.to_string_lossy(), b.to_string_lossy());
+        let fail = |e: anyhow::Error| Error::new(Verb::Diff, target.clone(), e);
+        let sides = [('A', a), ('B', b)]
+            .into_iter()
+            .map(|(name, arg)| {
+                refuse_missing_path(arg)
+                    .and_then(|()| resolve_side(&self.store, arg, false, progress))
+                    .map_err(|e| crate::diff::compare::CompareError::side(name, arg, e))
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(|e| fail(e.into()))?;
+        let mut sink = Collect::default();
+        let report: Report =
+            compare_sides(&sides[0], &sides[1], options, &mut sink).map_err(|e| fail(e.into()))?;
+        Ok(Diff {
+            semantic: sink.semantic,
+            changes: sink.changes,
+            summary: report.summary,
+            new_grants: report.new_grants,
+        })
+    }
+
+    /// [`Bundles::diff`] of two paths (bundle directories or packs) without a store: a scratch
+    /// store is used and dropped.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    /// std::fs::create_dir(&a)?;
+    /// std::fs::create_dir(&b)?;
+    /// std::fs::write(b.join("new.txt"), "new\n")?;
+    /// let diff = Bundles::diff_paths(&a, &b, &Silent)?;
+    /// assert_eq!(diff.summary().added, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn diff_paths(a: &Path, b: &Path, progress: &dyn Progress) -> Result<Diff> {
+        let target = format!("{} {}", a.display(), b.display());
+        if !paths_only(&[a.as_os_str(), b.as_os_str()]) {
+            return Err(Error::new(
+                Verb::Diff,
+                target,
+                anyhow::anyhow!("diff_paths compares two paths (directories or pack files)"),
+            ));
+        }
+        let (_dir, store) =
+            scratch_store().map_err(|e| Error::new(Verb::Diff, target, e.into()))?;
+        Bundles { store }.diff(
+            a.as_os_str(),
+            b.as_os_str(),
+            DiffOptions::default(),
+            progress,
+        )
+    }
+
+    /// Mounts snapshot `reference` read-only at `mountpoint` (an empty directory) through
+    /// FUSE, so a person can read it with their own tools. The returned handle unmounts on
+    /// drop (lazily when busy); the store keeps every object the mount serves until then.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, MountOptions, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir(&tree)?;
+    /// # std::fs::write(tree.join("a.txt"), "a\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// let mnt = dir.path().join("mnt");
+    /// std::fs::create_dir(&mnt)?;
+    /// let mut mounted = bundles.mount(&snap.id.to_hex(), &mnt, MountOptions::default())?;
+    /// assert_eq!(std::fs::read(mnt.join("a.txt"))?, b"a\n");
+    /// mounted.unmount()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn mount(
+        &self,
+        reference: &str,
+        mountpoint: &Path,
+        options: MountOptions,
+    ) -> Result<MountHandle> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Mount, reference, e);
+        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        zeroclaw_bundle_mount::check_mountpoint(mountpoint).map_err(|e| fail(e.into()))?;
+        refuse_mountpoint_in_store(mountpoint, self.store.root()).map_err(fail)?;
+        let lease = self
+            .store
+            .lease(&id, &snap.root)
+            .map_err(|e| fail(e.into()))?;
+        let options = MountOptions {
+            label: if options.label.is_empty() {
+                id.short(12)
+            } else {
+                options.label
+            },
+            ..options
+        };
+        let source: std::sync::Arc<dyn ObjectSource> =
+            std::sync::Arc::new(self.store.snapshot_source(&id));
+        let mut handle = zeroclaw_bundle_mount::mount(source, snap.root, mountpoint, &options)
+            .with_context(|| format!("could not mount snapshot {}", id.short(12)))
+            .map_err(fail)?;
+        handle.keep_lease(lease);
+        Ok(handle)
+    }
+
+    /// Writes snapshot `reference` and every object it reaches (or, with
+    /// [`PackOptions::since`], those another snapshot does not) into one self-verifying pack
+    /// file at `out`, staged and renamed into place (`replace`: an existing file may be
+    /// replaced). A pack of a snapshot holding a file others may not read is created `0600`.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir(&tree)?;
+    /// # std::fs::write(tree.join("a.txt"), "a\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// let pack = dir.path().join("tree.zbpack");
+    /// let packed = bundles.pack(&snap.id.to_hex(), &pack, Default::default(), false, &Silent)?;
+    /// assert_eq!(packed.stats.blobs, 1);
+    ///
+    /// let elsewhere = Bundles::create(dir.path().join("other-store"))?;
+    /// assert_eq!(elsewhere.unpack(&pack, &Silent)?.id, snap.id);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pack(
+        &self,
+        reference: &str,
+        out: &Path,
+        options: PackOptions,
+        replace: bool,
+        progress: &dyn Progress,
+    ) -> Result<Packed> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Pack, reference, e);
+        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let total = self
+            .store
+            .read_snapshot(&id)
+            .map_err(|e| fail(e.into()))?
+            .bytes();
+        let private = !options.trees_only
+            && crate::publish::reaches_private_file(&self.store, &id)
+                .map_err(|e| fail(e.into()))?;
+        let req = crate::publish::FileRequest {
+            dest: out,
+            force: replace,
+            store: self.store.root(),
+            noun: "pack",
+            cancel: progress.cancel(),
+            private,
+        };
+        progress.begin(
+            "packing",
+            Some(Totals {
+                files: 0,
+                bytes: total,
+            }),
+        );
+        let mut done = 0;
+        let stats = crate::publish::publish_file(&req, |w| {
+            zeroclaw_bundle_store::write_pack(&self.store, &id, options, w, &mut |n| {
+                done += n;
+                progress.advance(Totals {
+                    files: 0,
+                    bytes: done,
+                });
+            })
+        });
+        progress.finish();
+        let stats = stats.map_err(|e| fail(e.into()))?;
+        Ok(Packed { id, stats })
+    }
+
+    /// Imports the pack file at `pack` into the store, checking every object against its id;
+    /// only what its snapshot reaches is taken. Returns the snapshot it carried.
+    ///
+    /// See [`Bundles::pack`] for an example.
+    pub fn unpack(&self, pack: &Path, progress: &dyn Progress) -> Result<Unpacked> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Unpack, pack.display().to_string(), e);
+        let context = || format!("could not unpack {}; nothing was imported", pack.display());
+        let reader = zeroclaw_bundle_store::PackReader::open(pack)
+            .with_context(context)
+            .map_err(fail)?;
+        let _lock = self.store.write_lock().map_err(|e| fail(e.into()))?;
+        let watch = crate::progress::ImportProgress::new(progress);
+        let id = zeroclaw_bundle_store::unpack_watched(&self.store, &reader, &watch)
+            .with_context(context)
+            .map_err(fail)?;
+        Ok(Unpacked {
+            id,
+            objects: reader.entries().len(),
+        })
+    }
+
+    /// Uploads snapshot `reference` to the remote named `remote` (configured in this store):
+    /// the objects the remote lacks in one pack, then its index, then the snapshot record, so
+    /// the remote never lists a snapshot with missing objects. Cancelled through `progress`.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let tree = dir.path().join("tree");
+    /// # std::fs::create_dir(&tree)?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// let err = bundles.push(&snap.id.to_hex(), "origin", &Silent).unwrap_err();
+    /// assert_eq!(err.kind(), zeroclaw_bundle::ErrorKind::Remote);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn push(
+        &self,
+        reference: &str,
+        remote: &str,
+        progress: &dyn Progress,
+    ) -> Result<PushReport> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Push, reference, e);
+        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let spec =
+            crate::remote::find_remote(self.store.root(), remote).map_err(|e| fail(e.into()))?;
+        let mut handle = crate::remote::Remote::open(&spec, true).map_err(|e| fail(e.into()))?;
+        if let Some(cancel) = progress.cancel() {
+            handle = handle.with_cancel(cancel.clone());
+        }
+        crate::remote::push(&self.store, &handle, &id, progress)
+            .with_context(|| format!("could not push {} to {}", id.short(12), spec.name))
+            .map_err(fail)
+    }
+
+    /// Downloads the snapshot the remote ref `NAME/SNAPSHOT` names (e.g. `origin/agent/coder`)
+    /// into the store, verified; returns its id and what the pull did.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::Bundles;
+    /// # let dir = tempfile::tempdir()?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let err = bundles.pull("origin/agent/coder", &zeroclaw_bundle::Silent).unwrap_err();
+    /// assert_eq!(err.kind(), zeroclaw_bundle::ErrorKind::Remote);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn pull(
+        &self,
+        remote_ref: &str,
+        progress: &dyn Progress,
+    ) -> Result<(ObjectId, PullReport)> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Pull, remote_ref, e);
+        let Some((name, reference)) = remote_ref.split_once('/') else {
+            return Err(fail(anyhow::anyhow!(
+                "{remote_ref:?} is not NAME/SNAPSHOT (for example origin/3f2a9c01 or origin/agent/researcher)"
+            )));
+        };
+        let spec =
+            crate::remote::find_remote(self.store.root(), name).map_err(|e| fail(e.into()))?;
+        let mut handle = crate::remote::Remote::open(&spec, false).map_err(|e| fail(e.into()))?;
+        if let Some(cancel) = progress.cancel() {
+            handle = handle.with_cancel(cancel.clone());
+        }
+        let id = handle.resolve(reference).map_err(|e| fail(e.into()))?;
+        let report = crate::remote::pull(&self.store, &handle, &id, progress)
+            .with_context(|| {
+                format!(
+                    "could not pull {} from {}; no snapshot was added",
+                    id.short(12),
+                    spec.name
+                )
+            })
+            .map_err(fail)?;
+        Ok((id, report))
+    }
+
+    /// Checks every object of the store against its id and every snapshot's closure; the
+    /// problems found are in the report (an empty list: all is well).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let bundles = zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
+    /// assert!(bundles.verify(&zeroclaw_bundle::Silent)?.problems.is_empty());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn verify(&self, progress: &dyn Progress) -> Result<VerifyReport> {
+        let root = self.store.root().display().to_string();
+        progress.begin("verifying", None);
+        let report = self.store.verify(&mut |done, _total| {
+            progress.advance(Totals {
+                files: 0,
+                bytes: done,
+            })
+        });
+        progress.finish();
+        report.map_err(|e| Error::new(Verb::Verify, root, e.into()))
+    }
+
+    /// Removes the objects no snapshot (and no running mount) reaches that are older than
+    /// `grace_secs` (a capture in progress writes its objects before its snapshot).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let bundles = zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
+    /// assert_eq!(bundles.gc(0)?.removed, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn gc(&self, grace_secs: u64) -> Result<GcReport> {
+        let root = self.store.root().display().to_string();
+        self.store
+            .gc(grace_secs)
+            .map_err(|e| Error::new(Verb::Gc, root, e.into()))
+    }
+}
+
+/// Collects what [`compare_sides`] streams.
+#[derive(Default)]
+struct Collect {
+    semantic: Semantic,
+    changes: Vec<Change>,
+}
+
+impl DiffSink for Collect {
+    fn semantic(&mut self, section: &Semantic) -> std::result::Result<(), SinkError> {
+        self.semantic = section.clone();
+        Ok(())
+    }
+
+    fn change(&mut self, change: &Change) -> std::result::Result<(), SinkError> {
+        self.changes.push(change.clone());
+        Ok(())
+    }
+}
+
+/// Refuses a mountpoint inside the store: a mount there would hide the store's own files.
+pub(crate) fn refuse_mountpoint_in_store(mountpoint: &Path, store: &Path) -> anyhow::Result<()> {
+    let canonical = std::fs::canonicalize(mountpoint)
+        .with_context(|| format!("could not resolve {}", mountpoint.display()))?;
+    if crate::publish::lies_inside(&canonical, store) {
+        anyhow::bail!(
+            "refusing to mount on {}: it lies inside the store at {} (a mount there would \
+             hide the store's own files); mount on an empty directory outside the store",
+            mountpoint.display(),
+            store.display()
+        );
+    }
+    Ok(())
+}
+
+fn is_empty_dir(path: &Path) -> bool {
+    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
+}
