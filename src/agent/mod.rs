@@ -36,7 +36,7 @@ mod schema;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle, CONFIG_HEADER};
-pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
+pub use compare::{bundle_grants, compare_bundles, mask_secret_lines, Grant, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
@@ -50,6 +50,7 @@ pub use manifest::{
     Provenance, RiskFlag, RiskKind, MANIFEST_HEADER,
 };
 pub use plan::{legacy_entry_travels, plan_export, ExportPlan, SkillSource, TreeSource};
+pub(crate) use schema::credential_key_rule;
 pub use schema::{SUPPORTED_SCHEMA_VERSION, ZEROCLAW_VERSION};
 
 #[cfg(test)]

@@ -1,0 +1,315 @@
+//! The file half of a review: one walk of a stored snapshot's tree (trees from its tree index,
+//! blobs read through the store and verified against their ids) that lists what an operator
+//! must see before import: credential-looking files and lines ([`crate::credentials::scan_file`]
+//! decides; this module only feeds it), executable files, scripts in skills, personal files,
+//! and the counts and sizes of each part of the bundle.
+//!
+//! Bounded work: a file's bytes are read only when it is at most the caller's cap (files above
+//! it are listed as not scanned, with their size) and is text (a NUL in its first 8 KiB makes it
+//! binary: its name is still checked, its lines are not); a blob carried at several paths is
+//! read once. Names are kept as raw bytes ([`BundlePath`]) and shown through the store's one
+//! escaper. Never a value: findings are a path, a line and a reason.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+
+use serde::{Serialize, Serializer};
+use zeroclaw_bundle_store::{escape_name, EntryKind, ObjectId, StoreError};
+
+use crate::agent::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
+use crate::credentials::{scan_file, CredentialReason, FileKind};
+use crate::diff::TreeSide;
+use crate::export::PERSONAL_FILES;
+
+/// How much of a file's start decides that it is binary (git's rule: a NUL byte there).
+const BINARY_PROBE: usize = 8192;
+
+/// File extensions of scripts an agent's skill may tell it to run.
+const SCRIPT_EXTENSIONS: &[&str] = &[
+    "sh",
+    "bash",
+    "zsh",
+    "fish",
+    "ksh",
+    "py",
+    "rb",
+    "pl",
+    "php",
+    "js",
+    "mjs",
+    "cjs",
+    "ts",
+    "lua",
+    "ps1",
+    "bat",
+    "cmd",
+    "applescript",
+    "scpt",
+];
+
+/// A path inside the reviewed snapshot, as raw bytes. Serialized under the JSON name rules
+/// (README, "JSON output"): `path` (the name when it is UTF-8, else `null` with `path_bytes` in
+/// hex) and `display` (the escaped form text output prints).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct BundlePath(pub Vec<u8>);
+
+impl BundlePath {
+    /// The escaped form, as every command prints names.
+    pub fn display(&self) -> String {
+        escape_name(&self.0)
+    }
+
+    fn join(&self, name: &[u8]) -> BundlePath {
+        let mut out = self.0.clone();
+        if !out.is_empty() {
+            out.push(b'/');
+        }
+        out.extend_from_slice(name);
+        BundlePath(out)
+    }
+}
+
+impl Serialize for BundlePath {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        match std::str::from_utf8(&self.0) {
+            Ok(text) => map.serialize_entry("path", text)?,
+            Err(_) => {
+                map.serialize_entry("path", &None::<&str>)?;
+                let hex: String = self.0.iter().map(|b| format!("{b:02x}")).collect();
+                map.serialize_entry("path_bytes", &hex)?;
+            }
+        }
+        map.serialize_entry("display", &self.display())?;
+        map.end()
+    }
+}
+
+/// A place that looks like it holds a credential.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CredentialFile {
+    /// The file.
+    #[serde(flatten)]
+    pub path: BundlePath,
+    /// The line (1-based); `None`: the file as a whole (its name or place says credentials).
+    pub line: Option<u64>,
+    /// Why, as a word (`dotenv_file`, `high_entropy_token`, ...).
+    pub reason: CredentialReason,
+}
+
+/// A file of a skill that an agent may run.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SkillScript {
+    /// The file.
+    #[serde(flatten)]
+    pub path: BundlePath,
+    /// What makes it a script: `executable`, `shebang` or `extension`.
+    pub why: &'static str,
+}
+
+/// A file whose lines were not scanned because it is over the cap.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct NotScanned {
+    /// The file.
+    #[serde(flatten)]
+    pub path: BundlePath,
+    /// Its size.
+    pub size: u64,
+}
+
+/// Files and bytes of one part of the bundle.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Part {
+    /// `workspace`, `skills/<alias>`, a top-level file's name, or `other`.
+    pub part: String,
+    /// Files in it.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// For a skill bundle: the skills (its child directories).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skills: Option<u64>,
+}
+
+/// What the walk found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FileScan {
+    /// Credential-looking files and lines, in path order.
+    pub credentials: Vec<CredentialFile>,
+    /// Files with an executable bit, in path order.
+    pub executables: Vec<BundlePath>,
+    /// Scripts under `skills/`, in path order.
+    pub skill_scripts: Vec<SkillScript>,
+    /// Personal workspace files (`workspace/USER.md`, `workspace/MEMORY.md`).
+    pub personal_files: Vec<BundlePath>,
+    /// Files over the scan cap: their names were checked, their lines were not.
+    pub not_scanned: Vec<NotScanned>,
+    /// Binary files (names checked, lines not).
+    pub binary_files: u64,
+    /// Files whose lines were scanned.
+    pub scanned_files: u64,
+    /// Files and bytes by part of the bundle.
+    pub parts: Vec<Part>,
+}
+
+/// What one blob's bytes said under a name of one kind (kept: read once).
+struct Read {
+    /// Line findings (and a whole-file one, by the kind).
+    findings: Vec<(Option<u64>, CredentialReason)>,
+    binary: bool,
+    shebang: bool,
+}
+
+/// Walks the tree `root` of `side` (a stored snapshot) and scans it, reading at most `cap`
+/// bytes of any file.
+pub fn scan(side: &dyn TreeSide, root: &ObjectId, cap: u64) -> Result<FileScan, StoreError> {
+    let mut out = FileScan::default();
+    let mut parts: Vec<Part> = Vec::new();
+    let mut read: HashMap<(ObjectId, Option<FileKind>), Read> = HashMap::new();
+    let mut stack = vec![(BundlePath(Vec::new()), *root)];
+    while let Some((dir, id)) = stack.pop() {
+        let tree = side.tree(&id)?;
+        for entry in tree.entries() {
+            let path = dir.join(&entry.name);
+            if entry.kind == EntryKind::Dir {
+                if dir.0 == SKILLS_DIR.as_bytes() {
+                    let skills = side.tree(&entry.id)?;
+                    let n = skills
+                        .entries()
+                        .iter()
+                        .filter(|e| e.kind == EntryKind::Dir)
+                        .count();
+                    part_of(&mut parts, &path).skills = Some(n as u64);
+                }
+                stack.push((path, entry.id));
+                continue;
+            }
+            let part = part_of(&mut parts, &path);
+            part.files += 1;
+            part.bytes += entry.size;
+            let shown = String::from_utf8_lossy(&path.0).into_owned();
+            let kind = FileKind::of(&shown);
+            let outcome = if entry.size > cap {
+                out.not_scanned.push(NotScanned {
+                    path: path.clone(),
+                    size: entry.size,
+                });
+                None
+            } else {
+                // A blob is read again only when it is met under a name of another kind
+                // (whose line rule differs): rare, and each read is bounded by the cap.
+                if let Entry::Vacant(slot) = read.entry((entry.id, kind)) {
+                    let bytes = side.bytes(&entry.id, entry.size, cap)?.unwrap_or_default();
+                    let binary = bytes[..bytes.len().min(BINARY_PROBE)].contains(&0);
+                    let text = (!binary).then(|| String::from_utf8_lossy(&bytes));
+                    let findings = scan_file(&shown, text.as_deref())
+                        .into_iter()
+                        .map(|f| (f.line, f.reason))
+                        .collect();
+                    slot.insert(Read {
+                        findings,
+                        binary,
+                        shebang: bytes.starts_with(b"#!"),
+                    });
+                }
+                read.get(&(entry.id, kind))
+            };
+            // The name rules hold for a file that was not read too (a key over the cap).
+            let findings: Vec<(Option<u64>, CredentialReason)> = match outcome {
+                Some(r) => {
+                    if r.binary {
+                        out.binary_files += 1;
+                    } else {
+                        out.scanned_files += 1;
+                    }
+                    r.findings.clone()
+                }
+                None => scan_file(&shown, None)
+                    .into_iter()
+                    .map(|f| (f.line, f.reason))
+                    .collect(),
+            };
+            out.credentials
+                .extend(findings.into_iter().map(|(line, reason)| CredentialFile {
+                    path: path.clone(),
+                    line,
+                    reason,
+                }));
+            if entry.kind == EntryKind::ExecFile {
+                out.executables.push(path.clone());
+            }
+            if path.0.starts_with(format!("{SKILLS_DIR}/").as_bytes()) {
+                let extension = std::path::Path::new(&shown)
+                    .extension()
+                    .and_then(|e| e.to_str())
+                    .map(str::to_ascii_lowercase);
+                let why = if entry.kind == EntryKind::ExecFile {
+                    Some("executable")
+                } else if outcome.is_some_and(|r| r.shebang) {
+                    Some("shebang")
+                } else if extension.is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e.as_str())) {
+                    Some("extension")
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    out.skill_scripts.push(SkillScript {
+                        path: path.clone(),
+                        why,
+                    });
+                }
+            }
+            if PERSONAL_FILES
+                .iter()
+                .any(|f| path.0 == format!("{WORKSPACE_DIR}/{f}").as_bytes())
+            {
+                out.personal_files.push(path.clone());
+            }
+        }
+    }
+    out.credentials
+        .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out.executables.sort();
+    out.skill_scripts.sort_by(|a, b| a.path.cmp(&b.path));
+    out.personal_files.sort();
+    out.not_scanned.sort_by(|a, b| a.path.cmp(&b.path));
+    parts.sort_by(|a, b| part_rank(&a.part).cmp(&part_rank(&b.part)));
+    out.parts = parts;
+    Ok(out)
+}
+
+/// The part a file at `path` belongs to (created on first use).
+fn part_of<'p>(parts: &'p mut Vec<Part>, path: &BundlePath) -> &'p mut Part {
+    let text = String::from_utf8_lossy(&path.0);
+    let mut components = text.split('/');
+    let first = components.next().unwrap_or_default();
+    let name = match (first, components.next()) {
+        (WORKSPACE_DIR, Some(_)) => WORKSPACE_DIR.to_string(),
+        (SKILLS_DIR, Some(alias)) => format!("{SKILLS_DIR}/{}", escape_name(alias.as_bytes())),
+        (CONFIG_FILE | MANIFEST_FILE, None) => first.to_string(),
+        _ => "other".to_string(),
+    };
+    match parts.iter().position(|p| p.part == name) {
+        Some(i) => &mut parts[i],
+        None => {
+            parts.push(Part {
+                part: name,
+                ..Part::default()
+            });
+            parts.last_mut().expect("just pushed")
+        }
+    }
+}
+
+/// Parts in the order a review lists them: the two bundle files, the workspace, each skill
+/// bundle by alias, then anything else.
+fn part_rank(part: &str) -> (u8, &str) {
+    match part {
+        MANIFEST_FILE => (0, part),
+        CONFIG_FILE => (1, part),
+        WORKSPACE_DIR => (2, part),
+        "other" => (4, part),
+        _ => (3, part),
+    }
+}
