@@ -309,15 +309,23 @@ pub struct FileFinding {
 /// The credential-looking places of the file at bundle path `path`: its kind's line rule and
 /// [`detect`] on each line of `text` (one finding per line; `None` when the file was not read:
 /// binary, or over the caller's size cap), then, for a file whose kind says credentials and no
-/// line was found, one finding for the whole file.
+/// line was found, one finding for the whole file (not for `.git/config`, which holds
+/// credentials only in a remote's URL).
 pub fn scan_file(path: &str, text: Option<&str>) -> Vec<FileFinding> {
     let kind = FileKind::of(path);
     let mut found = Vec::new();
+    // The body of a PEM block is one finding (its header), not one per base64 line.
+    let mut in_pem_block = false;
     for (index, line) in text.into_iter().flat_map(str::lines).enumerate() {
+        if in_pem_block {
+            in_pem_block = !line.contains("-----END");
+            continue;
+        }
         let reason = match kind {
             Some(k) if k.line_holds_credential(line) => Some(k.reason()),
             _ => detect(line),
         };
+        in_pem_block = reason == Some(CredentialReason::PrivateKeyHeader);
         if let Some(reason) = reason {
             found.push(FileFinding {
                 line: Some(index as u64 + 1),
@@ -325,7 +333,8 @@ pub fn scan_file(path: &str, text: Option<&str>) -> Vec<FileFinding> {
             });
         }
     }
-    if let Some(kind) = kind {
+    // A repository's config is ordinary until a remote carries credentials: never named whole.
+    if let Some(kind) = kind.filter(|k| *k != FileKind::GitConfig) {
         if found.is_empty() {
             found.push(FileFinding {
                 line: None,
@@ -555,7 +564,7 @@ mod tests {
             ),
             (
                 "workspace/k.pem",
-                "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n",
+                "-----BEGIN RSA PRIVATE KEY-----\nZx8Qw2Lm4Np6Rt8Vy0Bc3Df5Gh7Jk9Zx8Qw2Lm4Np6\n-----END RSA PRIVATE KEY-----\n",
                 1,
                 CredentialReason::PrivateKeyHeader,
             ),

@@ -313,3 +313,137 @@ fn part_rank(part: &str) -> (u8, &str) {
         _ => (3, part),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use zeroclaw_bundle_store::{Store, Tree, TreeEntry};
+
+    use super::*;
+    use crate::diff::SourceSide;
+
+    /// Writes `files` (path, mode, bytes) as a tree into `store`: its root id.
+    fn tree(store: &Store, files: &[(&str, u32, &[u8])]) -> ObjectId {
+        fn dir(store: &Store, files: &[(Vec<&str>, u32, &[u8])]) -> (ObjectId, u64) {
+            let mut entries = Vec::new();
+            let mut subdirs: std::collections::BTreeMap<&str, Vec<(Vec<&str>, u32, &[u8])>> =
+                Default::default();
+            for (parts, mode, bytes) in files {
+                if parts.len() == 1 {
+                    let id = store.objects().write_bytes(bytes).unwrap();
+                    entries.push(TreeEntry::file(
+                        parts[0].as_bytes().to_vec(),
+                        *mode,
+                        bytes.len() as u64,
+                        id,
+                    ));
+                } else {
+                    subdirs
+                        .entry(parts[0])
+                        .or_default()
+                        .push((parts[1..].to_vec(), *mode, bytes));
+                }
+            }
+            for (name, files) in subdirs {
+                let (id, size) = dir(store, &files);
+                entries.push(TreeEntry::dir(name.as_bytes().to_vec(), size, id));
+            }
+            let size = entries.iter().map(|e| e.size).sum();
+            let id = store
+                .write_tree(&Tree::from_entries(entries).unwrap())
+                .unwrap();
+            (id, size)
+        }
+        let split: Vec<_> = files
+            .iter()
+            .map(|(p, m, b)| (p.split('/').collect::<Vec<_>>(), *m, *b))
+            .collect();
+        dir(store, &split).0
+    }
+
+    #[test]
+    fn the_walk_bounds_reads_names_every_kind_and_counts_each_part() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("store")).unwrap();
+        let token = b"export GH=ghp_aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5\n";
+        let big = [b"x".repeat(100), token.to_vec()].concat();
+        let root = tree(
+            &store,
+            &[
+                ("zeroclaw-agent.toml", 0o644, b"format_version = 1\n"),
+                ("workspace/USER.md", 0o644, b"likes tea\n"),
+                // The same bytes under a plain name and a key name: each gets its kind's rule.
+                ("workspace/a.txt", 0o644, b"plain\n"),
+                ("workspace/b.key", 0o644, b"plain\n"),
+                ("workspace/big.md", 0o644, &big),
+                (
+                    "workspace/blob.bin",
+                    0o644,
+                    b"\0\0ghp_aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5",
+                ),
+                ("workspace/notes.md", 0o644, token),
+                ("skills/tools/web/run", 0o755, b"echo\n"),
+                ("skills/tools/web/x.py", 0o644, b"print()\n"),
+                ("skills/tools/web/SKILL.md", 0o644, b"# web\n"),
+            ],
+        );
+        let source = store.reader();
+        let scan = scan(&SourceSide(&source), &root, 64).unwrap();
+        let found: Vec<(String, Option<u64>, CredentialReason)> = scan
+            .credentials
+            .iter()
+            .map(|c| (c.path.display(), c.line, c.reason))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("workspace/b.key".into(), None, CredentialReason::KeyFile),
+                (
+                    "workspace/notes.md".into(),
+                    Some(1),
+                    CredentialReason::KnownTokenPrefix
+                ),
+            ],
+            "the big file's token is past the cap and the binary's is not scanned"
+        );
+        assert_eq!(scan.not_scanned.len(), 1);
+        assert_eq!(scan.not_scanned[0].path.display(), "workspace/big.md");
+        assert_eq!(scan.binary_files, 1);
+        assert_eq!(
+            scan.executables
+                .iter()
+                .map(BundlePath::display)
+                .collect::<Vec<_>>(),
+            ["skills/tools/web/run"]
+        );
+        assert_eq!(
+            scan.skill_scripts
+                .iter()
+                .map(|s| (s.path.display(), s.why))
+                .collect::<Vec<_>>(),
+            [
+                ("skills/tools/web/run".to_string(), "executable"),
+                ("skills/tools/web/x.py".to_string(), "extension"),
+            ]
+        );
+        assert_eq!(
+            scan.personal_files
+                .iter()
+                .map(BundlePath::display)
+                .collect::<Vec<_>>(),
+            ["workspace/USER.md"]
+        );
+        let parts: Vec<(&str, u64, Option<u64>)> = scan
+            .parts
+            .iter()
+            .map(|p| (p.part.as_str(), p.files, p.skills))
+            .collect();
+        assert_eq!(
+            parts,
+            [
+                ("zeroclaw-agent.toml", 1, None),
+                ("workspace", 6, None),
+                ("skills/tools", 3, Some(1)),
+            ]
+        );
+    }
+}

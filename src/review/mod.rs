@@ -73,7 +73,7 @@ pub enum ReviewError {
         arg: String,
         /// What failed.
         #[source]
-        source: SourceError,
+        source: Box<SourceError>,
     },
     /// The reviewed snapshot could not be read.
     #[error("could not read snapshot {snapshot} of the store")]
@@ -220,7 +220,7 @@ pub fn review(
     let (snapshot, described) =
         source::resolve(store, source, progress).map_err(|e| ReviewError::Source {
             arg: source.to_string_lossy().into_owned(),
-            source: e,
+            source: Box::new(e),
         })?;
     let read_err = |source| ReviewError::Read {
         snapshot: snapshot.short(12),

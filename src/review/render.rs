@@ -253,8 +253,7 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
-        "Note: {}",
-        "nothing in a bundle is proven free of secrets; the look for credentials is a \
+        "Note: nothing in a bundle is proven free of secrets; the look for credentials is a \
          heuristic over file names and lines of text files"
     )?;
     writeln!(out, "Content id: {}", r.root.to_hex())?;

@@ -50,7 +50,7 @@ pub enum SourceError {
         reference: String,
         /// The remote's error.
         #[source]
-        source: RemoteError,
+        source: Box<RemoteError>,
     },
 }
 
@@ -139,7 +139,7 @@ pub fn resolve(
         let id = pulled().map_err(|source| SourceError::Pull {
             remote: spec.name.clone(),
             reference: reference.clone(),
-            source,
+            source: Box::new(source),
         })?;
         return Ok((
             id,

@@ -304,7 +304,42 @@ fn each_credential_kind_is_named_by_path_line_and_reason_never_by_value() {
     );
     assert_eq!(v["bundle"]["skill_bundles"], serde_json::json!(["tools"]));
     assert_eq!(v["binary_files"], 1, "the DER key is binary");
+
+    // The README's "JSON output" row, in the one vocabulary.
+    crate::json_schema::check("review", &v, REVIEW);
+    crate::json_schema::no_old_keys("review", &v);
+    crate::json_schema::check("review credentials", &found[0], CREDENTIAL);
 }
+
+/// README, "JSON output": the `review` document.
+const REVIEW: crate::json_schema::Spec = &[
+    ("source", "obj"),
+    ("snapshot", "id"),
+    ("root", "id"),
+    ("files", "int"),
+    ("bytes", "int"),
+    ("skipped", "arr"),
+    ("bundle", "obj"),
+    ("not_a_bundle", "str?"),
+    ("credentials", "arr"),
+    ("executables", "arr"),
+    ("skill_scripts", "arr"),
+    ("personal_files", "arr"),
+    ("not_scanned", "arr"),
+    ("binary_files", "int"),
+    ("scanned_files", "int"),
+    ("parts", "arr"),
+    ("scan_cap", "int"),
+    ("install", "any"),
+    ("updates", "arr"),
+    ("mount", "str"),
+];
+const CREDENTIAL: crate::json_schema::Spec = &[
+    ("path", "str"),
+    ("display", "str"),
+    ("line", "any"),
+    ("reason", "str"),
+];
 
 #[test]
 fn a_bundle_dir_its_snapshot_and_its_pack_review_to_one_content_id() {
