@@ -20,6 +20,11 @@ use crate::agent::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 use crate::credentials::{scan_file, CredentialReason, FileKind};
 use crate::diff::TreeSide;
 use crate::export::PERSONAL_FILES;
+use crate::progress::{Progress, Totals};
+
+/// Findings listed per file: a file with more (a dump of tokens) is listed with its first ones
+/// and a count of the rest, so one file cannot flood the screen or the memory of a review.
+pub const FINDINGS_PER_FILE: usize = 10;
 
 /// How much of a file's start decides that it is binary (git's rule: a NUL byte there).
 const BINARY_PROBE: usize = 8192;
@@ -108,6 +113,16 @@ pub struct SkillScript {
     pub why: &'static str,
 }
 
+/// A file with more credential-looking lines than [`FINDINGS_PER_FILE`]: the rest, counted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MoreFindings {
+    /// The file.
+    #[serde(flatten)]
+    pub path: BundlePath,
+    /// Lines found beyond the ones listed.
+    pub more_lines: u64,
+}
+
 /// A file whose lines were not scanned because it is over the cap.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct NotScanned {
@@ -135,8 +150,11 @@ pub struct Part {
 /// What the walk found.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FileScan {
-    /// Credential-looking files and lines, in path order.
+    /// Credential-looking files and lines, in path order (at most [`FINDINGS_PER_FILE`] a
+    /// file).
     pub credentials: Vec<CredentialFile>,
+    /// Files with more findings than listed, and how many more.
+    pub credentials_more: Vec<MoreFindings>,
     /// Files with an executable bit, in path order.
     pub executables: Vec<BundlePath>,
     /// Scripts under `skills/`, in path order.
@@ -155,15 +173,48 @@ pub struct FileScan {
 
 /// What one blob's bytes said under a name of one kind (kept: read once).
 struct Read {
-    /// Line findings (and a whole-file one, by the kind).
+    /// Line findings (and a whole-file one, by the kind), the first [`FINDINGS_PER_FILE`].
     findings: Vec<(Option<u64>, CredentialReason)>,
+    /// Findings beyond those.
+    more: u64,
     binary: bool,
     shebang: bool,
 }
 
+/// Why a scan stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ScanError {
+    /// A tree or a blob could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The caller's token was cancelled.
+    #[error("interrupted: the review stopped while reading the files")]
+    Interrupted,
+}
+
 /// Walks the tree `root` of `side` (a stored snapshot) and scans it, reading at most `cap`
-/// bytes of any file.
-pub fn scan(side: &dyn TreeSide, root: &ObjectId, cap: u64) -> Result<FileScan, StoreError> {
+/// bytes of any file. `progress` hears a `scanning` phase (files and bytes of `total`), and
+/// its token stops the walk between files.
+pub fn scan(
+    side: &dyn TreeSide,
+    root: &ObjectId,
+    cap: u64,
+    total: Totals,
+    progress: &dyn Progress,
+) -> Result<FileScan, ScanError> {
+    progress.begin("scanning", Some(total));
+    let result = walk(side, root, cap, progress);
+    progress.finish();
+    result
+}
+
+fn walk(
+    side: &dyn TreeSide,
+    root: &ObjectId,
+    cap: u64,
+    progress: &dyn Progress,
+) -> Result<FileScan, ScanError> {
+    let mut done = Totals::default();
     let mut out = FileScan::default();
     let mut parts: Vec<Part> = Vec::new();
     let mut read: HashMap<(ObjectId, Option<FileKind>), Read> = HashMap::new();
@@ -185,6 +236,12 @@ pub fn scan(side: &dyn TreeSide, root: &ObjectId, cap: u64) -> Result<FileScan, 
                 stack.push((path, entry.id));
                 continue;
             }
+            progress
+                .check_cancel()
+                .map_err(|_| ScanError::Interrupted)?;
+            done.files += 1;
+            done.bytes += entry.size;
+            progress.advance(done);
             let part = part_of(&mut parts, &path);
             part.files += 1;
             part.bytes += entry.size;
@@ -203,12 +260,16 @@ pub fn scan(side: &dyn TreeSide, root: &ObjectId, cap: u64) -> Result<FileScan, 
                     let bytes = side.bytes(&entry.id, entry.size, cap)?.unwrap_or_default();
                     let binary = bytes[..bytes.len().min(BINARY_PROBE)].contains(&0);
                     let text = (!binary).then(|| String::from_utf8_lossy(&bytes));
-                    let findings = scan_file(&shown, text.as_deref())
-                        .into_iter()
-                        .map(|f| (f.line, f.reason))
-                        .collect();
+                    let mut findings: Vec<(Option<u64>, CredentialReason)> =
+                        scan_file(&shown, text.as_deref())
+                            .into_iter()
+                            .map(|f| (f.line, f.reason))
+                            .collect();
+                    let more = findings.len().saturating_sub(FINDINGS_PER_FILE) as u64;
+                    findings.truncate(FINDINGS_PER_FILE);
                     slot.insert(Read {
                         findings,
+                        more,
                         binary,
                         shebang: bytes.starts_with(b"#!"),
                     });
@@ -222,6 +283,12 @@ pub fn scan(side: &dyn TreeSide, root: &ObjectId, cap: u64) -> Result<FileScan, 
                         out.binary_files += 1;
                     } else {
                         out.scanned_files += 1;
+                    }
+                    if r.more > 0 {
+                        out.credentials_more.push(MoreFindings {
+                            path: path.clone(),
+                            more_lines: r.more,
+                        });
                     }
                     r.findings.clone()
                 }
@@ -270,6 +337,7 @@ pub fn scan(side: &dyn TreeSide, root: &ObjectId, cap: u64) -> Result<FileScan, 
     }
     out.credentials
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
+    out.credentials_more.sort_by(|a, b| a.path.cmp(&b.path));
     out.executables.sort();
     out.skill_scripts.sort_by(|a, b| a.path.cmp(&b.path));
     out.personal_files.sort();
@@ -321,12 +389,14 @@ mod tests {
     use super::*;
     use crate::diff::SourceSide;
 
+    /// A file to write: its path components, mode and bytes.
+    type Spec<'a> = (Vec<&'a str>, u32, &'a [u8]);
+
     /// Writes `files` (path, mode, bytes) as a tree into `store`: its root id.
     fn tree(store: &Store, files: &[(&str, u32, &[u8])]) -> ObjectId {
-        fn dir(store: &Store, files: &[(Vec<&str>, u32, &[u8])]) -> (ObjectId, u64) {
+        fn dir(store: &Store, files: &[Spec<'_>]) -> (ObjectId, u64) {
             let mut entries = Vec::new();
-            let mut subdirs: std::collections::BTreeMap<&str, Vec<(Vec<&str>, u32, &[u8])>> =
-                Default::default();
+            let mut subdirs: std::collections::BTreeMap<&str, Vec<Spec<'_>>> = Default::default();
             for (parts, mode, bytes) in files {
                 if parts.len() == 1 {
                     let id = store.objects().write_bytes(bytes).unwrap();
@@ -387,7 +457,14 @@ mod tests {
             ],
         );
         let source = store.reader();
-        let scan = scan(&SourceSide(&source), &root, 64).unwrap();
+        let scan = scan(
+            &SourceSide(&source),
+            &root,
+            64,
+            Totals::default(),
+            &crate::progress::Silent,
+        )
+        .unwrap();
         let found: Vec<(String, Option<u64>, CredentialReason)> = scan
             .credentials
             .iter()
@@ -445,5 +522,26 @@ mod tests {
                 ("skills/tools", 3, Some(1)),
             ]
         );
+    }
+
+    #[test]
+    fn a_file_full_of_tokens_lists_its_first_findings_and_counts_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("store")).unwrap();
+        let dump = "export GH=ghp_aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5\n".repeat(15);
+        let root = tree(&store, &[("workspace/dump.sh", 0o644, dump.as_bytes())]);
+        let source = store.reader();
+        let scan = scan(
+            &SourceSide(&source),
+            &root,
+            1 << 20,
+            Totals::default(),
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        assert_eq!(scan.credentials.len(), FINDINGS_PER_FILE);
+        assert_eq!(scan.credentials[9].line, Some(10));
+        assert_eq!(scan.credentials_more.len(), 1);
+        assert_eq!(scan.credentials_more[0].more_lines, 5);
     }
 }

@@ -34,7 +34,10 @@ use crate::diff::{Change, SourceSide, Summary, TreeSide};
 use crate::progress::Progress;
 use crate::provenance::{self, ProvenanceError};
 
-pub use files::{BundlePath, CredentialFile, FileScan, NotScanned, Part, SkillScript};
+pub use files::{
+    BundlePath, CredentialFile, FileScan, MoreFindings, NotScanned, Part, SkillScript,
+    FINDINGS_PER_FILE,
+};
 pub use render::render;
 pub use source::{ReviewSource, SourceError};
 
@@ -83,6 +86,12 @@ pub enum ReviewError {
         /// The store's error.
         #[source]
         source: StoreError,
+    },
+    /// The caller's token was cancelled while the files were read.
+    #[error("interrupted: the review of snapshot {snapshot} stopped before it was complete")]
+    Interrupted {
+        /// The snapshot being reviewed (short id); it stays in the store.
+        snapshot: String,
     },
     /// `--install` names no ZeroClaw install.
     #[error(
@@ -229,7 +238,19 @@ pub fn review(
     let record = store.read_snapshot(&snapshot).map_err(read_err)?;
     let reader = store.snapshot_source(&snapshot);
     let side = SourceSide(&reader);
-    let scan = files::scan(&side, &record.root, opts.scan_cap).map_err(read_err)?;
+    let total = crate::progress::Totals {
+        files: record.files(),
+        bytes: record.bytes(),
+    };
+    let scan = match files::scan(&side, &record.root, opts.scan_cap, total, progress) {
+        Ok(scan) => scan,
+        Err(files::ScanError::Store(e)) => return Err(read_err(e)),
+        Err(files::ScanError::Interrupted) => {
+            return Err(ReviewError::Interrupted {
+                snapshot: snapshot.short(12),
+            })
+        }
+    };
     let (bundle, not_a_bundle) = bundle_review(&side, &record.root).map_err(read_err)?;
     let mut updates = Vec::new();
     let install = match &opts.install {

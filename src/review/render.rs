@@ -151,6 +151,15 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
             };
             writeln!(out, "  - {at}: {}", c.reason.describe())?;
         }
+        for m in &s.credentials_more {
+            writeln!(
+                out,
+                "  - {}: {} more (only the first {} of a file are listed)",
+                m.path.display(),
+                count(m.more_lines, "line"),
+                super::files::FINDINGS_PER_FILE
+            )?;
+        }
     }
     if !s.not_scanned.is_empty() {
         writeln!(
