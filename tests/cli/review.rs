@@ -3,7 +3,7 @@
 //! password, `.aws/credentials`, `.netrc`, a high-entropy token in a note, a token in a config
 //! URL) is named by path, line and reason, and no secret value reaches stdout or stderr, in
 //! text or JSON; executables, scripts in skills and personal files are listed; a bundle
-//! directory, its snapshot and its pack review to the same content id; an update of an agent
+//! directory, its snapshot, its pack and a remote ref to it review to the same content id; an update of an agent
 //! imported earlier (a provenance record in the install) shows its new grants marked, against
 //! the imported snapshot or, when the store lacks it, a fresh capture of the local agent; the
 //! printed mount command mounts; a typo'd source or install is one clear error and creates no
@@ -380,6 +380,17 @@ fn a_bundle_dir_its_snapshot_and_its_pack_review_to_one_content_id() {
     }
     assert_eq!(roots[0], roots[1], "directory vs snapshot");
     assert_eq!(roots[1], roots[2], "snapshot vs pack");
+    // A remote ref is pulled into another store and reviewed there: the same content id.
+    let url = format!("file://{}", env.path("remote").display());
+    env.run(&["remote", "add", "origin", &url]).ok();
+    env.run(&["push", &snapshot, "origin"]).ok();
+    let other = TestEnv::new();
+    other.run(&["remote", "add", "origin", &url]).ok();
+    let remote_ref = format!("origin/{}", &snapshot[..12]);
+    let v = other.run(&["--json", "review", &remote_ref]).ok().json();
+    assert_eq!(v["source"]["kind"], "remote");
+    assert_eq!(v["snapshot"], snapshot.as_str());
+    assert_eq!(v["root"], roots[0].as_str(), "remote vs directory");
     // The directory was captured into the store: its snapshot is listed, holding that root.
     let (_, v) = review_json(&env, &[bundle.as_os_str()]);
     let listed = env.run(&["--json", "list"]).ok().json();
