@@ -242,6 +242,22 @@ Examples:
 The same remote refs (NAME/<id|name|agent/alias>) work in `mount`, `diff` (with :PATH) and
 `checkout` (which pulls the snapshot first).")]
     Pull(PullArgs),
+    /// Show everything an operator must accept before importing a bundle: grants, secrets to
+    /// fill, what stayed behind, credential-looking files, scripts, personal files, the diff
+    /// against an earlier import; then its content id and how to mount it
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle review ./researcher-bundle
+  zeroclaw-bundle review researcher.zcpack --install /srv/zeroclaw
+  zeroclaw-bundle review origin/agent/researcher
+  zeroclaw-bundle review agent/researcher --json
+
+The source is made a snapshot of the store first (a directory is captured as `snapshot --dir`
+captures it, a pack unpacked, a remote ref pulled) and the review reads that snapshot only: the
+content id printed is exactly what was reviewed, the same for the same bundle from a directory,
+a pack or a snapshot. Credential-looking values are named by path, line and reason, never
+printed. Exit 0 whenever the review was produced, whatever it found.")]
+    Review(ReviewArgs),
 }
 
 /// `list`.
@@ -648,4 +664,16 @@ pub fn command() -> clap::Command {
 pub fn parse() -> Result<Cli, clap::Error> {
     let matches = command().try_get_matches()?;
     Cli::from_arg_matches(&matches)
+}
+
+/// `review`.
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// What to review: a bundle DIR, a SNAPSHOT of the store, a PACK file, or NAME/SNAPSHOT (a
+    /// remote ref)
+    pub source: OsString,
+    /// ZeroClaw install to compare with: an agent it imported from an earlier version of this
+    /// bundle is diffed [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
+    #[arg(long, value_name = "DIR")]
+    pub install: Option<PathBuf>,
 }

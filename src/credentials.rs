@@ -8,6 +8,13 @@
 //! userinfo, an `Authorization`/`Bearer` value, a PEM private-key header, well-known token
 //! prefixes, and long mixed-case alphanumeric runs with high entropy. Hex digests, paths and
 //! words do not match.
+//!
+//! Files too ([`scan_file`], for `review`): a file whose name or place says it holds
+//! credentials ([`FileKind`]: `.env`, `*.pem`, `*.key`, `id_*` private keys, `.git/config`,
+//! `.git-credentials`, cloud credential files, `.netrc`) is read with that kind's own line rule
+//! (a credential-named `.env` assignment, a git remote URL with userinfo, a `.netrc` password,
+//! an AWS secret key), then every line with [`detect`]; a file of such a kind with no line to
+//! point at is reported once, by name. Never a value: a finding is a line number and a reason.
 
 use std::fmt;
 
@@ -27,6 +34,16 @@ pub enum CredentialReason {
     KnownTokenPrefix,
     /// A long, high-entropy mixed-case alphanumeric run.
     HighEntropyToken,
+    /// A `.env` file (a credential-named assignment, or the file itself).
+    DotenvFile,
+    /// A private key or certificate file by its name (`*.pem`, `*.key`, `id_rsa`, ...).
+    KeyFile,
+    /// A git remote URL with credentials (`.git/config`), or git's credential store.
+    GitCredentials,
+    /// A cloud provider's credentials file (`.aws/credentials`, gcloud, Azure, Docker, kube).
+    CloudCredentials,
+    /// A `.netrc` login with its password.
+    Netrc,
 }
 
 impl CredentialReason {
@@ -39,6 +56,11 @@ impl CredentialReason {
             CredentialReason::PrivateKeyHeader => "private key header",
             CredentialReason::KnownTokenPrefix => "well-known token prefix",
             CredentialReason::HighEntropyToken => "high-entropy token",
+            CredentialReason::DotenvFile => ".env file",
+            CredentialReason::KeyFile => "key file (*.pem, *.key, id_*)",
+            CredentialReason::GitCredentials => "git remote with credentials",
+            CredentialReason::CloudCredentials => "cloud credentials file",
+            CredentialReason::Netrc => ".netrc login",
         }
     }
 }
@@ -131,6 +153,196 @@ pub fn detect(value: &str) -> Option<CredentialReason> {
         return Some(CredentialReason::HighEntropyToken);
     }
     None
+}
+
+/// What a file's name or place says it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FileKind {
+    /// `.env`, `.env.<stage>`, `<name>.env` (not `.env.example` and other templates).
+    Dotenv,
+    /// `*.pem`, `*.key`, `*.p12`, `*.pfx`, and SSH private keys `id_<type>` (not `*.pub`).
+    Key,
+    /// A repository's `.git/config`.
+    GitConfig,
+    /// git's plain-text credential store, `.git-credentials`.
+    GitCredentialStore,
+    /// `.aws/credentials`, gcloud's and Azure's token files, `.docker/config.json`,
+    /// `.kube/config`.
+    Cloud,
+    /// `.netrc` (or `_netrc`).
+    Netrc,
+}
+
+impl FileKind {
+    /// The kind of the file at `path` (`/`-separated, as a bundle path), if any.
+    pub fn of(path: &str) -> Option<FileKind> {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        let lower = name.to_ascii_lowercase();
+        let ends = |suffix: &str| {
+            path.ends_with(suffix) && {
+                let at = path.len() - suffix.len();
+                at == 0 || path.as_bytes()[at - 1] == b'/'
+            }
+        };
+        const TEMPLATES: &[&str] = &["example", "sample", "template", "dist", "defaults"];
+        if lower == ".env"
+            || lower
+                .strip_prefix(".env.")
+                .is_some_and(|stage| !TEMPLATES.contains(&stage))
+            || (lower.ends_with(".env") && lower.len() > 4)
+        {
+            return Some(FileKind::Dotenv);
+        }
+        if ends(".git/config") {
+            return Some(FileKind::GitConfig);
+        }
+        if lower == ".git-credentials" {
+            return Some(FileKind::GitCredentialStore);
+        }
+        if lower == ".netrc" || lower == "_netrc" {
+            return Some(FileKind::Netrc);
+        }
+        if [
+            ".aws/credentials",
+            "gcloud/application_default_credentials.json",
+            "gcloud/credentials.db",
+            "gcloud/access_tokens.db",
+            ".azure/accessTokens.json",
+            ".azure/msal_token_cache.json",
+            ".docker/config.json",
+            ".kube/config",
+        ]
+        .iter()
+        .any(|s| ends(s))
+        {
+            return Some(FileKind::Cloud);
+        }
+        let key_extension = [".pem", ".key", ".p12", ".pfx"]
+            .iter()
+            .any(|e| lower.ends_with(e) && lower.len() > e.len());
+        let ssh_key = [
+            "id_rsa",
+            "id_dsa",
+            "id_ecdsa",
+            "id_ed25519",
+            "id_ecdsa_sk",
+            "id_ed25519_sk",
+        ]
+        .contains(&lower.as_str());
+        if key_extension || ssh_key {
+            return Some(FileKind::Key);
+        }
+        None
+    }
+
+    /// The reason a finding of this kind gives.
+    pub fn reason(self) -> CredentialReason {
+        match self {
+            FileKind::Dotenv => CredentialReason::DotenvFile,
+            FileKind::Key => CredentialReason::KeyFile,
+            FileKind::GitConfig | FileKind::GitCredentialStore => CredentialReason::GitCredentials,
+            FileKind::Cloud => CredentialReason::CloudCredentials,
+            FileKind::Netrc => CredentialReason::Netrc,
+        }
+    }
+
+    /// This kind's own rule for one line: whether it holds a credential.
+    fn line_holds_credential(self, line: &str) -> bool {
+        let line = line.trim();
+        if line.starts_with('#') || line.starts_with(';') {
+            return false;
+        }
+        match self {
+            FileKind::Dotenv => {
+                let line = line.strip_prefix("export ").unwrap_or(line);
+                let Some((key, value)) = line.split_once('=') else {
+                    return false;
+                };
+                let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+                !value.is_empty()
+                    && !value.starts_with('$')
+                    && !value.starts_with('<')
+                    && crate::agent::credential_key_rule(key.trim()).is_some()
+            }
+            FileKind::GitConfig => line
+                .split_once('=')
+                .filter(|(k, _)| matches!(k.trim(), "url" | "pushurl" | "pushUrl"))
+                .is_some_and(|(_, v)| detect_url(v.trim()) == Some(CredentialReason::UrlUserinfo)),
+            FileKind::GitCredentialStore => detect_url(line) == Some(CredentialReason::UrlUserinfo),
+            FileKind::Netrc => {
+                let words: Vec<&str> = line.split_whitespace().collect();
+                words
+                    .windows(2)
+                    .any(|w| matches!(w[0], "password" | "passwd") && !w[1].is_empty())
+            }
+            FileKind::Cloud => line.split_once(['=', ':']).is_some_and(|(k, v)| {
+                let key = k.trim().trim_matches('"').to_ascii_lowercase();
+                let v = v.trim().trim_matches(|c| c == '"' || c == ',');
+                !v.is_empty()
+                    && (matches!(
+                        key.as_str(),
+                        "aws_secret_access_key"
+                            | "aws_session_token"
+                            | "auth"
+                            | "refresh_token"
+                            | "client_secret"
+                            | "private_key"
+                            | "client-key-data"
+                            | "token"
+                    ))
+            }),
+            FileKind::Key => false,
+        }
+    }
+}
+
+/// One credential-looking place in a file: a line (1-based), or the whole file (`None`: its
+/// name or place says it holds credentials, and no line of it could be pointed at).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileFinding {
+    /// The line, when one is pointed at.
+    pub line: Option<u64>,
+    /// Why.
+    pub reason: CredentialReason,
+}
+
+/// The credential-looking places of the file at bundle path `path`: its kind's line rule and
+/// [`detect`] on each line of `text` (one finding per line; `None` when the file was not read:
+/// binary, or over the caller's size cap), then, for a file whose kind says credentials and no
+/// line was found, one finding for the whole file (not for `.git/config`, which holds
+/// credentials only in a remote's URL).
+pub fn scan_file(path: &str, text: Option<&str>) -> Vec<FileFinding> {
+    let kind = FileKind::of(path);
+    let mut found = Vec::new();
+    // The body of a PEM block is one finding (its header), not one per base64 line.
+    let mut in_pem_block = false;
+    for (index, line) in text.into_iter().flat_map(str::lines).enumerate() {
+        if in_pem_block {
+            in_pem_block = !line.contains("-----END");
+            continue;
+        }
+        let reason = match kind {
+            Some(k) if k.line_holds_credential(line) => Some(k.reason()),
+            _ => detect(line),
+        };
+        in_pem_block = reason == Some(CredentialReason::PrivateKeyHeader);
+        if let Some(reason) = reason {
+            found.push(FileFinding {
+                line: Some(index as u64 + 1),
+                reason,
+            });
+        }
+    }
+    // A repository's config is ordinary until a remote carries credentials: never named whole.
+    if let Some(kind) = kind.filter(|k| *k != FileKind::GitConfig) {
+        if found.is_empty() {
+            found.push(FileFinding {
+                line: None,
+                reason: kind.reason(),
+            });
+        }
+    }
+    found
 }
 
 fn detect_bearer(value: &str) -> Option<CredentialReason> {
@@ -310,5 +522,120 @@ mod tests {
         ] {
             assert_eq!(detect(value), None, "{value}");
         }
+    }
+
+    #[test]
+    fn file_kinds_by_name_and_place() {
+        for (path, kind) in [
+            ("workspace/.env", Some(FileKind::Dotenv)),
+            ("workspace/app/.env.production", Some(FileKind::Dotenv)),
+            ("workspace/prod.env", Some(FileKind::Dotenv)),
+            ("workspace/.env.example", None),
+            ("workspace/certs/server.pem", Some(FileKind::Key)),
+            ("skills/s/x/tls.key", Some(FileKind::Key)),
+            ("workspace/.ssh/id_ed25519", Some(FileKind::Key)),
+            ("workspace/.ssh/id_ed25519.pub", None),
+            ("workspace/repo/.git/config", Some(FileKind::GitConfig)),
+            ("workspace/repo/git/config", None),
+            (
+                "workspace/.git-credentials",
+                Some(FileKind::GitCredentialStore),
+            ),
+            ("workspace/.aws/credentials", Some(FileKind::Cloud)),
+            ("workspace/my.aws/credentials", None),
+            ("workspace/.kube/config", Some(FileKind::Cloud)),
+            ("workspace/.netrc", Some(FileKind::Netrc)),
+            ("workspace/notes.md", None),
+            ("workspace/keys.md", None),
+            ("workspace/.key", None),
+        ] {
+            assert_eq!(FileKind::of(path), kind, "{path}");
+        }
+    }
+
+    #[test]
+    fn each_file_kind_points_at_its_line_and_never_keeps_the_value() {
+        let cases: [(&str, &str, u64, CredentialReason); 7] = [
+            (
+                "workspace/.env",
+                "# settings\nPORT=8080\nOPENAI_API_KEY=plainvalue123\n",
+                3,
+                CredentialReason::DotenvFile,
+            ),
+            (
+                "workspace/k.pem",
+                "-----BEGIN RSA PRIVATE KEY-----\nZx8Qw2Lm4Np6Rt8Vy0Bc3Df5Gh7Jk9Zx8Qw2Lm4Np6\n-----END RSA PRIVATE KEY-----\n",
+                1,
+                CredentialReason::PrivateKeyHeader,
+            ),
+            (
+                "workspace/r/.git/config",
+                "[core]\n\tbare = false\n[remote \"origin\"]\n\turl = https://bob:pa55word@git.example.com/r.git\n",
+                4,
+                CredentialReason::GitCredentials,
+            ),
+            (
+                "workspace/.aws/credentials",
+                "[default]\naws_secret_access_key = abcdefgh\n",
+                2,
+                CredentialReason::CloudCredentials,
+            ),
+            (
+                "workspace/.netrc",
+                "machine api.example.com\n  login bob\n  password hunter2\n",
+                3,
+                CredentialReason::Netrc,
+            ),
+            (
+                "workspace/notes.md",
+                "intro\n\nkey: Zx8Qw2Lm4Np6Rt8Vy0Bc3Df5Gh7Jk9\n",
+                3,
+                CredentialReason::HighEntropyToken,
+            ),
+            (
+                "workspace/.git-credentials",
+                "https://bob:ghp_aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5@github.com\n",
+                1,
+                CredentialReason::GitCredentials,
+            ),
+        ];
+        for (path, text, line, reason) in cases {
+            let found = scan_file(path, Some(text));
+            assert_eq!(
+                found,
+                vec![FileFinding {
+                    line: Some(line),
+                    reason
+                }],
+                "{path}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_credential_file_with_no_line_to_point_at_is_named_whole() {
+        // A binary DER key (not read), an .env with placeholders only, a certificate.
+        assert_eq!(
+            scan_file("workspace/tls.key", None),
+            vec![FileFinding {
+                line: None,
+                reason: CredentialReason::KeyFile
+            }]
+        );
+        assert_eq!(
+            scan_file("workspace/.env", Some("TOKEN=\nAPI_KEY=${KEY}\n")),
+            vec![FileFinding {
+                line: None,
+                reason: CredentialReason::DotenvFile
+            }]
+        );
+        // Ordinary text and ordinary files: nothing.
+        assert!(scan_file("workspace/notes.md", Some("a plan\nmax_tokens = 4096\n")).is_empty());
+        assert!(scan_file(
+            "workspace/r/.git/config",
+            Some("[remote \"o\"]\n\turl = ssh://git@github.com/o/r.git\n")
+        )
+        .is_empty());
+        assert!(scan_file("workspace/photo.png", None).is_empty());
     }
 }

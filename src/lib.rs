@@ -33,7 +33,8 @@
 //!   commit; `publish`: destination check, staged publish, reuse and recovery; `statmatch`: the
 //!   stat-match and racy rule of both; `diff`: the Merkle-pruned tree diff and the semantic
 //!   section; `credentials`: the credential-looking value detector; `provenance`: what an
-//!   import recorded about the agent it created; `remote`: remote stores;
+//!   import recorded about the agent it created; `remote`: remote stores; `review`: what an
+//!   operator must accept before import;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
 //!   worker pool; `clock`: timestamps; `cancel`: the token; `progress`: the progress trait;
 //! - `api`: the facade above. `cli` and `cmd` are the binary's command layer (argument parsing,
@@ -54,6 +55,7 @@ mod progress;
 mod provenance;
 mod publish;
 mod remote;
+mod review;
 mod statmatch;
 mod sys;
 mod workers;

@@ -50,6 +50,38 @@ pub struct SemanticChange {
     pub note: String,
 }
 
+impl SemanticChange {
+    /// The change as one line of text (`diff` and `review` print it): `! ` for a grant, then
+    /// area, item, path and what changed, with its note; paths and values escaped, so a crafted
+    /// value cannot move the cursor or fake a line.
+    pub fn line(&self) -> String {
+        use zeroclaw_bundle_store::escape_text;
+        let mark = if self.grant { "!" } else { " " };
+        let what = match (&self.old, &self.new) {
+            (None, Some(n)) if self.item == "key" => format!("added: {n}"),
+            (Some(o), None) if self.item == "key" => format!("removed (was {o})"),
+            (Some(o), Some(n)) => format!("{o} -> {n}"),
+            (None, Some(n)) if n.text == self.path => "added".to_string(),
+            (None, Some(n)) => format!("added: {n}"),
+            (Some(_), None) => "removed".to_string(),
+            (None, None) => String::new(),
+        };
+        let note = if self.note.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", self.note)
+        };
+        format!(
+            "{mark} {} {} {}: {}{}",
+            self.area,
+            self.item.replace('_', " "),
+            escape_text(&self.path),
+            escape_text(&what),
+            escape_text(&note)
+        )
+    }
+}
+
 /// One side's value of a semantic change: text output prints `text` (TOML-like, `"(set, not
 /// shown)"` for a secret), `--json` carries `json`, the value itself (a string, number,
 /// boolean, array or object; a datetime as its TOML text).
@@ -130,6 +162,68 @@ pub fn compare_bundles(
         .map(String::as_str)
         .collect();
     config_changes(&leaves(&ta), &leaves(&tb), &secrets, &mut out);
+    Ok(out)
+}
+
+/// One capability a bundle grants, as a review lists it: the manifest's risk flags in their
+/// order, then what the bundle's own `config.toml` grants that the manifest does not list.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// What kind of capability.
+    pub kind: RiskKind,
+    /// The dotted config path that grants it.
+    pub path: String,
+    /// The manifest's (or the planner's) sentence, as written: print it through
+    /// [`super::shown_detail`], which names a credential-looking word instead of printing it.
+    pub detail: String,
+    /// Listed in the manifest. `false`: `config.toml` grants it and the manifest does not list
+    /// it (edited after export).
+    pub listed: bool,
+    /// Listed in the manifest, but the bundle's `config.toml` does not grant it (edited after
+    /// export). Never set for `carried_skills`, which describes content, not config.
+    pub stale: bool,
+}
+
+/// What a bundle grants: its manifest's risk flags, checked against the flags its own
+/// `config.toml` yields when ZeroClaw's planner reads it (as the semantic diff checks side B):
+/// a grant the config makes and the manifest hides is listed too, marked unlisted. A config
+/// ZeroClaw cannot load is an error (a review must not show fewer grants than an import makes).
+pub fn bundle_grants(manifest: &Manifest, config_text: &str) -> Result<Vec<Grant>, AgentError> {
+    let doc: toml_edit::DocumentMut =
+        config_text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| AgentError::InvalidManifest {
+                field: "config.toml".to_string(),
+                problem: format!("is not valid TOML: {}", e.message().trim()),
+            })?;
+    let table = Table::from_toml_edit(doc.as_table());
+    let made = config_flags(config_text, &table, &manifest.root_agent)?;
+    let made_keys = keyed(&made);
+    let listed_keys = keyed(&manifest.risk_flags);
+    let mut out: Vec<Grant> = manifest
+        .risk_flags
+        .iter()
+        .map(|f| Grant {
+            kind: f.kind,
+            path: f.path.clone(),
+            detail: f.detail.clone(),
+            listed: true,
+            stale: f.kind != RiskKind::CarriedSkills
+                && made_keys.get(&format!("{} at {}", f.kind.as_str(), f.path)) != Some(&f.detail),
+        })
+        .collect();
+    for f in &made {
+        let key = format!("{} at {}", f.kind.as_str(), f.path);
+        if listed_keys.get(&key) != Some(&f.detail) {
+            out.push(Grant {
+                kind: f.kind,
+                path: f.path.clone(),
+                detail: f.detail.clone(),
+                listed: false,
+                stale: false,
+            });
+        }
+    }
     Ok(out)
 }
 

@@ -38,21 +38,23 @@ mod schema;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
-pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
+pub use compare::{bundle_grants, compare_bundles, mask_secret_lines, Grant, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
 pub use install::{install_root, Install};
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
-    manifests_differ_only_in_export_time, secret_story, Manifest, Provenance, MANIFEST_HEADER,
+    manifests_differ_only_in_export_time, secret_story, Dropped, Manifest, Provenance,
+    MANIFEST_HEADER,
 };
 pub use plan::{legacy_entry_travels, plan_export, ExportPlan, TreeSource};
+pub(crate) use schema::credential_key_rule;
 pub use schema::SUPPORTED_SCHEMA_VERSION;
 #[cfg(test)]
 pub use {
     bundle::CONFIG_HEADER,
-    manifest::{DropReason, Dropped, RiskFlag, RiskKind},
+    manifest::{DropReason, RiskFlag, RiskKind},
 };
 
 #[cfg(test)]

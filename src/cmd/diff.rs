@@ -15,7 +15,6 @@ use std::io::Write;
 
 use anyhow::{bail, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::escape_text;
 
 use crate::agent::{SemanticChange, MANIFEST_FILE};
 use crate::cli::DiffArgs;
@@ -289,32 +288,7 @@ impl<W: Write> Printer<'_, W> {
                     "Agent bundle changes (lines marked ! grant something new):"
                 )?;
                 for c in changes {
-                    let mark = if c.grant { "!" } else { " " };
-                    let what = match (&c.old, &c.new) {
-                        (None, Some(n)) if c.item == "key" => format!("added: {n}"),
-                        (Some(o), None) if c.item == "key" => format!("removed (was {o})"),
-                        (Some(o), Some(n)) => format!("{o} -> {n}"),
-                        (None, Some(n)) if n.text == c.path => "added".to_string(),
-                        (None, Some(n)) => format!("added: {n}"),
-                        (Some(_), None) => "removed".to_string(),
-                        (None, None) => String::new(),
-                    };
-                    let note = if c.note.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" [{}]", c.note)
-                    };
-                    // Paths and values come from the bundles' config: escaped, so a crafted
-                    // value cannot move the cursor or fake a line.
-                    writeln!(
-                        self.out,
-                        "{mark} {} {} {}: {}{}",
-                        c.area,
-                        c.item.replace('_', " "),
-                        escape_text(&c.path),
-                        escape_text(&what),
-                        escape_text(&note)
-                    )?;
+                    writeln!(self.out, "{}", c.line())?;
                 }
                 writeln!(self.out)
             }

@@ -19,6 +19,7 @@ pub mod mount;
 pub mod pack;
 pub mod recover;
 pub mod remote;
+pub mod review;
 pub mod show;
 pub mod snapshot;
 pub mod verify;
@@ -416,6 +417,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
             | Command::Pull(_)
             | Command::Pack(_)
             | Command::Unpack(_)
+            | Command::Review(_)
     ) {
         crate::interrupt::install(ctx.cancel.clone())
             .context("could not install the signal handlers")?;
@@ -444,6 +446,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Remote(cmd) => remote::run_remote(cmd, &ctx),
         Command::Push(args) => remote::run_push(args, &ctx),
         Command::Pull(args) => remote::run_pull(args, &ctx),
+        Command::Review(args) => review::run(args, &ctx),
     }
 }
 

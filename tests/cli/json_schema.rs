@@ -18,7 +18,7 @@ use crate::export::Install;
 use crate::util::*;
 
 /// A key's type: `id` is a full 64-hex id, a trailing `?` also allows null.
-type Spec = &'static [(&'static str, &'static str)];
+pub(crate) type Spec = &'static [(&'static str, &'static str)];
 
 const EXPORT: Spec = &[
     ("snapshot", "id"),
@@ -243,7 +243,7 @@ fn type_ok(v: &Value, ty: &str) -> bool {
 
 /// Checks `doc` against `spec`: every key present with its type.
 #[track_caller]
-fn check(what: &str, doc: &Value, spec: Spec) {
+pub(crate) fn check(what: &str, doc: &Value, spec: Spec) {
     assert!(doc.is_object(), "{what}: not an object: {doc}");
     for (key, ty) in spec {
         let v = doc
@@ -265,7 +265,7 @@ fn check_array(what: &str, doc: &Value, spec: Spec) {
 }
 
 /// Keys the old vocabulary used; none may appear anywhere in any document.
-fn no_old_keys(what: &str, v: &Value) {
+pub(crate) fn no_old_keys(what: &str, v: &Value) {
     match v {
         Value::Object(m) => {
             for (k, x) in m {
