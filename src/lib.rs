@@ -37,6 +37,7 @@ pub mod credentials;
 pub mod diff;
 pub mod export;
 pub mod hooks;
+pub mod import;
 pub mod interrupt;
 pub mod progress;
 pub mod provenance;
