@@ -874,7 +874,12 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
         .map(|d| ((d.kind, d.bundle.clone()), d.local.clone()))
         .collect();
     let mut notes = Vec::new();
-    for d in &decisions {
+    // In the fragment's own order (ZeroClaw's renderer's), so the new tables read like it.
+    for e in &incoming {
+        let d = decisions
+            .iter()
+            .find(|d| d.kind == e.kind && d.bundle == e.alias)
+            .expect("every incoming entry has a decision");
         if !matches!(d.action, Action::Add | Action::Namespace) {
             continue;
         }

@@ -341,7 +341,13 @@ pub fn plan(
         })
         .collect();
     Ok(ImportPlan {
-        source: req.source.to_string_lossy().into_owned(),
+        source: match bundle.kind {
+            SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
+                .unwrap_or_else(|_| req.source.into())
+                .to_string_lossy()
+                .into_owned(),
+            _ => req.source.to_string_lossy().into_owned(),
+        },
         source_kind: bundle.kind.clone(),
         snapshot: bundle.snapshot,
         content_id: bundle.content_id(),
