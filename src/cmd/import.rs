@@ -219,10 +219,7 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
                     "a different local entry has that name"
                 }
             ),
-            Action::Reuse => format!(
-                "{} (an identical local entry)",
-                d.kind.path_of(&d.local)
-            ),
+            Action::Reuse => format!("{} (an identical local entry)", d.kind.path_of(&d.local)),
             Action::Map => format!(
                 "{} -> {} (--map)",
                 d.kind.path_of(&d.bundle),

@@ -166,7 +166,7 @@ pub enum ImportError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: PublishError,
+        source: Box<PublishError>,
     },
     /// The provenance record could not be written.
     #[error(transparent)]
@@ -178,7 +178,7 @@ pub enum ImportError {
         path: PathBuf,
         /// Why.
         #[source]
-        source: FileError,
+        source: Box<FileError>,
     },
     /// A secret could not be encrypted with the install's key.
     #[error("could not encrypt {path} with the install's secret key")]

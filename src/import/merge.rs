@@ -195,7 +195,7 @@ impl MapArg {
         })?;
         if kind == Kind::Agent {
             return Err(bad(
-                "the imported agent is named with --as, not mapped".to_string(),
+                "the imported agent is named with --as, not mapped".to_string()
             ));
         }
         let new = new.trim();
@@ -292,7 +292,11 @@ fn collect(doc: &DocumentMut, strict: bool) -> Result<Vec<Entry>, ImportError> {
                     .and_then(Item::as_str)
                     .map(str::to_string);
                 match name {
-                    Some(alias) => out.push(Entry { kind, alias, item: element }),
+                    Some(alias) => out.push(Entry {
+                        kind,
+                        alias,
+                        item: element,
+                    }),
                     None if strict => {
                         return Err(fail(format!("mcp.servers[{i}]"), "has no name"));
                     }
@@ -356,20 +360,90 @@ struct RefField {
 }
 
 const REFS: &[RefField] = &[
-    RefField { owner: Kind::Agent, path: &["risk_profile"], target: Kind::RiskProfile, soft: false },
-    RefField { owner: Kind::Agent, path: &["runtime_profile"], target: Kind::RuntimeProfile, soft: false },
-    RefField { owner: Kind::Agent, path: &["skill_bundles"], target: Kind::SkillBundle, soft: false },
-    RefField { owner: Kind::Agent, path: &["knowledge_bundles"], target: Kind::KnowledgeBundle, soft: false },
-    RefField { owner: Kind::Agent, path: &["mcp_bundles"], target: Kind::McpBundle, soft: false },
-    RefField { owner: Kind::Agent, path: &["model_provider"], target: Kind::ModelProvider, soft: false },
-    RefField { owner: Kind::Agent, path: &["classifier_provider"], target: Kind::ModelProvider, soft: false },
-    RefField { owner: Kind::Agent, path: &["summary_provider"], target: Kind::ModelProvider, soft: false },
-    RefField { owner: Kind::Agent, path: &["tts_provider"], target: Kind::TtsProvider, soft: false },
-    RefField { owner: Kind::Agent, path: &["transcription_provider"], target: Kind::TranscriptionProvider, soft: false },
-    RefField { owner: Kind::RuntimeProfile, path: &["context_compression", "summary_provider"], target: Kind::ModelProvider, soft: false },
-    RefField { owner: Kind::ModelProvider, path: &["fallback"], target: Kind::ModelProvider, soft: false },
-    RefField { owner: Kind::McpBundle, path: &["servers"], target: Kind::McpServer, soft: false },
-    RefField { owner: Kind::McpBundle, path: &["exclude"], target: Kind::McpServer, soft: true },
+    RefField {
+        owner: Kind::Agent,
+        path: &["risk_profile"],
+        target: Kind::RiskProfile,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["runtime_profile"],
+        target: Kind::RuntimeProfile,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["skill_bundles"],
+        target: Kind::SkillBundle,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["knowledge_bundles"],
+        target: Kind::KnowledgeBundle,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["mcp_bundles"],
+        target: Kind::McpBundle,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["model_provider"],
+        target: Kind::ModelProvider,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["classifier_provider"],
+        target: Kind::ModelProvider,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["summary_provider"],
+        target: Kind::ModelProvider,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["tts_provider"],
+        target: Kind::TtsProvider,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::Agent,
+        path: &["transcription_provider"],
+        target: Kind::TranscriptionProvider,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::RuntimeProfile,
+        path: &["context_compression", "summary_provider"],
+        target: Kind::ModelProvider,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::ModelProvider,
+        path: &["fallback"],
+        target: Kind::ModelProvider,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::McpBundle,
+        path: &["servers"],
+        target: Kind::McpServer,
+        soft: false,
+    },
+    RefField {
+        owner: Kind::McpBundle,
+        path: &["exclude"],
+        target: Kind::McpServer,
+        soft: true,
+    },
 ];
 
 /// Rewrites every reference of `entry` (owned by `kind`, at dotted `owner_path`) through
@@ -702,18 +776,22 @@ impl Merged {
 
 /// Merges the fragment into the install's text (see the module doc).
 pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
-    let fragment: DocumentMut = input.fragment.parse().map_err(|e: toml_edit::TomlError| {
-        ImportError::Fragment {
-            path: "config.toml".into(),
-            problem: format!("is not TOML: {}", e.message().trim()),
-        }
-    })?;
-    let mut doc: DocumentMut = input.install.parse().map_err(|e: toml_edit::TomlError| {
-        ImportError::Invalid {
-            path: input.config_path.to_path_buf(),
-            problem: format!("it is not TOML: {}", e.message().trim()),
-        }
-    })?;
+    let fragment: DocumentMut =
+        input
+            .fragment
+            .parse()
+            .map_err(|e: toml_edit::TomlError| ImportError::Fragment {
+                path: "config.toml".into(),
+                problem: format!("is not TOML: {}", e.message().trim()),
+            })?;
+    let mut doc: DocumentMut =
+        input
+            .install
+            .parse()
+            .map_err(|e: toml_edit::TomlError| ImportError::Invalid {
+                path: input.config_path.to_path_buf(),
+                problem: format!("it is not TOML: {}", e.message().trim()),
+            })?;
     let incoming = collect(&fragment, true)?;
     let local = collect(&doc, false)?;
     let mut taken: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
@@ -830,7 +908,9 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 let kind = decisions[i].kind;
                 let used: BTreeSet<String> = decisions
                     .iter()
-                    .filter(|d| d.kind == kind && matches!(d.action, Action::Add | Action::Namespace))
+                    .filter(|d| {
+                        d.kind == kind && matches!(d.action, Action::Add | Action::Namespace)
+                    })
                     .map(|d| d.local.clone())
                     .chain(taken.get(&kind).into_iter().flatten().cloned())
                     .collect();
@@ -842,11 +922,11 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             .map(|d| ((d.kind, d.bundle.clone()), d.local.clone()))
             .collect();
         let mut changed = false;
-        for i in 0..decisions.len() {
-            if decisions[i].action != Action::Reuse {
+        for slot in decisions.iter_mut() {
+            if slot.action != Action::Reuse {
                 continue;
             }
-            let d = decisions[i].clone();
+            let d = slot.clone();
             let mut item = item_of(d.kind, &d.bundle).clone();
             rewrite_refs(d.kind, &d.kind.path_of(&d.bundle), &mut item, &names)?;
             let blank = blank_of(d.kind, &d.bundle);
@@ -857,10 +937,11 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             let same = match (theirs, mine) {
                 (Ok(a), Some(Ok(b))) => a == b,
                 _ => false,
-            } && (d.kind != Kind::SkillBundle || (input.same_skill_content)(&d.bundle, &d.local)?);
+            } && (d.kind != Kind::SkillBundle
+                || (input.same_skill_content)(&d.bundle, &d.local)?);
             if !same {
-                decisions[i].action = Action::Namespace;
-                decisions[i].local = String::new();
+                slot.action = Action::Namespace;
+                slot.local = String::new();
                 changed = true;
             }
         }
@@ -951,7 +1032,11 @@ mod tests {
             .any(|c| c.tag() == similar::ChangeTag::Delete);
         assert!(!removed, "the install's own lines must stay: {}", m.text);
         assert!(m.text.contains("[agents.a_imported]"), "{}", m.text);
-        assert!(m.text.contains("risk_profile = \"r_imported\""), "{}", m.text);
+        assert!(
+            m.text.contains("risk_profile = \"r_imported\""),
+            "{}",
+            m.text
+        );
         assert!(m.text.contains("[risk_profiles.r_imported]"), "{}", m.text);
         assert!(!m.text.contains("# header"), "{}", m.text);
         assert!(m.text.contains("[providers.models.openai.p]"), "{}", m.text);
@@ -979,7 +1064,15 @@ mod tests {
         assert_eq!(map.kind, Kind::ModelProvider);
         let install = "[providers.models.openai.mine]\nmodel = \"x\"\n";
         let m = merged(install, FRAGMENT, &[map]).unwrap();
-        assert!(m.text.contains("model_provider = \"openai.mine\""), "{}", m.text);
-        assert!(!m.text.contains("[providers.models.openai.p]"), "{}", m.text);
+        assert!(
+            m.text.contains("model_provider = \"openai.mine\""),
+            "{}",
+            m.text
+        );
+        assert!(
+            !m.text.contains("[providers.models.openai.p]"),
+            "{}",
+            m.text
+        );
     }
 }

@@ -202,12 +202,11 @@ pub fn plan(
         path: config_path.clone(),
         source,
     })?;
-    let install = Install::from_toml_str(&root, &old_config).map_err(|source| {
-        ImportError::Install {
+    let install =
+        Install::from_toml_str(&root, &old_config).map_err(|source| ImportError::Install {
             root: root.clone(),
             source,
-        }
-    })?;
+        })?;
     let supported = zeroclaw_config::migration::CURRENT_SCHEMA_VERSION;
     if install.schema_version() != supported {
         return Err(ImportError::OldSchema {
@@ -622,7 +621,7 @@ fn write_all(
         let publish_err = |source| ImportError::Publish {
             what: t.what.clone(),
             path: t.dest.clone(),
-            source,
+            source: Box::new(source),
         };
         let admitted = publish::check(&req).map_err(publish_err)?;
         undo.will_create(&t.dest);
@@ -702,7 +701,7 @@ fn write_file(
     })
     .map_err(|source| ImportError::Write {
         path: dest.to_path_buf(),
-        source,
+        source: Box::new(source),
     })
 }
 

@@ -135,17 +135,18 @@ pub fn read(store: &Store, id: ObjectId, kind: SourceKind) -> Result<StoredBundl
     };
     let manifest_text = file(MANIFEST_FILE)?;
     let fragment = file(CONFIG_FILE)?;
-    let manifest = Manifest::from_toml_str(&manifest_text).map_err(|source| ImportError::Bundle {
-        file: MANIFEST_FILE,
-        source,
-    })?;
+    let manifest =
+        Manifest::from_toml_str(&manifest_text).map_err(|source| ImportError::Bundle {
+            file: MANIFEST_FILE,
+            source,
+        })?;
     let tree_of = |id: ObjectId, size: u64| Tree { id, bytes: size };
-    let dir = |tree: &zeroclaw_bundle_store::Tree, name: &str, what: &str| {
-        match tree.get(name.as_bytes()) {
-            None => Ok(None),
-            Some(e) if e.kind == EntryKind::Dir => Ok(Some(tree_of(e.id, e.size))),
-            Some(_) => Err(not(format!("its {what} is not a directory"))),
-        }
+    let dir = |tree: &zeroclaw_bundle_store::Tree, name: &str, what: &str| match tree
+        .get(name.as_bytes())
+    {
+        None => Ok(None),
+        Some(e) if e.kind == EntryKind::Dir => Ok(Some(tree_of(e.id, e.size))),
+        Some(_) => Err(not(format!("its {what} is not a directory"))),
     };
     let workspace = dir(&root, WORKSPACE_DIR, WORKSPACE_DIR)?;
     let mut skills = Vec::new();

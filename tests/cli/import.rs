@@ -28,9 +28,11 @@ use crate::util::{chmod, write, Run, TestEnv};
 fn onboarded(env: &TestEnv, name: &str) -> PathBuf {
     let root = env.path(name);
     fs::create_dir_all(&root).unwrap();
-    let mut config = Config::default();
-    config.config_path = root.join("config.toml");
-    config.data_dir = root.join("workspace");
+    let config = Config {
+        config_path: root.join("config.toml"),
+        data_dir: root.join("workspace"),
+        ..Default::default()
+    };
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
@@ -179,7 +181,10 @@ fn import_into_an_onboarded_install_round_trips() {
     let out = run.stdout();
     assert_eq!(run.last_line(), id, "{}", run.describe());
     // In a pipe, the secrets are lines to run, never prompts.
-    assert!(out.contains("zeroclaw config set providers.models.anthropic.main.api_key"), "{out}");
+    assert!(
+        out.contains("zeroclaw config set providers.models.anthropic.main.api_key"),
+        "{out}"
+    );
     assert!(out.contains("Capabilities granted"), "{out}");
 
     let config = loads(&y);
@@ -238,11 +243,17 @@ fn a_pipe_needs_expect_or_yes_and_a_second_import_runs_after_it() {
     import(&env, &bundle, &y, &["--yes"]).ok();
     // The same bundle again: the agent is namespaced, everything else identical and reused.
     let run = import(&env, &bundle, &y, &["--yes"]).ok();
-    assert!(run.stdout().contains("researcher_imported"), "{}", run.describe());
+    assert!(
+        run.stdout().contains("researcher_imported"),
+        "{}",
+        run.describe()
+    );
     let text = fs::read_to_string(y.join("config.toml")).unwrap();
     assert_eq!(text.matches("[risk_profiles.guarded]").count(), 1, "{text}");
     assert_eq!(text.matches("[[mcp.servers]]").count(), 1, "{text}");
-    assert!(y.join("agents/researcher_imported/workspace/notes.md").is_file());
+    assert!(y
+        .join("agents/researcher_imported/workspace/notes.md")
+        .is_file());
     loads(&y);
 }
 
@@ -311,7 +322,10 @@ fn colliding_aliases_of_every_kind_are_namespaced_and_references_follow() {
     }
     let agent = &doc["agents"]["researcher_imported"];
     assert_eq!(agent["risk_profile"].as_str(), Some("guarded_imported"));
-    assert_eq!(agent["model_provider"].as_str(), Some("anthropic.main_imported"));
+    assert_eq!(
+        agent["model_provider"].as_str(),
+        Some("anthropic.main_imported")
+    );
     assert_eq!(
         agent["skill_bundles"].as_array().unwrap()[0].as_str(),
         Some("research_tools_imported")
@@ -340,7 +354,9 @@ fn colliding_aliases_of_every_kind_are_namespaced_and_references_follow() {
     assert!(y
         .join("shared/skills/research_tools_imported/web_search/run.sh")
         .is_file());
-    assert!(y.join("agents/researcher_imported/workspace/notes.md").is_file());
+    assert!(y
+        .join("agents/researcher_imported/workspace/notes.md")
+        .is_file());
     let out = run.stdout();
     assert!(
         out.contains("zeroclaw config set providers.models.anthropic.main_imported.api_key"),
@@ -350,9 +366,7 @@ fn colliding_aliases_of_every_kind_are_namespaced_and_references_follow() {
     // import namespaced.
     let (yc, ..) = closure(&y, "researcher_imported");
     let (xc, ..) = closure(&x.root, "researcher");
-    let rename = |t: &toml::Table| {
-        toml::to_string(t).unwrap().replace("_imported", "")
-    };
+    let rename = |t: &toml::Table| toml::to_string(t).unwrap().replace("_imported", "");
     assert_eq!(rename(&yc), rename(&xc));
 }
 
@@ -384,7 +398,11 @@ fn an_identical_entry_is_reused_and_map_points_at_a_local_entry() {
     .ok();
     let text = fs::read_to_string(y.join("config.toml")).unwrap();
     assert_eq!(text.matches("[risk_profiles.guarded]").count(), 1, "{text}");
-    assert_eq!(text.matches("[providers.models.openai.backup]").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("[providers.models.openai.backup]").count(),
+        1,
+        "{text}"
+    );
     assert!(!text.contains("anthropic"), "{text}");
     assert!(!text.contains("guarded_imported"), "{text}");
     let doc: toml::Table = toml::from_str(&text).unwrap();
@@ -442,7 +460,10 @@ fn expect_refuses_a_bundle_changed_since_review() {
     let (_x, bundle) = our_bundle(&env);
     let y = onboarded(&env, "y");
     let (content, snapshot) = reviewed(&env, &bundle, &y);
-    write(&bundle.join("workspace/notes.md"), b"changed after review\n");
+    write(
+        &bundle.join("workspace/notes.md"),
+        b"changed after review\n",
+    );
     let before = state(&y);
     import(&env, &bundle, &y, &["--expect", &content]).fails(1, "changed since it was reviewed");
     assert_eq!(state(&y), before);
@@ -576,7 +597,10 @@ fn a_bundle_written_by_zeroclaw_imports_like_ours() {
     let (c1, _, f1, k1) = closure(&y1, "researcher");
     let (c2, _, f2, k2) = closure(&y2, "researcher");
     let (cx, _, fx, kx) = closure(&x.root, "researcher");
-    assert_eq!(c1, c2, "ZeroClaw's bundle imports to another closure than ours");
+    assert_eq!(
+        c1, c2,
+        "ZeroClaw's bundle imports to another closure than ours"
+    );
     assert_eq!(c1, cx);
     assert_eq!((&f1, &k1), (&fx, &kx));
     assert_eq!((f1, k1), (f2, k2));
