@@ -258,7 +258,9 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
         out += &plan.config_diff();
     }
     out += &grants_text(plan);
-    out += &secrets_text(plan, &plan.secrets);
+    if diff {
+        out += &secrets_text(plan, &plan.secrets);
+    }
     if !plan.dropped.is_empty() {
         out += "Did not travel (from the bundle's manifest):\n";
         for d in &plan.dropped {
@@ -289,12 +291,7 @@ fn render_done(plan: &ImportPlan, done: &Imported) -> String {
                 .join(", ")
         );
     }
-    if !done.secrets_left.is_empty() {
-        out += "Still to fill:\n";
-        for s in &done.secrets_left {
-            out += &format!("  zeroclaw config set {}\n", escape_text(&s.path));
-        }
-    }
+    out += &secrets_text(plan, &done.secrets_left);
     out
 }
 

@@ -190,6 +190,6 @@ pub enum ImportError {
         source: Box<dyn std::error::Error + Send + Sync>,
     },
     /// The import was interrupted before config.toml was written.
-    #[error("interrupted; config.toml was not changed")]
+    #[error("interrupted")]
     Interrupted,
 }

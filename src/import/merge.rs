@@ -186,7 +186,11 @@ impl MapArg {
         let (left, new) = arg
             .split_once('=')
             .ok_or_else(|| bad("expected KIND.OLD=NEW".to_string()))?;
-        let kinds: Vec<&str> = KINDS.iter().map(|k| k.word()).collect();
+        let kinds: Vec<&str> = KINDS
+            .iter()
+            .filter(|k| **k != Kind::Agent)
+            .map(|k| k.word())
+            .collect();
         let (kind, old) = Kind::parse_prefix(left.trim()).ok_or_else(|| {
             bad(format!(
                 "expected KIND.OLD=NEW with KIND one of {}",
