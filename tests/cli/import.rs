@@ -535,7 +535,10 @@ fn a_full_disk_leaves_the_install_as_it_was() {
         assert_eq!(state(&y), before, "left {left} KiB: the install changed");
         failures += 1;
     }
-    assert!(failures > 0, "the disk never filled: the test tested nothing");
+    assert!(
+        failures > 0,
+        "the disk never filled: the test tested nothing"
+    );
 }
 
 #[test]
