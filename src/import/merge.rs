@@ -1029,7 +1029,7 @@ mod tests {
 
     #[test]
     fn colliding_entries_are_namespaced_and_references_follow() {
-        let install = "schema_version = 3\n\n# mine\n[agents.a]\nrisk_profile = \"r\"\n\n[risk_profiles.r]\nlevel = \"read_only\"\n";
+        let install = "schema_version = 3\n\n# mine\n[agents.a]\nrisk_profile = \"r\"\n\n[risk_profiles.r]\nlevel = \"supervised\"\n";
         let m = merged(install, FRAGMENT, &[]).unwrap();
         let removed = similar::TextDiff::from_lines(install, &m.text)
             .iter_all_changes()
