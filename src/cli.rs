@@ -210,6 +210,23 @@ with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, fro
     /// Compare two snapshots, directories, packs or remote snapshots: changed files, and for
     /// agent bundles what the agent may do (exit 0 equal, 1 different, 2 error)
     Diff(DiffArgs),
+    /// Import an agent bundle into a ZeroClaw install: config merged (never overwriting),
+    /// files published, config.toml written last with a backup
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle review ./coder-bundle                 (note the content id it ends with)
+  zeroclaw-bundle import ./coder-bundle --expect 3f2a9c01d4e5b6a7
+  zeroclaw-bundle import coder.zcpack --as coder2 --map provider.openai.main=openai.local
+  zeroclaw-bundle import origin/agent/coder --dry-run
+
+The source is captured into the store first and imported from that snapshot only; --expect
+refuses anything but the content id that was reviewed. Without --expect, a terminal is shown a
+summary and asked; a pipe needs --expect or --yes. An alias that collides with a different
+local entry is namespaced (<alias>_imported), an identical one is reused, and --map KIND.OLD=NEW
+points the bundle's references at a local entry instead (KIND: provider, tts_provider,
+transcription_provider, risk_profile, runtime_profile, skill_bundle, knowledge_bundle,
+mcp_bundle, mcp_server).")]
+    Import(ImportArgs),
     /// Write a snapshot and every object it reaches into one self-verifying pack file
     Pack(PackArgs),
     /// Import a pack into the store, verifying every object before anything becomes visible
@@ -457,6 +474,37 @@ pub struct DiffArgs {
     /// which is otherwise left out of the changes and the exit status
     #[arg(long)]
     pub export_time: bool,
+}
+
+/// `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The bundle: a bundle directory, a snapshot, a pack file, or NAME/SNAPSHOT (a remote)
+    pub source: OsString,
+    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
+    #[arg(long, value_name = "DIR")]
+    pub install: Option<PathBuf>,
+    /// The imported agent's alias in the install (default: its alias in the bundle,
+    /// namespaced when taken)
+    #[arg(long = "as", value_name = "ALIAS")]
+    pub agent_as: Option<String>,
+    /// Point the bundle's references to KIND entry OLD at the local entry NEW instead of
+    /// importing OLD (repeatable)
+    #[arg(long, value_name = "KIND.OLD=NEW")]
+    pub map: Vec<String>,
+    /// Print the whole plan (config diff, files, namespacing, backup) and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Refuse unless the content id is this one (a full id or a prefix of 8+ hex digits, from
+    /// `review`), even if the source changed since
+    #[arg(long, value_name = "ID")]
+    pub expect: Option<String>,
+    /// Import without asking (needed in a pipe unless --expect is given)
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+    /// Replace a workspace or skill directory that exists although no config entry names it
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `snapshot`.

@@ -2,8 +2,10 @@
 //! before the publish swap, between publish steps, and before a capture commits its snapshot
 //! (`before-commit`, where a concurrent gc would strike), and in the progress of transfers
 //! (`push-packed`, `push-uploaded`, `import-verified` at `object-N`: where a test looks at
-//! the bar, or interrupts an import midway). In a build without the `test-hooks`
-//! feature every hook is an empty inline function, so normal builds carry no hook code.
+//! the bar, or interrupts an import midway), and between the steps of an agent import
+//! (`import-step` at `trees`, `provenance`, `backup`, `config`: where a test kills it). In a
+//! build without the `test-hooks` feature every hook is an empty inline function, so normal
+//! builds carry no hook code.
 //!
 //! With the feature, a hook whose seam matches `ZEROCLAW_BUNDLE_TEST_HOOK_SEAM` (and whose
 //! path ends with `ZEROCLAW_BUNDLE_TEST_HOOK_PATH`, when set) runs

@@ -34,7 +34,8 @@
 //!   stat-match and racy rule of both; `diff`: the Merkle-pruned tree diff and the semantic
 //!   section; `credentials`: the credential-looking value detector; `provenance`: what an
 //!   import recorded about the agent it created; `remote`: remote stores; `review`: what an
-//!   operator must accept before import;
+//!   operator must accept before import; `import`: the config merge and staged files of an
+//!   import;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
 //!   worker pool; `clock`: timestamps; `cancel`: the token; `progress`: the progress trait;
 //! - `api`: the facade above. `cli` and `cmd` are the binary's command layer (argument parsing,
@@ -51,6 +52,7 @@ mod credentials;
 mod diff;
 mod export;
 mod hooks;
+mod import;
 mod progress;
 mod provenance;
 mod publish;

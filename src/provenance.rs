@@ -145,6 +145,7 @@ pub fn write(
         noun: "import provenance",
         cancel: None,
         private: true,
+        keep: None,
     };
     publish_file(&req, |out: &mut dyn Write| out.write_all(text.as_bytes()))?;
     Ok(())

@@ -396,3 +396,32 @@ pub fn echoes_control_chars(fd: impl AsFd) -> bool {
             .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
     })
 }
+
+/// Reads one line from the terminal `fd` with its echo turned off (a secret typed at a
+/// prompt), then restores the terminal as it was, whatever the read did. The line ending is
+/// not part of the result.
+pub fn read_line_hidden(fd: BorrowedFd<'_>) -> io::Result<String> {
+    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
+    let before = tcgetattr(fd)?;
+    let mut quiet = before.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    tcsetattr(fd, OptionalActions::Flush, &quiet)?;
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    let read = loop {
+        match rustix::io::read(fd, &mut byte) {
+            Ok(0) => break Ok(()),
+            Ok(_) if byte[0] == b'\n' => break Ok(()),
+            Ok(_) => line.push(byte[0]),
+            Err(rustix::io::Errno::INTR) => break Err(io::Error::from(io::ErrorKind::Interrupted)),
+            Err(e) => break Err(e.into()),
+        }
+    };
+    let restored = tcsetattr(fd, OptionalActions::Now, &before);
+    read?;
+    restored?;
+    if line.last() == Some(&b'\r') {
+        line.pop();
+    }
+    String::from_utf8(line).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+}

@@ -110,7 +110,6 @@ impl Install {
     }
 
     /// Build an install from config text already in memory (`root` is where it would live).
-    #[cfg(test)]
     pub fn from_toml_str(root: &Path, text: &str) -> Result<Install, AgentError> {
         Self::parse(root, &root.join(CONFIG_FILE), text)
     }

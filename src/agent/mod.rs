@@ -45,8 +45,8 @@ pub use flags::shown_detail;
 pub use install::{install_root, Install};
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
-    manifests_differ_only_in_export_time, secret_story, Dropped, Manifest, Provenance,
-    MANIFEST_HEADER,
+    manifests_differ_only_in_export_time, rfc3339_utc, secret_story, Dropped, Manifest, Provenance,
+    RiskFlag, MANIFEST_HEADER,
 };
 pub use plan::{legacy_entry_travels, plan_export, ExportPlan, TreeSource};
 pub(crate) use schema::credential_key_rule;
@@ -54,7 +54,7 @@ pub use schema::SUPPORTED_SCHEMA_VERSION;
 #[cfg(test)]
 pub use {
     bundle::CONFIG_HEADER,
-    manifest::{DropReason, RiskFlag, RiskKind},
+    manifest::{DropReason, RiskKind},
 };
 
 #[cfg(test)]

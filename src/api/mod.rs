@@ -744,6 +744,7 @@ impl Bundles {
             noun: "pack",
             cancel: progress.cancel(),
             private,
+            keep: None,
         };
         progress.begin(
             "packing",

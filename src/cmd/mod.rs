@@ -13,6 +13,7 @@ pub mod checkout;
 pub mod diff;
 pub mod export;
 pub mod gc;
+pub mod import;
 pub mod list;
 pub mod ls;
 pub mod mount;
@@ -418,6 +419,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
             | Command::Pack(_)
             | Command::Unpack(_)
             | Command::Review(_)
+            | Command::Import(_)
     ) {
         crate::interrupt::install(ctx.cancel.clone())
             .context("could not install the signal handlers")?;
@@ -441,6 +443,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Reindex => gc::run_reindex(&ctx),
         Command::Forget(args) => gc::run_forget(args, &ctx),
         Command::Diff(args) => diff::run(args, &ctx),
+        Command::Import(args) => import::run(args, &ctx),
         Command::Pack(args) => pack::run_pack(args, &ctx),
         Command::Unpack(args) => pack::run_unpack(args, &ctx),
         Command::Remote(cmd) => remote::run_remote(cmd, &ctx),

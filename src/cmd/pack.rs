@@ -63,6 +63,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
             // A pack carries the bytes of every file it holds: one of a file others may not
             // read is itself created 0600.
             private: !args.trees_only && reaches_private_file(&store, &id)?,
+            keep: None,
         };
         publish_file(&req, |out| {
             write_pack(&store, &id, options, out, &mut |n| bar.inc(n))

@@ -43,6 +43,20 @@ pub struct FileRequest<'a> {
     /// The file holds bytes not every local user may read (a pack of a `0600` file): a new
     /// file is created `0600` instead of 0666 less the umask.
     pub private: bool,
+    /// Give the new file exactly this mode and owner (the file it replaces had them: an
+    /// import's `config.toml`); `None`: the mode `private` says, owned by the caller.
+    pub keep: Option<Keep>,
+}
+
+/// The permission bits and owner a replacing file keeps ([`FileRequest::keep`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keep {
+    /// Permission bits (`0o7777` at most).
+    pub mode: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
 }
 
 /// Why a file was not published. Every variant leaves the destination as it was (a device or
@@ -249,6 +263,16 @@ where
         }
     }
     let (staged, file) = staging_file(dest, req.noun, req.private)?;
+    if let Some(keep) = req.keep {
+        if let Err(source) = keep_mode_and_owner(&file, keep) {
+            staged.discard();
+            return Err(FileError::Io {
+                op: "set the mode and owner of",
+                path: staged.shown(dest),
+                source,
+            });
+        }
+    }
     // Ctrl-C stops at the next write: the staged file is removed below, nothing lands.
     let mut out = io::BufWriter::new(StopOnCancel(file, req.cancel));
     let written = write(&mut out)
@@ -289,6 +313,17 @@ where
             source,
         })?;
     Ok(value)
+}
+
+/// Gives the staged `file` the mode and owner of `keep` (the owner only when it differs: a
+/// caller that is not root can keep its own, never give a file away).
+fn keep_mode_and_owner(file: &fs::File, keep: Keep) -> io::Result<()> {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let meta = file.metadata()?;
+    if meta.uid() != keep.uid || meta.gid() != keep.gid {
+        std::os::unix::fs::fchown(file, Some(keep.uid), Some(keep.gid))?;
+    }
+    file.set_permissions(fs::Permissions::from_mode(keep.mode & 0o7777))
 }
 
 /// What the destination names before anything is written.

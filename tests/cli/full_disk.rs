@@ -10,12 +10,12 @@ use std::process::Command;
 use crate::util::{is_root, write, TestEnv};
 
 /// A tmpfs mounted for the test, unmounted (lazily) on drop.
-struct Tmpfs {
-    path: PathBuf,
+pub(crate) struct Tmpfs {
+    pub(crate) path: PathBuf,
 }
 
 impl Tmpfs {
-    fn mount(path: &Path, size: &str) -> Option<Tmpfs> {
+    pub(crate) fn mount(path: &Path, size: &str) -> Option<Tmpfs> {
         std::fs::create_dir_all(path).unwrap();
         let ok = is_root()
             && Command::new("mount")
@@ -51,7 +51,7 @@ impl Tmpfs {
     }
 
     /// Fills the filesystem to leave about `left_kib`.
-    fn fill(&self, left_kib: u64) -> PathBuf {
+    pub(crate) fn fill(&self, left_kib: u64) -> PathBuf {
         let filler = self.path.join("filler");
         let avail = self.available_kib();
         let want = avail.saturating_sub(left_kib) as usize * 1024;

@@ -11,6 +11,7 @@ mod full_disk;
 mod help_text;
 mod hostile_records;
 mod hostile_trees;
+mod import;
 mod json_schema;
 mod mount;
 mod operator_gates;

@@ -27,7 +27,7 @@ use crate::util::{chmod, write, TestEnv};
 use crate::zeroclaw_real::{build, FIXTURES};
 
 /// Load `text` the way ZeroClaw 0.8.7's `Config::load_or_init` does, minus its writes.
-fn zeroclaw_load(root: &Path, text: &str) -> Config {
+pub(crate) fn zeroclaw_load(root: &Path, text: &str) -> Config {
     let salvaged = migration::migrate_to_current_salvaged(text);
     let mut config = salvaged.config;
     config.config_path = root.join("config.toml");
@@ -73,14 +73,14 @@ fn zeroclaw_copy_tree(
 }
 
 /// A bundle as the comparison sees it.
-struct Bundle {
+pub(crate) struct Bundle {
     config: toml::Value,
     manifest: toml::Table,
     files: BTreeMap<String, (Vec<u8>, u32)>,
 }
 
 /// ZeroClaw 0.8.7's `agents export` of `alias`, into `out` (`write_bundle`'s steps in order).
-fn zeroclaw_export(root: &Path, alias: &str, out: &Path) -> Bundle {
+pub(crate) fn zeroclaw_export(root: &Path, alias: &str, out: &Path) -> Bundle {
     let text = fs::read_to_string(root.join("config.toml")).expect("config");
     let config = zeroclaw_load(root, &text);
     let mut plan = zc::plan_export(&config, alias).expect("ZeroClaw plans the export");
@@ -626,7 +626,7 @@ aieos_path = "identity/aieos.json"
 }
 
 /// Every file and directory of `root` with its bytes and metadata that an export could change.
-fn snapshot_of(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32, i64)> {
+pub(crate) fn snapshot_of(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32, i64)> {
     let mut out = BTreeMap::new();
     for entry in walkdir(root) {
         let meta = fs::symlink_metadata(&entry).expect("stat");

@@ -1,0 +1,746 @@
+//! `import`: an agent bundle into a ZeroClaw install, pinned to a content id. The entry is two
+//! calls, so a caller can show the plan and ask before anything is written:
+//! [`plan`] captures the source into the store (`source`), reads the bundle from that
+//! snapshot's objects only, checks `--expect`, merges the config fragment into the install's
+//! `config.toml` text (`merge`), loads the result with ZeroClaw's own loader and runs its
+//! `validate()`, and resolves where the files go, all without writing to the install;
+//! [`apply`] then writes, in this order:
+//!
+//! 1. the `workspace/` and `skills/<alias>/` trees, each through the staged publish
+//!    (`publish::publish_to`: staged beside the destination, synced, renamed into place);
+//! 2. the provenance record (`crate::provenance`);
+//! 3. a timestamped backup of `config.toml` beside it (`config.toml.<UTC time>.bak`);
+//! 4. `config.toml` itself, last: staged, fsynced, renamed over the old one, with the mode and
+//!    owner the old one had.
+//!
+//! A failure before step 4 removes what steps 1-3 created (a destination that `--force`
+//! replaced cannot be put back), so `config.toml` is unchanged and nothing half-written is
+//! left; a process killed in the middle of a publish leaves a staging directory that
+//! `zeroclaw-bundle recover <dest>` removes, and a tree published before the kill, which no
+//! config references, is refused by the next import until `--force`. An exclusive `flock` on
+//! the install directory keeps two imports apart, and `config.toml` is compared with what was
+//! planned just before it is replaced.
+//!
+//! Test hooks (`crate::hooks`): seam `import-step` with path `trees`, `provenance`, `backup`,
+//! `config` before each step.
+
+mod error;
+pub mod merge;
+pub mod source;
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::os::fd::AsFd as _;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use zeroclaw_bundle_store::{EntryKind, ObjectId, Store};
+
+use crate::agent::{
+    rfc3339_utc, Dropped, Install, RiskFlag, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER,
+};
+use crate::progress::{Progress, Silent};
+use crate::publish::{self, BundleMarker, FileRequest, Keep, PublishRequest};
+use crate::{hooks, provenance, sys};
+
+pub use error::ImportError;
+pub use merge::{Action, Decision, Kind, MapArg};
+pub use source::SourceKind;
+
+/// What to import where.
+#[derive(Debug, Clone, Copy)]
+pub struct ImportRequest<'a> {
+    /// The source: a bundle directory, a pack file, `REMOTE/REF`, or a snapshot ref.
+    pub source: &'a OsStr,
+    /// The install root (the directory of `config.toml`).
+    pub install: &'a Path,
+    /// `--as`: the agent's local alias.
+    pub agent_as: Option<&'a str>,
+    /// `--map KIND.OLD=NEW`s.
+    pub maps: &'a [MapArg],
+    /// `--expect`: the content id that was reviewed.
+    pub expect: Option<&'a str>,
+    /// `--force`: replace a workspace or skill directory that exists.
+    pub force: bool,
+}
+
+/// A tree the import publishes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TreePlan {
+    /// What it is, for the operator (`the workspace of agent x`).
+    pub what: String,
+    /// Its path in the bundle (`workspace`, `skills/tools`).
+    pub bundle_path: String,
+    /// Where it goes.
+    pub dest: PathBuf,
+    /// The tree.
+    pub tree: ObjectId,
+    /// Regular files in it.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// A directory is there already (replaced: `--force`).
+    pub replaces: bool,
+}
+
+/// A credential the bundle left blank that the imported config needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretPlan {
+    /// The dotted path in the bundle.
+    pub bundle_path: String,
+    /// The dotted path in the install (after namespacing).
+    pub path: String,
+}
+
+/// Everything an import will do, decided before anything is written.
+#[derive(Debug, Clone)]
+pub struct ImportPlan {
+    /// The source as given.
+    pub source: String,
+    /// What it was.
+    pub source_kind: SourceKind,
+    /// The snapshot imported from.
+    pub snapshot: ObjectId,
+    /// The content id (the bundle's root tree).
+    pub content_id: ObjectId,
+    /// The agent's alias in the bundle.
+    pub bundle_alias: String,
+    /// The agent's alias in the install.
+    pub alias: String,
+    /// The install root.
+    pub install: PathBuf,
+    /// Its `config.toml`.
+    pub config_path: PathBuf,
+    /// Every config entry of the bundle and its fate.
+    pub decisions: Vec<Decision>,
+    /// Adjustments the merge made.
+    pub notes: Vec<String>,
+    /// `config.toml` as read.
+    pub old_config: String,
+    /// `config.toml` as it will be written (secrets typed at the prompt excepted).
+    pub new_config: String,
+    /// Where the previous `config.toml` is kept.
+    pub backup: PathBuf,
+    /// The trees published.
+    pub trees: Vec<TreePlan>,
+    /// Credentials to fill.
+    pub secrets: Vec<SecretPlan>,
+    /// The capability grants accepted, with local paths.
+    pub grants: Vec<RiskFlag>,
+    /// What the bundle says could not travel.
+    pub dropped: Vec<Dropped>,
+    /// `--force`.
+    pub force: bool,
+    /// Whether the install encrypts secrets (`secrets.encrypt`).
+    encrypt: bool,
+}
+
+impl ImportPlan {
+    /// The config change as a unified diff (`a/config.toml`, `b/config.toml`).
+    pub fn config_diff(&self) -> String {
+        similar::TextDiff::from_lines(&self.old_config, &self.new_config)
+            .unified_diff()
+            .context_radius(2)
+            .header("a/config.toml", "b/config.toml")
+            .to_string()
+    }
+
+    /// The entries that were renamed on import (namespaced or mapped).
+    pub fn renamed(&self) -> impl Iterator<Item = &Decision> {
+        self.decisions
+            .iter()
+            .filter(|d| matches!(d.action, Action::Namespace | Action::Map))
+    }
+}
+
+/// What an applied import did.
+#[derive(Debug, Clone)]
+pub struct Imported {
+    /// The agent's local alias.
+    pub alias: String,
+    /// The content id imported.
+    pub content_id: ObjectId,
+    /// The previous `config.toml`.
+    pub backup: PathBuf,
+    /// The secrets written (dotted local paths), encrypted the way ZeroClaw stores them.
+    pub secrets_filled: Vec<String>,
+    /// The secrets still to fill.
+    pub secrets_left: Vec<SecretPlan>,
+    /// The provenance record.
+    pub provenance: PathBuf,
+}
+
+/// What marks a bundle for the tree publish: never present in a workspace or skill tree, so
+/// nothing is written "last" and `--force` decides replacement alone.
+const NO_MARKER: BundleMarker = BundleMarker {
+    file: MANIFEST_FILE,
+    header: MANIFEST_HEADER,
+};
+
+/// Plans the import of `req.source` into `req.install` (see the module doc). Writes to the
+/// store (the captured source), never to the install.
+pub fn plan(
+    store: &Store,
+    req: &ImportRequest<'_>,
+    progress: &dyn Progress,
+) -> Result<ImportPlan, ImportError> {
+    let root = std::path::absolute(req.install).unwrap_or_else(|_| req.install.to_path_buf());
+    let config_path = root.join(CONFIG_FILE);
+    if let Some(name) = req.agent_as {
+        if !zeroclaw_config::agent_bundle::is_safe_path_component(name) || name.contains('.') {
+            return Err(ImportError::BadArgument {
+                arg: format!("--as {name}"),
+                problem: "an agent alias must be a plain name (it names a directory, and no dot)"
+                    .to_string(),
+            });
+        }
+    }
+    let old_config = fs::read_to_string(&config_path).map_err(|source| ImportError::Read {
+        path: config_path.clone(),
+        source,
+    })?;
+    let install =
+        Install::from_toml_str(&root, &old_config).map_err(|source| ImportError::Install {
+            root: root.clone(),
+            source,
+        })?;
+    let supported = zeroclaw_config::migration::CURRENT_SCHEMA_VERSION;
+    if install.schema_version() != supported {
+        return Err(ImportError::OldSchema {
+            path: config_path,
+            found: install.schema_version(),
+            supported,
+        });
+    }
+
+    let (snapshot, kind) = source::capture(store, req.source, progress)?;
+    let bundle = source::read(store, snapshot, kind)?;
+    if let Some(expect) = req.expect {
+        if !source::matches_expect(store, &bundle, expect) {
+            return Err(ImportError::NotExpected {
+                arg: req.source.to_string_lossy().into_owned(),
+                expected: expect.to_string(),
+                actual: bundle.content_id(),
+            });
+        }
+    }
+
+    let skill_tree = |alias: &str| {
+        bundle
+            .skills
+            .iter()
+            .find(|(a, _)| a == alias)
+            .map(|(_, t)| *t)
+    };
+    let same_skill_content = |bundle_alias: &str, local: &str| -> Result<bool, ImportError> {
+        let Some(tree) = skill_tree(bundle_alias) else {
+            return Ok(true);
+        };
+        let Ok(dir) =
+            zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &root, local)
+        else {
+            return Ok(false);
+        };
+        if !dir.is_dir() {
+            return Ok(false);
+        }
+        let side = crate::diff::side::resolve_side(store, dir.as_os_str(), false, &Silent)
+            .map_err(|e| ImportError::Capture {
+                arg: dir.display().to_string(),
+                source: e.into(),
+            })?;
+        Ok(side.root.entry.id == tree.id)
+    };
+    let merged = merge::merge(&merge::MergeInput {
+        install: &old_config,
+        fragment: &bundle.fragment,
+        root_agent: &bundle.manifest.root_agent,
+        required_secrets: &bundle.manifest.required_secrets,
+        agent_as: req.agent_as,
+        maps: req.maps,
+        same_skill_content: &same_skill_content,
+        config_path: &config_path,
+    })?;
+    let alias = merged
+        .local(Kind::Agent, &bundle.manifest.root_agent)
+        .expect("the merge decided the root agent")
+        .local
+        .clone();
+    let after = check_merged(&install, &root, &config_path, &merged.text)?;
+
+    let mut trees = Vec::new();
+    if let Some(ws) = bundle.workspace {
+        let dest = after.typed.agent_workspace_dir(&alias);
+        trees.push(tree_plan(
+            store,
+            format!("the workspace of agent {alias}"),
+            "workspace".to_string(),
+            dest,
+            ws.id,
+            req.force,
+        )?);
+    }
+    for d in &merged.decisions {
+        if d.kind != Kind::SkillBundle || !matches!(d.action, Action::Add | Action::Namespace) {
+            continue;
+        }
+        let Some(tree) = skill_tree(&d.bundle) else {
+            continue;
+        };
+        let dest = zeroclaw_config::skill_bundles::resolve_directory(&after.typed, &root, &d.local)
+            .map_err(|e| ImportError::Invalid {
+                path: config_path.clone(),
+                problem: e.to_string(),
+            })?;
+        trees.push(tree_plan(
+            store,
+            format!("skill bundle {}", d.local),
+            format!("skills/{}", d.bundle),
+            dest,
+            tree.id,
+            req.force,
+        )?);
+    }
+    for (i, a) in trees.iter().enumerate() {
+        for b in &trees[i + 1..] {
+            if publish::lies_inside(&a.dest, &b.dest) || publish::lies_inside(&b.dest, &a.dest) {
+                return Err(ImportError::Exists {
+                    path: b.dest.clone(),
+                    what: format!("{} and {} would overlap", a.what, b.what),
+                });
+            }
+        }
+    }
+
+    let secrets = bundle
+        .manifest
+        .required_secrets
+        .iter()
+        .filter_map(|p| {
+            let (path, owner) = merged.localize(p);
+            match owner.map(|d| d.action) {
+                Some(Action::Reuse | Action::Map) => None,
+                _ => Some(SecretPlan {
+                    bundle_path: p.clone(),
+                    path,
+                }),
+            }
+        })
+        .collect();
+    let grants = bundle
+        .manifest
+        .risk_flags
+        .iter()
+        .map(|f| RiskFlag {
+            path: merged.localize(&f.path).0,
+            ..f.clone()
+        })
+        .collect();
+    Ok(ImportPlan {
+        source: match bundle.kind {
+            SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
+                .unwrap_or_else(|_| req.source.into())
+                .to_string_lossy()
+                .into_owned(),
+            _ => req.source.to_string_lossy().into_owned(),
+        },
+        source_kind: bundle.kind.clone(),
+        snapshot: bundle.snapshot,
+        content_id: bundle.content_id(),
+        bundle_alias: bundle.manifest.root_agent.clone(),
+        alias,
+        backup: backup_path(&config_path),
+        install: root,
+        config_path,
+        decisions: merged.decisions,
+        notes: merged.notes,
+        old_config,
+        new_config: merged.text,
+        trees,
+        secrets,
+        grants,
+        dropped: bundle.manifest.dropped.clone(),
+        force: req.force,
+        encrypt: after.typed.secrets.encrypt,
+    })
+}
+
+/// Loads `text` the way the install was loaded (ZeroClaw's migration and loader) and runs
+/// ZeroClaw's `validate()`: no section the install's own config did not already lose may be
+/// skipped, and the schema version stays the install's.
+fn check_merged(
+    before: &Install,
+    root: &Path,
+    config_path: &Path,
+    text: &str,
+) -> Result<Install, ImportError> {
+    let invalid = |problem: String| ImportError::Invalid {
+        path: config_path.to_path_buf(),
+        problem,
+    };
+    let after = Install::from_toml_str(root, text).map_err(|e| invalid(e.to_string()))?;
+    if after.schema_version() != before.schema_version() {
+        return Err(invalid(format!(
+            "its schema_version would change from {} to {}",
+            before.schema_version(),
+            after.schema_version()
+        )));
+    }
+    let lost: Vec<&String> = after
+        .degraded_sections()
+        .iter()
+        .filter(|s| !before.degraded_sections().contains(s))
+        .collect();
+    if !lost.is_empty() {
+        return Err(invalid(format!(
+            "ZeroClaw's loader would skip {}: {}",
+            lost.iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            after.degraded_reason().unwrap_or("it does not load")
+        )));
+    }
+    if let Err(e) = after.typed.validate() {
+        let already = before.typed.validate().is_err();
+        return Err(invalid(if already {
+            format!("the install's own config fails ZeroClaw's validate(): {e:#}")
+        } else {
+            format!("{e:#}")
+        }));
+    }
+    Ok(after)
+}
+
+fn tree_plan(
+    store: &Store,
+    what: String,
+    bundle_path: String,
+    dest: PathBuf,
+    tree: ObjectId,
+    force: bool,
+) -> Result<TreePlan, ImportError> {
+    let replaces = fs::symlink_metadata(&dest).is_ok();
+    if replaces && !force {
+        return Err(ImportError::Exists { path: dest, what });
+    }
+    let (files, bytes) = count(store, &tree)?;
+    Ok(TreePlan {
+        what,
+        bundle_path,
+        dest,
+        tree,
+        files,
+        bytes,
+        replaces,
+    })
+}
+
+fn count(store: &Store, tree: &ObjectId) -> Result<(u64, u64), ImportError> {
+    let (mut files, mut bytes) = (0, 0);
+    let mut stack = vec![*tree];
+    while let Some(id) = stack.pop() {
+        for e in store.read_tree(&id)?.entries() {
+            if e.kind == EntryKind::Dir {
+                stack.push(e.id);
+            } else if e.kind.is_file() {
+                files += 1;
+                bytes += e.size;
+            }
+        }
+    }
+    Ok((files, bytes))
+}
+
+/// `config.toml.<UTC time>.bak` beside `config`, not yet taken.
+fn backup_path(config: &Path) -> PathBuf {
+    let stamp: String = crate::clock::rfc3339_utc(i128::from(crate::clock::now_ns()))
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let name = config
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| CONFIG_FILE.to_string());
+    (1..)
+        .map(|n| {
+            let suffix = if n == 1 {
+                String::new()
+            } else {
+                format!("-{n}")
+            };
+            config.with_file_name(format!("{name}.{stamp}{suffix}.bak"))
+        })
+        .find(|p| fs::symlink_metadata(p).is_err())
+        .expect("a free backup name exists")
+}
+
+/// What [`apply`] created so far, removed again when a later step fails.
+#[derive(Default)]
+struct Undo {
+    paths: Vec<PathBuf>,
+}
+
+impl Undo {
+    /// Remembers the topmost directory of `path` that does not exist yet (or `path`).
+    fn will_create(&mut self, path: &Path) {
+        let mut top = None;
+        let mut p = Some(path);
+        while let Some(cur) = p {
+            if fs::symlink_metadata(cur).is_ok() {
+                break;
+            }
+            top = Some(cur.to_path_buf());
+            p = cur.parent();
+        }
+        self.paths.extend(top);
+    }
+
+    fn run(self) {
+        for p in self.paths.into_iter().rev() {
+            let _ = match fs::symlink_metadata(&p) {
+                Ok(m) if m.is_dir() => fs::remove_dir_all(&p),
+                Ok(_) => fs::remove_file(&p),
+                Err(_) => Ok(()),
+            };
+        }
+    }
+}
+
+/// Applies `plan` (see the module doc for the order). `secrets` are values the operator
+/// typed, by local dotted path (each must be one of `plan.secrets`): encrypted with the
+/// install's key the way ZeroClaw stores them, and written into the new `config.toml`.
+pub fn apply(
+    store: &Store,
+    plan: &ImportPlan,
+    secrets: &[(String, String)],
+    progress: &dyn Progress,
+) -> Result<Imported, ImportError> {
+    let root = &plan.install;
+    let dir = sys::open_dir_path(root).map_err(|source| ImportError::Read {
+        path: root.clone(),
+        source,
+    })?;
+    if !sys::try_lock_exclusive(dir.as_fd()).map_err(|source| ImportError::Read {
+        path: root.clone(),
+        source,
+    })? {
+        return Err(ImportError::Busy { path: root.clone() });
+    }
+    let (now, meta) = read_config(&plan.config_path)?;
+    if now != plan.old_config {
+        return Err(ImportError::ConfigChanged {
+            path: plan.config_path.clone(),
+        });
+    }
+    let keep = Keep {
+        mode: meta.mode() & 0o7777,
+        uid: meta.uid(),
+        gid: meta.gid(),
+    };
+    let mut undo = Undo::default();
+    let result = write_all(store, plan, secrets, keep, &mut undo, progress);
+    if result.is_err() {
+        undo.run();
+    }
+    result
+}
+
+fn read_config(path: &Path) -> Result<(String, fs::Metadata), ImportError> {
+    let read = |source| ImportError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = fs::File::open(path).map_err(read)?;
+    let meta = file.metadata().map_err(read)?;
+    let text = std::io::read_to_string(file).map_err(read)?;
+    Ok((text, meta))
+}
+
+fn write_all(
+    store: &Store,
+    plan: &ImportPlan,
+    secrets: &[(String, String)],
+    keep: Keep,
+    undo: &mut Undo,
+    progress: &dyn Progress,
+) -> Result<Imported, ImportError> {
+    let root = &plan.install;
+    let interrupted = |_| ImportError::Interrupted;
+    // Secrets first (in memory): a key ZeroClaw would create is created now, and removed
+    // again if the import fails.
+    let mut text = plan.new_config.clone();
+    let mut filled = Vec::new();
+    if !secrets.is_empty() {
+        undo.will_create(&root.join(".secret_key"));
+        let store_key = zeroclaw_config::secrets::SecretStore::new(root, plan.encrypt);
+        let mut doc: toml_edit::DocumentMut = text.parse().expect("the merged text parses");
+        for (path, value) in secrets {
+            if !plan.secrets.iter().any(|s| &s.path == path) {
+                return Err(ImportError::BadArgument {
+                    arg: path.clone(),
+                    problem: "is not a secret this import needs".to_string(),
+                });
+            }
+            let sealed = store_key.encrypt(value).map_err(|e| ImportError::Secret {
+                path: path.clone(),
+                source: e.into(),
+            })?;
+            set_path(&mut doc, path, sealed).map_err(|problem| ImportError::Fragment {
+                path: path.clone(),
+                problem,
+            })?;
+            filled.push(path.clone());
+        }
+        text = doc.to_string();
+        let before = Install::from_toml_str(root, &plan.old_config).map_err(|source| {
+            ImportError::Install {
+                root: root.clone(),
+                source,
+            }
+        })?;
+        check_merged(&before, root, &plan.config_path, &text)?;
+    }
+
+    progress.check_cancel().map_err(interrupted)?;
+    hooks::seam("import-step", "trees");
+    let reader = store.reader();
+    for t in &plan.trees {
+        progress.check_cancel().map_err(interrupted)?;
+        let req = PublishRequest {
+            dest: &t.dest,
+            force: plan.force,
+            sources: &[],
+            store: Some(store.root()),
+            bundle: NO_MARKER,
+        };
+        let publish_err = |source| ImportError::Publish {
+            what: t.what.clone(),
+            path: t.dest.clone(),
+            source: Box::new(source),
+        };
+        let admitted = publish::check(&req).map_err(publish_err)?;
+        undo.will_create(&t.dest);
+        publish::publish_to(&reader, &t.tree, &admitted, None, progress).map_err(publish_err)?;
+        progress.finish();
+    }
+
+    hooks::seam("import-step", "provenance");
+    progress.check_cancel().map_err(interrupted)?;
+    let record = provenance::Provenance {
+        alias: plan.alias.clone(),
+        bundle_alias: plan.bundle_alias.clone(),
+        snapshot: plan.snapshot,
+        source: plan.source.clone(),
+        imported_at: rfc3339_utc(std::time::SystemTime::now()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        renamed: plan
+            .renamed()
+            .map(|d| (d.kind.path_of(&d.bundle), d.local.clone()))
+            .collect::<BTreeMap<_, _>>(),
+    };
+    let record_path = provenance::path(root, &plan.alias);
+    undo.will_create(&record_path);
+    provenance::write(root, store.root(), &record)?;
+
+    hooks::seam("import-step", "backup");
+    progress.check_cancel().map_err(interrupted)?;
+    undo.will_create(&plan.backup);
+    let cancel = progress.cancel();
+    let old = plan.old_config.clone();
+    write_file(store, &plan.backup, false, keep, cancel, old)?;
+
+    hooks::seam("import-step", "config");
+    progress.check_cancel().map_err(interrupted)?;
+    let (now, _) = read_config(&plan.config_path)?;
+    if now != plan.old_config {
+        return Err(ImportError::ConfigChanged {
+            path: plan.config_path.clone(),
+        });
+    }
+    write_file(store, &plan.config_path, true, keep, None, text)?;
+    Ok(Imported {
+        alias: plan.alias.clone(),
+        content_id: plan.content_id,
+        backup: plan.backup.clone(),
+        secrets_left: plan
+            .secrets
+            .iter()
+            .filter(|s| !filled.contains(&s.path))
+            .cloned()
+            .collect(),
+        secrets_filled: filled,
+        provenance: record_path,
+    })
+}
+
+fn write_file(
+    store: &Store,
+    dest: &Path,
+    force: bool,
+    keep: Keep,
+    cancel: Option<&crate::cancel::Cancel>,
+    text: String,
+) -> Result<(), ImportError> {
+    let req = FileRequest {
+        dest,
+        force,
+        store: store.root(),
+        noun: "config",
+        cancel,
+        private: keep.mode & 0o077 == 0,
+        keep: Some(keep),
+    };
+    publish::publish_file(&req, |out: &mut dyn std::io::Write| {
+        out.write_all(text.as_bytes())
+    })
+    .map_err(|source| ImportError::Write {
+        path: dest.to_path_buf(),
+        source: Box::new(source),
+    })
+}
+
+/// Sets the string at dotted `path` (`mcp.servers.<name>.…` addresses a server by name) of
+/// `doc`, keeping the key's formatting.
+fn set_path(doc: &mut toml_edit::DocumentMut, path: &str, value: String) -> Result<(), String> {
+    use toml_edit::Item;
+    let segs: Vec<&str> = path.split('.').collect();
+    let mut node: &mut Item = doc.as_item_mut();
+    let mut rest: &[&str] = &segs;
+    while let Some((seg, tail)) = rest.split_first() {
+        node = match node {
+            Item::ArrayOfTables(a) => {
+                let t = a
+                    .iter_mut()
+                    .find(|t| t.get("name").and_then(Item::as_str) == Some(*seg))
+                    .ok_or("names no server")?;
+                let (key, after) = tail.split_first().ok_or("names a server, not a field")?;
+                rest = after;
+                t.get_mut(key).ok_or("does not exist")?
+            }
+            other => {
+                rest = tail;
+                other
+                    .as_table_like_mut()
+                    .ok_or("is not a table")?
+                    .get_mut(seg)
+                    .ok_or("does not exist")?
+            }
+        };
+    }
+    replace_string(node, value)
+}
+
+fn replace_string(item: &mut toml_edit::Item, value: String) -> Result<(), String> {
+    match item {
+        toml_edit::Item::Value(toml_edit::Value::String(s)) => {
+            let decor = s.decor().clone();
+            let mut f = toml_edit::Formatted::new(value);
+            *f.decor_mut() = decor;
+            *s = f;
+            Ok(())
+        }
+        _ => Err("is not a string".to_string()),
+    }
+}

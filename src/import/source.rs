@@ -1,0 +1,207 @@
+//! The source of an import, captured into the store first: a bundle directory (captured like
+//! `snapshot --dir`), a pack file (unpacked, every id checked), a remote ref (pulled), or a
+//! snapshot of the store. Everything after this reads the snapshot's objects, never the
+//! directory again, so what is imported is exactly the content id that was checked against
+//! `--expect` (the same grammar as `diff`'s sides: `crate::diff::side`).
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use zeroclaw_bundle_store::{EntryKind, ObjectId, PackReader, Snapshot, Store};
+
+use crate::agent::{Manifest, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
+use crate::export::{capture_dir, SourceDir};
+use crate::progress::Progress;
+use crate::remote::{parse_remote_ref, Remote};
+
+use super::error::ImportError;
+
+/// Bundle files above this are refused (a manifest or fragment is a few KiB).
+const BUNDLE_FILE_CAP: u64 = 4 << 20;
+
+/// What the source argument named.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceKind {
+    /// A directory, captured.
+    Directory,
+    /// A pack file, unpacked.
+    Pack,
+    /// A remote snapshot, pulled.
+    Remote,
+    /// A snapshot already in the store.
+    Snapshot,
+}
+
+/// A bundle in the store, read from its objects.
+#[derive(Debug, Clone)]
+pub struct StoredBundle {
+    /// The snapshot.
+    pub snapshot: ObjectId,
+    /// Its record.
+    pub record: Snapshot,
+    /// What the source was.
+    pub kind: SourceKind,
+    /// The manifest.
+    pub manifest: Manifest,
+    /// The config fragment's text.
+    pub fragment: String,
+    /// The `workspace/` tree, when the bundle carries one.
+    pub workspace: Option<Tree>,
+    /// Each `skills/<alias>/` tree, by alias.
+    pub skills: Vec<(String, Tree)>,
+}
+
+/// A tree of the bundle: its id and totals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tree {
+    /// The tree id.
+    pub id: ObjectId,
+    /// Bytes of its files.
+    pub bytes: u64,
+}
+
+impl StoredBundle {
+    /// The content id: the bundle's root tree (the same for every capture of the same bytes
+    /// and modes, unlike the snapshot id, which records when and where).
+    pub fn content_id(&self) -> ObjectId {
+        self.record.root
+    }
+}
+
+/// Captures `arg` into `store` (see the module doc) and returns the snapshot id and kind.
+pub fn capture(
+    store: &Store,
+    arg: &OsStr,
+    progress: &dyn Progress,
+) -> Result<(ObjectId, SourceKind), ImportError> {
+    let shown = arg.to_string_lossy().into_owned();
+    let failed = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Capture {
+        arg: shown.clone(),
+        source: e,
+    };
+    crate::diff::side::refuse_missing_path(arg).map_err(|e| failed(e.into()))?;
+    let path = Path::new(arg);
+    if path.is_dir() {
+        let dir = SourceDir::open(path).map_err(|e| failed(e.into()))?;
+        let captured = capture_dir(store, dir, None, progress).map_err(|e| failed(e.into()))?;
+        progress.finish();
+        return Ok((captured.id, SourceKind::Directory));
+    }
+    if path.is_file() {
+        let pack = PackReader::open(path).map_err(|e| failed(e.into()))?;
+        pack.check_trailer().map_err(|e| failed(e.into()))?;
+        let id = zeroclaw_bundle_store::unpack(store, &pack).map_err(|e| failed(e.into()))?;
+        return Ok((id, SourceKind::Pack));
+    }
+    if let Some((spec, snap)) = parse_remote_ref(store.root(), &shown)? {
+        let mut remote = Remote::open(&spec, false)?;
+        if let Some(cancel) = progress.cancel() {
+            remote = remote.with_cancel(cancel.clone());
+        }
+        let id = remote.resolve(&snap)?;
+        crate::remote::pull(store, &remote, &id, progress)?;
+        return Ok((id, SourceKind::Remote));
+    }
+    let direct = shown
+        .parse::<ObjectId>()
+        .ok()
+        .filter(|id| store.read_snapshot(id).is_ok());
+    let id = match direct {
+        Some(id) => id,
+        None => store.resolve(&shown).map_err(|e| failed(e.into()))?,
+    };
+    Ok((id, SourceKind::Snapshot))
+}
+
+/// Reads the bundle of snapshot `id` from the store's objects.
+pub fn read(store: &Store, id: ObjectId, kind: SourceKind) -> Result<StoredBundle, ImportError> {
+    let record = store.read_snapshot(&id)?;
+    let not = |problem: String| ImportError::NotABundle {
+        snapshot: id,
+        problem,
+    };
+    let root = store.read_tree(&record.root)?;
+    let file = |name: &str| -> Result<String, ImportError> {
+        let entry = root
+            .get(name.as_bytes())
+            .filter(|e| e.kind.is_file())
+            .ok_or_else(|| not(format!("it has no {name} at its root")))?;
+        if entry.size > BUNDLE_FILE_CAP {
+            return Err(not(format!("its {name} is {} bytes", entry.size)));
+        }
+        let bytes = store.objects().read_verified(&entry.id)?;
+        String::from_utf8(bytes).map_err(|_| not(format!("its {name} is not UTF-8")))
+    };
+    let manifest_text = file(MANIFEST_FILE)?;
+    let fragment = file(CONFIG_FILE)?;
+    let manifest =
+        Manifest::from_toml_str(&manifest_text).map_err(|source| ImportError::Bundle {
+            file: MANIFEST_FILE,
+            source,
+        })?;
+    let tree_of = |id: ObjectId, size: u64| Tree { id, bytes: size };
+    let dir = |tree: &zeroclaw_bundle_store::Tree, name: &str, what: &str| match tree
+        .get(name.as_bytes())
+    {
+        None => Ok(None),
+        Some(e) if e.kind == EntryKind::Dir => Ok(Some(tree_of(e.id, e.size))),
+        Some(_) => Err(not(format!("its {what} is not a directory"))),
+    };
+    let workspace = dir(&root, WORKSPACE_DIR, WORKSPACE_DIR)?;
+    let mut skills = Vec::new();
+    if let Some(skills_dir) = dir(&root, SKILLS_DIR, SKILLS_DIR)? {
+        let tree = store.read_tree(&skills_dir.id)?;
+        for entry in tree.entries() {
+            let alias = String::from_utf8(entry.name.clone())
+                .map_err(|_| not("a skills/ entry is not UTF-8".to_string()))?;
+            if !manifest.skill_bundles.contains(&alias) {
+                return Err(not(format!(
+                    "skills/{alias} is not one of the manifest's skill_bundles"
+                )));
+            }
+            if entry.kind != EntryKind::Dir {
+                return Err(not(format!("skills/{alias} is not a directory")));
+            }
+            skills.push((alias, tree_of(entry.id, entry.size)));
+        }
+    }
+    for alias in &manifest.skill_bundles {
+        if !skills.iter().any(|(a, _)| a == alias) {
+            return Err(not(format!(
+                "the manifest lists skill bundle {alias} but skills/{alias} is missing"
+            )));
+        }
+    }
+    Ok(StoredBundle {
+        snapshot: id,
+        record,
+        kind,
+        manifest,
+        fragment,
+        workspace,
+        skills,
+    })
+}
+
+/// Whether `expect` (a full id or an id prefix of at least 8 hex digits of the content id
+/// or of the snapshot id, or any snapshot ref of the store whose content is the same) names
+/// `bundle`.
+pub fn matches_expect(store: &Store, bundle: &StoredBundle, expect: &str) -> bool {
+    let expect = expect.trim();
+    let hex = expect.len() >= 8 && expect.chars().all(|c| c.is_ascii_hexdigit());
+    if hex {
+        let lower = expect.to_ascii_lowercase();
+        if [bundle.content_id(), bundle.snapshot]
+            .iter()
+            .any(|id| id.to_hex().starts_with(&lower))
+        {
+            return true;
+        }
+    }
+    store
+        .resolve(expect)
+        .ok()
+        .and_then(|id| store.read_snapshot(&id).ok())
+        .is_some_and(|s| s.root == bundle.content_id())
+}
