@@ -184,6 +184,19 @@ pub struct Grant {
     pub stale: bool,
 }
 
+impl Grant {
+    /// The grant of risk flag `f`; `listed`: the manifest lists it; `stale`: see the field.
+    pub fn of_flag(f: &RiskFlag, listed: bool, stale: bool) -> Grant {
+        Grant {
+            kind: f.kind,
+            path: f.path.clone(),
+            detail: f.detail.clone(),
+            listed,
+            stale,
+        }
+    }
+}
+
 /// What a bundle grants: its manifest's risk flags, checked against the flags its own
 /// `config.toml` yields when ZeroClaw's planner reads it (as the semantic diff checks side B):
 /// a grant the config makes and the manifest hides is listed too, marked unlisted. A config
@@ -203,25 +216,16 @@ pub fn bundle_grants(manifest: &Manifest, config_text: &str) -> Result<Vec<Grant
     let mut out: Vec<Grant> = manifest
         .risk_flags
         .iter()
-        .map(|f| Grant {
-            kind: f.kind,
-            path: f.path.clone(),
-            detail: f.detail.clone(),
-            listed: true,
-            stale: f.kind != RiskKind::CarriedSkills
-                && made_keys.get(&format!("{} at {}", f.kind.as_str(), f.path)) != Some(&f.detail),
+        .map(|f| {
+            let stale = f.kind != RiskKind::CarriedSkills
+                && made_keys.get(&format!("{} at {}", f.kind.as_str(), f.path)) != Some(&f.detail);
+            Grant::of_flag(f, true, stale)
         })
         .collect();
     for f in &made {
         let key = format!("{} at {}", f.kind.as_str(), f.path);
         if listed_keys.get(&key) != Some(&f.detail) {
-            out.push(Grant {
-                kind: f.kind,
-                path: f.path.clone(),
-                detail: f.detail.clone(),
-                listed: false,
-                stale: false,
-            });
+            out.push(Grant::of_flag(f, false, false));
         }
     }
     Ok(out)

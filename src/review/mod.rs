@@ -385,13 +385,7 @@ fn bundle_review(
 fn manifest_grants(m: &Manifest) -> Vec<Grant> {
     m.risk_flags
         .iter()
-        .map(|f| Grant {
-            kind: f.kind,
-            path: f.path.clone(),
-            detail: f.detail.clone(),
-            listed: true,
-            stale: false,
-        })
+        .map(|f| Grant::of_flag(f, true, false))
         .collect()
 }
 
