@@ -42,6 +42,7 @@ pub mod progress;
 pub mod provenance;
 pub mod publish;
 pub mod remote;
+pub mod sign;
 pub mod statmatch;
 pub mod sys;
 pub mod workers;

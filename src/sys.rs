@@ -396,3 +396,39 @@ pub fn echoes_control_chars(fd: impl AsFd) -> bool {
             .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
     })
 }
+
+/// Reads one line from the controlling terminal (`/dev/tty`) with echo off, after writing
+/// `prompt` to it (a passphrase: never echoed, never on stdout). Echo is restored before this
+/// returns, also on an error. `Ok(None)` when there is no terminal to ask on (a pipe, cron, a
+/// service) or stdin is not one: the caller fails with a message instead of hanging.
+pub fn read_hidden_line(prompt: &str) -> io::Result<Option<String>> {
+    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
+    use std::io::{BufRead, IsTerminal, Write};
+    if !io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    let tty = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    {
+        Ok(t) => t,
+        Err(_) => return Ok(None),
+    };
+    let saved = tcgetattr(&tty)?;
+    let mut quiet = saved.clone();
+    quiet.local_modes.remove(LocalModes::ECHO);
+    quiet.local_modes.insert(LocalModes::ECHONL);
+    tcsetattr(&tty, OptionalActions::Flush, &quiet)?;
+    let read = (|| -> io::Result<String> {
+        (&tty).write_all(prompt.as_bytes())?;
+        (&tty).flush()?;
+        let mut line = String::new();
+        io::BufReader::new(&tty).read_line(&mut line)?;
+        Ok(line)
+    })();
+    let restored = tcsetattr(&tty, OptionalActions::Flush, &saved);
+    let line = read?;
+    restored?;
+    Ok(Some(line.trim_end_matches(['\r', '\n']).to_string()))
+}

@@ -16,6 +16,7 @@ use crate::publish::{Published, Replace, Replaced};
 /// claimed) before the store is opened or created, so a typo creates nothing.
 pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
     let install = install_root(args.install.as_deref())?;
+    let signing = super::sign::key_for(&args.sign)?;
     let existing = ctx.existing_store()?;
     let job = ExportJob::prepare(
         existing.as_ref(),
@@ -41,6 +42,7 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
     );
     drop(progress);
     let (captured, published, replaced) = result?;
+    super::sign::sign_after(ctx, &store, &captured.id, signing)?;
     let outcome = report(ctx, &captured, Some((&published, replaced.as_ref())))?;
     if !ctx.quiet && !ctx.json {
         super::checkout::note_cwd_swapped(&args.out);

@@ -20,6 +20,7 @@ pub mod pack;
 pub mod recover;
 pub mod remote;
 pub mod show;
+pub mod sign;
 pub mod snapshot;
 pub mod verify;
 
@@ -421,7 +422,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Snapshot(args) => snapshot::run(args, &ctx),
         Command::List(args) => match &args.remote {
             Some(name) => remote::run_list_remote(name, &ctx),
-            None => list::run(&ctx),
+            None => list::run(&ctx, &args.signers),
         },
         Command::Show(args) => show::run(args, &ctx),
         Command::Ls(args) => ls::run(args, &ctx),
@@ -440,6 +441,8 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Remote(cmd) => remote::run_remote(cmd, &ctx),
         Command::Push(args) => remote::run_push(args, &ctx),
         Command::Pull(args) => remote::run_pull(args, &ctx),
+        Command::Sign(args) => sign::run(args, &ctx),
+        Command::Trust(args) => sign::run_trust(args, &ctx),
     }
 }
 

@@ -14,6 +14,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     if let Some(name) = &args.name {
         zeroclaw_bundle_store::validate_name(name)?;
     }
+    let signing = super::sign::key_for(&args.sign)?;
     let Some(dir) = args.dir else {
         let alias = args
             .alias
@@ -38,6 +39,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         );
         drop(progress);
         let captured = captured?;
+        super::sign::sign_after(ctx, &store, &captured.id, signing)?;
         let outcome = super::export::report(ctx, &captured, None)?;
         note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
         return Ok(outcome);
@@ -53,6 +55,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         snapshot: snap,
         stats,
     } = captured?;
+    super::sign::sign_after(ctx, &store, &id, signing)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
