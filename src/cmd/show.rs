@@ -17,11 +17,11 @@ pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
     let snap = store.read_snapshot(&id)?;
     let trust =
         super::sign::trust_of(store.root(), args.signers.allowed_signers.as_deref(), false)?;
-    let (signed, signatures) = super::sign::signed_by(&store, &id, &trust)?;
+    let checked = crate::sign::check_stored(&store, &id, trust.allowed.as_ref())?;
     if ctx.json {
         let mut v = serde_json::to_value(&snap)?;
         v["snapshot"] = json!(id);
-        v["signatures"] = signatures;
+        v["signatures"] = serde_json::to_value(&checked)?;
         v["created"] = json!(rfc3339_utc(snap.created_unix_ns));
         ctx.print_json(&v)?;
         return Ok(Outcome::Success);
@@ -51,7 +51,12 @@ pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("parent    {p}")?;
     }
     crate::outln!("root      {}", snap.root)?;
-    crate::outln!("signed    {signed}")?;
+    if checked.is_empty() {
+        crate::outln!("signature none (unsigned)")?;
+    }
+    for c in &checked {
+        crate::outln!("signature {}", crate::sign::describe(&c.verdict))?;
+    }
     if !snap.report.trees.is_empty() {
         crate::outln!(
             "files     {}, {} in all",
