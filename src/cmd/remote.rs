@@ -317,6 +317,7 @@ pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
                 crate::cmd::count(report.packs, "pack"),
                 human_bytes(report.bytes)
             );
+            super::sign::note_signers(ctx, &id, &report.signers);
         }
         crate::outln!("{id}")?;
     }

@@ -120,8 +120,9 @@ pub fn gate_blobs(ctx: &Ctx, id: &ObjectId, sigs: &[Vec<u8>], trust: &Trust) -> 
     Ok(())
 }
 
-fn note_signers(ctx: &Ctx, id: &ObjectId, signers: &[sign::Signer]) {
-    if ctx.quiet || ctx.json {
+/// Says on stderr who signed `id` (nothing when `signers` is empty, or quiet).
+pub fn note_signers(ctx: &Ctx, id: &ObjectId, signers: &[sign::Signer]) {
+    if ctx.quiet || ctx.json || signers.is_empty() {
         return;
     }
     let who: Vec<String> = signers

@@ -42,6 +42,8 @@ pub struct PullReport {
     pub bytes: u64,
     /// Signatures of the snapshot the remote keeps (all carried into the store).
     pub signatures: u64,
+    /// Who signed, as the gate found them (empty without one).
+    pub signers: Vec<crate::sign::Signer>,
 }
 
 fn io_err(op: &'static str, path: &Path, e: io::Error) -> RemoteError {
@@ -385,13 +387,15 @@ pub fn pull_checked(
         reference: id.to_hex(),
     })?;
     let signatures = remote.signatures(id)?;
-    if let Some(allowed) = require {
-        crate::sign::require_signed_blobs(id, &signatures, allowed)?;
-    }
+    let signers = match require {
+        Some(allowed) => crate::sign::require_signed_blobs(id, &signatures, allowed)?,
+        None => Vec::new(),
+    };
     let snap = Snapshot::decode(&record)
         .map_err(|e| remote.corrupt(&record_key, format!("not a snapshot record: {e}")))?;
     let mut report = PullReport {
         signatures: signatures.len() as u64,
+        signers,
         ..PullReport::default()
     };
     // Held (shared) from before the first downloaded pack in tmp/ to the catalog entry: a gc

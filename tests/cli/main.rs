@@ -20,6 +20,7 @@ mod remote;
 mod remote_fleet;
 mod remote_read;
 mod remote_s3;
+mod sign;
 mod store_cli;
 mod store_in_tree;
 mod store_overlap;
