@@ -138,7 +138,9 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     // anything is written (a pack file: before the store is even created).
     let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
     if let Some(pack) = &opened {
-        let sigs = pack.signatures().with_context(|| failed(&args.pack.display()))?;
+        let sigs = pack
+            .signatures()
+            .with_context(|| failed(&args.pack.display()))?;
         super::sign::gate_blobs(ctx, &pack.root, &sigs, &trust)
             .with_context(|| failed(&args.pack.display()))?;
     }

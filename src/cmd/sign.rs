@@ -66,7 +66,7 @@ pub fn sign_after(
     let Some(key) = key else {
         return Ok(());
     };
-    let r = sign::sign(store, id, &SignWith::Opened(key))
+    let r = sign::sign(store, id, &SignWith::Opened(Box::new(key)))
         .with_context(|| format!("could not sign snapshot {}", id.short(12)))?;
     if !ctx.quiet && !ctx.json {
         crate::note!(

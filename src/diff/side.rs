@@ -150,6 +150,9 @@ pub enum SideStats {
     },
 }
 
+/// A side's snapshot and the signatures carried with it (opaque bytes).
+pub type SideSignatures = (ObjectId, Vec<Vec<u8>>);
+
 /// One resolved side of a diff.
 pub struct Side {
     /// The short form text output uses (a short id, `id:path`, a path, `remote/id`).
@@ -244,7 +247,7 @@ impl Side {
     /// The signatures carried with the side's snapshot (opaque bytes; see `sign`): the
     /// store's for a stored snapshot, the pack's section, the remote's; `None` for a
     /// directory, which is no snapshot. A `SNAP:PATH` side is the snapshot's too.
-    pub fn signatures(&self, store: &Store) -> Result<Option<(ObjectId, Vec<Vec<u8>>)>, SideError> {
+    pub fn signatures(&self, store: &Store) -> Result<Option<SideSignatures>, SideError> {
         Ok(match (&self.kind, &self.source) {
             (SideKind::Snapshot { id, .. }, _) => Some((
                 *id,

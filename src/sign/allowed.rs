@@ -80,7 +80,10 @@ impl std::fmt::Display for Refusal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Refusal::Namespace(list) => {
-                write!(f, "its allowed_signers entry limits it to namespaces={list}")
+                write!(
+                    f,
+                    "its allowed_signers entry limits it to namespaces={list}"
+                )
             }
             Refusal::NotYetValid(t) => write!(f, "its allowed_signers entry is valid-after={t}"),
             Refusal::Expired(t) => {
@@ -131,7 +134,7 @@ impl AllowedSigners {
             match parse_line(line).map_err(err)? {
                 Parsed::Entry(mut e) => {
                     e.line = i + 1;
-                    out.entries.push(e);
+                    out.entries.push(*e);
                 }
                 Parsed::CertAuthority => out.notes.push(format!(
                     "{} line {}: cert-authority entries are not supported (zeroclaw-bundle \
@@ -204,7 +207,7 @@ impl Bound {
 }
 
 enum Parsed {
-    Entry(AllowedSigner),
+    Entry(Box<AllowedSigner>),
     CertAuthority,
 }
 
@@ -293,7 +296,7 @@ fn parse_line(line: &str) -> Result<Parsed, String> {
     let key = PublicKey::from_openssh(&format!("{kind} {b64}"))
         .map_err(|e| format!("has a key that cannot be read ({kind}: {e})"))?;
     entry.key = key.key_data().clone();
-    Ok(Parsed::Entry(entry))
+    Ok(Parsed::Entry(Box::new(entry)))
 }
 
 /// Splits an options field at commas outside double quotes.
@@ -320,9 +323,7 @@ fn split_options(options: &str) -> Result<Vec<&str>, String> {
 
 /// `YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, read as UTC (see [`Bound`]).
 pub(crate) fn parse_time(text: &str) -> Result<Bound, String> {
-    let bad = || {
-        format!("has a time {text:?} that is not YYYYMMDD[Z] or YYYYMMDDHHMM[SS][Z]")
-    };
+    let bad = || format!("has a time {text:?} that is not YYYYMMDD[Z] or YYYYMMDDHHMM[SS][Z]");
     let (digits, utc) = match text.strip_suffix(['Z', 'z']) {
         Some(d) => (d, true),
         None => (text, false),
@@ -389,7 +390,8 @@ fn glob(text: &[u8], pattern: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    const ED: &str = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICZrGQ/wo3NTm/Sray2FiyF73DnVjo2md3C9I1p5uEwl";
+    const ED: &str =
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICZrGQ/wo3NTm/Sray2FiyF73DnVjo2md3C9I1p5uEwl";
 
     fn parse(text: &str) -> Result<AllowedSigners, SignError> {
         AllowedSigners::parse(Path::new("allowed_signers"), text)
@@ -412,14 +414,21 @@ mod tests {
         assert_eq!(a.entries.len(), 3, "{a:?}");
         assert_eq!(a.notes.len(), 1, "cert-authority is left out with a notice");
         assert!(a.notes[0].contains("line 4"));
-        assert_eq!(a.entries[0].principals, "user1@example.com,user2@example.com");
+        assert_eq!(
+            a.entries[0].principals,
+            "user1@example.com,user2@example.com"
+        );
         assert_eq!(a.entries[0].line, 2);
         assert_eq!(a.entries[1].namespaces.as_deref(), Some("file"));
         assert_eq!(a.entries[2].principals, "quoted principal");
         assert!(!a.entries[2].valid_after.as_ref().unwrap().utc);
         assert!(a.entries[2].valid_before.as_ref().unwrap().utc);
         let key = a.entries[0].key.clone();
-        assert_eq!(a.lookup(&key, "zeroclaw-bundle@snapshot", 1_800_000_000).len(), 3);
+        assert_eq!(
+            a.lookup(&key, "zeroclaw-bundle@snapshot", 1_800_000_000)
+                .len(),
+            3
+        );
     }
 
     #[test]
@@ -448,7 +457,10 @@ mod tests {
         let e = &a.entries;
         let now = parse_time("20250601Z").unwrap().secs;
         assert_eq!(e[0].refusal("zeroclaw-bundle@snapshot", now), None);
-        assert!(matches!(e[0].refusal("git", now), Some(Refusal::Namespace(_))));
+        assert!(matches!(
+            e[0].refusal("git", now),
+            Some(Refusal::Namespace(_))
+        ));
         assert!(matches!(
             e[0].refusal("zeroclaw-bundle@test", now),
             Some(Refusal::Namespace(_))

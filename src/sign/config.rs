@@ -110,7 +110,10 @@ impl Trust {
             .map(Path::to_path_buf)
             .or(settings.allowed_signers);
         let allowed = file.as_deref().map(AllowedSigners::load).transpose()?;
-        let notes = allowed.as_ref().map(|a| a.notes.clone()).unwrap_or_default();
+        let notes = allowed
+            .as_ref()
+            .map(|a| a.notes.clone())
+            .unwrap_or_default();
         Ok((
             Trust {
                 allowed,

@@ -53,7 +53,8 @@ pub fn choose_key(explicit: Option<&Path>) -> Result<KeyChoice, SignError> {
     }
     if git_config("gpg.format").as_deref() == Some("ssh") {
         if let Some(v) = git_config("user.signingkey") {
-            let literal = v.starts_with("key::") || v.starts_with("ssh-") || v.starts_with("ecdsa-");
+            let literal =
+                v.starts_with("key::") || v.starts_with("ssh-") || v.starts_with("ecdsa-");
             if literal {
                 return Err(SignError::Key {
                     path: PathBuf::from("git config user.signingkey"),

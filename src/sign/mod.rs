@@ -311,10 +311,7 @@ pub fn require_signed_blobs(
             each.join("; ")
         )
     };
-    Err(SignError::Refused {
-        snapshot: *id,
-        why,
-    })
+    Err(SignError::Refused { snapshot: *id, why })
 }
 
 /// The gate of the enforcing verbs: snapshot `id` of `store` must carry at least one signature
@@ -426,7 +423,7 @@ pub enum SignWith {
     /// A private key file (see [`choose_key`]), opened when signing.
     Key(KeyChoice),
     /// A key opened already.
-    Opened(OpenedKey),
+    Opened(Box<OpenedKey>),
     /// A signature made elsewhere (`ssh-keygen -Y sign`), read from this file (`-`: stdin).
     Signature(PathBuf),
 }
@@ -542,7 +539,10 @@ mod tests {
             .to_pem(LineEnding::LF)
             .unwrap()
             .into_bytes();
-        let line = format!("alice@example.com {}\n", k.public_key().to_openssh().unwrap());
+        let line = format!(
+            "alice@example.com {}\n",
+            k.public_key().to_openssh().unwrap()
+        );
         let allowed = AllowedSigners::parse(Path::new("a"), &line).unwrap();
         let now = now_secs();
         assert!(matches!(
@@ -563,7 +563,12 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("unsigned"));
-        assert_eq!(require_signed_blobs(&id, &[git, good], &allowed).unwrap().len(), 1);
+        assert_eq!(
+            require_signed_blobs(&id, &[git, good], &allowed)
+                .unwrap()
+                .len(),
+            1
+        );
         // The canonical form is stable: CRLF input is the same signature.
         let crlf = String::from_utf8(
             k.sign(NAMESPACE, HashAlg::Sha512, &message(&id))

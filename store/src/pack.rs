@@ -30,8 +30,8 @@ use crate::objects::Blob;
 use crate::pack_format::ZSTD_LEVEL;
 use crate::pack_format::{
     decode_entry, decode_signatures, encode_index, encode_signatures, encode_trailer, PackEntry,
-    END, ENTRY_LEN, FLAG_TREES_ONLY,
-    FLAG_ZSTD, HEADER_LEN, MAGIC, PACK_VERSION, STREAM_WINDOW_LOG, TRAILER_LEN,
+    END, ENTRY_LEN, FLAG_TREES_ONLY, FLAG_ZSTD, HEADER_LEN, MAGIC, PACK_VERSION, STREAM_WINDOW_LOG,
+    TRAILER_LEN,
 };
 use crate::pack_writer::{write_blobs, write_err, HashingWriter, Tuning};
 use crate::snapshot::Snapshot;

@@ -161,7 +161,10 @@ impl Store {
             if out.len() >= MAX_SIGNATURES {
                 return Err(StoreError::Signature {
                     snapshot: *snapshot,
-                    why: format!("{} holds more than {MAX_SIGNATURES} signatures", dir.display()),
+                    why: format!(
+                        "{} holds more than {MAX_SIGNATURES} signatures",
+                        dir.display()
+                    ),
                 });
             }
             let path = ent.path();

@@ -60,7 +60,13 @@ fn ssh_sign(key: &Path, ns: &str, msg: &[u8]) -> Vec<u8> {
 }
 
 /// `ssh-keygen -Y verify` of `sig` over `msg` for `principal`: (success, its output).
-fn ssh_verify(dir: &Path, allowed: &Path, principal: &str, sig: &[u8], msg: &[u8]) -> (bool, String) {
+fn ssh_verify(
+    dir: &Path,
+    allowed: &Path,
+    principal: &str,
+    sig: &[u8],
+    msg: &[u8],
+) -> (bool, String) {
     use std::io::Write;
     let sig_file = dir.join("to-verify.sig");
     fs::write(&sig_file, sig).unwrap();
@@ -113,9 +119,18 @@ fn tree(env: &TestEnv, name: &str, content: &str) -> PathBuf {
 #[track_caller]
 fn refused(run: Run, id: &str, reason: &str) {
     let run = run.fails(1, &format!("snapshot {id} refused"));
-    assert!(run.stderr().contains(reason), "lacks {reason:?}\n{}", run.describe());
+    assert!(
+        run.stderr().contains(reason),
+        "lacks {reason:?}\n{}",
+        run.describe()
+    );
     // One clear error: a single `error:` line.
-    assert_eq!(run.stderr().matches("error:").count(), 1, "{}", run.describe());
+    assert_eq!(
+        run.stderr().matches("error:").count(),
+        1,
+        "{}",
+        run.describe()
+    );
 }
 
 #[test]
@@ -145,13 +160,22 @@ fn interop_with_ssh_keygen_both_ways_and_two_signers() {
     assert!(r.stdout().contains("SHA256:"), "{}", r.describe());
     let ours = stored(&env.store, &id);
     assert_eq!(ours.len(), 1);
-    let (ok, out) = ssh_verify(&keys, &allowed, "alice@example.com", &ours[0], &message(&id));
+    let (ok, out) = ssh_verify(
+        &keys,
+        &allowed,
+        "alice@example.com",
+        &ours[0],
+        &message(&id),
+    );
     println!("ssh-keygen -Y verify of a signature made by zeroclaw-bundle sign:\n{out}");
     assert!(ok, "ssh-keygen refused our signature: {out}");
     assert!(out.contains("Good \"zeroclaw-bundle@snapshot\" signature for alice@example.com"));
     // Not over another message, not in another namespace.
     let (ok, _) = ssh_verify(&keys, &allowed, "alice@example.com", &ours[0], b"other\n");
-    assert!(!ok, "ssh-keygen accepted our signature over another message");
+    assert!(
+        !ok,
+        "ssh-keygen accepted our signature over another message"
+    );
 
     // Signing again with the same key is a no-op (ed25519 is deterministic).
     env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
@@ -175,7 +199,13 @@ fn interop_with_ssh_keygen_both_ways_and_two_signers() {
         );
     }
     let json = env
-        .run(&["--json", "show", &id, "--allowed-signers", "allowed_signers"])
+        .run(&[
+            "--json",
+            "show",
+            &id,
+            "--allowed-signers",
+            "allowed_signers",
+        ])
         .ok()
         .json();
     let sigs = json["signatures"].as_array().unwrap();
@@ -183,12 +213,21 @@ fn interop_with_ssh_keygen_both_ways_and_two_signers() {
     assert!(sigs.iter().all(|s| s["status"] == "trusted"), "{json}");
     // Without trust configured, the keys are unknown (never trusted by default).
     let show = env.run(&["show", &id]).ok();
-    assert_eq!(show.stdout().matches("signed by an unknown key SHA256:").count(), 2);
+    assert_eq!(
+        show.stdout()
+            .matches("signed by an unknown key SHA256:")
+            .count(),
+        2
+    );
     // list -v names them too.
     let list = env
         .run(&["list", "-v", "--allowed-signers", "allowed_signers"])
         .ok();
-    assert!(list.stdout().contains("signatures: signed by"), "{}", list.describe());
+    assert!(
+        list.stdout().contains("signatures: signed by"),
+        "{}",
+        list.describe()
+    );
 
     // A signature made by ssh-keygen in another namespace, or over another message, is
     // refused when added (and says how to make a good one).
@@ -243,7 +282,10 @@ fn require_signed_refuses_each_bad_case_before_anything_is_visible() {
     // Unsigned.
     let id = env.snapshot(&tree(&env, "unsigned", "u"));
     refused(checkout(&id, "o1"), &id, "unsigned");
-    assert!(!env.path("o1").exists(), "a refused checkout wrote its destination");
+    assert!(
+        !env.path("o1").exists(),
+        "a refused checkout wrote its destination"
+    );
 
     // A flipped byte in an otherwise good signature (inside the signature bytes: the base64
     // near the end of the armor).
@@ -287,7 +329,10 @@ fn require_signed_refuses_each_bad_case_before_anything_is_visible() {
     let mut args = vec!["--store", "recv", "unpack", "bad.zcpack"];
     args.extend(gate);
     refused(env.run(&args), &id, "does not verify");
-    assert!(!env.path("recv").exists(), "a refused unpack created a store");
+    assert!(
+        !env.path("recv").exists(),
+        "a refused unpack created a store"
+    );
     env.run(&["--store", "recv", "remote", "add", "x", "file:///nowhere"])
         .ok();
     refused(env.run(&args), &id, "does not verify");
@@ -305,19 +350,44 @@ fn require_signed_refuses_each_bad_case_before_anything_is_visible() {
     let mut args = vec!["--store", "recv", "unpack", "good.zcpack"];
     args.extend(gate);
     let r = env.run(&args).ok();
-    assert!(r.stderr().contains("signed by alice@example.com"), "{}", r.describe());
+    assert!(
+        r.stderr().contains("signed by alice@example.com"),
+        "{}",
+        r.describe()
+    );
     let show = env
-        .run(&["--store", "recv", "show", &id, "--allowed-signers", "allowed_signers"])
+        .run(&[
+            "--store",
+            "recv",
+            "show",
+            &id,
+            "--allowed-signers",
+            "allowed_signers",
+        ])
         .ok();
-    assert!(show.stdout().contains("bad signature"), "{}", show.describe());
-    assert!(show.stdout().contains("signed by alice@example.com"), "{}", show.describe());
+    assert!(
+        show.stdout().contains("bad signature"),
+        "{}",
+        show.describe()
+    );
+    assert!(
+        show.stdout().contains("signed by alice@example.com"),
+        "{}",
+        show.describe()
+    );
 
     // --require-signed without an allowed_signers file says what is missing.
     env.run(&["checkout", &id, "--out", "o7", "--require-signed"])
         .fails(1, "no allowed_signers file is set");
     // The store setting makes it the default.
-    env.run(&["trust", "--allowed-signers", "allowed_signers", "--require-signed", "true"])
-        .ok();
+    env.run(&[
+        "trust",
+        "--allowed-signers",
+        "allowed_signers",
+        "--require-signed",
+        "true",
+    ])
+    .ok();
     let unsigned = env.snapshot(&tree(&env, "later", "l"));
     refused(
         env.run(&["checkout", &unsigned, "--out", "o8"]),
@@ -342,8 +412,16 @@ fn signatures_survive_pack_unpack_gc_and_reindex() {
     let id = r.last_line();
     assert!(r.stderr().contains("signed snapshot"), "{}", r.describe());
     // --sign on pack adds the second signer before packing.
-    env.run(&["pack", &id, "--out", "p.zcpack", "--sign", "--key", bob.to_str().unwrap()])
-        .ok();
+    env.run(&[
+        "pack",
+        &id,
+        "--out",
+        "p.zcpack",
+        "--sign",
+        "--key",
+        bob.to_str().unwrap(),
+    ])
+    .ok();
     assert_eq!(stored(&env.store, &id).len(), 2);
     let r = env.run(&["--store", "s2", "unpack", "p.zcpack"]).ok();
     assert_eq!(r.last_line(), id);
@@ -402,13 +480,22 @@ fn signatures_travel_through_push_and_pull() {
     f.on("a", &["push", &id]).ok();
     let r = f.on(
         "b",
-        &["pull", &format!("origin/{id}"), "--require-signed", "--allowed-signers", allowed],
+        &[
+            "pull",
+            &format!("origin/{id}"),
+            "--require-signed",
+            "--allowed-signers",
+            allowed,
+        ],
     );
     refused(r, &id, "unsigned");
     assert!(!f.on("b", &["-q", "list"]).ok().stdout().contains(&id));
     // Signed and pushed again: the remote already has the snapshot, the signature is added.
     let r = f
-        .on("a", &["push", &id, "--sign", "--key", alice.to_str().unwrap()])
+        .on(
+            "a",
+            &["push", &id, "--sign", "--key", alice.to_str().unwrap()],
+        )
         .ok();
     assert!(r.stderr().contains("added 1 signature"), "{}", r.describe());
     let remote_sigs = f.env.path("remote").join("signatures").join(&id);
@@ -416,10 +503,20 @@ fn signatures_travel_through_push_and_pull() {
     let r = f
         .on(
             "b",
-            &["pull", &format!("origin/{id}"), "--require-signed", "--allowed-signers", allowed],
+            &[
+                "pull",
+                &format!("origin/{id}"),
+                "--require-signed",
+                "--allowed-signers",
+                allowed,
+            ],
         )
         .ok();
-    assert!(r.stderr().contains("signed by alice@example.com"), "{}", r.describe());
+    assert!(
+        r.stderr().contains("signed by alice@example.com"),
+        "{}",
+        r.describe()
+    );
     // b countersigns and pushes: the remote keeps both; a pulls and gets the new one.
     f.on("b", &["sign", &id, "--key", bob.to_str().unwrap()])
         .ok();
@@ -427,23 +524,23 @@ fn signatures_travel_through_push_and_pull() {
     assert_eq!(fs::read_dir(&remote_sigs).unwrap().count(), 2);
     f.on("a", &["pull", &format!("origin/{id}")]).ok();
     assert_eq!(stored(Path::new(&f.store("a")), &id).len(), 2);
-    let show = f
-        .on("a", &["show", &id, "--allowed-signers", allowed])
-        .ok();
+    let show = f.on("a", &["show", &id, "--allowed-signers", allowed]).ok();
     for who in ["alice@example.com", "bob@example.com"] {
         assert!(show.stdout().contains(who), "{}", show.describe());
     }
     // A bad signature planted on the remote is refused, and does not hide the good ones.
     let bad = ssh_sign(&bob, "git", &message(&id));
     fs::write(remote_sigs.join(format!("{}.sig", blake3_hex(&bad))), &bad).unwrap();
+    f.on("c", &["remote", "add", "origin", &f.url]).ok();
     f.on(
         "c",
-        &["remote", "add", "origin", &f.url],
-    )
-    .ok();
-    f.on(
-        "c",
-        &["pull", &format!("origin/{id}"), "--require-signed", "--allowed-signers", allowed],
+        &[
+            "pull",
+            &format!("origin/{id}"),
+            "--require-signed",
+            "--allowed-signers",
+            allowed,
+        ],
     )
     .ok();
     // A remote snapshot whose only signature is bad is refused by a gated mount's check too
@@ -477,24 +574,26 @@ fn keys_never_leak_and_a_protected_key_needs_a_terminal() {
     let alice = keygen(&keys, "alice", "");
     let id = env.snapshot(&tree(&env, "a", "one"));
     let runs = [
-        env.run(&["sign", &id, "--key", alice.to_str().unwrap()]).ok(),
-        env.run(&["--json", "sign", &id, "--key", alice.to_str().unwrap()]).ok(),
+        env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+            .ok(),
+        env.run(&["--json", "sign", &id, "--key", alice.to_str().unwrap()])
+            .ok(),
         env.run(&["pack", &id, "--out", "p.zcpack"]).ok(),
         env.run(&["show", &id]).ok(),
     ];
     // Every base64 line of the private key past the first two (which hold the header and
     // the public key) carries secret bytes: none may appear anywhere.
     let text = fs::read_to_string(&alice).unwrap();
-    let body: Vec<&str> = text
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
+    let body: Vec<&str> = text.lines().filter(|l| !l.starts_with("-----")).collect();
     assert!(body.len() > 3, "{text}");
     let pack = fs::read(env.path("p.zcpack")).unwrap();
     let refs: Vec<&Run> = runs.iter().collect();
     for line in body.iter().skip(2).filter(|l| l.len() >= 20) {
         assert_nowhere(&env, &refs, line.as_bytes(), "private key");
-        assert!(!contains(&pack, line.as_bytes()), "the pack holds private key text");
+        assert!(
+            !contains(&pack, line.as_bytes()),
+            "the pack holds private key text"
+        );
     }
     // And nothing under the store is a private key file.
     for (path, node) in read_tree(&env.store) {
@@ -512,21 +611,36 @@ fn keys_never_leak_and_a_protected_key_needs_a_terminal() {
     let r = env
         .run(&["sign", &other, "--key", locked.to_str().unwrap()])
         .fails(1, "protected by a passphrase and there is no terminal");
-    assert!(r.stderr().contains(locked.to_str().unwrap()), "{}", r.describe());
+    assert!(
+        r.stderr().contains(locked.to_str().unwrap()),
+        "{}",
+        r.describe()
+    );
     assert!(stored(&env.store, &other).is_empty());
     // `--sign` opens the key before the work: a failed key makes no snapshot.
     let before = env.snapshot_count();
-    env.snapshot_with(&tree(&env, "c", "three"), &["--sign", "--key", locked.to_str().unwrap()])
-        .fails(1, "passphrase");
+    env.snapshot_with(
+        &tree(&env, "c", "three"),
+        &["--sign", "--key", locked.to_str().unwrap()],
+    )
+    .fails(1, "passphrase");
     assert_eq!(env.snapshot_count(), before);
     // A public key given as --key is named as such; a missing default key says how to fix it.
-    env.run(&["sign", &other, "--key", alice.with_extension("pub").to_str().unwrap()])
-        .fails(1, "is a public key");
+    env.run(&[
+        "sign",
+        &other,
+        "--key",
+        alice.with_extension("pub").to_str().unwrap(),
+    ])
+    .fails(1, "is a public key");
     let home = env.path("home");
     fs::create_dir_all(&home).unwrap();
     env.run_with(
         &["sign", &other],
-        &[("HOME", home.to_str().unwrap()), ("GIT_CONFIG_GLOBAL", "/dev/null")],
+        &[
+            ("HOME", home.to_str().unwrap()),
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ],
     )
     .fails(1, "id_ed25519: no such key file");
     // The key git signs with is the default (gpg.format = ssh, user.signingkey = FILE.pub).
