@@ -398,12 +398,15 @@ pub fn echoes_control_chars(fd: impl AsFd) -> bool {
 }
 
 /// Reads one line from the controlling terminal (`/dev/tty`) with echo off, after writing
-/// `prompt` to it (a passphrase: never echoed, never on stdout). Echo is restored before this
-/// returns, also on an error. `Ok(None)` when there is no terminal to ask on (a pipe, cron, a
-/// service) or stdin is not one: the caller fails with a message instead of hanging.
+/// `prompt` to it (a passphrase: never echoed, never on stdout). The terminal is put in
+/// non-canonical mode without signals for the read, so Ctrl-C is seen here as a byte: the
+/// terminal is restored and the read fails as interrupted (a SIGINT would otherwise kill the
+/// process with echo still off). Backspace and Ctrl-U edit; Ctrl-D on an empty line cancels.
+/// `Ok(None)` when there is no terminal to ask on (a pipe, cron, a service) or stdin is not
+/// one: the caller fails with a message instead of hanging.
 pub fn read_hidden_line(prompt: &str) -> io::Result<Option<String>> {
-    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
-    use std::io::{BufRead, IsTerminal, Write};
+    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions, SpecialCodeIndex};
+    use std::io::{IsTerminal, Read, Write};
     if !io::stdin().is_terminal() {
         return Ok(None);
     }
@@ -416,19 +419,37 @@ pub fn read_hidden_line(prompt: &str) -> io::Result<Option<String>> {
         Err(_) => return Ok(None),
     };
     let saved = tcgetattr(&tty)?;
-    let mut quiet = saved.clone();
-    quiet.local_modes.remove(LocalModes::ECHO);
-    quiet.local_modes.insert(LocalModes::ECHONL);
-    tcsetattr(&tty, OptionalActions::Flush, &quiet)?;
+    let mut raw = saved.clone();
+    raw.local_modes
+        .remove(LocalModes::ECHO | LocalModes::ICANON | LocalModes::ISIG);
+    raw.special_codes[SpecialCodeIndex::VMIN] = 1;
+    raw.special_codes[SpecialCodeIndex::VTIME] = 0;
+    tcsetattr(&tty, OptionalActions::Flush, &raw)?;
     let read = (|| -> io::Result<String> {
         (&tty).write_all(prompt.as_bytes())?;
         (&tty).flush()?;
-        let mut line = String::new();
-        io::BufReader::new(&tty).read_line(&mut line)?;
-        Ok(line)
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        loop {
+            if (&tty).read(&mut byte)? == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            match byte[0] {
+                b'\r' | b'\n' => break,
+                0x03 => return Err(io::ErrorKind::Interrupted.into()),
+                0x04 if line.is_empty() => return Err(io::ErrorKind::UnexpectedEof.into()),
+                0x7f | 0x08 => {
+                    line.pop();
+                }
+                0x15 => line.clear(),
+                b => line.push(b),
+            }
+        }
+        String::from_utf8(line).map_err(|_| io::ErrorKind::InvalidData.into())
     })();
+    let _ = (&tty).write_all(b"\n");
     let restored = tcsetattr(&tty, OptionalActions::Flush, &saved);
     let line = read?;
     restored?;
-    Ok(Some(line.trim_end_matches(['\r', '\n']).to_string()))
+    Ok(Some(line))
 }

@@ -16,7 +16,6 @@ use crate::publish::{Published, Replace, Replaced};
 /// claimed) before the store is opened or created, so a typo creates nothing.
 pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
     let install = install_root(args.install.as_deref())?;
-    let signing = super::sign::key_for(&args.sign)?;
     let existing = ctx.existing_store()?;
     let job = ExportJob::prepare(
         existing.as_ref(),
@@ -26,6 +25,9 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
         &args.out,
         Replace::of_flags(args.force, args.replace_any),
     )?;
+    // The key is opened (its passphrase asked) once the agent and destination check out, and
+    // before anything is captured.
+    let signing = super::sign::key_for(&args.sign)?;
     let store = match existing {
         Some(store) => store,
         None => ctx.create_store()?,

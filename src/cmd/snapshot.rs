@@ -14,7 +14,6 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     if let Some(name) = &args.name {
         zeroclaw_bundle_store::validate_name(name)?;
     }
-    let signing = super::sign::key_for(&args.sign)?;
     let Some(dir) = args.dir else {
         let alias = args
             .alias
@@ -22,6 +21,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             .expect("clap requires an alias without --dir");
         let install = crate::agent::install_root(args.install.as_deref())?;
         let (install, plan) = crate::export::load_agent(&install, alias)?;
+        let signing = super::sign::key_for(&args.sign)?;
         let store = ctx.create_store()?;
         let named = name_holder(&store, args.name.as_deref());
         let name_copy = args.name.clone();
@@ -45,6 +45,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         return Ok(outcome);
     };
     let dir = crate::export::SourceDir::open(&dir)?;
+    let signing = super::sign::key_for(&args.sign)?;
     let store = ctx.create_store()?;
     let named = name_holder(&store, args.name.as_deref());
     let progress = ctx.term_progress();

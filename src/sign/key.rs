@@ -120,9 +120,14 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
         return Ok(key);
     }
     let prompt = format!("Enter passphrase for {}: ", path.display());
-    let Some(pass) = crate::sys::read_hidden_line(&prompt)
-        .map_err(|e| key_err(format!("could not ask for its passphrase: {e}")))?
-    else {
+    let asked = crate::sys::read_hidden_line(&prompt).map_err(|e| {
+        key_err(match e.kind() {
+            std::io::ErrorKind::Interrupted => "interrupted at the passphrase prompt".into(),
+            std::io::ErrorKind::UnexpectedEof => "no passphrase given".into(),
+            _ => format!("could not ask for its passphrase: {e}"),
+        })
+    })?;
+    let Some(pass) = asked else {
         return Err(key_err(
             "is protected by a passphrase and there is no terminal to ask for it on (stdin is \
              not a terminal); run the command on a terminal"

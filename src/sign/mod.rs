@@ -97,8 +97,8 @@ pub enum SignError {
         /// Why (unsigned, or each signature's failure).
         why: String,
     },
-    /// A file operation.
-    #[error("could not {op} {path}: {source}")]
+    /// A file operation (the OS error is its source).
+    #[error("could not {op} {path}")]
     Io {
         /// The verb.
         op: &'static str,
