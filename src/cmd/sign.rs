@@ -82,8 +82,22 @@ pub fn sign_after(
 
 /// The trust a command checks against: `--allowed-signers` over the store's setting, and
 /// whether signatures are required (flag or setting). Notes about the file go to stderr.
+///
+/// A store setting naming a file that cannot be read does not stop a command that only shows
+/// who signed (the signers then show as unknown keys, with a notice); it does stop one that
+/// requires signatures, and a file given on the command line always does.
 pub fn trust_of(store_root: &Path, file: Option<&Path>, require: bool) -> Result<Trust> {
-    let (trust, notes) = Trust::resolve(store_root, file, require)?;
+    let (trust, notes) = match Trust::resolve(store_root, file, require) {
+        Ok(found) => found,
+        Err(e) if file.is_none() && !require && !sign::load_trust(store_root)?.require_signed => {
+            crate::note!(
+                "notice: {e}; signatures are shown as by unknown keys (fix it with \
+                 `zeroclaw-bundle trust --allowed-signers FILE`)"
+            );
+            (Trust::default(), Vec::new())
+        }
+        Err(e) => return Err(e.into()),
+    };
     for n in notes {
         crate::note!("notice: {n}");
     }

@@ -9,9 +9,9 @@
 //! - A signature file is named by the hash of its bytes, so adding the same signature twice is
 //!   a no-op, two processes adding different ones never touch the same name, and nothing is
 //!   ever read, modified and written back (what remotes rely on too).
-//! - Each file is written to `tmp/`, synced, renamed into place with `RENAME_NOREPLACE`
-//!   semantics (an existing file of that name already holds the same bytes), then the
-//!   directory is synced.
+//! - Each file is written to `tmp/`, synced, hard-linked into place (a link never replaces:
+//!   an existing file of that name already holds the same bytes), then the directories are
+//!   synced and the temporary name removed.
 //! - Adding holds the store's write lock shared, so `gc` (exclusive) never removes the
 //!   signatures of a snapshot an unpack or pull is about to commit; gc drops the directories of
 //!   snapshots it does not keep, and `reindex` leaves them alone.
