@@ -2,8 +2,9 @@
 # Installs the system packages the tests and the demo need, when missing: fuse3 (fusermount3,
 # for the FUSE mount tests, which mount for real), util-linux (setpriv, to drop privileges in
 # tests that need an unprivileged user), attr (getfattr) and b3sum (to check object names
-# against an independent blake3), and s3s-fs (cargo install: the S3 server of the remote-store
-# tests). Runs apt-get as root; as another user it only reports.
+# against an independent blake3), openssh-client (ssh-keygen: the signature tests check interop
+# with OpenSSH), and s3s-fs (cargo install: the S3 server of the remote-store tests). Runs
+# apt-get as root; as another user it only reports.
 # `setup.sh --demo` installs only what scripts/demo.sh uses (fuse3, attr): no b3sum, and no
 # s3s-fs build (minutes of compiling a server the demo never starts).
 set -euo pipefail
@@ -15,6 +16,7 @@ command -v getfattr >/dev/null 2>&1 || need+=(attr)
 if ! $demo; then
   command -v setpriv >/dev/null 2>&1 || need+=(util-linux)
   command -v b3sum >/dev/null 2>&1 || need+=(b3sum)
+  command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -113,7 +113,7 @@ Examples:
 ", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
 with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
 `snapshot <ALIAS>`). `zeroclaw-bundle list` shows them."))]
-    Show(RefArgs),
+    Show(ShowArgs),
     /// List a directory of a snapshot: SNAPSHOT[:PATH]
     #[command(after_help = concat!("\
 Examples:
@@ -275,6 +275,92 @@ content id printed is exactly what was reviewed, the same for the same bundle fr
 a pack or a snapshot. Credential-looking values are named by path, line and reason, never
 printed. Exit 0 whenever the review was produced, whatever it found.")]
     Review(ReviewArgs),
+    /// Sign a snapshot with an SSH key (OpenSSH sshsig, as `ssh-keygen -Y sign` and git make)
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle sign agent/researcher                  (the key git signs with, else ~/.ssh/id_ed25519)
+  zeroclaw-bundle sign agent/researcher --key ~/.ssh/release_ed25519
+  echo <ID> | ssh-keygen -Y sign -n zeroclaw-bundle@snapshot -f KEY > snap.sig
+  zeroclaw-bundle sign <ID> --signature snap.sig        (add a signature made elsewhere)
+
+The signed message is the snapshot's full id and a newline, in the namespace
+zeroclaw-bundle@snapshot (never valid as a git, file or login signature). Signatures are kept
+beside the snapshot (its id never changes), travel in packs and on remotes, and a snapshot may
+carry several (author, reviewer). Who is trusted is an allowed_signers file (git's format):
+--allowed-signers FILE on show, list, diff, unpack, pull, checkout and mount, or `trust`.
+A passphrase-protected key is asked for on the terminal; ssh-agent is not used.")]
+    Sign(SignArgs),
+    /// Show or set the store's signature settings: the allowed_signers file, and whether
+    /// unsigned snapshots are refused by default
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle trust                                             (show the settings)
+  zeroclaw-bundle trust --allowed-signers ~/.config/zeroclaw/allowed_signers
+  zeroclaw-bundle trust --require-signed true
+
+Kept in <store>/trust.toml. With require_signed, unpack, pull, checkout and mount refuse a
+snapshot that no trusted key signed, before it becomes visible (as --require-signed does).")]
+    Trust(TrustSetArgs),
+}
+
+/// `--sign` of the commands that make or send a snapshot.
+#[derive(Debug, Args)]
+pub struct SignFlags {
+    /// Sign the snapshot (see `sign`): with --key FILE, else the key git signs with, else
+    /// ~/.ssh/id_ed25519
+    #[arg(long)]
+    pub sign: bool,
+    /// The private key --sign uses
+    #[arg(long, value_name = "FILE", requires = "sign")]
+    pub key: Option<PathBuf>,
+}
+
+/// Who is trusted, for the commands that print who signed.
+#[derive(Debug, Args)]
+pub struct SignersArgs {
+    /// Check signatures against this allowed_signers file (git's format) instead of the one
+    /// set with `trust`
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+}
+
+/// `--require-signed` of the commands that make a snapshot visible or usable.
+#[derive(Debug, Args)]
+pub struct RequireArgs {
+    /// Check signatures against this allowed_signers file (git's format) instead of the one
+    /// set with `trust`
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+    /// Refuse the snapshot unless a key the allowed_signers file trusts signed it (the
+    /// default when `trust --require-signed true` is set)
+    #[arg(long)]
+    pub require_signed: bool,
+}
+
+/// `sign`.
+#[derive(Debug, Args)]
+pub struct SignArgs {
+    /// Snapshot to sign: id, 8+ hex digit prefix, name, or agent/<alias>
+    pub snapshot: String,
+    /// The private key to sign with [default: git's user.signingkey when gpg.format is ssh,
+    /// else ~/.ssh/id_ed25519]
+    #[arg(long, value_name = "FILE", conflicts_with = "signature")]
+    pub key: Option<PathBuf>,
+    /// Add this signature, made elsewhere with `ssh-keygen -Y sign -n zeroclaw-bundle@snapshot`
+    /// over the id and a newline (- reads stdin), instead of signing
+    #[arg(long, value_name = "FILE")]
+    pub signature: Option<PathBuf>,
+}
+
+/// `trust`.
+#[derive(Debug, Args)]
+pub struct TrustSetArgs {
+    /// The allowed_signers file every command checks signatures against
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+    /// Refuse unsigned snapshots by default (true or false)
+    #[arg(long, value_name = "BOOL")]
+    pub require_signed: Option<bool>,
 }
 
 /// `list`.
@@ -283,6 +369,9 @@ pub struct ListArgs {
     /// List the snapshots of this remote instead of the local store
     #[arg(long, value_name = "NAME")]
     pub remote: Option<String>,
+    /// Who signed (with -v)
+    #[command(flatten)]
+    pub signers: SignersArgs,
 }
 
 /// `remote`.
@@ -367,6 +456,9 @@ pub struct PushArgs {
     pub snapshot: String,
     /// The remote (default: the only one configured, or the one named origin)
     pub remote: Option<String>,
+    /// Sign before pushing
+    #[command(flatten)]
+    pub sign: SignFlags,
 }
 
 /// `pull`.
@@ -376,6 +468,9 @@ pub struct PullArgs {
     /// snapshot name, or agent/<alias> (the newest snapshot of that agent on the remote)
     #[arg(value_name = "NAME/SNAPSHOT")]
     pub target: String,
+    /// Signature checks
+    #[command(flatten)]
+    pub trust: RequireArgs,
 }
 
 /// `pack`.
@@ -409,6 +504,9 @@ pub struct PackArgs {
     /// Replace FILE if it exists and is a regular file (nothing else is ever replaced)
     #[arg(long)]
     pub force: bool,
+    /// Sign before packing (the pack carries the signatures)
+    #[command(flatten)]
+    pub sign: SignFlags,
 }
 
 /// `unpack`.
@@ -425,6 +523,9 @@ Examples:
 pub struct UnpackArgs {
     /// The pack file, or - for stdin
     pub pack: PathBuf,
+    /// Signature checks
+    #[command(flatten)]
+    pub trust: RequireArgs,
 }
 
 /// `diff`.
@@ -474,6 +575,9 @@ pub struct DiffArgs {
     /// which is otherwise left out of the changes and the exit status
     #[arg(long)]
     pub export_time: bool,
+    /// Who signed each side
+    #[command(flatten)]
+    pub signers: SignersArgs,
 }
 
 /// `import`.
@@ -532,6 +636,9 @@ pub struct SnapshotArgs {
     /// and a pattern that matches nothing fails the capture
     #[arg(long, value_name = "GLOB", conflicts_with = "dir")]
     pub exclude: Vec<String>,
+    /// Sign the new snapshot
+    #[command(flatten)]
+    pub sign: SignFlags,
 }
 
 /// `export`.
@@ -560,6 +667,19 @@ pub struct ExportArgs {
     /// and a pattern that matches nothing fails the capture
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Sign the new snapshot
+    #[command(flatten)]
+    pub sign: SignFlags,
+}
+
+/// `show`.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Snapshot: full id, unique prefix (8+ hex digits), name, or agent/<alias>
+    pub snapshot: String,
+    /// Who signed
+    #[command(flatten)]
+    pub signers: SignersArgs,
 }
 
 /// A command taking one snapshot reference.
@@ -601,6 +721,9 @@ pub struct CheckoutArgs {
     /// Replace the destination whatever it holds (implies --force): its files are deleted
     #[arg(long)]
     pub replace_any: bool,
+    /// Signature checks
+    #[command(flatten)]
+    pub trust: RequireArgs,
 }
 
 /// `gc`.
@@ -631,6 +754,9 @@ pub struct MountArgs {
     /// Internal: the background half of `--daemon`
     #[arg(long, hide = true)]
     pub daemon_child: bool,
+    /// Signature checks
+    #[command(flatten)]
+    pub trust: RequireArgs,
 }
 
 /// `umount`.

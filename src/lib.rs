@@ -35,7 +35,7 @@
 //!   section; `credentials`: the credential-looking value detector; `provenance`: what an
 //!   import recorded about the agent it created; `remote`: remote stores; `review`: what an
 //!   operator must accept before import; `import`: the config merge and staged files of an
-//!   import;
+//!   import; `sign`: SSH signatures of snapshots (sshsig) and who is trusted;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
 //!   worker pool; `clock`: timestamps; `cancel`: the token; `progress`: the progress trait;
 //! - `api`: the facade above. `cli` and `cmd` are the binary's command layer (argument parsing,
@@ -58,6 +58,7 @@ mod provenance;
 mod publish;
 mod remote;
 mod review;
+mod sign;
 mod statmatch;
 mod sys;
 mod workers;

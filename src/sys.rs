@@ -397,31 +397,59 @@ pub fn echoes_control_chars(fd: impl AsFd) -> bool {
     })
 }
 
-/// Reads one line from the terminal `fd` with its echo turned off (a secret typed at a
-/// prompt), then restores the terminal as it was, whatever the read did. The line ending is
-/// not part of the result.
-pub fn read_line_hidden(fd: BorrowedFd<'_>) -> io::Result<String> {
-    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions};
-    let before = tcgetattr(fd)?;
-    let mut quiet = before.clone();
-    quiet.local_modes.remove(LocalModes::ECHO);
-    tcsetattr(fd, OptionalActions::Flush, &quiet)?;
-    let mut line = Vec::new();
-    let mut byte = [0u8; 1];
-    let read = loop {
-        match rustix::io::read(fd, &mut byte) {
-            Ok(0) => break Ok(()),
-            Ok(_) if byte[0] == b'\n' => break Ok(()),
-            Ok(_) => line.push(byte[0]),
-            Err(rustix::io::Errno::INTR) => break Err(io::Error::from(io::ErrorKind::Interrupted)),
-            Err(e) => break Err(e.into()),
-        }
-    };
-    let restored = tcsetattr(fd, OptionalActions::Now, &before);
-    read?;
-    restored?;
-    if line.last() == Some(&b'\r') {
-        line.pop();
+/// Reads one line from the controlling terminal (`/dev/tty`) with echo off, after writing
+/// `prompt` to it (a passphrase: never echoed, never on stdout). The terminal is put in
+/// non-canonical mode without signals for the read, so Ctrl-C is seen here as a byte: the
+/// terminal is restored and the read fails as interrupted (a SIGINT would otherwise kill the
+/// process with echo still off). Backspace and Ctrl-U edit; Ctrl-D on an empty line cancels.
+/// `Ok(None)` when there is no terminal to ask on (a pipe, cron, a service) or stdin is not
+/// one: the caller fails with a message instead of hanging.
+pub fn read_hidden_line(prompt: &str) -> io::Result<Option<String>> {
+    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions, SpecialCodeIndex};
+    use std::io::{IsTerminal, Read, Write};
+    if !io::stdin().is_terminal() {
+        return Ok(None);
     }
-    String::from_utf8(line).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+    let tty = match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+    {
+        Ok(t) => t,
+        Err(_) => return Ok(None),
+    };
+    let saved = tcgetattr(&tty)?;
+    let mut raw = saved.clone();
+    raw.local_modes
+        .remove(LocalModes::ECHO | LocalModes::ICANON | LocalModes::ISIG);
+    raw.special_codes[SpecialCodeIndex::VMIN] = 1;
+    raw.special_codes[SpecialCodeIndex::VTIME] = 0;
+    tcsetattr(&tty, OptionalActions::Flush, &raw)?;
+    let read = (|| -> io::Result<String> {
+        (&tty).write_all(prompt.as_bytes())?;
+        (&tty).flush()?;
+        let mut line = Vec::new();
+        let mut byte = [0u8; 1];
+        loop {
+            if (&tty).read(&mut byte)? == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            match byte[0] {
+                b'\r' | b'\n' => break,
+                0x03 => return Err(io::ErrorKind::Interrupted.into()),
+                0x04 if line.is_empty() => return Err(io::ErrorKind::UnexpectedEof.into()),
+                0x7f | 0x08 => {
+                    line.pop();
+                }
+                0x15 => line.clear(),
+                b => line.push(b),
+            }
+        }
+        String::from_utf8(line).map_err(|_| io::ErrorKind::InvalidData.into())
+    })();
+    let _ = (&tty).write_all(b"\n");
+    let restored = tcsetattr(&tty, OptionalActions::Flush, &saved);
+    let line = read?;
+    restored?;
+    Ok(Some(line))
 }

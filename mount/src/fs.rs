@@ -47,6 +47,9 @@ use crate::inodes::{InodeTable, Node, ROOT};
 
 /// The extended attribute carrying an entry's object id (blob id, or tree id for a directory).
 pub const XATTR_BLAKE3: &str = "user.zeroclaw.blake3";
+/// The root directory's extended attribute carrying [`crate::MountOptions::root_note`] (who
+/// signed the snapshot), when the caller gave one.
+pub const XATTR_SIGNATURES: &str = "user.zeroclaw.signatures";
 
 /// "Forever" for the kernel's caches (about 136 years; the kernel clamps it anyway).
 const TTL: Duration = Duration::from_secs(u32::MAX as u64);
@@ -171,6 +174,8 @@ pub(crate) struct View {
     pub(crate) time: SystemTime,
     /// Budget of the decoded-tree cache, in entries.
     pub(crate) tree_cache_entries: usize,
+    /// The root's [`XATTR_SIGNATURES`] value.
+    pub(crate) root_note: Option<String>,
 }
 
 /// The read-only filesystem served for one snapshot tree.
@@ -481,6 +486,11 @@ impl SnapshotFs {
         let node = self.node(ino)?;
         if name.as_bytes() == XATTR_BLAKE3.as_bytes() {
             Ok(node.id.to_hex().into_bytes())
+        } else if let (true, Some(note)) = (
+            ino.0 == ROOT && name.as_bytes() == XATTR_SIGNATURES.as_bytes(),
+            &self.view.root_note,
+        ) {
+            Ok(note.as_bytes().to_vec())
         } else {
             Err(Fault::NoAttribute)
         }
@@ -742,6 +752,10 @@ impl Filesystem for SnapshotFs {
             Ok(_) => {
                 let mut list = XATTR_BLAKE3.as_bytes().to_vec();
                 list.push(0);
+                if ino.0 == ROOT && self.view.root_note.is_some() {
+                    list.extend_from_slice(XATTR_SIGNATURES.as_bytes());
+                    list.push(0);
+                }
                 reply_xattr(&list, size, reply);
             }
             Err(fault) => reply.error(errno(fault)),

@@ -52,7 +52,7 @@ mod session;
 mod sys;
 
 pub use error::MountError;
-pub use fs::XATTR_BLAKE3;
+pub use fs::{XATTR_BLAKE3, XATTR_SIGNATURES};
 pub use mountpoint::{check_mountpoint, unmount};
 pub use session::{mount, MountHandle, MountOptions, Unmounter};
 pub use zeroclaw_bundle_store::ObjectSource;

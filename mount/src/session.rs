@@ -52,6 +52,10 @@ pub struct MountOptions {
     /// becomes writable either way.
     #[doc(hidden)]
     pub kernel_ro: bool,
+    /// Text the caller wants a reviewer to see about the whole snapshot (who signed it),
+    /// served as the root directory's extended attribute [`crate::XATTR_SIGNATURES`]. The
+    /// tree itself is never changed: the mount stays byte for byte what a checkout writes.
+    pub root_note: Option<String>,
 }
 
 impl Default for MountOptions {
@@ -67,6 +71,7 @@ impl Default for MountOptions {
             tree_cache_entries: 100_000,
             ready_timeout: Duration::from_secs(10),
             kernel_ro: true,
+            root_note: None,
         }
     }
 }
@@ -175,6 +180,7 @@ pub fn mount(
         gid,
         time: options.time,
         tree_cache_entries: options.tree_cache_entries,
+        root_note: options.root_note.clone(),
     };
     let faults = Arc::new(Faults::default());
     let fs = SnapshotFs::new(source, root, root_tree, view, faults.clone());

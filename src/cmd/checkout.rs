@@ -27,9 +27,12 @@ pub fn note_cwd_swapped(out: &std::path::Path) {
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
+    let trust = super::sign::trust_of_args(store.root(), &args.trust)?;
     let id = match crate::remote::parse_remote_ref(store.root(), &args.snapshot)? {
         Some((spec, _)) => {
-            let (id, _, report) = crate::cmd::remote::pull_ref(&store, &args.snapshot, ctx)?;
+            let require = trust.enforcing(&args.snapshot)?;
+            let (id, _, report) =
+                crate::cmd::remote::pull_ref_checked(&store, &args.snapshot, ctx, require)?;
             if !ctx.quiet && !ctx.json {
                 crate::note!(
                     "pulled {} from {}: {}, {}, verified",
@@ -43,6 +46,8 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         }
         None => store.resolve(&args.snapshot)?,
     };
+    // `--require-signed`: refused before the destination is touched.
+    super::sign::gate(ctx, &store, &id, &trust)?;
     let snap = store.read_snapshot(&id)?;
     let context = || {
         format!(

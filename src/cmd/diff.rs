@@ -65,8 +65,26 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     let b = sides.pop().expect("two sides were resolved");
     let a = sides.pop().expect("two sides were resolved");
+    // Who signed each side, first: only when a side carries a signature (an unsigned pair
+    // prints exactly what it printed before signatures existed). Not a change: the exit status
+    // is the content's.
+    let signed = if ctx.quiet {
+        None
+    } else {
+        signatures_lines(&store, &a, &b, &args, ctx.json)?
+    };
     let out = std::io::stdout();
     let mut out = out.lock();
+    if let Some(text) = signed {
+        if let Err(e) = out.write_all(text.as_bytes()) {
+            let e = stdout_error(e);
+            return if e.is::<StdoutClosed>() {
+                Ok(Outcome::Success)
+            } else {
+                Err(e)
+            };
+        }
+    }
     let mode = if ctx.quiet {
         Mode::Quiet
     } else if ctx.json {
@@ -430,4 +448,56 @@ fn plural(n: u64, what: &str) -> String {
     } else {
         format!("{n} {what}s")
     }
+}
+
+/// The "who signed" lines of a diff (text: a `Signatures:` block; `--json`: one
+/// `{"type":"signatures",...}` line per side), or `None` when neither side carries one.
+fn signatures_lines(
+    store: &zeroclaw_bundle_store::Store,
+    a: &crate::diff::side::Side,
+    b: &crate::diff::side::Side,
+    args: &DiffArgs,
+    json_lines: bool,
+) -> Result<Option<String>> {
+    let mut found = Vec::new();
+    for (name, side) in [('A', a), ('B', b)] {
+        let sigs = side
+            .signatures(store)
+            .map_err(|e| CompareError::side(name, std::ffi::OsStr::new(side.arg()), e))?;
+        found.push((name, side, sigs));
+    }
+    if found
+        .iter()
+        .all(|(_, _, s)| s.as_ref().is_none_or(|(_, v)| v.is_empty()))
+    {
+        return Ok(None);
+    }
+    let trust =
+        super::sign::trust_of(store.root(), args.signers.allowed_signers.as_deref(), false)?;
+    let mut text = String::new();
+    if !json_lines {
+        text.push_str("Signatures:\n");
+    }
+    for (name, side, sigs) in &found {
+        if json_lines {
+            let checked = match sigs {
+                None => serde_json::Value::Null,
+                Some((id, v)) => super::sign::signed_by_blobs(id, v, &trust)?.1,
+            };
+            let v = json!({
+                "type": "signatures",
+                "side": name.to_ascii_lowercase().to_string(),
+                "snapshot": sigs.as_ref().map(|(id, _)| id),
+                "signatures": checked,
+            });
+            text.push_str(&format!("{v}\n"));
+            continue;
+        }
+        let line = match sigs {
+            None => "not a snapshot (a directory carries no signatures)".to_string(),
+            Some((id, v)) => super::sign::signed_by_blobs(id, v, &trust)?.0,
+        };
+        text.push_str(&format!("  {name} {}: {line}\n", side.label));
+    }
+    Ok(Some(text))
 }

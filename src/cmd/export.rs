@@ -25,6 +25,9 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
         &args.out,
         Replace::of_flags(args.force, args.replace_any),
     )?;
+    // The key is opened (its passphrase asked) once the agent and destination check out, and
+    // before anything is captured.
+    let signing = super::sign::key_for(&args.sign)?;
     let store = match existing {
         Some(store) => store,
         None => ctx.create_store()?,
@@ -41,6 +44,7 @@ pub fn run(args: ExportArgs, ctx: &Ctx) -> Result<Outcome> {
     );
     drop(progress);
     let (captured, published, replaced) = result?;
+    super::sign::sign_after(ctx, &store, &captured.id, signing)?;
     let outcome = report(ctx, &captured, Some((&published, replaced.as_ref())))?;
     if !ctx.quiet && !ctx.json {
         super::checkout::note_cwd_swapped(&args.out);

@@ -35,6 +35,12 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
                 indexes(r.tree_indexes_removed)
             )?;
         }
+        if r.signatures_removed > 0 {
+            crate::outln!(
+                "removed {} of snapshots that are gone",
+                count(r.signatures_removed, "signature")
+            )?;
+        }
         if r.young_kept > 0 {
             crate::outln!(
                 "kept {} ({}) that no snapshot reaches because {} younger than the grace \

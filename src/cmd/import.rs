@@ -104,12 +104,17 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
             "typed input is hidden and stored encrypted with the install's key"
         );
         for s in &plan.secrets {
-            eprint!("  {}: ", s.path);
-            let _ = std::io::stderr().flush();
-            let stdin = std::io::stdin();
-            let line = crate::sys::read_line_hidden(std::os::fd::AsFd::as_fd(&stdin))
-                .with_context(|| format!("could not read the value of {}", s.path))?;
-            eprintln!();
+            let line = match crate::sys::read_hidden_line(&format!("  {}: ", s.path)) {
+                Ok(Some(line)) => line,
+                Ok(None) => bail!("no terminal to ask for the value of {} on", s.path),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    bail!("interrupted; nothing was written")
+                }
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("could not read the value of {}", s.path))
+                }
+            };
             if ctx.cancel.is_cancelled() {
                 bail!("interrupted; nothing was written");
             }

@@ -1,7 +1,8 @@
 //! `list`: every snapshot, oldest first, under a header. FILES and SIZE count the regular
 //! files of the snapshot's tree and their bytes (what a checkout writes). NAME is the
 //! snapshot's name, else `agent/<alias>` on the one snapshot that ref resolves to (the agent's
-//! newest), else `-`.
+//! newest), else `-`. With `-v`, each row is followed by who signed the snapshot (checked
+//! against the allowed signers: `--allowed-signers` or the store's `trust` setting).
 
 use std::collections::HashMap;
 
@@ -9,13 +10,22 @@ use anyhow::Result;
 
 use zeroclaw_bundle_store::{escape_text, ObjectId};
 
+use crate::cli::SignersArgs;
 use crate::clock::rfc3339_utc;
 use crate::cmd::{human_bytes, Ctx, Outcome};
 
 /// Runs `list`.
-pub fn run(ctx: &Ctx) -> Result<Outcome> {
+pub fn run(ctx: &Ctx, signers: &SignersArgs) -> Result<Outcome> {
     let store = ctx.store()?;
     let snaps = store.catalog()?.snapshots()?;
+    let trust = match ctx.verbose {
+        true => Some(super::sign::trust_of(
+            store.root(),
+            signers.allowed_signers.as_deref(),
+            false,
+        )?),
+        false => None,
+    };
     if ctx.json {
         // The catalog's own field is `id`; `--json` names a snapshot id `snapshot` everywhere.
         let mut rows = Vec::with_capacity(snaps.len());
@@ -28,6 +38,10 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
                     "created".into(),
                     serde_json::json!(rfc3339_utc(s.created_unix_ns)),
                 );
+                if let Some(trust) = &trust {
+                    let (_, checked) = super::sign::signed_by(&store, &s.id, trust)?;
+                    m.insert("signatures".into(), checked);
+                }
             }
             rows.push(v);
         }
@@ -76,13 +90,30 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
             ]
         })
         .collect();
-    print_snapshot_table(&rows)?;
+    match &trust {
+        None => print_snapshot_table(&rows)?,
+        Some(trust) => {
+            let mut extra = Vec::with_capacity(snaps.len());
+            for s in &snaps {
+                extra.push(format!(
+                    "signatures: {}",
+                    super::sign::signed_by(&store, &s.id, trust)?.0
+                ));
+            }
+            print_table(&rows, Some(&extra))?;
+        }
+    }
     Ok(Outcome::Success)
 }
 
 /// The table of `list` (and `list --remote`): one row per snapshot under a header, columns
 /// padded to the widest cell, counts right-aligned.
 pub(crate) fn print_snapshot_table(rows: &[[String; 6]]) -> Result<()> {
+    print_table(rows, None)
+}
+
+/// [`print_snapshot_table`], each row followed by its line of `extra` (indented) when given.
+fn print_table(rows: &[[String; 6]], extra: Option<&[String]>) -> Result<()> {
     let header = ["SNAPSHOT", "CREATED", "NAME", "FILES", "SIZE", "SOURCE"];
     let width = |i: usize| {
         rows.iter()
@@ -109,8 +140,11 @@ pub(crate) fn print_snapshot_table(rows: &[[String; 6]]) -> Result<()> {
         )
     };
     crate::outln!("{}", line(&header))?;
-    for r in rows {
+    for (i, r) in rows.iter().enumerate() {
         crate::outln!("{}", line(&[&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]]))?;
+        if let Some(e) = extra.and_then(|e| e.get(i)) {
+            crate::outln!("  {e}")?;
+        }
     }
     Ok(())
 }

@@ -22,6 +22,7 @@ pub mod recover;
 pub mod remote;
 pub mod review;
 pub mod show;
+pub mod sign;
 pub mod snapshot;
 pub mod verify;
 
@@ -429,7 +430,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Snapshot(args) => snapshot::run(args, &ctx),
         Command::List(args) => match &args.remote {
             Some(name) => remote::run_list_remote(name, &ctx),
-            None => list::run(&ctx),
+            None => list::run(&ctx, &args.signers),
         },
         Command::Show(args) => show::run(args, &ctx),
         Command::Ls(args) => ls::run(args, &ctx),
@@ -450,6 +451,8 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Push(args) => remote::run_push(args, &ctx),
         Command::Pull(args) => remote::run_pull(args, &ctx),
         Command::Review(args) => review::run(args, &ctx),
+        Command::Sign(args) => sign::run(args, &ctx),
+        Command::Trust(args) => sign::run_trust(args, &ctx),
     }
 }
 

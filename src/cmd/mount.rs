@@ -42,6 +42,14 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     // A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote) is served in place:
     // trees from its trees pack, file contents fetched (ranged, verified) when read.
     let mut remote_view: Option<Arc<RemoteView>> = None;
+    // Who signed is shown at the mount's root (an xattr) and on stderr; `--require-signed`
+    // refuses an unsigned or untrusted snapshot before anything is mounted.
+    let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
+    let note_ctx = Ctx {
+        quiet: ctx.quiet || args.daemon_child,
+        ..ctx.clone()
+    };
+    let root_note: String;
     let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
         if std::path::Path::new(&args.snapshot).is_file() {
             let pack = PackReader::open(std::path::Path::new(&args.snapshot))?;
@@ -49,6 +57,9 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             pack.check_trailer()?;
             let snap = pack.snapshot()?;
             let id = pack.root;
+            let sigs = pack.signatures()?;
+            super::sign::gate_blobs(&note_ctx, &id, &sigs, &trust)?;
+            root_note = super::sign::signed_by_blobs(&id, &sigs, &trust)?.0;
             // An incremental pack serves what it does not carry from this store, when the
             // store holds its base. Without the base, every directory and file it does not
             // carry would answer EIO: refused here, naming the base, before anything mounts.
@@ -76,6 +87,9 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                         crate::cmd::remote::say_notices(&remote, ctx);
                     }
                     let id = id?;
+                    let sigs = remote.signatures(&id)?;
+                    super::sign::gate_blobs(&note_ctx, &id, &sigs, &trust)?;
+                    root_note = super::sign::signed_by_blobs(&id, &sigs, &trust)?.0;
                     let view = Arc::new(
                         RemoteView::open(remote, id, store.objects().tmp_dir(), true)
                             .with_context(|| {
@@ -96,6 +110,8 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                 }
                 None => {
                     let id = store.resolve(&args.snapshot)?;
+                    super::sign::gate(&note_ctx, &store, &id, &trust)?;
+                    root_note = super::sign::signed_by(&store, &id, &trust)?.0;
                     let snap = store.read_snapshot(&id)?;
                     let lease = store.lease(&id, &snap.root)?;
                     // Listings come from the snapshot's tree index (one file) when it has one.
@@ -109,6 +125,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         label: id.short(12),
         allow_other: args.allow_other,
         time: UNIX_EPOCH + Duration::from_nanos(u64::try_from(snap.created_unix_ns).unwrap_or(0)),
+        root_note: Some(root_note.clone()),
         ..MountOptions::default()
     };
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
@@ -193,6 +210,13 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         .arg(&args.mountpoint);
     if args.allow_other {
         cmd.arg("--allow-other");
+    }
+    // The server checks the signatures (and refuses) as a foreground mount does.
+    if let Some(file) = &args.trust.allowed_signers {
+        cmd.arg("--allowed-signers").arg(file);
+    }
+    if args.trust.require_signed {
+        cmd.arg("--require-signed");
     }
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -23,6 +23,9 @@ use crate::publish::{publish_file, reaches_private_file, FileRequest};
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
+    // Signed first: the pack carries the signatures the store keeps.
+    let signing = super::sign::key_for(&args.sign)?;
+    super::sign::sign_after(ctx, &store, &id, signing)?;
     let since = match &args.since {
         Some(r) => Some(store.resolve(r).with_context(|| format!("--since {r}"))?),
         None => None,
@@ -132,6 +135,16 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         Some(PackReader::open(&args.pack).with_context(|| failed(&args.pack.display()))?)
     };
+    // `--require-signed`: a pack whose snapshot no trusted key signed is refused before
+    // anything is written (a pack file: before the store is even created).
+    let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
+    if let Some(pack) = &opened {
+        let sigs = pack
+            .signatures()
+            .with_context(|| failed(&args.pack.display()))?;
+        super::sign::gate_blobs(ctx, &pack.root, &sigs, &trust)
+            .with_context(|| failed(&args.pack.display()))?;
+    }
     let store = ctx.create_store()?;
     // Held (shared) from the spooled copy in tmp/ to the catalog entry: a gc waits instead
     // of removing the spool, or objects this import is about to reference.
@@ -148,7 +161,10 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
             Some(pack) => pack,
             None => {
                 let spool = spooled.as_deref().expect("stdin was spooled");
-                PackReader::open(spool).map_err(|e| named_stdin(e, spool))?
+                let pack = PackReader::open(spool).map_err(|e| named_stdin(e, spool))?;
+                let sigs = pack.signatures().map_err(|e| named_stdin(e, spool))?;
+                super::sign::gate_blobs(ctx, &pack.root, &sigs, &trust)?;
+                pack
             }
         };
         root.set(Some(pack.root));

@@ -190,6 +190,9 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
     let spec = pick(store.root(), args.remote.as_deref())?;
+    // Signed first: the push carries every signature the store keeps.
+    let signing = super::sign::key_for(&args.sign)?;
+    super::sign::sign_after(ctx, &store, &id, signing)?;
     let remote = Remote::open(&spec, true)?.with_cancel(ctx.cancel.clone());
     let progress = ctx.term_progress();
     let report = remote::push(&store, &remote, &id, &progress)
@@ -206,11 +209,19 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
             "objects": report.objects,
             "pack_bytes": report.pack_bytes,
             "pack": report.pack,
+            "signatures": report.signatures,
         }))?;
     } else {
         if !ctx.quiet {
             if report.already {
                 crate::note!("{} already has {}", spec.name, id.short(12));
+                if report.signatures > 0 {
+                    crate::note!(
+                        "added {} to {}",
+                        crate::cmd::count(report.signatures, "signature"),
+                        spec.name
+                    );
+                }
             } else {
                 crate::note!(
                     "pushed {} to {}: {} in one pack of {}",
@@ -237,6 +248,21 @@ pub fn pull_ref(
     RemoteSpec,
     remote::PullReport,
 )> {
+    pull_ref_checked(store, target, ctx, None)
+}
+
+/// [`pull_ref`], refusing a snapshot no key of `require` signed (`--require-signed`) before
+/// anything is downloaded.
+pub fn pull_ref_checked(
+    store: &zeroclaw_bundle_store::Store,
+    target: &str,
+    ctx: &Ctx,
+    require: Option<&crate::sign::AllowedSigners>,
+) -> Result<(
+    zeroclaw_bundle_store::ObjectId,
+    RemoteSpec,
+    remote::PullReport,
+)> {
     let Some((name, reference)) = target.split_once('/') else {
         bail!(
             "{target:?} is not NAME/SNAPSHOT (for example origin/3f2a9c01 or origin/agent/researcher)"
@@ -255,7 +281,7 @@ pub fn pull_ref(
         }
     };
     let progress = ctx.term_progress();
-    let report = remote::pull(store, &remote, &id, &progress).with_context(|| {
+    let report = remote::pull_checked(store, &remote, &id, require, &progress).with_context(|| {
         format!(
             "could not pull {} from {}; no snapshot was added",
             id.short(12),
@@ -271,13 +297,16 @@ pub fn pull_ref(
 /// Runs `pull NAME/SNAPSHOT`.
 pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let (id, spec, report) = pull_ref(&store, &args.target, ctx)?;
+    let trust = super::sign::trust_of_args(store.root(), &args.trust)?;
+    let require = trust.enforcing(&args.target)?;
+    let (id, spec, report) = pull_ref_checked(&store, &args.target, ctx, require)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
             "remote": spec.name,
             "packs": report.packs,
             "bytes": report.bytes,
+            "signatures": report.signatures,
         }))?;
     } else {
         if !ctx.quiet {
@@ -288,6 +317,7 @@ pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
                 crate::cmd::count(report.packs, "pack"),
                 human_bytes(report.bytes)
             );
+            super::sign::note_signers(ctx, &id, &report.signers);
         }
         crate::outln!("{id}")?;
     }

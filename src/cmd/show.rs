@@ -1,22 +1,27 @@
-//! `show SNAPSHOT`: the snapshot record, with its tallies and skipped entries.
+//! `show SNAPSHOT`: the snapshot record, with its tallies and skipped entries, and who signed
+//! it (checked against the allowed signers: `--allowed-signers` or the store's `trust`).
 
 use anyhow::Result;
 use serde_json::json;
 
 use zeroclaw_bundle_store::escape_text;
 
-use crate::cli::RefArgs;
+use crate::cli::ShowArgs;
 use crate::clock::rfc3339_utc;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `show`.
-pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
+pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
     let snap = store.read_snapshot(&id)?;
+    let trust =
+        super::sign::trust_of(store.root(), args.signers.allowed_signers.as_deref(), false)?;
+    let checked = crate::sign::check_stored(&store, &id, trust.allowed.as_ref())?;
     if ctx.json {
         let mut v = serde_json::to_value(&snap)?;
         v["snapshot"] = json!(id);
+        v["signatures"] = serde_json::to_value(&checked)?;
         v["created"] = json!(rfc3339_utc(snap.created_unix_ns));
         ctx.print_json(&v)?;
         return Ok(Outcome::Success);
@@ -46,6 +51,12 @@ pub fn run(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("parent    {p}")?;
     }
     crate::outln!("root      {}", snap.root)?;
+    if checked.is_empty() {
+        crate::outln!("signature none (unsigned)")?;
+    }
+    for c in &checked {
+        crate::outln!("signature {}", crate::sign::describe(&c.verdict))?;
+    }
     if !snap.report.trees.is_empty() {
         crate::outln!(
             "files     {}, {} in all",

@@ -21,6 +21,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             .expect("clap requires an alias without --dir");
         let install = crate::agent::install_root(args.install.as_deref())?;
         let (install, plan) = crate::export::load_agent(&install, alias)?;
+        let signing = super::sign::key_for(&args.sign)?;
         let store = ctx.create_store()?;
         let named = name_holder(&store, args.name.as_deref());
         let name_copy = args.name.clone();
@@ -38,11 +39,13 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         );
         drop(progress);
         let captured = captured?;
+        super::sign::sign_after(ctx, &store, &captured.id, signing)?;
         let outcome = super::export::report(ctx, &captured, None)?;
         note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
         return Ok(outcome);
     };
     let dir = crate::export::SourceDir::open(&dir)?;
+    let signing = super::sign::key_for(&args.sign)?;
     let store = ctx.create_store()?;
     let named = name_holder(&store, args.name.as_deref());
     let progress = ctx.term_progress();
@@ -53,6 +56,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         snapshot: snap,
         stats,
     } = captured?;
+    super::sign::sign_after(ctx, &store, &id, signing)?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,

@@ -150,6 +150,9 @@ pub enum SideStats {
     },
 }
 
+/// A side's snapshot and the signatures carried with it (opaque bytes).
+pub type SideSignatures = (ObjectId, Vec<Vec<u8>>);
+
 /// One resolved side of a diff.
 pub struct Side {
     /// The short form text output uses (a short id, `id:path`, a path, `remote/id`).
@@ -239,6 +242,25 @@ impl Side {
             return Ok(None);
         };
         Ok(Some(side.bytes(&e.id, e.size, BUNDLE_FILE_CAP)?))
+    }
+
+    /// The signatures carried with the side's snapshot (opaque bytes; see `sign`): the
+    /// store's for a stored snapshot, the pack's section, the remote's; `None` for a
+    /// directory, which is no snapshot. A `SNAP:PATH` side is the snapshot's too.
+    pub fn signatures(&self, store: &Store) -> Result<Option<SideSignatures>, SideError> {
+        Ok(match (&self.kind, &self.source) {
+            (SideKind::Snapshot { id, .. }, _) => Some((
+                *id,
+                store.signatures(id)?.into_iter().map(|s| s.bytes).collect(),
+            )),
+            (SideKind::Pack { snapshot, .. }, SideSource::Pack(p)) => {
+                Some((*snapshot, p.pack().signatures()?))
+            }
+            (SideKind::Remote { snapshot, .. }, SideSource::Remote(r)) => {
+                Some((*snapshot, r.remote().signatures(snapshot)?))
+            }
+            _ => None,
+        })
     }
 
     /// What reading the side cost so far: `None` for a pack or a directory.

@@ -327,6 +327,34 @@ impl Remote {
         Ok(out)
     }
 
+    /// Every signature key on the remote (`signatures/<snapshot-id>/<name>`), with the snapshot
+    /// id and the listing's time; keys of any other shape are named in [`Remote::notices`].
+    pub(crate) fn all_signatures(&self) -> Result<Vec<(ObjectId, String, i64)>, RemoteError> {
+        let prefix = Path::from("signatures");
+        let found = self.run(async {
+            let mut stream = self.store.list(Some(&prefix));
+            let mut out = Vec::new();
+            while let Some(meta) = stream.next().await {
+                let meta = meta.map_err(|e| self.request("list", "signatures", e))?;
+                let parts: Vec<String> = meta
+                    .location
+                    .parts()
+                    .map(|p| p.as_ref().to_string())
+                    .collect();
+                match (parts.len(), parts.get(1).and_then(|p| parse_id(p))) {
+                    (3, Some(id)) => out.push((
+                        id,
+                        meta.location.to_string(),
+                        meta.last_modified.timestamp_millis(),
+                    )),
+                    _ => self.ignore(meta.location.as_ref(), "not a signature of the layout"),
+                }
+            }
+            Ok(out)
+        })?;
+        Ok(found)
+    }
+
     /// The bytes at `key`, or `None` when there is none; refused past `max` bytes.
     fn get(&self, key: &str, max: u64) -> Result<Option<Vec<u8>>, RemoteError> {
         let path = Path::from(key);
@@ -640,6 +668,53 @@ impl Remote {
             }
         }
         Ok(ids)
+    }
+
+    /// The signatures the remote keeps for snapshot `id` (`signatures/<id>/<sig-id>.sig`, each
+    /// named by the blake3 of its bytes), at most the store's bounds. One whose bytes do not
+    /// hash to its name, or that is too large, is left out and named in [`Remote::notices`].
+    pub fn signatures(&self, id: &ObjectId) -> Result<Vec<Vec<u8>>, RemoteError> {
+        let dir = format!("signatures/{}", id.to_hex());
+        let mut out = Vec::new();
+        for entry in self.list(&dir)? {
+            let key = format!("{dir}/{}", entry.name);
+            let Some(sig_id) = entry.name.strip_suffix(".sig").and_then(parse_id) else {
+                self.ignore(&key, "not named by a signature id");
+                continue;
+            };
+            if out.len() >= zeroclaw_bundle_store::MAX_SIGNATURES {
+                self.ignore(&key, "more signatures than a snapshot carries");
+                continue;
+            }
+            let max = zeroclaw_bundle_store::MAX_SIGNATURE_BYTES as u64;
+            let bytes = match self.get(&key, max) {
+                Ok(Some(b)) => b,
+                Ok(None) => continue,
+                Err(RemoteError::Corrupt { why, .. }) => {
+                    self.ignore(&key, &why);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            if ObjectId::of(&bytes) != sig_id {
+                self.ignore(&key, "its bytes do not hash to its name");
+                continue;
+            }
+            out.push(bytes);
+        }
+        Ok(out)
+    }
+
+    /// Adds signature `bytes` of snapshot `id` (a conditional write of a name derived from
+    /// the bytes: never a read-modify-write, so any number of hosts add at once). `false` when
+    /// the remote had it.
+    pub(crate) fn put_signature(&self, id: &ObjectId, bytes: &[u8]) -> Result<bool, RemoteError> {
+        let key = format!(
+            "signatures/{}/{}.sig",
+            id.to_hex(),
+            ObjectId::of(bytes).to_hex()
+        );
+        self.put_new(&key, bytes.to_vec())
     }
 
     /// The record of snapshot `id`, checked against its id; `None` when the remote lacks it.

@@ -22,7 +22,7 @@
 //! - A pack being uploaded right now (no index yet, or no record yet) is at most marked: its
 //!   push's record appears within the window, before the mark is old enough.
 //!
-//! Indexes and trees packs follow their pack and record: an index goes right before its pack
+//! Indexes, trees packs and signatures follow their pack and record: an index goes right before its pack
 //! (an index without its pack stands for nothing: a push checks the pack's own index, a pull
 //! passes over a pack that is gone); a trees pack whose record is gone goes once it is older
 //! than the grace period (a push writes it within the window before its record). Conditional
@@ -90,6 +90,8 @@ pub struct GcReport {
     pub deleted_trees: u64,
     /// Records with no trees pack (pushed by an older build): every pack was kept.
     pub unwalked: u64,
+    /// Signatures deleted (their record is gone, older than the grace period).
+    pub deleted_signatures: u64,
 }
 
 /// Removes snapshot `id`'s record from the remote: it stops being listed and pulled; what
@@ -150,6 +152,7 @@ pub fn gc(remote: &Remote, tmp: &Path, grace: Duration) -> Result<GcReport, Remo
     let index_files: HashMap<String, _> = remote.index_files()?.into_iter().collect();
     let packs = remote.packs()?;
     let trees = remote.list("trees")?;
+    let signatures = remote.all_signatures()?;
     crate::hooks::seam("remote-gc-listed", remote.name());
     let records: HashSet<ObjectId> = remote.snapshots()?.into_iter().collect();
     report.snapshots = records.len() as u64;
@@ -215,6 +218,14 @@ pub fn gc(remote: &Remote, tmp: &Path, grace: Duration) -> Result<GcReport, Remo
             // Listed before the records: only a record older than the push window is missing.
             remote.delete(&format!("trees/{}", entry.name))?;
             report.deleted_trees += 1;
+        }
+    }
+    // Signatures follow their record like trees packs: a push writes them within the window
+    // before its record, so only those of a record gone longer than the grace period go.
+    for (id, key, modified_ms) in &signatures {
+        if !records.contains(id) && *modified_ms <= old_enough {
+            remote.delete(key)?;
+            report.deleted_signatures += 1;
         }
     }
     Ok(report)

@@ -19,6 +19,9 @@
 //! trees/<snapshot-id>.zcpack  the snapshot's trees-only pack (record and every tree), written
 //!                          after the packs and before the record: what a remote `diff` reads
 //!                          (one object) and what a remote `mount` lists directories from
+//! signatures/<snapshot-id>/<sig-id>.sig  a signature of the snapshot (see `sign`), named by
+//!                          the blake3 of its bytes; added before the record by a push, and
+//!                          by any later push of the same snapshot (append-only)
 //! snapshots/<snapshot-id>  the snapshot record's bytes, written last
 //! ```
 //!
@@ -54,7 +57,7 @@ pub use client::Remote;
 pub use client::{check_record, parse_index, IndexParser};
 pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
 pub use gc::{forget, gc, DEFAULT_GRACE_SECS};
-pub use sync::{pull, push, PullReport, PushReport};
+pub use sync::{pull, pull_checked, push, PullReport, PushReport};
 pub use view::{parse_remote_ref, RemoteView};
 
 use std::path::PathBuf;
@@ -135,4 +138,7 @@ pub enum RemoteError {
     /// The local store.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A snapshot refused by `--require-signed`, or a signature problem.
+    #[error(transparent)]
+    Sign(#[from] crate::sign::SignError),
 }

@@ -29,6 +29,8 @@ pub struct PushReport {
     pub pack_bytes: u64,
     /// The pack's id.
     pub pack: Option<String>,
+    /// Signatures of the snapshot the remote did not have, added.
+    pub signatures: u64,
 }
 
 /// What a pull did.
@@ -38,6 +40,10 @@ pub struct PullReport {
     pub packs: u64,
     /// Their bytes.
     pub bytes: u64,
+    /// Signatures of the snapshot the remote keeps (all carried into the store).
+    pub signatures: u64,
+    /// Who signed, as the gate found them (empty without one).
+    pub signers: Vec<crate::sign::Signer>,
 }
 
 fn io_err(op: &'static str, path: &Path, e: io::Error) -> RemoteError {
@@ -228,6 +234,8 @@ pub fn push(
         if remote.size(&trees_key)?.is_none() {
             upload_trees_pack(store, remote, id, &trees_key)?;
         }
+        // Signatures made since the last push are added to what the remote keeps.
+        report.signatures = upload_signatures(store, remote, id)?;
         return Ok(report);
     }
     // Only the record: the remote holds every object already.
@@ -289,12 +297,26 @@ pub fn push(
             ),
         });
     }
+    // The signatures before the record, so a puller that sees the record sees them too.
+    report.signatures = upload_signatures(store, remote, id)?;
+    remote.check_cancel()?;
     // Conditional (the record under an id never changes once written); a record already
     // there holds the same bytes (it hashes to its name).
     let record_key = format!("snapshots/{}", id.to_hex());
     remote.put_new(&record_key, record)?;
     crate::hooks::seam("remote-after-record", &record_key);
     Ok(report)
+}
+
+/// Adds every signature `store` keeps for snapshot `id` that the remote lacks; returns how many.
+fn upload_signatures(store: &Store, remote: &Remote, id: &ObjectId) -> Result<u64, RemoteError> {
+    let mut added = 0;
+    for sig in store.signatures(id)? {
+        if remote.put_signature(id, &sig.bytes)? {
+            added += 1;
+        }
+    }
+    Ok(added)
 }
 
 /// Writes snapshot `id`'s trees-only pack to a temporary file and uploads it to `key`.
@@ -346,17 +368,39 @@ pub fn pull(
     id: &ObjectId,
     progress: &dyn Progress,
 ) -> Result<PullReport, RemoteError> {
+    pull_checked(store, remote, id, None, progress)
+}
+
+/// [`pull`], carrying the snapshot's signatures into the store; with `require`, the snapshot
+/// is refused (before anything is downloaded, so before it has a catalog entry here) unless
+/// one of its signatures passes [`crate::sign::require_signed_blobs`] against those signers.
+pub fn pull_checked(
+    store: &Store,
+    remote: &Remote,
+    id: &ObjectId,
+    require: Option<&crate::sign::AllowedSigners>,
+    progress: &dyn Progress,
+) -> Result<PullReport, RemoteError> {
     let record_key = format!("snapshots/{}", id.to_hex());
     let record = remote.record(id)?.ok_or_else(|| RemoteError::NoSnapshot {
         name: remote.name().to_string(),
         reference: id.to_hex(),
     })?;
+    let signatures = remote.signatures(id)?;
+    let signers = match require {
+        Some(allowed) => crate::sign::require_signed_blobs(id, &signatures, allowed)?,
+        None => Vec::new(),
+    };
     let snap = Snapshot::decode(&record)
         .map_err(|e| remote.corrupt(&record_key, format!("not a snapshot record: {e}")))?;
-    let mut report = PullReport::default();
+    let mut report = PullReport {
+        signatures: signatures.len() as u64,
+        signers,
+        ..PullReport::default()
+    };
     // Held (shared) from before the first downloaded pack in tmp/ to the catalog entry: a gc
     // waits instead of removing a pack being read (the import takes it again, shared).
-    let _lock = store.write_lock()?;
+    let lock = store.write_lock()?;
     let mut packs: Vec<PackReader> = Vec::new();
     // Packs downloaded (or found gone): never fetched twice.
     let mut tried: HashSet<String> = HashSet::new();
@@ -438,6 +482,11 @@ pub fn pull(
         progress.finish();
     }
     remote.check_cancel()?;
+    // Beside the record before it is committed (under this pull's lock: gc cannot sweep them
+    // in between); an import that fails leaves them for a snapshot gc does not keep.
+    for sig in &signatures {
+        store.add_signature_locked(&lock, id, sig)?;
+    }
     // The import stops on the remote's token, as the transfers before it did.
     let watched = Cancellable::new(progress, remote.cancel().clone());
     let watch = ImportProgress::new(&watched);

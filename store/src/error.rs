@@ -131,6 +131,14 @@ pub enum StoreError {
         /// The database's message.
         why: String,
     },
+    /// A signature kept beside a snapshot cannot be stored or read.
+    #[error("signature of snapshot {snapshot}: {why}")]
+    Signature {
+        /// The snapshot.
+        snapshot: ObjectId,
+        /// What is wrong.
+        why: String,
+    },
     /// A pack file is malformed, corrupt or not usable here.
     #[error("pack {pack} {why}")]
     BadPack {

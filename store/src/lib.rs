@@ -11,6 +11,8 @@
 //! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
 //! <store>/dircache/<hash>    the stat cache of each directory `diff` hashed (outside sled)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
+//! <store>/signatures/<id>/   opaque signatures of snapshot <id>, each named by its blake3
+//!                            (outside the objects: signing never changes an id)
 //! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
 //! ```
 //!
@@ -75,6 +77,7 @@ mod objects;
 mod pack;
 mod pack_format;
 mod pack_writer;
+mod signatures;
 mod snapshot;
 mod source;
 mod sys;
@@ -106,6 +109,7 @@ pub use pack::{
     PackOptions, PackOverStore, PackReader, PackStats,
 };
 pub use pack_format::{PackEntry, PACK_VERSION};
+pub use signatures::{check_signature_size, StoredSignature, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
 };
@@ -180,6 +184,7 @@ impl Store {
                         "leases",
                         index::TREES_DIR,
                         dircache::DIR,
+                        signatures::SIGNATURES_DIR,
                         MARKER,
                         "STORE.tmp",
                         lock::LOCK_FILE,

@@ -171,6 +171,8 @@ pub struct GcReport {
     pub temp_freed_bytes: u64,
     /// Tree indexes of snapshots whose record is gone, removed.
     pub tree_indexes_removed: u64,
+    /// Signatures of snapshots whose record is gone, removed.
+    pub signatures_removed: u64,
 }
 
 /// What `reindex` did.
@@ -698,6 +700,8 @@ impl Store {
         self.objects().sync()?;
         // After the objects: an index is a cache of a record, and goes with it.
         report.tree_indexes_removed = self.remove_orphan_indexes(&records)?;
+        // So do its signatures (kept beside the record, outside the objects).
+        report.signatures_removed = self.remove_orphan_signatures(&records)?;
         Ok(report)
     }
 

@@ -29,8 +29,9 @@ use crate::objects::Blob;
 #[cfg(test)]
 use crate::pack_format::ZSTD_LEVEL;
 use crate::pack_format::{
-    decode_entry, encode_index, encode_trailer, PackEntry, END, ENTRY_LEN, FLAG_TREES_ONLY,
-    FLAG_ZSTD, HEADER_LEN, MAGIC, PACK_VERSION, STREAM_WINDOW_LOG, TRAILER_LEN,
+    decode_entry, decode_signatures, encode_index, encode_signatures, encode_trailer, PackEntry,
+    END, ENTRY_LEN, FLAG_TREES_ONLY, FLAG_ZSTD, HEADER_LEN, MAGIC, PACK_VERSION, STREAM_WINDOW_LOG,
+    TRAILER_LEN,
 };
 use crate::pack_writer::{write_blobs, write_err, HashingWriter, Tuning};
 use crate::snapshot::Snapshot;
@@ -199,13 +200,26 @@ pub(crate) fn write_pack_tuned(
     } else {
         0
     };
+    // A full pack carries the snapshot's signatures; a digest (or a tree index) does not.
+    let signatures: Vec<Vec<u8>> = if options.trees_only {
+        Vec::new()
+    } else {
+        store
+            .signatures(snapshot_id)?
+            .into_iter()
+            .map(|s| s.bytes)
+            .collect()
+    };
     emit(
         store,
-        snapshot_id,
-        flags,
-        options.since,
-        &trees,
-        &blobs,
+        Emit {
+            snapshot_id,
+            flags,
+            base: options.since,
+            trees: &trees,
+            blobs: &blobs,
+            signatures: &signatures,
+        },
         tuning,
         out,
         progress,
@@ -252,33 +266,52 @@ pub fn write_pack_excluding(
         }
     }
     let tuning = Tuning::for_host();
+    // No signatures: a remote keeps them beside its records, not in its packs.
     emit(
         store,
-        snapshot_id,
-        0,
-        None,
-        &trees,
-        &blobs,
+        Emit {
+            snapshot_id,
+            flags: 0,
+            base: None,
+            trees: &trees,
+            blobs: &blobs,
+            signatures: &[],
+        },
         &tuning,
         out,
         progress,
     )
 }
 
-/// Writes the header, the record, `trees`, `blobs` (read from the store, verified and
-/// compressed ahead on worker threads: [`crate::pack_writer`]), the index and the trailer.
-#[allow(clippy::too_many_arguments)]
-fn emit(
-    store: &Store,
-    snapshot_id: &ObjectId,
+/// What [`emit`] writes.
+struct Emit<'a> {
+    snapshot_id: &'a ObjectId,
     flags: u32,
     base: Option<ObjectId>,
-    trees: &[(ObjectId, Vec<u8>)],
-    blobs: &[(ObjectId, u64)],
+    trees: &'a [(ObjectId, Vec<u8>)],
+    blobs: &'a [(ObjectId, u64)],
+    /// The signature section's content (none: no section).
+    signatures: &'a [Vec<u8>],
+}
+
+/// Writes the header, the record, `trees`, `blobs` (read from the store, verified and
+/// compressed ahead on worker threads: [`crate::pack_writer`]), the signature section when
+/// there are signatures, the index and the trailer.
+fn emit(
+    store: &Store,
+    what: Emit<'_>,
     tuning: &Tuning,
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
+    let Emit {
+        snapshot_id,
+        flags,
+        base,
+        trees,
+        blobs,
+        signatures,
+    } = what;
     let mut w = HashingWriter::new(out);
     let mut header = Vec::with_capacity(HEADER_LEN as usize);
     header.extend_from_slice(MAGIC);
@@ -302,6 +335,8 @@ fn emit(
     stats.blobs = blobs.len() as u64;
     stats.objects = index.len() as u64;
     stats.bytes = index.iter().map(|e| e.len).sum();
+    w.write_all(&encode_signatures(signatures))
+        .map_err(write_err)?;
 
     let index_offset = w.written;
     index.sort_by_key(|e| e.id);
@@ -380,6 +415,9 @@ pub struct PackLayout {
     pub index_offset: u64,
     /// The trailer's blake3 of every byte before it.
     pub digest: ObjectId,
+    /// Where the signature section lies (offset, length): the gap between the end of the last
+    /// object and the index, if any (see `pack_format`).
+    pub signatures_at: Option<(u64, u64)>,
 }
 
 impl PackLayout {
@@ -505,6 +543,8 @@ pub fn read_pack_layout(
         }
         end_of_previous = end_of_previous.max(e.offset + e.stored_len);
     }
+    let signatures_at =
+        (end_of_previous < index_offset).then(|| (end_of_previous, index_offset - end_of_previous));
     if index.binary_search_by(|e| e.id.cmp(&root)).is_err() {
         return Err(bad(
             path,
@@ -518,6 +558,7 @@ pub fn read_pack_layout(
         entries: index,
         index_offset,
         digest,
+        signatures_at,
     })
 }
 
@@ -535,6 +576,7 @@ pub struct PackReader {
     index: Vec<PackEntry>,
     index_offset: u64,
     digest: ObjectId,
+    signatures_at: Option<(u64, u64)>,
 }
 
 impl PackReader {
@@ -604,6 +646,7 @@ impl PackReader {
             index: layout.entries,
             index_offset: layout.index_offset,
             digest: layout.digest,
+            signatures_at: layout.signatures_at,
         })
     }
 
@@ -671,6 +714,31 @@ impl PackReader {
         }
     }
 
+    /// The signatures of the pack's snapshot carried in its signature section (opaque bytes;
+    /// none when it has no section, as a pack of an older writer). Checked for form and bounds
+    /// only: the trailer hash ([`PackReader::verify`]) covers the section, and what a signature
+    /// proves is the caller's to check.
+    pub fn signatures(&self) -> Result<Vec<Vec<u8>>, StoreError> {
+        let Some((offset, len)) = self.signatures_at else {
+            return Ok(Vec::new());
+        };
+        let most = 12 + crate::MAX_SIGNATURES as u64 * (4 + crate::MAX_SIGNATURE_BYTES as u64);
+        if len > most {
+            return Err(bad(
+                &self.path,
+                format!(
+                    "holds {len} bytes between its objects and its index, more than a signature \
+                     section can be"
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; len as usize];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(|e| StoreError::io("read pack", &self.path, e))?;
+        decode_signatures(&buf).map_err(|why| bad(&self.path, why))
+    }
+
     /// The snapshot record the pack carries.
     pub fn snapshot(&self) -> Result<Snapshot, StoreError> {
         let bytes = self.read(&self.root)?;
@@ -682,7 +750,7 @@ impl PackReader {
     }
 
     /// Checks the trailer hash over every byte before it, then every object against its id,
-    /// and that every tree and the record decode. Nothing is trusted until this passes.
+    /// that every tree and the record decode, and that a signature section is well formed. Nothing is trusted until this passes.
     pub fn verify(&self) -> Result<(), StoreError> {
         self.check_trailer()?;
         for e in &self.index {
@@ -691,6 +759,7 @@ impl PackReader {
             decode_pack_object(&self.path, e, &mut stored, &mut io::sink())?;
         }
         self.snapshot()?;
+        self.signatures()?;
         Ok(())
     }
 

@@ -18,7 +18,8 @@
 //! writes the record, then the catalog entry. A failure anywhere removes the staging
 //! directory: nothing is imported. A kill leaves at most that directory (which `gc` removes)
 //! or, during the renames, unreferenced objects: never a snapshot that lists missing objects.
-//! An object the store already holds intact (same id, length and hash) is verified but not
+//! A pack's signatures (its signature section) are kept beside the record just before it is
+//! committed. An object the store already holds intact (same id, length and hash) is verified but not
 //! staged; a tree the store holds damaged is replaced by the pack's verified copy.
 
 use std::collections::HashSet;
@@ -331,6 +332,9 @@ pub fn unpack_watched(
     // lock, as for a capture).
     let lock = store.write_lock()?;
     let snapshot = pack.snapshot()?;
+    // Read (and checked for form) before anything is staged; kept beside the record once
+    // every object has landed, before the record is committed.
+    let signatures = pack.signatures()?;
     check_foreign_record(store, pack.path(), &pack.root, &snapshot)?;
     let packs = std::slice::from_ref(pack);
     check_received_limits(
@@ -363,6 +367,9 @@ pub fn unpack_watched(
     // The record is read and hashed by `snapshot()` and written by the commit.
     let jobs = jobs_for(packs, &from_pack);
     land_objects(store, packs, jobs, watch)?;
+    for sig in &signatures {
+        store.add_signature_locked(&lock, &pack.root, sig)?;
+    }
     let trees = ReceivedTrees {
         packs,
         store: store.reader(),

@@ -88,11 +88,14 @@ pub fn remote_diff_fetches_trees_only(f: &Fleet, extra: &[&str], remote_root: &P
         .ok();
     assert_eq!(same.stdout(), "", "{}", same.describe());
     let t = traffic(&same.stderr());
+    // Besides the record and the trees pack, one listing of the snapshot's signatures (who
+    // signed each side is part of a diff; this one is unsigned, so nothing is received).
     assert_eq!(
         t.keys().map(String::as_str).collect::<Vec<_>>(),
-        ["snapshots", "trees"],
-        "a remote diff touched more than the record and the trees pack: {t:?}"
+        ["signatures", "snapshots", "trees"],
+        "a remote diff touched more than the record, the trees pack and the signature list: {t:?}"
     );
+    assert_eq!(t["signatures"], (1, 0), "one signature listing: {t:?}");
     let received: u64 = t.values().map(|(_, rx)| rx).sum();
     assert_eq!(
         received,
@@ -100,7 +103,7 @@ pub fn remote_diff_fetches_trees_only(f: &Fleet, extra: &[&str], remote_root: &P
         "bytes received: the trees pack and the record, once each ({t:?})"
     );
     let requests: u64 = t.values().map(|(r, _)| r).sum();
-    assert!(requests <= 4, "{requests} requests: {t:?}");
+    assert!(requests <= 5, "{requests} requests: {t:?}");
     assert!(
         packs_total > 800_000,
         "the blob packs are what was not read"

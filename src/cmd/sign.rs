@@ -1,0 +1,222 @@
+//! `sign` and `trust`, and what the other commands share about signatures: `--sign` after a
+//! command made or picked its snapshot ([`sign_after`]), the trust a command checks against
+//! ([`trust_of`]), the `--require-signed` gate ([`gate`]) and the one-line "who signed"
+//! ([`signed_by`]). The logic is [`crate::sign`]'s; this file parses and prints.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use zeroclaw_bundle_store::{ObjectId, Store};
+
+use crate::cli::{RequireArgs, SignArgs, SignFlags, TrustSetArgs};
+use crate::cmd::{Ctx, Outcome};
+use crate::sign::{self, SignReport, SignWith, Trust, TrustSettings};
+
+/// Runs `sign`.
+pub fn run(args: SignArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let id = store.resolve(&args.snapshot)?;
+    let with = match &args.signature {
+        Some(path) => SignWith::Signature(path.clone()),
+        None => SignWith::Key(sign::choose_key(args.key.as_deref())?),
+    };
+    let report = sign::sign(&store, &id, &with)?;
+    print_report(ctx, &report)?;
+    Ok(Outcome::Success)
+}
+
+fn print_report(ctx: &Ctx, r: &SignReport) -> Result<()> {
+    if ctx.json {
+        return ctx.print_json(&serde_json::to_value(r)?);
+    }
+    if !ctx.quiet {
+        crate::outln!(
+            "{} snapshot {} with {} key {}",
+            if r.added { "signed" } else { "already signed" },
+            r.snapshot.short(12),
+            r.key_type,
+            r.fingerprint
+        )?;
+        crate::outln!("signature {}", r.signature)?;
+    }
+    crate::outln!("{}", r.snapshot)?;
+    Ok(())
+}
+
+/// `--sign` of export, snapshot, pack and push, first half: opens the key (asking for its
+/// passphrase) before the command does its work, so a key problem stops it before anything is
+/// made. `None` without `--sign`.
+pub fn key_for(flags: &SignFlags) -> Result<Option<sign::OpenedKey>> {
+    if !flags.sign {
+        return Ok(None);
+    }
+    let choice = sign::choose_key(flags.key.as_deref())?;
+    Ok(Some(sign::OpenedKey::open(&choice)?))
+}
+
+/// `--sign`, second half: signs `id` with the key [`key_for`] opened, with a note on stderr
+/// (stdout keeps the command's own output, its id last).
+pub fn sign_after(
+    ctx: &Ctx,
+    store: &Store,
+    id: &ObjectId,
+    key: Option<sign::OpenedKey>,
+) -> Result<()> {
+    let Some(key) = key else {
+        return Ok(());
+    };
+    let r = sign::sign(store, id, &SignWith::Opened(Box::new(key)))
+        .with_context(|| format!("could not sign snapshot {}", id.short(12)))?;
+    if !ctx.quiet && !ctx.json {
+        crate::note!(
+            "{} snapshot {} with {} key {}",
+            if r.added { "signed" } else { "already signed" },
+            id.short(12),
+            r.key_type,
+            r.fingerprint
+        );
+    }
+    Ok(())
+}
+
+/// The trust a command checks against: `--allowed-signers` over the store's setting, and
+/// whether signatures are required (flag or setting). Notes about the file go to stderr.
+///
+/// A store setting naming a file that cannot be read does not stop a command that only shows
+/// who signed (the signers then show as unknown keys, with a notice); it does stop one that
+/// requires signatures, and a file given on the command line always does.
+pub fn trust_of(store_root: &Path, file: Option<&Path>, require: bool) -> Result<Trust> {
+    let (trust, notes) = match Trust::resolve(store_root, file, require) {
+        Ok(found) => found,
+        Err(e) if file.is_none() && !require && !sign::load_trust(store_root)?.require_signed => {
+            crate::note!(
+                "notice: {e}; signatures are shown as by unknown keys (fix it with \
+                 `zeroclaw-bundle trust --allowed-signers FILE`)"
+            );
+            (Trust::default(), Vec::new())
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for n in notes {
+        crate::note!("notice: {n}");
+    }
+    Ok(trust)
+}
+
+/// [`trust_of`] for the commands with `--require-signed`.
+pub fn trust_of_args(store_root: &Path, args: &RequireArgs) -> Result<Trust> {
+    trust_of(
+        store_root,
+        args.allowed_signers.as_deref(),
+        args.require_signed,
+    )
+}
+
+/// The `--require-signed` gate over the signatures `store` keeps for `id`: passes (naming the
+/// signers on stderr) or fails with one error naming the snapshot and the reason.
+pub fn gate(ctx: &Ctx, store: &Store, id: &ObjectId, trust: &Trust) -> Result<()> {
+    let Some(allowed) = trust.enforcing(&format!("snapshot {id}"))? else {
+        return Ok(());
+    };
+    let signers = sign::require_signed(store, id, allowed)?;
+    note_signers(ctx, id, &signers);
+    Ok(())
+}
+
+/// [`gate`] over signatures received from elsewhere (a pack's section).
+pub fn gate_blobs(ctx: &Ctx, id: &ObjectId, sigs: &[Vec<u8>], trust: &Trust) -> Result<()> {
+    let Some(allowed) = trust.enforcing(&format!("snapshot {id}"))? else {
+        return Ok(());
+    };
+    let signers = sign::require_signed_blobs(id, sigs, allowed)?;
+    note_signers(ctx, id, &signers);
+    Ok(())
+}
+
+/// Says on stderr who signed `id` (nothing when `signers` is empty, or quiet).
+pub fn note_signers(ctx: &Ctx, id: &ObjectId, signers: &[sign::Signer]) {
+    if ctx.quiet || ctx.json || signers.is_empty() {
+        return;
+    }
+    let who: Vec<String> = signers
+        .iter()
+        .map(|s| {
+            format!(
+                "{} ({})",
+                zeroclaw_bundle_store::escape_text(&s.principals),
+                s.fingerprint
+            )
+        })
+        .collect();
+    crate::note!("snapshot {} signed by {}", id.short(12), who.join(", "));
+}
+
+/// "who signed" for `show`, `list -v`, `diff` and the mount: `unsigned`, or each signature's
+/// verdict; and the same as JSON.
+pub fn signed_by(
+    store: &Store,
+    id: &ObjectId,
+    trust: &Trust,
+) -> Result<(String, serde_json::Value)> {
+    let checked = sign::check_stored(store, id, trust.allowed.as_ref())?;
+    Ok((sign::summary(&checked), serde_json::to_value(&checked)?))
+}
+
+/// [`signed_by`] over signatures from elsewhere (a pack).
+pub fn signed_by_blobs(
+    id: &ObjectId,
+    sigs: &[Vec<u8>],
+    trust: &Trust,
+) -> Result<(String, serde_json::Value)> {
+    let checked = sign::check_all(id, sigs, trust.allowed.as_ref());
+    Ok((sign::summary(&checked), serde_json::to_value(&checked)?))
+}
+
+/// Runs `trust`: sets what is given, then prints the settings.
+pub fn run_trust(args: TrustSetArgs, ctx: &Ctx) -> Result<Outcome> {
+    let store = ctx.store()?;
+    let mut settings = sign::load_trust(store.root())?;
+    let changing = args.allowed_signers.is_some() || args.require_signed.is_some();
+    if let Some(p) = &args.allowed_signers {
+        // Checked now, so a typo is found here and not at the next unpack.
+        let parsed = sign::AllowedSigners::load(p)?;
+        for n in &parsed.notes {
+            crate::note!("notice: {n}");
+        }
+        let abs = std::path::absolute(p)
+            .with_context(|| format!("could not make {} absolute", p.display()))?;
+        settings.allowed_signers = Some(abs);
+    }
+    if let Some(r) = args.require_signed {
+        settings.require_signed = r;
+    }
+    if settings.require_signed && settings.allowed_signers.is_none() {
+        anyhow::bail!(
+            "require_signed needs an allowed_signers file: pass --allowed-signers FILE too"
+        );
+    }
+    if changing {
+        sign::save_trust(store.root(), &settings)?;
+    }
+    print_settings(ctx, &settings)?;
+    Ok(Outcome::Success)
+}
+
+fn print_settings(ctx: &Ctx, s: &TrustSettings) -> Result<()> {
+    if ctx.json {
+        return ctx.print_json(&json!({
+            "allowed_signers": s.allowed_signers,
+            "require_signed": s.require_signed,
+        }));
+    }
+    crate::outln!(
+        "allowed_signers  {}",
+        s.allowed_signers
+            .as_ref()
+            .map(|p| zeroclaw_bundle_store::escape_text(&p.display().to_string()))
+            .unwrap_or_else(|| "(none)".into())
+    )?;
+    crate::outln!("require_signed   {}", s.require_signed)?;
+    Ok(())
+}

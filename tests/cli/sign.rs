@@ -1,0 +1,723 @@
+//! Signed snapshots. Pins: a signature made by this tool verifies with OpenSSH's own
+//! `ssh-keygen -Y verify`, and one made by `ssh-keygen -Y sign` over the same message verifies
+//! here (interop both ways, in namespace zeroclaw-bundle@snapshot); two signers on one
+//! snapshot; `--require-signed` refuses an unsigned snapshot, a flipped byte, a signature over
+//! another snapshot, another namespace, a key not in allowed_signers and an expired
+//! `valid-before`, each with one error naming the snapshot and before anything is visible;
+//! signatures survive pack, unpack, push, pull, gc and reindex, and gc drops those of a
+//! forgotten snapshot; a passphrase-protected key fails clearly without a terminal; no private
+//! key bytes reach the store, a pack, a remote or any output.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::remote::Fleet;
+use crate::util::{assert_nowhere, blake3_hex, contains, read_tree, write, Node, Run, TestEnv};
+
+const NS: &str = "zeroclaw-bundle@snapshot";
+
+/// A new ed25519 key `name` (comment `name`) under `dir`, protected by `passphrase` ("" for
+/// none).
+fn keygen(dir: &Path, name: &str, passphrase: &str) -> PathBuf {
+    let key = dir.join(name);
+    let out = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-C", name, "-N", passphrase, "-f"])
+        .arg(&key)
+        .output()
+        .expect("ssh-keygen is required (scripts/setup.sh installs openssh-client)");
+    assert!(out.status.success(), "ssh-keygen failed: {out:?}");
+    key
+}
+
+fn public(key: &Path) -> String {
+    fs::read_to_string(key.with_extension("pub"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The message a snapshot signature signs: the id and a newline (what `echo ID` prints).
+fn message(id: &str) -> Vec<u8> {
+    format!("{id}\n").into_bytes()
+}
+
+/// `ssh-keygen -Y sign -n NS -f KEY` over `msg` (stdin), the armored signature.
+fn ssh_sign(key: &Path, ns: &str, msg: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = Command::new("ssh-keygen")
+        .args(["-Y", "sign", "-n", ns, "-f"])
+        .arg(key)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(msg).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "ssh-keygen -Y sign failed: {out:?}");
+    out.stdout
+}
+
+/// `ssh-keygen -Y verify` of `sig` over `msg` for `principal`: (success, its output).
+fn ssh_verify(
+    dir: &Path,
+    allowed: &Path,
+    principal: &str,
+    sig: &[u8],
+    msg: &[u8],
+) -> (bool, String) {
+    use std::io::Write;
+    let sig_file = dir.join("to-verify.sig");
+    fs::write(&sig_file, sig).unwrap();
+    let mut child = Command::new("ssh-keygen")
+        .args(["-Y", "verify", "-n", NS, "-f"])
+        .arg(allowed)
+        .args(["-I", principal, "-s"])
+        .arg(&sig_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(msg).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// The signature files the store keeps for `id` (their bytes), sorted by name.
+fn stored(store: &Path, id: &str) -> Vec<Vec<u8>> {
+    let dir = store.join("signatures").join(id);
+    let mut names: Vec<_> = match fs::read_dir(&dir) {
+        Ok(rd) => rd.map(|e| e.unwrap().path()).collect(),
+        Err(_) => Vec::new(),
+    };
+    names.sort();
+    names.iter().map(|p| fs::read(p).unwrap()).collect()
+}
+
+/// Puts `bytes` among the signatures of `id` in `store` as a tampered store, pack or remote
+/// would hold them (named by their blake3, as the store names them).
+fn plant(store: &Path, id: &str, bytes: &[u8]) {
+    let dir = store.join("signatures").join(id);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(format!("{}.sig", blake3_hex(bytes))), bytes).unwrap();
+}
+
+fn tree(env: &TestEnv, name: &str, content: &str) -> PathBuf {
+    let dir = env.path(name);
+    write(&dir.join("workspace/notes.md"), content.as_bytes());
+    write(&dir.join("config.toml"), b"[agent]\nname = \"x\"\n");
+    dir
+}
+
+#[track_caller]
+fn refused(run: Run, id: &str, reason: &str) {
+    let run = run.fails(1, &format!("snapshot {id} refused"));
+    assert!(
+        run.stderr().contains(reason),
+        "lacks {reason:?}\n{}",
+        run.describe()
+    );
+    // One clear error: a single `error:` line.
+    assert_eq!(
+        run.stderr().matches("error:").count(),
+        1,
+        "{}",
+        run.describe()
+    );
+}
+
+#[test]
+fn interop_with_ssh_keygen_both_ways_and_two_signers() {
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let bob = keygen(&keys, "bob", "");
+    let id = env.snapshot(&tree(&env, "a", "one"));
+    let allowed = env.path("allowed_signers");
+    fs::write(
+        &allowed,
+        format!(
+            "# the team\nalice@example.com {}\nbob@example.com namespaces=\"{NS}\" {}\n",
+            public(&alice),
+            public(&bob)
+        ),
+    )
+    .unwrap();
+
+    // This tool signs; OpenSSH verifies.
+    let r = env
+        .run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    assert_eq!(r.last_line(), id, "{}", r.describe());
+    assert!(r.stdout().contains("SHA256:"), "{}", r.describe());
+    let ours = stored(&env.store, &id);
+    assert_eq!(ours.len(), 1);
+    let (ok, out) = ssh_verify(
+        &keys,
+        &allowed,
+        "alice@example.com",
+        &ours[0],
+        &message(&id),
+    );
+    println!("ssh-keygen -Y verify of a signature made by zeroclaw-bundle sign:\n{out}");
+    assert!(ok, "ssh-keygen refused our signature: {out}");
+    assert!(out.contains("Good \"zeroclaw-bundle@snapshot\" signature for alice@example.com"));
+    // Not over another message, not in another namespace.
+    let (ok, _) = ssh_verify(&keys, &allowed, "alice@example.com", &ours[0], b"other\n");
+    assert!(
+        !ok,
+        "ssh-keygen accepted our signature over another message"
+    );
+
+    // Signing again with the same key is a no-op (ed25519 is deterministic).
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    assert_eq!(stored(&env.store, &id).len(), 1);
+
+    // OpenSSH signs; this tool verifies (a second signer on the same snapshot).
+    let theirs = ssh_sign(&bob, NS, &message(&id));
+    fs::write(env.path("bob.sig"), &theirs).unwrap();
+    env.run(&["sign", &id, "--signature", "bob.sig"]).ok();
+    assert_eq!(stored(&env.store, &id).len(), 2);
+    let show = env
+        .run(&["show", &id, "--allowed-signers", "allowed_signers"])
+        .ok();
+    println!("show of a snapshot signed by both:\n{}", show.stdout());
+    for who in ["alice@example.com", "bob@example.com"] {
+        assert!(
+            show.stdout().contains(&format!("signed by {who} (SHA256:")),
+            "{}",
+            show.describe()
+        );
+    }
+    let json = env
+        .run(&[
+            "--json",
+            "show",
+            &id,
+            "--allowed-signers",
+            "allowed_signers",
+        ])
+        .ok()
+        .json();
+    let sigs = json["signatures"].as_array().unwrap();
+    assert_eq!(sigs.len(), 2);
+    assert!(sigs.iter().all(|s| s["status"] == "trusted"), "{json}");
+    // Without trust configured, the keys are unknown (never trusted by default).
+    let show = env.run(&["show", &id]).ok();
+    assert_eq!(
+        show.stdout()
+            .matches("signed by an unknown key SHA256:")
+            .count(),
+        2
+    );
+    // list -v names them too.
+    let list = env
+        .run(&["list", "-v", "--allowed-signers", "allowed_signers"])
+        .ok();
+    assert!(
+        list.stdout().contains("signatures: signed by"),
+        "{}",
+        list.describe()
+    );
+
+    // A signature made by ssh-keygen in another namespace, or over another message, is
+    // refused when added (and says how to make a good one).
+    fs::write(env.path("git.sig"), ssh_sign(&bob, "git", &message(&id))).unwrap();
+    env.run(&["sign", &id, "--signature", "git.sig"])
+        .fails(1, "namespace \"git\"");
+    fs::write(env.path("other.sig"), ssh_sign(&bob, NS, b"not the id\n")).unwrap();
+    env.run(&["sign", &id, "--signature", "other.sig"])
+        .fails(1, "does not verify over snapshot");
+    assert_eq!(stored(&env.store, &id).len(), 2);
+
+    // The gate passes; the snapshot's id never changed (signatures live beside it).
+    env.run(&[
+        "checkout",
+        &id,
+        "--out",
+        "out",
+        "--require-signed",
+        "--allowed-signers",
+        "allowed_signers",
+    ])
+    .ok();
+    env.run(&["verify"]).ok();
+}
+
+#[test]
+fn require_signed_refuses_each_bad_case_before_anything_is_visible() {
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let mallory = keygen(&keys, "mallory", "");
+    let expired = keygen(&keys, "expired", "");
+    let allowed = env.path("allowed_signers");
+    fs::write(
+        &allowed,
+        format!(
+            "alice@example.com {}\nold@example.com valid-before=20200101Z {}\n",
+            public(&alice),
+            public(&expired)
+        ),
+    )
+    .unwrap();
+    let gate = ["--require-signed", "--allowed-signers", "allowed_signers"];
+    let checkout = |id: &str, out: &str| {
+        let mut args = vec!["checkout", id, "--out", out];
+        args.extend(gate);
+        env.run(&args)
+    };
+    let good_of = |id: &str| ssh_sign(&alice, NS, &message(id));
+
+    // Unsigned.
+    let id = env.snapshot(&tree(&env, "unsigned", "u"));
+    refused(checkout(&id, "o1"), &id, "unsigned");
+    assert!(
+        !env.path("o1").exists(),
+        "a refused checkout wrote its destination"
+    );
+
+    // A flipped byte in an otherwise good signature (inside the signature bytes: the base64
+    // near the end of the armor).
+    let id = env.snapshot(&tree(&env, "flipped", "f"));
+    let mut sig = good_of(&id);
+    let end = sig.windows(5).rposition(|w| w == b"-----").unwrap();
+    let body_end = sig[..end].iter().rposition(|b| *b == b'\n').unwrap();
+    let at = body_end - 8;
+    sig[at] = if sig[at] == b'A' { b'B' } else { b'A' };
+    plant(&env.store, &id, &sig);
+    refused(checkout(&id, "o2"), &id, "bad signature");
+
+    // A good signature, but over another snapshot.
+    let other = env.snapshot(&tree(&env, "other", "o"));
+    let id = env.snapshot(&tree(&env, "replayed", "r"));
+    plant(&env.store, &id, &good_of(&other));
+    refused(checkout(&id, "o3"), &id, "does not verify over snapshot");
+
+    // A good signature over this snapshot's message in another namespace.
+    let id = env.snapshot(&tree(&env, "namespace", "n"));
+    plant(&env.store, &id, &ssh_sign(&alice, "file", &message(&id)));
+    refused(checkout(&id, "o4"), &id, "namespace \"file\"");
+
+    // A key not in allowed_signers.
+    let id = env.snapshot(&tree(&env, "unknown", "k"));
+    env.run(&["sign", &id, "--key", mallory.to_str().unwrap()])
+        .ok();
+    refused(checkout(&id, "o5"), &id, "unknown key");
+
+    // A listed key whose entry expired.
+    let id = env.snapshot(&tree(&env, "expired", "e"));
+    env.run(&["sign", &id, "--key", expired.to_str().unwrap()])
+        .ok();
+    refused(checkout(&id, "o6"), &id, "valid-before=20200101Z");
+
+    // The same through unpack: a pack carrying only a bad signature is refused before the
+    // receiving store exists, and with an existing store before the snapshot is listed.
+    let id = env.snapshot(&tree(&env, "packed", "p"));
+    plant(&env.store, &id, &good_of(&other));
+    env.run(&["pack", &id, "--out", "bad.zcpack"]).ok();
+    let mut args = vec!["--store", "recv", "unpack", "bad.zcpack"];
+    args.extend(gate);
+    refused(env.run(&args), &id, "does not verify");
+    assert!(
+        !env.path("recv").exists(),
+        "a refused unpack created a store"
+    );
+    env.run(&["--store", "recv", "remote", "add", "x", "file:///nowhere"])
+        .ok();
+    refused(env.run(&args), &id, "does not verify");
+    let list = env.run(&["--store", "recv", "-q", "list"]).ok();
+    assert!(!list.stdout().contains(&id), "{}", list.describe());
+    // From stdin too.
+    let mut c = env.cmd();
+    c.args(["--store", "recv", "unpack", "-"]).args(gate);
+    c.stdin(fs::File::open(env.path("bad.zcpack")).unwrap());
+    refused(crate::util::run_command(c), &id, "does not verify");
+
+    // Adding a good signature later makes it pass; the bad one stays reported.
+    plant(&env.store, &id, &good_of(&id));
+    env.run(&["pack", &id, "--out", "good.zcpack"]).ok();
+    let mut args = vec!["--store", "recv", "unpack", "good.zcpack"];
+    args.extend(gate);
+    let r = env.run(&args).ok();
+    assert!(
+        r.stderr().contains("signed by alice@example.com"),
+        "{}",
+        r.describe()
+    );
+    let show = env
+        .run(&[
+            "--store",
+            "recv",
+            "show",
+            &id,
+            "--allowed-signers",
+            "allowed_signers",
+        ])
+        .ok();
+    assert!(
+        show.stdout().contains("bad signature"),
+        "{}",
+        show.describe()
+    );
+    assert!(
+        show.stdout().contains("signed by alice@example.com"),
+        "{}",
+        show.describe()
+    );
+
+    // --require-signed without an allowed_signers file says what is missing.
+    env.run(&["checkout", &id, "--out", "o7", "--require-signed"])
+        .fails(1, "no allowed_signers file is set");
+    // The store setting makes it the default.
+    env.run(&[
+        "trust",
+        "--allowed-signers",
+        "allowed_signers",
+        "--require-signed",
+        "true",
+    ])
+    .ok();
+    let unsigned = env.snapshot(&tree(&env, "later", "l"));
+    refused(
+        env.run(&["checkout", &unsigned, "--out", "o8"]),
+        &unsigned,
+        "unsigned",
+    );
+    env.run(&["checkout", &id, "--out", "o9"]).ok();
+}
+
+#[test]
+fn signatures_survive_pack_unpack_gc_and_reindex() {
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let bob = keygen(&keys, "bob", "");
+    let src = tree(&env, "a", "one");
+    // --sign on snapshot.
+    let r = env
+        .snapshot_with(&src, &["--sign", "--key", alice.to_str().unwrap()])
+        .ok();
+    let id = r.last_line();
+    assert!(r.stderr().contains("signed snapshot"), "{}", r.describe());
+    // --sign on pack adds the second signer before packing.
+    env.run(&[
+        "pack",
+        &id,
+        "--out",
+        "p.zcpack",
+        "--sign",
+        "--key",
+        bob.to_str().unwrap(),
+    ])
+    .ok();
+    assert_eq!(stored(&env.store, &id).len(), 2);
+    let r = env.run(&["--store", "s2", "unpack", "p.zcpack"]).ok();
+    assert_eq!(r.last_line(), id);
+    let s2 = env.path("s2");
+    assert_eq!(stored(&s2, &id), stored(&env.store, &id));
+    // A pack's section is covered by its trailer: a flipped byte there fails verification.
+    let mut bytes = fs::read(env.path("p.zcpack")).unwrap();
+    let at = bytes.windows(8).position(|w| w == b"ZCBSIGS\0").unwrap() + 40;
+    bytes[at] ^= 1;
+    fs::write(env.path("broken.zcpack"), &bytes).unwrap();
+    env.run(&["--store", "s3", "unpack", "broken.zcpack"])
+        .fails(1, "trailer checksum");
+    // gc and reindex keep them; the ids are unchanged.
+    env.run(&["--store", "s2", "gc", "--grace", "0"]).ok();
+    env.run(&["--store", "s2", "reindex"]).ok();
+    assert_eq!(stored(&s2, &id).len(), 2);
+    env.run(&["--store", "s2", "verify"]).ok();
+    // A forgotten snapshot's signatures go with it at the next gc.
+    env.run(&["--store", "s2", "forget", &id]).ok();
+    let r = env.run(&["--store", "s2", "gc", "--grace", "0"]).ok();
+    assert!(r.stdout().contains("2 signatures"), "{}", r.describe());
+    assert!(stored(&s2, &id).is_empty());
+    // A pack without signatures (a digest) still reads, diffs and unpacks.
+    let plain = env.snapshot(&tree(&env, "b", "two"));
+    env.run(&["pack", &plain, "--out", "plain.zcpack"]).ok();
+    env.run(&["--store", "s4", "unpack", "plain.zcpack"]).ok();
+    let d = env.run(&["diff", "p.zcpack", "plain.zcpack"]);
+    assert_eq!(d.code(), 1, "{}", d.describe());
+    assert!(d.stdout().contains("Signatures:"), "{}", d.describe());
+    assert!(d.stdout().contains("unsigned"), "{}", d.describe());
+}
+
+#[test]
+fn signatures_travel_through_push_and_pull() {
+    let f = Fleet::file();
+    f.host("a", &[]);
+    f.host("b", &[]);
+    let keys = f.env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let bob = keygen(&keys, "bob", "");
+    let allowed = f.env.path("allowed_signers");
+    fs::write(
+        &allowed,
+        format!(
+            "alice@example.com {}\nbob@example.com {}\n",
+            public(&alice),
+            public(&bob)
+        ),
+    )
+    .unwrap();
+    let allowed = allowed.to_str().unwrap();
+    let src = tree(&f.env, "src", "one");
+    let id = f.snapshot("a", &src);
+    // Unsigned on the remote: a gated pull refuses it and b lists nothing.
+    f.on("a", &["push", &id]).ok();
+    let r = f.on(
+        "b",
+        &[
+            "pull",
+            &format!("origin/{id}"),
+            "--require-signed",
+            "--allowed-signers",
+            allowed,
+        ],
+    );
+    refused(r, &id, "unsigned");
+    assert!(!f.on("b", &["-q", "list"]).ok().stdout().contains(&id));
+    // Signed and pushed again: the remote already has the snapshot, the signature is added.
+    let r = f
+        .on(
+            "a",
+            &["push", &id, "--sign", "--key", alice.to_str().unwrap()],
+        )
+        .ok();
+    assert!(r.stderr().contains("added 1 signature"), "{}", r.describe());
+    let remote_sigs = f.env.path("remote").join("signatures").join(&id);
+    assert_eq!(fs::read_dir(&remote_sigs).unwrap().count(), 1);
+    let r = f
+        .on(
+            "b",
+            &[
+                "pull",
+                &format!("origin/{id}"),
+                "--require-signed",
+                "--allowed-signers",
+                allowed,
+            ],
+        )
+        .ok();
+    assert!(
+        r.stderr().contains("signed by alice@example.com"),
+        "{}",
+        r.describe()
+    );
+    // b countersigns and pushes: the remote keeps both; a pulls and gets the new one.
+    f.on("b", &["sign", &id, "--key", bob.to_str().unwrap()])
+        .ok();
+    f.on("b", &["push", &id]).ok();
+    assert_eq!(fs::read_dir(&remote_sigs).unwrap().count(), 2);
+    f.on("a", &["pull", &format!("origin/{id}")]).ok();
+    assert_eq!(stored(Path::new(&f.store("a")), &id).len(), 2);
+    let show = f.on("a", &["show", &id, "--allowed-signers", allowed]).ok();
+    for who in ["alice@example.com", "bob@example.com"] {
+        assert!(show.stdout().contains(who), "{}", show.describe());
+    }
+    // A bad signature planted on the remote is refused, and does not hide the good ones.
+    let bad = ssh_sign(&bob, "git", &message(&id));
+    fs::write(remote_sigs.join(format!("{}.sig", blake3_hex(&bad))), &bad).unwrap();
+    f.on("c", &["remote", "add", "origin", &f.url]).ok();
+    f.on(
+        "c",
+        &[
+            "pull",
+            &format!("origin/{id}"),
+            "--require-signed",
+            "--allowed-signers",
+            allowed,
+        ],
+    )
+    .ok();
+    // A remote snapshot whose only signature is bad is refused by a gated mount's check too
+    // (the same gate); here a gated checkout of a remote ref, which pulls first.
+    let other = f.snapshot("a", &tree(&f.env, "src2", "two"));
+    f.on("a", &["push", &other]).ok();
+    let dir = f.env.path("remote").join("signatures").join(&other);
+    fs::create_dir_all(&dir).unwrap();
+    fs::write(dir.join(format!("{}.sig", blake3_hex(&bad))), &bad).unwrap();
+    let r = f.on(
+        "b",
+        &[
+            "checkout",
+            &format!("origin/{other}"),
+            "--out",
+            &f.env.path("co").to_string_lossy(),
+            "--require-signed",
+            "--allowed-signers",
+            allowed,
+        ],
+    );
+    refused(r, &other, "namespace \"git\"");
+    assert!(!f.on("b", &["-q", "list"]).ok().stdout().contains(&other));
+}
+
+#[test]
+fn keys_never_leak_and_a_protected_key_needs_a_terminal() {
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let id = env.snapshot(&tree(&env, "a", "one"));
+    let runs = [
+        env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+            .ok(),
+        env.run(&["--json", "sign", &id, "--key", alice.to_str().unwrap()])
+            .ok(),
+        env.run(&["pack", &id, "--out", "p.zcpack"]).ok(),
+        env.run(&["show", &id]).ok(),
+    ];
+    // Every base64 line of the private key past the first two (which hold the header and
+    // the public key) carries secret bytes: none may appear anywhere.
+    let text = fs::read_to_string(&alice).unwrap();
+    let body: Vec<&str> = text.lines().filter(|l| !l.starts_with("-----")).collect();
+    assert!(body.len() > 3, "{text}");
+    let pack = fs::read(env.path("p.zcpack")).unwrap();
+    let refs: Vec<&Run> = runs.iter().collect();
+    for line in body.iter().skip(2).filter(|l| l.len() >= 20) {
+        assert_nowhere(&env, &refs, line.as_bytes(), "private key");
+        assert!(
+            !contains(&pack, line.as_bytes()),
+            "the pack holds private key text"
+        );
+    }
+    // And nothing under the store is a private key file.
+    for (path, node) in read_tree(&env.store) {
+        if let Node::File { content, .. } = node {
+            assert!(
+                !contains(&content, b"OPENSSH PRIVATE KEY"),
+                "{}",
+                String::from_utf8_lossy(&path)
+            );
+        }
+    }
+    // A passphrase-protected key without a terminal: a clear refusal, nothing signed.
+    let locked = keygen(&keys, "locked", "correct horse");
+    let other = env.snapshot(&tree(&env, "b", "two"));
+    let r = env
+        .run(&["sign", &other, "--key", locked.to_str().unwrap()])
+        .fails(1, "protected by a passphrase and there is no terminal");
+    assert!(
+        r.stderr().contains(locked.to_str().unwrap()),
+        "{}",
+        r.describe()
+    );
+    assert!(stored(&env.store, &other).is_empty());
+    // `--sign` opens the key before the work: a failed key makes no snapshot.
+    let before = env.snapshot_count();
+    env.snapshot_with(
+        &tree(&env, "c", "three"),
+        &["--sign", "--key", locked.to_str().unwrap()],
+    )
+    .fails(1, "passphrase");
+    assert_eq!(env.snapshot_count(), before);
+    // A public key given as --key is named as such; a missing default key says how to fix it.
+    env.run(&[
+        "sign",
+        &other,
+        "--key",
+        alice.with_extension("pub").to_str().unwrap(),
+    ])
+    .fails(1, "is a public key");
+    let home = env.path("home");
+    fs::create_dir_all(&home).unwrap();
+    env.run_with(
+        &["sign", &other],
+        &[
+            ("HOME", home.to_str().unwrap()),
+            ("GIT_CONFIG_GLOBAL", "/dev/null"),
+        ],
+    )
+    .fails(1, "id_ed25519: no such key file");
+    // The key git signs with is the default (gpg.format = ssh, user.signingkey = FILE.pub).
+    let gitconfig = env.path("gitconfig");
+    fs::write(
+        &gitconfig,
+        format!(
+            "[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = {}.pub\n",
+            alice.display()
+        ),
+    )
+    .unwrap();
+    let r = env
+        .run_with(
+            &["sign", &other],
+            &[
+                ("HOME", home.to_str().unwrap()),
+                ("GIT_CONFIG_GLOBAL", gitconfig.to_str().unwrap()),
+            ],
+        )
+        .ok();
+    assert!(r.stdout().contains("signed snapshot"), "{}", r.describe());
+}
+
+#[test]
+fn a_signed_snapshot_shows_its_signers_at_the_mount_root() {
+    if !crate::util::is_root() {
+        return; // FUSE tests mount for real (root here); see tests/cli/mount.rs
+    }
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let id = env.snapshot(&tree(&env, "a", "one"));
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    fs::write(
+        env.path("allowed_signers"),
+        format!("alice@example.com {}\n", public(&alice)),
+    )
+    .unwrap();
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    env.run(&[
+        "mount",
+        &id,
+        mnt.to_str().unwrap(),
+        "--daemon",
+        "--require-signed",
+        "--allowed-signers",
+        "allowed_signers",
+    ])
+    .ok();
+    let got = Command::new("getfattr")
+        .args(["--only-values", "-n", "user.zeroclaw.signatures"])
+        .arg(&mnt)
+        .output();
+    let umount = env.run(&["umount", mnt.to_str().unwrap()]);
+    let got = got.expect("getfattr (attr package) is installed");
+    umount.ok();
+    let value = String::from_utf8_lossy(&got.stdout);
+    assert!(
+        value.contains("signed by alice@example.com (SHA256:"),
+        "{got:?}"
+    );
+    // An unsigned snapshot is not mounted with --require-signed.
+    let unsigned = env.snapshot(&tree(&env, "b", "two"));
+    refused(
+        env.run(&[
+            "mount",
+            &unsigned,
+            mnt.to_str().unwrap(),
+            "--require-signed",
+            "--allowed-signers",
+            "allowed_signers",
+        ]),
+        &unsigned,
+        "unsigned",
+    );
+}
