@@ -49,6 +49,12 @@ pub enum Verb {
     Verify,
     /// Collecting garbage.
     Gc,
+    /// Reviewing a bundle before import.
+    Review,
+    /// Importing a bundle into an install.
+    Import,
+    /// Signing a snapshot or checking its signatures.
+    Sign,
 }
 
 impl fmt::Display for Verb {
@@ -67,6 +73,9 @@ impl fmt::Display for Verb {
             Verb::Pull => "pull",
             Verb::Verify => "verify",
             Verb::Gc => "gc",
+            Verb::Review => "review",
+            Verb::Import => "import",
+            Verb::Sign => "sign",
         })
     }
 }

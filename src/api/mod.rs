@@ -29,9 +29,12 @@ pub use crate::credentials::CredentialFinding;
 pub use crate::diff::compare::{DiffOptions, Semantic};
 pub use crate::diff::{Change, Status, Summary};
 pub use crate::export::{AgentSnapshot, DirSnapshot};
+pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
 pub use crate::progress::{Cancellable, Progress, Silent, Totals};
 pub use crate::publish::{Published, Replace, Replaced};
 pub use crate::remote::{PullReport, PushReport};
+pub use crate::review::{Review, ReviewOptions};
+pub use crate::sign::{SignReport, Signer};
 pub use error::{Error, ErrorKind, Verb};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
@@ -236,6 +239,16 @@ impl Bundles {
     /// ```
     pub fn root(&self) -> &Path {
         self.store.root()
+    }
+
+    /// The handle of a store the command layer opened already.
+    pub(crate) fn from_store(store: Store) -> Bundles {
+        Bundles { store }
+    }
+
+    /// The store itself, for the command layer's reads below the verbs.
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
     }
 
     /// The id a snapshot reference names: a full id, a unique prefix of at least 8 hex digits,
@@ -901,6 +914,142 @@ impl Bundles {
             .gc(grace_secs)
             .map_err(|e| Error::new(Verb::Gc, root, e.into()))
     }
+
+    /// Reviews `source` (a bundle directory, snapshot, pack or remote ref): everything an
+    /// operator must accept before importing it (grants, secrets to fill, credential-looking
+    /// files by path and reason, scripts, personal files, the diff against an earlier import
+    /// into `options.install`). The source becomes a snapshot of the store first; the review's
+    /// `root` is the content id `import` pins with [`ImportRequest::expect`].
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Replace, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let install = dir.path().join("install");
+    /// # std::fs::create_dir_all(install.join("agents/coder/workspace"))?;
+    /// # std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "notes\n")?;
+    /// # std::fs::write(install.join("config.toml"), "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n[agents.coder]\nenabled = true\nmodel_provider = \"anthropic.main\"\nrisk_profile = \"default\"\n\n[risk_profiles.default]\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let out = dir.path().join("bundle");
+    /// bundles.export(&install, "coder", &out, Replace::Nothing, &Default::default(), &Silent)?;
+    /// let review = bundles.review(out.as_os_str(), &Default::default(), &Silent)?;
+    /// let mut screen = Vec::new();
+    /// zeroclaw_bundle::render_review(&review, &mut screen)?;
+    /// assert!(String::from_utf8(screen)?.contains(&review.root.to_hex()));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn review(
+        &self,
+        source: &OsStr,
+        options: &ReviewOptions,
+        progress: &dyn Progress,
+    ) -> Result<Review> {
+        crate::review::review(&self.store, source, options, progress)
+            .map_err(|e| Error::new(Verb::Review, source.to_string_lossy(), e.into()))
+    }
+
+    /// Plans the import of `request.source` into `request.install`: the source is captured
+    /// into the store, its config fragment merged into the install's (namespacing collisions,
+    /// reusing identical entries, following `--map`s) and the result loaded and validated by
+    /// ZeroClaw's own schema. Writes nothing to the install (a dry run prints this plan).
+    ///
+    /// See [`Bundles::import`] for an example.
+    pub fn import_plan(
+        &self,
+        request: &ImportRequest<'_>,
+        progress: &dyn Progress,
+    ) -> Result<ImportPlan> {
+        crate::import::plan(&self.store, request, progress)
+            .map_err(|e| Error::new(Verb::Import, request.source.to_string_lossy(), e.into()))
+    }
+
+    /// Imports what [`Bundles::import_plan`] planned: the bundle's trees through the staged
+    /// publish, the provenance record, then `config.toml` last, atomically, keeping a backup.
+    /// `secrets` are values the operator typed for [`ImportPlan::secrets`], by dotted path,
+    /// stored encrypted the way ZeroClaw stores them.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, ImportRequest, Replace, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let install = dir.path().join("install");
+    /// # std::fs::create_dir_all(install.join("agents/coder/workspace"))?;
+    /// # std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "notes\n")?;
+    /// # std::fs::write(install.join("config.toml"), "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n[agents.coder]\nenabled = true\nmodel_provider = \"anthropic.main\"\nrisk_profile = \"default\"\n\n[risk_profiles.default]\n")?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let out = dir.path().join("bundle");
+    /// bundles.export(&install, "coder", &out, Replace::Nothing, &Default::default(), &Silent)?;
+    /// let target = dir.path().join("other-install");
+    /// std::fs::create_dir(&target)?;
+    /// std::fs::write(target.join("config.toml"), "schema_version = 3\n")?;
+    /// let request = ImportRequest {
+    ///     source: out.as_os_str(), install: &target, agent_as: None, maps: &[], expect: None, force: false,
+    /// };
+    /// let plan = bundles.import_plan(&request, &Silent)?;
+    /// let imported = bundles.import(&plan, &[], &Silent)?;
+    /// assert_eq!(imported.alias, "coder");
+    /// assert!(std::fs::read_to_string(target.join("config.toml"))?.contains("[agents.coder]"));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn import(
+        &self,
+        plan: &ImportPlan,
+        secrets: &[(String, String)],
+        progress: &dyn Progress,
+    ) -> Result<Imported> {
+        crate::import::apply(&self.store, plan, secrets, progress)
+            .map_err(|e| Error::new(Verb::Import, plan.install.display().to_string(), e.into()))
+    }
+
+    /// Signs snapshot `reference` with the OpenSSH private key file `key` (sshsig, as
+    /// `ssh-keygen -Y sign` makes it, over the snapshot id in this tool's namespace). The
+    /// signature is kept beside the snapshot and travels in packs and on remotes.
+    ///
+    /// ```
+    /// use zeroclaw_bundle::{Bundles, Silent};
+    /// # let dir = tempfile::tempdir()?;
+    /// let key = dir.path().join("id_ed25519");
+    /// let made = std::process::Command::new("ssh-keygen")
+    ///     .args(["-q", "-t", "ed25519", "-N", "", "-C", "alice@example.com", "-f"]).arg(&key).status()?;
+    /// assert!(made.success());
+    /// let tree = dir.path().join("tree");
+    /// std::fs::create_dir(&tree)?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+    /// bundles.sign(&snap.id.to_hex(), &key)?;
+    ///
+    /// let public = std::fs::read_to_string(key.with_extension("pub"))?;
+    /// let allowed = dir.path().join("allowed_signers");
+    /// std::fs::write(&allowed, format!("alice@example.com {public}"))?;
+    /// let signers = bundles.require_signed(&snap.id.to_hex(), &allowed)?;
+    /// assert_eq!(signers[0].principals, "alice@example.com");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sign(&self, reference: &str, key: &Path) -> Result<SignReport> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Sign, reference, e);
+        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let choice = crate::sign::key::choose_key(Some(key)).map_err(|e| fail(e.into()))?;
+        crate::sign::sign(&self.store, &id, &crate::sign::SignWith::Key(choice))
+            .map_err(|e| fail(e.into()))
+    }
+
+    /// Who signed snapshot `reference` with a key the `allowed_signers` file (git's format)
+    /// trusts; fails, naming the snapshot and the reason, when none did (unsigned, a bad
+    /// signature, an unknown key, an expired entry, another namespace).
+    ///
+    /// See [`Bundles::sign`] for an example.
+    pub fn require_signed(&self, reference: &str, allowed_signers: &Path) -> Result<Vec<Signer>> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Sign, reference, e);
+        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let allowed =
+            crate::sign::AllowedSigners::load(allowed_signers).map_err(|e| fail(e.into()))?;
+        crate::sign::require_signed(&self.store, &id, &allowed).map_err(|e| fail(e.into()))
+    }
+}
+
+/// Writes the text screen of `review` (what `zeroclaw-bundle review` prints) to `out`.
+///
+/// See [`Bundles::review`] for an example.
+pub fn render_review(review: &Review, out: &mut dyn Write) -> std::io::Result<()> {
+    crate::review::render(review, out)
 }
 
 /// Collects what [`compare_sides`] streams.

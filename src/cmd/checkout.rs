@@ -3,12 +3,12 @@
 //! store first (verified, as `pull` does), then published from there: what is published is
 //! always what the store holds.
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::json;
 
 use crate::cli::CheckoutArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest, Replace};
+use crate::{CheckedOut, Replace};
 
 /// After a publish to the current directory (`--out .`): the directory the shell is in was
 /// swapped out (and removed), so say how to enter the published one.
@@ -26,13 +26,14 @@ pub fn note_cwd_swapped(out: &std::path::Path) {
 
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
+    let bundles = ctx.bundles()?;
+    let store = bundles.store();
     let trust = super::sign::trust_of_args(store.root(), &args.trust)?;
     let id = match crate::remote::parse_remote_ref(store.root(), &args.snapshot)? {
         Some((spec, _)) => {
             let require = trust.enforcing(&args.snapshot)?;
             let (id, _, report) =
-                crate::cmd::remote::pull_ref_checked(&store, &args.snapshot, ctx, require)?;
+                crate::cmd::remote::pull_ref_checked(store, &args.snapshot, ctx, require)?;
             if !ctx.quiet && !ctx.json {
                 crate::note!(
                     "pulled {} from {}: {}, {}, verified",
@@ -47,32 +48,17 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         None => store.resolve(&args.snapshot)?,
     };
     // `--require-signed`: refused before the destination is touched.
-    super::sign::gate(ctx, &store, &id, &trust)?;
-    let snap = store.read_snapshot(&id)?;
-    let context = || {
-        format!(
-            "could not publish snapshot {} to {}",
-            id.short(12),
-            args.out.display()
-        )
-    };
-    let admitted = check(&PublishRequest {
-        dest: &args.out,
-        force: args.force || args.replace_any,
-        sources: &[],
-        store: Some(store.root()),
-        bundle: crate::export::BUNDLE,
-    })
-    .with_context(context)?;
-    let _claim = admitted.claim().with_context(context)?;
-    let replaced = check_replacement(
-        Some(&store),
-        &admitted,
+    super::sign::gate(ctx, store, &id, &trust)?;
+    let CheckedOut {
+        published,
+        replaced,
+        ..
+    } = bundles.checkout(
+        &id.to_hex(),
+        &args.out,
         Replace::of_flags(args.force, args.replace_any),
-    )
-    .with_context(context)?;
-    let published =
-        publish_snapshot(&store, &snap, &admitted, &ctx.term_progress()).with_context(context)?;
+        &ctx.term_progress(),
+    )?;
     if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,

@@ -8,9 +8,9 @@ use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `gc`.
 pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
+    let bundles = ctx.bundles()?;
     let spinner = ctx.spinner("collecting garbage");
-    let r = store.gc(args.grace);
+    let r = bundles.gc(args.grace);
     crate::cmd::clear_progress(&[&spinner]);
     let r = r?;
     if ctx.json {

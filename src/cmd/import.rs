@@ -107,6 +107,9 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
             let line = match crate::sys::read_hidden_line(&format!("  {}: ", s.path)) {
                 Ok(Some(line)) => line,
                 Ok(None) => bail!("no terminal to ask for the value of {} on", s.path),
+                // Ctrl-D (or the terminal's input closed): no more values; the rest are left
+                // to fill later, as Enter leaves one.
+                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => break,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
                     bail!("interrupted; nothing was written")
                 }

@@ -302,6 +302,11 @@ impl Ctx {
         }
     }
 
+    /// [`Ctx::store`] as the public API's handle: the commands that are one call into it.
+    pub fn bundles(&self) -> Result<crate::Bundles> {
+        self.store().map(crate::Bundles::from_store)
+    }
+
     /// The store, when one exists at the store path. A missing path or an empty directory
     /// is no store; anything else is opened (and refused when it is not a store).
     pub fn existing_store(&self) -> Result<Option<Store>> {

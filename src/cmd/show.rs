@@ -12,12 +12,12 @@ use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `show`.
 pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
-    let id = store.resolve(&args.snapshot)?;
-    let snap = store.read_snapshot(&id)?;
+    let bundles = ctx.bundles()?;
+    let store = bundles.store();
+    let (id, snap) = bundles.show(&args.snapshot)?;
     let trust =
         super::sign::trust_of(store.root(), args.signers.allowed_signers.as_deref(), false)?;
-    let checked = crate::sign::check_stored(&store, &id, trust.allowed.as_ref())?;
+    let checked = crate::sign::check_stored(store, &id, trust.allowed.as_ref())?;
     if ctx.json {
         let mut v = serde_json::to_value(&snap)?;
         v["snapshot"] = json!(id);
