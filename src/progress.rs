@@ -39,7 +39,7 @@ pub trait Progress: Sync {
     fn advance(&self, done: Totals);
     /// The phase is over (success or failure).
     fn finish(&self) {}
-    /// The token that stops the operation at its next safe point (see [`crate::cancel`]);
+    /// The token that stops the operation at its next safe point (see `crate::cancel`);
     /// `None`: nothing stops it.
     fn cancel(&self) -> Option<&Cancel> {
         None

@@ -7,7 +7,7 @@
 //! pass. A manifest that differs only in its export time is not a change unless
 //! `--export-time` asks for it: two exports of an unchanged agent compare equal.
 //!
-//! The verb is [`crate::diff::side`] (what each side names) and [`crate::diff::compare`] (the
+//! The verb is `crate::diff::side` (what each side names) and `crate::diff::compare` (the
 //! whole diff); this file parses, calls them, and prints: name-status, `--stat`, `-p`, `--json`
 //! lines, the notes on stderr, and the exit code.
 

@@ -1,6 +1,6 @@
 //! `import <SOURCE> [--install DIR] [--as ALIAS] [--map KIND.OLD=NEW]... [--dry-run]
-//! [--expect ID] [--yes] [--force]`: parses, calls [`crate::import::plan`] and
-//! [`crate::import::apply`], and prints (text or `--json`). The confirmation (a terminal is
+//! [--expect ID] [--yes] [--force]`: parses, calls `crate::import::plan` and
+//! `crate::import::apply`, and prints (text or `--json`). The confirmation (a terminal is
 //! shown [`summary`] and asked; a pipe needs `--expect` or `--yes`) and the hidden secret
 //! prompts live here, never in the library.
 

@@ -1,4 +1,4 @@
-//! `remote add|list|remove`, `push`, `pull` and `list --remote`: thin wrappers over [`crate::remote`]
+//! `remote add|list|remove`, `push`, `pull` and `list --remote`: thin wrappers over `crate::remote`
 //! that resolve names and print. Nothing here sees a credential: the object store reads them
 //! from the environment.
 

@@ -1,6 +1,6 @@
 //! `review <BUNDLE-DIR|SNAPSHOT|PACK|REMOTE/REF> [--install DIR]`: what an operator must accept
 //! before import, on one screen (or one `--json` document; `-q` prints the content id only).
-//! The verb is [`crate::review`]; this file resolves the store and the install, calls it and
+//! The verb is `crate::review`; this file resolves the store and the install, calls it and
 //! prints. Exit 0 whenever the review was produced, whatever it found.
 
 use std::path::Path;

@@ -1,5 +1,5 @@
 //! What a publish may replace (`--force`, `--replace-any`): a bundle (it holds the marker file
-//! its caller names in [`BundleMarker`]), a previous checkout (its destination record is in the
+//! its caller names in `BundleMarker`), a previous checkout (its destination record is in the
 //! store's catalog), or with `--replace-any` any directory. Decided before anything is captured
 //! or written. Publish knows nothing of what a bundle holds: the caller (`export`, `checkout`)
 //! says which file marks one.
@@ -68,7 +68,7 @@ impl Replace {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Replaced {
-    /// A bundle (it holds the caller's [`BundleMarker`]).
+    /// A bundle (it holds the caller's `BundleMarker`).
     Bundle,
     /// A previous checkout of this tool (recorded in the store's catalog).
     Checkout,
@@ -104,7 +104,7 @@ impl Replaced {
 /// Decides, before anything is captured or written, whether the publish may replace what is
 /// at `dest`: `Ok(None)` when nothing is there (or it is empty), `Ok(Some(what))` when the
 /// policy allows replacing it, an error naming the flag that would otherwise. A bundle is what
-/// the request's [`BundleMarker`] marks; `store` (when one exists) is asked whether `dest` is a
+/// the request's `BundleMarker` marks; `store` (when one exists) is asked whether `dest` is a
 /// previous checkout.
 pub fn check_replacement(
     store: Option<&Store>,

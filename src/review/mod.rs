@@ -49,7 +49,7 @@ pub struct ReviewOptions {
     /// Whether `install` was named (`--install`): then a missing install is an error; a
     /// default one that does not exist only means there is nothing to compare with.
     pub install_named: bool,
-    /// The per-file cap of the content scan ([`SCAN_CAP`]).
+    /// The per-file cap of the content scan (`SCAN_CAP`).
     pub scan_cap: u64,
 }
 
