@@ -226,6 +226,40 @@ pub fn plan(
         }
     }
 
+    if req.agent_as.is_none() {
+        let name = &bundle.manifest.root_agent;
+        if !zeroclaw_config::agent_bundle::is_safe_path_component(name) || name.contains('.') {
+            return Err(ImportError::Fragment {
+                path: format!("agents.{name}"),
+                problem: "is not a plain agent name (the alias names the agent's workspace \
+                          directory and its import record; no separator, `..` or dot): \
+                          import it under another name with --as NAME"
+                    .to_string(),
+            });
+        }
+    }
+    let unportable = crate::agent::fragment_drops(&bundle.fragment, &bundle.manifest.root_agent)
+        .map_err(|source| ImportError::Bundle {
+            file: CONFIG_FILE,
+            source,
+        })?;
+    if let Some(first) = unportable.first() {
+        return Err(ImportError::Fragment {
+            path: unportable
+                .iter()
+                .map(|d| d.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            problem: format!(
+                "{} set, and ZeroClaw's exporter never carries {it} ({}): a bundle that does \
+                 would give the agent what the operator of this install never granted; remove \
+                 {it} from the bundle's config.toml (grant {it} yourself after the import)",
+                if unportable.len() == 1 { "is" } else { "are" },
+                first.detail,
+                it = if unportable.len() == 1 { "it" } else { "them" },
+            ),
+        });
+    }
     let skill_tree = |alias: &str| {
         bundle
             .skills

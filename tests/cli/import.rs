@@ -706,3 +706,83 @@ fn on_a_terminal_it_asks_and_stores_a_typed_secret_encrypted() {
         "{shown}"
     );
 }
+
+/// Copies `bundle` to `name` with its config fragment and manifest edited by `edit`.
+fn hostile(
+    env: &TestEnv,
+    bundle: &Path,
+    name: &str,
+    edit: impl Fn(String, String) -> (String, String),
+) -> PathBuf {
+    let out = env.path(name);
+    crate::util::copy_tree(bundle, &out);
+    let config = fs::read_to_string(out.join("config.toml")).unwrap();
+    let manifest = fs::read_to_string(out.join("zeroclaw-agent.toml")).unwrap();
+    let (config, manifest) = edit(config, manifest);
+    fs::write(out.join("config.toml"), config).unwrap();
+    fs::write(out.join("zeroclaw-agent.toml"), manifest).unwrap();
+    out
+}
+
+/// A hand-edited fragment must not reach outside what an export carries: an agent alias that
+/// is a path (`../..`) would put the workspace and the import record outside the install; a
+/// `workspace.path` would publish the workspace anywhere (`--force`: replace anything); and
+/// cross-agent grants (`workspace.access`, `read_memory_from`, `delegates`) naming a local
+/// agent pass ZeroClaw's `validate()` once that agent exists. ZeroClaw's exporter never writes
+/// any of them; the import refuses each by name and writes nothing.
+#[test]
+fn a_fragment_carrying_what_no_export_carries_is_refused() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = env.path("y");
+    write(&y.join("config.toml"), CROWDED.as_bytes());
+    write(&y.join("agents/researcher/workspace/mine.md"), b"mine\n");
+    let before = snapshot_of(&y);
+    let outside = env.path("outside");
+    let place = outside.to_string_lossy().into_owned();
+    let cases: Vec<(&str, PathBuf, &str)> = vec![
+        (
+            "workspace path",
+            hostile(&env, &bundle, "b1", |c, m| {
+                let c = format!("{c}\n[agents.researcher.workspace]\npath = \"{place}\"\n");
+                (c, m)
+            }),
+            "agents.researcher.workspace.path",
+        ),
+        (
+            "cross-agent grants",
+            hostile(&env, &bundle, "b2", |c, m| {
+                let c = c.replace(
+                    "[agents.researcher]\n",
+                    "[agents.researcher]\ndelegates = [\"researcher\"]\n",
+                );
+                let c = format!(
+                    "{c}\n[agents.researcher.workspace]\naccess = {{ researcher = \"read_write\" }}\n\
+                     read_memory_from = [\"researcher\"]\n"
+                );
+                (c, m)
+            }),
+            "agents.researcher.delegates, agents.researcher.workspace.access, \
+             agents.researcher.workspace.read_memory_from",
+        ),
+        (
+            "alias that is a path",
+            hostile(&env, &bundle, "b3", |c, m| {
+                let evil = "../../outside";
+                (
+                    c.replace("agents.researcher", &format!("agents.\"{evil}\"")),
+                    m.replace(
+                        "root_agent = \"researcher\"",
+                        &format!("root_agent = \"{evil}\""),
+                    ),
+                )
+            }),
+            "is not a plain agent name",
+        ),
+    ];
+    for (what, source, needle) in cases {
+        import(&env, &source, &y, &["--yes", "--force"]).fails(1, needle);
+        assert_eq!(snapshot_of(&y), before, "{what}: the install changed");
+        assert!(!outside.exists(), "{what}: wrote {}", outside.display());
+    }
+}
