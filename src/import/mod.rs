@@ -336,12 +336,31 @@ pub fn plan(
             req.force,
         )?);
     }
-    for (i, a) in trees.iter().enumerate() {
-        for b in &trees[i + 1..] {
-            if publish::lies_inside(&a.dest, &b.dest) || publish::lies_inside(&b.dest, &a.dest) {
-                return Err(ImportError::Exists {
-                    path: b.dest.clone(),
-                    what: format!("{} and {} would overlap", a.what, b.what),
+    // A tree goes to a place of its own: never into (or around) the directory of a skill
+    // bundle or the workspace of an agent the install already has (a `directory` inside
+    // another bundle's would add skills to every agent using that bundle), nor another tree.
+    let mut taken: Vec<(String, PathBuf)> = Vec::new();
+    for name in install.typed.skill_bundles.keys() {
+        if let Ok(dir) =
+            zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &root, name)
+        {
+            taken.push((format!("skill bundle {name}"), dir));
+        }
+    }
+    for name in install.typed.agents.keys() {
+        let dir = install.typed.agent_workspace_dir(name);
+        taken.push((format!("the workspace of agent {name}"), dir));
+    }
+    for (i, t) in trees.iter().enumerate() {
+        let others = trees[i + 1..]
+            .iter()
+            .map(|b| (b.what.clone(), b.dest.clone()));
+        for (what, dir) in taken.iter().cloned().chain(others) {
+            if overlap(&t.dest, &dir) {
+                return Err(ImportError::Overlaps {
+                    path: t.dest.clone(),
+                    what: t.what.clone(),
+                    other: format!("{what} at {}", dir.display()),
                 });
             }
         }
@@ -445,6 +464,19 @@ fn check_merged(
         }));
     }
     Ok(after)
+}
+
+/// Whether `a` and `b` are the same directory or one lies inside the other: by their spelling
+/// (`..` resolved lexically) or by the identity of what exists (a symlinked spelling).
+fn overlap(a: &Path, b: &Path) -> bool {
+    let (la, lb) = (
+        zeroclaw_config::paths::normalize_lexical(a),
+        zeroclaw_config::paths::normalize_lexical(b),
+    );
+    la.starts_with(&lb)
+        || lb.starts_with(&la)
+        || publish::lies_inside(a, b)
+        || publish::lies_inside(b, a)
 }
 
 fn tree_plan(

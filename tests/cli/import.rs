@@ -786,3 +786,36 @@ fn a_fragment_carrying_what_no_export_carries_is_refused() {
         assert!(!outside.exists(), "{what}: wrote {}", outside.display());
     }
 }
+
+/// A skill bundle `directory` inside the directory of one of the install's own skill bundles
+/// would add the carried skills to every local agent using that bundle (ZeroClaw's
+/// `validate()` only asks for a unique directory inside `shared/`); one that holds it would
+/// replace it under `--force`. Both are refused, `--force` or not, and nothing is written.
+#[test]
+fn a_skill_directory_inside_or_around_a_local_bundle_is_refused() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = env.path("y");
+    write(
+        &y.join("config.toml"),
+        b"schema_version = 3\n\n# mine\n[skill_bundles.tools]\n",
+    );
+    write(&y.join("shared/skills/tools/good/SKILL.md"), b"# mine\n");
+    let before = snapshot_of(&y);
+    for (name, directory) in [
+        ("inside", "shared/skills/tools/research_tools"),
+        ("around", "shared"),
+    ] {
+        let source = hostile(&env, &bundle, name, |c, m| {
+            let c = c.replace(
+                "[skill_bundles.research_tools]\n",
+                &format!("[skill_bundles.research_tools]\ndirectory = \"{directory}\"\n"),
+            );
+            assert!(c.contains(directory), "{c}");
+            (c, m)
+        });
+        import(&env, &source, &y, &["--yes", "--force"])
+            .fails(1, "would lie inside or hold skill bundle tools");
+        assert_eq!(snapshot_of(&y), before, "{name}: the install changed");
+    }
+}
