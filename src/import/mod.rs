@@ -137,9 +137,13 @@ pub struct ImportPlan {
 }
 
 impl ImportPlan {
-    /// The config change as a unified diff (`a/config.toml`, `b/config.toml`).
+    /// The config change as a unified diff (`a/config.toml`, `b/config.toml`), with the value
+    /// of every secret-looking key masked on both sides (its context lines are the install's
+    /// own, which may hold its credentials).
     pub fn config_diff(&self) -> String {
-        similar::TextDiff::from_lines(&self.old_config, &self.new_config)
+        let old = crate::agent::mask_secret_lines(&self.old_config);
+        let new = crate::agent::mask_secret_lines(&self.new_config);
+        similar::TextDiff::from_lines(&old, &new)
             .unified_diff()
             .context_radius(2)
             .header("a/config.toml", "b/config.toml")

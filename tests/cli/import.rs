@@ -819,3 +819,49 @@ fn a_skill_directory_inside_or_around_a_local_bundle_is_refused() {
         assert_eq!(snapshot_of(&y), before, "{name}: the install changed");
     }
 }
+
+/// The plan's config diff shows context lines of the install's own config: a credential the
+/// install keeps in plain text beside where the new entries go is masked there, in the text
+/// and in `--json`, and so is one of the bundle's own values under a credential-named key.
+#[test]
+fn the_config_diff_never_shows_a_credential_of_the_install() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = env.path("y");
+    let local = "sk-local-NEVER-SHOWN-9931";
+    write(
+        &y.join("config.toml"),
+        format!(
+            "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-local\"\n\
+             api_key = \"{local}\"\n"
+        )
+        .as_bytes(),
+    );
+    let run = import(&env, &bundle, &y, &["--dry-run"]).ok();
+    assert!(
+        run.stdout()
+            .contains("+[providers.models.anthropic.main_imported]"),
+        "{}",
+        run.describe()
+    );
+    let json = env
+        .run(&[
+            "--json",
+            "import",
+            &bundle.to_string_lossy(),
+            "--install",
+            &y.to_string_lossy(),
+            "--dry-run",
+        ])
+        .ok();
+    for out in [run.stdout(), json.stdout(), run.stderr(), json.stderr()] {
+        assert!(
+            !out.contains(local),
+            "a credential of the install was shown:\n{out}"
+        );
+    }
+    assert!(json.json()["config_diff"]
+        .as_str()
+        .unwrap()
+        .contains("model = \"claude-local\""));
+}
