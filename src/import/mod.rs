@@ -200,6 +200,18 @@ pub fn plan(
             });
         }
     }
+    if let Some(expect) = req.expect {
+        if source::is_hex(expect) && expect.trim().len() < source::EXPECT_MIN_HEX {
+            return Err(ImportError::BadArgument {
+                arg: format!("--expect {expect}"),
+                problem: format!(
+                    "an id prefix needs at least {} hex digits (a shorter one can be matched \
+                     by content made to match it); pass the content id review printed",
+                    source::EXPECT_MIN_HEX
+                ),
+            });
+        }
+    }
     let old_config = fs::read_to_string(&config_path).map_err(|source| ImportError::Read {
         path: config_path.clone(),
         source,

@@ -177,7 +177,7 @@ fn import_into_an_onboarded_install_round_trips() {
     chmod(&y.join("config.toml"), 0o640);
     let before = fs::read(y.join("config.toml")).unwrap();
     let (id, _) = reviewed(&env, &bundle, &y);
-    let run = import(&env, &bundle, &y, &["--expect", &id[..12]]).ok();
+    let run = import(&env, &bundle, &y, &["--expect", &id[..16]]).ok();
     let out = run.stdout();
     assert_eq!(run.last_line(), id, "{}", run.describe());
     // In a pipe, the secrets are lines to run, never prompts.
@@ -469,7 +469,18 @@ fn expect_refuses_a_bundle_changed_since_review() {
     assert_eq!(state(&y), before);
     // What was reviewed is in the store: imported by its snapshot id, it is still exactly
     // the reviewed content, whatever the directory holds now.
-    import(&env, Path::new(&snapshot), &y, &["--expect", &content[..8]]).ok();
+    // A prefix of 8 hex digits (32 bits) is matched by a few billion tries at a changed file:
+    // refused as an argument, before anything is captured.
+    import(&env, Path::new(&snapshot), &y, &["--expect", &content[..8]])
+        .fails(1, "at least 16 hex digits");
+    assert_eq!(state(&y), before);
+    import(
+        &env,
+        Path::new(&snapshot),
+        &y,
+        &["--expect", &content[..16]],
+    )
+    .ok();
     assert_eq!(
         fs::read(y.join("agents/researcher/workspace/notes.md")).unwrap(),
         b"notes\n"
