@@ -876,3 +876,28 @@ fn the_config_diff_never_shows_a_credential_of_the_install() {
         .unwrap()
         .contains("model = \"claude-local\""));
 }
+
+/// The import records provenance in `.zeroclaw-bundle/` of the install: when that is a file,
+/// the import fails after publishing the trees, removes them again, leaves `config.toml` as it
+/// was, and says why once (the OS error is not repeated).
+#[test]
+fn a_provenance_directory_that_is_a_file_fails_cleanly() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = onboarded(&env, "y");
+    write(&y.join(".zeroclaw-bundle"), b"not a directory\n");
+    let before = state(&y);
+    let run = import(&env, &bundle, &y, &["--yes"]).fails(1, ".zeroclaw-bundle/imports");
+    assert_eq!(
+        run.stderr().matches("Not a directory").count(),
+        1,
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stderr().contains("config.toml was not changed"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(state(&y), before, "the install changed");
+}
