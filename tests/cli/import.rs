@@ -12,6 +12,7 @@
 //! for bundles written by ZeroClaw's own exporter.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -791,6 +792,48 @@ fn a_fragment_carrying_what_no_export_carries_is_refused() {
             "is not a plain agent name",
         ),
     ];
+    // The review shows them before the import is tried, in text and JSON.
+    let grants = &cases[1].1;
+    let text = env.run(&[OsStr::new("review"), grants.as_os_str()]).ok();
+    assert!(
+        text.stdout().contains("Config no export carries")
+            && text
+                .stdout()
+                .contains("! agents.researcher.workspace.access"),
+        "{}",
+        text.describe()
+    );
+    let json = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("review"),
+            grants.as_os_str(),
+        ])
+        .ok()
+        .json();
+    let listed: Vec<&str> = json["bundle"]["not_exported"]
+        .as_array()
+        .expect("not_exported")
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "agents.researcher.delegates",
+            "agents.researcher.workspace.access",
+            "agents.researcher.workspace.read_memory_from"
+        ]
+    );
+    let honest = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("review"),
+            bundle.as_os_str(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(honest["bundle"]["not_exported"], serde_json::json!([]));
     for (what, source, needle) in cases {
         import(&env, &source, &y, &["--yes", "--force"]).fails(1, needle);
         assert_eq!(snapshot_of(&y), before, "{what}: the install changed");
