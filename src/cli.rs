@@ -599,7 +599,7 @@ pub struct ImportArgs {
     /// Print the whole plan (config diff, files, namespacing, backup) and write nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Refuse unless the content id is this one (a full id or a prefix of 8+ hex digits, from
+    /// Refuse unless the content id is this one (a full id or a prefix of 16+ hex digits, from
     /// `review`), even if the source changed since
     #[arg(long, value_name = "ID")]
     pub expect: Option<String>,

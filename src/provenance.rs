@@ -52,7 +52,7 @@ pub struct Provenance {
 #[derive(Debug, thiserror::Error)]
 pub enum ProvenanceError {
     /// A provenance file or its directory could not be read.
-    #[error("could not read import provenance {path}: {source}")]
+    #[error("could not read import provenance {}", path.display())]
     Read {
         /// The file or directory.
         path: PathBuf,
@@ -68,7 +68,7 @@ pub enum ProvenanceError {
         message: String,
     },
     /// Its directory could not be created.
-    #[error("could not create {path}: {source}")]
+    #[error("could not create {}", path.display())]
     CreateDir {
         /// The directory.
         path: PathBuf,

@@ -48,7 +48,7 @@ pub use manifest::{
     manifests_differ_only_in_export_time, rfc3339_utc, secret_story, Dropped, Manifest, Provenance,
     RiskFlag, MANIFEST_HEADER,
 };
-pub use plan::{legacy_entry_travels, plan_export, ExportPlan, TreeSource};
+pub use plan::{fragment_drops, legacy_entry_travels, plan_export, ExportPlan, TreeSource};
 pub(crate) use schema::credential_key_rule;
 pub use schema::SUPPORTED_SCHEMA_VERSION;
 #[cfg(test)]

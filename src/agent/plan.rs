@@ -170,6 +170,38 @@ impl ExportPlan {
     }
 }
 
+/// The config entries of a bundle's fragment that ZeroClaw's exporter never writes: the
+/// fragment is loaded by ZeroClaw's `Config` and planned again by ZeroClaw's planner for
+/// `root_agent`, and every config path the planner drops is returned (the agent's
+/// `workspace.path`, `workspace.access`, `workspace.read_memory_from`, `channels`, `delegates`,
+/// `cron_jobs`, `a2a`, `delegate_same_risk_profile = true`, an `identity.aieos_path` outside
+/// the workspace, a risk profile's `approval_route`, ...). An export of ours or of ZeroClaw
+/// re-plans to nothing here; a fragment that carries one of them was written by hand, and an
+/// import would hand the agent a place or a local agent the operator never granted. Content
+/// drops (`workspace/...`, `skills/...`) are not config and are left out. A fragment ZeroClaw
+/// cannot load, or without the agent, is an error.
+pub fn fragment_drops(text: &str, root_agent: &str) -> Result<Vec<Dropped>, AgentError> {
+    let typed: zeroclaw_config::schema::Config =
+        toml::from_str(text).map_err(|e| AgentError::InvalidField {
+            field: "config.toml".to_string(),
+            problem: format!(
+                "does not load under ZeroClaw {}'s schema: {}",
+                schema::ZEROCLAW_VERSION,
+                e.to_string().replace('\n', " ")
+            ),
+        })?;
+    let plan = zc::plan_export(&typed, root_agent).map_err(from_zeroclaw)?;
+    Ok(plan
+        .dropped
+        .iter()
+        .filter(|d| {
+            !d.path.starts_with(&format!("{}/", super::WORKSPACE_DIR))
+                && !d.path.starts_with(&format!("{}/", super::SKILLS_DIR))
+        })
+        .map(dropped_from)
+        .collect())
+}
+
 /// Plan the export of agent `alias` with ZeroClaw's planner, then apply our stricter layers.
 pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentError> {
     if !install.typed.agents.contains_key(alias) {
@@ -395,7 +427,6 @@ pub(crate) fn table_to_zeroclaw(table: &Table) -> toml::Table {
         .collect()
 }
 
-#[cfg(test)]
 pub(crate) fn dropped_from(d: &zc::DroppedRef) -> Dropped {
     Dropped::new(
         d.path.clone(),

@@ -99,7 +99,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
     let mut values = Vec::new();
     if interactive && !args.yes && !plan.secrets.is_empty() {
         crate::note!(
-            "{} this agent needs ({}; Enter skips one):",
+            "{} this agent needs ({}; Enter skips one, Ctrl-D skips the rest):",
             count(plan.secrets.len() as u64, "credential"),
             "typed input is hidden and stored encrypted with the install's key"
         );

@@ -136,6 +136,21 @@ pub enum ImportError {
         /// What it would have been.
         what: String,
     },
+    /// A tree the import would publish lies inside, or holds, a directory the install (or
+    /// another tree of the same import) already uses.
+    #[error(
+        "{} ({what}) would lie inside or hold {other}; an import writes only into places of \
+         its own (--force does not change this)",
+        path.display()
+    )]
+    Overlaps {
+        /// The directory the import would publish.
+        path: PathBuf,
+        /// What it would have been.
+        what: String,
+        /// What it overlaps, with its path.
+        other: String,
+    },
     /// Another import into the same install is running.
     #[error("another import into {} is running", path.display())]
     Busy {

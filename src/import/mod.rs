@@ -137,9 +137,13 @@ pub struct ImportPlan {
 }
 
 impl ImportPlan {
-    /// The config change as a unified diff (`a/config.toml`, `b/config.toml`).
+    /// The config change as a unified diff (`a/config.toml`, `b/config.toml`), with the value
+    /// of every secret-looking key masked on both sides (its context lines are the install's
+    /// own, which may hold its credentials).
     pub fn config_diff(&self) -> String {
-        similar::TextDiff::from_lines(&self.old_config, &self.new_config)
+        let old = crate::agent::mask_secret_lines(&self.old_config);
+        let new = crate::agent::mask_secret_lines(&self.new_config);
+        similar::TextDiff::from_lines(&old, &new)
             .unified_diff()
             .context_radius(2)
             .header("a/config.toml", "b/config.toml")
@@ -196,6 +200,18 @@ pub fn plan(
             });
         }
     }
+    if let Some(expect) = req.expect {
+        if source::is_hex(expect) && expect.trim().len() < source::EXPECT_MIN_HEX {
+            return Err(ImportError::BadArgument {
+                arg: format!("--expect {expect}"),
+                problem: format!(
+                    "an id prefix needs at least {} hex digits (a shorter one can be matched \
+                     by content made to match it); pass the content id review printed",
+                    source::EXPECT_MIN_HEX
+                ),
+            });
+        }
+    }
     let old_config = fs::read_to_string(&config_path).map_err(|source| ImportError::Read {
         path: config_path.clone(),
         source,
@@ -226,6 +242,40 @@ pub fn plan(
         }
     }
 
+    if req.agent_as.is_none() {
+        let name = &bundle.manifest.root_agent;
+        if !zeroclaw_config::agent_bundle::is_safe_path_component(name) || name.contains('.') {
+            return Err(ImportError::Fragment {
+                path: format!("agents.{name}"),
+                problem: "is not a plain agent name (the alias names the agent's workspace \
+                          directory and its import record; no separator, `..` or dot): \
+                          import it under another name with --as NAME"
+                    .to_string(),
+            });
+        }
+    }
+    let unportable = crate::agent::fragment_drops(&bundle.fragment, &bundle.manifest.root_agent)
+        .map_err(|source| ImportError::Bundle {
+            file: CONFIG_FILE,
+            source,
+        })?;
+    if let Some(first) = unportable.first() {
+        return Err(ImportError::Fragment {
+            path: unportable
+                .iter()
+                .map(|d| d.path.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            problem: format!(
+                "{} set, and ZeroClaw's exporter never carries {it} ({}): a bundle that does \
+                 would give the agent what the operator of this install never granted; remove \
+                 {it} from the bundle's config.toml (grant {it} yourself after the import)",
+                if unportable.len() == 1 { "is" } else { "are" },
+                first.detail,
+                it = if unportable.len() == 1 { "it" } else { "them" },
+            ),
+        });
+    }
     let skill_tree = |alias: &str| {
         bundle
             .skills
@@ -302,12 +352,31 @@ pub fn plan(
             req.force,
         )?);
     }
-    for (i, a) in trees.iter().enumerate() {
-        for b in &trees[i + 1..] {
-            if publish::lies_inside(&a.dest, &b.dest) || publish::lies_inside(&b.dest, &a.dest) {
-                return Err(ImportError::Exists {
-                    path: b.dest.clone(),
-                    what: format!("{} and {} would overlap", a.what, b.what),
+    // A tree goes to a place of its own: never into (or around) the directory of a skill
+    // bundle or the workspace of an agent the install already has (a `directory` inside
+    // another bundle's would add skills to every agent using that bundle), nor another tree.
+    let mut taken: Vec<(String, PathBuf)> = Vec::new();
+    for name in install.typed.skill_bundles.keys() {
+        if let Ok(dir) =
+            zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &root, name)
+        {
+            taken.push((format!("skill bundle {name}"), dir));
+        }
+    }
+    for name in install.typed.agents.keys() {
+        let dir = install.typed.agent_workspace_dir(name);
+        taken.push((format!("the workspace of agent {name}"), dir));
+    }
+    for (i, t) in trees.iter().enumerate() {
+        let others = trees[i + 1..]
+            .iter()
+            .map(|b| (b.what.clone(), b.dest.clone()));
+        for (what, dir) in taken.iter().cloned().chain(others) {
+            if overlap(&t.dest, &dir) {
+                return Err(ImportError::Overlaps {
+                    path: t.dest.clone(),
+                    what: t.what.clone(),
+                    other: format!("{what} at {}", dir.display()),
                 });
             }
         }
@@ -411,6 +480,19 @@ fn check_merged(
         }));
     }
     Ok(after)
+}
+
+/// Whether `a` and `b` are the same directory or one lies inside the other: by their spelling
+/// (`..` resolved lexically) or by the identity of what exists (a symlinked spelling).
+fn overlap(a: &Path, b: &Path) -> bool {
+    let (la, lb) = (
+        zeroclaw_config::paths::normalize_lexical(a),
+        zeroclaw_config::paths::normalize_lexical(b),
+    );
+    la.starts_with(&lb)
+        || lb.starts_with(&la)
+        || publish::lies_inside(a, b)
+        || publish::lies_inside(b, a)
 }
 
 fn tree_plan(

@@ -184,13 +184,26 @@ pub fn read(store: &Store, id: ObjectId, kind: SourceKind) -> Result<StoredBundl
     })
 }
 
-/// Whether `expect` (a full id or an id prefix of at least 8 hex digits of the content id
-/// or of the snapshot id, or any snapshot ref of the store whose content is the same) names
-/// `bundle`.
+/// The fewest hex digits `--expect` takes: 64 bits. The pin guards against a source changed
+/// after review, by someone who may make the new content's id start like the reviewed one's;
+/// 8 hex digits (32 bits) are found by trying a few billion variants of a file, 16 are not.
+pub const EXPECT_MIN_HEX: usize = 16;
+
+/// Whether `expect` is hex digits only (an id or id prefix, never a ref name).
+pub fn is_hex(expect: &str) -> bool {
+    let expect = expect.trim();
+    !expect.is_empty() && expect.chars().all(|c| c.is_ascii_hexdigit())
+}
+
+/// Whether `expect` (a full id or an id prefix of at least [`EXPECT_MIN_HEX`] hex digits of
+/// the content id or of the snapshot id, or any snapshot ref of the store whose content is the
+/// same) names `bundle`. Hex digits are only ever an id (a shorter prefix matches nothing).
 pub fn matches_expect(store: &Store, bundle: &StoredBundle, expect: &str) -> bool {
     let expect = expect.trim();
-    let hex = expect.len() >= 8 && expect.chars().all(|c| c.is_ascii_hexdigit());
-    if hex {
+    if is_hex(expect) {
+        if expect.len() < EXPECT_MIN_HEX {
+            return false;
+        }
         let lower = expect.to_ascii_lowercase();
         if [bundle.content_id(), bundle.snapshot]
             .iter()
@@ -198,6 +211,7 @@ pub fn matches_expect(store: &Store, bundle: &StoredBundle, expect: &str) -> boo
         {
             return true;
         }
+        return false;
     }
     store
         .resolve(expect)

@@ -159,6 +159,10 @@ pub struct BundleReview {
     pub set_secrets: Vec<String>,
     /// What could not travel.
     pub dropped: Vec<Dropped>,
+    /// Config the bundle carries although ZeroClaw's exporter never does (a workspace path,
+    /// cross-agent grants, delegates, channels, ...: the fragment re-planned by ZeroClaw's
+    /// planner drops them): a hand-edited bundle, which `import` refuses.
+    pub not_exported: Vec<Dropped>,
     /// Skill bundles the bundle carries under `skills/`.
     pub skill_bundles: Vec<String>,
 }
@@ -360,6 +364,13 @@ fn bundle_review(
     for g in &mut risk_flags {
         g.detail = shown_detail(&g.detail);
     }
+    let not_exported = match &config {
+        Some(Some(bytes)) => {
+            crate::agent::fragment_drops(&String::from_utf8_lossy(bytes), &manifest.root_agent)
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
     let m = manifest;
     Ok((
         Some(BundleReview {
@@ -376,6 +387,7 @@ fn bundle_review(
                 .collect(),
             required_secrets: m.required_secrets,
             dropped: m.dropped,
+            not_exported,
             skill_bundles: m.skill_bundles,
         }),
         None,

@@ -104,6 +104,20 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
         if let Some(why) = &b.grants_unchecked {
             writeln!(out, "  warning: {}", escape_text(why))?;
         }
+        if !b.not_exported.is_empty() {
+            writeln!(
+                out,
+                "\nConfig no export carries (the bundle was edited by hand; import refuses it):"
+            )?;
+            for d in &b.not_exported {
+                writeln!(
+                    out,
+                    "  ! {}: {}",
+                    escape_text(&d.path),
+                    escape_text(&d.detail)
+                )?;
+            }
+        }
         if !b.required_secrets.is_empty() {
             writeln!(out, "\nSecrets to fill after import (scrubbed on export):")?;
             for s in &b.set_secrets {

@@ -12,6 +12,7 @@
 //! for bundles written by ZeroClaw's own exporter.
 
 use std::collections::BTreeMap;
+use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -177,7 +178,7 @@ fn import_into_an_onboarded_install_round_trips() {
     chmod(&y.join("config.toml"), 0o640);
     let before = fs::read(y.join("config.toml")).unwrap();
     let (id, _) = reviewed(&env, &bundle, &y);
-    let run = import(&env, &bundle, &y, &["--expect", &id[..12]]).ok();
+    let run = import(&env, &bundle, &y, &["--expect", &id[..16]]).ok();
     let out = run.stdout();
     assert_eq!(run.last_line(), id, "{}", run.describe());
     // In a pipe, the secrets are lines to run, never prompts.
@@ -469,7 +470,18 @@ fn expect_refuses_a_bundle_changed_since_review() {
     assert_eq!(state(&y), before);
     // What was reviewed is in the store: imported by its snapshot id, it is still exactly
     // the reviewed content, whatever the directory holds now.
-    import(&env, Path::new(&snapshot), &y, &["--expect", &content[..8]]).ok();
+    // A prefix of 8 hex digits (32 bits) is matched by a few billion tries at a changed file:
+    // refused as an argument, before anything is captured.
+    import(&env, Path::new(&snapshot), &y, &["--expect", &content[..8]])
+        .fails(1, "at least 16 hex digits");
+    assert_eq!(state(&y), before);
+    import(
+        &env,
+        Path::new(&snapshot),
+        &y,
+        &["--expect", &content[..16]],
+    )
+    .ok();
     assert_eq!(
         fs::read(y.join("agents/researcher/workspace/notes.md")).unwrap(),
         b"notes\n"
@@ -705,4 +717,230 @@ fn on_a_terminal_it_asks_and_stores_a_typed_secret_encrypted() {
         shown.contains("zeroclaw config set providers.models.openai.backup.api_key"),
         "{shown}"
     );
+}
+
+/// Copies `bundle` to `name` with its config fragment and manifest edited by `edit`.
+fn hostile(
+    env: &TestEnv,
+    bundle: &Path,
+    name: &str,
+    edit: impl Fn(String, String) -> (String, String),
+) -> PathBuf {
+    let out = env.path(name);
+    crate::util::copy_tree(bundle, &out);
+    let config = fs::read_to_string(out.join("config.toml")).unwrap();
+    let manifest = fs::read_to_string(out.join("zeroclaw-agent.toml")).unwrap();
+    let (config, manifest) = edit(config, manifest);
+    fs::write(out.join("config.toml"), config).unwrap();
+    fs::write(out.join("zeroclaw-agent.toml"), manifest).unwrap();
+    out
+}
+
+/// A hand-edited fragment must not reach outside what an export carries: an agent alias that
+/// is a path (`../..`) would put the workspace and the import record outside the install; a
+/// `workspace.path` would publish the workspace anywhere (`--force`: replace anything); and
+/// cross-agent grants (`workspace.access`, `read_memory_from`, `delegates`) naming a local
+/// agent pass ZeroClaw's `validate()` once that agent exists. ZeroClaw's exporter never writes
+/// any of them; the import refuses each by name and writes nothing.
+#[test]
+fn a_fragment_carrying_what_no_export_carries_is_refused() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = env.path("y");
+    write(&y.join("config.toml"), CROWDED.as_bytes());
+    write(&y.join("agents/researcher/workspace/mine.md"), b"mine\n");
+    let before = snapshot_of(&y);
+    let outside = env.path("outside");
+    let place = outside.to_string_lossy().into_owned();
+    let cases: Vec<(&str, PathBuf, &str)> = vec![
+        (
+            "workspace path",
+            hostile(&env, &bundle, "b1", |c, m| {
+                let c = format!("{c}\n[agents.researcher.workspace]\npath = \"{place}\"\n");
+                (c, m)
+            }),
+            "agents.researcher.workspace.path",
+        ),
+        (
+            "cross-agent grants",
+            hostile(&env, &bundle, "b2", |c, m| {
+                let c = c.replace(
+                    "[agents.researcher]\n",
+                    "[agents.researcher]\ndelegates = [\"researcher\"]\n",
+                );
+                let c = format!(
+                    "{c}\n[agents.researcher.workspace]\naccess = {{ researcher = \"read_write\" }}\n\
+                     read_memory_from = [\"researcher\"]\n"
+                );
+                (c, m)
+            }),
+            "agents.researcher.delegates, agents.researcher.workspace.access, \
+             agents.researcher.workspace.read_memory_from",
+        ),
+        (
+            "alias that is a path",
+            hostile(&env, &bundle, "b3", |c, m| {
+                let evil = "../../outside";
+                (
+                    c.replace("agents.researcher", &format!("agents.\"{evil}\"")),
+                    m.replace(
+                        "root_agent = \"researcher\"",
+                        &format!("root_agent = \"{evil}\""),
+                    ),
+                )
+            }),
+            "is not a plain agent name",
+        ),
+    ];
+    // The review shows them before the import is tried, in text and JSON.
+    let grants = &cases[1].1;
+    let text = env.run(&[OsStr::new("review"), grants.as_os_str()]).ok();
+    assert!(
+        text.stdout().contains("Config no export carries")
+            && text
+                .stdout()
+                .contains("! agents.researcher.workspace.access"),
+        "{}",
+        text.describe()
+    );
+    let json = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("review"),
+            grants.as_os_str(),
+        ])
+        .ok()
+        .json();
+    let listed: Vec<&str> = json["bundle"]["not_exported"]
+        .as_array()
+        .expect("not_exported")
+        .iter()
+        .map(|d| d["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "agents.researcher.delegates",
+            "agents.researcher.workspace.access",
+            "agents.researcher.workspace.read_memory_from"
+        ]
+    );
+    let honest = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("review"),
+            bundle.as_os_str(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(honest["bundle"]["not_exported"], serde_json::json!([]));
+    for (what, source, needle) in cases {
+        import(&env, &source, &y, &["--yes", "--force"]).fails(1, needle);
+        assert_eq!(snapshot_of(&y), before, "{what}: the install changed");
+        assert!(!outside.exists(), "{what}: wrote {}", outside.display());
+    }
+}
+
+/// A skill bundle `directory` inside the directory of one of the install's own skill bundles
+/// would add the carried skills to every local agent using that bundle (ZeroClaw's
+/// `validate()` only asks for a unique directory inside `shared/`); one that holds it would
+/// replace it under `--force`. Both are refused, `--force` or not, and nothing is written.
+#[test]
+fn a_skill_directory_inside_or_around_a_local_bundle_is_refused() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = env.path("y");
+    write(
+        &y.join("config.toml"),
+        b"schema_version = 3\n\n# mine\n[skill_bundles.tools]\n",
+    );
+    write(&y.join("shared/skills/tools/good/SKILL.md"), b"# mine\n");
+    let before = snapshot_of(&y);
+    for (name, directory) in [
+        ("inside", "shared/skills/tools/research_tools"),
+        ("around", "shared"),
+    ] {
+        let source = hostile(&env, &bundle, name, |c, m| {
+            let c = c.replace(
+                "[skill_bundles.research_tools]\n",
+                &format!("[skill_bundles.research_tools]\ndirectory = \"{directory}\"\n"),
+            );
+            assert!(c.contains(directory), "{c}");
+            (c, m)
+        });
+        import(&env, &source, &y, &["--yes", "--force"])
+            .fails(1, "would lie inside or hold skill bundle tools");
+        assert_eq!(snapshot_of(&y), before, "{name}: the install changed");
+    }
+}
+
+/// The plan's config diff shows context lines of the install's own config: a credential the
+/// install keeps in plain text beside where the new entries go is masked there, in the text
+/// and in `--json`, and so is one of the bundle's own values under a credential-named key.
+#[test]
+fn the_config_diff_never_shows_a_credential_of_the_install() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = env.path("y");
+    let local = "sk-local-NEVER-SHOWN-9931";
+    write(
+        &y.join("config.toml"),
+        format!(
+            "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-local\"\n\
+             api_key = \"{local}\"\n"
+        )
+        .as_bytes(),
+    );
+    let run = import(&env, &bundle, &y, &["--dry-run"]).ok();
+    assert!(
+        run.stdout()
+            .contains("+[providers.models.anthropic.main_imported]"),
+        "{}",
+        run.describe()
+    );
+    let json = env
+        .run(&[
+            "--json",
+            "import",
+            &bundle.to_string_lossy(),
+            "--install",
+            &y.to_string_lossy(),
+            "--dry-run",
+        ])
+        .ok();
+    for out in [run.stdout(), json.stdout(), run.stderr(), json.stderr()] {
+        assert!(
+            !out.contains(local),
+            "a credential of the install was shown:\n{out}"
+        );
+    }
+    assert!(json.json()["config_diff"]
+        .as_str()
+        .unwrap()
+        .contains("model = \"claude-local\""));
+}
+
+/// The import records provenance in `.zeroclaw-bundle/` of the install: when that is a file,
+/// the import fails after publishing the trees, removes them again, leaves `config.toml` as it
+/// was, and says why once (the OS error is not repeated).
+#[test]
+fn a_provenance_directory_that_is_a_file_fails_cleanly() {
+    let env = TestEnv::new();
+    let (_x, bundle) = our_bundle(&env);
+    let y = onboarded(&env, "y");
+    write(&y.join(".zeroclaw-bundle"), b"not a directory\n");
+    let before = state(&y);
+    let run = import(&env, &bundle, &y, &["--yes"]).fails(1, ".zeroclaw-bundle/imports");
+    assert_eq!(
+        run.stderr().matches("Not a directory").count(),
+        1,
+        "{}",
+        run.describe()
+    );
+    assert!(
+        run.stderr().contains("config.toml was not changed"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(state(&y), before, "the install changed");
 }
