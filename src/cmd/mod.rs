@@ -208,6 +208,7 @@ pub fn stdout_error(e: std::io::Error) -> anyhow::Error {
 }
 
 /// `println!` that returns EPIPE as [`StdoutClosed`] (use with `?`).
+#[doc(hidden)]
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {
@@ -216,6 +217,7 @@ macro_rules! outln {
 }
 
 /// `eprintln!` that never fails or panics (stderr may be closed too).
+#[doc(hidden)]
 #[macro_export]
 macro_rules! note {
     ($($arg:tt)*) => {{
