@@ -721,3 +721,64 @@ fn a_signed_snapshot_shows_its_signers_at_the_mount_root() {
         "unsigned",
     );
 }
+
+#[test]
+fn import_requires_signatures_like_unpack_and_before_capturing() {
+    // Import is an enforcing verb: `--require-signed` and the store's `require_signed` refuse
+    // an unsigned pack, snapshot or directory before the install or the store's catalog see it.
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let allowed = env.path("allowed_signers");
+    fs::write(&allowed, format!("alice@example.com {}\n", public(&alice))).unwrap();
+    let install = crate::export::Install::new(&env);
+    let bundle = env.path("bundle");
+    let id = crate::export::export(&env, &install, &bundle, &[], &[]).json()["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.run(&["pack", &id, "--out", "unsigned.zcpack"]).ok();
+    let target = crate::import::onboarded(&env, "target");
+    let before = fs::read(target.join("config.toml")).unwrap();
+    let import = |store: &str, source: &str, extra: &[&str]| {
+        let mut args = vec!["--store", store, "import", source, "--install"];
+        let target = target.to_str().unwrap();
+        args.extend([target, "--yes"]);
+        args.extend(extra);
+        env.run(&args)
+    };
+    let gate = ["--require-signed", "--allowed-signers", "allowed_signers"];
+
+    // An unsigned pack: refused before anything is unpacked.
+    refused(import("recv", "unsigned.zcpack", &gate), &id, "unsigned");
+    let list = env.run(&["--store", "recv", "-q", "list"]).ok();
+    assert!(!list.stdout().contains(&id[..12]), "{}", list.describe());
+    assert!(!env.path("recv/signatures").exists());
+    // The same snapshot from the store, and the bundle directory, are refused too.
+    refused(import("store", &id, &gate), &id, "unsigned");
+    let before_list = env.run(&["-q", "list"]).ok().stdout().to_string();
+    import("store", "bundle", &gate).fails(1, "a bundle directory carries none");
+    assert_eq!(env.run(&["-q", "list"]).ok().stdout(), before_list);
+    // The store setting makes it the default.
+    env.run(&[
+        "--store",
+        "recv",
+        "trust",
+        "--allowed-signers",
+        "allowed_signers",
+        "--require-signed",
+        "true",
+    ])
+    .ok();
+    refused(import("recv", "unsigned.zcpack", &[]), &id, "unsigned");
+    let list = env.run(&["--store", "recv", "-q", "list"]).ok();
+    assert!(!list.stdout().contains(&id[..12]), "{}", list.describe());
+    assert_eq!(fs::read(target.join("config.toml")).unwrap(), before);
+
+    // Signed by a trusted key, it imports.
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()]).ok();
+    env.run(&["pack", &id, "--out", "signed.zcpack"]).ok();
+    import("recv", "signed.zcpack", &[]).ok();
+    assert_ne!(fs::read(target.join("config.toml")).unwrap(), before);
+}
