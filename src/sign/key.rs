@@ -111,9 +111,21 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
     }
     // ssh-key's messages never quote the key's bytes.
     let key = PrivateKey::from_openssh(&text).map_err(|e| {
-        key_err(format!(
-            "is not an OpenSSH private key ({e}); `ssh-keygen -p -f FILE` converts a PEM key"
-        ))
+        key_err(
+            if text.starts_with(b"-----BEGIN OPENSSH PRIVATE KEY-----") {
+                // An OpenSSH key this crate cannot read (about one ECDSA P-521 key in four in
+                // ssh-key 0.6.7: a private scalar with a leading zero byte).
+                format!(
+                    "cannot be read ({e}); sign with it using `ssh-keygen -Y sign -n {} -f FILE` \
+                 and add that with `sign --signature`",
+                    super::NAMESPACE
+                )
+            } else {
+                format!(
+                "is not an OpenSSH private key ({e}); `ssh-keygen -p -f FILE` converts a PEM key"
+            )
+            },
+        )
     })?;
     drop(text);
     if !key.is_encrypted() {

@@ -474,14 +474,46 @@ fn sign_with_key(key: &OpenedKey, id: &ObjectId) -> Result<(SshSig, Vec<u8>), Si
         path: key.path.clone(),
         why,
     };
-    let sig = key
-        .key
-        .sign(NAMESPACE, HashAlg::Sha512, &message(id))
-        .map_err(|e| key_err(format!("could not sign: {e}")))?;
+    let sig = match key.key.key_data() {
+        ssh_key::private::KeypairData::Rsa(rsa) => rsa_sign(rsa, id),
+        _ => key.key.sign(NAMESPACE, HashAlg::Sha512, &message(id)),
+    }
+    .map_err(|e| key_err(format!("could not sign: {e}")))?;
     let pem = sig
         .to_pem(LineEnding::LF)
         .map_err(|e| key_err(format!("could not encode the signature: {e}")))?;
     Ok((sig, pem.into_bytes()))
+}
+
+/// The sshsig of snapshot `id` by RSA key `key` (rsa-sha2-512, what `ssh-keygen -Y sign`
+/// makes), through the `rsa` crate: ssh-key 0.6.7's own RSA signing builds the private key
+/// from the primes `[p, p]`, which `rsa` refuses, so it always fails. The key is checked
+/// (`from_components` validates it) and zeroized when dropped.
+fn rsa_sign(key: &ssh_key::private::RsaKeypair, id: &ObjectId) -> ssh_key::Result<SshSig> {
+    use rsa::signature::{SignatureEncoding as _, Signer as _};
+    let big = |m: &ssh_key::Mpint| rsa::BigUint::try_from(m);
+    let private = rsa::RsaPrivateKey::from_components(
+        big(&key.public.n)?,
+        big(&key.public.e)?,
+        big(&key.private.d)?,
+        vec![big(&key.private.p)?, big(&key.private.q)?],
+    )?;
+    let data = SshSig::signed_data(NAMESPACE, HashAlg::Sha512, &message(id))?;
+    let signed = rsa::pkcs1v15::SigningKey::<sha2::Sha512>::new(private)
+        .try_sign(&data)
+        .map_err(|_| ssh_key::Error::Crypto)?;
+    let signature = ssh_key::Signature::new(
+        ssh_key::Algorithm::Rsa {
+            hash: Some(HashAlg::Sha512),
+        },
+        signed.to_vec(),
+    )?;
+    SshSig::new(
+        ssh_key::public::KeyData::Rsa(key.public.clone()),
+        NAMESPACE,
+        HashAlg::Sha512,
+        signature,
+    )
 }
 
 /// Reads a signature file (or stdin for `-`), at most the store's signature size.
