@@ -4,8 +4,9 @@
 //!
 //! Each line: `principals [options] keytype base64-key [comment]`; empty lines and lines
 //! starting with `#` are ignored; fields are separated by spaces, double quotes protect spaces
-//! and commas. Options (case-insensitive, comma-separated): `namespaces="pattern-list"`,
-//! `valid-after=TIME`, `valid-before=TIME` (`YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`), and
+//! and commas. Options (case-insensitive, comma-separated, values in double quotes as OpenSSH
+//! requires): `namespaces="pattern-list"`, `valid-after="TIME"`, `valid-before="TIME"`
+//! (`YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, `UTC` for `Z`), and
 //! `cert-authority`, which this tool does not support: such a line is left out with a notice
 //! (zeroclaw-bundle verifies signatures made by plain keys, not certificates). Patterns follow
 //! ssh_config(5) PATTERNS: `*`, `?`, and `!` negation in a comma-separated list.
@@ -275,8 +276,13 @@ fn parse_line(line: &str) -> Result<Parsed, String> {
     if let Some(options) = options {
         for opt in split_options(options)? {
             let (name, value) = match opt.split_once('=') {
-                Some((n, v)) => (n.to_ascii_lowercase(), Some(unquote(v))),
+                Some((n, v)) => (n.to_ascii_lowercase(), Some(v)),
                 None => (opt.to_ascii_lowercase(), None),
+            };
+            let known = ["namespaces", "valid-after", "valid-before"].contains(&name.as_str());
+            let value = match value {
+                Some(v) if known => Some(quoted_value(&name, v)?),
+                other => other.map(str::to_string),
             };
             match (name.as_str(), value) {
                 ("cert-authority", None) => cert_authority = true,
@@ -285,6 +291,15 @@ fn parse_line(line: &str) -> Result<Parsed, String> {
                 ("valid-before", Some(v)) => entry.valid_before = Some(parse_time(&v)?),
                 _ => return Err(format!("has an unknown option {opt:?}")),
             }
+        }
+    }
+    if let (Some(after), Some(before)) = (&entry.valid_after, &entry.valid_before) {
+        // OpenSSH refuses such a line too.
+        if before.secs <= after.secs {
+            return Err(format!(
+                "has valid-before={} that is not after valid-after={}",
+                before.text, after.text
+            ));
         }
     }
     let (Some(kind), Some(b64)) = (f.get(key_at), f.get(key_at + 1)) else {
@@ -297,6 +312,24 @@ fn parse_line(line: &str) -> Result<Parsed, String> {
         .map_err(|e| format!("has a key that cannot be read ({kind}: {e})"))?;
     entry.key = key.key_data().clone();
     Ok(Parsed::Entry(Box::new(entry)))
+}
+
+/// The value of option `name=value`, which OpenSSH requires in double quotes
+/// (`namespaces="git"`, `valid-before="20300101Z"`): `ssh-keygen -Y verify` refuses a line
+/// whose value is not quoted, so it is refused here too rather than read differently.
+fn quoted_value(name: &str, value: &str) -> Result<String, String> {
+    match value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .filter(|v| !v.contains('"'))
+    {
+        Some(inner) => Ok(inner.to_string()),
+        None => Err(format!(
+            "has {name}={value} without double quotes; OpenSSH reads only {name}=\"...\" \
+             (write {name}=\"{}\")",
+            unquote(value)
+        )),
+    }
 }
 
 /// Splits an options field at commas outside double quotes.
@@ -321,12 +354,14 @@ fn split_options(options: &str) -> Result<Vec<&str>, String> {
     Ok(out)
 }
 
-/// `YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, read as UTC (see [`Bound`]).
+/// `YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, read as UTC (see [`Bound`]); as OpenSSH, `UTC`
+/// (any case) may stand for `Z`.
 pub(crate) fn parse_time(text: &str) -> Result<Bound, String> {
     let bad = || format!("has a time {text:?} that is not YYYYMMDD[Z] or YYYYMMDDHHMM[SS][Z]");
-    let (digits, utc) = match text.strip_suffix(['Z', 'z']) {
-        Some(d) => (d, true),
-        None => (text, false),
+    let upper = text.to_ascii_uppercase();
+    let (digits, utc) = match (upper.strip_suffix("UTC"), upper.strip_suffix('Z')) {
+        (Some(d), _) | (None, Some(d)) => (&text[..d.len()], true),
+        (None, None) => (text, false),
     };
     if !digits.bytes().all(|b| b.is_ascii_digit()) || ![8, 12, 14].contains(&digits.len()) {
         return Err(bad());
@@ -408,7 +443,7 @@ mod tests {
              # A key that is accepted only for file signing.\n\
              user2@example.com namespaces=\"file\" {ED}\n\
              \n\
-             \"quoted principal\" valid-after=20200101,valid-before=\"20991231235959Z\" {ED} a comment\n"
+             \"quoted principal\" valid-after=\"20200101\",valid-before=\"20991231235959Z\" {ED} a comment\n"
         );
         let a = parse(&text).unwrap();
         assert_eq!(a.entries.len(), 3, "{a:?}");
@@ -437,7 +472,20 @@ mod tests {
             ("alice@example.com", "no key"),
             (&format!("alice bogus=1 {ED}") as &str, "unknown option"),
             ("alice ssh-ed25519 AAAAnotbase64!", "cannot be read"),
-            (&format!("alice valid-before=2020 {ED}"), "YYYYMMDD"),
+            (&format!("alice valid-before=\"2020\" {ED}"), "YYYYMMDD"),
+            // Unquoted values: `ssh-keygen -Y verify` refuses the line.
+            (
+                &format!("alice valid-before=20300101Z {ED}"),
+                "without double quotes",
+            ),
+            (
+                &format!("alice namespaces=file {ED}"),
+                "without double quotes",
+            ),
+            (
+                &format!("alice valid-after=\"20300101Z\",valid-before=\"20200101Z\" {ED}"),
+                "not after valid-after",
+            ),
             (&format!("alice namespaces=\"a {ED}"), "unterminated"),
         ] {
             let e = parse(&format!("# c\n{text}\n")).unwrap_err().to_string();
@@ -449,9 +497,9 @@ mod tests {
     fn namespaces_and_time_windows() {
         let a = parse(&format!(
             "a namespaces=\"zeroclaw-bundle@*,!*@test\" {ED}\n\
-             b valid-before=20200101Z {ED}\n\
-             c valid-after=20990101Z {ED}\n\
-             d valid-before=20300101 {ED}\n"
+             b valid-before=\"20200101Z\" {ED}\n\
+             c valid-after=\"20990101Z\" {ED}\n\
+             d valid-before=\"20300101\" {ED}\n"
         ))
         .unwrap();
         let e = &a.entries;
@@ -489,6 +537,11 @@ mod tests {
     #[test]
     fn times_and_patterns() {
         assert_eq!(parse_time("19700101Z").unwrap().secs, 0);
+        assert_eq!(
+            parse_time("20300101utc").unwrap().secs,
+            parse_time("20300101z").unwrap().secs
+        );
+        assert!(parse_time("20300101UTC").unwrap().utc);
         assert_eq!(parse_time("20000301Z").unwrap().secs, 951_868_800);
         assert_eq!(parse_time("202403151230Z").unwrap().secs, 1_710_505_800);
         assert_eq!(parse_time("20240315123005Z").unwrap().secs, 1_710_505_805);

@@ -265,7 +265,7 @@ fn require_signed_refuses_each_bad_case_before_anything_is_visible() {
     fs::write(
         &allowed,
         format!(
-            "alice@example.com {}\nold@example.com valid-before=20200101Z {}\n",
+            "alice@example.com {}\nold@example.com valid-before=\"20200101Z\" {}\n",
             public(&alice),
             public(&expired)
         ),
@@ -861,6 +861,65 @@ fn rsa_and_ecdsa_keys_sign_and_verify_both_ways() {
                 .contains(&format!("signed by {name}@example.com")),
             "{}",
             r.describe()
+        );
+    }
+}
+
+#[test]
+fn allowed_signers_lines_get_ssh_keygens_verdict() {
+    // Each allowed_signers file: `--require-signed` accepts the signature exactly when
+    // `ssh-keygen -Y verify` does (an unreadable file is refused, as ssh-keygen refuses it).
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let key = keygen(&keys, "p", "");
+    let k = public(&key);
+    let id = env.snapshot(&tree(&env, "t", "t"));
+    env.run(&["sign", &id, "--key", key.to_str().unwrap()]).ok();
+    let sig = stored(&env.store, &id).remove(0);
+    let cases = [
+        format!("p {k}"),
+        format!("p {k}\r"),
+        format!("  p {k} a comment"),
+        format!("\"p\" {k}"),
+        format!("p,q {k}"),
+        format!("p valid-after=\"20200101\" {k}"),
+        format!("p valid-after=20200101 {k}"),
+        format!("p valid-before=\"20990101UTC\" {k}"),
+        format!("p valid-before=\"209901011200utc\" {k}"),
+        format!("p valid-before=\"20200101Z\" {k}"),
+        format!("p VALID-AFTER=\"20990101Z\" {k}"),
+        format!("p valid-after=\"20990101Z\",valid-before=\"20200101Z\" {k}"),
+        format!("p namespaces=\"{NS}\" {k}"),
+        format!("p namespaces={NS} {k}"),
+        format!("p Namespaces=\"zeroclaw-bundle@*\" {k}"),
+        format!("p namespaces=\"git,file\" {k}"),
+        format!("p namespaces=\"a b,{NS}\" {k}"),
+        format!("p namespaces=\"*,!{NS}\" {k}"),
+        format!("p namespaces=\"\" {k}"),
+        format!("p namespaces=\"{NS}\", {k}"),
+        format!("p foo=\"bar\" {k}"),
+        format!("p cert-authority {k}"),
+    ];
+    for (i, line) in cases.iter().enumerate() {
+        let file = env.path(&format!("allowed_{i}"));
+        fs::write(&file, format!("# case {i}\n\n{line}\n")).unwrap();
+        let (theirs, text) = ssh_verify(&keys, &file, "p", &sig, &message(&id));
+        let out = format!("o{i}");
+        let ours = env.run(&[
+            "checkout",
+            &id,
+            "--out",
+            &out,
+            "--require-signed",
+            "--allowed-signers",
+            file.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            ours.code() == 0,
+            theirs,
+            "line {line:?}: ssh-keygen says {text}\n{}",
+            ours.describe()
         );
     }
 }
