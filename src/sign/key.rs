@@ -93,7 +93,8 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
         path: path.clone(),
         why,
     };
-    let text = std::fs::read(path).map_err(|e| {
+    // The key file's bytes and the passphrase are wiped from memory when dropped.
+    let text = zeroize::Zeroizing::new(std::fs::read(path).map_err(|e| {
         key_err(match e.kind() {
             std::io::ErrorKind::NotFound => format!(
                 "no such key file (chosen from {}); pass --key FILE, or create one with \
@@ -102,7 +103,7 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
             ),
             _ => format!("cannot be read: {e}"),
         })
-    })?;
+    })?);
     if text.starts_with(b"ssh-") || text.starts_with(b"ecdsa-") {
         return Err(key_err(
             "is a public key; signing needs the private key file (the same path without .pub)"
@@ -146,6 +147,7 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
                 .into(),
         ));
     };
+    let pass = zeroize::Zeroizing::new(pass);
     let opened = key.decrypt(pass.as_bytes());
     drop(pass);
     opened.map_err(|_| key_err("the passphrase is wrong".into()))
