@@ -53,6 +53,9 @@ pub struct Bound {
 /// The most a local time zone's offset from UTC can be, either way (UTC-12 .. UTC+14).
 const TZ_MARGIN: i64 = 14 * 3600;
 
+/// The largest allowed_signers file read (about 300 000 ed25519 lines).
+const FILE_CAP: u64 = 64 << 20;
+
 /// A parsed allowed_signers file.
 #[derive(Clone, Debug, Default)]
 pub struct AllowedSigners {
@@ -103,10 +106,12 @@ impl std::fmt::Display for Refusal {
 impl AllowedSigners {
     /// Reads and parses `path`.
     pub fn load(path: &Path) -> Result<AllowedSigners, SignError> {
-        let text = std::fs::read(path).map_err(|e| SignError::Io {
-            op: "read the allowed signers file",
-            path: path.to_path_buf(),
-            source: e,
+        let text = super::read_capped(path, FILE_CAP, "an allowed_signers file").map_err(|e| {
+            SignError::Io {
+                op: "read the allowed signers file",
+                path: path.to_path_buf(),
+                source: e,
+            }
         })?;
         let text = String::from_utf8(text).map_err(|_| SignError::AllowedSigners {
             path: path.to_path_buf(),

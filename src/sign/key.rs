@@ -85,6 +85,9 @@ pub fn choose_key(explicit: Option<&Path>) -> Result<KeyChoice, SignError> {
     })
 }
 
+/// The largest key file read (an OpenSSH RSA-16384 private key is about 13 KiB).
+const KEY_CAP: u64 = 1 << 20;
+
 /// Opens the private key `choice` names, asking for its passphrase on the terminal when it
 /// has one (never echoed); without a terminal a protected key is refused with a message.
 pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
@@ -94,16 +97,18 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
         why,
     };
     // The key file's bytes and the passphrase are wiped from memory when dropped.
-    let text = zeroize::Zeroizing::new(std::fs::read(path).map_err(|e| {
-        key_err(match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "no such key file (chosen from {}); pass --key FILE, or create one with \
+    let text = zeroize::Zeroizing::new(
+        super::read_capped(path, KEY_CAP, "an SSH private key").map_err(|e| {
+            key_err(match e.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "no such key file (chosen from {}); pass --key FILE, or create one with \
                  `ssh-keygen -t ed25519`",
-                choice.from
-            ),
-            _ => format!("cannot be read: {e}"),
-        })
-    })?);
+                    choice.from
+                ),
+                _ => format!("cannot be read: {e}"),
+            })
+        })?,
+    );
     if text.starts_with(b"ssh-") || text.starts_with(b"ecdsa-") {
         return Err(key_err(
             "is a public key; signing needs the private key file (the same path without .pub)"

@@ -923,3 +923,23 @@ fn allowed_signers_lines_get_ssh_keygens_verdict() {
         );
     }
 }
+
+#[test]
+fn a_key_or_allowed_signers_file_too_large_is_refused_not_read_whole() {
+    // A typo such as `--key /dev/zero` fails saying so instead of reading without end.
+    let env = TestEnv::new();
+    let id = env.snapshot(&tree(&env, "t", "t"));
+    let big = env.path("big");
+    fs::write(&big, vec![b'#'; (1 << 20) + 1]).unwrap();
+    env.run(&["sign", &id, "--key", "big"]).fails(
+        1,
+        "key big: cannot be read: it is larger than 1048576 bytes",
+    );
+    env.run(&["sign", &id, "--key", "/dev/zero"])
+        .fails(1, "more than an SSH private key can be");
+    // An allowed_signers file is refused past 64 MiB (a sparse file: no disk used).
+    let huge = fs::File::create(env.path("huge")).unwrap();
+    huge.set_len((64 << 20) + 1).unwrap();
+    env.run(&["show", &id, "--allowed-signers", "huge"])
+        .fails(1, "more than an allowed_signers file can be");
+}
