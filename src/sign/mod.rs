@@ -214,12 +214,27 @@ fn judge(id: &ObjectId, sig: &SshSig, allowed: Option<&AllowedSigners>, now: i64
     }
     let public = ssh_key::PublicKey::new(key.clone(), "");
     if public.verify(NAMESPACE, &message(id), sig).is_err() {
-        return Verdict::Bad {
-            fingerprint: Some(fp),
-            why: format!(
+        // `printf %s ID | ssh-keygen -Y sign` signs the id without its newline: said so, as
+        // that is a mistake of hand, not damage (and still refused: the message is fixed).
+        let without_newline = id.to_hex();
+        let why = if public
+            .verify(NAMESPACE, without_newline.as_bytes(), sig)
+            .is_ok()
+        {
+            format!(
+                "signs the id of snapshot {} without the newline the signed message ends \
+                 with (sign what `echo ID` prints, not `printf %s ID`)",
+                id.short(12)
+            )
+        } else {
+            format!(
                 "does not verify over snapshot {} (damaged, or made for another snapshot)",
                 id.short(12)
-            ),
+            )
+        };
+        return Verdict::Bad {
+            fingerprint: Some(fp),
+            why,
         };
     }
     let key_type = key.algorithm().to_string();
@@ -607,6 +622,14 @@ mod tests {
             check_one(&other, &good, Some(&allowed), now).verdict,
             Verdict::Bad { .. }
         ));
+        let bare = k
+            .sign(NAMESPACE, HashAlg::Sha512, id.to_hex().as_bytes())
+            .unwrap()
+            .to_pem(LineEnding::LF)
+            .unwrap()
+            .into_bytes();
+        let v = check_one(&id, &bare, Some(&allowed), now).verdict;
+        assert!(matches!(&v, Verdict::Bad { why, .. } if why.contains("without the newline")));
         let v = check_one(&id, &git, Some(&allowed), now).verdict;
         assert!(describe(&v).contains("namespace"), "{v:?}");
         assert!(require_signed_blobs(&id, &[], &allowed)
