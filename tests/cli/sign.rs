@@ -943,3 +943,62 @@ fn a_key_or_allowed_signers_file_too_large_is_refused_not_read_whole() {
     env.run(&["show", &id, "--allowed-signers", "huge"])
         .fails(1, "more than an allowed_signers file can be");
 }
+
+#[test]
+fn a_remote_stuffed_with_junk_signatures_costs_bounded_requests_and_notices() {
+    // Whoever can write to a bucket can fill `signatures/<id>/` with junk: a pull downloads
+    // at most as many as a snapshot carries, and names a bounded number of them.
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    fs::write(
+        env.path("allowed_signers"),
+        format!("alice@example.com {}\n", public(&alice)),
+    )
+    .unwrap();
+    let id = env.snapshot(&tree(&env, "t", "t"));
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    let remote = env.path("remote");
+    fs::create_dir_all(&remote).unwrap();
+    let url = format!("file://{}", remote.display());
+    env.run(&["remote", "add", "r", &url]).ok();
+    env.run(&["push", &id, "r"]).ok();
+    let dir = remote.join("signatures").join(&id);
+    // Well-named (a signature id) whose bytes do not hash to the name, then badly named.
+    for i in 0..300 {
+        fs::write(dir.join(format!("{i:064x}.sig")), b"junk").unwrap();
+    }
+    for i in 0..3000 {
+        fs::write(dir.join(format!("junk{i}")), b"junk").unwrap();
+    }
+    let recv = [
+        "--store",
+        "recv",
+        "-v",
+        "pull",
+        &format!("r/{id}"),
+        "--allowed-signers",
+        "allowed_signers",
+    ];
+    env.run(&["--store", "recv", "remote", "add", "r", &url])
+        .ok();
+    let run = env.run(&recv).ok();
+    let notices = run.stderr().matches("notice: ").count();
+    assert!(notices <= 51, "{notices} notices\n{}", run.describe());
+    assert!(
+        run.stderr().contains("more keys that are not part of the layout"),
+        "{}",
+        run.describe()
+    );
+    let fetched: usize = run
+        .stderr()
+        .split("signatures ")
+        .nth(1)
+        .and_then(|t| t.split('/').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no traffic line\n{}", run.describe()));
+    // One listing and at most 256 downloads.
+    assert!(fetched <= 257, "{fetched} requests\n{}", run.describe());
+}
