@@ -18,6 +18,9 @@
 //! - Reading is bounded: at most [`MAX_SIGNATURES`] signatures of at most
 //!   [`MAX_SIGNATURE_BYTES`] bytes each per snapshot; a file whose bytes do not hash to its
 //!   name is skipped with a notice (it is a damaged copy, not a signature of the store).
+//! - Signatures received with an unpack or a pull never fail it: past the bound they are left
+//!   out with a notice ([`Store::add_received_signatures`]), so a pack or remote stuffed with
+//!   junk once cannot block every later import of that snapshot.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -135,6 +138,41 @@ impl Store {
                 .map_err(|e| StoreError::io("sync", d, e))?;
         }
         Ok((id, new))
+    }
+
+    /// Adds the signatures an unpack or a pull received for `snapshot` (the caller holds the
+    /// write lock). Received signatures never fail the import they came with: once the store
+    /// holds [`MAX_SIGNATURES`] for the snapshot (a pack or remote stuffed with junk earlier),
+    /// the rest are left out with a notice on stderr naming the directory to clear. Returns how
+    /// many were left out.
+    pub fn add_received_signatures(
+        &self,
+        lock: &WriteLock,
+        snapshot: &ObjectId,
+        signatures: &[Vec<u8>],
+    ) -> Result<usize, StoreError> {
+        let mut left_out = 0;
+        for sig in signatures {
+            let id = ObjectId::of(sig);
+            let path = self
+                .signatures_dir(snapshot)
+                .join(format!("{}{SUFFIX}", id.to_hex()));
+            let known = fs::symlink_metadata(&path).is_ok();
+            if !known && self.signatures(snapshot)?.len() >= MAX_SIGNATURES {
+                left_out += 1;
+                continue;
+            }
+            self.add_signature_locked(lock, snapshot, sig)?;
+        }
+        if left_out > 0 {
+            eprintln!(
+                "notice: {left_out} received signature(s) of snapshot {} left out: the store \
+                 keeps {MAX_SIGNATURES} for it already (remove unwanted ones from {})",
+                snapshot.short(12),
+                self.signatures_dir(snapshot).display()
+            );
+        }
+        Ok(left_out)
     }
 
     /// The signatures of `snapshot`, sorted by id (none when it has none). A file whose bytes
@@ -262,6 +300,25 @@ mod tests {
         assert!(store
             .add_signature(&snap, &vec![b'x'; MAX_SIGNATURE_BYTES + 1])
             .is_err());
+        // Received signatures past the bound are left out, not an error.
+        let full = ObjectId::of(b"full");
+        let many: Vec<Vec<u8>> = (0..MAX_SIGNATURES + 2)
+            .map(|i| format!("sig {i}").into_bytes())
+            .collect();
+        let lock = store.write_lock().unwrap();
+        assert_eq!(
+            store.add_received_signatures(&lock, &full, &many).unwrap(),
+            2
+        );
+        assert_eq!(store.signatures(&full).unwrap().len(), MAX_SIGNATURES);
+        assert_eq!(
+            store
+                .add_received_signatures(&lock, &full, &many[..1])
+                .unwrap(),
+            0,
+            "one it holds already is no news"
+        );
+        drop(lock);
         // gc's sweep keeps what it is told to keep.
         let other = ObjectId::of(b"another");
         store.add_signature(&other, b"x").unwrap();
@@ -269,9 +326,10 @@ mod tests {
             store
                 .remove_orphan_signatures(&HashSet::from([snap]))
                 .unwrap(),
-            1
+            1 + MAX_SIGNATURES as u64
         );
         assert!(store.signatures(&other).unwrap().is_empty());
+        assert!(store.signatures(&full).unwrap().is_empty());
         assert_eq!(store.signatures(&snap).unwrap().len(), 1);
         // No object was written: signatures live outside objects/.
         assert!(store.objects().list().unwrap().is_empty());

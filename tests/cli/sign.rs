@@ -988,7 +988,8 @@ fn a_remote_stuffed_with_junk_signatures_costs_bounded_requests_and_notices() {
     let notices = run.stderr().matches("notice: ").count();
     assert!(notices <= 51, "{notices} notices\n{}", run.describe());
     assert!(
-        run.stderr().contains("more keys that are not part of the layout"),
+        run.stderr()
+            .contains("more keys that are not part of the layout"),
         "{}",
         run.describe()
     );
@@ -1001,4 +1002,46 @@ fn a_remote_stuffed_with_junk_signatures_costs_bounded_requests_and_notices() {
         .unwrap_or_else(|| panic!("no traffic line\n{}", run.describe()));
     // One listing and at most 256 downloads.
     assert!(fetched <= 257, "{fetched} requests\n{}", run.describe());
+}
+
+#[test]
+fn a_store_full_of_received_signatures_still_unpacks_the_snapshot() {
+    // A pack stuffed with junk signatures, unpacked once, must not make every later unpack of
+    // that snapshot fail: what is past the bound is left out with a notice naming where.
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    fs::write(
+        env.path("allowed_signers"),
+        format!("alice@example.com {}\n", public(&alice)),
+    )
+    .unwrap();
+    let id = env.snapshot(&tree(&env, "t", "t"));
+    for i in 0..256 {
+        plant(&env.store, &id, format!("junk {i}").as_bytes());
+    }
+    env.run(&["pack", &id, "--out", "junk.zcpack"]).ok();
+    fs::remove_dir_all(env.store.join("signatures").join(&id)).unwrap();
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    env.run(&["pack", &id, "--out", "good.zcpack"]).ok();
+    env.run(&["--store", "recv", "unpack", "junk.zcpack"]).ok();
+    let run = env
+        .run(&[
+            "--store",
+            "recv",
+            "unpack",
+            "good.zcpack",
+            "--require-signed",
+            "--allowed-signers",
+            "allowed_signers",
+        ])
+        .ok();
+    assert!(
+        run.stderr().contains("1 received signature(s) of snapshot")
+            && run.stderr().contains("recv/signatures/"),
+        "{}",
+        run.describe()
+    );
 }
