@@ -1045,3 +1045,39 @@ fn a_store_full_of_received_signatures_still_unpacks_the_snapshot() {
         run.describe()
     );
 }
+
+#[test]
+fn a_relative_allowed_signers_in_trust_toml_is_the_stores_not_the_working_directorys() {
+    // A hand-edited trust.toml naming `allowed_signers` relatively: an operator unpacking from
+    // a directory that holds an attacker's `allowed_signers` must not trust it.
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let mallory = keygen(&keys, "mallory", "");
+    let id = env.snapshot(&tree(&env, "t", "t"));
+    env.run(&["sign", &id, "--key", mallory.to_str().unwrap()])
+        .ok();
+    fs::write(
+        env.store.join("allowed_signers"),
+        format!("alice@example.com {}\n", public(&alice)),
+    )
+    .unwrap();
+    fs::write(
+        env.store.join("trust.toml"),
+        "allowed_signers = \"allowed_signers\"\nrequire_signed = true\n",
+    )
+    .unwrap();
+    // The working directory holds a file of the same name trusting mallory.
+    fs::write(
+        env.path("allowed_signers"),
+        format!("mallory@example.com {}\n", public(&mallory)),
+    )
+    .unwrap();
+    refused(
+        env.run(&["checkout", &id, "--out", "o"]),
+        &id,
+        "unknown key",
+    );
+    assert!(!env.path("o").exists());
+}
