@@ -1,7 +1,7 @@
 //! `sign` and `trust`, and what the other commands share about signatures: `--sign` after a
 //! command made or picked its snapshot ([`sign_after`]), the trust a command checks against
 //! ([`trust_of`]), the `--require-signed` gate ([`gate`]) and the one-line "who signed"
-//! ([`signed_by`]). The logic is [`crate::sign`]'s; this file parses and prints.
+//! ([`signed_by`]). The logic is `crate::sign`'s; this file parses and prints.
 
 use std::path::Path;
 
