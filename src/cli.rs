@@ -298,7 +298,7 @@ Examples:
   zeroclaw-bundle trust --allowed-signers ~/.config/zeroclaw/allowed_signers
   zeroclaw-bundle trust --require-signed true
 
-Kept in <store>/trust.toml. With require_signed, unpack, pull, checkout and mount refuse a
+Kept in <store>/trust.toml. With require_signed, unpack, pull, checkout, mount and import refuse a
 snapshot that no trusted key signed, before it becomes visible (as --require-signed does).")]
     Trust(TrustSetArgs),
 }
@@ -609,6 +609,9 @@ pub struct ImportArgs {
     /// Replace a workspace or skill directory that exists although no config entry names it
     #[arg(long)]
     pub force: bool,
+    /// Who must have signed the bundle
+    #[command(flatten)]
+    pub trust: RequireArgs,
 }
 
 /// `snapshot`.

@@ -34,7 +34,7 @@ pub use crate::progress::{Cancellable, Progress, Silent, Totals};
 pub use crate::publish::{Published, Replace, Replaced};
 pub use crate::remote::{PullReport, PushReport};
 pub use crate::review::{Review, ReviewOptions};
-pub use crate::sign::{SignReport, Signer};
+pub use crate::sign::{AllowedSigners, SignReport, Signer};
 pub use error::{Error, ErrorKind, Verb};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
@@ -981,7 +981,7 @@ impl Bundles {
     /// std::fs::create_dir(&target)?;
     /// std::fs::write(target.join("config.toml"), "schema_version = 3\n")?;
     /// let request = ImportRequest {
-    ///     source: out.as_os_str(), install: &target, agent_as: None, maps: &[], expect: None, force: false,
+    ///     source: out.as_os_str(), install: &target, agent_as: None, maps: &[], expect: None, force: false, require: None,
     /// };
     /// let plan = bundles.import_plan(&request, &Silent)?;
     /// let imported = bundles.import(&plan, &[], &Silent)?;

@@ -39,9 +39,13 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
              (the content id `zeroclaw-bundle review` ends with) or --yes"
         );
     }
+    // `--require-signed` (or the store's setting): refused before the source is captured.
+    let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
+    let require = trust.enforcing(&args.source.to_string_lossy())?;
     let store = ctx.create_store()?;
     let progress = ctx.term_progress();
     let req = ImportRequest {
+        require,
         source: &args.source,
         install: &install,
         agent_as: args.agent_as.as_deref(),

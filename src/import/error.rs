@@ -25,6 +25,18 @@ pub enum ImportError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// `--require-signed` refused the source (unsigned, a bad signature, an untrusted key).
+    #[error(transparent)]
+    Sign(#[from] crate::sign::SignError),
+    /// `--require-signed` with a bundle directory, which carries no signatures.
+    #[error(
+        "refusing to import {arg}: signatures are required and a bundle directory carries none \
+         (import a signed pack, remote snapshot or store snapshot instead)"
+    )]
+    UnsignedDirectory {
+        /// The source as given.
+        arg: String,
+    },
     /// A remote failed.
     #[error(transparent)]
     Remote(#[from] RemoteError),

@@ -63,6 +63,10 @@ pub struct ImportRequest<'a> {
     pub expect: Option<&'a str>,
     /// `--force`: replace a workspace or skill directory that exists.
     pub force: bool,
+    /// `--require-signed` (or the store's `require_signed`): the snapshot must carry a
+    /// signature by a key these allowed signers trust, checked before it becomes visible in
+    /// the store (as [`crate::Bundles::require_signed`] checks it).
+    pub require: Option<&'a crate::sign::AllowedSigners>,
 }
 
 /// A tree the import publishes.
@@ -230,7 +234,7 @@ pub fn plan(
         });
     }
 
-    let (snapshot, kind) = source::capture(store, req.source, progress)?;
+    let (snapshot, kind) = source::capture(store, req.source, req.require, progress)?;
     let bundle = source::read(store, snapshot, kind)?;
     if let Some(expect) = req.expect {
         if !source::matches_expect(store, &bundle, expect) {

@@ -13,6 +13,7 @@ use crate::agent::{Manifest, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_D
 use crate::export::{capture_dir, SourceDir};
 use crate::progress::Progress;
 use crate::remote::{parse_remote_ref, Remote};
+use crate::sign::{require_signed, require_signed_blobs, AllowedSigners};
 
 use super::error::ImportError;
 
@@ -70,9 +71,14 @@ impl StoredBundle {
 }
 
 /// Captures `arg` into `store` (see the module doc) and returns the snapshot id and kind.
+/// With `require`, the snapshot must carry a signature these allowed signers trust, checked
+/// before it becomes visible in the store: a pack's section before it is unpacked, a remote's
+/// signatures before anything is pulled, a stored snapshot's own; a directory (which carries
+/// none) is refused before it is captured.
 pub fn capture(
     store: &Store,
     arg: &OsStr,
+    require: Option<&AllowedSigners>,
     progress: &dyn Progress,
 ) -> Result<(ObjectId, SourceKind), ImportError> {
     let shown = arg.to_string_lossy().into_owned();
@@ -83,6 +89,9 @@ pub fn capture(
     crate::diff::side::refuse_missing_path(arg).map_err(|e| failed(e.into()))?;
     let path = Path::new(arg);
     if path.is_dir() {
+        if require.is_some() {
+            return Err(ImportError::UnsignedDirectory { arg: shown });
+        }
         let dir = SourceDir::open(path).map_err(|e| failed(e.into()))?;
         let captured = capture_dir(store, dir, None, progress).map_err(|e| failed(e.into()))?;
         progress.finish();
@@ -91,6 +100,10 @@ pub fn capture(
     if path.is_file() {
         let pack = PackReader::open(path).map_err(|e| failed(e.into()))?;
         pack.check_trailer().map_err(|e| failed(e.into()))?;
+        if let Some(allowed) = require {
+            let sigs = pack.signatures().map_err(|e| failed(e.into()))?;
+            require_signed_blobs(&pack.root, &sigs, allowed)?;
+        }
         let id = zeroclaw_bundle_store::unpack(store, &pack).map_err(|e| failed(e.into()))?;
         return Ok((id, SourceKind::Pack));
     }
@@ -100,7 +113,7 @@ pub fn capture(
             remote = remote.with_cancel(cancel.clone());
         }
         let id = remote.resolve(&snap)?;
-        crate::remote::pull(store, &remote, &id, progress)?;
+        crate::remote::pull_checked(store, &remote, &id, require, progress)?;
         return Ok((id, SourceKind::Remote));
     }
     let direct = shown
@@ -111,6 +124,9 @@ pub fn capture(
         Some(id) => id,
         None => store.resolve(&shown).map_err(|e| failed(e.into()))?,
     };
+    if let Some(allowed) = require {
+        require_signed(store, &id, allowed)?;
+    }
     Ok((id, SourceKind::Snapshot))
 }
 

@@ -73,6 +73,17 @@ pub(crate) struct Listed {
     pub modified_ms: i64,
 }
 
+/// The most notices about ignored keys a remote handle names (the rest are counted).
+const MAX_NOTICES: usize = 50;
+
+/// Keys listings ignored: the first [`MAX_NOTICES`] lines, and how many more.
+#[derive(Default)]
+struct Ignored {
+    lines: Vec<String>,
+    seen: HashSet<String>,
+    more: u64,
+}
+
 /// A remote store, opened.
 pub struct Remote {
     name: String,
@@ -83,7 +94,7 @@ pub struct Remote {
     /// An S3 remote's bucket and endpoint (`None`: AWS's own), for the errors that name them.
     s3: Option<(String, Option<String>)>,
     /// What listings ignored, for [`Remote::notices`].
-    ignored: Mutex<Vec<String>>,
+    ignored: Mutex<Ignored>,
     /// Stops the requests and the steps of a push, pull or gc (see [`Remote::with_cancel`]).
     cancel: Cancel,
 }
@@ -185,7 +196,7 @@ impl Remote {
             store: Arc::new(Counting::new(store, Arc::clone(&counters))),
             counters,
             s3,
-            ignored: Mutex::new(Vec::new()),
+            ignored: Mutex::new(Ignored::default()),
             cancel: Cancel::new(),
         })
     }
@@ -220,8 +231,18 @@ impl Remote {
 
     /// What listings ignored so far (keys that are not part of the layout), one line each;
     /// taken, so each is said once.
+    /// At most [`MAX_NOTICES`] are named; the rest are counted in a last line.
     pub fn notices(&self) -> Vec<String> {
-        std::mem::take(&mut *self.ignored.lock().unwrap_or_else(|e| e.into_inner()))
+        let taken = std::mem::take(&mut *self.ignored.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut lines = taken.lines;
+        if taken.more > 0 {
+            lines.push(format!(
+                "remote {}: ignored {} more keys that are not part of the layout (the first \
+                 {MAX_NOTICES} are named above)",
+                self.name, taken.more
+            ));
+        }
+        lines
     }
 
     fn ignore(&self, key: &str, why: &str) {
@@ -231,8 +252,16 @@ impl Remote {
             zeroclaw_bundle_store::escape_text(key)
         );
         let mut all = self.ignored.lock().unwrap_or_else(|e| e.into_inner());
-        if !all.contains(&line) {
-            all.push(line);
+        if all.seen.contains(&line) {
+            return;
+        }
+        if all.lines.len() < MAX_NOTICES {
+            all.seen.insert(line.clone());
+            all.lines.push(line);
+        } else {
+            // A remote stuffed with junk (thousands of keys under `signatures/<id>/`) costs
+            // a counter, not a line each (nor a scan of every line said so far).
+            all.more += 1;
         }
     }
 
@@ -676,16 +705,20 @@ impl Remote {
     pub fn signatures(&self, id: &ObjectId) -> Result<Vec<Vec<u8>>, RemoteError> {
         let dir = format!("signatures/{}", id.to_hex());
         let mut out = Vec::new();
+        // At most as many downloads as a snapshot carries signatures: a remote stuffed with
+        // well-named junk costs a bounded number of requests, not one per key.
+        let mut fetched = 0;
         for entry in self.list(&dir)? {
             let key = format!("{dir}/{}", entry.name);
             let Some(sig_id) = entry.name.strip_suffix(".sig").and_then(parse_id) else {
                 self.ignore(&key, "not named by a signature id");
                 continue;
             };
-            if out.len() >= zeroclaw_bundle_store::MAX_SIGNATURES {
+            if fetched >= zeroclaw_bundle_store::MAX_SIGNATURES {
                 self.ignore(&key, "more signatures than a snapshot carries");
                 continue;
             }
+            fetched += 1;
             let max = zeroclaw_bundle_store::MAX_SIGNATURE_BYTES as u64;
             let bytes = match self.get(&key, max) {
                 Ok(Some(b)) => b,

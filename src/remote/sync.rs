@@ -484,9 +484,7 @@ pub fn pull_checked(
     remote.check_cancel()?;
     // Beside the record before it is committed (under this pull's lock: gc cannot sweep them
     // in between); an import that fails leaves them for a snapshot gc does not keep.
-    for sig in &signatures {
-        store.add_signature_locked(&lock, id, sig)?;
-    }
+    store.add_received_signatures(&lock, id, &signatures)?;
     // The import stops on the remote's token, as the transfers before it did.
     let watched = Cancellable::new(progress, remote.cancel().clone());
     let watch = ImportProgress::new(&watched);

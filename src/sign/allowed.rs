@@ -4,8 +4,9 @@
 //!
 //! Each line: `principals [options] keytype base64-key [comment]`; empty lines and lines
 //! starting with `#` are ignored; fields are separated by spaces, double quotes protect spaces
-//! and commas. Options (case-insensitive, comma-separated): `namespaces="pattern-list"`,
-//! `valid-after=TIME`, `valid-before=TIME` (`YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`), and
+//! and commas. Options (case-insensitive, comma-separated, values in double quotes as OpenSSH
+//! requires): `namespaces="pattern-list"`, `valid-after="TIME"`, `valid-before="TIME"`
+//! (`YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, `UTC` for `Z`), and
 //! `cert-authority`, which this tool does not support: such a line is left out with a notice
 //! (zeroclaw-bundle verifies signatures made by plain keys, not certificates). Patterns follow
 //! ssh_config(5) PATTERNS: `*`, `?`, and `!` negation in a comma-separated list.
@@ -52,7 +53,18 @@ pub struct Bound {
 /// The most a local time zone's offset from UTC can be, either way (UTC-12 .. UTC+14).
 const TZ_MARGIN: i64 = 14 * 3600;
 
-/// A parsed allowed_signers file.
+/// The largest allowed_signers file read (about 300 000 ed25519 lines).
+const FILE_CAP: u64 = 64 << 20;
+
+/// A parsed allowed_signers file (git's and OpenSSH's format: principals, options, key).
+///
+/// ```
+/// use std::path::Path;
+/// let line = "alice@example.com namespaces=\"zeroclaw-bundle@snapshot\" ssh-ed25519 \
+///     AAAAC3NzaC1lZDI1NTE5AAAAIGk/Gd2Bw5C0J3qHf3qYk9Kk1o3f0lS8kTzX5Q0sV3bG\n";
+/// let allowed = zeroclaw_bundle::AllowedSigners::parse(Path::new("allowed_signers"), line);
+/// assert!(allowed.is_ok());
+/// ```
 #[derive(Clone, Debug, Default)]
 pub struct AllowedSigners {
     /// The file.
@@ -102,10 +114,12 @@ impl std::fmt::Display for Refusal {
 impl AllowedSigners {
     /// Reads and parses `path`.
     pub fn load(path: &Path) -> Result<AllowedSigners, SignError> {
-        let text = std::fs::read(path).map_err(|e| SignError::Io {
-            op: "read the allowed signers file",
-            path: path.to_path_buf(),
-            source: e,
+        let text = super::read_capped(path, FILE_CAP, "an allowed_signers file").map_err(|e| {
+            SignError::Io {
+                op: "read the allowed signers file",
+                path: path.to_path_buf(),
+                source: e,
+            }
         })?;
         let text = String::from_utf8(text).map_err(|_| SignError::AllowedSigners {
             path: path.to_path_buf(),
@@ -275,8 +289,13 @@ fn parse_line(line: &str) -> Result<Parsed, String> {
     if let Some(options) = options {
         for opt in split_options(options)? {
             let (name, value) = match opt.split_once('=') {
-                Some((n, v)) => (n.to_ascii_lowercase(), Some(unquote(v))),
+                Some((n, v)) => (n.to_ascii_lowercase(), Some(v)),
                 None => (opt.to_ascii_lowercase(), None),
+            };
+            let known = ["namespaces", "valid-after", "valid-before"].contains(&name.as_str());
+            let value = match value {
+                Some(v) if known => Some(quoted_value(&name, v)?),
+                other => other.map(str::to_string),
             };
             match (name.as_str(), value) {
                 ("cert-authority", None) => cert_authority = true,
@@ -285,6 +304,15 @@ fn parse_line(line: &str) -> Result<Parsed, String> {
                 ("valid-before", Some(v)) => entry.valid_before = Some(parse_time(&v)?),
                 _ => return Err(format!("has an unknown option {opt:?}")),
             }
+        }
+    }
+    if let (Some(after), Some(before)) = (&entry.valid_after, &entry.valid_before) {
+        // OpenSSH refuses such a line too.
+        if before.secs <= after.secs {
+            return Err(format!(
+                "has valid-before={} that is not after valid-after={}",
+                before.text, after.text
+            ));
         }
     }
     let (Some(kind), Some(b64)) = (f.get(key_at), f.get(key_at + 1)) else {
@@ -297,6 +325,24 @@ fn parse_line(line: &str) -> Result<Parsed, String> {
         .map_err(|e| format!("has a key that cannot be read ({kind}: {e})"))?;
     entry.key = key.key_data().clone();
     Ok(Parsed::Entry(Box::new(entry)))
+}
+
+/// The value of option `name=value`, which OpenSSH requires in double quotes
+/// (`namespaces="git"`, `valid-before="20300101Z"`): `ssh-keygen -Y verify` refuses a line
+/// whose value is not quoted, so it is refused here too rather than read differently.
+fn quoted_value(name: &str, value: &str) -> Result<String, String> {
+    match value
+        .strip_prefix('"')
+        .and_then(|v| v.strip_suffix('"'))
+        .filter(|v| !v.contains('"'))
+    {
+        Some(inner) => Ok(inner.to_string()),
+        None => Err(format!(
+            "has {name}={value} without double quotes; OpenSSH reads only {name}=\"...\" \
+             (write {name}=\"{}\")",
+            unquote(value)
+        )),
+    }
 }
 
 /// Splits an options field at commas outside double quotes.
@@ -321,12 +367,14 @@ fn split_options(options: &str) -> Result<Vec<&str>, String> {
     Ok(out)
 }
 
-/// `YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, read as UTC (see [`Bound`]).
+/// `YYYYMMDD[Z]` or `YYYYMMDDHHMM[SS][Z]`, read as UTC (see [`Bound`]); as OpenSSH, `UTC`
+/// (any case) may stand for `Z`.
 pub(crate) fn parse_time(text: &str) -> Result<Bound, String> {
     let bad = || format!("has a time {text:?} that is not YYYYMMDD[Z] or YYYYMMDDHHMM[SS][Z]");
-    let (digits, utc) = match text.strip_suffix(['Z', 'z']) {
-        Some(d) => (d, true),
-        None => (text, false),
+    let upper = text.to_ascii_uppercase();
+    let (digits, utc) = match (upper.strip_suffix("UTC"), upper.strip_suffix('Z')) {
+        (Some(d), _) | (None, Some(d)) => (&text[..d.len()], true),
+        (None, None) => (text, false),
     };
     if !digits.bytes().all(|b| b.is_ascii_digit()) || ![8, 12, 14].contains(&digits.len()) {
         return Err(bad());
@@ -408,7 +456,7 @@ mod tests {
              # A key that is accepted only for file signing.\n\
              user2@example.com namespaces=\"file\" {ED}\n\
              \n\
-             \"quoted principal\" valid-after=20200101,valid-before=\"20991231235959Z\" {ED} a comment\n"
+             \"quoted principal\" valid-after=\"20200101\",valid-before=\"20991231235959Z\" {ED} a comment\n"
         );
         let a = parse(&text).unwrap();
         assert_eq!(a.entries.len(), 3, "{a:?}");
@@ -437,7 +485,20 @@ mod tests {
             ("alice@example.com", "no key"),
             (&format!("alice bogus=1 {ED}") as &str, "unknown option"),
             ("alice ssh-ed25519 AAAAnotbase64!", "cannot be read"),
-            (&format!("alice valid-before=2020 {ED}"), "YYYYMMDD"),
+            (&format!("alice valid-before=\"2020\" {ED}"), "YYYYMMDD"),
+            // Unquoted values: `ssh-keygen -Y verify` refuses the line.
+            (
+                &format!("alice valid-before=20300101Z {ED}"),
+                "without double quotes",
+            ),
+            (
+                &format!("alice namespaces=file {ED}"),
+                "without double quotes",
+            ),
+            (
+                &format!("alice valid-after=\"20300101Z\",valid-before=\"20200101Z\" {ED}"),
+                "not after valid-after",
+            ),
             (&format!("alice namespaces=\"a {ED}"), "unterminated"),
         ] {
             let e = parse(&format!("# c\n{text}\n")).unwrap_err().to_string();
@@ -449,9 +510,9 @@ mod tests {
     fn namespaces_and_time_windows() {
         let a = parse(&format!(
             "a namespaces=\"zeroclaw-bundle@*,!*@test\" {ED}\n\
-             b valid-before=20200101Z {ED}\n\
-             c valid-after=20990101Z {ED}\n\
-             d valid-before=20300101 {ED}\n"
+             b valid-before=\"20200101Z\" {ED}\n\
+             c valid-after=\"20990101Z\" {ED}\n\
+             d valid-before=\"20300101\" {ED}\n"
         ))
         .unwrap();
         let e = &a.entries;
@@ -489,6 +550,11 @@ mod tests {
     #[test]
     fn times_and_patterns() {
         assert_eq!(parse_time("19700101Z").unwrap().secs, 0);
+        assert_eq!(
+            parse_time("20300101utc").unwrap().secs,
+            parse_time("20300101z").unwrap().secs
+        );
+        assert!(parse_time("20300101UTC").unwrap().utc);
         assert_eq!(parse_time("20000301Z").unwrap().secs, 951_868_800);
         assert_eq!(parse_time("202403151230Z").unwrap().secs, 1_710_505_800);
         assert_eq!(parse_time("20240315123005Z").unwrap().secs, 1_710_505_805);

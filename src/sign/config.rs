@@ -1,6 +1,7 @@
 //! `<store>/trust.toml`: the store's signature settings, set once with `trust`:
 //! `allowed_signers = "PATH"` (the file every command checks signatures against unless
-//! `--allowed-signers` names another) and `require_signed = true|false` (make
+//! `--allowed-signers` names another; `trust` writes it absolute, a relative one is read from
+//! the store's directory) and `require_signed = true|false` (make
 //! `--require-signed` the default of unpack, pull, checkout, mount and import). Written to a
 //! temporary file and renamed into place, like `remotes.toml`. Holds paths, never keys.
 
@@ -51,7 +52,10 @@ pub fn load_trust(store_root: &Path) -> Result<TrustSettings, SignError> {
                 let p = v
                     .as_str()
                     .ok_or_else(|| bad("allowed_signers must be a string (a path)".into()))?;
-                out.allowed_signers = Some(PathBuf::from(p));
+                // A relative path (a hand-edited file) is the store's, never the working
+                // directory's: a received bundle's own `allowed_signers` in the directory an
+                // operator runs `unpack` from must not become the trusted file.
+                out.allowed_signers = Some(store_root.join(p));
             }
             "require_signed" => {
                 out.require_signed = v

@@ -85,6 +85,9 @@ pub fn choose_key(explicit: Option<&Path>) -> Result<KeyChoice, SignError> {
     })
 }
 
+/// The largest key file read (an OpenSSH RSA-16384 private key is about 13 KiB).
+const KEY_CAP: u64 = 1 << 20;
+
 /// Opens the private key `choice` names, asking for its passphrase on the terminal when it
 /// has one (never echoed); without a terminal a protected key is refused with a message.
 pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
@@ -93,16 +96,19 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
         path: path.clone(),
         why,
     };
-    let text = std::fs::read(path).map_err(|e| {
-        key_err(match e.kind() {
-            std::io::ErrorKind::NotFound => format!(
-                "no such key file (chosen from {}); pass --key FILE, or create one with \
+    // The key file's bytes and the passphrase are wiped from memory when dropped.
+    let text = zeroize::Zeroizing::new(
+        super::read_capped(path, KEY_CAP, "an SSH private key").map_err(|e| {
+            key_err(match e.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "no such key file (chosen from {}); pass --key FILE, or create one with \
                  `ssh-keygen -t ed25519`",
-                choice.from
-            ),
-            _ => format!("cannot be read: {e}"),
-        })
-    })?;
+                    choice.from
+                ),
+                _ => format!("cannot be read: {e}"),
+            })
+        })?,
+    );
     if text.starts_with(b"ssh-") || text.starts_with(b"ecdsa-") {
         return Err(key_err(
             "is a public key; signing needs the private key file (the same path without .pub)"
@@ -111,9 +117,21 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
     }
     // ssh-key's messages never quote the key's bytes.
     let key = PrivateKey::from_openssh(&text).map_err(|e| {
-        key_err(format!(
-            "is not an OpenSSH private key ({e}); `ssh-keygen -p -f FILE` converts a PEM key"
-        ))
+        key_err(
+            if text.starts_with(b"-----BEGIN OPENSSH PRIVATE KEY-----") {
+                // An OpenSSH key this crate cannot read (about one ECDSA P-521 key in four in
+                // ssh-key 0.6.7: a private scalar with a leading zero byte).
+                format!(
+                    "cannot be read ({e}); sign with it using `ssh-keygen -Y sign -n {} -f FILE` \
+                 and add that with `sign --signature`",
+                    super::NAMESPACE
+                )
+            } else {
+                format!(
+                "is not an OpenSSH private key ({e}); `ssh-keygen -p -f FILE` converts a PEM key"
+            )
+            },
+        )
     })?;
     drop(text);
     if !key.is_encrypted() {
@@ -134,6 +152,7 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
                 .into(),
         ));
     };
+    let pass = zeroize::Zeroizing::new(pass);
     let opened = key.decrypt(pass.as_bytes());
     drop(pass);
     opened.map_err(|_| key_err("the passphrase is wrong".into()))

@@ -214,12 +214,27 @@ fn judge(id: &ObjectId, sig: &SshSig, allowed: Option<&AllowedSigners>, now: i64
     }
     let public = ssh_key::PublicKey::new(key.clone(), "");
     if public.verify(NAMESPACE, &message(id), sig).is_err() {
-        return Verdict::Bad {
-            fingerprint: Some(fp),
-            why: format!(
+        // `printf %s ID | ssh-keygen -Y sign` signs the id without its newline: said so, as
+        // that is a mistake of hand, not damage (and still refused: the message is fixed).
+        let without_newline = id.to_hex();
+        let why = if public
+            .verify(NAMESPACE, without_newline.as_bytes(), sig)
+            .is_ok()
+        {
+            format!(
+                "signs the id of snapshot {} without the newline the signed message ends \
+                 with (sign what `echo ID` prints, not `printf %s ID`)",
+                id.short(12)
+            )
+        } else {
+            format!(
                 "does not verify over snapshot {} (damaged, or made for another snapshot)",
                 id.short(12)
-            ),
+            )
+        };
+        return Verdict::Bad {
+            fingerprint: Some(fp),
+            why,
         };
     }
     let key_type = key.algorithm().to_string();
@@ -474,14 +489,64 @@ fn sign_with_key(key: &OpenedKey, id: &ObjectId) -> Result<(SshSig, Vec<u8>), Si
         path: key.path.clone(),
         why,
     };
-    let sig = key
-        .key
-        .sign(NAMESPACE, HashAlg::Sha512, &message(id))
-        .map_err(|e| key_err(format!("could not sign: {e}")))?;
+    let sig = match key.key.key_data() {
+        ssh_key::private::KeypairData::Rsa(rsa) => rsa_sign(rsa, id),
+        _ => key.key.sign(NAMESPACE, HashAlg::Sha512, &message(id)),
+    }
+    .map_err(|e| key_err(format!("could not sign: {e}")))?;
     let pem = sig
         .to_pem(LineEnding::LF)
         .map_err(|e| key_err(format!("could not encode the signature: {e}")))?;
     Ok((sig, pem.into_bytes()))
+}
+
+/// The sshsig of snapshot `id` by RSA key `key` (rsa-sha2-512, what `ssh-keygen -Y sign`
+/// makes), through the `rsa` crate: ssh-key 0.6.7's own RSA signing builds the private key
+/// from the primes `[p, p]`, which `rsa` refuses, so it always fails. The key is checked
+/// (`from_components` validates it) and zeroized when dropped.
+fn rsa_sign(key: &ssh_key::private::RsaKeypair, id: &ObjectId) -> ssh_key::Result<SshSig> {
+    use rsa::signature::{SignatureEncoding as _, Signer as _};
+    let big = |m: &ssh_key::Mpint| rsa::BigUint::try_from(m);
+    let private = rsa::RsaPrivateKey::from_components(
+        big(&key.public.n)?,
+        big(&key.public.e)?,
+        big(&key.private.d)?,
+        vec![big(&key.private.p)?, big(&key.private.q)?],
+    )?;
+    let data = SshSig::signed_data(NAMESPACE, HashAlg::Sha512, &message(id))?;
+    let signed = rsa::pkcs1v15::SigningKey::<sha2::Sha512>::new(private)
+        .try_sign(&data)
+        .map_err(|_| ssh_key::Error::Crypto)?;
+    let signature = ssh_key::Signature::new(
+        ssh_key::Algorithm::Rsa {
+            hash: Some(HashAlg::Sha512),
+        },
+        signed.to_vec(),
+    )?;
+    SshSig::new(
+        ssh_key::public::KeyData::Rsa(key.public.clone()),
+        NAMESPACE,
+        HashAlg::Sha512,
+        signature,
+    )
+}
+
+/// Reads `path` whole when it holds at most `cap` bytes; a larger file, or an endless one
+/// (`/dev/zero`, a FIFO that keeps writing), is an `InvalidData` error saying so after `cap`
+/// bytes, never a read that fills the memory. `what` completes "more than ... can be".
+pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    std::fs::File::open(path)?
+        .take(cap + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("it is larger than {cap} bytes, more than {what} can be"),
+        ));
+    }
+    Ok(out)
 }
 
 /// Reads a signature file (or stdin for `-`), at most the store's signature size.
@@ -557,6 +622,14 @@ mod tests {
             check_one(&other, &good, Some(&allowed), now).verdict,
             Verdict::Bad { .. }
         ));
+        let bare = k
+            .sign(NAMESPACE, HashAlg::Sha512, id.to_hex().as_bytes())
+            .unwrap()
+            .to_pem(LineEnding::LF)
+            .unwrap()
+            .into_bytes();
+        let v = check_one(&id, &bare, Some(&allowed), now).verdict;
+        assert!(matches!(&v, Verdict::Bad { why, .. } if why.contains("without the newline")));
         let v = check_one(&id, &git, Some(&allowed), now).verdict;
         assert!(describe(&v).contains("namespace"), "{v:?}");
         assert!(require_signed_blobs(&id, &[], &allowed)

@@ -16,8 +16,12 @@
 //!   signatures of a snapshot an unpack or pull is about to commit; gc drops the directories of
 //!   snapshots it does not keep, and `reindex` leaves them alone.
 //! - Reading is bounded: at most [`MAX_SIGNATURES`] signatures of at most
-//!   [`MAX_SIGNATURE_BYTES`] bytes each per snapshot; a file whose bytes do not hash to its
-//!   name is skipped with a notice (it is a damaged copy, not a signature of the store).
+//!   [`MAX_SIGNATURE_BYTES`] bytes each per snapshot (more files: the rest are skipped with a
+//!   notice); a file whose bytes do not hash to its name is skipped with a notice (it is a
+//!   damaged copy, not a signature of the store).
+//! - Signatures received with an unpack or a pull never fail it: past the bound they are left
+//!   out with a notice ([`Store::add_received_signatures`]), so a pack or remote stuffed with
+//!   junk once cannot block every later import of that snapshot.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -137,9 +141,44 @@ impl Store {
         Ok((id, new))
     }
 
+    /// Adds the signatures an unpack or a pull received for `snapshot` (the caller holds the
+    /// write lock). Received signatures never fail the import they came with: once the store
+    /// holds [`MAX_SIGNATURES`] for the snapshot (a pack or remote stuffed with junk earlier),
+    /// the rest are left out with a notice on stderr naming the directory to clear. Returns how
+    /// many were left out.
+    pub fn add_received_signatures(
+        &self,
+        lock: &WriteLock,
+        snapshot: &ObjectId,
+        signatures: &[Vec<u8>],
+    ) -> Result<usize, StoreError> {
+        let mut left_out = 0;
+        for sig in signatures {
+            let id = ObjectId::of(sig);
+            let path = self
+                .signatures_dir(snapshot)
+                .join(format!("{}{SUFFIX}", id.to_hex()));
+            let known = fs::symlink_metadata(&path).is_ok();
+            if !known && self.signatures(snapshot)?.len() >= MAX_SIGNATURES {
+                left_out += 1;
+                continue;
+            }
+            self.add_signature_locked(lock, snapshot, sig)?;
+        }
+        if left_out > 0 {
+            eprintln!(
+                "notice: {left_out} received signature(s) of snapshot {} left out: the store \
+                 keeps {MAX_SIGNATURES} for it already (remove unwanted ones from {})",
+                snapshot.short(12),
+                self.signatures_dir(snapshot).display()
+            );
+        }
+        Ok(left_out)
+    }
+
     /// The signatures of `snapshot`, sorted by id (none when it has none). A file whose bytes
-    /// do not hash to its name is left out with a notice on stderr; too many, or one too large,
-    /// is an error naming the snapshot.
+    /// do not hash to its name (or too large) is left out with a notice on stderr, and so are
+    /// those past [`MAX_SIGNATURES`] (read in directory order).
     pub fn signatures(&self, snapshot: &ObjectId) -> Result<Vec<StoredSignature>, StoreError> {
         let dir = self.signatures_dir(snapshot);
         let rd = match fs::read_dir(&dir) {
@@ -159,13 +198,15 @@ impl Store {
                 continue;
             };
             if out.len() >= MAX_SIGNATURES {
-                return Err(StoreError::Signature {
-                    snapshot: *snapshot,
-                    why: format!(
-                        "{} holds more than {MAX_SIGNATURES} signatures",
-                        dir.display()
-                    ),
-                });
+                // Only concurrent adds (each checks the count, then adds) or hands get here:
+                // the first ones read are used, the rest named, never an error that would stop
+                // every command that reads this snapshot's signatures.
+                eprintln!(
+                    "notice: {} holds more than {MAX_SIGNATURES} signatures; the rest are \
+                     not read",
+                    dir.display()
+                );
+                break;
             }
             let path = ent.path();
             let Some(file) =
@@ -262,6 +303,35 @@ mod tests {
         assert!(store
             .add_signature(&snap, &vec![b'x'; MAX_SIGNATURE_BYTES + 1])
             .is_err());
+        // Received signatures past the bound are left out, not an error.
+        let full = ObjectId::of(b"full");
+        let many: Vec<Vec<u8>> = (0..MAX_SIGNATURES + 2)
+            .map(|i| format!("sig {i}").into_bytes())
+            .collect();
+        let lock = store.write_lock().unwrap();
+        assert_eq!(
+            store.add_received_signatures(&lock, &full, &many).unwrap(),
+            2
+        );
+        assert_eq!(store.signatures(&full).unwrap().len(), MAX_SIGNATURES);
+        assert_eq!(
+            store
+                .add_received_signatures(&lock, &full, &many[..1])
+                .unwrap(),
+            0,
+            "one it holds already is no news"
+        );
+        drop(lock);
+        // More files than the bound (concurrent adds, or hands): the first are read, no error.
+        let extra = b"one too many".to_vec();
+        fs::write(
+            store
+                .signatures_dir(&full)
+                .join(format!("{}{SUFFIX}", ObjectId::of(&extra).to_hex())),
+            &extra,
+        )
+        .unwrap();
+        assert_eq!(store.signatures(&full).unwrap().len(), MAX_SIGNATURES);
         // gc's sweep keeps what it is told to keep.
         let other = ObjectId::of(b"another");
         store.add_signature(&other, b"x").unwrap();
@@ -269,9 +339,10 @@ mod tests {
             store
                 .remove_orphan_signatures(&HashSet::from([snap]))
                 .unwrap(),
-            1
+            2 + MAX_SIGNATURES as u64
         );
         assert!(store.signatures(&other).unwrap().is_empty());
+        assert!(store.signatures(&full).unwrap().is_empty());
         assert_eq!(store.signatures(&snap).unwrap().len(), 1);
         // No object was written: signatures live outside objects/.
         assert!(store.objects().list().unwrap().is_empty());

@@ -367,9 +367,7 @@ pub fn unpack_watched(
     // The record is read and hashed by `snapshot()` and written by the commit.
     let jobs = jobs_for(packs, &from_pack);
     land_objects(store, packs, jobs, watch)?;
-    for sig in &signatures {
-        store.add_signature_locked(&lock, &pack.root, sig)?;
-    }
+    store.add_received_signatures(&lock, &pack.root, &signatures)?;
     let trees = ReceivedTrees {
         packs,
         store: store.reader(),

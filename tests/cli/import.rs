@@ -26,7 +26,7 @@ use crate::util::{chmod, write, Run, TestEnv};
 
 /// An install as ZeroClaw leaves it after its setup: its own `Config::default()` saved by its
 /// own `save()` (pruned to the operator's choices), nothing else.
-fn onboarded(env: &TestEnv, name: &str) -> PathBuf {
+pub(crate) fn onboarded(env: &TestEnv, name: &str) -> PathBuf {
     let root = env.path(name);
     fs::create_dir_all(&root).unwrap();
     let config = Config {
