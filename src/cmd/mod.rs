@@ -127,10 +127,13 @@ impl Progress for TermProgress {
         match p.total {
             Some(total) => {
                 p.bar.set_position(done.bytes);
-                p.bar.set_message(format!(
-                    "{} {}/{} {}s",
-                    p.what, done.files, total.files, p.noun
-                ));
+                // A phase that counts bytes only (a pack) names itself, not `0/0 files`.
+                if total.files > 0 {
+                    p.bar.set_message(format!(
+                        "{} {}/{} {}s",
+                        p.what, done.files, total.files, p.noun
+                    ));
+                }
             }
             None => {
                 p.bar.set_position(done.files);
@@ -157,7 +160,7 @@ impl TermProgress {
             return;
         }
         let bar = new_bar(total.map(|t| t.bytes), what, true);
-        if let Some(t) = total {
+        if let Some(t) = total.filter(|t| t.files > 0) {
             bar.set_message(format!("{what} 0/{} {noun}s", t.files));
         }
         *self.lock() = Some(Phase {

@@ -17,7 +17,6 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
-use crate::publish::{publish_file, reaches_private_file, FileRequest};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -34,8 +33,6 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         since,
         trees_only: args.trees_only,
     };
-    let total = store.read_snapshot(&id)?.bytes();
-    let bar = ctx.progress(Some(total), "packing", true);
     let to_stdout = args.out.as_os_str() == "-";
     if to_stdout && ctx.json {
         bail!("--json needs --out FILE: with --out -, stdout carries the pack");
@@ -44,35 +41,37 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         bail!("refusing to write a pack to a terminal; redirect it or pass --out FILE");
     }
     let stats = if to_stdout {
+        let total = store.read_snapshot(&id)?.bytes();
+        let bar = ctx.progress(Some(total), "packing", true);
         let stdout = io::stdout();
         let mut out = io::BufWriter::new(stdout.lock());
         // A reader that went away (`| head -c`) ends the command quietly, like every other
         // output (see `cmd::StdoutClosed`); the reader's side reports a truncated pack.
-        write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).map_err(|e| match e {
-            StoreError::PackOutput { ref error, .. }
-                if error.kind() == io::ErrorKind::BrokenPipe =>
-            {
-                anyhow::Error::new(StdoutClosed)
-            }
-            e => anyhow::Error::new(e).context("could not write the pack to stdout"),
-        })?
+        let stats =
+            write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).map_err(|e| match e {
+                StoreError::PackOutput { ref error, .. }
+                    if error.kind() == io::ErrorKind::BrokenPipe =>
+                {
+                    anyhow::Error::new(StdoutClosed)
+                }
+                e => anyhow::Error::new(e).context("could not write the pack to stdout"),
+            });
+        bar.finish_and_clear();
+        stats?
     } else {
-        let req = FileRequest {
-            dest: &args.out,
-            force: args.force,
-            store: &ctx.store_path,
-            noun: "pack",
-            cancel: Some(&ctx.cancel),
-            // A pack carries the bytes of every file it holds: one of a file others may not
-            // read is itself created 0600.
-            private: !args.trees_only && reaches_private_file(&store, &id)?,
-            keep: None,
-        };
-        publish_file(&req, |out| {
-            write_pack(&store, &id, options, out, &mut |n| bar.inc(n))
-        })?
+        // The public API's pack: staged and renamed into place; created 0600 when the snapshot
+        // holds a file others may not read.
+        let progress = ctx.term_progress();
+        let packed = crate::Bundles::from_store(store.clone()).pack(
+            &id.to_hex(),
+            &args.out,
+            options,
+            args.force,
+            &progress,
+        );
+        drop(progress);
+        packed?.stats
     };
-    bar.finish_and_clear();
     report(
         ctx,
         &id,
