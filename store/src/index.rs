@@ -350,14 +350,9 @@ impl Store {
         keep: &HashSet<ObjectId>,
     ) -> Result<u64, StoreError> {
         let dir = self.root().join(TREES_DIR);
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(StoreError::io("list", &dir, e)),
-        };
         let mut removed = 0;
-        for ent in rd {
-            let ent = ent.map_err(|e| StoreError::io("list", &dir, e))?;
+        for ent in crate::list_dir(&dir)? {
+            let ent = ent?;
             let name = ent.file_name();
             let Some(id) = name
                 .to_str()

@@ -513,6 +513,24 @@ impl Store {
     }
 }
 
+/// The entries of directory `dir`, read as they are asked for (a reader may stop early), none
+/// when it does not exist (a store directory made on first use: `signatures/`, `trees/`,
+/// `leases/`); any other failure names the directory.
+pub(crate) fn list_dir(
+    dir: &Path,
+) -> Result<impl Iterator<Item = Result<fs::DirEntry, StoreError>>, StoreError> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => Some(rd),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(StoreError::io("list", dir, e)),
+    };
+    let dir = dir.to_path_buf();
+    Ok(rd
+        .into_iter()
+        .flatten()
+        .map(move |ent| ent.map_err(|e| StoreError::io("list", &dir, e))))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -304,14 +304,9 @@ impl Store {
     /// (snapshot, root tree) pairs held by live processes' leases; stale leases are removed.
     fn live_leases(&self) -> Result<Vec<(ObjectId, ObjectId)>, StoreError> {
         let dir = self.leases_dir();
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::io("list", &dir, e)),
-        };
         let mut out = Vec::new();
-        for ent in rd {
-            let ent = ent.map_err(|e| StoreError::io("list", &dir, e))?;
+        for ent in crate::list_dir(&dir)? {
+            let ent = ent?;
             let name = ent.file_name().to_string_lossy().into_owned();
             let pid = name.split('-').next().unwrap_or("");
             let alive = !pid.is_empty() && PathBuf::from("/proc").join(pid).exists();

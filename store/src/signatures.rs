@@ -181,14 +181,9 @@ impl Store {
     /// those past [`MAX_SIGNATURES`] (read in directory order).
     pub fn signatures(&self, snapshot: &ObjectId) -> Result<Vec<StoredSignature>, StoreError> {
         let dir = self.signatures_dir(snapshot);
-        let rd = match fs::read_dir(&dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(StoreError::io("list", &dir, e)),
-        };
         let mut out = Vec::new();
-        for ent in rd {
-            let ent = ent.map_err(|e| StoreError::io("list", &dir, e))?;
+        for ent in crate::list_dir(&dir)? {
+            let ent = ent?;
             let name = ent.file_name();
             let Some(id) = name
                 .to_str()
@@ -238,14 +233,9 @@ impl Store {
         keep: &HashSet<ObjectId>,
     ) -> Result<u64, StoreError> {
         let top = self.root().join(SIGNATURES_DIR);
-        let rd = match fs::read_dir(&top) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-            Err(e) => return Err(StoreError::io("list", &top, e)),
-        };
         let mut removed = 0;
-        for ent in rd {
-            let ent = ent.map_err(|e| StoreError::io("list", &top, e))?;
+        for ent in crate::list_dir(&top)? {
+            let ent = ent?;
             let Some(id) = ent
                 .file_name()
                 .to_str()
