@@ -539,3 +539,75 @@ fn every_command_prints_the_documented_json() {
     let v = json(&env, &store, &[s("verify")], 0);
     check("verify", &v, VERIFY);
 }
+
+const IMPORT: Spec = &[
+    ("snapshot", "id"),
+    ("root", "id"),
+    ("source", "str"),
+    ("source_kind", "str"),
+    ("agent", "str"),
+    ("bundle_agent", "str"),
+    ("install", "str"),
+    ("config", "str"),
+    ("backup", "str"),
+    ("entries", "arr"),
+    ("notes", "arr"),
+    ("trees", "arr"),
+    ("config_diff", "str"),
+    ("risk_flags", "arr"),
+    ("required_secrets", "arr"),
+    ("set_secrets", "arr"),
+    ("dropped", "arr"),
+    ("dry_run", "bool"),
+];
+const IMPORT_DONE: Spec = &[("secrets_filled", "arr"), ("provenance", "str")];
+const IMPORT_TREE: Spec = &[
+    ("bundle_path", "str"),
+    ("destination", "str"),
+    ("files", "int"),
+    ("bytes", "int"),
+];
+
+/// `import --dry-run --json` and `import --yes --json` print the documented plan (and, when
+/// applied, what was filled and where provenance went), in the one vocabulary.
+#[test]
+fn import_prints_the_documented_json() {
+    let env = TestEnv::new();
+    let store = env.store.to_string_lossy().into_owned();
+    let install = Install::new(&env);
+    let bundle = env.path("bundle");
+    json(
+        &env,
+        &store,
+        &[
+            s("export"),
+            s("researcher"),
+            s("--install"),
+            install.root.as_os_str(),
+            s("--out"),
+            bundle.as_os_str(),
+        ],
+        0,
+    );
+    let target = env.path("target-install");
+    fs::create_dir(&target).unwrap();
+    fs::write(target.join("config.toml"), "schema_version = 3\n").unwrap();
+    let args = |extra: &'static str| {
+        vec![
+            s("import"),
+            bundle.as_os_str(),
+            s("--install"),
+            target.as_os_str(),
+            s(extra),
+        ]
+    };
+    let plan = json(&env, &store, &args("--dry-run"), 0);
+    check("import --dry-run", &plan, IMPORT);
+    assert_eq!(plan["dry_run"], Value::Bool(true), "{plan}");
+    check_array("import --dry-run trees", &plan["trees"], IMPORT_TREE);
+    let done = json(&env, &store, &args("--yes"), 0);
+    check("import", &done, IMPORT);
+    check("import", &done, IMPORT_DONE);
+    assert_eq!(done["root"], plan["root"], "one content id: {done}");
+    assert_eq!(done["dry_run"], Value::Bool(false), "{done}");
+}
