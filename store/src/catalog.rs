@@ -1,8 +1,8 @@
 //! The catalog: the only code that names sled. An index over snapshot records (list, names,
-//! per-agent latest) in the `snapshots` and `names` trees, the stat caches of incremental
-//! capture in `stat` (keyed by [`SourceKey`]; a hash-only capture's, `diff` of a directory,
-//! lives in a file of its own instead, see `dircache`), and the destination records of publish in
-//! `dest` (keyed by [`DestKey`]). Everything here can be rebuilt from the objects (`reindex`),
+//! per-agent latest) in the `snapshots` and `names` trees, the stat caches older versions
+//! kept of incremental capture in `stat` (keyed by [`SourceKey`]; read when a source has no
+//! cache file yet and removed by its next commit: a cache lives in a file of its own now, see
+//! `dircache`), and the destination records of publish in `dest` (keyed by [`DestKey`]). Everything here can be rebuilt from the objects (`reindex`),
 //! except the caches and records, which only save work.
 //!
 //! The catalog's format version is the value of its format key. Format 1 (destination records

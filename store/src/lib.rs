@@ -7,9 +7,10 @@
 //! <store>/STORE              format marker and version
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
 //! <store>/tmp/               temp files of writers in progress, staging dirs of imports
-//! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
+//! <store>/catalog/           sled: snapshot index, names, destination records (rebuildable)
 //! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
-//! <store>/dircache/<hash>    the stat cache of each directory `diff` hashed (outside sled)
+//! <store>/dircache/<hash>    the stat cache of each captured source and each directory
+//!                            `diff` hashed (outside sled)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
 //! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
 //! ```
