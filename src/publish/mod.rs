@@ -315,11 +315,13 @@ pub fn publish_to(
 
 /// Stats every file of tree `root` as published at `dest` (through dir fds, never following a
 /// symlink), for the next publish there to reuse ([`PublishRequest::reuse`]). A file that is
-/// missing or not what the tree says is left out.
+/// missing or not what the tree says is left out. `new_record` makes the empty record from
+/// the time the stats start (`Store::dest_record`, which spills a large one to a file).
 pub fn record_destination(
     source: &dyn ObjectSource,
     root: &ObjectId,
     dest: &Path,
+    new_record: &dyn Fn(i64) -> DestRecord,
 ) -> Result<DestRecord, PublishError> {
     let (Some(parent), Some(name)) = (dest.parent(), dest.file_name()) else {
         return Err(PublishError::NoParent {
@@ -330,7 +332,7 @@ pub fn record_destination(
     let parent_fd = sys::open_dir_path(parent).map_err(|e| PublishError::io("open", parent, e))?;
     let dir = sys::open_dir_at(parent_fd.as_fd(), name.as_bytes())
         .map_err(|e| PublishError::io("open", dest, e))?;
-    let mut record = DestRecord::new(recorded_at_ns);
+    let mut record = new_record(recorded_at_ns);
     record_dir(source, root, dir.as_fd(), &mut Vec::new(), &mut record)?;
     Ok(record)
 }

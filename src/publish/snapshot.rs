@@ -64,7 +64,9 @@ pub fn publish_snapshot(
         e => e.into(),
     })?;
     drop(publishing);
-    if let Ok(record) = record_destination(&reader, root, &published.dest) {
+    if let Ok(record) =
+        record_destination(&reader, root, &published.dest, &|at| store.dest_record(at))
+    {
         let _ = store
             .catalog()
             .and_then(|c| c.store_dest_cache(&key, &record));

@@ -1,8 +1,8 @@
 //! The catalog: the only code that names sled. An index over snapshot records (list, names,
-//! per-agent latest) in the `snapshots` and `names` trees, the stat caches of incremental
-//! capture in `stat` (keyed by [`SourceKey`]; a hash-only capture's, `diff` of a directory,
-//! lives in a file of its own instead, see `dircache`), and the destination records of publish in
-//! `dest` (keyed by [`DestKey`]). Everything here can be rebuilt from the objects (`reindex`),
+//! per-agent latest) in the `snapshots` and `names` trees, the stat caches older versions
+//! kept of incremental capture in `stat` (keyed by [`SourceKey`]; read when a source has no
+//! cache file yet and removed by its next commit: a cache lives in a file of its own now, see
+//! `dircache`), and the destination records of publish in `dest` (keyed by [`DestKey`]). Everything here can be rebuilt from the objects (`reindex`),
 //! except the caches and records, which only save work.
 //!
 //! The catalog's format version is the value of its format key. Format 1 (destination records
@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::keys::{DestKey, SourceKey};
+use crate::records::Records;
 use crate::snapshot::{Snapshot, SnapshotKind};
 
 /// How long to wait for another process to release the catalog, unless
@@ -227,51 +228,57 @@ impl DestCache {
 }
 
 /// What a publish records at its destination, being made (see [`DestCache`]): the records
-/// packed as they are stored, about 75 bytes plus the path per file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// packed as they are stored, about 75 bytes plus the path per file, in memory or, past a
+/// bound, in an unnamed file under the store's `tmp/` (see [`crate::Store::dest_record`]).
+#[derive(Debug)]
 pub struct DestRecord {
-    records: Vec<u8>,
-    len: usize,
+    records: Records,
     recorded_at_ns: i64,
 }
 
 impl DestRecord {
-    /// An empty record whose stats are taken from `recorded_at_ns` on.
+    /// An empty record whose stats are taken from `recorded_at_ns` on, held in memory.
     pub fn new(recorded_at_ns: i64) -> DestRecord {
         DestRecord {
-            records: Vec::new(),
-            len: 0,
+            records: Records::default(),
+            recorded_at_ns,
+        }
+    }
+
+    /// [`DestRecord::new`], its records spilled to an unnamed file in `dir` past a bound.
+    pub(crate) fn spilling_into(recorded_at_ns: i64, dir: &Path) -> DestRecord {
+        DestRecord {
+            records: Records::spilling_into(dir),
             recorded_at_ns,
         }
     }
 
     /// Records one file (a path too long for the format, 64 KiB, is simply not recorded).
     pub fn push(&mut self, path: &[u8], entry: &StatEntry) {
-        let before = self.records.len();
-        push_record(&mut self.records, path, entry);
-        self.len += usize::from(self.records.len() != before);
+        self.records.push(path, entry);
     }
 
     /// Files recorded.
     pub fn len(&self) -> usize {
-        self.len
+        self.records.len()
     }
 
     /// True when no file was recorded.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.records.is_empty()
     }
 }
 
-/// What a capture leaves as one source's stat cache: the whole new cache, encoded, or
-/// nothing when it is unchanged (a no-op capture writes nothing). Built by
-/// [`SourceStatCache::into_update`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// What a capture leaves as one source's stat cache: the whole new cache (the loaded
+/// records it kept and the ones it added, never copied into one buffer: they are written
+/// straight from where they are), or nothing when it is unchanged (a no-op capture writes
+/// nothing). Built by [`SourceStatCache::into_update`].
+#[derive(Debug)]
 pub struct StatCacheUpdate {
     /// The source's encoded cache key.
     key: Vec<u8>,
-    /// The new cache value (`None`: unchanged).
-    value: Option<Vec<u8>>,
+    /// The cache the records come from (`None`: unchanged).
+    cache: Option<SourceStatCache>,
     /// A hash-only source's cache: it lives in a file of its own, not here (see `dircache`).
     pub(crate) in_dircache: bool,
 }
@@ -279,7 +286,7 @@ pub struct StatCacheUpdate {
 impl StatCacheUpdate {
     /// True when nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.value.is_none()
+        self.cache.is_none()
     }
 
     /// The source's encoded key.
@@ -287,18 +294,33 @@ impl StatCacheUpdate {
         &self.key
     }
 
-    /// The new records (`None`: unchanged).
-    pub(crate) fn value(&self) -> Option<&[u8]> {
-        self.value.as_deref()
+    /// Calls `f` with each record of the new cache: the kept ones in path order, then the
+    /// new ones in the order the capture added them. Nothing when unchanged.
+    pub(crate) fn for_each_record(
+        &self,
+        f: &mut dyn FnMut(&[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let Some(cache) = &self.cache else {
+            return Ok(());
+        };
+        for (i, at) in cache.index.iter().enumerate() {
+            if cache.is_kept(i) {
+                if let Some((_, _, record)) = cache.record(*at) {
+                    f(record)?;
+                }
+            }
+        }
+        cache.changed.for_each(f)
     }
 }
 
 /// The stat cache of one source as a capture uses it: the catalog value itself (records
 /// `{path_len:u16 path entry}`, see `encode_stat_cache`) with an index of record offsets
 /// sorted by path, one bit per record for "seen again unchanged", and the new or changed
-/// records packed the same way. About 4 bytes per file beyond the stored record, where a
-/// map of owned paths took about 3 times the record (580 bytes per file in all at 300,000
-/// files).
+/// records packed the same way (spilled to an unnamed file past a bound when the cache was
+/// loaded through [`crate::Store::load_source_cache`]). About 4 bytes per file beyond the
+/// stored record, where a map of owned paths took about 3 times the record (580 bytes per
+/// file in all at 300,000 files).
 pub struct SourceStatCache {
     /// The stored chunks, as sled returned them (sharing sled's own copy while the catalog
     /// is open, so reading a cache costs one copy of it, not two). No record spans chunks.
@@ -308,7 +330,7 @@ pub struct SourceStatCache {
     /// Bit `i`: record `index[i]` was seen again unchanged (kept in the new cache).
     seen: Vec<u64>,
     /// New or changed records, encoded.
-    changed: Vec<u8>,
+    changed: Records,
     /// Where the last lookup hit: a walk asks for a directory's files in name order, which
     /// is path order, so the next one is most often the next record (one comparison instead
     /// of a binary search).
@@ -343,10 +365,14 @@ impl SourceStatCache {
             chunks,
             index: Vec::new(),
             seen: Vec::new(),
-            changed: Vec::new(),
+            changed: Records::default(),
             last: std::cell::Cell::new(0),
         };
-        index.sort_unstable_by(|a, b| cache.path(*a).cmp(cache.path(*b)));
+        // Stable: it merges the runs it finds, and a stored cache is one or two runs (the
+        // kept records in path order, then the added ones in walk order, which is path order
+        // but for a name that is a prefix of its sibling's, and where files of one directory
+        // were answered out of order), so this is about one pass, not a full sort.
+        index.sort_by(|a, b| cache.path(*a).cmp(cache.path(*b)));
         index.dedup_by(|a, b| cache.path(*a) == cache.path(*b));
         index.shrink_to_fit();
         cache.seen = vec![0u64; index.len().div_ceil(64)];
@@ -373,9 +399,14 @@ impl SourceStatCache {
             .filter_map(|at| StatEntry::decode(self.record(*at)?.1))
     }
 
-    /// The cache held by `records` (read from a file, not the catalog: see `dircache`).
-    pub(crate) fn from_bytes(records: &[u8]) -> SourceStatCache {
-        SourceStatCache::from_chunks(vec![sled::IVec::from(records)])
+    /// The cache held by `pieces` of whole records (read from a file, not the catalog: see
+    /// `dircache`).
+    pub(crate) fn from_pieces(pieces: Vec<Vec<u8>>) -> SourceStatCache {
+        let chunks = pieces
+            .into_iter()
+            .map(|piece| sled::IVec::from(&piece[..]))
+            .collect();
+        SourceStatCache::from_chunks(chunks)
     }
 
     /// An empty cache (a source never captured).
@@ -419,55 +450,37 @@ impl SourceStatCache {
     /// Records a new or changed entry for the new cache. A path too long for the format
     /// (64 KiB) is simply never cached.
     pub fn put(&mut self, path: &[u8], entry: &StatEntry) {
-        push_record(&mut self.changed, path, entry);
+        self.changed.push(path, entry);
+    }
+
+    /// Spills the new or changed records to an unnamed file in `dir` past a bound.
+    pub(crate) fn spill_into(&mut self, dir: &Path) {
+        self.changed.spill_into(dir);
+    }
+
+    /// Whether entry `i` of the index was kept.
+    fn is_kept(&self, i: usize) -> bool {
+        self.seen[i / 64] & (1 << (i % 64)) != 0
     }
 
     /// The new cache: the kept entries plus the new ones; empty when that is exactly the
     /// loaded cache (everything kept, nothing new).
-    pub fn into_update(mut self, source: &SourceKey) -> StatCacheUpdate {
+    pub fn into_update(self, source: &SourceKey) -> StatCacheUpdate {
         let in_dircache = matches!(source, SourceKey::Diff(_));
         let key = source.encode();
-        let kept = |i: usize| self.seen[i / 64] & (1 << (i % 64)) != 0;
-        let all_kept = (0..self.index.len()).all(kept);
-        if all_kept && self.changed.is_empty() {
-            return StatCacheUpdate {
-                key,
-                value: None,
-                in_dircache,
-            };
-        }
-        // Written in path order (new and kept records merged), so a load finds them sorted
-        // (its sort is then one pass): a walk adds records in walk order, which is not path
-        // order ("a.md" sorts before "a/x", but the walk lists directory "a" first).
-        let changed = std::mem::take(&mut self.changed);
-        let mut records: Vec<&[u8]> = Vec::new();
-        let mut pos = 0;
-        while let Some((_, _, end)) = record_at(&changed, pos) {
-            records.push(&changed[pos..end]);
-            pos = end;
-        }
-        let mut bytes = changed.len();
-        for (i, at) in self.index.iter().enumerate() {
-            if kept(i) {
-                if let Some((_, _, record)) = self.record(*at) {
-                    bytes += record.len();
-                    records.push(record);
-                }
-            }
-        }
-        records.sort_by(|a, b| record_path(a).cmp(record_path(b)));
-        // Sized once: growing by doubling would hold the old and new buffer at once.
-        let mut value = Vec::with_capacity(bytes);
-        for record in records {
-            value.extend_from_slice(record);
-        }
+        let all_kept = (0..self.index.len()).all(|i| self.is_kept(i));
+        let unchanged = all_kept && self.changed.is_empty();
         StatCacheUpdate {
             key,
-            value: Some(value),
+            cache: (!unchanged).then_some(self),
             in_dircache,
         }
     }
 }
+
+/// Something that calls its argument with each whole record it holds, in order.
+type EachRecord<'a> =
+    dyn Fn(&mut dyn FnMut(&[u8]) -> Result<(), StoreError>) -> Result<(), StoreError> + 'a;
 
 /// About how many bytes of records one stored chunk of a source's stat cache holds.
 /// Below sled's blob threshold (a quarter of its 512 KiB segment): a chunk stored as a blob
@@ -498,7 +511,7 @@ fn chunk_key(key: &[u8], generation: u64, part: u32) -> Vec<u8> {
 
 /// The record at `pos`: (path, entry bytes, end), or `None` past the end or in a damaged
 /// tail.
-fn record_at(bytes: &[u8], pos: usize) -> Option<(&[u8], &[u8], usize)> {
+pub(crate) fn record_at(bytes: &[u8], pos: usize) -> Option<(&[u8], &[u8], usize)> {
     let len = usize::from(u16::from_be_bytes([*bytes.get(pos)?, *bytes.get(pos + 1)?]));
     let path_end = pos + 2 + len;
     let end = path_end + STAT_LEN;
@@ -509,13 +522,8 @@ fn record_at(bytes: &[u8], pos: usize) -> Option<(&[u8], &[u8], usize)> {
     ))
 }
 
-/// The path of one whole record.
-fn record_path(record: &[u8]) -> &[u8] {
-    record_at(record, 0).map_or(&[][..], |(path, _, _)| path)
-}
-
 /// Appends one `{path_len:u16 path entry}` record (none for a path over 64 KiB).
-fn push_record(out: &mut Vec<u8>, path: &[u8], entry: &StatEntry) {
+pub(crate) fn push_record(out: &mut Vec<u8>, path: &[u8], entry: &StatEntry) {
     let Ok(len) = u16::try_from(path.len()) else {
         return;
     };
@@ -819,6 +827,21 @@ impl Catalog {
             .map(u64::from_be_bytes))
     }
 
+    /// Removes the copy of `update`'s source cache an older version kept here, if any (the
+    /// cache now lives in a file: see `Store::load_source_cache`). Not flushed: the caller's
+    /// session flushes, and a copy that outlives a crash is still a valid cache.
+    pub(crate) fn remove_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
+        let key = update.key();
+        if let Some(generation) = self.cache_generation(&self.stat, key)? {
+            self.remove_chunks(&self.stat, key, generation, 0)?;
+            self.stat
+                .remove(generation_key(key))
+                .map_err(|e| self.err(e))?;
+        }
+        self.stat.remove(key).map_err(|e| self.err(e))?;
+        Ok(())
+    }
+
     /// Drops every source's stat cache (after `gc` removed objects a cache may name). The
     /// destination records stay: a reused file is checked against the tree being published,
     /// never looked up in the store.
@@ -851,7 +874,7 @@ impl Catalog {
     /// which only makes the racy rule stricter.
     pub fn store_dest_cache(&self, key: &DestKey, record: &DestRecord) -> Result<(), StoreError> {
         let key = key.encode();
-        self.write_chunked(&self.dest, &key, &record.records)?;
+        self.write_chunked(&self.dest, &key, &|f| record.records.for_each(f))?;
         let at_key = [&key[..], RECORDED_AT].concat();
         self.dest
             .insert(at_key, &record.recorded_at_ns.to_be_bytes()[..])
@@ -865,30 +888,43 @@ impl Catalog {
     /// generation (or an older version's single value) removed. A crash at any point leaves
     /// either the old cache or the new one readable.
     pub fn update_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
-        let Some(value) = &update.value else {
+        if update.is_empty() {
             return Ok(());
-        };
-        self.write_chunked(&self.stat, &update.key[..], value)?;
+        }
+        self.write_chunked(&self.stat, &update.key[..], &|f| update.for_each_record(f))?;
         self.flush()
     }
 
-    /// Writes `value` (whole records) as the next generation of chunks under `key` in
-    /// `tree`, see [`Catalog::update_stat_cache`]. Not flushed.
-    fn write_chunked(&self, tree: &sled::Tree, key: &[u8], value: &[u8]) -> Result<(), StoreError> {
+    /// Writes the whole records `records` gives as the next generation of chunks under `key`
+    /// in `tree` (each chunk about [`CHUNK_BYTES`], no record split), see
+    /// [`Catalog::update_stat_cache`]. Not flushed.
+    fn write_chunked(
+        &self,
+        tree: &sled::Tree,
+        key: &[u8],
+        records: &EachRecord<'_>,
+    ) -> Result<(), StoreError> {
         let old = self.cache_generation(tree, key)?;
         let generation = old.map_or(0, |g| g.wrapping_add(1));
         let err = |e| self.err(e);
         let mut part = 0u32;
-        let mut pos = 0;
-        while pos < value.len() {
-            let mut end = pos;
-            while end < value.len() && end - pos < CHUNK_BYTES {
-                end = record_at(value, end).map_or(value.len(), |(_, _, e)| e);
-            }
-            tree.insert(chunk_key(key, generation, part), &value[pos..end])
+        let mut chunk = Vec::with_capacity(CHUNK_BYTES + 1024);
+        let mut put = |chunk: &mut Vec<u8>| -> Result<(), StoreError> {
+            tree.insert(chunk_key(key, generation, part), &chunk[..])
                 .map_err(err)?;
             part += 1;
-            pos = end;
+            chunk.clear();
+            Ok(())
+        };
+        records(&mut |record| {
+            chunk.extend_from_slice(record);
+            if chunk.len() >= CHUNK_BYTES {
+                put(&mut chunk)?;
+            }
+            Ok(())
+        })?;
+        if !chunk.is_empty() {
+            put(&mut chunk)?;
         }
         self.remove_chunks(tree, key, generation, part)?;
         tree.insert(generation_key(key), &generation.to_be_bytes()[..])
@@ -1070,16 +1106,28 @@ mod tests {
         cache.put(&paths[10], &e(9999));
         cache.put(b"new/file", &e(7));
         let update = cache.into_update(&SourceKey::Dir("k".into()));
-        // Written in path order (the new records merged in), whatever order they came in.
-        let value = update.value.as_ref().expect("changed");
-        let (mut pos, mut order) = (0, Vec::new());
+        assert!(!update.is_empty());
+        // Written as the kept records in path order, then the new ones as they came.
+        let mut value = Vec::new();
+        update
+            .for_each_record(&mut |r| {
+                value.extend_from_slice(r);
+                Ok(())
+            })
+            .unwrap();
+        let value = &value;
+        let (mut pos, mut written) = (0, Vec::new());
         while let Some((path, _, end)) = record_at(value, pos) {
-            order.push(path.to_vec());
+            written.push(path.to_vec());
             pos = end;
         }
-        assert!(order.is_sorted() && order.len() == 251, "{}", order.len());
-        // Looked up in path order (the next record: one comparison each), in reverse, and
-        // with misses in between: the same answers as a binary search.
+        assert_eq!(written.len(), 251);
+        assert!(written[..249].is_sorted());
+        assert_eq!(written[249..], [paths[10].clone(), b"new/file".to_vec()]);
+        // Loading sorts them. Looked up in path order (the next record: one comparison
+        // each), in reverse, and with misses in between: the same answers as a binary search.
+        let mut order = written.clone();
+        order.sort();
         let cache = SourceStatCache::from_chunks(vec![value.clone().into()]);
         for p in order.iter().chain(order.iter().rev()) {
             assert_eq!(cache.get(p).map(|(at, _)| order[at] == *p), Some(true));

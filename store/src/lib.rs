@@ -7,9 +7,10 @@
 //! <store>/STORE              format marker and version
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
 //! <store>/tmp/               temp files of writers in progress, staging dirs of imports
-//! <store>/catalog/           sled: snapshot index, names, stat cache (rebuildable)
+//! <store>/catalog/           sled: snapshot index, names, destination records (rebuildable)
 //! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
-//! <store>/dircache/<hash>    the stat cache of each directory `diff` hashed (outside sled)
+//! <store>/dircache/<hash>    the stat cache of each captured source and each directory
+//!                            `diff` hashed (outside sled)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
 //! <store>/signatures/<id>/   opaque signatures of snapshot <id>, each named by its blake3
 //!                            (outside the objects: signing never changes an id)
@@ -77,6 +78,7 @@ mod objects;
 mod pack;
 mod pack_format;
 mod pack_writer;
+mod records;
 mod signatures;
 mod snapshot;
 mod source;
@@ -375,14 +377,25 @@ impl Store {
         lock::shared(&self.root, "write a snapshot")
     }
 
-    /// The stat cache a capture of `key` starts from: a hash-only source's (`diff` of a
-    /// directory) from its own file, without a catalog session (see [`SourceKey::Diff`]);
-    /// any other source's from the catalog.
+    /// The stat cache a capture of `key` starts from: from its own file under `dircache/`,
+    /// without a catalog session. A source without one may have a cache an older version
+    /// kept in the catalog: that is read instead (the commit that writes the file removes
+    /// it). The records the capture adds go to an unnamed file under `tmp/` past a bound.
     pub fn load_source_cache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
-        match key {
-            SourceKey::Diff(_) => self.load_dircache(key),
-            _ => self.catalog()?.load_source_cache(key),
-        }
+        let mut cache = match self.load_dircache(key)? {
+            Some(cache) => cache,
+            None if matches!(key, SourceKey::Diff(_)) => SourceStatCache::empty(),
+            None => self.catalog()?.load_source_cache(key)?,
+        };
+        cache.spill_into(self.objects.tmp_dir());
+        Ok(cache)
+    }
+
+    /// An empty destination record whose stats are taken from `recorded_at_ns` on, for
+    /// [`Catalog::store_dest_cache`]; past a bound its records go to an unnamed file under
+    /// `tmp/` instead of memory.
+    pub fn dest_record(&self, recorded_at_ns: i64) -> DestRecord {
+        DestRecord::spilling_into(recorded_at_ns, self.objects.tmp_dir())
     }
 
     /// Records the stat cache a capture left (nothing when it is unchanged), where
@@ -390,12 +403,19 @@ impl Store {
     /// [`Store::commit_snapshot`] instead.
     pub fn update_source_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
         if update.is_empty() {
-            Ok(())
-        } else if update.in_dircache {
-            self.write_dircache(update)
-        } else {
-            self.catalog()?.update_stat_cache(update)
+            return Ok(());
         }
+        if !update.in_dircache {
+            self.catalog()?.remove_stat_cache(update)?;
+        }
+        self.write_dircache(update)
+    }
+
+    /// Drops every source's stat cache, in the catalog (an older version's) and in
+    /// `dircache/` (see `gc`).
+    pub(crate) fn clear_stat_caches(&self) -> Result<(), StoreError> {
+        self.catalog()?.clear_stat_caches()?;
+        self.clear_dircaches()
     }
 
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
@@ -436,11 +456,16 @@ impl Store {
         self.objects.sync()?;
         let catalog = self.catalog()?;
         catalog.add_snapshot(id, snap)?;
-        if let Some(update) = stat_cache.filter(|u| !u.is_empty() && !u.in_dircache) {
-            catalog.update_stat_cache(update)?;
+        let stat_cache = stat_cache.filter(|u| !u.is_empty());
+        if let Some(update) = stat_cache.filter(|u| !u.in_dircache) {
+            // An older version's copy in the catalog: the file written below replaces it (a
+            // crash in between leaves no cache, and the next capture reads every file).
+            catalog.remove_stat_cache(update)?;
         }
         drop(catalog);
-        if let Some(update) = stat_cache.filter(|u| u.in_dircache) {
+        if let Some(update) = stat_cache {
+            // The cache names only blobs made durable above; it is a file of its own, not
+            // part of the catalog session, and never synced (a torn one reads as empty).
             self.write_dircache(update)?;
         }
         // Last: the tree index is derived from what is now committed, and its absence is
@@ -641,5 +666,86 @@ mod tests {
         garble_catalog(dir.path());
         assert_eq!(store.reindex().unwrap().snapshots, 1);
         assert_eq!(store.resolve("kept").unwrap(), id);
+    }
+
+    /// A source's stat cache lives in a file under `dircache/`: one an older version kept in
+    /// the catalog is read when there is no file, the next commit writes the file and removes
+    /// the catalog's copy, and clearing the caches (gc) removes both kinds.
+    #[test]
+    fn a_catalog_stat_cache_is_read_then_moved_to_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let key = SourceKey::Dir("/srv/tree".into());
+        let entry = |n: u64| StatEntry {
+            dev: 1,
+            ino: n,
+            size: n,
+            mtime_ns: 3,
+            ctime_ns: 4,
+            exec: false,
+            id: ObjectId::of(&n.to_be_bytes()),
+        };
+        // An older version's cache, in the catalog.
+        let mut old = SourceStatCache::empty();
+        old.put(b"a.md", &entry(1));
+        old.put(b"b.md", &entry(2));
+        store
+            .catalog()
+            .unwrap()
+            .update_stat_cache(&old.into_update(&key))
+            .unwrap();
+        let file = store.root().join(dircache::DIR);
+        assert!(!file.exists());
+        let mut cache = store.load_source_cache(&key).unwrap();
+        assert_eq!(cache.get(b"b.md").map(|(_, e)| e), Some(entry(2)));
+        let (at, _) = cache.get(b"a.md").unwrap();
+        cache.keep(at);
+        cache.put(b"c.md", &entry(3));
+        let lock = store.write_lock().unwrap();
+        let root = store.write_tree(&Tree::default()).unwrap();
+        let snap = Snapshot {
+            root,
+            created_unix_ns: 5,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: "s".into(),
+            agent: None,
+            name: None,
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        store
+            .commit_snapshot(&lock, &snap, Some(&cache.into_update(&key)))
+            .unwrap();
+        assert!(
+            store
+                .catalog()
+                .unwrap()
+                .load_source_cache(&key)
+                .unwrap()
+                .is_empty(),
+            "the catalog's copy is gone"
+        );
+        let loaded = store.load_source_cache(&key).unwrap();
+        assert_eq!(loaded.len(), 2);
+        assert_eq!(loaded.get(b"a.md").map(|(_, e)| e), Some(entry(1)));
+        assert_eq!(loaded.get(b"c.md").map(|(_, e)| e), Some(entry(3)));
+        assert!(loaded.get(b"b.md").is_none(), "not kept");
+        assert_eq!(fs::read_dir(&file).unwrap().count(), 1);
+        // Clearing removes the file and any catalog copy.
+        let mut again = SourceStatCache::empty();
+        again.put(b"z.md", &entry(9));
+        store
+            .catalog()
+            .unwrap()
+            .update_stat_cache(&again.into_update(&SourceKey::Dir("/other".into())))
+            .unwrap();
+        store.clear_stat_caches().unwrap();
+        assert_eq!(fs::read_dir(&file).unwrap().count(), 0);
+        assert!(store.load_source_cache(&key).unwrap().is_empty());
+        assert!(store
+            .load_source_cache(&SourceKey::Dir("/other".into()))
+            .unwrap()
+            .is_empty());
     }
 }

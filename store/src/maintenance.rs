@@ -651,7 +651,7 @@ impl Store {
         if !doomed.is_empty() {
             // Stat caches may name these blobs, and captures trust a cache hit without looking
             // the blob up: drop the caches first (the next capture rehashes once).
-            self.catalog()?.clear_stat_caches()?;
+            self.clear_stat_caches()?;
         }
         for (id, len) in doomed {
             self.objects().remove(&id)?;

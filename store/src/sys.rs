@@ -1,5 +1,5 @@
 //! The store crate's only use of rustix: `syncfs(2)`, read-ahead hints, a random token for
-//! temp names, and no-follow opens of the store's own files.
+//! temp names, no-follow opens of the store's own files, and unnamed temporary files.
 
 use std::fs::File;
 use std::io;
@@ -62,4 +62,29 @@ pub fn open_regular(path: &Path) -> io::Result<Option<File>> {
         Err(e) => return Err(e.into()),
     };
     Ok(file.metadata()?.is_file().then_some(file))
+}
+
+/// A new file in `dir` that has no name (`O_TMPFILE`, mode 0600): the kernel frees it when
+/// its fd is closed, so nothing is left behind even by a killed process. Where the filesystem
+/// does not support `O_TMPFILE`, a file created under a random name and unlinked at once.
+pub fn unnamed_file(dir: &Path) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    match rustix::fs::open(
+        dir,
+        OFlags::RDWR | OFlags::TMPFILE | OFlags::CLOEXEC,
+        Mode::RUSR | Mode::WUSR,
+    ) {
+        Ok(fd) => return Ok(File::from(fd)),
+        Err(rustix::io::Errno::OPNOTSUPP | rustix::io::Errno::ISDIR | rustix::io::Errno::INVAL) => {
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let path = dir.join(format!("unnamed-{}-{}", std::process::id(), random_token()));
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(&path)?;
+    std::fs::remove_file(&path)?;
+    Ok(file)
 }
