@@ -1074,17 +1074,9 @@ pub(crate) fn craft_pack(
     out
 }
 
-/// An unnamed temporary file (`O_TMPFILE` where supported, else created and unlinked).
+/// An unnamed temporary file in the system's temporary directory.
 fn tempfile_in_tmp() -> io::Result<File> {
-    let dir = std::env::temp_dir();
-    let path = dir.join(format!(".zeroclaw-pack-{}", crate::sys::random_token()));
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create_new(true)
-        .open(&path)?;
-    std::fs::remove_file(&path)?;
-    Ok(file)
+    crate::sys::unnamed_file(&std::env::temp_dir())
 }
 
 #[cfg(test)]
