@@ -888,8 +888,22 @@ impl Bundles {
     /// ```
     pub fn verify(&self, progress: &dyn Progress) -> Result<VerifyReport> {
         let root = self.store.root().display().to_string();
-        progress.begin("verifying", None);
-        let report = self.store.verify(&mut |done, _total| {
+        // The phase begins once its total is known (no `0 B/0 B` before it).
+        let mut begun = false;
+        let report = self.store.verify(&mut |done, total| {
+            if total == 0 {
+                return;
+            }
+            if !begun {
+                progress.begin(
+                    "verifying",
+                    Some(Totals {
+                        files: 0,
+                        bytes: total,
+                    }),
+                );
+                begun = true;
+            }
             progress.advance(Totals {
                 files: 0,
                 bytes: done,

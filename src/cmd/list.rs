@@ -16,8 +16,9 @@ use crate::cmd::{human_bytes, Ctx, Outcome};
 
 /// Runs `list`.
 pub fn run(ctx: &Ctx, signers: &SignersArgs) -> Result<Outcome> {
-    let store = ctx.store()?;
-    let snaps = store.catalog()?.snapshots()?;
+    let bundles = ctx.bundles()?;
+    let store = bundles.store();
+    let snaps = bundles.list()?;
     let trust = match ctx.verbose {
         true => Some(super::sign::trust_of(
             store.root(),
@@ -39,7 +40,7 @@ pub fn run(ctx: &Ctx, signers: &SignersArgs) -> Result<Outcome> {
                     serde_json::json!(rfc3339_utc(s.created_unix_ns)),
                 );
                 if let Some(trust) = &trust {
-                    let (_, checked) = super::sign::signed_by(&store, &s.id, trust)?;
+                    let (_, checked) = super::sign::signed_by(store, &s.id, trust)?;
                     m.insert("signatures".into(), checked);
                 }
             }
@@ -97,7 +98,7 @@ pub fn run(ctx: &Ctx, signers: &SignersArgs) -> Result<Outcome> {
             for s in &snaps {
                 extra.push(format!(
                     "signatures: {}",
-                    super::sign::signed_by(&store, &s.id, trust)?.0
+                    super::sign::signed_by(store, &s.id, trust)?.0
                 ));
             }
             print_table(&rows, Some(&extra))?;

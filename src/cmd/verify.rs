@@ -10,20 +10,10 @@ use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `verify`; exit 1 when anything is wrong.
 pub fn run(ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
-    // The bar appears once the total is known (no `0 B/0 B` flash before it).
-    let mut bar: Option<indicatif::ProgressBar> = None;
-    let report = store.verify(&mut |done, total| {
-        if total == 0 {
-            return;
-        }
-        let b = bar.get_or_insert_with(|| ctx.progress(Some(total), "verifying", true));
-        b.set_length(total);
-        b.set_position(done);
-    });
-    if let Some(b) = &bar {
-        b.finish_and_clear();
-    }
+    let bundles = ctx.bundles()?;
+    let progress = ctx.term_progress();
+    let report = bundles.verify(&progress);
+    drop(progress);
     let report = report?;
     if ctx.json {
         // An object id is `object` in every `--json` document (the store's type says `id`);
