@@ -853,4 +853,7 @@ pub struct ReviewArgs {
     /// bundle is diffed [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
     #[arg(long, value_name = "DIR")]
     pub install: Option<PathBuf>,
+    /// Who signed
+    #[command(flatten)]
+    pub signers: SignersArgs,
 }

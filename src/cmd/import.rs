@@ -78,6 +78,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         let options = crate::review::ReviewOptions {
             install: Some(plan.install.clone()),
             install_named: true,
+            allowed: trust.allowed.clone(),
             ..Default::default()
         };
         let progress = ctx.term_progress();

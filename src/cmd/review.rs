@@ -33,10 +33,13 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         ctx.store()?
     };
+    let trust =
+        super::sign::trust_of(store.root(), args.signers.allowed_signers.as_deref(), false)?;
     let opts = ReviewOptions {
         install,
         install_named: named,
         scan_cap: SCAN_CAP,
+        allowed: trust.allowed,
     };
     let progress = ctx.term_progress();
     let result = review(&store, &args.source, &opts, &progress);

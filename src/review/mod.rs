@@ -51,6 +51,9 @@ pub struct ReviewOptions {
     pub install_named: bool,
     /// The per-file cap of the content scan (`SCAN_CAP`).
     pub scan_cap: u64,
+    /// Whom to trust when saying who signed the snapshot (`None`: every signature is by an
+    /// unknown key).
+    pub allowed: Option<crate::sign::AllowedSigners>,
 }
 
 impl Default for ReviewOptions {
@@ -59,6 +62,7 @@ impl Default for ReviewOptions {
             install: None,
             install_named: false,
             scan_cap: SCAN_CAP,
+            allowed: None,
         }
     }
 }
@@ -101,6 +105,15 @@ pub enum ReviewError {
     /// The install's import records could not be read.
     #[error(transparent)]
     Provenance(#[from] ProvenanceError),
+    /// The snapshot's signatures could not be read.
+    #[error("could not read the signatures of snapshot {snapshot}")]
+    Signatures {
+        /// Its id (short).
+        snapshot: String,
+        /// What failed.
+        #[source]
+        source: crate::sign::SignError,
+    },
 }
 
 /// A review: what the operator must accept before importing the snapshot it names.
@@ -133,6 +146,9 @@ pub struct Review {
     pub install: Option<InstallReview>,
     /// One diff per agent of the install imported from an earlier version of this bundle.
     pub updates: Vec<UpdateReview>,
+    /// Who signed the snapshot reviewed: one verdict per signature it carries (empty:
+    /// unsigned), checked against [`ReviewOptions::allowed`].
+    pub signatures: Vec<crate::sign::Checked>,
     /// The command that mounts what was reviewed, read-only (`<DIR>` is the operator's).
     pub mount: String,
 }
@@ -269,6 +285,14 @@ pub fn review(
         }
         None => None,
     };
+    // Who signed what was reviewed (a pack's or a remote's signatures came in with it).
+    let signatures =
+        crate::sign::check_stored(store, &snapshot, opts.allowed.as_ref()).map_err(|source| {
+            ReviewError::Signatures {
+                snapshot: snapshot.short(12),
+                source,
+            }
+        })?;
     Ok(Review {
         source: described,
         snapshot,
@@ -282,6 +306,7 @@ pub fn review(
         scan_cap: opts.scan_cap,
         install,
         updates,
+        signatures,
         mount: format!("zeroclaw-bundle mount {} <DIR>", snapshot.to_hex()),
     })
 }

@@ -279,6 +279,11 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
         "Note: nothing in a bundle is proven free of secrets; the look for credentials is a \
          heuristic over file names and lines of text files"
     )?;
+    writeln!(
+        out,
+        "Signed: {}",
+        escape_text(&crate::sign::summary(&r.signatures))
+    )?;
     writeln!(out, "Content id: {}", r.root.to_hex())?;
     writeln!(out, "Read it with your own tools, read-only: {}", r.mount)?;
     Ok(())

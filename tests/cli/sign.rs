@@ -1081,3 +1081,62 @@ fn a_relative_allowed_signers_in_trust_toml_is_the_stores_not_the_working_direct
     );
     assert!(!env.path("o").exists());
 }
+
+/// `review` says who signed what it reviewed (checked against `--allowed-signers` or the
+/// store's trust), "unsigned" for an unsigned snapshot, and a pack's signatures count: they
+/// came in with it.
+#[test]
+fn review_says_who_signed() {
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let id = env.snapshot(&tree(&env, "a", "one"));
+    let unsigned = env.run(&["review", &id]).ok();
+    assert!(
+        unsigned.stdout().contains("Signed: unsigned\n"),
+        "{}",
+        unsigned.describe()
+    );
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    let allowed = env.path("allowed_signers");
+    fs::write(&allowed, format!("alice@example.com {}\n", public(&alice))).unwrap();
+    let allowed = allowed.to_str().unwrap();
+    let trusted = env.run(&["review", &id, "--allowed-signers", allowed]).ok();
+    assert!(
+        trusted
+            .stdout()
+            .contains("Signed: signed by alice@example.com (SHA256:"),
+        "{}",
+        trusted.describe()
+    );
+    let unknown = env.run(&["review", &id]).ok();
+    assert!(
+        unknown
+            .stdout()
+            .contains("Signed: signed by an unknown key"),
+        "{}",
+        unknown.describe()
+    );
+    // A pack reviewed in another store: its signatures came in with it.
+    let pack = env.path("a.zbpack");
+    env.run(&["pack", &id, "--out", pack.to_str().unwrap()])
+        .ok();
+    let other = env.path("other-store");
+    let v = env
+        .run(&[
+            "--store",
+            other.to_str().unwrap(),
+            "--json",
+            "review",
+            pack.to_str().unwrap(),
+            "--allowed-signers",
+            allowed,
+        ])
+        .ok()
+        .json();
+    let sigs = v["signatures"].as_array().expect("signatures in --json");
+    assert_eq!(sigs.len(), 1, "{v}");
+    assert!(v.to_string().contains("alice@example.com"), "{v}");
+}
