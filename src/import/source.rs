@@ -5,15 +5,14 @@
 //! `--expect` (the same grammar as `diff`'s sides: `crate::diff::side`).
 
 use std::ffi::OsStr;
-use std::path::Path;
 
-use zeroclaw_bundle_store::{EntryKind, ObjectId, PackReader, Snapshot, Store};
+use zeroclaw_bundle_store::{EntryKind, ObjectId, Snapshot, Store};
 
 use crate::agent::{Manifest, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
-use crate::export::{capture_dir, SourceDir};
+use crate::diff::side::SideError;
 use crate::progress::Progress;
-use crate::remote::{parse_remote_ref, Remote};
-use crate::sign::{require_signed, require_signed_blobs, AllowedSigners};
+use crate::review::source::{resolve, SourceError};
+use crate::sign::AllowedSigners;
 
 use super::error::ImportError;
 
@@ -70,7 +69,8 @@ impl StoredBundle {
     }
 }
 
-/// Captures `arg` into `store` (see the module doc) and returns the snapshot id and kind.
+/// Captures `arg` into `store` through the one source resolver `review` uses (see the
+/// module doc) and returns the snapshot id and kind.
 /// With `require`, the snapshot must carry a signature these allowed signers trust, checked
 /// before it becomes visible in the store: a pack's section before it is unpacked, a remote's
 /// signatures before anything is pulled, a stored snapshot's own; a directory (which carries
@@ -82,52 +82,29 @@ pub fn capture(
     progress: &dyn Progress,
 ) -> Result<(ObjectId, SourceKind), ImportError> {
     let shown = arg.to_string_lossy().into_owned();
-    let failed = |e: Box<dyn std::error::Error + Send + Sync>| ImportError::Capture {
-        arg: shown.clone(),
-        source: e,
-    };
-    crate::diff::side::refuse_missing_path(arg).map_err(|e| failed(e.into()))?;
-    let path = Path::new(arg);
-    if path.is_dir() {
-        if require.is_some() {
-            return Err(ImportError::UnsignedDirectory { arg: shown });
+    let (id, source) = resolve(store, arg, require, progress).map_err(|e| match e {
+        SourceError::Refused(e) => ImportError::Sign(e),
+        SourceError::UnsignedDirectory { .. } => {
+            ImportError::UnsignedDirectory { arg: shown.clone() }
         }
-        let dir = SourceDir::open(path).map_err(|e| failed(e.into()))?;
-        let captured = capture_dir(store, dir, None, progress).map_err(|e| failed(e.into()))?;
+        SourceError::Pull { source, .. } => ImportError::Remote(*source),
+        SourceError::Side(SideError::Remote(e)) => ImportError::Remote(e),
+        e => ImportError::Capture {
+            arg: shown.clone(),
+            source: e.into(),
+        },
+    })?;
+    let kind = match source.kind {
+        "directory" => SourceKind::Directory,
+        "pack" => SourceKind::Pack,
+        "remote" => SourceKind::Remote,
+        _ => SourceKind::Snapshot,
+    };
+    if kind == SourceKind::Directory {
+        // The capture's progress phase is over; the import's own phases follow.
         progress.finish();
-        return Ok((captured.id, SourceKind::Directory));
     }
-    if path.is_file() {
-        let pack = PackReader::open(path).map_err(|e| failed(e.into()))?;
-        pack.check_trailer().map_err(|e| failed(e.into()))?;
-        if let Some(allowed) = require {
-            let sigs = pack.signatures().map_err(|e| failed(e.into()))?;
-            require_signed_blobs(&pack.root, &sigs, allowed)?;
-        }
-        let id = zeroclaw_bundle_store::unpack(store, &pack).map_err(|e| failed(e.into()))?;
-        return Ok((id, SourceKind::Pack));
-    }
-    if let Some((spec, snap)) = parse_remote_ref(store.root(), &shown)? {
-        let mut remote = Remote::open(&spec, false)?;
-        if let Some(cancel) = progress.cancel() {
-            remote = remote.with_cancel(cancel.clone());
-        }
-        let id = remote.resolve(&snap)?;
-        crate::remote::pull_checked(store, &remote, &id, require, progress)?;
-        return Ok((id, SourceKind::Remote));
-    }
-    let direct = shown
-        .parse::<ObjectId>()
-        .ok()
-        .filter(|id| store.read_snapshot(id).is_ok());
-    let id = match direct {
-        Some(id) => id,
-        None => store.resolve(&shown).map_err(|e| failed(e.into()))?,
-    };
-    if let Some(allowed) = require {
-        require_signed(store, &id, allowed)?;
-    }
-    Ok((id, SourceKind::Snapshot))
+    Ok((id, kind))
 }
 
 /// Reads the bundle of snapshot `id` from the store's objects.

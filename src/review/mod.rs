@@ -244,7 +244,7 @@ pub fn review(
         }
     }
     let (snapshot, described) =
-        source::resolve(store, source, progress).map_err(|e| ReviewError::Source {
+        source::resolve(store, source, None, progress).map_err(|e| ReviewError::Source {
             arg: source.to_string_lossy().into_owned(),
             source: Box::new(e),
         })?;

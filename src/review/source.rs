@@ -15,7 +15,8 @@ use zeroclaw_bundle_store::{unpack_watched, ObjectId, PackReader, Store, StoreEr
 use crate::diff::side::{refuse_missing_path, SideError};
 use crate::export::{capture_dir, SourceDir};
 use crate::progress::{ImportProgress, Progress};
-use crate::remote::{parse_remote_ref, pull, Remote, RemoteError};
+use crate::remote::{parse_remote_ref, pull_checked, Remote, RemoteError};
+use crate::sign::{require_signed, require_signed_blobs, AllowedSigners, SignError};
 
 /// Why a source could not be made a snapshot of the store.
 #[derive(Debug, thiserror::Error)]
@@ -52,6 +53,15 @@ pub enum SourceError {
         #[source]
         source: Box<RemoteError>,
     },
+    /// Signatures are required and the source carries none a trusted key made.
+    #[error(transparent)]
+    Refused(#[from] SignError),
+    /// Signatures are required and a directory carries none.
+    #[error("{} is a directory, which carries no signatures", path.display())]
+    UnsignedDirectory {
+        /// The directory.
+        path: PathBuf,
+    },
 }
 
 /// What a reviewed source was, for the screen and `--json`.
@@ -69,10 +79,15 @@ pub struct ReviewSource {
     pub remote: Option<String>,
 }
 
-/// Makes `arg` a snapshot of `store` (see the module docs) and says what it was.
+/// Makes `arg` a snapshot of `store` (see the module docs) and says what it was. With
+/// `require` (`import --require-signed`), the snapshot must carry a signature these allowed
+/// signers trust, checked before it becomes visible in the store: a pack's section before it
+/// is unpacked, a remote's signatures before anything is pulled, a stored snapshot's own; a
+/// directory, which carries none, is refused before it is captured.
 pub fn resolve(
     store: &Store,
     arg: &OsStr,
+    require: Option<&AllowedSigners>,
     progress: &dyn Progress,
 ) -> Result<(ObjectId, ReviewSource), SourceError> {
     refuse_missing_path(arg)?;
@@ -83,6 +98,11 @@ pub fn resolve(
         zeroclaw_bundle_store::escape_name(p.as_os_str().as_bytes())
     };
     if path.is_dir() {
+        if require.is_some() {
+            return Err(SourceError::UnsignedDirectory {
+                path: path.to_path_buf(),
+            });
+        }
         let capture = |dir: &Path| -> anyhow::Result<ObjectId> {
             let dir = SourceDir::open(dir)?;
             Ok(capture_dir(store, dir, None, progress)?.id)
@@ -103,8 +123,19 @@ pub fn resolve(
         ));
     }
     if path.is_file() {
+        let opened = PackReader::open(path).map_err(|source| SourceError::Unpack {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        if let Some(allowed) = require {
+            let sigs = opened.signatures().map_err(|source| SourceError::Unpack {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            require_signed_blobs(&opened.root, &sigs, allowed)?;
+        }
         let unpack = || -> Result<ObjectId, StoreError> {
-            let pack = PackReader::open(path)?;
+            let pack = opened;
             // Held (shared) until the catalog entry: a gc waits instead of removing objects
             // this import is about to reference.
             let _lock = store.write_lock()?;
@@ -133,7 +164,7 @@ pub fn resolve(
                 remote = remote.with_cancel(cancel.clone());
             }
             let id = remote.resolve(&reference)?;
-            pull(store, &remote, &id, progress)?;
+            pull_checked(store, &remote, &id, require, progress)?;
             Ok(id)
         };
         let id = pulled().map_err(|source| SourceError::Pull {
@@ -173,6 +204,9 @@ pub fn resolve(
             }
         })?,
     };
+    if let Some(allowed) = require {
+        require_signed(store, &id, allowed)?;
+    }
     Ok((
         id,
         ReviewSource {
