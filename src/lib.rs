@@ -37,7 +37,8 @@
 //!   operator must accept before import; `import`: the config merge and staged files of an
 //!   import; `sign`: SSH signatures of snapshots (sshsig) and who is trusted;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
-//!   worker pool; `clock`: timestamps; `cancel`: the token; `progress`: the progress trait;
+//!   worker pool; `clock`: timestamps; `words`: how counts and sizes read; `cancel`: the
+//!   token; `progress`: the progress trait;
 //! - `api`: the facade above. `cli` and `cmd` are the binary's command layer (argument parsing,
 //!   one file per subcommand that calls the library and prints, the terminal adapters) and
 //!   `interrupt` its SIGINT/SIGTERM mapping: public only because the binary is another crate
@@ -61,6 +62,7 @@ mod review;
 mod sign;
 mod statmatch;
 mod sys;
+mod words;
 mod workers;
 
 #[doc(hidden)]

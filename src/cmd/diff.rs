@@ -389,7 +389,7 @@ impl<W: Write> Printer<'_, W> {
                 writeln!(
                     self.out,
                     " {} changed: {} added, {} modified, {} deleted, {} renamed, {} kind, {} mode; +{} -{} bytes",
-                    plural(
+                    crate::words::count(
                         s.added + s.deleted + s.modified + s.renamed + s.kind_changed + s.mode_changed,
                         "file"
                     ),
@@ -440,14 +440,6 @@ fn kind(c: &Change, old: bool) -> &'static str {
 fn mode(c: &Change, old: bool) -> &str {
     let e = if old { &c.old } else { &c.new };
     e.as_ref().map_or("-", |e| e.mode.as_str())
-}
-
-fn plural(n: u64, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
 }
 
 /// The "who signed" lines of a diff (text: a `Signatures:` block; `--json`: one

@@ -468,32 +468,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
 
 pub use crate::diff::side::split_target;
 
-/// `n` and `noun`, plural when `n != 1` (`1 file`, `2 files`, `3 entries`).
-pub fn count(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else if let Some(stem) = noun.strip_suffix('y') {
-        format!("{n} {stem}ies")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// Human-readable byte counts.
-pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
+pub use crate::words::{count, human_bytes};
 
 /// Puts a name into a `--json` object under the README's "JSON output" rules: `key` holds the
 /// real name when it is UTF-8 (JSON escapes what it must itself) and `null` when it is not;

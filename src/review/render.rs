@@ -8,6 +8,8 @@ use std::io::{self, Write};
 
 use zeroclaw_bundle_store::escape_text;
 
+use crate::words::{count, human_bytes};
+
 use super::{BaselineKind, Review};
 
 /// Writes the review screen of `review` to `out`.
@@ -287,28 +289,4 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "Content id: {}", r.root.to_hex())?;
     writeln!(out, "Read it with your own tools, read-only: {}", r.mount)?;
     Ok(())
-}
-
-/// `1 file`, `2 files`, `3 binary files` (the command layer's wording).
-fn count(n: u64, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// `512 B`, `1.5 KiB`, `2.0 MiB`.
-fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
 }
