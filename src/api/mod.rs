@@ -201,16 +201,17 @@ impl Bundles {
     /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Bundles> {
         let path = path.as_ref();
+        Bundles::open_existing(path)?.ok_or_else(|| error::no_store(path.to_path_buf()))
+    }
+
+    /// The store at `path` when there is one: a missing path or an empty directory is no
+    /// store; anything else is opened (and refused when it is not a store).
+    pub(crate) fn open_existing(path: &Path) -> Result<Option<Bundles>> {
         match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(error::no_store(path.to_path_buf()))
-            }
-            Ok(m) if m.is_dir() && is_empty_dir(path) => {
-                return Err(error::no_store(path.to_path_buf()))
-            }
-            _ => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Ok(m) if m.is_dir() && is_empty_dir(path) => Ok(None),
+            _ => Bundles::create(path).map(Some),
         }
-        Bundles::create(path)
     }
 
     /// Opens the store at `path`, creating it (owner-only) when it is not there.
@@ -249,6 +250,11 @@ impl Bundles {
     /// The store itself, for the command layer's reads below the verbs.
     pub(crate) fn store(&self) -> &Store {
         &self.store
+    }
+
+    /// The store, for a command layer that works below the verbs.
+    pub(crate) fn into_store(self) -> Store {
+        self.store
     }
 
     /// The id a snapshot reference names: a full id, a unique prefix of at least 8 hex digits,

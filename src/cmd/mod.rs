@@ -289,40 +289,24 @@ impl Ctx {
     /// Opens the store, creating it if needed: only for the commands that add to it
     /// (`snapshot`, `export`, `unpack`, `remote add`; README, "CLI").
     pub fn create_store(&self) -> Result<Store> {
-        Store::open_or_create(&self.store_path)
-            .with_context(|| format!("could not open the store {}", self.store_path.display()))
+        Ok(crate::Bundles::create(&self.store_path)?.into_store())
     }
 
     /// Opens an existing store; fails with "no store at PATH" when there is none (commands
     /// that only read, or change only what exists, never create a store).
     pub fn store(&self) -> Result<Store> {
-        match self.existing_store()? {
-            Some(store) => Ok(store),
-            None => bail!(
-                "no store at {} (a store is created by the first command that adds to it: \
-                 `snapshot`, `export`, `unpack` or `remote add`; pass --store DIR or set \
-                 ZEROCLAW_BUNDLE_STORE to use another)",
-                self.store_path.display()
-            ),
-        }
+        Ok(self.bundles()?.into_store())
     }
 
     /// [`Ctx::store`] as the public API's handle: the commands that are one call into it.
     pub fn bundles(&self) -> Result<crate::Bundles> {
-        self.store().map(crate::Bundles::from_store)
+        Ok(crate::Bundles::open(&self.store_path)?)
     }
 
     /// The store, when one exists at the store path. A missing path or an empty directory
     /// is no store; anything else is opened (and refused when it is not a store).
     pub fn existing_store(&self) -> Result<Option<Store>> {
-        match std::fs::symlink_metadata(&self.store_path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Ok(m) if m.is_dir() && is_empty_dir(&self.store_path) => return Ok(None),
-            _ => {}
-        }
-        Store::open_or_create(&self.store_path)
-            .with_context(|| format!("could not open the store {}", self.store_path.display()))
-            .map(Some)
+        Ok(crate::Bundles::open_existing(&self.store_path)?.map(crate::Bundles::into_store))
     }
 
     /// True when progress may be drawn: stderr is a terminal and neither `--quiet` nor
@@ -366,10 +350,6 @@ impl Ctx {
     pub fn print_json(&self, value: &serde_json::Value) -> Result<()> {
         crate::outln!("{}", serde_json::to_string_pretty(value)?)
     }
-}
-
-fn is_empty_dir(path: &std::path::Path) -> bool {
-    std::fs::read_dir(path).is_ok_and(|mut d| d.next().is_none())
 }
 
 fn default_store() -> Result<PathBuf> {
