@@ -145,7 +145,8 @@ SYNC=""
 
 # measure SECTION OP TOOL MODE CMD [PRE] [NOTE]
 #   MODE: cold (drop caches, run once) | once (run once as is) | rep (one untimed warm-up,
-#   then BENCH_REPEAT timed runs, median seconds, max RSS). PRE runs untimed before each run.
+#   then BENCH_REPEAT timed runs, median seconds, max RSS). PRE runs untimed before each run,
+#   then an untimed `sync` (every mode), so no run pays for dirty pages it did not write.
 # Returns non-zero if the command failed (already recorded as `fail`).
 measure() {
 	local section=$1 op=$2 tool=$3 mode=$4 cmd=$5 pre=${6:-} note=${7:-}
@@ -160,7 +161,10 @@ measure() {
 			record "$section" "$op" "$tool" "" "" fail "setup failed: $(firstline "$W/.pre")"
 			return 1
 		fi
-		[[ $mode == cold ]] && drop_caches
+		# Every timed run starts with nothing dirty: a tool that syncs (our captures end in one
+		# syncfs) would otherwise pay for the writeback of whatever the tool before it, or the
+		# corpus mutation, left in the page cache. Untimed; cold runs sync in drop_caches.
+		if [[ $mode == cold ]]; then drop_caches; else sync; fi
 		if ! run_timed "$cmd"; then
 			record "$section" "$op" "$tool" "" "" fail "exit $(sed -n 's/.*non-zero status \([0-9]*\).*/\1/p' "$W/.time"): $(firstline "$W/.err")"
 			log "  $tool: $op FAILED: $(firstline "$W/.err")"
@@ -334,6 +338,11 @@ section_store() {
 			RESTIC_S1=$(restic -r "$W/restic/repo" snapshots -q --tag initial --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["short_id"])') || true
 	fi
 	have borg && measure store "$op" "borg create" cold "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::initial\" .$SYNC" || true
+	# untimed: a squashfs image of the initial tree (default options, gzip), for unsquashfs
+	# in the checkout rows
+	have mksquashfs && mkdir -p "$W/sq" &&
+		{ mksquashfs "$CORPUS" "$W/sq/initial.sqsh" -noappend -quiet -no-progress >"$W/sq/mk.log" 2>&1 ||
+			rm -f "$W/sq/initial.sqsh"; }
 	have b3sum && measure store "$op" "b3sum of every file (hash floor)" cold \
 		'find "$CORPUS" -type f -print0 | xargs -0 b3sum >/dev/null' "" "informational: read + hash only, nothing stored" || true
 
@@ -356,21 +365,21 @@ section_store() {
 		have borg && measure store "$op" "borg create" "$mode" "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::noop-\$(date +%s%N)\" ." || true
 	done
 
-	# --- 1% of files changed (warm, once) ---
+	# --- 1% of files changed (cold: each tool reads the changed tree from disk) ---
 	op="capture after 1% changed"
 	local mline
 	mline=$("${GEN[@]}" mutate --dir "$CORPUS" --seed "$BENCH_SEED" --fraction 0.01)
 	log "-- $op: $mline"
 	meta "1% change" "$mline"
-	ours_snapshot "$op" once || true
-	have rsync && measure store "$op" "rsync -a" once 'rsync -a "$CORPUS/" "$W/rsync/copy/"' || true
-	have tar && measure store "$op" "tar level-1 incremental" once \
+	ours_snapshot "$op" cold || true
+	have rsync && measure store "$op" "rsync -a" cold 'rsync -a "$CORPUS/" "$W/rsync/copy/"' || true
+	have tar && measure store "$op" "tar level-1 incremental" cold \
 		'tar --listed-incremental="$W/tar/level1.snar" -cf "$W/tar/level1.tar" -C "$CORPUS" .' \
 		'cp "$W/tar/level0.snar" "$W/tar/level1.snar"' || true
-	have git && measure store "$op" "git add -A && git commit" once "$G add -A && $G commit -q -m changed" || true
-	have ostree && measure store "$op" "ostree commit" once "$OST commit --branch=bench -s changed --tree=dir=\"\$CORPUS\"" || true
-	have restic && measure store "$op" "restic backup" once "$RST backup -q --host bench --tag changed \"\$CORPUS\"" || true
-	have borg && measure store "$op" "borg create" once "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::changed\" ." || true
+	have git && measure store "$op" "git add -A && git commit" cold "$G add -A && $G commit -q -m changed" || true
+	have ostree && measure store "$op" "ostree commit" cold "$OST commit --branch=bench -s changed --tree=dir=\"\$CORPUS\"" || true
+	have restic && measure store "$op" "restic backup" cold "$RST backup -q --host bench --tag changed \"\$CORPUS\"" || true
+	have borg && measure store "$op" "borg create" cold "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::changed\" ." || true
 
 	section_diff_after_change
 
@@ -388,6 +397,9 @@ section_store() {
 	fi
 	have tar && [[ -f $W/tar/full.tar ]] &&
 		measure store "$op" "tar -x" cold 'mkdir -p "$W/co/tar" && tar -xf "$W/tar/full.tar" -C "$W/co/tar"'"$SYNC" || true
+	[[ -f $W/sq/initial.sqsh ]] &&
+		measure store "$op" "unsquashfs" cold 'unsquashfs -q -d "$W/co/squashfs" "$W/sq/initial.sqsh" >/dev/null'"$SYNC" "" \
+			"image of the initial tree, default options (gzip)" || true
 	have rsync && [[ -d $W/rsync/copy ]] &&
 		measure store "$op" "rsync -a (copy back)" cold 'rsync -a "$W/rsync/copy/" "$W/co/rsync/"'"$SYNC" "" "informational" || true
 	have git && [[ -z $GIT_C1 ]] && record store "$op" "git checkout" "" "" fail "no commit from the initial capture"
@@ -412,12 +424,13 @@ section_store() {
 		fi
 	fi
 
-	# --- store sizes (informational) ---
+	# --- store sizes: each repository after the same captures (initial, no-ops, 1% change) ---
 	local d
 	for d in "$OURS:$OUR_STORE" "git:$W/git/repo/.git" "ostree (bare-user):$W/ostree/repo" \
 		"restic:$W/restic/repo" "borg (-e none):$W/borg/repo" "rsync copy:$W/rsync/copy"; do
 		[[ -d ${d#*:} ]] || continue
-		record info "on-disk size after all captures" "${d%%:*}" "" "" ok "$(du -sm "${d#*:}" | awk '{ print $1 }') MiB"
+		record store "store size after all captures (MiB)" "${d%%:*}" "$(du -sm "${d#*:}" | awk '{ print $1 }')" "" ok \
+			"MiB (in the seconds column)"
 	done
 }
 
