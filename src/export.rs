@@ -134,7 +134,6 @@ pub fn capture_loaded(
     let filter = BundleFilter::new(options.excludes)?;
     let keep = |path: &str| filter.keeps(path);
     let source = format!("agent {alias} at {}", install.root().display());
-    let parent = store.catalog()?.latest_of_source(&source)?;
     let lock = store.write_lock()?;
     progress.begin("capturing", None);
     let mut capture = Capture::begin(
@@ -297,7 +296,6 @@ pub fn capture_loaded(
             source,
             agent: Some(alias.to_string()),
             name: options.name.map(str::to_string),
-            parent,
         },
         root,
         report,
@@ -325,7 +323,6 @@ struct Origin {
     source: String,
     agent: Option<String>,
     name: Option<String>,
-    parent: Option<ObjectId>,
 }
 
 /// The one commit of every capture (`capture_agent`, `capture_dir`): the snapshot record of
@@ -349,17 +346,17 @@ fn commit(
         source: origin.source,
         agent: origin.agent,
         name: origin.name,
-        parent: origin.parent,
+        // Set from the catalog when the record is added: the latest snapshot of this source.
+        parent: None,
         report,
     };
     progress
         .check_cancel()
         .map_err(|_| CaptureError::Interrupted)?;
     crate::hooks::seam("before-commit", &snapshot.source);
-    let id = store
-        .commit_snapshot(lock, &snapshot, Some(cache_update))
-        .context("could not record the snapshot")?;
-    Ok((id, snapshot))
+    store
+        .commit_snapshot_of_source(lock, snapshot, Some(cache_update))
+        .context("could not record the snapshot")
 }
 
 /// A directory to capture (`snapshot --dir`), opened before the store is touched, so a
@@ -398,7 +395,6 @@ pub fn capture_dir(
     progress: &dyn Progress,
 ) -> Result<DirSnapshot> {
     let SourceDir { fd, source } = dir;
-    let parent = store.catalog()?.latest_of_source(&source)?;
     let lock = store.write_lock()?;
     progress.begin("capturing", None);
     let mut capture = Capture::begin(store, &lock, SourceKey::Dir(source.clone()), progress)?;
@@ -413,7 +409,6 @@ pub fn capture_dir(
             source,
             agent: None,
             name: name.map(str::to_string),
-            parent,
         },
         walked.id,
         report,

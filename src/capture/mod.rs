@@ -569,21 +569,49 @@ impl<'s> Capture<'s> {
         }
     }
 
-    fn write_tree(&self, entries: Vec<TreeEntry>, prefix: &str) -> Result<ObjectId, CaptureError> {
-        let tree = Tree::from_entries(entries).map_err(|e| CaptureError::Store {
+    /// Stores the tree of the directory at `prefix` (`a/b/`, `a/b` or `` for the root), unless
+    /// the stat cache shows the same tree stored by an earlier capture of this source.
+    ///
+    /// A directory's record in the stat cache is keyed by its path with one trailing `/` (the
+    /// root's is `/`), which no file's path can be, and holds only the tree id. It stands
+    /// for the object's presence on the same grounds as a file's blob id (see `cached`): the
+    /// cache is committed only with a snapshot that references the tree, and `gc` drops every
+    /// cache before it removes objects. So an unchanged directory costs no lookup in
+    /// `objects/`: a cold capture after 1% of the benchmark corpus changed (19,859 files in
+    /// 2,304 directories) made about 2,800 `statx` calls there, one per tree, each a cold
+    /// directory block read.
+    fn write_tree(
+        &mut self,
+        entries: Vec<TreeEntry>,
+        prefix: &str,
+    ) -> Result<ObjectId, CaptureError> {
+        let malformed = |e| CaptureError::Store {
             path: display_dir(prefix),
             source: StoreError::Malformed {
                 id: ObjectId::of(b""),
                 what: "tree",
                 why: e,
             },
-        })?;
-        self.sink
-            .put_tree(self.store, tree)
-            .map_err(|source| CaptureError::Store {
-                path: display_dir(prefix),
-                source,
-            })
+        };
+        let tree = Tree::from_entries(entries).map_err(malformed)?;
+        let stored = |source| CaptureError::Store {
+            path: display_dir(prefix),
+            source,
+        };
+        if !matches!(self.sink, Sink::Store) {
+            return self.sink.put_tree(self.store, tree).map_err(stored);
+        }
+        let key = format!("{}/", prefix.trim_end_matches('/'));
+        let encoded = tree.encode();
+        let id = ObjectId::of(&encoded);
+        match self.old_cache.get(key.as_bytes()) {
+            Some((position, old)) if old.id == id => self.old_cache.keep(position),
+            _ => {
+                self.store.objects().write_bytes(&encoded).map_err(stored)?;
+                self.old_cache.put(key.as_bytes(), &tree_record(id));
+            }
+        }
+        Ok(id)
     }
 
     /// Opens a classified directory no-follow; `None` when it was replaced (skipped, counted).
@@ -705,6 +733,19 @@ impl SkipReason {
     }
 }
 
+/// A directory's stat-cache record: only the tree id counts (see `Capture::write_tree`).
+fn tree_record(id: ObjectId) -> StatEntry {
+    StatEntry {
+        dev: 0,
+        ino: 0,
+        size: 0,
+        mtime_ns: 0,
+        ctime_ns: 0,
+        exec: false,
+        id,
+    }
+}
+
 fn prefix_of(label: &str) -> String {
     if label.is_empty() || label == "." {
         String::new()
@@ -807,5 +848,66 @@ mod tests {
             assert_eq!(skipped, want_skipped, "{round}: skips in listing order");
             store.catalog().unwrap().update_stat_cache(&update).unwrap();
         }
+    }
+    /// One capture of `src` as source `key`, its stat cache recorded: the root tree's id.
+    fn capture_once(store: &Store, src: &std::path::Path, key: &str) -> ObjectId {
+        let lock = store.write_lock().unwrap();
+        let fd = root::open_configured(src).unwrap().expect("source exists");
+        let mut capture = Capture::begin(
+            store,
+            &lock,
+            SourceKey::Dir(key.into()),
+            &crate::progress::Silent,
+        )
+        .unwrap();
+        let walked = capture.walk(fd, ".", &|_: &str| true).unwrap();
+        let (_, update) = capture.finish();
+        store.update_source_cache(&update).unwrap();
+        walked.id
+    }
+
+    fn subtree(store: &Store, root: &ObjectId, name: &str) -> ObjectId {
+        let tree = store.read_tree(root).unwrap();
+        let entry = tree.entries().iter().find(|e| e.name == name.as_bytes());
+        entry.expect("entry present").id
+    }
+
+    /// A directory whose tree the stat cache holds is not looked up in `objects/` again (the
+    /// proof: a tree object removed by hand is not written back), while a changed directory's
+    /// new tree is stored, and a source without that cache stores every tree.
+    #[test]
+    fn a_cached_tree_is_not_looked_up_again_and_a_changed_one_is_stored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tmp.path().join("src");
+        fs::create_dir_all(src.join("a")).unwrap();
+        fs::create_dir_all(src.join("b")).unwrap();
+        fs::write(src.join("a/x"), "x1\n").unwrap();
+        fs::write(src.join("b/y"), "y\n").unwrap();
+        let store = Store::open_or_create(&tmp.path().join("store")).unwrap();
+
+        let first = capture_once(&store, &src, "src");
+        let (a1, b) = (subtree(&store, &first, "a"), subtree(&store, &first, "b"));
+        fs::remove_file(store.objects().path_of(&b)).unwrap();
+        fs::write(src.join("a/x"), "x2\n").unwrap();
+
+        let second = capture_once(&store, &src, "src");
+        let a2 = subtree(&store, &second, "a");
+        assert_ne!(a1, a2, "a changed");
+        assert!(
+            store.objects().has(&a2),
+            "the changed directory's tree is stored"
+        );
+        assert!(store.objects().has(&second), "the root changed too: stored");
+        assert_eq!(subtree(&store, &second, "b"), b, "b is unchanged");
+        assert!(
+            !store.objects().has(&b),
+            "b's tree came from the stat cache: no lookup, no write"
+        );
+
+        capture_once(&store, &src, "another source");
+        assert!(
+            store.objects().has(&b),
+            "without the cache every tree is stored"
+        );
     }
 }

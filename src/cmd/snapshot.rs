@@ -100,9 +100,11 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// The snapshot a `--name` points at before this capture, if any.
+/// The snapshot a `--name` points at before this capture, if any. Without `--name` the
+/// catalog is not opened (an open of sled costs a log replay and an fsync).
 fn name_holder(store: &Store, name: Option<&str>) -> Option<ObjectId> {
-    store.catalog().ok()?.name_target(name?).ok()?
+    let name = name?;
+    store.catalog().ok()?.name_target(name).ok()?
 }
 
 /// Says so when `--name` moved from another snapshot to this one (on stderr: stdout ends

@@ -437,6 +437,35 @@ impl Store {
     /// object file per tree.
     pub(crate) fn commit_snapshot_reading(
         &self,
+        lock: &WriteLock,
+        snap: &Snapshot,
+        stat_cache: Option<&StatCacheUpdate>,
+        trees: Option<&dyn ObjectSource>,
+    ) -> Result<ObjectId, StoreError> {
+        self.commit_in(None, lock, snap, stat_cache, trees)
+    }
+
+    /// [`Store::commit_snapshot`] of a capture whose parent is the latest snapshot of the same
+    /// source: `snap.parent` is set from the catalog in the session that adds the record, so
+    /// a capture opens the catalog once (each open of sled replays its log and fsyncs: about
+    /// 10 ms warm and 50 ms cold on the benchmark machine, a tenth of a cold capture after 1%
+    /// of the files changed). Returns the id and the record as written.
+    pub fn commit_snapshot_of_source(
+        &self,
+        lock: &WriteLock,
+        mut snap: Snapshot,
+        stat_cache: Option<&StatCacheUpdate>,
+    ) -> Result<(ObjectId, Snapshot), StoreError> {
+        let catalog = self.catalog()?;
+        snap.parent = catalog.latest_of_source(&snap.source)?;
+        let id = self.commit_in(Some(catalog), lock, &snap, stat_cache, None)?;
+        Ok((id, snap))
+    }
+
+    /// The commit itself, in a catalog session opened by the caller or here.
+    fn commit_in(
+        &self,
+        catalog: Option<Catalog>,
         _lock: &WriteLock,
         snap: &Snapshot,
         stat_cache: Option<&StatCacheUpdate>,
@@ -454,7 +483,10 @@ impl Store {
         self.objects.sync()?;
         let id = self.objects.write_bytes(&encoded)?;
         self.objects.sync()?;
-        let catalog = self.catalog()?;
+        let catalog = match catalog {
+            Some(catalog) => catalog,
+            None => self.catalog()?,
+        };
         catalog.add_snapshot(id, snap)?;
         let stat_cache = stat_cache.filter(|u| !u.is_empty());
         if let Some(update) = stat_cache.filter(|u| !u.in_dircache) {
