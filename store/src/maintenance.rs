@@ -649,8 +649,9 @@ impl Store {
             })
             .collect();
         if !doomed.is_empty() {
-            // Stat caches may name these blobs, and captures trust a cache hit without looking
-            // the blob up: drop the caches first (the next capture rehashes once).
+            // Stat caches may name these blobs and trees, and captures trust a cache hit
+            // without looking the object up: drop the caches first (the next capture rehashes
+            // once).
             self.clear_stat_caches()?;
         }
         for (id, len) in doomed {
