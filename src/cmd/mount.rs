@@ -27,6 +27,13 @@ use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
 use crate::remote::{parse_remote_ref, Remote, RemoteView};
 
+/// The largest tree index a mount reads whole; a larger one is read tree by tree (positioned
+/// reads) and never held. The mount reads every tree once before it answers (the expansion
+/// check): from memory that is one read for the 1.4 MB index of the 20,000-file corpus
+/// instead of 2,300 small ones, while holding the 18 MB index of the 300,000-file scale tree
+/// for the mount's life took the daemon's memory right after mounting from 25 MB to 48 MB.
+const INDEX_IN_MEMORY: u64 = 4 << 20;
+
 /// The line the daemon child prints on its stdout once the mount answers.
 const READY: &str = "zeroclaw-bundle-mount-ready";
 /// The prefix of a line the daemon child prints before [`READY`] with `-v`: what the mount
@@ -119,7 +126,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     let lease = store.lease(&id, &snap.root)?;
                     // Listings come from the snapshot's tree index (one file) when it has one.
                     (
-                        Arc::new(store.snapshot_source_within(&id, 0)),
+                        Arc::new(store.snapshot_source_within(&id, INDEX_IN_MEMORY)),
                         id,
                         snap,
                         Some(lease),
