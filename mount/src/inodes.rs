@@ -4,8 +4,8 @@
 //! Inode 1 is the snapshot's root. Every other inode is (parent inode, index of the entry in
 //! the parent's tree): trees are immutable, so that pair always names the same entry, and the
 //! same entry always gets the same number however it is reached (lookup, readdir,
-//! readdirplus). The table only grows: memory is about 60 bytes per entry the kernel has been
-//! told about, plus 8 bytes per entry of each directory that was listed or searched. FORGET
+//! readdirplus). The table only grows: memory is 48 bytes per entry the kernel has been told
+//! about, plus 8 bytes per entry of each directory that was listed or searched. FORGET
 //! is ignored on purpose; a number handed out stays valid, so `find -inum` and hard-link
 //! heuristics (`du`, `tar`) see stable numbers.
 
