@@ -4,8 +4,8 @@
 //! Inode 1 is the snapshot's root. Every other inode is (parent inode, index of the entry in
 //! the parent's tree): trees are immutable, so that pair always names the same entry, and the
 //! same entry always gets the same number however it is reached (lookup, readdir,
-//! readdirplus). The table only grows: memory is about 60 bytes per entry the kernel has been
-//! told about, plus 8 bytes per entry of each directory that was listed or searched. FORGET
+//! readdirplus). The table only grows: memory is 48 bytes per entry the kernel has been told
+//! about, plus 8 bytes per entry of each directory that was listed or searched. FORGET
 //! is ignored on purpose; a number handed out stays valid, so `find -inum` and hard-link
 //! heuristics (`du`, `tar`) see stable numbers.
 
@@ -16,11 +16,14 @@ use zeroclaw_bundle_store::{EntryKind, ObjectId, TreeEntry, DIR_MODE, MODE_BITS}
 /// The root's inode number (FUSE_ROOT_ID).
 pub(crate) const ROOT: u64 = 1;
 
-/// What an inode stands for: one tree entry (or the root).
+/// What an inode stands for: one tree entry (or the root). 48 bytes: the table holds one
+/// per entry the kernel has seen, 300,000 of them after a `find` of the scale test's tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Node {
-    /// The directory holding it (the root is its own parent).
-    pub(crate) parent: u64,
+    /// The inode of the directory holding it (the root is its own parent). Inode numbers
+    /// count the table's entries, which the expansion limit (`MAX_ENTRIES`, ten million)
+    /// keeps far below 2^32. Read it through [`Node::parent`].
+    pub(crate) parent: u32,
     /// File, exec-file or dir.
     pub(crate) kind: EntryKind,
     /// The permission bits its tree entry records (at most 0o777, so 16 bits hold them).
@@ -32,10 +35,16 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    /// The node of `entry`, an entry of directory inode `dir`.
+    /// The directory holding it (the root is its own parent).
+    pub(crate) fn parent(&self) -> u64 {
+        u64::from(self.parent)
+    }
+
+    /// The node of `entry`, an entry of directory inode `dir` (a number this table handed
+    /// out, so below 2^32; see `parent`).
     pub(crate) fn of(dir: u64, entry: &TreeEntry) -> Node {
         Node {
-            parent: dir,
+            parent: u32::try_from(dir).unwrap_or(u32::MAX),
             kind: entry.kind,
             // A decoded tree holds no mode beyond 0o777; the mask only makes the cast lossless.
             mode: (entry.mode & MODE_BITS) as u16,
@@ -59,7 +68,7 @@ impl InodeTable {
     pub(crate) fn new(root: ObjectId, size: u64) -> InodeTable {
         InodeTable {
             nodes: vec![Node {
-                parent: ROOT,
+                parent: ROOT as u32,
                 kind: EntryKind::Dir,
                 mode: DIR_MODE as u16,
                 size,
@@ -89,7 +98,7 @@ impl InodeTable {
             return None;
         }
         self.children
-            .get(&node.parent)?
+            .get(&node.parent())?
             .iter()
             .position(|&c| c == ino)
     }
@@ -148,7 +157,8 @@ mod tests {
         assert!(a > ROOT && b > ROOT);
         let inner = t.intern(b, 1, 0, &entry("a", EntryKind::ExecFile));
         assert_ne!(inner, a);
-        assert_eq!(t.get(inner).unwrap().parent, b);
+        assert_eq!(t.get(inner).unwrap().parent(), b);
+        assert_eq!(std::mem::size_of::<Node>(), 48);
         assert_eq!(t.len(), 4);
         assert_eq!(t.get(99), None);
     }

@@ -6,7 +6,8 @@
 //! The foreground mount serves until unmounted or interrupted: SIGINT/SIGTERM unmount cleanly
 //! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
 //! new session as the server, waits until it reports that the mount answers (a line on a
-//! pipe), and returns. The catalog is only opened to resolve the snapshot; while mounted, a
+//! pipe), and returns. The catalog is only opened to resolve the snapshot, and not at all
+//! for a full snapshot id with a tree index (`Store::resolve_indexed`); while mounted, a
 //! store lease tells `gc` to keep everything the mount serves.
 
 use std::io::{BufRead, BufReader, Write};
@@ -25,6 +26,13 @@ use zeroclaw_bundle_store::{ObjectSource, PackOverStore, PackReader};
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
 use crate::remote::{parse_remote_ref, Remote, RemoteView};
+
+/// The largest tree index a mount reads whole; a larger one is read tree by tree (positioned
+/// reads) and never held. The mount reads every tree once before it answers (the expansion
+/// check): from memory that is one read for the 1.4 MB index of the 20,000-file corpus
+/// instead of 2,300 small ones, while holding the 18 MB index of the 300,000-file scale tree
+/// for the mount's life took the daemon's memory right after mounting from 25 MB to 48 MB.
+const INDEX_IN_MEMORY: u64 = 4 << 20;
 
 /// The line the daemon child prints on its stdout once the mount answers.
 const READY: &str = "zeroclaw-bundle-mount-ready";
@@ -109,13 +117,20 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     (view as Arc<dyn ObjectSource>, id, snap, None)
                 }
                 None => {
-                    let id = store.resolve(&args.snapshot)?;
+                    // A full id with a tree index skips the catalog (sled's open was the
+                    // largest part of a mount's start).
+                    let id = store.resolve_indexed(&args.snapshot)?;
                     super::sign::gate(&note_ctx, &store, &id, &trust)?;
                     root_note = super::sign::signed_by(&store, &id, &trust)?.0;
                     let snap = store.read_snapshot(&id)?;
                     let lease = store.lease(&id, &snap.root)?;
                     // Listings come from the snapshot's tree index (one file) when it has one.
-                    (Arc::new(store.snapshot_source(&id)), id, snap, Some(lease))
+                    (
+                        Arc::new(store.snapshot_source_within(&id, INDEX_IN_MEMORY)),
+                        id,
+                        snap,
+                        Some(lease),
+                    )
                 }
             }
         };

@@ -155,6 +155,28 @@ impl ObjectSource for SnapshotSource {
 }
 
 impl Store {
+    /// Resolves `reference` as [`Store::resolve`] does, except that a full snapshot id (64
+    /// hex digits) whose tree index and record are both present is answered without opening
+    /// the catalog. That is sound because an index exists only for a snapshot the catalog
+    /// has listed: a commit writes it after the catalog entry, `reindex` writes it only for
+    /// listed snapshots, and `forget` removes the record with the catalog entry (the index
+    /// itself waits for `gc`, which removes it with, or after, the record). Opening sled costs
+    /// a mount's start more than everything else it does before it answers (measured: 6 ms of
+    /// 24 ms warm, about 70 ms cold); a reader that is going to read the objects anyway asks
+    /// this instead.
+    pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
+        if reference.len() == 64 {
+            if let Some(id) = ObjectId::from_hex(&reference.to_ascii_lowercase()) {
+                let indexed =
+                    fs::symlink_metadata(self.tree_index_path(&id)).is_ok_and(|m| m.is_file());
+                if indexed && self.objects().has(&id) {
+                    return Ok(id);
+                }
+            }
+        }
+        self.resolve(reference)
+    }
+
     /// Where the tree index of `snapshot` lives (it may be absent).
     pub fn tree_index_path(&self, snapshot: &ObjectId) -> PathBuf {
         self.root()
@@ -249,8 +271,9 @@ impl Store {
     }
 
     /// [`Store::snapshot_source`], reading an index of more than `in_memory` bytes by
-    /// positioned reads instead of whole.
-    fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
+    /// positioned reads instead of whole (0: always by positioned reads). A long-lived reader
+    /// (a mount) asks for positioned reads: a whole index stays in its memory for its life.
+    pub fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
         let path = self.tree_index_path(snapshot);
         let opened = match open_index(&path, in_memory) {
             Ok(pack) => check_header(&pack, snapshot).map(|()| pack),
@@ -648,5 +671,32 @@ mod tests {
         assert!(store.tree_index_path(&keep).is_file());
         assert!(store.root().join(TREES_DIR).join("notes.txt").is_file());
         assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+    }
+    #[test]
+    fn a_full_id_with_an_index_resolves_without_the_catalog() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, _) = snapshot(&store, 2, "quick");
+        let (other, _) = snapshot(&store, 2, "other");
+        {
+            // sled locks its directory: were the catalog opened, this would wait and fail.
+            let _held = store.catalog().unwrap();
+            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+            let upper = id.to_hex().to_ascii_uppercase();
+            assert_eq!(store.resolve_indexed(&upper).unwrap(), id);
+        }
+        // A short id, or a full one without an index, goes through the catalog.
+        assert_eq!(store.resolve_indexed(&id.short(12)).unwrap(), id);
+        fs::remove_file(store.tree_index_path(&other)).unwrap();
+        assert_eq!(store.resolve_indexed(&other.to_hex()).unwrap(), other);
+        // Forgotten: the index waits for gc, but the record is gone, so the catalog answers.
+        store.forget(&id).unwrap();
+        assert!(store.tree_index_path(&id).is_file());
+        assert!(matches!(
+            store.resolve_indexed(&id.to_hex()),
+            Err(StoreError::UnknownSnapshot { .. })
+        ));
+        // Not an id at all.
+        assert!(store.resolve_indexed(&"z".repeat(64)).is_err());
     }
 }

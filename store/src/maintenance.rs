@@ -711,10 +711,14 @@ impl Store {
         let _lock = crate::lock::exclusive(self.root(), "reindex")?;
         let catalog = self.catalog()?;
         let mut report = self.rebuild_index(&catalog)?;
+        // Only what the catalog now lists gets an index: a record left out (a file's content,
+        // a planted record) never does, so an index always names a listed snapshot (which
+        // `Store::resolve_indexed` relies on).
+        let listed: HashSet<ObjectId> = catalog.snapshots()?.iter().map(|s| s.id).collect();
         drop(catalog);
         // Then the tree indexes: each snapshot's is written where it is missing or bad.
         for rec in self.scan_records()? {
-            let (Some(snap), None) = (rec.snap, rec.problem) else {
+            let (Some(snap), None, true) = (rec.snap, rec.problem, listed.contains(&rec.id)) else {
                 continue;
             };
             match self.check_tree_index(&rec.id, &snap.root)? {
@@ -1217,6 +1221,18 @@ mod tests {
             .map(|s| s.id)
             .collect();
         assert_eq!(listed, [local, local_agent, carrier, orphan].into());
+        // Only listed snapshots have a tree index, so a planted record's full id does not
+        // resolve through one either.
+        for bytes in [&named, &future, &newer] {
+            let id = ObjectId::of(bytes);
+            assert!(!store.tree_index_path(&id).exists(), "{id}");
+            assert!(matches!(
+                store.resolve_indexed(&id.to_hex()),
+                Err(StoreError::UnknownSnapshot { .. })
+            ));
+        }
+        assert!(store.tree_index_path(&orphan).is_file());
+        assert_eq!(store.resolve_indexed(&orphan.to_hex()).unwrap(), orphan);
         // gc: the planted records are content (kept as such), not roots: their tree goes.
         store.gc(0).unwrap();
         assert!(!store.objects().has(&planted_root) && !store.objects().has(&planted_blob));

@@ -4,12 +4,14 @@
 //! (every write fails with EROFS, safe mount options, noexec), `xattr` (object ids), `large`
 //! (30,000 files list and read with a small tree cache), `damage` (EIO for corrupt or
 //! missing objects, ENOENT for unknown names), `prefetch` (what the daemon hints to its
-//! source, and when), `lifecycle` (unmount leaves nothing behind,
+//! source, and when), `listing` (a listing carries every entry's attributes, so stat-ing
+//! the listed entries asks the daemon nothing), `lifecycle` (unmount leaves nothing behind,
 //! busy and stale mounts are explained).
 
 mod damage;
 mod large;
 mod lifecycle;
+mod listing;
 mod prefetch;
 mod readonly;
 mod tree;
