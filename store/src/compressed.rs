@@ -27,9 +27,6 @@ pub(crate) const MIN_LEN: usize = 64;
 pub(crate) fn max_frame_len() -> usize {
     zstd::zstd_safe::compress_bound(MAX_LEN)
 }
-/// Bytes enough to hold any zstd frame header (`ZSTD_FRAMEHEADERSIZE_MAX`), so the declared
-/// content size can be read without reading the frame.
-pub(crate) const HEADER_MAX: usize = 18;
 
 thread_local! {
     /// One compression context per thread, reused for every object: creating one per object
@@ -68,8 +65,7 @@ pub(crate) fn compress(bytes: &[u8]) -> Option<Vec<u8>> {
     worth(bytes.len(), frame.len()).then_some(frame)
 }
 
-/// The content size a frame's header declares, from its first bytes (at least
-/// [`HEADER_MAX`] of them, or the whole frame); `None` when there is no such declaration or
+/// The content size a frame's header declares; `None` when there is no such declaration or
 /// it exceeds [`MAX_LEN`].
 pub(crate) fn declared_len(head: &[u8]) -> Option<usize> {
     match zstd::zstd_safe::get_frame_content_size(head) {
@@ -164,7 +160,7 @@ mod tests {
             assert!(worth(len, frame.len()));
             assert!(storable(&frame, len));
             assert_eq!(decompress(&frame).unwrap(), bytes);
-            assert_eq!(declared_len(&frame[..HEADER_MAX.min(frame.len())]), Some(len));
+            assert_eq!(declared_len(&frame), Some(len));
         }
     }
 

@@ -340,6 +340,9 @@ impl Store {
                 Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                     continue
                 }
+                // A compressed object that does not decode: whatever it was, it is no readable
+                // record (`verify` names it).
+                Err(StoreError::Undecodable { .. }) => continue,
                 Err(e) => return Err(e),
             };
             if head != RECORD_PREFIX {
@@ -401,7 +404,8 @@ impl Store {
                     });
                     continue;
                 }
-                Err(StoreError::CorruptObject { .. }) => continue, // reported by the rehash
+                // Reported by the rehash.
+                Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => continue,
                 Err(e) => {
                     problems.push(VerifyProblem::Malformed {
                         id: tree_id,
@@ -595,7 +599,7 @@ impl Store {
                         report.snapshots -= 1;
                     }
                 }
-                Err(StoreError::CorruptObject { .. }) => {}
+                Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => {}
                 Err(e) => report.problems.push(VerifyProblem::Malformed {
                     id: s.id,
                     why: e.to_string(),

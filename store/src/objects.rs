@@ -254,29 +254,29 @@ impl ObjectDir {
     }
 
     /// True when the object exists with length `len` (the dedup test: a crash-truncated
-    /// object of the wrong length does not count). For a compressed object, the length its
-    /// frame header declares (one small read) must be `len`.
+    /// object of the wrong length does not count). A compressed object must decode to `len`
+    /// bytes (it is read whole, at most 256 KiB: a frame torn after its header declares the
+    /// right length and still does not count).
     pub fn has_with_len(&self, id: &ObjectId, len: u64) -> bool {
         if self.has_raw_with_len(id, len) {
             return true;
         }
         compressed::candidate(usize::try_from(len).unwrap_or(usize::MAX))
-            && self.compressed_declared_len(id) == Some(len)
+            && self.has_compressed_with_len(id, len)
+    }
+
+    /// Whether object `id` is stored compressed and decodes to `len` bytes.
+    fn has_compressed_with_len(&self, id: &ObjectId, len: u64) -> bool {
+        matches!(
+            self.open_stored(id),
+            Ok(Stored::Compressed { bytes, .. }) if bytes.len() as u64 == len
+        )
     }
 
     fn has_raw_with_len(&self, id: &ObjectId, len: u64) -> bool {
         fs::symlink_metadata(self.path_of(id))
             .map(|m| m.is_file() && m.len() == len)
             .unwrap_or(false)
-    }
-
-    /// The content size the header of object `id`'s compressed file declares, if it has
-    /// such a file with a readable header.
-    fn compressed_declared_len(&self, id: &ObjectId) -> Option<u64> {
-        let file = File::open(self.compressed_path_of(id)).ok()?;
-        let mut head = [0u8; compressed::HEADER_MAX];
-        let n = file.read_at(&mut head, 0).ok()?;
-        compressed::declared_len(&head[..n]).map(|n| n as u64)
     }
 
     /// True when the object exists and its bytes hash to its id (reads it whole: for the
@@ -310,9 +310,7 @@ impl ObjectDir {
                 (frame.as_slice(), self.compressed_path_of(&id))
             }
             None => {
-                if compressed::candidate(bytes.len())
-                    && self.compressed_declared_len(&id) == Some(len)
-                {
+                if compressed::candidate(bytes.len()) && self.has_compressed_with_len(&id, len) {
                     // Compressed by another zstd version or an import: as good.
                     return Ok(id);
                 }
@@ -829,5 +827,245 @@ impl StagedFile<'_> {
             .expect("no panic holds the list")
             .push((self.id, false));
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Store;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn text(len: usize) -> Vec<u8> {
+        b"fn main() { println!(\"hello\"); }\n"
+            .iter()
+            .copied()
+            .cycle()
+            .take(len)
+            .collect()
+    }
+
+    fn random(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed | 1;
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect()
+    }
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("s")).unwrap();
+        (dir, store)
+    }
+
+    /// Writes `bytes` raw at object `id`'s place by hand, as a version before format 3 did.
+    fn write_raw_by_hand(objects: &ObjectDir, bytes: &[u8]) -> ObjectId {
+        let id = ObjectId::of(bytes);
+        let path = objects.path_of(&id);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, bytes).unwrap();
+        id
+    }
+
+    #[test]
+    fn small_compressible_objects_are_stored_compressed_and_read_back_in_every_way() {
+        let (_d, store) = store();
+        let o = store.objects();
+        let bytes = text(20_000);
+        let (id, len) = o.write_from(&mut &bytes[..]).unwrap();
+        assert_eq!((id, len), (ObjectId::of(&bytes), bytes.len() as u64));
+        let file = o.file_of(&id).unwrap();
+        assert_eq!(file, o.compressed_path_of(&id));
+        assert!(!o.path_of(&id).exists(), "one form only");
+        let stored = fs::read(&file).unwrap();
+        assert!(stored.len() < bytes.len() / 4, "{} bytes", stored.len());
+        // One zstd frame, declaring its size: any zstd tool decodes it.
+        assert_eq!(zstd::bulk::decompress(&stored, bytes.len()).unwrap(), bytes);
+        assert!(o.has(&id) && o.has_with_len(&id, len) && !o.has_with_len(&id, len + 1));
+        assert_eq!(o.read_verified(&id).unwrap(), bytes);
+        let blob = o.open_blob(&id).unwrap();
+        assert_eq!(blob.len(), len);
+        blob.verify(&id).unwrap();
+        let mut middle = vec![0u8; 100];
+        assert_eq!(blob.read_at(&mut middle, 5000).unwrap(), 100);
+        assert_eq!(middle, bytes[5000..5100]);
+        assert_eq!(blob.read_at(&mut middle, len - 10).unwrap(), 10);
+        let mut copy = Vec::new();
+        blob.verifying_reader(id).read_to_end(&mut copy).unwrap();
+        assert_eq!(copy, bytes);
+        assert_eq!(o.peek(&id, 7).unwrap(), bytes[..7]);
+        let listed = o.list().unwrap();
+        assert_eq!(
+            listed,
+            [ListedObject {
+                id,
+                stored_len: stored.len() as u64,
+                compressed: true,
+                age_secs: listed[0].age_secs,
+            }]
+        );
+        // Dedup: writing it again writes nothing.
+        let before = fs::metadata(&file).unwrap().modified().unwrap();
+        o.write_bytes(&bytes).unwrap();
+        assert_eq!(fs::metadata(&file).unwrap().modified().unwrap(), before);
+        assert_eq!(fs::read_dir(o.tmp_dir()).unwrap().count(), 0);
+        o.remove(&id).unwrap();
+        assert!(!o.has(&id) && o.list().unwrap().is_empty());
+    }
+
+    #[test]
+    fn large_tiny_and_incompressible_objects_stay_raw() {
+        let (_d, store) = store();
+        let o = store.objects();
+        for bytes in [text(SMALL), text(40), random(50_000, 3), Vec::new()] {
+            let (id, _) = o.write_from(&mut &bytes[..]).unwrap();
+            assert_eq!(o.file_of(&id).unwrap(), o.path_of(&id), "{} bytes", bytes.len());
+            assert_eq!(fs::read(o.path_of(&id)).unwrap(), bytes, "b3sum checks it");
+        }
+    }
+
+    #[test]
+    fn raw_objects_of_an_older_version_are_read_and_not_duplicated() {
+        let (_d, store) = store();
+        let o = store.objects();
+        let bytes = text(10_000);
+        let id = write_raw_by_hand(o, &bytes);
+        assert!(o.has_with_len(&id, bytes.len() as u64));
+        assert_eq!(o.write_bytes(&bytes).unwrap(), id);
+        assert!(!o.compressed_path_of(&id).exists(), "no second copy");
+        assert_eq!(o.read_verified(&id).unwrap(), bytes);
+        assert_eq!(o.list().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_torn_compressed_object_does_not_count_and_is_rewritten() {
+        let (_d, store) = store();
+        let o = store.objects();
+        let bytes = text(30_000);
+        let id = o.write_bytes(&bytes).unwrap();
+        let path = o.compressed_path_of(&id);
+        let whole = fs::read(&path).unwrap();
+        for torn in [&whole[..0], &whole[..10], &whole[..whole.len() - 1]] {
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+            fs::write(&path, torn).unwrap();
+            assert!(!o.has_with_len(&id, bytes.len() as u64), "{}", torn.len());
+            assert!(!o.is_intact(&id));
+            assert_eq!(o.write_bytes(&bytes).unwrap(), id);
+            assert_eq!(fs::read(&path).unwrap(), whole, "rewritten whole");
+        }
+    }
+
+    #[test]
+    fn a_damaged_compressed_object_is_corruption_not_a_crash() {
+        let (_d, store) = store();
+        let o = store.objects();
+        let bytes = text(30_000);
+        let id = o.write_bytes(&bytes).unwrap();
+        let path = o.compressed_path_of(&id);
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        let mut frame = fs::read(&path).unwrap();
+        // A frame that claims to be far larger than any compressed object may be.
+        let huge = zstd::bulk::compress(&text(SMALL * 4), 3).unwrap();
+        for damaged in [
+            {
+                let mid = frame.len() / 2;
+                frame[mid] ^= 0x55;
+                frame.clone()
+            },
+            huge,
+            random(300, 5),
+        ] {
+            fs::write(&path, &damaged).unwrap();
+            for err in [
+                o.open_blob(&id).and_then(|b| b.verify(&id)).unwrap_err(),
+                o.read_verified(&id).unwrap_err(),
+            ] {
+                assert!(err.is_corruption(), "{err}");
+            }
+        }
+        let report = store.verify(&mut |_, _| {}).unwrap();
+        assert_eq!(
+            report.problems,
+            [crate::VerifyProblem::Corrupt { id }],
+            "verify names it and goes on"
+        );
+    }
+
+    #[test]
+    fn a_pack_is_the_same_whichever_form_the_store_keeps() {
+        use crate::{Snapshot, Tree, TreeEntry};
+        let files = [text(300), text(70_000), random(9_000, 7), text(200_000)];
+        let pack_of = |raw: bool| {
+            let (_d, store) = store();
+            let mut entries = Vec::new();
+            for (i, bytes) in files.iter().enumerate() {
+                let id = if raw {
+                    write_raw_by_hand(store.objects(), bytes)
+                } else {
+                    store.objects().write_bytes(bytes).unwrap()
+                };
+                entries.push(TreeEntry::file(
+                    format!("f{i}").into_bytes(),
+                    0o644,
+                    bytes.len() as u64,
+                    id,
+                ));
+            }
+            let compressed = store.objects().list().unwrap().iter().filter(|l| l.compressed).count();
+            assert_eq!(compressed, if raw { 0 } else { 3 });
+            let root = store.write_tree(&Tree::from_entries(entries).unwrap()).unwrap();
+            let lock = store.write_lock().unwrap();
+            let snap = store
+                .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
+                .unwrap();
+            let mut out = Vec::new();
+            crate::write_pack(&store, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
+            out
+        };
+        assert_eq!(pack_of(false), pack_of(true));
+    }
+
+    #[test]
+    fn unpack_lands_a_packs_frames_as_compressed_objects() {
+        use crate::{PackReader, Snapshot, Tree, TreeEntry};
+        let files = [text(300), text(70_000), random(9_000, 7), text(200_000)];
+        let (dir, src) = store();
+        let mut entries = Vec::new();
+        for (i, bytes) in files.iter().enumerate() {
+            let id = src.objects().write_bytes(bytes).unwrap();
+            entries.push(TreeEntry::file(format!("f{i}").into_bytes(), 0o644, bytes.len() as u64, id));
+        }
+        let root = src.write_tree(&Tree::from_entries(entries).unwrap()).unwrap();
+        let lock = src.write_lock().unwrap();
+        let snap = src.commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None).unwrap();
+        drop(lock);
+        let path = dir.path().join("p.zcpack");
+        let mut out = Vec::new();
+        crate::write_pack(&src, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
+        fs::write(&path, &out).unwrap();
+        let (_d, dst) = store();
+        assert_eq!(crate::unpack(&dst, &PackReader::open(&path).unwrap()).unwrap(), snap);
+        let form = |s: &Store| {
+            let mut l: Vec<(ObjectId, bool, u64)> = s
+                .objects()
+                .list()
+                .unwrap()
+                .iter()
+                .map(|l| (l.id, l.compressed, l.stored_len))
+                .collect();
+            l.sort();
+            l
+        };
+        // The same files, byte for byte: the frames landed as the capture wrote them.
+        assert_eq!(form(&dst), form(&src));
+        for bytes in &files {
+            assert_eq!(dst.objects().read_verified(&ObjectId::of(bytes)).unwrap(), *bytes);
+        }
+        assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
     }
 }

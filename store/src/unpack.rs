@@ -447,7 +447,7 @@ pub fn closure_needs(
         let held = match store.objects().has(&id) {
             true => match store.read_tree(&id) {
                 Ok(tree) => Some(tree),
-                Err(StoreError::CorruptObject { .. }) => None,
+                Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => None,
                 Err(e) => return Err(e),
             },
             false => None,
