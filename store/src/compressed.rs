@@ -2,9 +2,9 @@
 //! frame, and the bounded codec of such a frame. `objects` owns the files; this module owns
 //! only the bytes.
 //!
-//! The rule: an object of [`MIN_LEN`] bytes up to [`MAX_LEN`] (the inputs a capture holds in
-//! memory to hash) is stored as one zstd frame at level 3 when that saves at least an eighth
-//! of its bytes; any other object is stored raw. So large objects stay raw and a mount reads
+//! The rule: an object of more than one 4 KiB block ([`MIN_LEN`]) up to [`MAX_LEN`] bytes (the
+//! inputs a capture holds in memory to hash) is stored as one zstd frame at level 3 (the packs'
+//! level) when that saves at least an eighth of its bytes; any other object is stored raw. So large objects stay raw and a mount reads
 //! them at any offset with one `pread`, while a compressed one is decoded whole into at most
 //! [`MAX_LEN`] bytes. The id stays the blake3 of the uncompressed bytes (as git names its
 //! zlib-deflated objects), so a compressed object is checked by decoding it
@@ -21,8 +21,11 @@ use crate::pack_format::ZSTD_LEVEL;
 
 /// Largest object stored compressed (the capture's in-memory hashing bound, 256 KiB).
 pub(crate) const MAX_LEN: usize = 256 * 1024;
-/// Smallest object stored compressed: below it a frame's header eats what zstd could save.
-pub(crate) const MIN_LEN: usize = 64;
+/// Smallest object stored compressed: one byte more than a 4 KiB filesystem block. An object
+/// of one block or less occupies one block whatever its form, so compressing it saves no disk
+/// and costs CPU: on the bench corpus, its 4,720 files of up to 4 KiB (10.6 MiB) took 18.4 MiB
+/// of blocks raw and 18.4 MiB compressed.
+pub(crate) const MIN_LEN: usize = 4096 + 1;
 /// Largest frame a reader accepts (zstd's worst case for [`MAX_LEN`] bytes).
 pub(crate) fn max_frame_len() -> usize {
     zstd::zstd_safe::compress_bound(MAX_LEN)
@@ -154,7 +157,8 @@ mod tests {
         assert!(compress(&text(MIN_LEN - 1)).is_none(), "too small");
         assert!(compress(&text(MAX_LEN + 1)).is_none(), "too large");
         assert!(compress(&random(4096)).is_none(), "incompressible");
-        for bytes in [vec![b'a'; MIN_LEN], text(4096), text(MAX_LEN)] {
+        assert!(compress(&vec![b'a'; MIN_LEN - 1]).is_none(), "one block");
+        for bytes in [vec![b'a'; MIN_LEN], text(40_000), text(MAX_LEN)] {
             let len = bytes.len();
             let frame = compress(&bytes).expect("text compresses");
             assert!(worth(len, frame.len()));

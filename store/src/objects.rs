@@ -922,7 +922,7 @@ mod tests {
     fn large_tiny_and_incompressible_objects_stay_raw() {
         let (_d, store) = store();
         let o = store.objects();
-        for bytes in [text(SMALL), text(40), random(50_000, 3), Vec::new()] {
+        for bytes in [text(SMALL), text(40), text(4096), random(50_000, 3), Vec::new()] {
             let (id, _) = o.write_from(&mut &bytes[..]).unwrap();
             assert_eq!(o.file_of(&id).unwrap(), o.path_of(&id), "{} bytes", bytes.len());
             assert_eq!(fs::read(o.path_of(&id)).unwrap(), bytes, "b3sum checks it");
@@ -999,7 +999,7 @@ mod tests {
     #[test]
     fn a_pack_is_the_same_whichever_form_the_store_keeps() {
         use crate::{Snapshot, Tree, TreeEntry};
-        let files = [text(300), text(70_000), random(9_000, 7), text(200_000)];
+        let files = [text(5_000), text(70_000), random(9_000, 7), text(200_000)];
         let pack_of = |raw: bool| {
             let (_d, store) = store();
             let mut entries = Vec::new();
@@ -1033,7 +1033,7 @@ mod tests {
     #[test]
     fn unpack_lands_a_packs_frames_as_compressed_objects() {
         use crate::{PackReader, Snapshot, Tree, TreeEntry};
-        let files = [text(300), text(70_000), random(9_000, 7), text(200_000)];
+        let files = [text(5_000), text(70_000), random(9_000, 7), text(200_000)];
         let (dir, src) = store();
         let mut entries = Vec::new();
         for (i, bytes) in files.iter().enumerate() {
