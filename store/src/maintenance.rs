@@ -655,18 +655,25 @@ impl Store {
             .objects()
             .list()?
             .into_iter()
-            .filter_map(|ListedObject { id, stored_len: len, age_secs: age, .. }| {
-                if marked.contains(&id) {
-                    report.reachable += 1;
-                    None
-                } else if age < grace_secs {
-                    report.young_kept += 1;
-                    report.young_kept_bytes += len;
-                    None
-                } else {
-                    Some((id, len))
-                }
-            })
+            .filter_map(
+                |ListedObject {
+                     id,
+                     stored_len: len,
+                     age_secs: age,
+                     ..
+                 }| {
+                    if marked.contains(&id) {
+                        report.reachable += 1;
+                        None
+                    } else if age < grace_secs {
+                        report.young_kept += 1;
+                        report.young_kept_bytes += len;
+                        None
+                    } else {
+                        Some((id, len))
+                    }
+                },
+            )
             .collect();
         if !doomed.is_empty() {
             // Stat caches may name these blobs, and captures trust a cache hit without looking

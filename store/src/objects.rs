@@ -509,7 +509,8 @@ impl ObjectDir {
 
     /// Hints that object `id` will be read soon (`posix_fadvise` WILLNEED on its file).
     pub(crate) fn will_need(&self, id: &ObjectId) {
-        let file = File::open(self.path_of(id)).or_else(|_| File::open(self.compressed_path_of(id)));
+        let file =
+            File::open(self.path_of(id)).or_else(|_| File::open(self.compressed_path_of(id)));
         if let Ok(file) = file {
             sys::will_need(&file);
         }
@@ -705,7 +706,9 @@ impl Staging {
     fn staged_path(&self, id: &ObjectId, compressed: bool) -> PathBuf {
         let hex = id.to_hex();
         let suffix = if compressed { ZST_SUFFIX } else { "" };
-        self.dir.join(&hex[..2]).join(format!("{}{suffix}", &hex[2..]))
+        self.dir
+            .join(&hex[..2])
+            .join(format!("{}{suffix}", &hex[2..]))
     }
 
     fn create(&self, id: &ObjectId, compressed: bool) -> Result<(File, PathBuf), StoreError> {
@@ -922,9 +925,20 @@ mod tests {
     fn large_tiny_and_incompressible_objects_stay_raw() {
         let (_d, store) = store();
         let o = store.objects();
-        for bytes in [text(SMALL), text(40), text(4096), random(50_000, 3), Vec::new()] {
+        for bytes in [
+            text(SMALL),
+            text(40),
+            text(4096),
+            random(50_000, 3),
+            Vec::new(),
+        ] {
             let (id, _) = o.write_from(&mut &bytes[..]).unwrap();
-            assert_eq!(o.file_of(&id).unwrap(), o.path_of(&id), "{} bytes", bytes.len());
+            assert_eq!(
+                o.file_of(&id).unwrap(),
+                o.path_of(&id),
+                "{} bytes",
+                bytes.len()
+            );
             assert_eq!(fs::read(o.path_of(&id)).unwrap(), bytes, "b3sum checks it");
         }
     }
@@ -1016,9 +1030,17 @@ mod tests {
                     id,
                 ));
             }
-            let compressed = store.objects().list().unwrap().iter().filter(|l| l.compressed).count();
+            let compressed = store
+                .objects()
+                .list()
+                .unwrap()
+                .iter()
+                .filter(|l| l.compressed)
+                .count();
             assert_eq!(compressed, if raw { 0 } else { 3 });
-            let root = store.write_tree(&Tree::from_entries(entries).unwrap()).unwrap();
+            let root = store
+                .write_tree(&Tree::from_entries(entries).unwrap())
+                .unwrap();
             let lock = store.write_lock().unwrap();
             let snap = store
                 .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
@@ -1038,18 +1060,30 @@ mod tests {
         let mut entries = Vec::new();
         for (i, bytes) in files.iter().enumerate() {
             let id = src.objects().write_bytes(bytes).unwrap();
-            entries.push(TreeEntry::file(format!("f{i}").into_bytes(), 0o644, bytes.len() as u64, id));
+            entries.push(TreeEntry::file(
+                format!("f{i}").into_bytes(),
+                0o644,
+                bytes.len() as u64,
+                id,
+            ));
         }
-        let root = src.write_tree(&Tree::from_entries(entries).unwrap()).unwrap();
+        let root = src
+            .write_tree(&Tree::from_entries(entries).unwrap())
+            .unwrap();
         let lock = src.write_lock().unwrap();
-        let snap = src.commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None).unwrap();
+        let snap = src
+            .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
+            .unwrap();
         drop(lock);
         let path = dir.path().join("p.zcpack");
         let mut out = Vec::new();
         crate::write_pack(&src, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
         fs::write(&path, &out).unwrap();
         let (_d, dst) = store();
-        assert_eq!(crate::unpack(&dst, &PackReader::open(&path).unwrap()).unwrap(), snap);
+        assert_eq!(
+            crate::unpack(&dst, &PackReader::open(&path).unwrap()).unwrap(),
+            snap
+        );
         let form = |s: &Store| {
             let mut l: Vec<(ObjectId, bool, u64)> = s
                 .objects()
@@ -1064,7 +1098,10 @@ mod tests {
         // The same files, byte for byte: the frames landed as the capture wrote them.
         assert_eq!(form(&dst), form(&src));
         for bytes in &files {
-            assert_eq!(dst.objects().read_verified(&ObjectId::of(bytes)).unwrap(), *bytes);
+            assert_eq!(
+                dst.objects().read_verified(&ObjectId::of(bytes)).unwrap(),
+                *bytes
+            );
         }
         assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
     }

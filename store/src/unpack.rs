@@ -810,7 +810,8 @@ mod tests {
             )
             .unwrap();
         drop(lock);
-        let before: HashSet<ObjectId> = dst.objects().list().unwrap().iter().map(|o| o.id).collect();
+        let before: HashSet<ObjectId> =
+            dst.objects().list().unwrap().iter().map(|o| o.id).collect();
         let path = dir.path().join("p.zcpack");
         std::fs::write(&path, &pack).unwrap();
         let id = unpack(&dst, &PackReader::open(&path).unwrap()).unwrap();
@@ -824,7 +825,13 @@ mod tests {
         ]
         .into();
         assert_eq!(added, reached, "exactly what the snapshot reaches");
-        let bytes_in_objects: u64 = dst.objects().list().unwrap().iter().map(|o| o.stored_len).sum();
+        let bytes_in_objects: u64 = dst
+            .objects()
+            .list()
+            .unwrap()
+            .iter()
+            .map(|o| o.stored_len)
+            .sum();
         assert!(
             bytes_in_objects < 1 << 20,
             "{bytes_in_objects} bytes landed"

@@ -403,7 +403,11 @@ fn a_compressed_object_is_checked_by_hand_and_by_verify() {
     let id = env.snapshot(&src);
     let hex = blake3_hex(text.as_bytes());
     let file = object_file(&env.store, &hex);
-    assert!(file.to_string_lossy().ends_with(".zst"), "{}", file.display());
+    assert!(
+        file.to_string_lossy().ends_with(".zst"),
+        "{}",
+        file.display()
+    );
     assert!(fs::metadata(&file).unwrap().len() < text.len() as u64 / 4);
     let out = env.cat(&id, "notes.md");
     assert_eq!(out, text.as_bytes());
