@@ -446,7 +446,8 @@ fn whole(
 /// frame only when it is shorter than the bytes, so this is exactly the frame [`whole`] would
 /// make from them: a pack is byte for byte the same whichever form the store keeps. (A larger
 /// one goes through [`whole`]'s probe, which may store it raw.) Saves compressing every
-/// small text file again.
+/// small text file again: a pack of the bench corpus (19,859 files, 602 MiB) took 1.00 s of
+/// CPU instead of 1.68 s (medians of 5 interleaved rounds, same pack bytes).
 fn copy_frame(job: &Job, frame: Vec<u8>, bytes: &[u8]) -> Result<Piece, Sent> {
     if bytes.len() as u64 != job.size {
         // As `check_len` reports it.
