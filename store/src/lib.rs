@@ -522,6 +522,18 @@ impl ObjectSource for StoreReader {
         self.store.objects.open_blob(id)
     }
 
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        let blob = self.store.objects.open_blob_of_len(id, size)?;
+        if blob.len() != size {
+            return Err(StoreError::WrongLength {
+                id: *id,
+                len: blob.len(),
+                recorded: size,
+            });
+        }
+        Ok(blob)
+    }
+
     fn prefetch(&self, ids: &[ObjectId]) {
         for id in ids {
             self.store.objects.will_need(id);

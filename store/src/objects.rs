@@ -477,34 +477,58 @@ impl ObjectDir {
         self.open_stored(id)?.into_blob()
     }
 
+    /// [`ObjectDir::open_blob`] of an object a tree records as `len` bytes: the form that
+    /// length makes likely is tried first (a compressed object then costs no failed open of
+    /// the raw name: 15,000 of them in a checkout of the bench corpus).
+    pub fn open_blob_of_len(&self, id: &ObjectId, len: u64) -> Result<Blob, StoreError> {
+        self.open_stored_of_len(id, len)?.into_blob()
+    }
+
     /// Opens object `id` in whichever form it is stored: a raw file (open), or a compressed
     /// one (read and decoded, with its frame for a caller that can use it as it is: `pack`).
     /// Not verified.
     pub(crate) fn open_stored(&self, id: &ObjectId) -> Result<Stored, StoreError> {
-        let path = self.path_of(id);
-        match File::open(&path) {
-            Ok(file) => return Ok(Stored::Raw(file, path)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(StoreError::io("open", &path, e)),
-        }
-        let path = self.compressed_path_of(id);
-        let file = File::open(&path).map_err(|e| {
-            if e.kind() == io::ErrorKind::NotFound {
-                StoreError::MissingObject(*id)
+        self.open_stored_trying(id, false)
+    }
+
+    /// [`ObjectDir::open_stored`] of an object recorded as `len` bytes (see
+    /// [`ObjectDir::open_blob_of_len`]).
+    pub(crate) fn open_stored_of_len(&self, id: &ObjectId, len: u64) -> Result<Stored, StoreError> {
+        let likely = compressed::candidate(usize::try_from(len).unwrap_or(usize::MAX));
+        self.open_stored_trying(id, likely)
+    }
+
+    /// [`ObjectDir::open_stored`], trying the compressed form first when `compressed_first`.
+    fn open_stored_trying(
+        &self,
+        id: &ObjectId,
+        compressed_first: bool,
+    ) -> Result<Stored, StoreError> {
+        let forms = if compressed_first {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for compressed in forms {
+            let path = if compressed {
+                self.compressed_path_of(id)
             } else {
-                StoreError::io("open", &path, e)
+                self.path_of(id)
+            };
+            let file = match File::open(&path) {
+                Ok(file) => file,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(StoreError::io("open", &path, e)),
+            };
+            if !compressed {
+                return Ok(Stored::Raw(file, path));
             }
-        })?;
-        // Bounded before reading: a frame longer than any small object needs is damage.
-        let limit = compressed::max_frame_len() as u64;
-        let mut frame = Vec::new();
-        (&file)
-            .take(limit + 1)
-            .read_to_end(&mut frame)
-            .map_err(|e| StoreError::io("read", &path, e))?;
-        let bytes = compressed::decompress(&frame)
-            .map_err(|why| StoreError::Undecodable { id: *id, why })?;
-        Ok(Stored::Compressed { frame, bytes })
+            let frame = read_frame(&file, &path)?;
+            let bytes = compressed::decompress(&frame)
+                .map_err(|why| StoreError::Undecodable { id: *id, why })?;
+            return Ok(Stored::Compressed { frame, bytes });
+        }
+        Err(StoreError::MissingObject(*id))
     }
 
     /// Hints that object `id` will be read soon (`posix_fadvise` WILLNEED on its file).
@@ -651,6 +675,31 @@ pub struct ListedObject {
     pub compressed: bool,
     /// Seconds since the file was last modified.
     pub age_secs: u64,
+}
+
+/// The stored frame of a compressed object, in one read of its length (bounded before any
+/// allocation: a frame longer than any small object needs is damage, left to the decoder to
+/// name).
+fn read_frame(file: &File, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let len = file
+        .metadata()
+        .map_err(|e| StoreError::io("stat", path, e))?
+        .len();
+    let len = usize::try_from(len)
+        .unwrap_or(usize::MAX)
+        .min(compressed::max_frame_len() + 1);
+    let mut frame = vec![0u8; len];
+    let mut done = 0;
+    while done < len {
+        match file.read_at(&mut frame[done..], done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(StoreError::io("read", path, e)),
+        }
+    }
+    frame.truncate(done);
+    Ok(frame)
 }
 
 /// Runs `op` on `path`; when it fails because `path`'s directory does not exist (a fan-out
@@ -894,6 +943,10 @@ mod tests {
         let blob = o.open_blob(&id).unwrap();
         assert_eq!(blob.len(), len);
         blob.verify(&id).unwrap();
+        // Whatever form the recorded length suggests, the object is found.
+        for hint in [len, SMALL as u64 * 4] {
+            o.open_blob_of_len(&id, hint).unwrap().verify(&id).unwrap();
+        }
         let mut middle = vec![0u8; 100];
         assert_eq!(blob.read_at(&mut middle, 5000).unwrap(), 100);
         assert_eq!(middle, bytes[5000..5100]);
@@ -953,6 +1006,12 @@ mod tests {
         assert_eq!(o.write_bytes(&bytes).unwrap(), id);
         assert!(!o.compressed_path_of(&id).exists(), "no second copy");
         assert_eq!(o.read_verified(&id).unwrap(), bytes);
+        let len = bytes.len() as u64;
+        assert_eq!(o.open_blob_of_len(&id, len).unwrap().len(), len);
+        assert!(matches!(
+            o.open_blob_of_len(&ObjectId::of(b"absent"), len),
+            Err(StoreError::MissingObject(_))
+        ));
         assert_eq!(o.list().unwrap().len(), 1);
     }
 

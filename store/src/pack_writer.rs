@@ -407,7 +407,7 @@ fn whole(
     z: &mut zstd::bulk::Compressor<'_>,
     probe_buf: &mut Vec<u8>,
 ) -> Result<Piece, Sent> {
-    let blob = match store.objects().open_stored(&job.id)? {
+    let blob = match store.objects().open_stored_of_len(&job.id, job.size)? {
         Stored::Compressed { frame, bytes } if job.size <= PROBE as u64 => {
             return copy_frame(job, frame, &bytes)
         }
