@@ -227,6 +227,7 @@ fn classify(err: &anyhow::Error) -> ErrorKind {
                     return ErrorKind::UnknownSnapshot
                 }
                 StoreError::CorruptObject { .. }
+                | StoreError::Undecodable { .. }
                 | StoreError::MissingObject(_)
                 | StoreError::Malformed { .. }
                 | StoreError::BadPack { .. } => return ErrorKind::Corrupt,

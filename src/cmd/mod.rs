@@ -377,7 +377,7 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
                 StoreError::UnknownSnapshot { .. } => {
                     Some("`zeroclaw-bundle list` shows the snapshots".to_string())
                 }
-                StoreError::CorruptObject { .. } => {
+                StoreError::CorruptObject { .. } | StoreError::Undecodable { .. } => {
                     Some("`zeroclaw-bundle verify` checks the whole store".to_string())
                 }
                 StoreError::Catalog { .. } => Some(

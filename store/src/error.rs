@@ -62,6 +62,14 @@ pub enum StoreError {
         /// What its bytes hash to now.
         actual: ObjectId,
     },
+    /// An object stored compressed does not decode (its file is damaged).
+    #[error("object {id} is stored compressed but does not decode: {why}")]
+    Undecodable {
+        /// The object's name.
+        id: ObjectId,
+        /// What is wrong with its frame.
+        why: String,
+    },
     /// A tree or snapshot object does not decode.
     #[error("object {id} is not a valid {what}: {why}")]
     Malformed {
@@ -263,7 +271,9 @@ impl StoreError {
     pub fn is_corruption(&self) -> bool {
         matches!(
             self,
-            StoreError::CorruptObject { .. } | StoreError::Malformed { .. }
+            StoreError::CorruptObject { .. }
+                | StoreError::Malformed { .. }
+                | StoreError::Undecodable { .. }
         )
     }
 }

@@ -549,7 +549,7 @@ mod tests {
         // A subtree object gone from the object directory: only the parent's index still
         // holds it, so the child's index can be complete only if it was read from there.
         let sub = store.read_tree(&root).unwrap().entries()[2].id;
-        fs::remove_file(store.objects().path_of(&sub)).unwrap();
+        fs::remove_file(store.objects().file_of(&sub).unwrap()).unwrap();
         let mut snap = store.read_snapshot(&parent).unwrap();
         snap.created_unix_ns = 2;
         snap.parent = Some(parent);

@@ -6,6 +6,8 @@
 //! ```text
 //! <store>/STORE              format marker and version
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
+//! <store>/objects/ab/cdef...zst  a small object stored as one zstd frame (format 3), named
+//!                            by the blake3 of its uncompressed bytes
 //! <store>/tmp/               temp files of writers in progress, staging dirs of imports
 //! <store>/catalog/           sled: snapshot index, names, destination records (rebuildable)
 //! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
@@ -65,6 +67,7 @@
 #![deny(missing_docs)]
 
 mod catalog;
+mod compressed;
 mod dircache;
 mod error;
 mod escape;
@@ -105,7 +108,7 @@ pub use index::{IndexState, SnapshotSource, TreeSourceStats};
 pub use keys::{DestKey, SourceKey};
 pub use lock::WriteLock;
 pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
-pub use objects::{Blob, ObjectDir, VerifyingReader};
+pub use objects::{Blob, ListedObject, ObjectDir, VerifyingReader};
 pub use pack::{
     decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackLayout,
     PackOptions, PackOverStore, PackReader, PackStats,
@@ -121,12 +124,14 @@ pub use tree::{invalid_name_reason, EntryKind, Tree, TreeEntry, DIR_MODE, MAX_SI
 pub use unpack::{closure_needs, import_from_packs, unpack, unpack_watched, ImportWatch, NoWatch};
 
 /// The store format version this build writes and the highest it reads. Version 2: tree
-/// objects may be tree format 2 (entries carry their permission bits). A version-1 store
-/// (tree format 1 only) is read as it is and its marker is raised to 2 when this build opens
-/// it, before it can write a format-2 tree: a build that knows only version 1 then refuses
-/// the store ([`StoreError::NewerStore`]) instead of meeting trees it cannot read (its `gc`
-/// would not see what they reach).
-pub const STORE_VERSION: u32 = 2;
+/// objects may be tree format 2 (entries carry their permission bits). Version 3: a small
+/// object may be stored compressed, as `objects/ab/<62 hex>.zst` (see [`ObjectDir`]). An
+/// older store is read as it is and its marker is raised to 3 when this build opens it,
+/// before it can write a format-2 tree or a compressed object: a build that knows only an
+/// older version then refuses the store ([`StoreError::NewerStore`]) instead of meeting
+/// trees it cannot read (its `gc` would not see what they reach) or reporting compressed
+/// objects as missing.
+pub const STORE_VERSION: u32 = 3;
 const MARKER: &str = "STORE";
 const MARKER_HEAD: &str = "zeroclaw-bundle store";
 
@@ -549,11 +554,21 @@ impl ObjectSource for StoreReader {
         self.store.objects.open_blob(id)
     }
 
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        let blob = self.store.objects.open_blob_of_len(id, size)?;
+        if blob.len() != size {
+            return Err(StoreError::WrongLength {
+                id: *id,
+                len: blob.len(),
+                recorded: size,
+            });
+        }
+        Ok(blob)
+    }
+
     fn prefetch(&self, ids: &[ObjectId]) {
         for id in ids {
-            if let Ok(file) = fs::File::open(self.store.objects.path_of(id)) {
-                sys::will_need(&file);
-            }
+            self.store.objects.will_need(id);
         }
     }
 }

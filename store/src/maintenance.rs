@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::index::IndexState;
+use crate::objects::ListedObject;
 use crate::snapshot::RECORD_PREFIX;
 use crate::tree::EntryKind;
 use crate::{Catalog, Snapshot, Store};
@@ -328,8 +329,9 @@ impl Store {
     /// `(id, parsed, why it fails validation)`. A record that does not even parse is skipped.
     fn scan_records(&self) -> Result<Vec<ScannedRecord>, StoreError> {
         let mut out = Vec::new();
-        for (id, len, _) in self.objects().list()? {
-            if len < RECORD_PREFIX.len() as u64 {
+        for listed in self.objects().list()? {
+            let id = listed.id;
+            if !listed.compressed && listed.stored_len < RECORD_PREFIX.len() as u64 {
                 continue;
             }
             let head = match self.objects().peek(&id, RECORD_PREFIX.len()) {
@@ -338,6 +340,9 @@ impl Store {
                 Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                     continue
                 }
+                // A compressed object that does not decode: whatever it was, it is no readable
+                // record (`verify` names it).
+                Err(StoreError::Undecodable { .. }) => continue,
                 Err(e) => return Err(e),
             };
             if head != RECORD_PREFIX {
@@ -399,7 +404,8 @@ impl Store {
                     });
                     continue;
                 }
-                Err(StoreError::CorruptObject { .. }) => continue, // reported by the rehash
+                // Reported by the rehash.
+                Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => continue,
                 Err(e) => {
                     problems.push(VerifyProblem::Malformed {
                         id: tree_id,
@@ -514,17 +520,31 @@ impl Store {
     }
 
     /// Rehashes every object and checks that every cataloged snapshot reaches only present
-    /// objects. `progress` is called with bytes hashed so far.
+    /// objects. `progress` is called with the bytes read so far (stored bytes: a compressed
+    /// object counts its frame) and their total.
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport, StoreError> {
         let mut report = VerifyReport::default();
         let objects = self.objects().list()?;
-        let total: u64 = objects.iter().map(|o| o.1).sum();
-        for (id, _, _) in &objects {
+        // Progress counts stored bytes (what is read); the report counts object bytes.
+        let total: u64 = objects.iter().map(|o| o.stored_len).sum();
+        let mut stored_done = 0u64;
+        // Each object's length (decoded, for a compressed one), for the size check below.
+        let mut blob_len = HashMap::with_capacity(objects.len());
+        for listed in &objects {
+            let id = &listed.id;
+            stored_done += listed.stored_len;
             let blob = match self.objects().open_blob(id) {
                 Ok(b) => b,
                 Err(StoreError::MissingObject(_)) => continue, // removed meanwhile
+                Err(StoreError::Undecodable { .. }) => {
+                    report.problems.push(VerifyProblem::Corrupt { id: *id });
+                    report.objects += 1;
+                    progress(stored_done, total);
+                    continue;
+                }
                 Err(e) => return Err(e),
             };
+            blob_len.insert(*id, blob.len());
             match blob.verify(id) {
                 Ok(()) => {}
                 Err(StoreError::CorruptObject { .. }) => {
@@ -534,7 +554,7 @@ impl Store {
             }
             report.objects += 1;
             report.bytes += blob.len();
-            progress(report.bytes, total);
+            progress(stored_done, total);
         }
         // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
         // after the listing, so a missing record is reported only if it is still listed.
@@ -542,7 +562,7 @@ impl Store {
         let listed = self.catalog()?.snapshots()?;
         let mut marked = HashSet::new();
         let mut sizes = SizeCheck {
-            blob_len: objects.iter().map(|(id, len, _)| (*id, *len)).collect(),
+            blob_len,
             ..SizeCheck::default()
         };
         let mut roots = Vec::new();
@@ -579,7 +599,7 @@ impl Store {
                         report.snapshots -= 1;
                     }
                 }
-                Err(StoreError::CorruptObject { .. }) => {}
+                Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => {}
                 Err(e) => report.problems.push(VerifyProblem::Malformed {
                     id: s.id,
                     why: e.to_string(),
@@ -635,18 +655,25 @@ impl Store {
             .objects()
             .list()?
             .into_iter()
-            .filter_map(|(id, len, age)| {
-                if marked.contains(&id) {
-                    report.reachable += 1;
-                    None
-                } else if age < grace_secs {
-                    report.young_kept += 1;
-                    report.young_kept_bytes += len;
-                    None
-                } else {
-                    Some((id, len))
-                }
-            })
+            .filter_map(
+                |ListedObject {
+                     id,
+                     stored_len: len,
+                     age_secs: age,
+                     ..
+                 }| {
+                    if marked.contains(&id) {
+                        report.reachable += 1;
+                        None
+                    } else if age < grace_secs {
+                        report.young_kept += 1;
+                        report.young_kept_bytes += len;
+                        None
+                    } else {
+                        Some((id, len))
+                    }
+                },
+            )
             .collect();
         if !doomed.is_empty() {
             // Stat caches may name these blobs and trees, and captures trust a cache hit
@@ -1028,7 +1055,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, blob) = snapshot_of(&store, b"precious", "p");
-        let path = store.objects().path_of(&blob);
+        let path = store.objects().file_of(&blob).unwrap();
         let mut perms = fs::metadata(&path).unwrap().permissions();
         #[allow(clippy::permissions_set_readonly_false)]
         perms.set_readonly(false);

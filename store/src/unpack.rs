@@ -247,6 +247,11 @@ fn land_one(
     if have {
         return Ok(());
     }
+    if e.zstd && crate::compressed::storable(&bufs.stored, bytes.len()) {
+        // The pack's frame is what the store would write for these bytes: it lands as it is
+        // (no recompression, and the unpacked store is as small as a captured one).
+        return staging.put_verified_frame(&e.id, &bufs.stored);
+    }
     staging.put_verified(&e.id, bytes)
 }
 
@@ -442,7 +447,7 @@ pub fn closure_needs(
         let held = match store.objects().has(&id) {
             true => match store.read_tree(&id) {
                 Ok(tree) => Some(tree),
-                Err(StoreError::CorruptObject { .. }) => None,
+                Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => None,
                 Err(e) => return Err(e),
             },
             false => None,
@@ -805,12 +810,13 @@ mod tests {
             )
             .unwrap();
         drop(lock);
-        let before: HashSet<ObjectId> = dst.objects().list().unwrap().iter().map(|o| o.0).collect();
+        let before: HashSet<ObjectId> =
+            dst.objects().list().unwrap().iter().map(|o| o.id).collect();
         let path = dir.path().join("p.zcpack");
         std::fs::write(&path, &pack).unwrap();
         let id = unpack(&dst, &PackReader::open(&path).unwrap()).unwrap();
         assert_eq!(id, ObjectId::of(&innocent));
-        let after: HashSet<ObjectId> = dst.objects().list().unwrap().iter().map(|o| o.0).collect();
+        let after: HashSet<ObjectId> = dst.objects().list().unwrap().iter().map(|o| o.id).collect();
         let added: HashSet<ObjectId> = after.difference(&before).copied().collect();
         let reached: HashSet<ObjectId> = [
             ObjectId::of(&innocent),
@@ -819,7 +825,13 @@ mod tests {
         ]
         .into();
         assert_eq!(added, reached, "exactly what the snapshot reaches");
-        let bytes_in_objects: u64 = dst.objects().list().unwrap().iter().map(|o| o.1).sum();
+        let bytes_in_objects: u64 = dst
+            .objects()
+            .list()
+            .unwrap()
+            .iter()
+            .map(|o| o.stored_len)
+            .sum();
         assert!(
             bytes_in_objects < 1 << 20,
             "{bytes_in_objects} bytes landed"

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{is_root, write, TestEnv};
+use crate::util::{is_root, object_file, write, TestEnv};
 
 /// A tmpfs mounted for the test, unmounted (lazily) on drop.
 pub(crate) struct Tmpfs {
@@ -229,7 +229,7 @@ fn an_unpack_out_of_space_says_whether_its_record_was_written() {
             continue;
         }
         let err = run.stderr();
-        let record = store.join("objects").join(&id[..2]).join(&id[2..]);
+        let record = object_file(&store, &id);
         if err.contains("nothing was imported") {
             assert!(!record.exists(), "a record was written:\n{err}");
             nothing += 1;

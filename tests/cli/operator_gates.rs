@@ -10,11 +10,11 @@
 
 use std::fs;
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::export::Install;
-use crate::util::{is_root, run_command, write, TestEnv, BIN};
+use crate::util::{is_root, object_file, run_command, write, TestEnv, BIN};
 
 /// Exports the test install's agent to `out`, returning the snapshot id.
 fn export(env: &TestEnv, install: &Install, out: &Path) -> String {
@@ -294,11 +294,6 @@ fn two_exports_of_an_unchanged_agent_compare_equal_unless_asked() {
     );
 }
 
-/// The path of object `id` in the store.
-fn object_path(store: &Path, id: &str) -> PathBuf {
-    store.join("objects").join(&id[..2]).join(&id[2..])
-}
-
 #[test]
 fn verify_names_a_corrupt_root_tree_and_how_to_get_it_back() {
     let env = TestEnv::new();
@@ -315,7 +310,7 @@ fn verify_names_a_corrupt_root_tree_and_how_to_get_it_back() {
         .as_str()
         .unwrap()
         .to_string();
-    let file = object_path(&env.store, &root);
+    let file = object_file(&env.store, &root);
     let mut bytes = fs::read(&file).unwrap();
     bytes[10] ^= 0x55;
     fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();

@@ -107,11 +107,30 @@ fn objects_are_named_by_b3sum_of_their_bytes() {
     let env = TestEnv::new();
     let src = env.path("src");
     sample_tree(&src);
+    write(
+        &src.join("notes/long.md"),
+        "a compressible line of notes\n".repeat(500).as_bytes(),
+    );
     env.snapshot(&src);
-    for id in all_objects(&env.store) {
-        let path = env.store.join("objects").join(&id[..2]).join(&id[2..]);
-        assert_eq!(b3sum(&path), id);
+    let mut compressed = 0;
+    for name in all_objects(&env.store) {
+        let path = env.store.join("objects").join(&name[..2]).join(&name[2..]);
+        match name.strip_suffix(".zst") {
+            // A small object stored compressed: one standard zstd frame of the bytes.
+            Some(id) => {
+                compressed += 1;
+                let out = std::process::Command::new("zstd")
+                    .args(["-q", "-d", "-c"])
+                    .arg(&path)
+                    .output()
+                    .expect("zstd runs");
+                assert!(out.status.success(), "{out:?}");
+                assert_eq!(blake3_hex(&out.stdout), id);
+            }
+            None => assert_eq!(b3sum(&path), name),
+        }
     }
+    assert!(compressed > 0, "notes/long.md is stored compressed");
 }
 
 #[test]
@@ -295,10 +314,10 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.snapshot(&src);
     fs::write(
         env.store.join("STORE"),
-        "zeroclaw-bundle store\nversion 3\n",
+        "zeroclaw-bundle store\nversion 4\n",
     )
     .unwrap();
-    env.run(&["list"]).fails(1, "has format version 3");
+    env.run(&["list"]).fails(1, "has format version 4");
     // A store of the previous format (format-1 trees only) is read, and its marker raised
     // (issue 17: a build that cannot read format-2 trees must not touch it afterwards).
     fs::write(
@@ -309,7 +328,7 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.run(&["list"]).ok();
     assert_eq!(
         fs::read_to_string(env.store.join("STORE")).unwrap(),
-        "zeroclaw-bundle store\nversion 2\n"
+        "zeroclaw-bundle store\nversion 3\n"
     );
     // --dir that is a symlink, a file, missing.
     std::os::unix::fs::symlink(&src, env.path("link")).unwrap();
@@ -369,6 +388,46 @@ fn corrupted_object_is_named_by_verify_and_fails_reads_only() {
     write(&src.join("bad.md"), b"content to corrupt");
     env.snapshot(&src);
     env.run(&["verify"]).ok();
+}
+
+/// Issue 23: a small compressible file is stored as one zstd frame, `objects/ab/<62 hex>.zst`,
+/// named by the blake3 of its uncompressed bytes; `cat` piped to `b3sum` checks it by hand (the
+/// README's recipe), `verify` checks it, and a damaged frame is named by `verify` and fails
+/// reads without printing a byte.
+#[test]
+fn a_compressed_object_is_checked_by_hand_and_by_verify() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    let text = "a line of notes that repeats itself\n".repeat(400);
+    write(&src.join("notes.md"), text.as_bytes());
+    let id = env.snapshot(&src);
+    let hex = blake3_hex(text.as_bytes());
+    let file = object_file(&env.store, &hex);
+    assert!(
+        file.to_string_lossy().ends_with(".zst"),
+        "{}",
+        file.display()
+    );
+    assert!(fs::metadata(&file).unwrap().len() < text.len() as u64 / 4);
+    let out = env.cat(&id, "notes.md");
+    assert_eq!(out, text.as_bytes());
+    assert_eq!(blake3_hex(&out), hex, "cat | b3sum names the object");
+    env.run(&["verify"]).ok();
+    chmod(&file, 0o644);
+    let mut frame = fs::read(&file).unwrap();
+    let mid = frame.len() / 2;
+    frame[mid] ^= 0x55;
+    fs::write(&file, frame).unwrap();
+    let v = env.run(&["verify"]);
+    assert_eq!(v.code(), 1, "{}", v.describe());
+    assert!(
+        v.stdout().contains(&format!("object {hex} is corrupt")),
+        "{}",
+        v.describe()
+    );
+    let cat = env.run(&["cat".to_string(), format!("{id}:notes.md")]);
+    assert_eq!(cat.code(), 1, "{}", cat.describe());
+    assert!(cat.out.stdout.is_empty(), "{}", cat.describe());
 }
 
 #[test]

@@ -295,6 +295,21 @@ fn rustix_uid() -> u32 {
 /// (`scripts/setup.sh` installs it): a cross-check must not fall back to the product's own
 /// hash, so a missing `b3sum` fails the test.
 #[track_caller]
+/// The file of object `hex` in `store`: `objects/ab/<62 hex>` (raw) or `<62 hex>.zst` (a small
+/// object stored compressed); the raw path when neither exists.
+pub fn object_file(store: &Path, hex: &str) -> PathBuf {
+    let raw = store.join("objects").join(&hex[..2]).join(&hex[2..]);
+    let zst = store
+        .join("objects")
+        .join(&hex[..2])
+        .join(format!("{}.zst", &hex[2..]));
+    if !raw.exists() && zst.exists() {
+        zst
+    } else {
+        raw
+    }
+}
+
 pub fn b3sum(path: &Path) -> String {
     let out = Command::new("b3sum")
         .arg("--no-names")
