@@ -299,7 +299,7 @@ pub fn capture_loaded(
         },
         root,
         report,
-        &cache_update,
+        cache_update,
         progress,
     )?;
     Ok(AgentSnapshot {
@@ -335,7 +335,7 @@ fn commit(
     origin: Origin,
     root: ObjectId,
     report: CaptureReport,
-    cache_update: &StatCacheUpdate,
+    cache_update: StatCacheUpdate,
     progress: &dyn Progress,
 ) -> Result<(ObjectId, Snapshot)> {
     let snapshot = Snapshot {
@@ -412,7 +412,7 @@ pub fn capture_dir(
         },
         walked.id,
         report,
-        &cache_update,
+        cache_update,
         progress,
     )?;
     Ok(DirSnapshot {
