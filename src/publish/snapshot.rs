@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use zeroclaw_bundle_store::{Snapshot, Store};
+use zeroclaw_bundle_store::{ObjectId, Snapshot, Store};
 
 use crate::progress::{Progress, Totals};
 
@@ -14,13 +14,14 @@ use super::{
     LOCK_PREFIX, STAGING_PREFIX,
 };
 
-/// Publishes the tree of `snapshot` from `store` at `admitted` (checkout's path and the publish half of
+/// Publishes the tree of `snapshot` (whose id is `id`) from `store` at `admitted` (checkout's path and the publish half of
 /// export), reusing what the previous publish to the same
 /// destination left there (hard links instead of copies for unchanged files), and records
 /// what this one leaves for the next. The record is only an optimisation: failing to read
 /// or write it never fails the publish.
 pub fn publish_snapshot(
     store: &Store,
+    id: &ObjectId,
     snapshot: &Snapshot,
     admitted: &Admitted,
     progress: &dyn Progress,
@@ -35,7 +36,11 @@ pub fn publish_snapshot(
         .and_then(|c| c.load_dest_cache(&key))
         .ok()
         .flatten();
-    let reader = store.reader();
+    // Trees from the snapshot's tree index (one sequential read) rather than one object
+    // file per directory; blobs from the objects. The bound check, the staging walk and
+    // the destination record each walk every tree: on the benchmark corpus (2,305 trees),
+    // cold, the bound check alone took 0.33 s reading tree objects, 3 ms from the index.
+    let reader = store.snapshot_source(id);
     // Marked on the token, so whoever stops the process at once can name what `recover`
     // repairs.
     let publishing = progress.cancel().map(|c| c.publishing(admitted.given()));
