@@ -21,9 +21,10 @@
 //! times: `crate::statmatch`, the rule capture uses too), its bytes are hashed first. The old tree is removed after the swap, so the new tree owns the inode.
 //!
 //! Directories are created by the walking thread; file contents are copied by a few worker
-//! threads, each through the fd of its directory. A directory's walk waits for its own files
-//! before it returns, so when the root's other entries are done, every file is, and the
-//! manifest is written after them all.
+//! threads, each through the fd of its directory. The walk goes on to the next directory
+//! while the workers still copy the last one's files (at most `IN_FLIGHT` files out); once
+//! the whole tree is walked it waits for every file, then writes the manifest, after them
+//! all.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -42,10 +43,14 @@ use crate::{hooks, sys, workers};
 
 const COPY_BUF: usize = 256 * 1024;
 
-/// Files of one directory handed to the workers and not yet answered, at most: enough to
-/// keep every worker busy, and a bound, so a directory of 100,000 files does not queue
-/// 100,000 jobs (each a tree entry and a path) at once.
-const IN_FLIGHT: usize = 256;
+/// Files handed to the workers and not yet answered, at most: enough to keep every worker
+/// busy across directory boundaries (the walk does not wait for a directory's files before
+/// the next directory: the benchmark corpus averages 9 files a directory, so waiting there
+/// left the workers idle at every boundary), and a bound, so a tree of 100,000 files does not
+/// queue 100,000 jobs (each a tree entry, a path and a directory fd) at once. Each job holds
+/// its directory's fd (and the previous tree's), so this bounds the fds open beyond the
+/// walk's own path too.
+const IN_FLIGHT: usize = 128;
 
 /// Counts of what was written.
 #[derive(Debug, Default, Clone, Copy)]
@@ -81,7 +86,16 @@ struct Stager<'a> {
     reuse: Option<&'a DestCache>,
     /// Which records are old enough to be trusted on stat.
     racy: Racy,
+    /// Where the workers answer, and how many files are out.
+    /// (Dropped before the last answers are read, so a worker that died is noticed.)
+    reply_tx: Option<mpsc::Sender<Reply>>,
+    reply_rx: mpsc::Receiver<Reply>,
+    pending: usize,
 }
+
+/// A worker's answer for one file: its size, and whether it was hard-linked from the
+/// previous tree (or why it failed).
+type Reply = (u64, Result<bool, PublishError>);
 
 /// One file for a worker to copy.
 struct FileJob {
@@ -89,7 +103,7 @@ struct FileJob {
     entry: TreeEntry,
     rel: PathBuf,
     reuse: Option<Reuse>,
-    reply: mpsc::Sender<(u64, Result<bool, PublishError>)>,
+    reply: mpsc::Sender<Reply>,
 }
 
 /// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
@@ -130,6 +144,7 @@ pub(crate) fn materialize(
             let _ = job.reply.send((job.entry.size, result));
         },
         |jobs| {
+            let (reply_tx, reply_rx) = mpsc::channel();
             let mut stager = Stager {
                 source,
                 staging_path,
@@ -141,9 +156,12 @@ pub(crate) fn materialize(
                 racy: previous.as_ref().map_or(Racy::never(), |p| {
                     Racy::recorded_at(p.cache.recorded_at_ns(), p.cache.has_fine_times())
                 }),
+                reply_tx: Some(reply_tx),
+                reply_rx,
+                pending: 0,
             };
             let old_root = previous.map(|p| Arc::new(p.fd));
-            stager.write_dir(root, &Arc::new(root_dir), old_root, &mut PathBuf::new())?;
+            stager.write_root(root, root_dir, old_root)?;
             Ok(stager.tally)
         },
     )
@@ -164,102 +182,110 @@ fn store_error(rel: &Path, err: StoreError) -> PublishError {
 }
 
 impl Stager<'_> {
+    /// Writes tree `id` into `dir` (its counterpart in the previous tree: `old_dir`) and
+    /// returns without waiting for its files: the workers answer on the stager's channel, at
+    /// most [`IN_FLIGHT`] files are out at once, and a failure is reported by the first
+    /// answer read after it. At the root, the `last` file is not written but returned, for
+    /// [`Stager::write_root`] to write once every other file is answered.
     fn write_dir(
         &mut self,
         id: &ObjectId,
         dir: &Arc<OwnedFd>,
         old_dir: Option<Arc<OwnedFd>>,
         rel: &mut PathBuf,
-    ) -> Result<(), PublishError> {
+    ) -> Result<Vec<TreeEntry>, PublishError> {
         let tree = self.source.tree(id).map_err(|e| store_error(rel, e))?;
         let at_root = rel.as_os_str().is_empty();
-        let (manifest, rest): (Vec<&TreeEntry>, Vec<&TreeEntry>) = tree
-            .entries()
-            .iter()
-            .partition(|e| at_root && e.name == self.last && e.kind.is_file());
-        let (reply_tx, reply_rx) = mpsc::channel();
-        let mut pending = 0usize;
-        let mut first_error = None;
-        for entry in rest {
+        let mut deferred = Vec::new();
+        for entry in tree.entries() {
+            if at_root && entry.name == self.last && entry.kind.is_file() {
+                deferred.push(entry.clone());
+                continue;
+            }
             rel.push(std::ffi::OsStr::from_bytes(&entry.name));
             let res = match entry.kind {
                 EntryKind::Dir => self.write_subdir(entry, dir.as_fd(), old_dir.as_deref(), rel),
                 EntryKind::File | EntryKind::ExecFile => {
-                    if pending == IN_FLIGHT {
-                        let reply = reply_rx.recv().map_err(|_| workers_gone(rel))?;
-                        self.count(reply, &mut first_error);
-                        pending -= 1;
-                    }
-                    pending += 1;
                     let reuse = self.reuse_of(old_dir.as_ref(), rel);
-                    self.jobs
-                        .send(FileJob {
-                            dir: Arc::clone(dir),
-                            entry: entry.clone(),
-                            rel: rel.clone(),
-                            reuse,
-                            reply: reply_tx.clone(),
-                        })
-                        .map_err(|_| workers_gone(rel))
+                    self.send(FileJob {
+                        dir: Arc::clone(dir),
+                        entry: entry.clone(),
+                        rel: rel.clone(),
+                        reuse,
+                        reply: self.reply_tx.clone().ok_or_else(|| workers_gone(rel))?,
+                    })
                 }
             };
             rel.pop();
             res?;
         }
-        drop(reply_tx);
-        for _ in 0..pending {
-            let reply = reply_rx.recv().map_err(|_| workers_gone(rel))?;
-            self.count(reply, &mut first_error);
+        Ok(deferred)
+    }
+
+    /// Writes the whole tree `root` into `dir`: every entry but the root's `last` file, then,
+    /// once every worker answered, that file (the bundle manifest goes last).
+    fn write_root(
+        &mut self,
+        root: &ObjectId,
+        dir: OwnedFd,
+        old_dir: Option<Arc<OwnedFd>>,
+    ) -> Result<(), PublishError> {
+        let dir = Arc::new(dir);
+        let mut rel = PathBuf::new();
+        let manifest = self.write_dir(root, &dir, old_dir, &mut rel)?;
+        self.reply_tx = None;
+        while self.pending > 0 {
+            self.receive(&rel)?;
         }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        // Every other file of the bundle is written by now: the manifest goes last.
         let mut buf = vec![0u8; COPY_BUF];
         for entry in manifest {
             rel.push(std::ffi::OsStr::from_bytes(&entry.name));
             let res = write_file(
                 self.source,
                 self.staging_path,
-                entry,
+                &entry,
                 dir.as_fd(),
-                rel,
+                &rel,
                 &mut buf,
                 self.progress,
             );
             rel.pop();
             res?;
-            self.tally.files += 1;
-            self.tally.bytes += entry.size;
-            self.progress.advance(Totals {
-                files: self.tally.files,
-                bytes: self.tally.bytes,
-            });
+            self.count(entry.size, false);
         }
         Ok(())
     }
 
-    /// Counts one worker's answer: a written file on the tally and the progress, or the
-    /// first failure (the publish fails with it once the directory's files are answered).
-    fn count(
-        &mut self,
-        (size, result): (u64, Result<bool, PublishError>),
-        first_error: &mut Option<PublishError>,
-    ) {
-        match result {
-            Ok(reused) => {
-                self.tally.reused += u64::from(reused);
-                self.tally.files += 1;
-                self.tally.bytes += size;
-                self.progress.advance(Totals {
-                    files: self.tally.files,
-                    bytes: self.tally.bytes,
-                });
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+    /// Hands one file to the workers, first reading an answer when [`IN_FLIGHT`] are out.
+    fn send(&mut self, job: FileJob) -> Result<(), PublishError> {
+        if self.pending == IN_FLIGHT {
+            self.receive(&job.rel)?;
         }
+        self.jobs
+            .send(job)
+            .map_err(|unsent| workers_gone(&unsent.0.rel))?;
+        self.pending += 1;
+        Ok(())
+    }
+
+    /// Reads one worker's answer: a written file goes on the tally and the progress, a
+    /// failure fails the publish (the files still out are skipped: see `workers`).
+    fn receive(&mut self, rel: &Path) -> Result<(), PublishError> {
+        let (size, result) = self.reply_rx.recv().map_err(|_| workers_gone(rel))?;
+        self.pending -= 1;
+        self.count(size, result?);
+        Ok(())
+    }
+
+    /// Counts one staged file of `size` bytes (hard-linked from the previous tree: `reused`).
+    fn count(&mut self, size: u64, reused: bool) {
+        self.tally.reused += u64::from(reused);
+        self.tally.files += 1;
+        self.tally.bytes += size;
+        self.progress.advance(Totals {
+            files: self.tally.files,
+            bytes: self.tally.bytes,
+        });
     }
 
     /// The reuse candidate for the file at `rel`, when the previous tree recorded one.
@@ -293,7 +319,9 @@ impl Stager<'_> {
         let old_sub = old_parent
             .and_then(|old| sys::open_dir_at(old.as_fd(), &entry.name).ok())
             .map(Arc::new);
+        // Below the root nothing is deferred.
         self.write_dir(&entry.id, &Arc::new(sub), old_sub, rel)
+            .map(drop)
     }
 }
 
