@@ -33,10 +33,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 use zeroclaw_bundle_store::{
-    DestCache, EntryKind, IdHasher, ObjectId, ObjectSource, StatEntry, StoreError, TreeEntry,
+    DestCache, DestRecord, EntryKind, IdHasher, ObjectId, ObjectSource, StatEntry, StoreError,
+    TreeEntry,
 };
 
-use super::PublishError;
+use super::{record_stat, PublishError};
 use crate::progress::{Progress, Totals};
 use crate::statmatch::{self, Racy};
 use crate::{hooks, sys, workers};
@@ -86,6 +87,8 @@ struct Stager<'a> {
     reuse: Option<&'a DestCache>,
     /// Which records are old enough to be trusted on stat.
     racy: Racy,
+    /// Gets the stat of every file written (see [`materialize`]).
+    record: Option<&'a mut DestRecord>,
     /// Where the workers answer, and how many files are out.
     /// (Dropped before the last answers are read, so a worker that died is noticed.)
     reply_tx: Option<mpsc::Sender<Reply>>,
@@ -93,9 +96,21 @@ struct Stager<'a> {
     pending: usize,
 }
 
-/// A worker's answer for one file: its size, and whether it was hard-linked from the
-/// previous tree (or why it failed).
-type Reply = (u64, Result<bool, PublishError>);
+/// A worker's answer for one file: its entry and path back, and what became of it.
+struct Reply {
+    entry: TreeEntry,
+    rel: PathBuf,
+    result: Result<Staged, PublishError>,
+}
+
+/// How one file got into the staging tree.
+enum Staged {
+    /// Written from its object; its stat once written (none when the fstat failed, or the
+    /// file was skipped after the walk failed).
+    Written(Option<sys::Stat>),
+    /// Hard-linked from the previous tree.
+    Reused,
+}
 
 /// One file for a worker to copy.
 struct FileJob {
@@ -106,29 +121,42 @@ struct FileJob {
     reply: mpsc::Sender<Reply>,
 }
 
-/// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
-/// (used in messages only), the root's file named `last` after every other entry. `progress`
-/// gets the running totals after each file.
+/// The (empty) directory a tree is written into: its fd, and its path (for messages only).
+pub(crate) struct StagingDir<'a> {
+    pub dir: OwnedFd,
+    pub path: &'a Path,
+}
+
+/// Writes tree `root` into the directory `into`, the root's file named `last` after every
+/// other entry. `progress`
+/// gets the running totals after each file, `record` the stat of each file written (from
+/// its own fd, after its last write: the values it is published with, since renaming a
+/// directory above a file changes none of them), not of one hard-linked from `previous`
+/// (the removal of the previous tree changes its ctime).
 pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
-    root_dir: OwnedFd,
+    into: StagingDir<'_>,
     previous: Option<Previous<'_>>,
     last: &[u8],
-    staging_path: &Path,
+    record: Option<&mut DestRecord>,
     progress: &dyn Progress,
 ) -> Result<Tally, PublishError> {
+    let StagingDir {
+        dir: root_dir,
+        path: staging_path,
+    } = into;
     workers::with_pool(
         || vec![0u8; COPY_BUF],
         |buf, job: FileJob, stopped| {
             let result = if stopped {
-                Ok(false)
+                Ok(Staged::Written(None))
             } else if job
                 .reuse
                 .as_ref()
                 .is_some_and(|r| try_reuse(r, &job.entry, job.dir.as_fd(), buf))
             {
-                Ok(true)
+                Ok(Staged::Reused)
             } else {
                 write_file(
                     source,
@@ -139,9 +167,13 @@ pub(crate) fn materialize(
                     buf,
                     progress,
                 )
-                .map(|()| false)
+                .map(Staged::Written)
             };
-            let _ = job.reply.send((job.entry.size, result));
+            let _ = job.reply.send(Reply {
+                entry: job.entry,
+                rel: job.rel,
+                result,
+            });
         },
         |jobs| {
             let (reply_tx, reply_rx) = mpsc::channel();
@@ -156,6 +188,7 @@ pub(crate) fn materialize(
                 racy: previous.as_ref().map_or(Racy::never(), |p| {
                     Racy::recorded_at(p.cache.recorded_at_ns(), p.cache.has_fine_times())
                 }),
+                record,
                 reply_tx: Some(reply_tx),
                 reply_rx,
                 pending: 0,
@@ -249,9 +282,9 @@ impl Stager<'_> {
                 &mut buf,
                 self.progress,
             );
+            let stat = res?;
+            self.count(&entry, &rel, Staged::Written(stat));
             rel.pop();
-            res?;
-            self.count(entry.size, false);
         }
         Ok(())
     }
@@ -271,17 +304,27 @@ impl Stager<'_> {
     /// Reads one worker's answer: a written file goes on the tally and the progress, a
     /// failure fails the publish (the files still out are skipped: see `workers`).
     fn receive(&mut self, rel: &Path) -> Result<(), PublishError> {
-        let (size, result) = self.reply_rx.recv().map_err(|_| workers_gone(rel))?;
+        let reply = self.reply_rx.recv().map_err(|_| workers_gone(rel))?;
         self.pending -= 1;
-        self.count(size, result?);
+        let staged = reply.result?;
+        self.count(&reply.entry, &reply.rel, staged);
         Ok(())
     }
 
-    /// Counts one staged file of `size` bytes (hard-linked from the previous tree: `reused`).
-    fn count(&mut self, size: u64, reused: bool) {
-        self.tally.reused += u64::from(reused);
+    /// Counts one staged file (at `rel`): on the tally, the progress, and, written, the
+    /// destination record with the stat it was staged with.
+    fn count(&mut self, entry: &TreeEntry, rel: &Path, staged: Staged) {
+        match staged {
+            Staged::Reused => self.tally.reused += 1,
+            Staged::Written(Some(st)) => {
+                if let Some(record) = self.record.as_deref_mut() {
+                    record_stat(record, rel.as_os_str().as_bytes(), entry, &st);
+                }
+            }
+            Staged::Written(None) => {}
+        }
         self.tally.files += 1;
-        self.tally.bytes += size;
+        self.tally.bytes += entry.size;
         self.progress.advance(Totals {
             files: self.tally.files,
             bytes: self.tally.bytes,
@@ -397,7 +440,7 @@ fn write_file(
     rel: &Path,
     buf: &mut [u8],
     progress: &dyn Progress,
-) -> Result<(), PublishError> {
+) -> Result<Option<sys::Stat>, PublishError> {
     hooks::seam("publish-write", &rel.to_string_lossy());
     progress
         .check_cancel()
@@ -445,5 +488,6 @@ fn write_file(
     if sys::umask_alters(mode) {
         sys::chmod_fd(&file, mode).map_err(|e| PublishError::io("set the mode of", &path, e))?;
     }
-    Ok(())
+    // After the last change to the file, so its times are the ones it is published with.
+    Ok(sys::fstat(&file).ok())
 }
