@@ -14,6 +14,12 @@ use super::{
     Published, LOCK_PREFIX, STAGING_PREFIX,
 };
 
+/// The largest tree index a publish reads whole; a larger one is read tree by tree, so a
+/// checkout does not hold it: with the whole index of 300,000 files in directories of 1,000
+/// (`SCALE_LAYOUTS=medium scripts/scale.sh`) their checkout peaked at 69.3 MiB, tree by tree
+/// at 51.6 MiB. The benchmark corpus's index (19,859 files) is 1.4 MiB.
+const INDEX_IN_MEMORY: u64 = 4 << 20;
+
 /// Publishes the tree of `snapshot` (whose id is `id`) from `store` at `admitted` (checkout's path and the publish half of
 /// export), reusing what the previous publish to the same
 /// destination left there (hard links instead of copies for unchanged files), and records
@@ -47,7 +53,7 @@ pub fn publish_snapshot(
     // the destination record each walk every tree: on the benchmark corpus (2,305 trees),
     // cold, the first walk (the bound check) took about 0.33 s on the tree objects, 3 ms on
     // the index.
-    let reader = store.snapshot_source(id);
+    let reader = store.snapshot_source_within(id, INDEX_IN_MEMORY);
     // Marked on the token, so whoever stops the process at once can name what `recover`
     // repairs.
     let publishing = progress.cancel().map(|c| c.publishing(admitted.given()));

@@ -249,8 +249,9 @@ impl Store {
     }
 
     /// [`Store::snapshot_source`], reading an index of more than `in_memory` bytes by
-    /// positioned reads instead of whole.
-    fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
+    /// positioned reads instead of whole (each tree read when asked for, every one still
+    /// verified): for a reader that walks the trees once and must stay small, as a checkout.
+    pub fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
         let path = self.tree_index_path(snapshot);
         let opened = match open_index(&path, in_memory) {
             Ok(pack) => check_header(&pack, snapshot).map(|()| pack),
