@@ -553,7 +553,7 @@ impl ExportJob {
             },
             progress,
         )?;
-        match publish_snapshot(store, &captured.snapshot, &self.out, progress)
+        match publish_snapshot(store, &captured.id, &captured.snapshot, &self.out, progress)
             .with_context(&context)
         {
             Ok(published) => Ok((captured, published, self.replaced)),

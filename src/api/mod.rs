@@ -450,7 +450,7 @@ impl Bundles {
         let replaced = check_replacement(Some(&self.store), &admitted, replace)
             .with_context(context)
             .map_err(fail)?;
-        let published = publish_snapshot(&self.store, &snap, &admitted, progress)
+        let published = publish_snapshot(&self.store, &id, &snap, &admitted, progress)
             .with_context(context)
             .map_err(fail)?;
         Ok(CheckedOut {

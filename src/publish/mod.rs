@@ -83,7 +83,7 @@ use std::path::{Path, PathBuf};
 
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    DestCache, DestKey, DestRecord, EntryKind, ObjectId, ObjectSource, StatEntry,
+    DestCache, DestKey, DestRecord, EntryKind, ObjectId, ObjectSource, StatEntry, TreeEntry,
 };
 
 pub use claim::{DestClaim, LOCK_PREFIX};
@@ -230,15 +230,38 @@ pub fn publish_with_progress(
     publish_to(source, root, &check(req)?, None, progress)
 }
 
+/// What a publish keeps of its destination between publishes there (`checkout`, `export`):
+/// the record the previous one left, to reuse, and the one this one leaves.
+pub struct DestState<'a> {
+    /// Loads what the previous publish there recorded ([`record_destination`], or `record`
+    /// below); called only when there is a previous tree to reuse files from (`--force` over
+    /// an existing destination), so a publish to a new directory never reads it.
+    pub load: &'a dyn Fn() -> Option<DestCache>,
+    /// Gets the stat of every file the publish writes, taken from the staged file's own fd
+    /// after its last write, and, once every file is staged (before the sync and the swap,
+    /// which change none of those stats), the time the record counts from. Complete only
+    /// when nothing was hard-linked ([`Published::reused`] is 0): the removal of the previous
+    /// tree changes a reused file's ctime, so such a publish records with
+    /// [`record_destination`] after the swap instead.
+    ///
+    /// Taking the time after the stats (not before, as [`record_destination`] does) leaves
+    /// the racy rule blind only to a change made to a staged file, inside the hidden staging
+    /// directory, between its stat and that time; a record taken after the swap is blind to
+    /// any change made before its stat, a window that contains this one.
+    pub record: &'a mut DestRecord,
+}
+
 /// Publishes tree `root` from `source` at the destination `dest` admitted by [`check`] (see
-/// the module doc for the protocol), reusing `reuse` (what the previous publish there left,
-/// [`record_destination`]: with `--force`, a file whose stat still matches, and whose bytes still hash to the right id when the record is racy, is hard-linked into the new tree instead of being written again) and telling `progress` the running totals after each staged
-/// file.
+/// the module doc for the protocol), with `state` (checkout and export) reusing what the
+/// previous publish there left (with `--force`, a file whose stat still matches, and whose
+/// bytes still hash to the right id when the record is racy, is hard-linked into the new
+/// tree instead of being written again) and recording what this one writes, and telling
+/// `progress` the running totals after each staged file.
 pub fn publish_to(
     source: &dyn ObjectSource,
     root: &ObjectId,
     admitted: &Admitted,
-    reuse: Option<&DestCache>,
+    state: Option<DestState<'_>>,
     progress: &dyn Progress,
 ) -> Result<Published, PublishError> {
     let dest = &admitted.dest;
@@ -266,19 +289,32 @@ pub fn publish_to(
         .fd
         .try_clone()
         .map_err(|e| PublishError::io("open", &staging.path, e))?;
-    let previous = admission
-        .previous_tree()
-        .and_then(|fd| reuse.map(|cache| stage::Previous { fd, cache }));
+    let (load, mut record) = match state {
+        Some(DestState { load, record }) => (Some(load), Some(record)),
+        None => (None, None),
+    };
+    let old_tree = admission.previous_tree();
+    let cache = old_tree.as_ref().and(load).and_then(|load| load());
+    let previous = old_tree
+        .zip(cache.as_ref())
+        .map(|(fd, cache)| stage::Previous { fd, cache });
     let last = admitted.bundle.file.as_bytes();
+    let into = stage::StagingDir {
+        dir: root_dir,
+        path: &staging.path,
+    };
     let tally = stage::materialize(
         source,
         root,
-        root_dir,
+        into,
         previous,
         last,
-        &staging.path,
+        record.as_deref_mut(),
         progress,
     )?;
+    if let Some(record) = record {
+        record.set_recorded_at(crate::clock::now_ns());
+    }
     hooks::fault("chmod", &hook_path)
         .and_then(|()| sys::chmod_fd(&staging.fd, 0o755))
         .map_err(|e| PublishError::io("set the mode of", &staging.path, e))?;
@@ -359,24 +395,30 @@ fn record_dir(
                 record_dir(source, &e.id, sub.as_fd(), rel, out)?;
             }
         } else if let Ok(st) = sys::stat_at(dir, &e.name) {
-            if st.kind == sys::FileKind::File && st.size == e.size {
-                out.push(
-                    rel,
-                    &StatEntry {
-                        dev: st.dev,
-                        ino: st.ino,
-                        size: st.size,
-                        mtime_ns: st.mtime_ns,
-                        ctime_ns: st.ctime_ns,
-                        exec: e.kind == EntryKind::ExecFile,
-                        id: e.id,
-                    },
-                );
-            }
+            record_stat(out, rel, e, &st);
         }
         rel.truncate(len);
     }
     Ok(())
+}
+
+/// Records `st` as the stat of the file at `rel` holding tree entry `entry`, unless it is not
+/// what the entry says (not a regular file, or another size).
+fn record_stat(out: &mut DestRecord, rel: &[u8], entry: &TreeEntry, st: &sys::Stat) {
+    if st.kind == sys::FileKind::File && st.size == entry.size {
+        out.push(
+            rel,
+            &StatEntry {
+                dev: st.dev,
+                ino: st.ino,
+                size: st.size,
+                mtime_ns: st.mtime_ns,
+                ctime_ns: st.ctime_ns,
+                exec: entry.kind == EntryKind::ExecFile,
+                id: entry.id,
+            },
+        );
+    }
 }
 
 /// The staging directory: removed on drop while `armed` (every early return cleans up). It

@@ -21,9 +21,10 @@
 //! times: `crate::statmatch`, the rule capture uses too), its bytes are hashed first. The old tree is removed after the swap, so the new tree owns the inode.
 //!
 //! Directories are created by the walking thread; file contents are copied by a few worker
-//! threads, each through the fd of its directory. A directory's walk waits for its own files
-//! before it returns, so when the root's other entries are done, every file is, and the
-//! manifest is written after them all.
+//! threads, each through the fd of its directory. The walk goes on to the next directory
+//! while the workers still copy the last one's files (at most `IN_FLIGHT` files out); once
+//! the whole tree is walked it waits for every file, then writes the manifest, after them
+//! all.
 
 use std::io::{self, Read, Write};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
@@ -32,20 +33,25 @@ use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 
 use zeroclaw_bundle_store::{
-    DestCache, EntryKind, IdHasher, ObjectId, ObjectSource, StatEntry, StoreError, TreeEntry,
+    DestCache, DestRecord, EntryKind, IdHasher, ObjectId, ObjectSource, StatEntry, StoreError,
+    TreeEntry,
 };
 
-use super::PublishError;
+use super::{record_stat, PublishError};
 use crate::progress::{Progress, Totals};
 use crate::statmatch::{self, Racy};
 use crate::{hooks, sys, workers};
 
 const COPY_BUF: usize = 256 * 1024;
 
-/// Files of one directory handed to the workers and not yet answered, at most: enough to
-/// keep every worker busy, and a bound, so a directory of 100,000 files does not queue
-/// 100,000 jobs (each a tree entry and a path) at once.
-const IN_FLIGHT: usize = 256;
+/// Files handed to the workers and not yet answered, at most: enough to keep every worker
+/// busy across directory boundaries (the walk does not wait for a directory's files before
+/// the next directory: the benchmark corpus averages 9 files a directory, so waiting there
+/// left the workers idle at every boundary), and a bound, so a tree of 100,000 files does not
+/// queue 100,000 jobs (each a tree entry, a path and a directory fd) at once. Each job holds
+/// its directory's fd (and the previous tree's), so this bounds the fds open beyond the
+/// walk's own path too.
+const IN_FLIGHT: usize = 128;
 
 /// Counts of what was written.
 #[derive(Debug, Default, Clone, Copy)]
@@ -81,6 +87,29 @@ struct Stager<'a> {
     reuse: Option<&'a DestCache>,
     /// Which records are old enough to be trusted on stat.
     racy: Racy,
+    /// Gets the stat of every file written (see [`materialize`]).
+    record: Option<&'a mut DestRecord>,
+    /// Where the workers answer, and how many files are out.
+    /// (Dropped before the last answers are read, so a worker that died is noticed.)
+    reply_tx: Option<mpsc::Sender<Reply>>,
+    reply_rx: mpsc::Receiver<Reply>,
+    pending: usize,
+}
+
+/// A worker's answer for one file: its entry and path back, and what became of it.
+struct Reply {
+    entry: TreeEntry,
+    rel: PathBuf,
+    result: Result<Staged, PublishError>,
+}
+
+/// How one file got into the staging tree.
+enum Staged {
+    /// Written from its object; its stat once written (none when the fstat failed, or the
+    /// file was skipped after the walk failed).
+    Written(Option<sys::Stat>),
+    /// Hard-linked from the previous tree.
+    Reused,
 }
 
 /// One file for a worker to copy.
@@ -89,32 +118,45 @@ struct FileJob {
     entry: TreeEntry,
     rel: PathBuf,
     reuse: Option<Reuse>,
-    reply: mpsc::Sender<(u64, Result<bool, PublishError>)>,
+    reply: mpsc::Sender<Reply>,
 }
 
-/// Writes tree `root` into the (empty) directory `root_dir`, whose path is `staging_path`
-/// (used in messages only), the root's file named `last` after every other entry. `progress`
-/// gets the running totals after each file.
+/// The (empty) directory a tree is written into: its fd, and its path (for messages only).
+pub(crate) struct StagingDir<'a> {
+    pub dir: OwnedFd,
+    pub path: &'a Path,
+}
+
+/// Writes tree `root` into the directory `into`, the root's file named `last` after every
+/// other entry. `progress`
+/// gets the running totals after each file, `record` the stat of each file written (from
+/// its own fd, after its last write: the values it is published with, since renaming a
+/// directory above a file changes none of them), not of one hard-linked from `previous`
+/// (the removal of the previous tree changes its ctime).
 pub(crate) fn materialize(
     source: &dyn ObjectSource,
     root: &ObjectId,
-    root_dir: OwnedFd,
+    into: StagingDir<'_>,
     previous: Option<Previous<'_>>,
     last: &[u8],
-    staging_path: &Path,
+    record: Option<&mut DestRecord>,
     progress: &dyn Progress,
 ) -> Result<Tally, PublishError> {
+    let StagingDir {
+        dir: root_dir,
+        path: staging_path,
+    } = into;
     workers::with_pool(
         || vec![0u8; COPY_BUF],
         |buf, job: FileJob, stopped| {
             let result = if stopped {
-                Ok(false)
+                Ok(Staged::Written(None))
             } else if job
                 .reuse
                 .as_ref()
                 .is_some_and(|r| try_reuse(r, &job.entry, job.dir.as_fd(), buf))
             {
-                Ok(true)
+                Ok(Staged::Reused)
             } else {
                 write_file(
                     source,
@@ -125,11 +167,16 @@ pub(crate) fn materialize(
                     buf,
                     progress,
                 )
-                .map(|()| false)
+                .map(Staged::Written)
             };
-            let _ = job.reply.send((job.entry.size, result));
+            let _ = job.reply.send(Reply {
+                entry: job.entry,
+                rel: job.rel,
+                result,
+            });
         },
         |jobs| {
+            let (reply_tx, reply_rx) = mpsc::channel();
             let mut stager = Stager {
                 source,
                 staging_path,
@@ -141,9 +188,13 @@ pub(crate) fn materialize(
                 racy: previous.as_ref().map_or(Racy::never(), |p| {
                     Racy::recorded_at(p.cache.recorded_at_ns(), p.cache.has_fine_times())
                 }),
+                record,
+                reply_tx: Some(reply_tx),
+                reply_rx,
+                pending: 0,
             };
             let old_root = previous.map(|p| Arc::new(p.fd));
-            stager.write_dir(root, &Arc::new(root_dir), old_root, &mut PathBuf::new())?;
+            stager.write_root(root, root_dir, old_root)?;
             Ok(stager.tally)
         },
     )
@@ -164,102 +215,120 @@ fn store_error(rel: &Path, err: StoreError) -> PublishError {
 }
 
 impl Stager<'_> {
+    /// Writes tree `id` into `dir` (its counterpart in the previous tree: `old_dir`) and
+    /// returns without waiting for its files: the workers answer on the stager's channel, at
+    /// most [`IN_FLIGHT`] files are out at once, and a failure is reported by the first
+    /// answer read after it. At the root, the `last` file is not written but returned, for
+    /// [`Stager::write_root`] to write once every other file is answered.
     fn write_dir(
         &mut self,
         id: &ObjectId,
         dir: &Arc<OwnedFd>,
         old_dir: Option<Arc<OwnedFd>>,
         rel: &mut PathBuf,
-    ) -> Result<(), PublishError> {
+    ) -> Result<Vec<TreeEntry>, PublishError> {
         let tree = self.source.tree(id).map_err(|e| store_error(rel, e))?;
         let at_root = rel.as_os_str().is_empty();
-        let (manifest, rest): (Vec<&TreeEntry>, Vec<&TreeEntry>) = tree
-            .entries()
-            .iter()
-            .partition(|e| at_root && e.name == self.last && e.kind.is_file());
-        let (reply_tx, reply_rx) = mpsc::channel();
-        let mut pending = 0usize;
-        let mut first_error = None;
-        for entry in rest {
+        let mut deferred = Vec::new();
+        for entry in tree.entries() {
+            if at_root && entry.name == self.last && entry.kind.is_file() {
+                deferred.push(entry.clone());
+                continue;
+            }
             rel.push(std::ffi::OsStr::from_bytes(&entry.name));
             let res = match entry.kind {
                 EntryKind::Dir => self.write_subdir(entry, dir.as_fd(), old_dir.as_deref(), rel),
                 EntryKind::File | EntryKind::ExecFile => {
-                    if pending == IN_FLIGHT {
-                        let reply = reply_rx.recv().map_err(|_| workers_gone(rel))?;
-                        self.count(reply, &mut first_error);
-                        pending -= 1;
-                    }
-                    pending += 1;
                     let reuse = self.reuse_of(old_dir.as_ref(), rel);
-                    self.jobs
-                        .send(FileJob {
-                            dir: Arc::clone(dir),
-                            entry: entry.clone(),
-                            rel: rel.clone(),
-                            reuse,
-                            reply: reply_tx.clone(),
-                        })
-                        .map_err(|_| workers_gone(rel))
+                    self.send(FileJob {
+                        dir: Arc::clone(dir),
+                        entry: entry.clone(),
+                        rel: rel.clone(),
+                        reuse,
+                        reply: self.reply_tx.clone().ok_or_else(|| workers_gone(rel))?,
+                    })
                 }
             };
             rel.pop();
             res?;
         }
-        drop(reply_tx);
-        for _ in 0..pending {
-            let reply = reply_rx.recv().map_err(|_| workers_gone(rel))?;
-            self.count(reply, &mut first_error);
+        Ok(deferred)
+    }
+
+    /// Writes the whole tree `root` into `dir`: every entry but the root's `last` file, then,
+    /// once every worker answered, that file (the bundle manifest goes last).
+    fn write_root(
+        &mut self,
+        root: &ObjectId,
+        dir: OwnedFd,
+        old_dir: Option<Arc<OwnedFd>>,
+    ) -> Result<(), PublishError> {
+        let dir = Arc::new(dir);
+        let mut rel = PathBuf::new();
+        let manifest = self.write_dir(root, &dir, old_dir, &mut rel)?;
+        self.reply_tx = None;
+        while self.pending > 0 {
+            self.receive(&rel)?;
         }
-        if let Some(e) = first_error {
-            return Err(e);
-        }
-        // Every other file of the bundle is written by now: the manifest goes last.
         let mut buf = vec![0u8; COPY_BUF];
         for entry in manifest {
             rel.push(std::ffi::OsStr::from_bytes(&entry.name));
             let res = write_file(
                 self.source,
                 self.staging_path,
-                entry,
+                &entry,
                 dir.as_fd(),
-                rel,
+                &rel,
                 &mut buf,
                 self.progress,
             );
+            let stat = res?;
+            self.count(&entry, &rel, Staged::Written(stat));
             rel.pop();
-            res?;
-            self.tally.files += 1;
-            self.tally.bytes += entry.size;
-            self.progress.advance(Totals {
-                files: self.tally.files,
-                bytes: self.tally.bytes,
-            });
         }
         Ok(())
     }
 
-    /// Counts one worker's answer: a written file on the tally and the progress, or the
-    /// first failure (the publish fails with it once the directory's files are answered).
-    fn count(
-        &mut self,
-        (size, result): (u64, Result<bool, PublishError>),
-        first_error: &mut Option<PublishError>,
-    ) {
-        match result {
-            Ok(reused) => {
-                self.tally.reused += u64::from(reused);
-                self.tally.files += 1;
-                self.tally.bytes += size;
-                self.progress.advance(Totals {
-                    files: self.tally.files,
-                    bytes: self.tally.bytes,
-                });
-            }
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
+    /// Hands one file to the workers, first reading an answer when [`IN_FLIGHT`] are out.
+    fn send(&mut self, job: FileJob) -> Result<(), PublishError> {
+        if self.pending == IN_FLIGHT {
+            self.receive(&job.rel)?;
         }
+        self.jobs
+            .send(job)
+            .map_err(|unsent| workers_gone(&unsent.0.rel))?;
+        self.pending += 1;
+        Ok(())
+    }
+
+    /// Reads one worker's answer: a written file goes on the tally and the progress, a
+    /// failure fails the publish (the files still out are skipped: see `workers`).
+    fn receive(&mut self, rel: &Path) -> Result<(), PublishError> {
+        let reply = self.reply_rx.recv().map_err(|_| workers_gone(rel))?;
+        self.pending -= 1;
+        let staged = reply.result?;
+        self.count(&reply.entry, &reply.rel, staged);
+        Ok(())
+    }
+
+    /// Counts one staged file (at `rel`): on the tally, the progress, and, written, the
+    /// destination record with the stat it was staged with.
+    fn count(&mut self, entry: &TreeEntry, rel: &Path, staged: Staged) {
+        match staged {
+            Staged::Reused => self.tally.reused += 1,
+            Staged::Written(Some(st)) => {
+                if let Some(record) = self.record.as_deref_mut() {
+                    record_stat(record, rel.as_os_str().as_bytes(), entry, &st);
+                }
+            }
+            Staged::Written(None) => {}
+        }
+        self.tally.files += 1;
+        self.tally.bytes += entry.size;
+        self.progress.advance(Totals {
+            files: self.tally.files,
+            bytes: self.tally.bytes,
+        });
     }
 
     /// The reuse candidate for the file at `rel`, when the previous tree recorded one.
@@ -293,7 +362,9 @@ impl Stager<'_> {
         let old_sub = old_parent
             .and_then(|old| sys::open_dir_at(old.as_fd(), &entry.name).ok())
             .map(Arc::new);
+        // Below the root nothing is deferred.
         self.write_dir(&entry.id, &Arc::new(sub), old_sub, rel)
+            .map(drop)
     }
 }
 
@@ -369,24 +440,27 @@ fn write_file(
     rel: &Path,
     buf: &mut [u8],
     progress: &dyn Progress,
-) -> Result<(), PublishError> {
+) -> Result<Option<sys::Stat>, PublishError> {
     hooks::seam("publish-write", &rel.to_string_lossy());
     progress
         .check_cancel()
         .map_err(|_| PublishError::Interrupted)?;
     let path = staging_path.join(rel);
-    let blob = source.blob(&entry.id).map_err(|e| store_error(rel, e))?;
-    if blob.len() != entry.size {
-        return Err(PublishError::CorruptObject {
-            path: rel.display().to_string(),
-            detail: format!(
-                "object {} holds {} bytes where its tree records {}",
-                entry.id,
-                blob.len(),
-                entry.size
-            ),
-        });
-    }
+    // By the recorded size: the store then opens the form (raw or compressed) that size
+    // makes likely first, where `blob` tried the raw name of every compressed object first.
+    let blob = match source.blob_of_size(&entry.id, entry.size) {
+        Ok(blob) => blob,
+        Err(StoreError::WrongLength { len, .. }) => {
+            return Err(PublishError::CorruptObject {
+                path: rel.display().to_string(),
+                detail: format!(
+                    "object {} holds {} bytes where its tree records {}",
+                    entry.id, len, entry.size
+                ),
+            })
+        }
+        Err(e) => return Err(store_error(rel, e)),
+    };
     let mode = entry.mode;
     let mut file = hooks::fault("create", &rel.to_string_lossy())
         .and_then(|()| sys::create_file_at(dir, &entry.name, mode))
@@ -417,5 +491,6 @@ fn write_file(
     if sys::umask_alters(mode) {
         sys::chmod_fd(&file, mode).map_err(|e| PublishError::io("set the mode of", &path, e))?;
     }
-    Ok(())
+    // After the last change to the file, so its times are the ones it is published with.
+    Ok(sys::fstat(&file).ok())
 }

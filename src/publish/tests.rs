@@ -11,7 +11,7 @@ use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use zeroclaw_bundle_store::{EntryKind, ObjectId, Store, Tree, TreeEntry};
+use zeroclaw_bundle_store::{DestKey, EntryKind, ObjectId, Store, Tree, TreeEntry};
 
 use super::*;
 
@@ -285,6 +285,84 @@ fn fresh_publish_is_byte_for_byte_with_modes() {
         fs::canonicalize(env.path("out")).unwrap().join("bundle")
     );
     assert_eq!(names(&env.path("out")), ["bundle"]);
+}
+
+/// A publish with a [`DestState`] records each file it writes with the stat it was staged
+/// with: exactly what statting the published tree afterwards finds (a rename of the staging
+/// directory changes no file's stat), taken by a time no earlier than any file's times. And
+/// it reads the previous record only when there is a previous tree to reuse.
+#[test]
+fn the_record_taken_while_staging_is_what_the_published_tree_shows() {
+    let env = Env::new();
+    let dest = env.path("out/bundle");
+    let admitted = check(&PublishRequest {
+        dest: &dest,
+        force: true,
+        sources: &[],
+        store: None,
+        bundle: crate::export::BUNDLE,
+    })
+    .unwrap();
+    let loads = std::cell::Cell::new(0);
+    let load = || {
+        loads.set(loads.get() + 1);
+        None
+    };
+    let mut record = DestRecord::new(0);
+    let p = publish_to(
+        &env.store.reader(),
+        &env.new_id,
+        &admitted,
+        Some(DestState {
+            load: &load,
+            record: &mut record,
+        }),
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(loads.get(), 0, "a new destination has no record to read");
+    assert_eq!((p.files, p.reused), (8, 0));
+    let after =
+        record_destination(&env.store.reader(), &env.new_id, &p.dest, &DestRecord::new).unwrap();
+    let catalog = env.store.catalog().unwrap();
+    let (staged_key, after_key) = (DestKey::new(&env.path("a")), DestKey::new(&env.path("b")));
+    catalog.store_dest_cache(&staged_key, &record).unwrap();
+    catalog.store_dest_cache(&after_key, &after).unwrap();
+    let staged = catalog.load_dest_cache(&staged_key).unwrap().unwrap();
+    let after = catalog.load_dest_cache(&after_key).unwrap().unwrap();
+    assert_eq!((staged.len(), after.len()), (8, 8));
+    for (rel, (_, bytes)) in expected(&env.new) {
+        if bytes.is_none() {
+            continue;
+        }
+        let entry = staged
+            .get(rel.as_bytes())
+            .expect("every written file is recorded");
+        assert_eq!(Some(entry), after.get(rel.as_bytes()), "{rel}");
+        let st = sys::stat_path(&dest.join(&rel)).unwrap();
+        assert!(
+            entry.mtime_ns <= staged.recorded_at_ns() && entry.ctime_ns <= staged.recorded_at_ns(),
+            "{rel}: stats taken before the record's time"
+        );
+        assert_eq!((entry.ino, entry.ctime_ns), (st.ino, st.ctime_ns), "{rel}");
+    }
+    assert!(staged.recorded_at_ns() <= after.recorded_at_ns());
+    drop(catalog);
+
+    // Over the published tree, the record is read once.
+    let mut again = DestRecord::new(0);
+    publish_to(
+        &env.store.reader(),
+        &env.new_id,
+        &admitted,
+        Some(DestState {
+            load: &load,
+            record: &mut again,
+        }),
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(loads.get(), 1);
 }
 
 #[test]

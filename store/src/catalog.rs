@@ -253,6 +253,13 @@ impl DestRecord {
         }
     }
 
+    /// Sets the time the stats count from (the racy rule's moment), for a record filled
+    /// before that moment was known: a publish stats each file as it stages it and sets the
+    /// moment once every file is staged.
+    pub fn set_recorded_at(&mut self, recorded_at_ns: i64) {
+        self.recorded_at_ns = recorded_at_ns;
+    }
+
     /// Records one file (a path too long for the format, 64 KiB, is simply not recorded).
     pub fn push(&mut self, path: &[u8], entry: &StatEntry) {
         self.records.push(path, entry);

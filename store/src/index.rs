@@ -136,6 +136,10 @@ impl ObjectSource for SnapshotSource {
         self.reader.blob(id)
     }
 
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        self.reader.blob_of_size(id, size)
+    }
+
     /// Only what the index does not hold is hinted to the object directory.
     fn prefetch(&self, ids: &[ObjectId]) {
         match self.usable_index() {
@@ -271,8 +275,10 @@ impl Store {
     }
 
     /// [`Store::snapshot_source`], reading an index of more than `in_memory` bytes by
-    /// positioned reads instead of whole (0: always by positioned reads). A long-lived reader
-    /// (a mount) asks for positioned reads: a whole index stays in its memory for its life.
+    /// positioned reads instead of whole (0: always by positioned reads; each tree read when
+    /// asked for, every one still verified). A long-lived reader (a mount) asks for positioned
+    /// reads: a whole index stays in its memory for its life; so does a reader that walks the
+    /// trees once and must stay small (a checkout).
     pub fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
         let path = self.tree_index_path(snapshot);
         let opened = match open_index(&path, in_memory) {
