@@ -4,8 +4,9 @@
 //!
 //! The rule: an object of more than one 4 KiB block ([`MIN_LEN`]) up to [`MAX_LEN`] bytes (the
 //! inputs a capture holds in memory to hash) is stored as one zstd frame at level 3 (the packs'
-//! level) when that saves at least an eighth of its bytes; any other object is stored raw. So large objects stay raw and a mount reads
-//! them at any offset with one `pread`, while a compressed one is decoded whole into at most
+//! level) when that saves at least an eighth of its bytes; any other object is stored raw. So
+//! large objects stay raw and a mount reads them at any offset with one `pread`, while a
+//! compressed one is decoded whole into at most
 //! [`MAX_LEN`] bytes. The id stays the blake3 of the uncompressed bytes (as git names its
 //! zlib-deflated objects), so a compressed object is checked by decoding it
 //! (`zeroclaw-bundle cat <snapshot>:<path> | b3sum`, or `verify`).
