@@ -130,6 +130,20 @@ const TOKEN_PREFIXES: &[&str] = &[
     "pypi-",
 ];
 
+/// The shortest word [`has_token_prefix`] can accept: the shortest prefix and 16 more. Most
+/// words of prose and code are shorter and are turned away on their length alone.
+const MIN_PREFIXED_TOKEN: usize = {
+    let mut shortest = usize::MAX;
+    let mut i = 0;
+    while i < TOKEN_PREFIXES.len() {
+        if TOKEN_PREFIXES[i].len() < shortest {
+            shortest = TOKEN_PREFIXES[i].len();
+        }
+        i += 1;
+    }
+    shortest + 16
+};
+
 /// The first reason `value` looks like a credential, if any.
 pub fn detect(value: &str) -> Option<CredentialReason> {
     if value.contains("PRIVATE KEY-----") && value.contains("-----BEGIN") {
@@ -138,10 +152,22 @@ pub fn detect(value: &str) -> Option<CredentialReason> {
     if let Some(reason) = detect_bearer(value) {
         return Some(reason);
     }
-    for word in value.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>')) {
-        if let Some(reason) = detect_url(word) {
-            return Some(reason);
+    // Only a word with a scheme can be a URL (`detect_url` needs `://`): most lines have none,
+    // and splitting every line into words for it was a fifth of a re-export's CPU (the export
+    // report scans every carried text file).
+    if value.contains("://") {
+        for word in value.split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '<' | '>'))
+        {
+            if let Some(reason) = detect_url(word) {
+                return Some(reason);
+            }
         }
+    }
+    // Both checks below look at runs of token characters of at least MIN_PREFIXED_TOKEN
+    // (high_entropy needs 24): a line without such a run (most prose and code) is done here,
+    // in one pass over its bytes rather than two splits by `char`.
+    if longest_token_run(value) < MIN_PREFIXED_TOKEN {
+        return None;
     }
     if value
         .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '-')))
@@ -153,6 +179,21 @@ pub fn detect(value: &str) -> Option<CredentialReason> {
         return Some(CredentialReason::HighEntropyToken);
     }
     None
+}
+
+/// The length of the longest run of [`is_token_char`] bytes in `value` (every token character
+/// is ASCII, so bytes and characters agree).
+fn longest_token_run(value: &str) -> usize {
+    let (mut longest, mut run) = (0, 0);
+    for &b in value.as_bytes() {
+        if is_token_char(char::from(b)) {
+            run += 1;
+            longest = longest.max(run);
+        } else {
+            run = 0;
+        }
+    }
+    longest
 }
 
 /// What a file's name or place says it holds.
@@ -414,6 +455,9 @@ fn is_token_char(c: char) -> bool {
 }
 
 fn has_token_prefix(word: &str) -> bool {
+    if word.len() < MIN_PREFIXED_TOKEN {
+        return false;
+    }
     TOKEN_PREFIXES.iter().any(|p| {
         word.strip_prefix(p).is_some_and(|rest| {
             rest.len() >= 16
