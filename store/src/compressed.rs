@@ -129,7 +129,7 @@ pub(crate) fn decompress(frame: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn text(len: usize) -> Vec<u8> {
@@ -141,8 +141,9 @@ mod tests {
             .collect()
     }
 
-    fn random(len: usize) -> Vec<u8> {
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    /// Incompressible test bytes (xorshift), the same for the same `seed`.
+    pub(crate) fn random_seeded(len: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed | 1;
         (0..len)
             .map(|_| {
                 state ^= state << 13;
@@ -151,6 +152,10 @@ mod tests {
                 state as u8
             })
             .collect()
+    }
+
+    fn random(len: usize) -> Vec<u8> {
+        random_seeded(len, 0x9e37_79b9_7f4a_7c15)
     }
 
     #[test]

@@ -568,14 +568,7 @@ impl ObjectSource for StoreReader {
 
     fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
         let blob = self.store.objects.open_blob_of_len(id, size)?;
-        if blob.len() != size {
-            return Err(StoreError::WrongLength {
-                id: *id,
-                len: blob.len(),
-                recorded: size,
-            });
-        }
-        Ok(blob)
+        source::of_recorded_size(id, blob, size)
     }
 
     fn prefetch(&self, ids: &[ObjectId]) {

@@ -19,15 +19,7 @@ pub trait ObjectSource: Send + Sync {
     /// before reading (a pack's index) checks it first, so a tree that claims 10 bytes never
     /// makes a reader decompress a gigabyte; the default opens the blob and compares.
     fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
-        let blob = self.blob(id)?;
-        if blob.len() != size {
-            return Err(StoreError::WrongLength {
-                id: *id,
-                len: blob.len(),
-                recorded: size,
-            });
-        }
-        Ok(blob)
+        of_recorded_size(id, self.blob(id)?, size)
     }
     /// Hints that these objects will be read soon (a mount passes a directory's children
     /// as it lists them), so a cold read finds them on their way into memory. Best effort;
@@ -63,4 +55,16 @@ pub fn resolve_path(
         current.size = source.tree(root)?.total_size();
     }
     Ok(current)
+}
+
+/// `blob` when it is `size` bytes long, else [`StoreError::WrongLength`] naming object `id`.
+pub(crate) fn of_recorded_size(id: &ObjectId, blob: Blob, size: u64) -> Result<Blob, StoreError> {
+    if blob.len() != size {
+        return Err(StoreError::WrongLength {
+            id: *id,
+            len: blob.len(),
+            recorded: size,
+        });
+    }
+    Ok(blob)
 }
