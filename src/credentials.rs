@@ -166,7 +166,7 @@ pub fn detect(value: &str) -> Option<CredentialReason> {
     // Both checks below look at runs of token characters of at least MIN_PREFIXED_TOKEN
     // (high_entropy needs 24): a line without such a run (most prose and code) is done here,
     // in one pass over its bytes rather than two splits by `char`.
-    if longest_token_run(value) < MIN_PREFIXED_TOKEN {
+    if !has_token_run(value, MIN_PREFIXED_TOKEN) {
         return None;
     }
     if value
@@ -181,19 +181,18 @@ pub fn detect(value: &str) -> Option<CredentialReason> {
     None
 }
 
-/// The length of the longest run of [`is_token_char`] bytes in `value` (every token character
-/// is ASCII, so bytes and characters agree).
-fn longest_token_run(value: &str) -> usize {
-    let (mut longest, mut run) = (0, 0);
-    for &b in value.as_bytes() {
-        if is_token_char(char::from(b)) {
-            run += 1;
-            longest = longest.max(run);
+/// Whether `value` holds a run of at least `len` [`is_token_char`] bytes (every token
+/// character is ASCII, so bytes and characters agree); stops at the first such run.
+fn has_token_run(value: &str, len: usize) -> bool {
+    let mut run = 0;
+    value.as_bytes().iter().any(|&b| {
+        run = if is_token_char(char::from(b)) {
+            run + 1
         } else {
-            run = 0;
-        }
-    }
-    longest
+            0
+        };
+        run >= len
+    })
 }
 
 /// What a file's name or place says it holds.

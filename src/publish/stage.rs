@@ -448,19 +448,9 @@ fn write_file(
     let path = staging_path.join(rel);
     // By the recorded size: the store then opens the form (raw or compressed) that size
     // makes likely first, where `blob` tried the raw name of every compressed object first.
-    let blob = match source.blob_of_size(&entry.id, entry.size) {
-        Ok(blob) => blob,
-        Err(StoreError::WrongLength { len, .. }) => {
-            return Err(PublishError::CorruptObject {
-                path: rel.display().to_string(),
-                detail: format!(
-                    "object {} holds {} bytes where its tree records {}",
-                    entry.id, len, entry.size
-                ),
-            })
-        }
-        Err(e) => return Err(store_error(rel, e)),
-    };
+    let blob = source
+        .blob_of_size(&entry.id, entry.size)
+        .map_err(|e| store_error(rel, e))?;
     let mode = entry.mode;
     let mut file = hooks::fault("create", &rel.to_string_lossy())
         .and_then(|()| sys::create_file_at(dir, &entry.name, mode))

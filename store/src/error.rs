@@ -274,6 +274,7 @@ impl StoreError {
             StoreError::CorruptObject { .. }
                 | StoreError::Malformed { .. }
                 | StoreError::Undecodable { .. }
+                | StoreError::WrongLength { .. }
         )
     }
 }
