@@ -207,6 +207,8 @@ impl<'s> Capture<'s> {
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
         let old_cache = store.load_source_cache(&cache_key)?;
+        // Small objects go into one pack, finished by the commit's sync.
+        store.objects().pack_until_sync();
         // Followed: the store path may be a symlink; its target is what must not be carried.
         let store_dir = sys::open_dir_path(store.root())
             .and_then(sys::fstat)

@@ -81,6 +81,7 @@ mod objects;
 mod pack;
 mod pack_format;
 mod pack_writer;
+mod packed;
 mod records;
 mod signatures;
 mod snapshot;
@@ -125,13 +126,14 @@ pub use unpack::{closure_needs, import_from_packs, unpack, unpack_watched, Impor
 
 /// The store format version this build writes and the highest it reads. Version 2: tree
 /// objects may be tree format 2 (entries carry their permission bits). Version 3: a small
-/// object may be stored compressed, as `objects/ab/<62 hex>.zst` (see [`ObjectDir`]). An
-/// older store is read as it is and its marker is raised to 3 when this build opens it,
-/// before it can write a format-2 tree or a compressed object: a build that knows only an
-/// older version then refuses the store ([`StoreError::NewerStore`]) instead of meeting
-/// trees it cannot read (its `gc` would not see what they reach) or reporting compressed
-/// objects as missing.
-pub const STORE_VERSION: u32 = 3;
+/// object may be stored compressed, as `objects/ab/<62 hex>.zst` (see [`ObjectDir`]).
+/// Version 4: small objects may be packed, in `objects/packs/` (see `packed`). An older
+/// store is read as it is and its marker is raised to this version when this build opens it,
+/// before it can write a format-2 tree, a compressed or a packed object: a build that knows
+/// only an older version then refuses the store ([`StoreError::NewerStore`]) instead of
+/// meeting trees it cannot read (its `gc` would not see what they reach) or reporting
+/// compressed or packed objects as missing.
+pub const STORE_VERSION: u32 = 4;
 const MARKER: &str = "STORE";
 const MARKER_HEAD: &str = "zeroclaw-bundle store";
 

@@ -91,6 +91,14 @@ pub enum VerifyProblem {
         /// What is wrong with it.
         why: String,
     },
+    /// An object pack that cannot be read: every object it holds counts as absent (the
+    /// snapshots that need them are reported [`VerifyProblem::Missing`]).
+    BadPack {
+        /// The pack file.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl std::fmt::Display for VerifyProblem {
@@ -125,6 +133,9 @@ impl std::fmt::Display for VerifyProblem {
                     f,
                     "the catalog lists snapshot {snapshot}, whose record is missing"
                 )
+            }
+            VerifyProblem::BadPack { path, why } => {
+                write!(f, "object pack {path} cannot be read: {why}")
             }
             VerifyProblem::BadTreeIndex { snapshot, why } => write!(
                 f,
@@ -525,6 +536,12 @@ impl Store {
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport, StoreError> {
         let mut report = VerifyReport::default();
         let objects = self.objects().list()?;
+        for (path, why) in self.objects().refused_packs()? {
+            report.problems.push(VerifyProblem::BadPack {
+                path: path.display().to_string(),
+                why,
+            });
+        }
         // Progress counts stored bytes (what is read); the report counts object bytes.
         let total: u64 = objects.iter().map(|o| o.stored_len).sum();
         let mut stored_done = 0u64;
@@ -681,11 +698,14 @@ impl Store {
             // once).
             self.clear_stat_caches()?;
         }
+        let mut ids = HashSet::with_capacity(doomed.len());
         for (id, len) in doomed {
-            self.objects().remove(&id)?;
+            ids.insert(id);
             report.removed += 1;
             report.freed_bytes += len;
         }
+        // Each pack holding doomed objects is rewritten once, without them.
+        self.objects().remove_all(&ids)?;
         let tmp = self.objects().tmp_dir();
         if let Ok(rd) = fs::read_dir(tmp) {
             let now = std::time::SystemTime::now();

@@ -26,6 +26,7 @@
 //! unreferenced (no record was written), and the dedup check compares the length, so a later
 //! capture rewrites it rather than trusting it. `verify` rehashes everything.
 
+use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -36,6 +37,7 @@ use std::sync::{Arc, Mutex};
 use crate::compressed;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
+use crate::packed::{self, Found, Packed};
 use crate::sys;
 
 /// Inputs below this size are hashed in memory before anything is written (and may be stored
@@ -52,11 +54,13 @@ pub(crate) const STAGING_PREFIX: &str = "stage-";
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Handle on `<store>/objects` and `<store>/tmp`.
+/// Handle on `<store>/objects` and `<store>/tmp`. Clones share the store's packs and the
+/// packer of a capture in progress.
 #[derive(Debug, Clone)]
 pub struct ObjectDir {
     objects: PathBuf,
     tmp: PathBuf,
+    packed: Arc<Packed>,
 }
 
 /// An object's bytes, readable at any offset: a range of a file read in place (a raw store
@@ -203,9 +207,12 @@ impl Read for VerifyingReader {
 
 impl ObjectDir {
     pub(crate) fn new(store: &Path) -> ObjectDir {
+        let objects = store.join("objects");
+        let tmp = store.join("tmp");
         ObjectDir {
-            objects: store.join("objects"),
-            tmp: store.join("tmp"),
+            packed: Arc::new(Packed::new(&objects, &tmp)),
+            objects,
+            tmp,
         }
     }
 
@@ -240,8 +247,8 @@ impl ObjectDir {
             .join(format!("{}{ZST_SUFFIX}", &hex[2..]))
     }
 
-    /// The file that holds object `id` (raw or compressed), if any: for tools and tests that
-    /// look at the store's files themselves.
+    /// The file that holds object `id` loose (raw or compressed), if any: for tools and tests
+    /// that look at the store's files themselves. A packed object has none (see `packed`).
     pub fn file_of(&self, id: &ObjectId) -> Option<PathBuf> {
         [self.path_of(id), self.compressed_path_of(id)]
             .into_iter()
@@ -258,6 +265,9 @@ impl ObjectDir {
     /// bytes (it is read whole, at most 256 KiB: a frame torn after its header declares the
     /// right length and still does not count).
     pub fn has_with_len(&self, id: &ObjectId, len: u64) -> bool {
+        if len <= SMALL as u64 && self.packed_with_len(id, len) {
+            return true;
+        }
         if self.has_raw_with_len(id, len) {
             return true;
         }
@@ -273,6 +283,12 @@ impl ObjectDir {
         )
     }
 
+    /// Whether object `id` is packed with length `len` (a pack that cannot be read counts as
+    /// not holding it: the object is then written again).
+    fn packed_with_len(&self, id: &ObjectId, len: u64) -> bool {
+        matches!(self.packed.find(id), Ok(Some(f)) if f.entry.len == len)
+    }
+
     fn has_raw_with_len(&self, id: &ObjectId, len: u64) -> bool {
         fs::symlink_metadata(self.path_of(id))
             .map(|m| m.is_file() && m.len() == len)
@@ -285,16 +301,39 @@ impl ObjectDir {
         self.open_blob(id).and_then(|b| b.verify(id)).is_ok()
     }
 
-    /// True when the object exists (in either form).
+    /// True when the object exists (in any form).
     pub fn has(&self, id: &ObjectId) -> bool {
-        self.file_of(id).is_some()
+        matches!(self.packed.find(id), Ok(Some(_))) || self.file_of(id).is_some()
+    }
+
+    /// Packs every small object written from now until the next [`ObjectDir::sync`] (a
+    /// capture: see `packed`). While packing, a small object counts as present only when it
+    /// is packed: one also stored loose (by an import, or an older version) is packed again
+    /// rather than looked up among the loose files, whose directories a capture of a few
+    /// changed files would otherwise read cold, one per new object.
+    pub fn pack_until_sync(&self) {
+        self.packed.start();
     }
 
     /// Stores `bytes` as an object; returns its id. Existing objects are not rewritten. Small
-    /// compressible bytes are stored compressed (see the module doc).
+    /// compressible bytes are stored compressed (see the module doc), and packed while
+    /// [`ObjectDir::pack_until_sync`] is in effect.
     pub fn write_bytes(&self, bytes: &[u8]) -> Result<ObjectId, StoreError> {
         let id = ObjectId::of(bytes);
         let len = bytes.len() as u64;
+        if bytes.len() <= SMALL && self.packed.packing() {
+            if self.packed_with_len(&id, len) {
+                return Ok(id);
+            }
+            let frame = compressed::compress(bytes);
+            let (stored, zstd) = match &frame {
+                Some(frame) => (frame.as_slice(), true),
+                None => (bytes, false),
+            };
+            if self.packed.add(&id, stored, len, zstd)? {
+                return Ok(id);
+            }
+        }
         if self.has_raw_with_len(&id, len) {
             return Ok(id);
         }
@@ -454,11 +493,15 @@ impl ObjectDir {
     /// Reads a whole (small) object and checks its hash.
     pub fn read_verified(&self, id: &ObjectId) -> Result<Vec<u8>, StoreError> {
         let bytes = match self.open_stored(id)? {
-            Stored::Raw(file, path) => {
-                let mut bytes = Vec::new();
-                (&file)
-                    .read_to_end(&mut bytes)
+            Stored::Raw(blob, path) => {
+                let len = usize::try_from(blob.len()).map_err(|_| {
+                    StoreError::io("read", &path, io::Error::from(io::ErrorKind::OutOfMemory))
+                })?;
+                let mut bytes = vec![0u8; len];
+                let n = blob
+                    .read_at(&mut bytes, 0)
                     .map_err(|e| StoreError::io("read", &path, e))?;
+                bytes.truncate(n);
                 bytes
             }
             Stored::Compressed { bytes, .. } => bytes,
@@ -504,6 +547,9 @@ impl ObjectDir {
         id: &ObjectId,
         compressed_first: bool,
     ) -> Result<Stored, StoreError> {
+        if let Some(found) = self.packed.find(id)? {
+            return stored_in_pack(id, found);
+        }
         let forms = if compressed_first {
             [true, false]
         } else {
@@ -521,7 +567,11 @@ impl ObjectDir {
                 Err(e) => return Err(StoreError::io("open", &path, e)),
             };
             if !compressed {
-                return Ok(Stored::Raw(file, path));
+                let len = file
+                    .metadata()
+                    .map_err(|e| StoreError::io("stat", &path, e))?
+                    .len();
+                return Ok(Stored::Raw(Blob::from_range(Arc::new(file), 0, len), path));
             }
             let frame = read_frame(&file, &path)?;
             let bytes = compressed::decompress(&frame)
@@ -540,16 +590,35 @@ impl ObjectDir {
         }
     }
 
-    /// Makes every object and directory entry written so far durable (`syncfs(2)`).
+    /// Makes every object and directory entry written so far durable (`syncfs(2)`), after
+    /// finishing the pack of [`ObjectDir::pack_until_sync`], if one is open.
     pub fn sync(&self) -> Result<(), StoreError> {
+        self.packed.finish()?;
         sys::syncfs(&self.objects).map_err(|e| StoreError::io("sync", &self.objects, e))
     }
 
-    /// Every object file present: one entry per file (so an object stored in both forms, which
-    /// only a race leaves, is listed twice).
+    /// Every object present: one entry per loose file and per packed copy (so an object
+    /// stored in two forms, which only a race or a capture after an import leaves, is listed
+    /// twice).
     pub fn list(&self) -> Result<Vec<ListedObject>, StoreError> {
         let mut out = Vec::new();
         let now = std::time::SystemTime::now();
+        let (packs, _) = self.packed.all()?;
+        for pack in packs {
+            let age_secs = now
+                .duration_since(pack.modified())
+                .map(|d| d.as_secs())
+                .unwrap_or(0);
+            for e in pack.entries()? {
+                out.push(ListedObject {
+                    id: e.id,
+                    stored_len: e.stored_len,
+                    compressed: e.zstd,
+                    age_secs,
+                    packed: true,
+                });
+            }
+        }
         for i in 0..=255u8 {
             let dir = self.objects.join(format!("{i:02x}"));
             let rd = match fs::read_dir(&dir) {
@@ -582,30 +651,45 @@ impl ObjectDir {
                     stored_len: meta.len(),
                     compressed,
                     age_secs,
+                    packed: false,
                 });
             }
         }
         Ok(out)
     }
 
-    /// Removes an object, in both forms (gc only).
+    /// Removes an object, in every form (gc and `forget` only, under the exclusive lock).
     pub(crate) fn remove(&self, id: &ObjectId) -> Result<(), StoreError> {
-        for path in [self.path_of(id), self.compressed_path_of(id)] {
-            match fs::remove_file(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io("remove", &path, e)),
+        self.remove_all(&HashSet::from([*id]))
+    }
+
+    /// Removes every object of `ids`, in every form: loose files one by one, packs rewritten
+    /// without them (each pack once; see `packed`). Under the exclusive lock only.
+    pub(crate) fn remove_all(&self, ids: &HashSet<ObjectId>) -> Result<(), StoreError> {
+        for id in ids {
+            for path in [self.path_of(id), self.compressed_path_of(id)] {
+                match fs::remove_file(&path) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                    Err(e) => return Err(StoreError::io("remove", &path, e)),
+                }
             }
         }
+        self.packed.rewrite_without(ids)?;
         Ok(())
+    }
+
+    /// The object packs that could not be read, with why (`verify` reports them).
+    pub(crate) fn refused_packs(&self) -> Result<Vec<(PathBuf, String)>, StoreError> {
+        Ok(self.packed.all()?.1)
     }
 
     /// Reads the first bytes of an object (to recognise snapshot records cheaply; a
     /// compressed object is decoded, at most 256 KiB). A missing object is an `Io` error of
     /// kind `NotFound`.
     pub(crate) fn peek(&self, id: &ObjectId, n: usize) -> Result<Vec<u8>, StoreError> {
-        let (file, path) = match self.open_stored(id) {
-            Ok(Stored::Raw(file, path)) => (file, path),
+        let (blob, path) = match self.open_stored(id) {
+            Ok(Stored::Raw(blob, path)) => (blob, path),
             Ok(Stored::Compressed { mut bytes, .. }) => {
                 bytes.truncate(n);
                 return Ok(bytes);
@@ -619,17 +703,10 @@ impl ObjectDir {
             }
             Err(e) => return Err(e),
         };
-        let mut f = file;
-        let mut buf = vec![0u8; n];
-        let mut got = 0;
-        while got < n {
-            match f.read(&mut buf[got..]) {
-                Ok(0) => break,
-                Ok(k) => got += k,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(StoreError::io("read", &path, e)),
-            }
-        }
+        let mut buf = vec![0u8; n.min(usize::try_from(blob.len()).unwrap_or(usize::MAX))];
+        let got = blob
+            .read_at(&mut buf, 0)
+            .map_err(|e| StoreError::io("read", &path, e))?;
         buf.truncate(got);
         Ok(buf)
     }
@@ -637,8 +714,9 @@ impl ObjectDir {
 
 /// An object as stored (see [`ObjectDir::open_stored`]).
 pub(crate) enum Stored {
-    /// A raw object file, open, and its path.
-    Raw(File, PathBuf),
+    /// A raw object, read in place (a whole loose file, or a range of a pack), and the path of
+    /// its file.
+    Raw(Blob, PathBuf),
     /// A compressed object: its frame as stored and its bytes decoded (not yet verified).
     Compressed {
         /// The zstd frame, exactly as stored.
@@ -652,13 +730,7 @@ impl Stored {
     /// The object as a [`Blob`] (a raw one read in place, a compressed one from memory).
     pub(crate) fn into_blob(self) -> Result<Blob, StoreError> {
         match self {
-            Stored::Raw(file, path) => {
-                let len = file
-                    .metadata()
-                    .map_err(|e| StoreError::io("stat", &path, e))?
-                    .len();
-                Ok(Blob::from_range(Arc::new(file), 0, len))
-            }
+            Stored::Raw(blob, _) => Ok(blob),
             Stored::Compressed { bytes, .. } => Ok(Blob::from_bytes(bytes)),
         }
     }
@@ -673,8 +745,37 @@ pub struct ListedObject {
     pub stored_len: u64,
     /// Stored compressed (one zstd frame).
     pub compressed: bool,
-    /// Seconds since the file was last modified.
+    /// Seconds since the file (or its pack) was last modified.
     pub age_secs: u64,
+    /// Held in an object pack (see `packed`) rather than a file of its own.
+    pub packed: bool,
+}
+
+/// A packed object as stored: a raw one in place, a compressed one read and decoded (it must
+/// decode to its entry's length).
+fn stored_in_pack(id: &ObjectId, found: Found) -> Result<Stored, StoreError> {
+    let e = found.entry;
+    if !e.zstd {
+        return Ok(Stored::Raw(
+            Blob::from_range(found.file, e.offset, e.len),
+            found.path,
+        ));
+    }
+    let mut frame = Vec::new();
+    packed::read_stored(&found.file, &found.path, &e, &mut frame)?;
+    let bytes =
+        compressed::decompress(&frame).map_err(|why| StoreError::Undecodable { id: *id, why })?;
+    if bytes.len() as u64 != e.len {
+        return Err(StoreError::Undecodable {
+            id: *id,
+            why: format!(
+                "its pack entry says {} bytes and its frame decodes to {}",
+                e.len,
+                bytes.len()
+            ),
+        });
+    }
+    Ok(Stored::Compressed { frame, bytes })
 }
 
 /// The stored frame of a compressed object, in one read of its length (bounded before any
