@@ -583,6 +583,11 @@ impl ObjectDir {
 
     /// Hints that object `id` will be read soon (`posix_fadvise` WILLNEED on its file).
     pub(crate) fn will_need(&self, id: &ObjectId) {
+        if let Ok(Some(found)) = self.packed.find(id) {
+            let e = found.entry;
+            sys::will_need_range(&found.file, e.offset, e.stored_len);
+            return;
+        }
         let file =
             File::open(self.path_of(id)).or_else(|_| File::open(self.compressed_path_of(id)));
         if let Ok(file) = file {
@@ -656,6 +661,13 @@ impl ObjectDir {
             }
         }
         Ok(out)
+    }
+
+    /// Tests of other crates: removes an object in every form, as gc would (a packed one by
+    /// rewriting its pack), to prove that something never looks it up.
+    #[cfg(feature = "test-hooks")]
+    pub fn remove_for_test(&self, id: &ObjectId) -> Result<(), StoreError> {
+        self.remove(id)
     }
 
     /// Removes an object, in every form (gc and `forget` only, under the exclusive lock).
@@ -933,6 +945,17 @@ impl Staging {
             self.objects
                 .rename_into_place(&self.staged_path(&id, compressed), &dest)?;
         }
+        // An import lands only what is missing or damaged; a packed copy of a landed object
+        // is a damaged one (readers look in the packs first): the packs drop it, so the landed
+        // copy replaces it.
+        let damaged: HashSet<ObjectId> = staged
+            .iter()
+            .map(|&(id, _)| id)
+            .filter(|id| matches!(self.objects.packed.find(id), Ok(Some(_))))
+            .collect();
+        if !damaged.is_empty() {
+            self.objects.packed.rewrite_without(&damaged)?;
+        }
         self.done = true;
         // Only the emptied fan-out directories are left.
         fs::remove_dir_all(&self.dir).map_err(|e| StoreError::io("remove", &self.dir, e))
@@ -1054,6 +1077,7 @@ mod tests {
                 stored_len: stored.len() as u64,
                 compressed: true,
                 age_secs: listed[0].age_secs,
+                packed: false,
             }]
         );
         // Dedup: writing it again writes nothing.

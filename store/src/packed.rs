@@ -659,3 +659,244 @@ fn check_entry(raw: &[u8], objects_end: u64) -> Result<PackEntry, String> {
     }
     Ok(e)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compressed::tests::random_seeded;
+    use crate::{Store, VerifyProblem};
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&tmp.path().join("s")).unwrap();
+        (tmp, store)
+    }
+
+    fn text(len: usize, seed: u8) -> Vec<u8> {
+        let mut v: Vec<u8> = b"fn main() { println!(\"hello\"); }\n"
+            .iter()
+            .copied()
+            .cycle()
+            .take(len)
+            .collect();
+        if let Some(b) = v.first_mut() {
+            *b = seed;
+        }
+        v
+    }
+
+    fn pack_files(store: &Store) -> Vec<PathBuf> {
+        let dir = store.root().join("objects").join(PACKS_DIR);
+        let mut v: Vec<PathBuf> = fs::read_dir(dir)
+            .map(|rd| rd.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Writes `objects` packed, as a capture does, and syncs; their ids.
+    fn write_packed(store: &Store, objects: &[Vec<u8>]) -> Vec<ObjectId> {
+        store.objects().pack_until_sync();
+        let ids = objects
+            .iter()
+            .map(|o| store.objects().write_bytes(o).unwrap())
+            .collect();
+        store.objects().sync().unwrap();
+        ids
+    }
+
+    #[test]
+    fn small_objects_of_a_capture_go_into_one_pack_and_read_back_in_every_way() {
+        let (_t, store) = store();
+        let tiny = b"tiny".to_vec();
+        let compressible = text(20_000, b'a');
+        let incompressible = random_seeded(9000, 7);
+        let large = random_seeded(300 * 1024, 8);
+        store.objects().pack_until_sync();
+        let ids: Vec<ObjectId> = [&tiny, &compressible, &incompressible, &compressible]
+            .iter()
+            .map(|o| store.objects().write_bytes(o).unwrap())
+            .collect();
+        let (large_id, _) = store.objects().write_from(&mut &large[..]).unwrap();
+        // Before the sync the objects are in the packer: this store sees them, no other does.
+        assert!(store.objects().has_with_len(&ids[1], 20_000));
+        assert_eq!(store.objects().read_verified(&ids[0]).unwrap(), tiny);
+        let other = Store::open_or_create(store.root()).unwrap();
+        assert!(!other.objects().has(&ids[0]));
+        assert!(
+            pack_files(&store).is_empty(),
+            "nothing is in packs/ before the sync"
+        );
+        store.objects().sync().unwrap();
+
+        assert_eq!(pack_files(&store).len(), 1);
+        let tmp_left: Vec<_> = fs::read_dir(store.objects().tmp_dir()).unwrap().collect();
+        assert!(tmp_left.is_empty(), "the packer's temp file was renamed");
+        let other = Store::open_or_create(store.root()).unwrap();
+        for (id, bytes) in ids.iter().zip([&tiny, &compressible, &incompressible]) {
+            let o = other.objects();
+            assert!(o.file_of(id).is_none(), "small objects are not loose");
+            assert!(o.has(id) && o.has_with_len(id, bytes.len() as u64));
+            assert!(!o.has_with_len(id, bytes.len() as u64 + 1));
+            assert_eq!(&o.read_verified(id).unwrap(), bytes);
+            let blob = o.open_blob(id).unwrap();
+            blob.verify(id).unwrap();
+            let mut back = vec![0u8; bytes.len()];
+            assert_eq!(blob.read_at(&mut back, 0).unwrap(), bytes.len());
+            assert_eq!(&back, bytes);
+            assert_eq!(o.peek(id, 3).unwrap(), bytes[..3.min(bytes.len())]);
+        }
+        // The large object is one raw file of its own.
+        assert!(other.objects().file_of(&large_id).is_some());
+        let listed = other.objects().list().unwrap();
+        assert_eq!(listed.iter().filter(|l| l.packed).count(), 3, "{listed:?}");
+        assert!(listed.iter().any(|l| l.packed && l.compressed));
+        assert!(listed.iter().any(|l| !l.packed && l.id == large_id));
+        // After the sync, writes are loose again until the next capture.
+        let loose = other.objects().write_bytes(b"after").unwrap();
+        store.objects().write_bytes(b"after too").unwrap();
+        assert!(other.objects().file_of(&loose).is_some());
+        assert_eq!(pack_files(&store).len(), 1);
+    }
+
+    #[test]
+    fn a_packed_object_is_not_packed_again_and_a_capture_with_nothing_new_writes_no_pack() {
+        let (_t, store) = store();
+        let a = text(5000, b'x');
+        write_packed(&store, std::slice::from_ref(&a));
+        assert_eq!(pack_files(&store).len(), 1);
+        let store = Store::open_or_create(store.root()).unwrap();
+        write_packed(&store, &[a]);
+        assert_eq!(
+            pack_files(&store).len(),
+            1,
+            "no second pack for an object packed already"
+        );
+    }
+
+    #[test]
+    fn an_unfinished_pack_leaves_nothing_behind() {
+        let (_t, store) = store();
+        let root = store.root().to_path_buf();
+        store.objects().pack_until_sync();
+        let id = store.objects().write_bytes(b"never synced").unwrap();
+        assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 1);
+        drop(store);
+        let store = Store::open_or_create(&root).unwrap();
+        assert!(!store.objects().has(&id));
+        assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
+        assert!(pack_files(&store).is_empty());
+    }
+
+    #[test]
+    fn a_pack_written_by_another_process_after_the_listing_is_found() {
+        let (_t, store) = store();
+        let first = write_packed(&store, &[b"one".to_vec()]);
+        let reader = Store::open_or_create(store.root()).unwrap();
+        assert!(reader.objects().has(&first[0]), "lists packs/ on first use");
+        let writer = Store::open_or_create(store.root()).unwrap();
+        let second = write_packed(&writer, &[b"two".to_vec()]);
+        assert_eq!(reader.objects().read_verified(&second[0]).unwrap(), b"two");
+    }
+
+    #[test]
+    fn gc_rewrites_a_pack_without_its_dead_objects_and_removes_an_all_dead_one() {
+        let (_t, store) = store();
+        let live = text(6000, b'l');
+        let dead = text(6000, b'd');
+        let ids = write_packed(&store, &[live.clone(), dead.clone()]);
+        let gone = write_packed(&store, &[b"gone".to_vec()]);
+        assert_eq!(pack_files(&store).len(), 2);
+        let objects = store.objects();
+        objects
+            .remove_all(&HashSet::from([ids[1], gone[0]]))
+            .unwrap();
+        let packs = pack_files(&store);
+        assert_eq!(packs.len(), 1, "{packs:?}");
+        let fresh = Store::open_or_create(store.root()).unwrap();
+        assert_eq!(fresh.objects().read_verified(&ids[0]).unwrap(), live);
+        assert!(!fresh.objects().has(&ids[1]) && !fresh.objects().has(&gone[0]));
+        assert_eq!(fresh.objects().list().unwrap().len(), 1);
+        // The store that rewrote the pack reads on from the new one.
+        assert_eq!(store.objects().read_verified(&ids[0]).unwrap(), live);
+        assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn a_damaged_packed_object_is_corrupt_and_a_hostile_index_makes_the_pack_ignored() {
+        let (_t, store) = store();
+        let a = text(3000, b'a');
+        let b = random_seeded(3000, 3);
+        let ids = write_packed(&store, &[a, b]);
+        let path = pack_files(&store).remove(0);
+        let bytes = fs::read(&path).unwrap();
+
+        // One byte of the second object's bytes flipped: that object is corrupt, not the pack.
+        let pack = LocalPack::open(&path).unwrap().unwrap();
+        assert_eq!(pack.len(), 2);
+        assert_eq!(pack.path(), path);
+        let e = pack.find(&ids[1]).unwrap().unwrap();
+        let mut damaged = bytes.clone();
+        damaged[e.offset as usize + 10] ^= 1;
+        fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        fs::write(&path, &damaged).unwrap();
+        let fresh = Store::open_or_create(store.root()).unwrap();
+        assert!(matches!(
+            fresh.objects().read_verified(&ids[1]),
+            Err(StoreError::CorruptObject { .. })
+        ));
+        let report = fresh.verify(&mut |_, _| {}).unwrap();
+        assert_eq!(report.problems, vec![VerifyProblem::Corrupt { id: ids[1] }]);
+
+        // An entry pointing outside the object area: the pack is refused whole, reported.
+        let mut hostile = bytes.clone();
+        let objects_end = u64::from_le_bytes(
+            bytes[bytes.len() - 48..bytes.len() - 40]
+                .try_into()
+                .unwrap(),
+        );
+        let first_entry = objects_end as usize + 8;
+        hostile[first_entry + 32..first_entry + 40].copy_from_slice(&u64::MAX.to_le_bytes());
+        fs::write(&path, &hostile).unwrap();
+        let fresh = Store::open_or_create(store.root()).unwrap();
+        assert!(!fresh.objects().has(&ids[0]) && !fresh.objects().has(&ids[1]));
+        let report = fresh.verify(&mut |_, _| {}).unwrap();
+        assert!(
+            matches!(report.problems.as_slice(),
+                [VerifyProblem::BadPack { why, .. }] if why.contains("outside the object area")),
+            "{:?}",
+            report.problems
+        );
+
+        // Entries out of order: refused too.
+        let mut unsorted = bytes.clone();
+        let (one, two) = (first_entry, first_entry + ENTRY_LEN as usize);
+        let first: Vec<u8> = bytes[one..two].to_vec();
+        unsorted.copy_within(two..two + ENTRY_LEN as usize, one);
+        unsorted[two..two + ENTRY_LEN as usize].copy_from_slice(&first);
+        fs::write(&path, &unsorted).unwrap();
+        assert!(LocalPack::open(&path).unwrap_err().contains("not sorted"));
+
+        // Not an object pack at all.
+        fs::write(
+            &path,
+            b"ZCBPACK\0 something else entirely, long enough to have a trailer......",
+        )
+        .unwrap();
+        assert!(LocalPack::open(&path).is_err());
+    }
+
+    #[test]
+    fn a_full_packer_rolls_over_into_a_new_pack() {
+        let (_t, store) = store();
+        let objects: Vec<Vec<u8>> = (0..ROLL_ENTRIES + 3)
+            .map(|i| format!("object {i}").into_bytes())
+            .collect();
+        let ids = write_packed(&store, &objects);
+        assert_eq!(pack_files(&store).len(), 2);
+        let fresh = Store::open_or_create(store.root()).unwrap();
+        for i in [0, ROLL_ENTRIES - 1, ROLL_ENTRIES, ROLL_ENTRIES + 2] {
+            assert_eq!(fresh.objects().read_verified(&ids[i]).unwrap(), objects[i]);
+        }
+    }
+}

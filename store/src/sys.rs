@@ -17,6 +17,14 @@ pub fn will_need(file: &File) {
     let _ = rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::WillNeed);
 }
 
+/// `posix_fadvise(WILLNEED)` on `len` bytes of `file` from `offset` (a packed object). Only a
+/// hint; errors are ignored.
+pub fn will_need_range(file: &File, offset: u64, len: u64) {
+    if let Some(len) = std::num::NonZeroU64::new(len) {
+        let _ = rustix::fs::fadvise(file, offset, Some(len), rustix::fs::Advice::WillNeed);
+    }
+}
+
 /// Six random alphanumerics from the kernel's generator: unique names for temp files, lease
 /// files and staging directories (uniqueness, not secrecy).
 pub fn random_token() -> String {

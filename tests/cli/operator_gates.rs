@@ -14,7 +14,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::export::Install;
-use crate::util::{is_root, object_file, run_command, write, TestEnv, BIN};
+use crate::util::{is_root, run_command, stored_object, write, TestEnv, BIN};
 
 /// Exports the test install's agent to `out`, returning the snapshot id.
 fn export(env: &TestEnv, install: &Install, out: &Path) -> String {
@@ -310,11 +310,9 @@ fn verify_names_a_corrupt_root_tree_and_how_to_get_it_back() {
         .as_str()
         .unwrap()
         .to_string();
-    let file = object_file(&env.store, &root);
-    let mut bytes = fs::read(&file).unwrap();
-    bytes[10] ^= 0x55;
-    fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
-    fs::write(&file, bytes).unwrap();
+    stored_object(&env.store, &root)
+        .expect("the root tree is stored")
+        .damage(|bytes| bytes[10] ^= 0x55);
 
     let first = env.run(&["verify"]);
     let second = env.run(&["verify"]);

@@ -87,19 +87,12 @@ fn same_content_is_stored_once() {
     assert_eq!(all_objects(&env.store).len(), before + 1);
 }
 
+/// The id of every object stored (loose or packed; an object stored twice is listed twice).
 fn all_objects(store: &Path) -> Vec<String> {
-    let mut out = Vec::new();
-    for fan in fs::read_dir(store.join("objects")).unwrap() {
-        let fan = fan.unwrap();
-        for obj in fs::read_dir(fan.path()).unwrap() {
-            out.push(format!(
-                "{}{}",
-                fan.file_name().to_string_lossy(),
-                obj.unwrap().file_name().to_string_lossy()
-            ));
-        }
-    }
-    out
+    stored_objects(store)
+        .into_iter()
+        .map(|(id, _)| id)
+        .collect()
 }
 
 #[test]
@@ -113,21 +106,19 @@ fn objects_are_named_by_b3sum_of_their_bytes() {
     );
     env.snapshot(&src);
     let mut compressed = 0;
-    for name in all_objects(&env.store) {
-        let path = env.store.join("objects").join(&name[..2]).join(&name[2..]);
-        match name.strip_suffix(".zst") {
+    let all = stored_objects(&env.store);
+    assert!(all
+        .iter()
+        .any(|(_, s)| matches!(s, StoredObject::Packed { .. })));
+    for (id, stored) in all {
+        let bytes = stored.stored_bytes();
+        if stored.compressed() {
             // A small object stored compressed: one standard zstd frame of the bytes.
-            Some(id) => {
-                compressed += 1;
-                let out = std::process::Command::new("zstd")
-                    .args(["-q", "-d", "-c"])
-                    .arg(&path)
-                    .output()
-                    .expect("zstd runs");
-                assert!(out.status.success(), "{out:?}");
-                assert_eq!(blake3_hex(&out.stdout), id);
-            }
-            None => assert_eq!(b3sum(&path), name),
+            compressed += 1;
+            let out = run_with_stdin("zstd", &["-q", "-d", "-c"], &bytes);
+            assert_eq!(blake3_hex(&out), id);
+        } else {
+            assert_eq!(blake3_hex(&bytes), id, "{stored:?}");
         }
     }
     assert!(compressed > 0, "notes/long.md is stored compressed");
@@ -160,9 +151,8 @@ fn skip_rules_symlink_special_hardlink_are_counted_not_carried() {
     let ls = env.run(&["ls", "-r", &id]).ok().stdout();
     assert_eq!(ls.lines().count(), 1, "{ls}");
     // Nothing of the host file reached the store.
-    for o in all_objects(&env.store) {
-        let bytes = fs::read(env.store.join("objects").join(&o[..2]).join(&o[2..])).unwrap();
-        assert!(!bytes.windows(11).any(|w| w == b"HOST SECRET"));
+    for (_, o) in stored_objects(&env.store) {
+        assert!(!o.stored_bytes().windows(11).any(|w| w == b"HOST SECRET"));
     }
     let show = env.run(&["show", &id]).ok().stdout();
     assert!(
@@ -314,10 +304,10 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.snapshot(&src);
     fs::write(
         env.store.join("STORE"),
-        "zeroclaw-bundle store\nversion 4\n",
+        "zeroclaw-bundle store\nversion 5\n",
     )
     .unwrap();
-    env.run(&["list"]).fails(1, "has format version 4");
+    env.run(&["list"]).fails(1, "has format version 5");
     // A store of the previous format (format-1 trees only) is read, and its marker raised
     // (issue 17: a build that cannot read format-2 trees must not touch it afterwards).
     fs::write(
@@ -328,7 +318,7 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.run(&["list"]).ok();
     assert_eq!(
         fs::read_to_string(env.store.join("STORE")).unwrap(),
-        "zeroclaw-bundle store\nversion 3\n"
+        "zeroclaw-bundle store\nversion 4\n"
     );
     // --dir that is a symlink, a file, missing.
     std::os::unix::fs::symlink(&src, env.path("link")).unwrap();
@@ -352,9 +342,9 @@ fn corrupted_object_is_named_by_verify_and_fails_reads_only() {
     write(&src.join("bad.md"), b"content to corrupt");
     let id = env.snapshot(&src);
     let bad = blake3_hex(b"content to corrupt");
-    let path = env.store.join("objects").join(&bad[..2]).join(&bad[2..]);
-    chmod(&path, 0o644);
-    fs::write(&path, b"content to CORRUPT").unwrap();
+    stored_object(&env.store, &bad)
+        .expect("stored")
+        .damage(|b| b.copy_from_slice(b"content to CORRUPT"));
     let v = env.run(&["verify"]);
     assert_eq!(v.code(), 1, "{}", v.describe());
     assert!(
@@ -378,7 +368,7 @@ fn corrupted_object_is_named_by_verify_and_fails_reads_only() {
     // again first: an unchanged file older than the racy window is vouched for by the stat
     // cache without reading it, so whether it would be reread otherwise depends on how long
     // this test took so far.
-    fs::remove_file(&path).unwrap();
+    remove_stored(&env.store, &bad);
     let v = env.run(&["verify"]);
     assert!(v.stdout().contains("which is missing"), "{}", v.describe());
     // The stat cache trusts an unchanged file without looking its blob up (hand-deleted
@@ -402,22 +392,29 @@ fn a_compressed_object_is_checked_by_hand_and_by_verify() {
     write(&src.join("notes.md"), text.as_bytes());
     let id = env.snapshot(&src);
     let hex = blake3_hex(text.as_bytes());
-    let file = object_file(&env.store, &hex);
+    // A capture packs it (objects/packs/), as one zstd frame.
+    let stored = stored_object(&env.store, &hex).expect("the object is stored");
     assert!(
-        file.to_string_lossy().ends_with(".zst"),
-        "{}",
-        file.display()
+        matches!(stored, StoredObject::Packed { .. }) && stored.compressed(),
+        "{stored:?}"
     );
-    assert!(fs::metadata(&file).unwrap().len() < text.len() as u64 / 4);
+    let frame = stored.stored_bytes();
+    assert!(frame.len() < text.len() / 4);
+    // By hand, with zstd's own decoder: the frame decodes to the file, whose b3sum is its name.
+    let decoded = run_with_stdin("zstd", &["-dc"], &frame);
+    assert_eq!(
+        blake3_hex(&decoded),
+        hex,
+        "zstd -dc | b3sum names the object"
+    );
     let out = env.cat(&id, "notes.md");
     assert_eq!(out, text.as_bytes());
     assert_eq!(blake3_hex(&out), hex, "cat | b3sum names the object");
     env.run(&["verify"]).ok();
-    chmod(&file, 0o644);
-    let mut frame = fs::read(&file).unwrap();
-    let mid = frame.len() / 2;
-    frame[mid] ^= 0x55;
-    fs::write(&file, frame).unwrap();
+    stored.damage(|frame| {
+        let mid = frame.len() / 2;
+        frame[mid] ^= 0x55;
+    });
     let v = env.run(&["verify"]);
     assert_eq!(v.code(), 1, "{}", v.describe());
     assert!(
@@ -653,12 +650,12 @@ fn verify_names_every_snapshot_that_reaches_a_damaged_object() {
         }
         assert_ne!(ids[0], ids[1]);
         let blob = blake3_hex(b"shared content");
-        let path = env.store.join("objects").join(&blob[..2]).join(&blob[2..]);
         if damage == "missing" {
-            fs::remove_file(&path).unwrap();
+            remove_stored(&env.store, &blob);
         } else {
-            chmod(&path, 0o644);
-            fs::write(&path, b"shared CONTENT").unwrap();
+            stored_object(&env.store, &blob)
+                .expect("stored")
+                .damage(|b| b.copy_from_slice(b"shared CONTENT"));
         }
         let v = env.run(&["verify"]);
         assert_eq!(v.code(), 1, "{damage}: {}", v.describe());

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use crate::export::{export, Install};
 use crate::mount::{fuse_available, mount_daemon};
 use crate::remote::Fleet;
-use crate::util::{assert_same_tree, bytes, write, Run, TestEnv};
+use crate::util::{assert_same_tree, bytes, remove_stored, stored_object, write, Run, TestEnv};
 
 fn index_of(store: &Path, id: &str) -> PathBuf {
     store.join("trees").join(format!("{id}.pack"))
@@ -217,8 +217,8 @@ fn a_mount_lists_from_the_index() {
     for row in v.as_array().unwrap() {
         if row["kind"] == "dir" {
             let hex = row["object"].as_str().unwrap();
-            let obj = store.join("objects").join(&hex[..2]).join(&hex[2..]);
-            if fs::remove_file(obj).is_ok() {
+            if stored_object(&store, hex).is_some() {
+                remove_stored(&store, hex);
                 removed += 1;
             }
         }

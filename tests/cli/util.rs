@@ -291,12 +291,201 @@ fn rustix_uid() -> u32 {
         .unwrap_or(1)
 }
 
-/// The blake3 of a file as the independent `b3sum` prints it. `b3sum` is required
-/// (`scripts/setup.sh` installs it): a cross-check must not fall back to the product's own
-/// hash, so a missing `b3sum` fails the test.
+/// Where object `hex` is stored, read from the store's files by this test code (not the
+/// product's reader): a loose file, or an entry of an object pack (`objects/packs/*.pack`:
+/// trailer `index offset u64 | blake3 [32] | "ZCBPEND\0"`, index `count u64` then per object
+/// `id [32] | offset u64 | stored length u64 | length u64 | flags u8`, bit 0 zstd).
+#[derive(Debug, Clone)]
+pub enum StoredObject {
+    /// A file of its own (`.zst` when compressed).
+    Loose(PathBuf),
+    /// An entry of a pack.
+    Packed {
+        pack: PathBuf,
+        offset: u64,
+        stored_len: u64,
+        zstd: bool,
+    },
+}
+
+impl StoredObject {
+    /// Whether it is stored as a zstd frame.
+    pub fn compressed(&self) -> bool {
+        match self {
+            StoredObject::Loose(p) => p.to_string_lossy().ends_with(".zst"),
+            StoredObject::Packed { zstd, .. } => *zstd,
+        }
+    }
+
+    /// Its bytes as stored (the raw bytes, or the frame).
+    pub fn stored_bytes(&self) -> Vec<u8> {
+        match self {
+            StoredObject::Loose(p) => fs::read(p).unwrap(),
+            StoredObject::Packed {
+                pack,
+                offset,
+                stored_len,
+                ..
+            } => {
+                let all = fs::read(pack).unwrap();
+                all[*offset as usize..(*offset + *stored_len) as usize].to_vec()
+            }
+        }
+    }
+
+    /// Replaces its stored bytes in place with `f` applied to them (same length), making the
+    /// file writable first.
+    pub fn damage(&self, f: impl FnOnce(&mut [u8])) {
+        let (path, start) = match self {
+            StoredObject::Loose(p) => (p, 0usize),
+            StoredObject::Packed { pack, offset, .. } => (pack, *offset as usize),
+        };
+        let mut all = fs::read(path).unwrap();
+        let len = self.stored_bytes().len();
+        f(&mut all[start..start + len]);
+        fs::set_permissions(path, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::write(path, all).unwrap();
+    }
+}
+
+/// Removes object `hex` from `store` by hand, wherever it is stored: a loose file is deleted;
+/// a pack is rewritten by this test code without the entry (the other objects' bytes copied,
+/// the index and trailer written again, its blake3 from `b3sum`). Panics when it is absent.
 #[track_caller]
-/// The file of object `hex` in `store`: `objects/ab/<62 hex>` (raw) or `<62 hex>.zst` (a small
-/// object stored compressed); the raw path when neither exists.
+pub fn remove_stored(store: &Path, hex: &str) {
+    let (pack, removed_offset) = match stored_object(store, hex).expect("the object is stored") {
+        StoredObject::Loose(p) => return fs::remove_file(p).unwrap(),
+        StoredObject::Packed { pack, offset, .. } => (pack, offset),
+    };
+    let bytes = fs::read(&pack).unwrap();
+    let n = bytes.len();
+    let u = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let index = u(n - 48) as usize;
+    let mut out = bytes[..80].to_vec();
+    let mut entries = Vec::new();
+    for i in 0..u(index) as usize {
+        let e = &bytes[index + 8 + i * 57..index + 8 + (i + 1) * 57];
+        let (offset, stored_len) = (
+            u(index + 8 + i * 57 + 32),
+            u(index + 8 + i * 57 + 40) as usize,
+        );
+        if offset == removed_offset {
+            continue;
+        }
+        let mut entry = e.to_vec();
+        entry[32..40].copy_from_slice(&(out.len() as u64).to_le_bytes());
+        out.extend_from_slice(&bytes[offset as usize..offset as usize + stored_len]);
+        entries.push(entry);
+    }
+    let index_at = out.len() as u64;
+    out.extend_from_slice(&(entries.len() as u64).to_le_bytes());
+    for e in entries {
+        out.extend_from_slice(&e);
+    }
+    let digest = hex_bytes(&blake3_hex(&out));
+    out.extend_from_slice(&index_at.to_le_bytes());
+    out.extend_from_slice(&digest);
+    out.extend_from_slice(b"ZCBPEND\0");
+    fs::set_permissions(&pack, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::write(&pack, out).unwrap();
+}
+
+/// Where object `hex` is stored in `store`, if anywhere (see [`StoredObject`]).
+pub fn stored_object(store: &Path, hex: &str) -> Option<StoredObject> {
+    let file = object_file(store, hex);
+    if file.exists() {
+        return Some(StoredObject::Loose(file));
+    }
+    let want = hex_bytes(hex);
+    let packs = fs::read_dir(store.join("objects").join("packs")).ok()?;
+    for pack in packs.flatten() {
+        let bytes = fs::read(pack.path()).unwrap();
+        let n = bytes.len();
+        let u = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let index = u(n - 48) as usize;
+        let count = u(index) as usize;
+        for i in 0..count {
+            let e = index + 8 + i * 57;
+            if bytes[e..e + 32] == want[..] {
+                return Some(StoredObject::Packed {
+                    pack: pack.path(),
+                    offset: u(e + 32),
+                    stored_len: u(e + 40),
+                    zstd: bytes[e + 56] & 1 != 0,
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Every object stored in `store`, loose or packed, as (id hex, where), read from the files
+/// by this test code (see [`StoredObject`]).
+pub fn stored_objects(store: &Path) -> Vec<(String, StoredObject)> {
+    let mut out = Vec::new();
+    for fan in fs::read_dir(store.join("objects")).unwrap().flatten() {
+        let fan_name = fan.file_name().to_string_lossy().into_owned();
+        if fan_name == "packs" {
+            for pack in fs::read_dir(fan.path()).unwrap().flatten() {
+                let bytes = fs::read(pack.path()).unwrap();
+                let n = bytes.len();
+                let u = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+                let index = u(n - 48) as usize;
+                for i in 0..u(index) as usize {
+                    let e = index + 8 + i * 57;
+                    let hex: String = bytes[e..e + 32]
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect();
+                    out.push((
+                        hex,
+                        StoredObject::Packed {
+                            pack: pack.path(),
+                            offset: u(e + 32),
+                            stored_len: u(e + 40),
+                            zstd: bytes[e + 56] & 1 != 0,
+                        },
+                    ));
+                }
+            }
+            continue;
+        }
+        for obj in fs::read_dir(fan.path()).unwrap().flatten() {
+            let name = obj.file_name().to_string_lossy().into_owned();
+            let rest = name.strip_suffix(".zst").unwrap_or(&name);
+            out.push((format!("{fan_name}{rest}"), StoredObject::Loose(obj.path())));
+        }
+    }
+    out
+}
+
+/// Runs `program` with `input` on its stdin; its stdout (it must succeed).
+#[track_caller]
+pub fn run_with_stdin(program: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{program} runs: {e}"));
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    assert!(out.status.success(), "{program} failed: {out:?}");
+    out.stdout
+}
+
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len() / 2)
+        .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
+}
+
+/// The file of object `hex` in `store` when it is stored loose: `objects/ab/<62 hex>` (raw) or
+/// `<62 hex>.zst` (a small object stored compressed); the raw path when neither exists.
 pub fn object_file(store: &Path, hex: &str) -> PathBuf {
     let raw = store.join("objects").join(&hex[..2]).join(&hex[2..]);
     let zst = store
@@ -310,6 +499,10 @@ pub fn object_file(store: &Path, hex: &str) -> PathBuf {
     }
 }
 
+/// The blake3 of a file as the independent `b3sum` prints it. `b3sum` is required
+/// (`scripts/setup.sh` installs it): a cross-check must not fall back to the product's own
+/// hash, so a missing `b3sum` fails the test.
+#[track_caller]
 pub fn b3sum(path: &Path) -> String {
     let out = Command::new("b3sum")
         .arg("--no-names")
