@@ -35,6 +35,13 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
                 indexes(r.tree_indexes_removed)
             )?;
         }
+        if r.duplicates_removed > 0 {
+            crate::outln!(
+                "removed {} ({}) that a pack also holds",
+                count(r.duplicates_removed, "loose copy"),
+                human_bytes(r.duplicate_bytes),
+            )?;
+        }
         if r.signatures_removed > 0 {
             crate::outln!(
                 "removed {} of snapshots that are gone",

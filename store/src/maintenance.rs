@@ -185,6 +185,11 @@ pub struct GcReport {
     pub tree_indexes_removed: u64,
     /// Signatures of snapshots whose record is gone, removed.
     pub signatures_removed: u64,
+    /// Loose copies of reachable objects that a pack also holds intact, removed (an import
+    /// lands objects loose; a later capture packs the same bytes again).
+    pub duplicates_removed: u64,
+    /// Bytes of those copies.
+    pub duplicate_bytes: u64,
 }
 
 /// What `reindex` did.
@@ -668,9 +673,17 @@ impl Store {
             let mut paths = Paths::new();
             self.mark(snapshot, root, &mut marked, &mut ignored, None, &mut paths);
         }
-        let doomed: Vec<(ObjectId, u64)> = self
-            .objects()
-            .list()?
+        let listed = self.objects().list()?;
+        let packed: HashSet<ObjectId> = listed.iter().filter(|l| l.packed).map(|l| l.id).collect();
+        // A reachable object both loose and packed: the loose copy goes once the packed one
+        // is read back intact (never the only good copy).
+        let duplicates: Vec<(ObjectId, u64)> = listed
+            .iter()
+            .filter(|l| !l.packed && packed.contains(&l.id) && marked.contains(&l.id))
+            .filter(|l| self.objects().packed_copy_is_intact(&l.id))
+            .map(|l| (l.id, l.stored_len))
+            .collect();
+        let doomed: Vec<(ObjectId, u64)> = listed
             .into_iter()
             .filter_map(
                 |ListedObject {
@@ -706,6 +719,11 @@ impl Store {
         }
         // Each pack holding doomed objects is rewritten once, without them.
         self.objects().remove_all(&ids)?;
+        for (id, len) in duplicates {
+            self.objects().remove_loose(&id)?;
+            report.duplicates_removed += 1;
+            report.duplicate_bytes += len;
+        }
         let tmp = self.objects().tmp_dir();
         if let Ok(rd) = fs::read_dir(tmp) {
             let now = std::time::SystemTime::now();
@@ -985,6 +1003,62 @@ mod tests {
         };
         let lock = store.write_lock().unwrap();
         (store.commit_snapshot(&lock, &snap, None).unwrap(), blob)
+    }
+
+    /// A blob stored loose (as an import lands it) and packed by a later capture: gc drops
+    /// the loose copy when the packed one reads back intact, and keeps it when it does not.
+    #[test]
+    fn gc_drops_a_loose_copy_that_a_pack_holds_intact_and_only_then() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let content = b"carried twice, loose and packed".repeat(10);
+        let (_, blob) = snapshot_of(&store, &content, "loose");
+        assert!(store.objects().file_of(&blob).is_some());
+        let again = Store::open_or_create(dir.path()).unwrap();
+        again.objects().pack_until_sync();
+        again.objects().write_bytes(&content).unwrap();
+        again.objects().sync().unwrap();
+        let copies = |s: &Store| {
+            s.objects()
+                .list()
+                .unwrap()
+                .iter()
+                .filter(|l| l.id == blob)
+                .count()
+        };
+        assert_eq!(copies(&again), 2);
+
+        // The packed copy damaged: the loose one is the only good copy and stays.
+        let listed = again.objects().list().unwrap();
+        assert!(listed.iter().any(|l| l.id == blob && l.packed));
+        let pack = fs::read_dir(dir.path().join("objects/packs"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let bytes = fs::read(&pack).unwrap();
+        let at = bytes
+            .windows(content.len())
+            .position(|w| w == &content[..])
+            .unwrap();
+        let mut damaged = bytes.clone();
+        damaged[at] ^= 1;
+        fs::set_permissions(&pack, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+        fs::write(&pack, &damaged).unwrap();
+        let r = Store::open_or_create(dir.path()).unwrap().gc(0).unwrap();
+        assert_eq!(r.duplicates_removed, 0, "{r:?}");
+        assert!(again.objects().file_of(&blob).is_some());
+
+        // Intact again: the loose copy goes, the object reads from the pack.
+        fs::write(&pack, &bytes).unwrap();
+        let fresh = Store::open_or_create(dir.path()).unwrap();
+        let r = fresh.gc(0).unwrap();
+        assert_eq!((r.duplicates_removed, r.removed), (1, 0), "{r:?}");
+        assert!(fresh.objects().file_of(&blob).is_none());
+        assert_eq!(fresh.objects().read_verified(&blob).unwrap(), content);
+        assert_eq!(copies(&fresh), 1);
+        assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
     }
 
     #[test]

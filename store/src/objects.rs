@@ -679,16 +679,33 @@ impl ObjectDir {
     /// without them (each pack once; see `packed`). Under the exclusive lock only.
     pub(crate) fn remove_all(&self, ids: &HashSet<ObjectId>) -> Result<(), StoreError> {
         for id in ids {
-            for path in [self.path_of(id), self.compressed_path_of(id)] {
-                match fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(StoreError::io("remove", &path, e)),
-                }
-            }
+            self.remove_loose(id)?;
         }
         self.packed.rewrite_without(ids)?;
         Ok(())
+    }
+
+    /// Removes the loose files of object `id` (both forms), leaving any packed copy.
+    pub(crate) fn remove_loose(&self, id: &ObjectId) -> Result<(), StoreError> {
+        for path in [self.path_of(id), self.compressed_path_of(id)] {
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("remove", &path, e)),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether a pack holds object `id` and its bytes there hash to `id`.
+    pub(crate) fn packed_copy_is_intact(&self, id: &ObjectId) -> bool {
+        match self.packed.find(id) {
+            Ok(Some(found)) => stored_in_pack(id, found)
+                .and_then(Stored::into_blob)
+                .and_then(|blob| blob.verify(id))
+                .is_ok(),
+            _ => false,
+        }
     }
 
     /// The object packs that could not be read, with why (`verify` reports them).

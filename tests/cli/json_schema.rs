@@ -130,6 +130,7 @@ const GC: Spec = &[
     ("young_kept_bytes", "int"),
     ("temp_removed", "int"),
     ("tree_indexes_removed", "int"),
+    ("duplicates_removed", "int"),
 ];
 const REINDEX: Spec = &[
     ("snapshots", "int"),
