@@ -531,24 +531,28 @@ impl ObjectDir {
     /// one (read and decoded, with its frame for a caller that can use it as it is: `pack`).
     /// Not verified.
     pub(crate) fn open_stored(&self, id: &ObjectId) -> Result<Stored, StoreError> {
-        self.open_stored_trying(id, false)
+        self.open_stored_trying(id, false, true)
     }
 
     /// [`ObjectDir::open_stored`] of an object recorded as `len` bytes (see
     /// [`ObjectDir::open_blob_of_len`]).
     pub(crate) fn open_stored_of_len(&self, id: &ObjectId, len: u64) -> Result<Stored, StoreError> {
         let likely = compressed::candidate(usize::try_from(len).unwrap_or(usize::MAX));
-        self.open_stored_trying(id, likely)
+        self.open_stored_trying(id, likely, len <= SMALL as u64)
     }
 
-    /// [`ObjectDir::open_stored`], trying the compressed form first when `compressed_first`.
+    /// [`ObjectDir::open_stored`], trying the compressed form first when `compressed_first`,
+    /// and the packs first when `maybe_packed` (only small objects are packed).
     fn open_stored_trying(
         &self,
         id: &ObjectId,
         compressed_first: bool,
+        maybe_packed: bool,
     ) -> Result<Stored, StoreError> {
-        if let Some(found) = self.packed.find(id)? {
-            return stored_in_pack(id, found);
+        if maybe_packed {
+            if let Some(found) = self.packed.find(id)? {
+                return stored_in_pack(id, found);
+            }
         }
         let forms = if compressed_first {
             [true, false]
