@@ -130,7 +130,8 @@ impl Store {
 /// streaming: the records are never gathered in one buffer.
 fn write_file(path: &Path, key: &[u8], update: &StatCacheUpdate) -> Result<(), StoreError> {
     let failed = |e| StoreError::io("write", path, e);
-    let mut out = io::BufWriter::new(fs::File::create(path).map_err(failed)?);
+    // 256 KiB writes: the corpus's 2 MB cache went out in 250 writes of 8 KiB.
+    let mut out = io::BufWriter::with_capacity(1 << 18, fs::File::create(path).map_err(failed)?);
     let mut sum = IdHasher::new();
     let mut put = |out: &mut io::BufWriter<fs::File>, bytes: &[u8]| {
         sum.update(bytes);
