@@ -144,7 +144,8 @@ pub struct VerifyReport {
     pub bytes: u64,
     /// Snapshots walked.
     pub snapshots: u64,
-    /// Tree indexes checked and found good.
+    /// Snapshots whose tree index was checked and found good (snapshots sharing a root share
+    /// one index, checked once).
     pub tree_indexes: u64,
     /// Snapshots without a tree index (not a problem: readers use the objects; `reindex`
     /// writes them).
@@ -170,7 +171,8 @@ pub struct GcReport {
     pub temp_removed: u64,
     /// Bytes of those temp files and staging directories.
     pub temp_freed_bytes: u64,
-    /// Tree indexes of snapshots whose record is gone, removed.
+    /// Tree indexes no kept snapshot or live mount uses (no record or lease has their root
+    /// tree; an older build's per-snapshot index: its record is gone), removed.
     pub tree_indexes_removed: u64,
     /// Signatures of snapshots whose record is gone, removed.
     pub signatures_removed: u64,
@@ -181,7 +183,8 @@ pub struct GcReport {
 pub struct ReindexReport {
     /// Snapshots in the rebuilt index.
     pub snapshots: u64,
-    /// Snapshot tree indexes written because they were missing or bad.
+    /// Tree indexes written because they were missing or bad (one per root tree, shared by
+    /// the snapshots with that root; an older build's per-snapshot index is converted).
     pub tree_indexes_written: u64,
     /// Records left out and names moved, one sentence each (already escaped).
     pub problems: Vec<String>,
