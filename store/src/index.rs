@@ -1,39 +1,53 @@
-//! The snapshot tree index: for every committed snapshot, the store keeps its trees-only pack
-//! (the digest pack of [`crate::pack`], same format) at `<store>/trees/<snapshot-id>.pack`, so a
-//! reader gets every directory listing of a snapshot from one file (one sequential read)
-//! instead of one object file per directory. composefs keeps all of an image's metadata in one
-//! file for the same reason.
+//! The tree index: for the root tree of every committed snapshot, the store keeps a trees-only
+//! pack (the digest pack of [`crate::pack`], same format) at `<store>/trees/<root-id>.pack`,
+//! rooted at that tree and holding every tree it reaches, so a reader gets every directory
+//! listing of a snapshot from one file (one sequential read) instead of one object file per
+//! directory. composefs keeps all of an image's metadata in one file for the same reason.
+//!
+//! **Shared by root.** Snapshots with the same root tree (every no-op capture after the first)
+//! share one index, and a commit that finds its root's index present writes none: on the
+//! benchmark corpus each copy was 1.4 MB, at 300,000 files 15 to 18 MB, and writing it was
+//! most of a no-op's peak memory. The snapshot's record is not in the index: it is one small
+//! object, read from the objects. Builds before this one kept an index per snapshot,
+//! `trees/<snapshot-id>.pack`, rooted at its record; such an index is still read when the
+//! snapshot's root has none, checked by `verify`, kept by `gc` while its snapshot lives, and
+//! converted by `reindex` (which writes the root's index, then removes it). The names cannot
+//! collide (a record and a tree never have the same bytes), and nothing needs a new store
+//! version: an older build looks only for the per-snapshot name, so for a snapshot committed
+//! by this one it finds no index and reads the objects, as it does for any snapshot without
+//! one (its `gc` removes the shared indexes as orphans; they are a cache).
 //!
 //! **A derived cache.** The index is written after the snapshot's record and catalog entry
-//! ([`Store::commit_snapshot`] calls [`Store::write_tree_index`] last), to `tmp/`, fsynced,
-//! renamed into `trees/`, and the directory fsynced: a crash leaves either no index or a whole
-//! one. Its absence is never an error: [`Store::snapshot_source`] then answers from the objects,
-//! silently. `reindex` rebuilds missing and bad indexes, `verify` checks each one against the
-//! objects, and `gc` removes the indexes of snapshots whose record is gone.
+//! ([`Store::commit_snapshot`] calls `ensure_tree_index` last), to `tmp/`, fsynced, renamed
+//! into `trees/`, and the directory fsynced: a crash leaves either no index or a whole one.
+//! Its absence is never an error: [`Store::snapshot_source`] then answers from the objects,
+//! silently. `reindex` rebuilds missing and bad indexes, `verify` checks each snapshot's
+//! against the objects, and `gc` removes those no live snapshot (a record it keeps, or a
+//! mount's lease) uses: a shared index stays while any snapshot with its root lives.
 //!
 //! **Never trusted.** The pack reader hashes every tree it hands out against its id, so a
 //! corrupt, truncated or hostile index cannot make a reader see a wrong tree: an index that
-//! does not open, belongs to another snapshot, or fails a read is dropped for the rest of the
-//! source's life with one notice on stderr, and the trees come from the objects.
+//! does not open, is rooted elsewhere, or fails a read is dropped for the rest of the source's
+//! life with one notice on stderr, and the trees come from the objects.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{self, BufWriter};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::limits::MAX_INDEX_IN_MEMORY;
-
-/// The largest parent index a commit reads whole to write its own (see
-/// `write_tree_index_reading`); a larger one is read tree by tree.
-const WRITER_IN_MEMORY: u64 = 1 << 20;
 use crate::objects::Blob;
-use crate::pack::{write_pack_reading, PackOptions, PackReader, PackStats};
+use crate::pack::{write_tree_pack, PackReader, PackStats};
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree};
 use crate::{Store, StoreReader};
+
+/// The largest parent index a commit reads whole to write its own (see
+/// `write_root_index`); a larger one is read tree by tree.
+const WRITER_IN_MEMORY: u64 = 1 << 20;
 
 /// The directory of the tree indexes, below the store root.
 pub(crate) const TREES_DIR: &str = "trees";
@@ -44,7 +58,8 @@ const SUFFIX: &str = ".pack";
 pub enum IndexState {
     /// No index file (never written, or removed): readers use the objects.
     Missing,
-    /// The index holds exactly the snapshot's record and every tree it reaches, each verified.
+    /// The index holds exactly every tree the snapshot reaches (and, an index of an older
+    /// build, its record), each verified.
     Good,
     /// The index is unusable; the sentence says why.
     Bad(String),
@@ -61,6 +76,15 @@ pub struct TreeSourceStats {
     pub trees_from_index: u64,
     /// Tree objects read from the object directory (one file each).
     pub trees_from_objects: u64,
+}
+
+/// The index file that serves a snapshot, and the root its header must name.
+struct IndexFile {
+    path: PathBuf,
+    /// The root tree (the shared index) or the snapshot (an older build's).
+    root: ObjectId,
+    /// Whether it is the shared index of the root tree.
+    shared: bool,
 }
 
 /// One snapshot's trees from its tree index (when usable), blobs and anything else from the
@@ -160,45 +184,105 @@ impl ObjectSource for SnapshotSource {
 
 impl Store {
     /// Resolves `reference` as [`Store::resolve`] does, except that a full snapshot id (64
-    /// hex digits) whose tree index and record are both present is answered without opening
-    /// the catalog. That is sound because an index exists only for a snapshot the catalog
-    /// has listed: a commit writes it after the catalog entry, `reindex` writes it only for
-    /// listed snapshots, and `forget` removes the record with the catalog entry (the index
-    /// itself waits for `gc`, which removes it with, or after, the record). Opening sled costs
-    /// a mount's start more than everything else it does before it answers (measured: 6 ms of
-    /// 24 ms warm, about 70 ms cold); a reader that is going to read the objects anyway asks
-    /// this instead.
+    /// hex digits) whose record is present and which has a tree index is answered without
+    /// opening the catalog. Opening sled costs a mount's start more than everything else it
+    /// does before it answers (measured: 6 ms of 24 ms warm, about 70 ms cold); a reader that
+    /// is going to read the objects anyway asks this instead.
+    ///
+    /// Why that is sound: an index exists only for what the catalog has listed. A commit
+    /// writes it after the catalog entry, `reindex` only for listed snapshots, and `gc`
+    /// removes it once no snapshot it keeps has its root. An older build's per-snapshot index
+    /// names a listed snapshot itself (`forget` removes the record with the catalog entry, so
+    /// a forgotten one fails the record check). A shared index names a root tree: the record,
+    /// read from the objects, names that root, so what is served is the tree of a listed
+    /// snapshot. A record that is not listed itself (a commit cut short before its catalog
+    /// entry, which `reindex` would list; a record that arrived as a file's content) brings
+    /// only its own fields to such a tree: its creation time and its id, by which signatures
+    /// are still checked (`--require-signed`). A record whose root has no index goes to the
+    /// catalog, which refuses it.
     pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
         if reference.len() == 64 {
             if let Some(id) = ObjectId::from_hex(&reference.to_ascii_lowercase()) {
-                let indexed =
-                    fs::symlink_metadata(self.tree_index_path(&id)).is_ok_and(|m| m.is_file());
-                if indexed && self.objects().has(&id) {
-                    return Ok(id);
+                let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+                // The record is read, not only found: a tree's id names a shared index too.
+                if let Ok(snap) = self.read_snapshot(&id) {
+                    if is_file(&self.tree_index_path(&snap.root))
+                        || is_file(&self.snapshot_index_path(&id))
+                    {
+                        return Ok(id);
+                    }
                 }
             }
         }
         self.resolve(reference)
     }
 
-    /// Where the tree index of `snapshot` lives (it may be absent).
-    pub fn tree_index_path(&self, snapshot: &ObjectId) -> PathBuf {
+    /// Where the tree index of root tree `root` lives (it may be absent): the index of every
+    /// snapshot whose root it is.
+    pub fn tree_index_path(&self, root: &ObjectId) -> PathBuf {
         self.root()
             .join(TREES_DIR)
-            .join(format!("{}{SUFFIX}", snapshot.to_hex()))
+            .join(format!("{}{SUFFIX}", root.to_hex()))
     }
 
-    /// Writes (or replaces) the tree index of committed snapshot `snapshot`: its trees-only
-    /// pack, written to `tmp/`, fsynced, renamed into `trees/`, the directory fsynced. A
-    /// failure leaves no partial index (the temp file is removed).
+    /// Where an older build kept the tree index of `snapshot` alone (rooted at its record);
+    /// still read when the snapshot's root has no index of its own.
+    pub fn snapshot_index_path(&self, snapshot: &ObjectId) -> PathBuf {
+        self.tree_index_path(snapshot)
+    }
+
+    /// The index file that serves snapshot `snapshot` of root tree `root`: the root's when
+    /// anything has its name (a non-file there is reported bad, not skipped), else the
+    /// snapshot's own (an older build's; it may be absent).
+    fn index_file(&self, snapshot: &ObjectId, root: &ObjectId) -> IndexFile {
+        let shared = self.tree_index_path(root);
+        if fs::symlink_metadata(&shared).is_ok() {
+            return IndexFile {
+                path: shared,
+                root: *root,
+                shared: true,
+            };
+        }
+        IndexFile {
+            path: self.snapshot_index_path(snapshot),
+            root: *snapshot,
+            shared: false,
+        }
+    }
+
+    /// Writes (or replaces) the tree index of the root tree of committed snapshot
+    /// `snapshot`, which every snapshot with that root shares: written to `tmp/`, fsynced,
+    /// renamed into `trees/`, the directory fsynced. A failure leaves no partial index (the
+    /// temp file is removed). This is `reindex`'s: it never reads the index it replaces.
     pub fn write_tree_index(&self, snapshot: &ObjectId) -> Result<PackStats, StoreError> {
-        self.write_tree_index_reading(snapshot, None)
+        let snap = self.read_snapshot(snapshot)?;
+        self.write_root_index(snapshot, &snap.root, snap.parent, None)
     }
 
-    /// [`Store::write_tree_index`], reading the trees through `trees` when given.
-    pub(crate) fn write_tree_index_reading(
+    /// The commit's step: writes the tree index of `snapshot`'s root unless that root has
+    /// one already (another snapshot with the same root wrote it: a no-op capture writes
+    /// nothing), reading the trees through `trees` when given. `None` when it was present.
+    pub(crate) fn ensure_tree_index(
         &self,
         snapshot: &ObjectId,
+        trees: Option<&dyn ObjectSource>,
+    ) -> Result<Option<PackStats>, StoreError> {
+        let snap = self.read_snapshot(snapshot)?;
+        // Present is enough: a bad one is every reader's to drop (with a notice) and
+        // `verify`'s to report, as a bad one of the snapshot's own would be.
+        if fs::symlink_metadata(self.tree_index_path(&snap.root)).is_ok() {
+            return Ok(None);
+        }
+        self.write_root_index(snapshot, &snap.root, snap.parent, trees)
+            .map(Some)
+    }
+
+    /// Writes the index of root tree `root` (of snapshot `snapshot`, child of `parent`).
+    fn write_root_index(
+        &self,
+        snapshot: &ObjectId,
+        root: &ObjectId,
+        parent: Option<ObjectId>,
         trees: Option<&dyn ObjectSource>,
     ) -> Result<PackStats, StoreError> {
         let dir = self.root().join(TREES_DIR);
@@ -208,7 +292,7 @@ impl Store {
             std::process::id(),
             crate::sys::random_token()
         ));
-        let dest = self.tree_index_path(snapshot);
+        let dest = self.tree_index_path(root);
         let written = (|| -> Result<PackStats, StoreError> {
             let file = fs::OpenOptions::new()
                 .write(true)
@@ -216,38 +300,34 @@ impl Store {
                 .open(&tmp)
                 .map_err(|e| StoreError::io("create", &tmp, e))?;
             let mut out = BufWriter::new(file);
-            let options = PackOptions {
-                since: None,
-                trees_only: true,
-            };
-            // A new snapshot shares most trees with its parent: those come from the parent's
-            // index (one sequential read) instead of one object file each, which on a cold
-            // cache is most of a no-op capture's time. Each is hashed against its id.
-            let parent = self.read_snapshot(snapshot)?.parent;
-            let stats = match (trees, parent) {
-                (Some(trees), _) => {
-                    write_pack_reading(self, trees, snapshot, options, &mut out, &mut |_| {})
-                }
-                // Read tree by tree, not whole: each is read once, in the order the parent's
-                // index was written (so the reads are sequential), and a 300,000-file tree's
-                // index (18 MB) read whole was a third of a no-op capture's peak memory.
-                (None, Some(parent)) => write_pack_reading(
-                    self,
-                    &self.snapshot_source_within(&parent, WRITER_IN_MEMORY),
+            // Where the trees come from, fastest first. An older build's index of this very
+            // snapshot holds them all (reindex converting it). Else a new snapshot shares most
+            // trees with its parent: those come from the parent's index (one sequential read)
+            // instead of one object file each, which on a cold cache is most of a capture's
+            // time; each is hashed against its id. Read tree by tree, not whole: each is
+            // read once, in the order the parent's index was written (so the reads are
+            // sequential), and a 300,000-file tree's index (18 MB) read whole was a third of
+            // a no-op capture's peak memory. Never the root's index itself: it is the file
+            // being written (or replaced: bad).
+            let own = self.snapshot_index_path(snapshot);
+            let stats = if let Some(trees) = trees {
+                write_tree_pack(trees, root, &mut out)
+            } else if fs::symlink_metadata(&own).is_ok_and(|m| m.is_file()) {
+                let source = self.source_at(
                     snapshot,
-                    options,
-                    &mut out,
-                    &mut |_| {},
-                ),
-                // Not `write_pack`: that reads this snapshot's index, the file being rebuilt.
-                (None, None) => write_pack_reading(
-                    self,
-                    &self.reader(),
-                    snapshot,
-                    options,
-                    &mut out,
-                    &mut |_| {},
-                ),
+                    IndexFile {
+                        path: own,
+                        root: *snapshot,
+                        shared: false,
+                    },
+                    WRITER_IN_MEMORY,
+                );
+                write_tree_pack(&source, root, &mut out)
+            } else if let Some(parent) = parent {
+                let source = self.snapshot_source_within(&parent, WRITER_IN_MEMORY);
+                write_tree_pack(&source, root, &mut out)
+            } else {
+                write_tree_pack(&self.reader(), root, &mut out)
             }?;
             let file = out
                 .into_inner()
@@ -268,8 +348,8 @@ impl Store {
 
     /// An [`ObjectSource`] for snapshot `snapshot`: its trees from its tree index when there
     /// is a usable one (read whole into memory up to [`MAX_INDEX_IN_MEMORY`], one sequential
-    /// read), everything else from the objects. Never fails: a missing index is silently
-    /// replaced by the objects, an unusable one with one notice on stderr.
+    /// read), everything else from the objects. Never fails: a missing index (or record) is
+    /// silently replaced by the objects, an unusable index with one notice on stderr.
     pub fn snapshot_source(&self, snapshot: &ObjectId) -> SnapshotSource {
         self.snapshot_source_within(snapshot, MAX_INDEX_IN_MEMORY)
     }
@@ -280,9 +360,17 @@ impl Store {
     /// reads: a whole index stays in its memory for its life; so does a reader that walks the
     /// trees once and must stay small (a checkout).
     pub fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
-        let path = self.tree_index_path(snapshot);
-        let opened = match open_index(&path, in_memory) {
-            Ok(pack) => check_header(&pack, snapshot).map(|()| pack),
+        // The record names the root, and so the index; without it nothing can be read anyway.
+        match self.read_snapshot(snapshot) {
+            Ok(snap) => self.source_at(snapshot, self.index_file(snapshot, &snap.root), in_memory),
+            Err(_) => self.source_without_index(snapshot),
+        }
+    }
+
+    /// A source for `snapshot` reading its trees from index file `file` when usable.
+    fn source_at(&self, snapshot: &ObjectId, file: IndexFile, in_memory: u64) -> SnapshotSource {
+        let opened = match open_index(&file.path, in_memory) {
+            Ok(pack) => check_header(&pack, &file.root).map(|()| pack),
             Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                 return self.source_without_index(snapshot)
             }
@@ -290,7 +378,7 @@ impl Store {
         };
         match opened {
             Ok(pack) => SnapshotSource {
-                index_bytes: fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                index_bytes: fs::metadata(&file.path).map(|m| m.len()).unwrap_or(0),
                 index: Some(pack),
                 ..self.source_without_index(snapshot)
             },
@@ -313,29 +401,58 @@ impl Store {
         }
     }
 
-    /// Checks the tree index of `snapshot` (whose root tree is `root`) against the objects:
-    /// it verifies (trailer, every object's id), is a trees-only pack of this snapshot, and
-    /// holds exactly the record and every tree the snapshot reaches.
+    /// Checks the tree index that serves `snapshot` (whose root tree is `root`) against the
+    /// objects: it verifies (trailer, every object's id), is a trees-only pack rooted at the
+    /// root tree (an older build's: at the snapshot), and holds exactly every tree the
+    /// snapshot reaches (an older build's: and the record).
     pub fn check_tree_index(
         &self,
         snapshot: &ObjectId,
         root: &ObjectId,
     ) -> Result<IndexState, StoreError> {
-        let path = self.tree_index_path(snapshot);
-        let pack = match open_index(&path, MAX_INDEX_IN_MEMORY) {
+        let file = self.index_file(snapshot, root);
+        self.check_index_file(&file, snapshot, root)
+    }
+
+    /// [`Store::check_tree_index`] of a known index file (`verify` checks a shared one once).
+    fn check_index_file(
+        &self,
+        file: &IndexFile,
+        snapshot: &ObjectId,
+        root: &ObjectId,
+    ) -> Result<IndexState, StoreError> {
+        let pack = match open_index(&file.path, MAX_INDEX_IN_MEMORY) {
             Ok(pack) => pack,
             Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                 return Ok(IndexState::Missing)
             }
             Err(e) => return Ok(IndexState::Bad(e.to_string())),
         };
-        if let Err(why) = check_header(&pack, snapshot) {
+        if let Err(why) = check_header(&pack, &file.root) {
             return Ok(IndexState::Bad(why));
         }
-        if let Err(e) = pack.verify() {
+        let verified = if file.shared {
+            // No record to decode; and nothing between the trees and the index.
+            pack.verify_objects().and_then(|()| {
+                if pack.signatures()?.is_empty() {
+                    Ok(())
+                } else {
+                    Err(StoreError::BadPack {
+                        pack: file.path.clone(),
+                        why: "carries signatures, which a tree index never holds".into(),
+                    })
+                }
+            })
+        } else {
+            pack.verify()
+        };
+        if let Err(e) = verified {
             return Ok(IndexState::Bad(e.to_string()));
         }
-        let mut want: HashSet<ObjectId> = HashSet::from([*snapshot]);
+        let mut want: HashSet<ObjectId> = HashSet::new();
+        if !file.shared {
+            want.insert(*snapshot);
+        }
         let mut stack = vec![*root];
         // Whether a tree of the snapshot was read neither from the store nor from the index:
         // what lies beneath it is unknown, so no index entry can be called extra.
@@ -385,11 +502,13 @@ impl Store {
         Ok(IndexState::Good)
     }
 
-    /// Removes the tree indexes of snapshots not in `keep` (their records are gone); returns
-    /// how many. Only names of the form `<64 hex>.pack` are touched.
+    /// Removes the tree indexes in `trees/` whose name is in neither `snapshots` (an older
+    /// build's index of a snapshot gc keeps) nor `roots` (the shared index of a root tree of
+    /// one); returns how many. Only names of the form `<64 hex>.pack` are touched.
     pub(crate) fn remove_orphan_indexes(
         &self,
-        keep: &HashSet<ObjectId>,
+        snapshots: &HashSet<ObjectId>,
+        roots: &HashSet<ObjectId>,
     ) -> Result<u64, StoreError> {
         let dir = self.root().join(TREES_DIR);
         let mut removed = 0;
@@ -403,7 +522,7 @@ impl Store {
             else {
                 continue;
             };
-            if !keep.contains(&id) {
+            if !snapshots.contains(&id) && !roots.contains(&id) {
                 match fs::remove_file(ent.path()) {
                     Ok(()) => removed += 1,
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -422,7 +541,7 @@ impl Store {
 
 /// Opens an index file; anything but a regular file (a FIFO would block the open, a device
 /// never end) is refused before it is opened.
-fn open_index(path: &std::path::Path, in_memory: u64) -> Result<PackReader, StoreError> {
+fn open_index(path: &Path, in_memory: u64) -> Result<PackReader, StoreError> {
     match crate::sys::open_regular(path).map_err(|e| StoreError::io("open pack", path, e))? {
         Some(file) => PackReader::from_file_within(path, file, in_memory),
         None => Err(StoreError::BadPack {
@@ -432,13 +551,15 @@ fn open_index(path: &std::path::Path, in_memory: u64) -> Result<PackReader, Stor
     }
 }
 
-/// Whether `pack` is a tree index of `snapshot`: a trees-only pack rooted at it, no base.
-fn check_header(pack: &PackReader, snapshot: &ObjectId) -> Result<(), String> {
-    if pack.root != *snapshot {
+/// Whether `pack` is a tree index rooted at `root` (a root tree, or an older build's
+/// snapshot): a trees-only pack with that root, no base.
+fn check_header(pack: &PackReader, root: &ObjectId) -> Result<(), String> {
+    if pack.root != *root {
         return Err(format!(
-            "{} is the index of snapshot {}",
+            "{} is rooted at {}, not {}",
             pack.path().display(),
-            pack.root.short(12)
+            pack.root.short(12),
+            root.short(12)
         ));
     }
     if !pack.trees_only || pack.base.is_some() {
@@ -516,7 +637,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 20, "a");
-        assert!(store.tree_index_path(&id).is_file());
+        assert!(store.tree_index_path(&root).is_file());
+        assert!(!store.snapshot_index_path(&id).exists());
         assert_eq!(
             store.check_tree_index(&id, &root).unwrap(),
             IndexState::Good
@@ -530,7 +652,7 @@ mod tests {
         assert_eq!(s.trees_from_objects, 0, "{s:?}");
         assert_eq!(s.trees_from_index, 2 * 41, "{s:?}");
         // With no index at all (an older store), the same answers come from the objects.
-        fs::remove_file(store.tree_index_path(&id)).unwrap();
+        fs::remove_file(store.tree_index_path(&root)).unwrap();
         assert_eq!(
             store.check_tree_index(&id, &root).unwrap(),
             IndexState::Missing
@@ -556,19 +678,29 @@ mod tests {
         // holds it, so the child's index can be complete only if it was read from there.
         let sub = store.read_tree(&root).unwrap().entries()[2].id;
         fs::remove_file(store.objects().file_of(&sub).unwrap()).unwrap();
+        // The child adds a file at the top: a new root, every subtree shared.
+        let mut entries = store.read_tree(&root).unwrap().entries().to_vec();
+        entries.push(store.file_entry_for_test("zz.txt", b"new"));
+        let child_root = store
+            .write_tree(&Tree::from_entries(entries).unwrap())
+            .unwrap();
         let mut snap = store.read_snapshot(&parent).unwrap();
+        snap.root = child_root;
         snap.created_unix_ns = 2;
         snap.parent = Some(parent);
         let lock = store.write_lock().unwrap();
         let child = store.commit_snapshot(&lock, &snap, None).unwrap();
         drop(lock);
-        let pack = PackReader::open(&store.tree_index_path(&child)).unwrap();
-        pack.verify().unwrap();
+        let pack = PackReader::open(&store.tree_index_path(&child_root)).unwrap();
+        pack.verify_objects().unwrap();
+        assert_eq!(pack.root, child_root, "rooted at the tree");
+        assert!(pack.trees_only && pack.base.is_none());
         assert!(
             pack.entry(&sub).is_some(),
             "the shared subtree is in the child's index"
         );
-        assert_eq!(pack.entries().len(), 1 + 11, "the record and 11 trees");
+        assert!(pack.entry(&child).is_none(), "no record");
+        assert_eq!(pack.entries().len(), 11, "11 trees");
     }
 
     /// The bytes of a pack with its trailer checksum recomputed (a hostile index that passes
@@ -584,8 +716,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 3, "a");
-        let (other, _) = snapshot(&store, 4, "b");
-        let path = store.tree_index_path(&id);
+        let (_, other_root) = snapshot(&store, 4, "b");
+        let path = store.tree_index_path(&root);
         let good = fs::read(&path).unwrap();
         let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
         for i in 0..good.len() {
@@ -603,8 +735,22 @@ mod tests {
         }
         cases.push((
             "another snapshot's index".into(),
-            fs::read(store.tree_index_path(&other)).unwrap(),
+            fs::read(store.tree_index_path(&other_root)).unwrap(),
         ));
+        // An older build's index of this very snapshot, at the root's name.
+        let mut legacy = Vec::new();
+        crate::pack::write_pack(
+            &store,
+            &id,
+            crate::PackOptions {
+                since: None,
+                trees_only: true,
+            },
+            &mut legacy,
+            &mut |_| {},
+        )
+        .unwrap();
+        cases.push(("a per-snapshot index at the root's name".into(), legacy));
         let mut bad_found = 0;
         for (what, bytes) in &cases {
             fs::write(&path, bytes).unwrap();
@@ -638,7 +784,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 2, "a");
-        let path = store.tree_index_path(&id);
+        let path = store.tree_index_path(&root);
         fs::remove_file(&path).unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(&path)
@@ -666,10 +812,10 @@ mod tests {
     fn gc_removes_the_indexes_of_forgotten_snapshots() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
-        let (keep, _) = snapshot(&store, 2, "keep");
-        let (gone, _) = snapshot(&store, 2, "gone");
+        let (_, keep) = snapshot(&store, 2, "keep");
+        let (gone_id, gone) = snapshot(&store, 2, "gone");
         fs::write(store.root().join(TREES_DIR).join("notes.txt"), "mine").unwrap();
-        store.forget(&gone).unwrap();
+        store.forget(&gone_id).unwrap();
         assert!(store.tree_index_path(&gone).is_file());
         let r = store.gc(3600).unwrap();
         assert_eq!(r.tree_indexes_removed, 1, "{r:?}");
@@ -682,8 +828,8 @@ mod tests {
     fn a_full_id_with_an_index_resolves_without_the_catalog() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
-        let (id, _) = snapshot(&store, 2, "quick");
-        let (other, _) = snapshot(&store, 2, "other");
+        let (id, root) = snapshot(&store, 2, "quick");
+        let (other, other_root) = snapshot(&store, 2, "other");
         {
             // sled locks its directory: were the catalog opened, this would wait and fail.
             let _held = store.catalog().unwrap();
@@ -693,16 +839,157 @@ mod tests {
         }
         // A short id, or a full one without an index, goes through the catalog.
         assert_eq!(store.resolve_indexed(&id.short(12)).unwrap(), id);
-        fs::remove_file(store.tree_index_path(&other)).unwrap();
+        fs::remove_file(store.tree_index_path(&other_root)).unwrap();
         assert_eq!(store.resolve_indexed(&other.to_hex()).unwrap(), other);
+        // A tree's id names its index, but it is no snapshot: the catalog answers.
+        assert!(matches!(
+            store.resolve_indexed(&root.to_hex()),
+            Err(StoreError::UnknownSnapshot { .. })
+        ));
         // Forgotten: the index waits for gc, but the record is gone, so the catalog answers.
         store.forget(&id).unwrap();
-        assert!(store.tree_index_path(&id).is_file());
+        assert!(store.tree_index_path(&root).is_file());
         assert!(matches!(
             store.resolve_indexed(&id.to_hex()),
             Err(StoreError::UnknownSnapshot { .. })
         ));
         // Not an id at all.
         assert!(store.resolve_indexed(&"z".repeat(64)).is_err());
+    }
+
+    /// Commits a snapshot with the same root as `of` (a no-op capture), child of `of`.
+    fn same_root(store: &Store, of: &ObjectId, created: i128) -> ObjectId {
+        let mut snap = store.read_snapshot(of).unwrap();
+        snap.created_unix_ns = created;
+        snap.parent = Some(*of);
+        let lock = store.write_lock().unwrap();
+        store.commit_snapshot(&lock, &snap, None).unwrap()
+    }
+
+    /// The names in `trees/`, with each file's inode and modification time.
+    fn index_files(store: &Store) -> Vec<(String, u64, std::time::SystemTime)> {
+        use std::os::unix::fs::MetadataExt;
+        let mut out: Vec<_> = fs::read_dir(store.root().join(TREES_DIR))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let m = e.metadata().unwrap();
+                (
+                    e.file_name().to_string_lossy().into_owned(),
+                    m.ino(),
+                    m.modified().unwrap(),
+                )
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_snapshot_whose_root_is_indexed_writes_no_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (first, root) = snapshot(&store, 6, "a");
+        let before = index_files(&store);
+        assert_eq!(before.len(), 1, "{before:?}");
+        let second = same_root(&store, &first, 2);
+        let third = same_root(&store, &second, 3);
+        // The same one file, untouched: not rewritten, not replaced.
+        assert_eq!(index_files(&store), before);
+        for id in [first, second, third] {
+            assert_eq!(
+                store.check_tree_index(&id, &root).unwrap(),
+                IndexState::Good
+            );
+            let source = store.snapshot_source(&id);
+            assert_eq!(same_trees(&store, &source, &root), 13);
+            let s = source.stats();
+            assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
+            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+        }
+        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert!(v.problems.is_empty(), "{:?}", v.problems);
+        assert_eq!((v.tree_indexes, v.tree_indexes_missing), (3, 0));
+        // reindex finds it good for all three: nothing written.
+        assert_eq!(store.reindex().unwrap().tree_indexes_written, 0);
+        assert_eq!(index_files(&store), before);
+    }
+
+    #[test]
+    fn gc_keeps_a_shared_index_while_a_snapshot_with_its_root_lives() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (first, root) = snapshot(&store, 2, "a");
+        let second = same_root(&store, &first, 2);
+        store.forget(&first).unwrap();
+        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+        assert!(store.tree_index_path(&root).is_file());
+        let source = store.snapshot_source(&second);
+        assert_eq!(same_trees(&store, &source, &root), 5);
+        assert_eq!(source.stats().trees_from_objects, 0);
+        // A mount's lease keeps it too, after its snapshot is forgotten.
+        let lease = store.lease(&second, &root).unwrap();
+        store.forget(&second).unwrap();
+        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+        assert!(store.tree_index_path(&root).is_file());
+        drop(lease);
+        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
+        assert!(!store.tree_index_path(&root).exists());
+    }
+
+    /// What an older build wrote: `trees/<snapshot-id>.pack`, rooted at the record.
+    fn write_legacy_index(store: &Store, id: &ObjectId) {
+        let mut bytes = Vec::new();
+        crate::pack::write_pack(
+            store,
+            id,
+            crate::PackOptions {
+                since: None,
+                trees_only: true,
+            },
+            &mut bytes,
+            &mut |_| {},
+        )
+        .unwrap();
+        fs::write(store.snapshot_index_path(id), bytes).unwrap();
+    }
+
+    #[test]
+    fn an_older_per_snapshot_index_is_read_kept_and_converted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 4, "old");
+        let (gone, gone_root) = snapshot(&store, 2, "gone");
+        for (id, root) in [(id, root), (gone, gone_root)] {
+            write_legacy_index(&store, &id);
+            fs::remove_file(store.tree_index_path(&root)).unwrap();
+        }
+        // Every tree from the old index, none from the objects.
+        let source = store.snapshot_source(&id);
+        assert_eq!(same_trees(&store, &source, &root), 9);
+        let s = source.stats();
+        assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
+        assert_eq!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Good
+        );
+        {
+            let _held = store.catalog().unwrap();
+            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+        }
+        // gc keeps it while its snapshot lives, and removes the forgotten one's.
+        store.forget(&gone).unwrap();
+        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
+        assert!(store.snapshot_index_path(&id).is_file());
+        assert!(!store.snapshot_index_path(&gone).exists());
+        // reindex converts it: the root's index written (from it), the old one removed.
+        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
+        assert!(!store.snapshot_index_path(&id).exists());
+        assert_eq!(
+            store.check_tree_index(&id, &root).unwrap(),
+            IndexState::Good
+        );
+        let pack = PackReader::open(&store.tree_index_path(&root)).unwrap();
+        assert_eq!((pack.root, pack.entries().len()), (root, 9));
     }
 }

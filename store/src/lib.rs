@@ -10,7 +10,9 @@
 //!                            by the blake3 of its uncompressed bytes
 //! <store>/tmp/               temp files of writers in progress, staging dirs of imports
 //! <store>/catalog/           sled: snapshot index, names, destination records (rebuildable)
-//! <store>/trees/<id>.pack   the snapshot's tree index: its trees-only pack (a derived cache)
+//! <store>/trees/<root>.pack  the tree index of every snapshot whose root tree is <root>: a
+//!                            trees-only pack rooted at that tree (a derived cache); an older
+//!                            build's per-snapshot index is `trees/<snapshot>.pack`
 //! <store>/dircache/<hash>    the stat cache of each captured source and each directory
 //!                            `diff` hashed (outside sled)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
@@ -25,9 +27,10 @@
 //! crash at any point leaves at most unreferenced objects (which `gc` removes), never a
 //! record or catalog entry that points at missing data. [`Store::commit_snapshot`] is the one
 //! place that enforces the order; `verify` checks its result.
-//! Last, the commit writes the snapshot's tree index (see [`SnapshotSource`]): a cache derived
-//! from committed objects, whose absence is never an error, so it comes after the catalog
-//! entry and a failure to write it does not fail the commit.
+//! Last, the commit writes the tree index of the snapshot's root tree unless that root has one
+//! (see [`SnapshotSource`]): a cache derived from committed objects, whose absence is never an
+//! error, so it comes after the catalog entry and a failure to write it does not fail the
+//! commit.
 //!
 //! **gc and writers.** A capture decides early that it needs no new object for a file (the
 //! stat cache names its blob, or an object of that hash and length already exists) and
@@ -427,7 +430,8 @@ impl Store {
 
     /// Commits a snapshot whose trees and blobs are all written: syncs them, writes and syncs
     /// the record, then adds it to the catalog (in that order: the crash invariant), then
-    /// writes its tree index (a derived cache: see [`Store::write_tree_index`]). When
+    /// writes the tree index of its root unless present (a derived cache shared by every
+    /// snapshot with that root: see [`Store::write_tree_index`]). When
     /// `stat_cache` is given, it is applied in the same catalog session. `_lock` is the
     /// writer's proof that no gc ran since its capture started.
     pub fn commit_snapshot(
@@ -522,7 +526,7 @@ impl Store {
     /// absence is never an error (readers use the objects), so a failure here does not fail
     /// the commit.
     fn index_committed(&self, id: &ObjectId, trees: Option<&dyn ObjectSource>) {
-        if let Err(e) = self.write_tree_index_reading(id, trees) {
+        if let Err(e) = self.ensure_tree_index(id, trees) {
             eprintln!(
                 "notice: could not write the tree index of snapshot {} ({e}); readers use the \
                  objects instead (`zeroclaw-bundle reindex` writes it)",

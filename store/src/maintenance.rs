@@ -155,7 +155,8 @@ pub struct VerifyReport {
     pub bytes: u64,
     /// Snapshots walked.
     pub snapshots: u64,
-    /// Tree indexes checked and found good.
+    /// Snapshots whose tree index was checked and found good (snapshots sharing a root share
+    /// one index, checked once).
     pub tree_indexes: u64,
     /// Snapshots without a tree index (not a problem: readers use the objects; `reindex`
     /// writes them).
@@ -181,7 +182,8 @@ pub struct GcReport {
     pub temp_removed: u64,
     /// Bytes of those temp files and staging directories.
     pub temp_freed_bytes: u64,
-    /// Tree indexes of snapshots whose record is gone, removed.
+    /// Tree indexes no kept snapshot or live mount uses (no record or lease has their root
+    /// tree; an older build's per-snapshot index: its record is gone), removed.
     pub tree_indexes_removed: u64,
     /// Signatures of snapshots whose record is gone, removed.
     pub signatures_removed: u64,
@@ -197,7 +199,8 @@ pub struct GcReport {
 pub struct ReindexReport {
     /// Snapshots in the rebuilt index.
     pub snapshots: u64,
-    /// Snapshot tree indexes written because they were missing or bad.
+    /// Tree indexes written because they were missing or bad (one per root tree, shared by
+    /// the snapshots with that root; an older build's per-snapshot index is converted).
     pub tree_indexes_written: u64,
     /// Records left out and names moved, one sentence each (already escaped).
     pub problems: Vec<String>,
@@ -589,6 +592,8 @@ impl Store {
         };
         let mut roots = Vec::new();
         let mut paths = Paths::new();
+        // Snapshots that share a root share its index: it is checked once.
+        let mut shared_checked: HashMap<ObjectId, IndexState> = HashMap::new();
         for s in listed {
             report.snapshots += 1;
             match self.read_snapshot(&s.id) {
@@ -602,7 +607,17 @@ impl Store {
                         Some(&mut sizes),
                         &mut paths,
                     );
-                    match self.check_tree_index(&s.id, &snap.root)? {
+                    let state = match shared_checked.get(&snap.root) {
+                        Some(state) => state.clone(),
+                        None => {
+                            let state = self.check_tree_index(&s.id, &snap.root)?;
+                            if self.tree_index_path(&snap.root).exists() {
+                                shared_checked.insert(snap.root, state.clone());
+                            }
+                            state
+                        }
+                    };
+                    match state {
                         IndexState::Good => report.tree_indexes += 1,
                         IndexState::Missing => report.tree_indexes_missing += 1,
                         IndexState::Bad(why) => report.problems.push(VerifyProblem::BadTreeIndex {
@@ -656,6 +671,8 @@ impl Store {
         let mut marked = HashSet::new();
         let mut ignored = Vec::new();
         let mut records = HashSet::new();
+        // The root trees of the snapshots kept: their shared tree indexes stay.
+        let mut roots = HashSet::new();
         // The roots are the snapshots reindex would list (see the module doc): a record that
         // is only found among the objects (a file's content, a planted record) is not one.
         let catalog = self.catalog()?;
@@ -664,12 +681,14 @@ impl Store {
         for (id, snap) in &admission.admitted {
             marked.insert(*id);
             records.insert(*id);
+            roots.insert(snap.root);
             let mut paths = Paths::new();
             self.mark(*id, snap.root, &mut marked, &mut ignored, None, &mut paths);
         }
         for (snapshot, root) in self.live_leases()? {
             marked.insert(snapshot);
             records.insert(snapshot);
+            roots.insert(root);
             let mut paths = Paths::new();
             self.mark(snapshot, root, &mut marked, &mut ignored, None, &mut paths);
         }
@@ -759,8 +778,9 @@ impl Store {
             }
         }
         self.objects().sync()?;
-        // After the objects: an index is a cache of a record, and goes with it.
-        report.tree_indexes_removed = self.remove_orphan_indexes(&records)?;
+        // After the objects: an index is a cache of the trees of kept snapshots, and goes
+        // when none of them has its root (an older build's per-snapshot one: with its record).
+        report.tree_indexes_removed = self.remove_orphan_indexes(&records, &roots)?;
         // So do its signatures (kept beside the record, outside the objects).
         report.signatures_removed = self.remove_orphan_signatures(&records)?;
         Ok(report)
@@ -781,20 +801,47 @@ impl Store {
         // `Store::resolve_indexed` relies on).
         let listed: HashSet<ObjectId> = catalog.snapshots()?.iter().map(|s| s.id).collect();
         drop(catalog);
-        // Then the tree indexes: each snapshot's is written where it is missing or bad.
+        // Then the tree indexes: each root's is written where it is missing or bad (once for
+        // all the snapshots sharing it), and an older build's per-snapshot index, read to
+        // write it, is removed once the root's is good.
+        let mut good_roots: HashSet<ObjectId> = HashSet::new();
         for rec in self.scan_records()? {
             let (Some(snap), None, true) = (rec.snap, rec.problem, listed.contains(&rec.id)) else {
                 continue;
             };
-            match self.check_tree_index(&rec.id, &snap.root)? {
-                IndexState::Good => {}
-                IndexState::Missing | IndexState::Bad(_) => match self.write_tree_index(&rec.id) {
-                    Ok(_) => report.tree_indexes_written += 1,
-                    Err(e) => report.problems.push(format!(
-                        "could not write the tree index of snapshot {}: {e}",
-                        rec.id.short(16)
-                    )),
-                },
+            if !good_roots.contains(&snap.root) {
+                let shared = self.tree_index_path(&snap.root);
+                let state = if fs::symlink_metadata(&shared).is_ok() {
+                    self.check_tree_index(&rec.id, &snap.root)?
+                } else {
+                    IndexState::Missing
+                };
+                match state {
+                    IndexState::Good => {}
+                    IndexState::Missing | IndexState::Bad(_) => {
+                        match self.write_tree_index(&rec.id) {
+                            Ok(_) => report.tree_indexes_written += 1,
+                            Err(e) => {
+                                report.problems.push(format!(
+                                    "could not write the tree index of snapshot {}: {e}",
+                                    rec.id.short(16)
+                                ));
+                                continue;
+                            }
+                        }
+                    }
+                }
+                good_roots.insert(snap.root);
+            }
+            let own = self.snapshot_index_path(&rec.id);
+            match fs::remove_file(&own) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => report.problems.push(format!(
+                    "could not remove the older tree index of snapshot {}: {}",
+                    rec.id.short(16),
+                    StoreError::io("remove", &own, e)
+                )),
             }
         }
         Ok(report)
@@ -1342,17 +1389,18 @@ mod tests {
             .map(|s| s.id)
             .collect();
         assert_eq!(listed, [local, local_agent, carrier, orphan].into());
-        // Only listed snapshots have a tree index, so a planted record's full id does not
-        // resolve through one either.
+        // Only the roots of listed snapshots have a tree index, so a planted record's full id
+        // does not resolve through one either.
+        assert!(!store.tree_index_path(&planted_root).exists());
         for bytes in [&named, &future, &newer] {
             let id = ObjectId::of(bytes);
-            assert!(!store.tree_index_path(&id).exists(), "{id}");
+            assert!(!store.snapshot_index_path(&id).exists(), "{id}");
             assert!(matches!(
                 store.resolve_indexed(&id.to_hex()),
                 Err(StoreError::UnknownSnapshot { .. })
             ));
         }
-        assert!(store.tree_index_path(&orphan).is_file());
+        assert!(store.tree_index_path(&orphan_root).is_file());
         assert_eq!(store.resolve_indexed(&orphan.to_hex()).unwrap(), orphan);
         // gc: the planted records are content (kept as such), not roots: their tree goes.
         store.gc(0).unwrap();

@@ -12,9 +12,10 @@
 //! object; `unpack` and `pull` check the same in their one pass (see the `unpack`
 //! module) before anything becomes visible in the store.
 //!
-//! The store keeps every snapshot's trees-only pack as its tree index (`<store>/trees/`, see
-//! [`crate::SnapshotSource`]); a small pack is read whole into memory
-//! ([`PackReader::open_within`]), with its trailer checked at once.
+//! The store keeps trees-only packs as its tree indexes (`<store>/trees/`, see
+//! [`crate::SnapshotSource`]): one per root tree, rooted at that tree instead of a record
+//! (`write_tree_pack`), shared by every snapshot with that root; a small pack is read whole
+//! into memory ([`PackReader::open_within`]), with its trailer checked at once.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -313,13 +314,8 @@ fn emit(
         signatures,
     } = what;
     let mut w = HashingWriter::new(out);
-    let mut header = Vec::with_capacity(HEADER_LEN as usize);
-    header.extend_from_slice(MAGIC);
-    header.extend_from_slice(&PACK_VERSION.to_le_bytes());
-    header.extend_from_slice(&flags.to_le_bytes());
-    header.extend_from_slice(snapshot_id.as_bytes());
-    header.extend_from_slice(base.map(|b| *b.as_bytes()).unwrap_or([0; 32]).as_slice());
-    w.write_all(&header).map_err(write_err)?;
+    w.write_all(&header(snapshot_id, flags, base))
+        .map_err(write_err)?;
 
     let mut index: Vec<PackEntry> = Vec::new();
     let mut stats = PackStats::default();
@@ -337,17 +333,75 @@ fn emit(
     stats.bytes = index.iter().map(|e| e.len).sum();
     w.write_all(&encode_signatures(signatures))
         .map_err(write_err)?;
+    stats.pack_bytes = finish(w, index)?;
+    Ok(stats)
+}
 
+/// A pack's header: the magic, the version, `flags`, the root object and the base (zeros:
+/// none).
+fn header(root: &ObjectId, flags: u32, base: Option<ObjectId>) -> Vec<u8> {
+    let mut header = Vec::with_capacity(HEADER_LEN as usize);
+    header.extend_from_slice(MAGIC);
+    header.extend_from_slice(&PACK_VERSION.to_le_bytes());
+    header.extend_from_slice(&flags.to_le_bytes());
+    header.extend_from_slice(root.as_bytes());
+    header.extend_from_slice(base.map(|b| *b.as_bytes()).unwrap_or([0; 32]).as_slice());
+    header
+}
+
+/// Ends a pack after its objects (and signature section): the index, sorted by id, then the
+/// trailer. Returns the pack's length.
+fn finish(mut w: HashingWriter<'_>, mut index: Vec<PackEntry>) -> Result<u64, StoreError> {
     let index_offset = w.written;
     index.sort_by_key(|e| e.id);
     w.write_all(&encode_index(&index)).map_err(write_err)?;
-    stats.pack_bytes = w.written + TRAILER_LEN;
+    let pack_bytes = w.written + TRAILER_LEN;
     // The trailer is not part of its own hash: it goes to the output unhashed.
     let digest = w.digest();
     let out = w.into_inner();
     out.write_all(&encode_trailer(index_offset, &digest))
         .map_err(write_err)?;
     out.flush().map_err(write_err)?;
+    Ok(pack_bytes)
+}
+
+/// Writes the trees-only pack rooted at tree `root` (a store's tree index, see `index`): its
+/// header names the tree as the pack's root, and it holds every tree `root` reaches, each once,
+/// in the walk's order (pre-order, entries by name), and nothing else: no record, no blob, no
+/// signature section. Each tree goes out as it is read, so memory holds one tree at a time
+/// and the index, not every encoding (a 300,000-file tree's are 16 MB).
+pub(crate) fn write_tree_pack(
+    trees_from: &dyn ObjectSource,
+    root: &ObjectId,
+    out: &mut dyn Write,
+) -> Result<PackStats, StoreError> {
+    let mut w = HashingWriter::new(out);
+    w.write_all(&header(root, FLAG_TREES_ONLY, None))
+        .map_err(write_err)?;
+    let mut index: Vec<PackEntry> = Vec::new();
+    let mut stats = PackStats::default();
+    let mut seen = HashSet::new();
+    let mut stack = vec![*root];
+    while let Some(id) = stack.pop() {
+        if !seen.insert(id) {
+            continue;
+        }
+        let tree = trees_from.tree(&id)?;
+        stack.extend(
+            tree.entries()
+                .iter()
+                .rev()
+                .filter(|e| e.kind == EntryKind::Dir)
+                .map(|e| e.id),
+        );
+        let bytes = tree.encode();
+        drop(tree);
+        put(&mut w, &mut index, id, &bytes)?;
+        stats.trees += 1;
+        stats.bytes += bytes.len() as u64;
+    }
+    stats.objects = index.len() as u64;
+    stats.pack_bytes = finish(w, index)?;
     Ok(stats)
 }
 
@@ -759,14 +813,21 @@ impl PackReader {
     /// Checks the trailer hash over every byte before it, then every object against its id,
     /// that every tree and the record decode, and that a signature section is well formed. Nothing is trusted until this passes.
     pub fn verify(&self) -> Result<(), StoreError> {
+        self.verify_objects()?;
+        self.snapshot()?;
+        self.signatures()?;
+        Ok(())
+    }
+
+    /// The part of [`PackReader::verify`] that holds for any pack, a tree-rooted one (a
+    /// store's tree index) too: the trailer hash, then every object against its id.
+    pub(crate) fn verify_objects(&self) -> Result<(), StoreError> {
         self.check_trailer()?;
         for e in &self.index {
             // Streamed into nothing: memory stays bounded whatever the objects' sizes.
             let mut stored = io::BufReader::with_capacity(64 << 10, self.stored_reader(e));
             decode_pack_object(&self.path, e, &mut stored, &mut io::sink())?;
         }
-        self.snapshot()?;
-        self.signatures()?;
         Ok(())
     }
 

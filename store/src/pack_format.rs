@@ -19,6 +19,13 @@
 //! An object's id is the blake3 of its uncompressed bytes, as in the store. A pack written
 //! with a base (`--since`) leaves out every object the base snapshot reaches.
 //!
+//! **A tree-rooted pack** is the one exception to "the root is a snapshot record": a store's
+//! tree index (see the store's `index` module) is a trees-only pack whose root field names a
+//! tree and which holds that tree and every tree it reaches, and no record. It is the same
+//! format (a reader checks only that the root is one of its objects); it never leaves its
+//! store, and a reader that wants a snapshot from it (`mount`, `unpack` of such a file) finds
+//! its root is no record and refuses it.
+//!
 //! **The signature section** (the root snapshot's signatures, opaque bytes: see the store's
 //! `signatures` module) fills the gap between the end of the last object and the index. It
 //! needs no new version or flag: a reader that predates it checks only that every object lies

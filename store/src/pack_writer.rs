@@ -976,8 +976,8 @@ mod tests {
         // gone from objects/, only the snapshot's tree index can supply it: one read instead
         // of one object file per tree, which is most of a cold pack's start.
         let f = fixture(5, &mixed_files(), &[]);
-        assert!(f.store.tree_index_path(&f.snapshot).exists());
         let root = f.store.read_snapshot(&f.snapshot).unwrap().root;
+        assert!(f.store.tree_index_path(&root).exists());
         let sub = f.store.read_tree(&root).unwrap().entries()[2].id;
         std::fs::remove_file(f.store.objects().file_of(&sub).unwrap()).unwrap();
         let mut out = Vec::new();

@@ -1,10 +1,13 @@
-//! The snapshot tree index (`<store>/trees/<id>.pack`) through the binary. Pins: every commit
-//! path (snapshot, export, unpack, pull) writes one; `diff` reads both sides' trees from the
+//! The tree index (`<store>/trees/<root-tree-id>.pack`, shared by the snapshots with that
+//! root) through the binary. Pins: every commit path (snapshot, export, unpack, pull) leaves
+//! one for its root; a no-op snapshot writes none (the file is untouched) and `gc` keeps it
+//! until the last snapshot with its root is forgotten; `diff` reads both sides' trees from the
 //! two index files and no tree object (`-v` counts them); a deleted index falls back to the
 //! objects silently; a flipped byte, a truncation or another snapshot's index gives the same
 //! diff and one notice; `verify` names a bad index and `reindex` rebuilds it; `gc` removes
-//! the index of a forgotten snapshot; a mount lists a snapshot whose subtree objects are gone
-//! (its listings come from the index).
+//! the index of a forgotten snapshot; an older build's per-snapshot index
+//! (`trees/<snapshot-id>.pack`) is still read, and `reindex` converts it; a mount lists a
+//! snapshot whose subtree objects are gone (its listings come from the index).
 
 use std::ffi::OsStr;
 use std::fs;
@@ -15,8 +18,30 @@ use crate::mount::{fuse_available, mount_daemon};
 use crate::remote::Fleet;
 use crate::util::{assert_same_tree, bytes, remove_stored, stored_object, write, Run, TestEnv};
 
-fn index_of(store: &Path, id: &str) -> PathBuf {
-    store.join("trees").join(format!("{id}.pack"))
+/// The tree index of snapshot `id` of `store`: the one of its root tree.
+fn index_of(env: &TestEnv, store: &Path, id: &str) -> PathBuf {
+    let v = env
+        .run(&[
+            OsStr::new("--store"),
+            store.as_os_str(),
+            OsStr::new("--json"),
+            OsStr::new("show"),
+            OsStr::new(id),
+        ])
+        .ok()
+        .json();
+    let root = v["root"].as_str().expect("show names the root tree");
+    store.join("trees").join(format!("{root}.pack"))
+}
+
+/// The names in `trees/`, sorted.
+fn index_names(store: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(store.join("trees"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
 }
 
 /// Every snapshot `list` shows on `store`.
@@ -42,7 +67,7 @@ fn assert_indexed(env: &TestEnv, store: &Path, what: &str) {
     assert!(!ids.is_empty(), "{what}: no snapshot listed");
     for id in ids {
         assert!(
-            index_of(store, &id).is_file(),
+            index_of(env, store, &id).is_file(),
             "{what}: snapshot {id} has no tree index"
         );
     }
@@ -119,7 +144,7 @@ fn every_commit_path_writes_an_index() {
     fleet.on("h1", &["push", &id]).ok();
     fleet.pull_and_check("h2", &id, &src);
     assert!(
-        index_of(Path::new(&fleet.store("h2")), &id).is_file(),
+        index_of(&fleet.env, Path::new(&fleet.store("h2")), &id).is_file(),
         "pull wrote no tree index"
     );
 }
@@ -139,7 +164,7 @@ fn diff_reads_two_index_files_and_falls_back_when_one_is_gone_or_bad() {
     assert!(!r.stderr().contains("notice"), "{}", r.describe());
 
     // Deleted: the same answer from the objects, and no notice (absence is not an error).
-    let ia = index_of(&store, &a);
+    let ia = index_of(&env, &store, &a);
     let good = fs::read(&ia).unwrap();
     fs::remove_file(&ia).unwrap();
     let r = diff_v(&env, &a, &b);
@@ -157,7 +182,7 @@ fn diff_reads_two_index_files_and_falls_back_when_one_is_gone_or_bad() {
         ("a truncation", good[..good.len() - 7].to_vec()),
         (
             "another snapshot's index",
-            fs::read(index_of(&store, &b)).unwrap(),
+            fs::read(index_of(&env, &store, &b)).unwrap(),
         ),
         ("an empty file", Vec::new()),
     ];
@@ -194,13 +219,88 @@ fn gc_removes_the_index_of_a_forgotten_snapshot() {
     let env = TestEnv::new();
     let store = env.path("store");
     let (a, b) = two_snapshots(&env);
+    let (ia, ib) = (index_of(&env, &store, &a), index_of(&env, &store, &b));
     env.run(&["forget", &a]).ok();
-    assert!(index_of(&store, &a).is_file());
+    assert!(ia.is_file());
     let v = env.run(&["--json", "gc", "--grace", "0"]).ok().json();
     assert_eq!(v["tree_indexes_removed"].as_u64(), Some(1), "{v}");
-    assert!(!index_of(&store, &a).exists());
-    assert!(index_of(&store, &b).is_file());
+    assert!(!ia.exists());
+    assert!(ib.is_file());
     env.run(&["verify"]).ok();
+}
+
+#[test]
+fn a_no_op_snapshot_writes_no_index_and_gc_keeps_the_shared_one() {
+    let env = TestEnv::new();
+    let store = env.path("store");
+    let (_, b) = two_snapshots(&env);
+    let index = index_of(&env, &store, &b);
+    let before = index_names(&store);
+    let stamp = fs::metadata(&index).unwrap().modified().unwrap();
+    // Twice more with nothing changed: the same root, its index already there.
+    let c = env.snapshot(&env.path("src"));
+    let d = env.snapshot(&env.path("src"));
+    assert_eq!(listed(&env, &store).len(), 4);
+    assert_eq!(index_names(&store), before, "no new index file");
+    assert_eq!(index_of(&env, &store, &d), index);
+    assert_eq!(fs::metadata(&index).unwrap().modified().unwrap(), stamp);
+    // Each reads every tree from it.
+    let r = env.run(&["-v", "diff", &b, &d]);
+    assert_eq!(r.code(), 0, "{}", r.describe());
+    env.run(&["verify"]).ok();
+    // gc keeps it while one snapshot with that root lives, and drops it after.
+    for id in [&b, &c] {
+        env.run(&["forget", id]).ok();
+        let v = env.run(&["--json", "gc", "--grace", "0"]).ok().json();
+        assert_eq!(v["tree_indexes_removed"].as_u64(), Some(0), "{v}");
+        assert!(index.is_file());
+    }
+    // A mount of the last one, by full id, resolves it without the catalog (the record names
+    // the root, whose index is there) and lists it.
+    if fuse_available() {
+        let mnt = env.path("mnt");
+        let _m = mount_daemon(&env, &d, &mnt);
+        assert_same_tree(&env.path("src"), &mnt);
+    }
+    env.run(&["forget", &d]).ok();
+    let v = env.run(&["--json", "gc", "--grace", "0"]).ok().json();
+    assert_eq!(v["tree_indexes_removed"].as_u64(), Some(1), "{v}");
+    assert!(!index.exists());
+}
+
+#[test]
+fn an_older_per_snapshot_index_is_still_read_and_reindex_converts_it() {
+    let env = TestEnv::new();
+    let store = env.path("store");
+    let (a, b) = two_snapshots(&env);
+    // What an older build kept: the snapshot's trees-only pack, named by the snapshot.
+    let ia = index_of(&env, &store, &a);
+    let legacy = store.join("trees").join(format!("{a}.pack"));
+    let digest = env.path("a.digest");
+    env.run(&[
+        "pack",
+        &a,
+        "--trees-only",
+        "--out",
+        &digest.to_string_lossy(),
+    ])
+    .ok();
+    fs::rename(&digest, &legacy).unwrap();
+    fs::remove_file(&ia).unwrap();
+    let r = diff_v(&env, &a, &b);
+    assert_eq!(r.stdout(), "M\td07/sub/g.bin\n");
+    assert_eq!(side_counts(&r, 'A'), (30, 0), "{}", r.describe());
+    assert!(!r.stderr().contains("notice"), "{}", r.describe());
+    let v = env.run(&["--json", "verify"]).ok().json();
+    assert_eq!(v["tree_indexes"].as_u64(), Some(2), "{v}");
+    let v = env.run(&["--json", "gc", "--grace", "0"]).ok().json();
+    assert_eq!(v["tree_indexes_removed"].as_u64(), Some(0), "{v}");
+    assert!(legacy.is_file());
+    // reindex writes the root's index and removes the older one.
+    let v = env.run(&["--json", "reindex"]).ok().json();
+    assert_eq!(v["tree_indexes_written"].as_u64(), Some(1), "{v}");
+    assert!(ia.is_file() && !legacy.exists());
+    assert_eq!(side_counts(&diff_v(&env, &a, &b), 'A'), (30, 0));
 }
 
 #[test]
