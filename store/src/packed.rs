@@ -110,8 +110,11 @@ struct State {
     /// Every pack name seen (loaded or refused), so a refused pack is reported once.
     seen: HashSet<String>,
     /// Packs refused, with why: `verify` reports them.
-    refused: Vec<(PathBuf, String)>,
+    refused: Vec<Refused>,
 }
+
+/// A pack that cannot be read, and why.
+pub(crate) type Refused = (PathBuf, String);
 
 /// One finished pack, open, with the 8-byte prefixes of its sorted ids.
 #[derive(Debug)]
@@ -337,7 +340,7 @@ impl Packed {
     }
 
     /// Every pack, listed afresh, with the packs refused and why.
-    pub(crate) fn all(&self) -> Result<(Vec<Arc<LocalPack>>, Vec<(PathBuf, String)>), StoreError> {
+    pub(crate) fn all(&self) -> Result<(Vec<Arc<LocalPack>>, Vec<Refused>), StoreError> {
         {
             let mut state = lock(&self.state);
             state.listed_mtime = None;
@@ -508,7 +511,7 @@ impl Packer {
         self.by_prefix = HashMap::new();
         self.collided = HashMap::new();
         let mut slots = std::mem::take(&mut self.slots);
-        slots.sort_unstable_by(|a, b| a.id.cmp(&b.id));
+        slots.sort_unstable_by_key(|s| s.id);
         let objects_end = self.len;
         // The index, a chunk at a time (its count, then each entry).
         let mut chunk = (slots.len() as u64).to_le_bytes().to_vec();
