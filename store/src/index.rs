@@ -299,7 +299,8 @@ impl Store {
                 .create_new(true)
                 .open(&tmp)
                 .map_err(|e| StoreError::io("create", &tmp, e))?;
-            let mut out = BufWriter::new(file);
+            // 256 KiB writes: the corpus's 1.4 MB index went out in 175 writes of 8 KiB.
+            let mut out = BufWriter::with_capacity(1 << 18, file);
             // Where the trees come from, fastest first. An older build's index of this very
             // snapshot holds them all (reindex converting it). Else a new snapshot shares most
             // trees with its parent: those come from the parent's index (one sequential read)
