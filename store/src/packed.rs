@@ -24,9 +24,10 @@
 //! were never named by anything.
 //!
 //! **Reading.** The packs are found on first use and kept open; each pack's index stays on
-//! disk and only the first 8 bytes of each id are held in memory (8 bytes an object: 2.4 MB
-//! for 300,000 objects), so a lookup is a binary search in memory and one positioned read of
-//! the 57-byte entry, whose full id must match. A pack written by another process after the
+//! disk and only the first 4 bytes of each id are held in memory (1.2 MB for 300,000 objects:
+//! with 8 bytes, a capture of one changed file among 300,000 peaked at 65.3 MiB, over the
+//! 64 MiB goal), so a lookup is a binary search in memory and one positioned read of the
+//! 57-byte entry (or a few, for ids that share those 4 bytes), whose full id must match. A pack written by another process after the
 //! packs were listed is found when a lookup misses and `packs/` changed since. Nothing here
 //! trusts a pack further than its bounds: an index that is not sorted, points outside the
 //! object area, or claims a length no packed object can have makes the whole pack ignored,
@@ -121,7 +122,8 @@ pub(crate) type Refused = (PathBuf, String);
 pub(crate) struct LocalPack {
     path: PathBuf,
     file: Arc<File>,
-    prefixes: Vec<u64>,
+    /// The first 4 bytes of each id, in index order.
+    prefixes: Vec<u32>,
     /// Where the first index entry starts (the index's count is 8 bytes before).
     entries_at: u64,
     /// The end of the object area (the index's start).
@@ -170,6 +172,12 @@ impl Slot {
 
 fn prefix(id: &ObjectId) -> u64 {
     u64::from_be_bytes(id.as_bytes()[..8].try_into().expect("8 bytes"))
+}
+
+/// The first 4 bytes of an id: what a finished pack keeps in memory per object (equal ones are
+/// told apart by the full id in the index entry; at 300,000 objects about 10 pairs share one).
+fn short_prefix(id: &ObjectId) -> u32 {
+    u32::from_be_bytes(id.as_bytes()[..4].try_into().expect("4 bytes"))
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -545,7 +553,7 @@ impl Packer {
         Ok(LocalPack {
             path: dest,
             file: self.file.clone(),
-            prefixes: slots.iter().map(|e| prefix(&e.id)).collect(),
+            prefixes: slots.iter().map(|e| short_prefix(&e.id)).collect(),
             entries_at: objects_end + 8,
             objects_end,
             modified: SystemTime::now(),
@@ -628,7 +636,7 @@ impl LocalPack {
                     return Err("its index is not sorted by id".into());
                 }
                 last = Some(e.id);
-                prefixes.push(prefix(&e.id));
+                prefixes.push(short_prefix(&e.id));
             }
             done += n;
         }
@@ -672,7 +680,7 @@ impl LocalPack {
     }
 
     fn find(&self, id: &ObjectId) -> Result<Option<PackEntry>, StoreError> {
-        let p = prefix(id);
+        let p = short_prefix(id);
         let mut i = self.prefixes.partition_point(|x| *x < p);
         while i < self.prefixes.len() && self.prefixes[i] == p {
             let e = self.entry_at(i)?;
