@@ -396,27 +396,10 @@ pub fn stored_object(store: &Path, hex: &str) -> Option<StoredObject> {
     if file.exists() {
         return Some(StoredObject::Loose(file));
     }
-    let want = hex_bytes(hex);
-    let packs = fs::read_dir(store.join("objects").join("packs")).ok()?;
-    for pack in packs.flatten() {
-        let bytes = fs::read(pack.path()).unwrap();
-        let n = bytes.len();
-        let u = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
-        let index = u(n - 48) as usize;
-        let count = u(index) as usize;
-        for i in 0..count {
-            let e = index + 8 + i * 57;
-            if bytes[e..e + 32] == want[..] {
-                return Some(StoredObject::Packed {
-                    pack: pack.path(),
-                    offset: u(e + 32),
-                    stored_len: u(e + 40),
-                    zstd: bytes[e + 56] & 1 != 0,
-                });
-            }
-        }
-    }
-    None
+    stored_objects(store)
+        .into_iter()
+        .find(|(id, s)| id == hex && matches!(s, StoredObject::Packed { .. }))
+        .map(|(_, s)| s)
 }
 
 /// Every object stored in `store`, loose or packed, as (id hex, where), read from the files
