@@ -24,10 +24,11 @@
 //! were never named by anything.
 //!
 //! **Reading.** The packs are found on first use and kept open; each pack's index stays on
-//! disk and only the first 4 bytes of each id are held in memory (1.2 MB for 300,000 objects:
-//! with 8 bytes, a capture of one changed file among 300,000 peaked at 65.3 MiB, over the
-//! 64 MiB goal), so a lookup is a binary search in memory and one positioned read of the
-//! 57-byte entry (or a few, for ids that share those 4 bytes), whose full id must match. A pack written by another process after the
+//! disk and only the first 4 bytes of each id are held in memory (1.2 MB for 300,000 objects,
+//! half of what 8 bytes took: a capture of one changed file among 300,000 holds them together
+//! with the loaded stat cache and the catalog, and peaked at 62.4-65.3 MiB against a 64 MiB
+//! goal), so a lookup is a binary search in memory and one positioned read of the 57-byte
+//! entry (or a few, for ids that share those 4 bytes), whose full id must match. A pack written by another process after the
 //! packs were listed is found when a lookup misses and `packs/` changed since. Nothing here
 //! trusts a pack further than its bounds: an index that is not sorted, points outside the
 //! object area, or claims a length no packed object can have makes the whole pack ignored,
@@ -117,7 +118,7 @@ struct State {
 /// A pack that cannot be read, and why.
 pub(crate) type Refused = (PathBuf, String);
 
-/// One finished pack, open, with the 8-byte prefixes of its sorted ids.
+/// One finished pack, open, with the 4-byte prefixes of its sorted ids.
 #[derive(Debug)]
 pub(crate) struct LocalPack {
     path: PathBuf,
