@@ -526,7 +526,7 @@ mount_one() {
 	log "-- mount: $tool"
 	# Mount ready is cold for every tool (caches dropped before each start: the binary, the
 	# image or store), the median of MOUNT_READY_ROUNDS mounts; the last one stays for the reads.
-	local round times=() ok=1
+	local round i times=() ok=1
 	for ((round = 1; round <= MOUNT_READY_ROUNDS; round++)); do
 		drop_caches
 		rc=0 pid=""
@@ -548,7 +548,6 @@ mount_one() {
 		if ((round < MOUNT_READY_ROUNDS)); then
 			bash -c "$umount_cmd" >/dev/null 2>&1 || fusermount3 -uz "$m" 2>/dev/null || true
 			if [[ -n $pid ]]; then
-				local i
 				for i in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 			fi
 			for i in $(seq 50); do mountpoint -q "$m" 2>/dev/null || break; sleep 0.1; done

@@ -1207,24 +1207,16 @@ mod tests {
 
     #[test]
     fn a_pack_is_the_same_whichever_form_the_store_keeps() {
-        use crate::{Snapshot, Tree, TreeEntry};
         let files = [text(5_000), text(70_000), random(9_000, 7), text(200_000)];
         let pack_of = |raw: bool| {
             let (_d, store) = store();
-            let mut entries = Vec::new();
-            for (i, bytes) in files.iter().enumerate() {
-                let id = if raw {
+            let snap = snapshot_of_files(&store, &files, |bytes| {
+                if raw {
                     write_raw_by_hand(store.objects(), bytes)
                 } else {
                     store.objects().write_bytes(bytes).unwrap()
-                };
-                entries.push(TreeEntry::file(
-                    format!("f{i}").into_bytes(),
-                    0o644,
-                    bytes.len() as u64,
-                    id,
-                ));
-            }
+                }
+            });
             let compressed = store
                 .objects()
                 .list()
@@ -1233,13 +1225,6 @@ mod tests {
                 .filter(|l| l.compressed)
                 .count();
             assert_eq!(compressed, if raw { 0 } else { 3 });
-            let root = store
-                .write_tree(&Tree::from_entries(entries).unwrap())
-                .unwrap();
-            let lock = store.write_lock().unwrap();
-            let snap = store
-                .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
-                .unwrap();
             let mut out = Vec::new();
             crate::write_pack(&store, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
             out
@@ -1247,29 +1232,42 @@ mod tests {
         assert_eq!(pack_of(false), pack_of(true));
     }
 
-    #[test]
-    fn unpack_lands_a_packs_frames_as_compressed_objects() {
-        use crate::{PackReader, Snapshot, Tree, TreeEntry};
-        let files = [text(5_000), text(70_000), random(9_000, 7), text(200_000)];
-        let (dir, src) = store();
-        let mut entries = Vec::new();
-        for (i, bytes) in files.iter().enumerate() {
-            let id = src.objects().write_bytes(bytes).unwrap();
-            entries.push(TreeEntry::file(
-                format!("f{i}").into_bytes(),
-                0o644,
-                bytes.len() as u64,
-                id,
-            ));
-        }
-        let root = src
+    /// Commits a snapshot of `files` (named `f0`, `f1`, ...), each stored by `write`.
+    fn snapshot_of_files(
+        store: &Store,
+        files: &[Vec<u8>],
+        write: impl Fn(&[u8]) -> ObjectId,
+    ) -> ObjectId {
+        use crate::{Snapshot, Tree, TreeEntry};
+        let entries = files
+            .iter()
+            .enumerate()
+            .map(|(i, bytes)| {
+                TreeEntry::file(
+                    format!("f{i}").into_bytes(),
+                    0o644,
+                    bytes.len() as u64,
+                    write(bytes),
+                )
+            })
+            .collect();
+        let root = store
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
-        let lock = src.write_lock().unwrap();
-        let snap = src
+        let lock = store.write_lock().unwrap();
+        store
             .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
-            .unwrap();
-        drop(lock);
+            .unwrap()
+    }
+
+    #[test]
+    fn unpack_lands_a_packs_frames_as_compressed_objects() {
+        use crate::PackReader;
+        let files = [text(5_000), text(70_000), random(9_000, 7), text(200_000)];
+        let (dir, src) = store();
+        let snap = snapshot_of_files(&src, &files, |bytes| {
+            src.objects().write_bytes(bytes).unwrap()
+        });
         let path = dir.path().join("p.zcpack");
         let mut out = Vec::new();
         crate::write_pack(&src, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();

@@ -108,12 +108,16 @@ struct State {
     listed: bool,
     /// `packs/`'s modification time when it was last listed.
     listed_mtime: Option<SystemTime>,
-    packs: Vec<Arc<LocalPack>>,
+    /// Shared with every lookup in flight: a lookup clones the `Arc`, not the list.
+    packs: Packs,
     /// Every pack name seen (loaded or refused), so a refused pack is reported once.
     seen: HashSet<String>,
     /// Packs refused, with why: `verify` reports them.
     refused: Vec<Refused>,
 }
+
+/// The loaded packs, as a lookup sees them.
+type Packs = Arc<Vec<Arc<LocalPack>>>;
 
 /// A pack that cannot be read, and why.
 pub(crate) type Refused = (PathBuf, String);
@@ -256,7 +260,7 @@ impl Packed {
         let mut state = lock(&self.state);
         let name = file_name(&pack.path);
         if state.seen.insert(name) {
-            state.packs.push(Arc::new(pack));
+            Arc::make_mut(&mut state.packs).push(Arc::new(pack));
         }
         Ok(())
     }
@@ -287,7 +291,7 @@ impl Packed {
 
     /// The loaded packs; lists `packs/` the first time, and again with `refresh` when its
     /// modification time changed (or is too recent to tell).
-    fn packs(&self, refresh: bool) -> Result<Vec<Arc<LocalPack>>, StoreError> {
+    fn packs(&self, refresh: bool) -> Result<Packs, StoreError> {
         let mut state = lock(&self.state);
         if state.listed && !refresh {
             return Ok(state.packs.clone());
@@ -331,7 +335,7 @@ impl Packed {
             state.seen.insert(name.clone());
             let path = self.dir.join(&name);
             match LocalPack::open(&path) {
-                Ok(Some(pack)) => state.packs.push(Arc::new(pack)),
+                Ok(Some(pack)) => Arc::make_mut(&mut state.packs).push(Arc::new(pack)),
                 Ok(None) => {} // removed meanwhile (a gc rewrote it)
                 Err(why) => {
                     eprintln!(
@@ -356,7 +360,7 @@ impl Packed {
         }
         let packs = self.packs(true)?;
         // A pack removed since it was loaded (a gc in another process) is not listed.
-        let packs = packs.into_iter().filter(|p| p.path.exists()).collect();
+        let packs = packs.iter().filter(|p| p.path.exists()).cloned().collect();
         Ok((packs, lock(&self.state).refused.clone()))
     }
 
@@ -401,7 +405,7 @@ impl Packed {
                 Err(e) => return Err(StoreError::io("remove", &pack.path, e)),
             }
             let mut state = lock(&self.state);
-            state.packs.retain(|p| !Arc::ptr_eq(p, &pack));
+            Arc::make_mut(&mut state.packs).retain(|p| !Arc::ptr_eq(p, &pack));
         }
         Ok(freed)
     }

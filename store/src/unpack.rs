@@ -544,17 +544,9 @@ mod tests {
     use crate::pack::{write_pack, PackOptions};
     use crate::tree::{Tree, TreeEntry};
 
-    /// Bytes that do not compress.
+    /// Bytes that do not compress (the store's test generator, seeded from `seed`).
     fn noise(seed: u64, len: usize) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        crate::compressed::tests::random_seeded(len, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
     }
 
     /// A store with one snapshot of `files` (name, bytes) and its pack.
