@@ -8,6 +8,8 @@
 //! <store>/objects/ab/cdef..  immutable objects, named by the blake3 of their exact bytes
 //! <store>/objects/ab/cdef...zst  a small object stored as one zstd frame (format 3), named
 //!                            by the blake3 of its uncompressed bytes
+//! <store>/objects/packs/<digest>.pack  the small objects of a capture, packed (format 4;
+//!                            see `packed`)
 //! <store>/tmp/               temp files of writers in progress, staging dirs of imports
 //! <store>/catalog/           sled: snapshot index, names, destination records (rebuildable)
 //! <store>/trees/<root>.pack  the tree index of every snapshot whose root tree is <root>: a
