@@ -132,25 +132,88 @@ pub fn fstat(fd: impl AsFd) -> io::Result<Stat> {
     Ok(convert(rustix::fs::fstat(fd)?))
 }
 
-/// The names in directory `dir` (without `.` and `..`), in readdir order. Reads `dir`
+/// The names in directory `dir` (without `.` and `..`), in readdir order: the names of
+/// [`read_dir_listing`].
+pub fn read_dir_names(dir: BorrowedFd<'_>) -> io::Result<Vec<Vec<u8>>> {
+    Ok(read_dir_listing(dir)?
+        .into_iter()
+        .map(|entry| entry.name)
+        .collect())
+}
+
+/// One entry of a directory listing: its name, and whether the listing's type field says
+/// directory. The type is a hint (a filesystem may not fill it in, and the entry can be
+/// replaced the moment after): nothing may be decided on it but what to read ahead.
+pub struct Listed {
+    pub name: Vec<u8>,
+    pub says_dir: bool,
+}
+
+/// Every entry of `dir` but `.` and `..`, in readdir order, with its type hint. Reads `dir`
 /// itself from its start (`getdents64(2)` into a buffer, after rewinding it), where a `Dir`
 /// stream would open `.` again, ask its flags and close it: three more syscalls per directory,
 /// a fifth of a warm directory diff's system time. So `dir` must not be listed by two threads
 /// at once (they would share its offset); no caller does.
-pub fn read_dir_names(dir: BorrowedFd<'_>) -> io::Result<Vec<Vec<u8>>> {
+pub fn read_dir_listing(dir: BorrowedFd<'_>) -> io::Result<Vec<Listed>> {
     rustix::fs::seek(dir, rustix::fs::SeekFrom::Start(0))?;
     // Far more than one entry (a name is at most 255 bytes), so EINVAL cannot happen.
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 32 * 1024];
     let mut d = rustix::fs::RawDir::new(dir, &mut buf);
-    let mut names = Vec::new();
+    let mut entries = Vec::new();
     while let Some(ent) = d.next() {
         let ent = ent?;
         let name = ent.file_name().to_bytes();
         if name != b"." && name != b".." {
-            names.push(name.to_vec());
+            entries.push(Listed {
+                name: name.to_vec(),
+                says_dir: ent.file_type() == rustix::fs::FileType::Directory,
+            });
         }
     }
-    Ok(names)
+    Ok(entries)
+}
+
+/// Reads directory `name` of `dir` (opened no-follow) into the kernel's caches: its listing
+/// and its entries' no-follow stats, and with `levels` above 1 its subdirectories' the same
+/// way, keeping nothing (capture's read-ahead). Streams the listing: no names are collected,
+/// and a directory of more than [`WARM_STATS`] entries has only that many stated (the
+/// walker states a large directory on several threads itself). Opening a subdirectory
+/// no-follow stands for its stat. Failures end it quietly. Returns what it did.
+pub fn warm_dir(dir: BorrowedFd<'_>, name: &[u8], levels: usize) -> Warmed {
+    let mut warmed = Warmed::default();
+    let Ok(sub) = open_dir_at(dir, name) else {
+        return warmed;
+    };
+    warmed.dirs = 1;
+    let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
+    let mut listing = rustix::fs::RawDir::new(&sub, &mut buf);
+    let mut stated = 0;
+    while let Some(Ok(ent)) = listing.next() {
+        let name = ent.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        if levels > 1 && ent.file_type() == rustix::fs::FileType::Directory {
+            let below = warm_dir(sub.as_fd(), name, levels - 1);
+            warmed.dirs += below.dirs;
+            warmed.stats += below.stats;
+        } else if stated < WARM_STATS {
+            stated += 1;
+            let _ = rustix::fs::statat(&sub, name, AtFlags::SYMLINK_NOFOLLOW);
+        }
+    }
+    warmed.stats += stated;
+    warmed
+}
+
+/// Entries of one directory [`warm_dir`] states, at most.
+pub const WARM_STATS: usize = 512;
+
+/// What one [`warm_dir`] did: directories opened and listed, entries stated.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Warmed {
+    pub dirs: usize,
+    pub stats: usize,
 }
 
 /// `mkdirat(dir, name, mode)`.
@@ -452,4 +515,52 @@ pub fn read_hidden_line(prompt: &str) -> io::Result<Option<String>> {
     let line = read?;
     restored?;
     Ok(Some(line))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warm_dir_reads_two_levels_never_through_a_symlink_and_states_at_most_its_cap() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(outside.join("deep")).unwrap();
+        let top = tmp.path().join("top");
+        let sub = top.join("sub");
+        std::fs::create_dir_all(sub.join("third")).unwrap();
+        std::fs::write(top.join("a"), b"").unwrap();
+        std::fs::write(sub.join("b"), b"").unwrap();
+        std::fs::write(sub.join("third").join("c"), b"").unwrap();
+        std::os::unix::fs::symlink(&outside, top.join("link")).unwrap();
+        std::os::unix::fs::symlink(&outside, sub.join("link")).unwrap();
+        let root = open_dir_path(tmp.path()).unwrap();
+
+        // top and sub opened; a, link (top) and b, link, third (sub) stated; third not
+        // entered; neither link followed.
+        let warmed = warm_dir(root.as_fd(), b"top", 2);
+        assert_eq!(warmed, Warmed { dirs: 2, stats: 5 });
+        assert_eq!(
+            warm_dir(root.as_fd(), b"top", 1),
+            Warmed { dirs: 1, stats: 3 }
+        );
+        // The symlink itself is never opened as a directory.
+        let top_fd = open_dir_path(&top).unwrap();
+        assert_eq!(warm_dir(top_fd.as_fd(), b"link", 2), Warmed::default());
+        assert_eq!(warm_dir(root.as_fd(), b"missing", 2), Warmed::default());
+
+        let big = tmp.path().join("big");
+        std::fs::create_dir(&big).unwrap();
+        for i in 0..WARM_STATS + 20 {
+            std::fs::write(big.join(i.to_string()), b"").unwrap();
+        }
+        let warmed = warm_dir(root.as_fd(), b"big", 2);
+        assert_eq!(
+            warmed,
+            Warmed {
+                dirs: 1,
+                stats: WARM_STATS
+            }
+        );
+    }
 }

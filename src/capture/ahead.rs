@@ -9,13 +9,31 @@
 //! earlier is the same as a slower walker: the identity check after each open still compares
 //! the opened object with it). [`Keep`] is asked once per entry, on the walker thread, when
 //! its batch is formed, before the entry is looked at.
+//!
+//! Directories ahead of the walker: when a batch is formed, every kept entry the listing
+//! calls a directory is handed to a worker to be warmed ([`WarmJob`], `sys::warm_dir`):
+//! opened no-follow through the same directory fd, listed, its entries stated, and its
+//! subdirectories the same way one level down, all of it thrown away. The walker, which goes
+//! depth first and waits on each cold read in turn, then finds what it comes to in the
+//! kernel's caches. On the benchmark corpus (2,304 directories of 8 files on average) a cold
+//! capture after 1% changed went from 0.50-0.58 s to 0.30-0.38 s; warming one level only gave
+//! 0.36-0.43 s, three levels no more than two.
+//!
+//! Nothing a warm job learns is used: the walker makes every call of its own, in order, and
+//! the safety checks are all its. A warm job reads metadata only (listings and inodes, never
+//! a file's bytes), never follows a symlink, and starts only from a directory the walker
+//! keeps; one level below it, it lists subdirectories the walker has not yet been asked to
+//! keep, and states at most `sys::WARM_STATS` entries of any directory. A job whose parent
+//! the walker has already left is dropped unread (it holds the parent weakly).
 
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
-use std::sync::{mpsc, Arc};
+use std::sync::{mpsc, Arc, Weak};
 
 use zeroclaw_bundle_store::escape_name;
+
+use crate::sys::Listed;
 
 use crate::capture::{CaptureError, Job, Keep};
 use crate::sys::{self, Stat};
@@ -24,11 +42,29 @@ use crate::sys::{self, Stat};
 const BATCH: usize = 64;
 /// Batches of one directory handed out and not yet taken by the walker, at most.
 const AHEAD: usize = 8;
+/// Levels a warm job reads: the directory, and its subdirectories.
+const WARM_LEVELS: usize = 2;
 
 /// An entry named for classification: its name and its bundle path.
 type Named = (Vec<u8>, String);
 /// A classified entry: its name, bundle path, and what the no-follow stat said.
 pub(crate) type Classified = (Vec<u8>, String, io::Result<Stat>);
+
+/// A directory to warm ahead of the walker: entry `name` of `dir`.
+pub(crate) struct WarmJob {
+    dir: Weak<OwnedFd>,
+    name: Vec<u8>,
+}
+
+impl WarmJob {
+    /// Opens the directory no-follow, lists it and stats its entries, keeping nothing. Any
+    /// failure ends it quietly: the walker meets the same entry and reports what it finds.
+    pub(crate) fn run(self) {
+        if let Some(dir) = self.dir.upgrade() {
+            sys::warm_dir(dir.as_fd(), &self.name, WARM_LEVELS);
+        }
+    }
+}
 
 /// One batch of names for a worker to stat.
 pub(crate) struct StatJob {
@@ -80,7 +116,7 @@ fn entry_path(prefix: &str, name: &[u8]) -> String {
 pub(crate) struct Ahead {
     dir: Arc<OwnedFd>,
     prefix: String,
-    names: std::vec::IntoIter<Vec<u8>>,
+    names: std::vec::IntoIter<Listed>,
     reply_tx: mpsc::Sender<(usize, Vec<Classified>)>,
     reply_rx: mpsc::Receiver<(usize, Vec<Classified>)>,
     /// Batches that arrived before the walker needed them.
@@ -93,7 +129,7 @@ pub(crate) struct Ahead {
 impl Ahead {
     /// Classifies `names` (sorted) of directory `dir`, whose entries' paths start with
     /// `prefix`.
-    pub(crate) fn new(dir: &Arc<OwnedFd>, prefix: &str, names: Vec<Vec<u8>>) -> Ahead {
+    pub(crate) fn new(dir: &Arc<OwnedFd>, prefix: &str, names: Vec<Listed>) -> Ahead {
         let (reply_tx, reply_rx) = mpsc::channel();
         Ahead {
             dir: Arc::clone(dir),
@@ -123,7 +159,7 @@ impl Ahead {
             // thread hand-offs and a channel (most directories are small, and a warm walk is
             // nothing but these).
             if self.sent == 0 && self.names.len() <= BATCH {
-                let entries = self.batch(keep);
+                let entries = self.batch(keep, jobs);
                 if entries.is_empty() {
                     return Ok(None);
                 }
@@ -148,12 +184,20 @@ impl Ahead {
         }
     }
 
-    /// The next batch of kept names (at most [`BATCH`]), with their paths.
-    fn batch(&mut self, keep: Keep<'_>) -> Vec<Named> {
+    /// The next batch of kept names (at most [`BATCH`]), with their paths; the kept ones the
+    /// listing calls directories are sent to be warmed.
+    fn batch(&mut self, keep: Keep<'_>, jobs: &mpsc::Sender<Job>) -> Vec<Named> {
         let mut entries = Vec::with_capacity(BATCH.min(self.names.len()));
-        for name in self.names.by_ref() {
+        for Listed { name, says_dir } in self.names.by_ref() {
             let path = entry_path(&self.prefix, &name);
             if keep(&path) {
+                if says_dir {
+                    // Advisory: with the pool gone the walker fails on its own next send.
+                    let _ = jobs.send(Job::Warm(WarmJob {
+                        dir: Arc::downgrade(&self.dir),
+                        name: name.clone(),
+                    }));
+                }
                 entries.push((name, path));
                 if entries.len() == BATCH {
                     break;
@@ -166,7 +210,7 @@ impl Ahead {
     /// Hands out batches to the workers until [`AHEAD`] are out or the names run out.
     fn fill(&mut self, keep: Keep<'_>, jobs: &mpsc::Sender<Job>) -> Result<(), CaptureError> {
         while self.sent - self.taken < AHEAD {
-            let entries = self.batch(keep);
+            let entries = self.batch(keep, jobs);
             if entries.is_empty() {
                 return Ok(());
             }

@@ -46,7 +46,7 @@ use crate::statmatch::{self, Racy};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
-use ahead::{Ahead, StatJob};
+use ahead::{Ahead, StatJob, WarmJob};
 use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
@@ -67,6 +67,8 @@ const IN_FLIGHT: usize = 256;
 pub(crate) enum Job {
     /// No-follow stats of a batch of one directory's entries (see `ahead`).
     Stat(StatJob),
+    /// A directory ahead of the walker read into the kernel's caches (see `ahead`).
+    Warm(WarmJob),
     /// Open, check and store one file (see `file`).
     File(FileJob),
 }
@@ -302,6 +304,8 @@ impl<'s> Capture<'s> {
             || (),
             |_, job: Job, stopped| match job {
                 Job::Stat(job) => job.run(),
+                Job::Warm(job) if !stopped => job.run(),
+                Job::Warm(_) => {}
                 Job::File(job) => {
                     let outcome = if stopped {
                         FileOutcome::Failed(CaptureError::Workers)
@@ -357,7 +361,7 @@ impl<'s> Capture<'s> {
     ) -> Result<Vec<(TreeEntry, u64)>, CaptureError> {
         let names = self.list(root.as_fd(), prefix)?;
         let mut entries = Vec::new();
-        for name in names {
+        for sys::Listed { name, .. } in names {
             let Ok(text) = std::str::from_utf8(&name) else {
                 continue;
             };
@@ -400,12 +404,12 @@ impl<'s> Capture<'s> {
         Ok(entries)
     }
 
-    fn list(&self, dir: BorrowedFd<'_>, prefix: &str) -> Result<Vec<Vec<u8>>, CaptureError> {
-        let mut names = sys::read_dir_names(dir).map_err(|source| CaptureError::Unreadable {
+    fn list(&self, dir: BorrowedFd<'_>, prefix: &str) -> Result<Vec<sys::Listed>, CaptureError> {
+        let mut names = sys::read_dir_listing(dir).map_err(|source| CaptureError::Unreadable {
             path: display_dir(prefix),
             source,
         })?;
-        names.sort();
+        names.sort_by(|a, b| a.name.cmp(&b.name));
         Ok(names)
     }
 
