@@ -15,6 +15,7 @@
 //! up to a timeout and then fails with [`StoreError::CatalogBusy`], never a raw lock error.
 
 use std::collections::HashMap;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -560,13 +561,25 @@ impl Catalog {
             .unwrap_or(DEFAULT_LOCK_WAIT);
         let start = Instant::now();
         let mut delay = Duration::from_millis(5);
+        // sled writes a new catalog's `conf` (two writes) before it takes its own lock on
+        // `db`. Another process reading it between the two found it torn, took the whole
+        // catalog for unreadable and set it aside under its holder, which then failed with
+        // ENOENT (CLI test `two_processes_at_once_both_succeed_or_wait`, under load). So
+        // opens are serialised by a lock on the catalog directory, held only while sled
+        // opens, not while the catalog is used.
+        fs::create_dir_all(path).map_err(|e| StoreError::io("create", path, e))?;
+        let opening = File::open(path).map_err(|e| StoreError::io("open", path, e))?;
         let existed = path.join("db").exists();
         loop {
-            match sled::Config::new()
+            opening
+                .lock()
+                .map_err(|e| StoreError::io("lock", path, e))?;
+            let opened = sled::Config::new()
                 .path(path)
                 .cache_capacity(SLED_CACHE_BYTES)
-                .open()
-            {
+                .open();
+            let _ = opening.unlock();
+            match opened {
                 Ok(db) => return Catalog::from_db(path, db, existed),
                 Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
@@ -1407,6 +1420,36 @@ mod tests {
         };
         assert_eq!(StatEntry::decode(&e.encode()), Some(e));
         assert_eq!(StatEntry::decode(&[0; 3]), None);
+    }
+
+    /// Opening waits while another opener holds the catalog directory's lock (sled's
+    /// unlocked `conf` writes are never read half-done), and goes on once it is released.
+    #[test]
+    fn an_open_waits_for_another_opener() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("catalog");
+        fs::create_dir(&path).unwrap();
+        let opener = File::open(&path).unwrap();
+        opener.lock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiting = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let opened = Catalog::open(&path).map(|_| ());
+                tx.send(opened).unwrap();
+            })
+        };
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the catalog opened while another opener held its directory's lock"
+        );
+        assert!(
+            !path.join("conf").exists(),
+            "sled ran while the lock was held"
+        );
+        opener.unlock().unwrap();
+        rx.recv().unwrap().unwrap();
+        waiting.join().unwrap();
     }
 
     #[test]
