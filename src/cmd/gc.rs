@@ -42,6 +42,9 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
                 human_bytes(r.duplicate_bytes),
             )?;
         }
+        if r.packs_merged > 0 {
+            crate::outln!("merged {}", count(r.packs_merged, "small object pack"))?;
+        }
         if r.signatures_removed > 0 {
             crate::outln!(
                 "removed {} of snapshots that are gone",

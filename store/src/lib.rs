@@ -374,7 +374,7 @@ impl Store {
 
     /// Reads, verifies and decodes a snapshot record.
     pub fn read_snapshot(&self, id: &ObjectId) -> Result<Snapshot, StoreError> {
-        let bytes = self.objects.read_verified(id)?;
+        let bytes = self.objects.read_verified_loose_first(id)?;
         Snapshot::decode(&bytes).map_err(|why| StoreError::Malformed {
             id: *id,
             what: "snapshot record",

@@ -192,6 +192,9 @@ pub struct GcReport {
     pub duplicates_removed: u64,
     /// Bytes of those copies.
     pub duplicate_bytes: u64,
+    /// Small object packs merged into one (each capture writes a pack of its own; see
+    /// `packed`, "Merging").
+    pub packs_merged: u64,
 }
 
 /// What `reindex` did.
@@ -743,6 +746,7 @@ impl Store {
             report.duplicates_removed += 1;
             report.duplicate_bytes += len;
         }
+        report.packs_merged = self.objects().consolidate_packs()?;
         let tmp = self.objects().tmp_dir();
         if let Ok(rd) = fs::read_dir(tmp) {
             let now = std::time::SystemTime::now();

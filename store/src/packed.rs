@@ -39,6 +39,17 @@
 //! objects are all doomed is deleted; one with some doomed objects is rewritten with the rest
 //! (the new pack is whole and renamed in before the old one goes). A reader that still has the
 //! old pack open keeps reading it.
+//!
+//! **Merging** ([`Packed::consolidate`], gc only, after removing): every capture writes a pack
+//! of its own, and a lookup searches every pack (and a command's first lookup loads each
+//! one's index), so gc merges small packs as git's `repack --geometric=2` does. The packs
+//! that are not full (under half of [`ROLL_ENTRIES`] and of [`ROLL_BYTES`]) are sorted by size;
+//! the largest of them that grow at least twofold each step stay, and the rest are merged
+//! into one (more if it rolls over), their objects in the order they were written (a
+//! checkout reads a pack in that order). So the number of packs grows with the logarithm of
+//! the store, and each object is rewritten a logarithmic number of times. The merged pack is
+//! whole before the old ones go; a crash between the two leaves objects in two packs, which
+//! is harmless and merged at the next gc.
 
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
@@ -409,6 +420,83 @@ impl Packed {
         }
         Ok(freed)
     }
+}
+
+impl Packed {
+    /// Merges the small packs (gc; see the module doc, "Merging"). Returns how many packs
+    /// were merged (0 or at least 2).
+    pub(crate) fn consolidate(&self) -> Result<u64, StoreError> {
+        let (packs, _) = self.all()?;
+        let mut small = Vec::new();
+        for pack in packs {
+            let size = pack
+                .file
+                .metadata()
+                .map_err(|e| StoreError::io("stat", &pack.path, e))?
+                .len();
+            if pack.len() < ROLL_ENTRIES / 2 && size < ROLL_BYTES / 2 {
+                small.push((size, pack));
+            }
+        }
+        small.sort_by_key(|(size, _)| *size);
+        let sizes: Vec<u64> = small.iter().map(|(size, _)| *size).collect();
+        let merging = &small[..geometric_split(&sizes)];
+        if merging.len() < 2 {
+            return Ok(0);
+        }
+        let mut seen = HashSet::new();
+        let mut packer: Option<Packer> = None;
+        let mut buf = Vec::new();
+        for (_, pack) in merging {
+            let mut entries = pack.entries()?;
+            entries.sort_unstable_by_key(|e| e.offset);
+            for e in entries {
+                if !seen.insert(e.id) {
+                    continue;
+                }
+                pack.read_stored(&e, &mut buf)?;
+                let p = match &mut packer {
+                    Some(p) => p,
+                    none => none.insert(Packer::create(&self.tmp)?),
+                };
+                p.append(&e.id, &buf, e.len, e.zstd)?;
+                if p.slots.len() >= ROLL_ENTRIES || p.len >= ROLL_BYTES {
+                    self.publish(packer.take().expect("just appended to"))?;
+                }
+            }
+        }
+        if let Some(p) = packer {
+            self.publish(p)?;
+        }
+        for (_, pack) in merging {
+            match fs::remove_file(&pack.path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("remove", &pack.path, e)),
+            }
+            let mut state = lock(&self.state);
+            Arc::make_mut(&mut state.packs).retain(|p| !Arc::ptr_eq(p, pack));
+        }
+        Ok(merging.len() as u64)
+    }
+}
+
+/// How many of the smallest packs to merge, given pack sizes in ascending order: the largest
+/// packs that each hold at least twice the one below them stay, and so does any of them that
+/// is at least twice everything merged below it.
+fn geometric_split(ascending: &[u64]) -> usize {
+    let mut split = (1..ascending.len())
+        .rev()
+        .find(|&i| ascending[i] < ascending[i - 1].saturating_mul(2))
+        .unwrap_or(0);
+    let mut merged = ascending[..split]
+        .iter()
+        .fold(0u64, |sum, size| sum.saturating_add(*size));
+    while split < ascending.len() && ascending[split] < merged.saturating_mul(2) {
+        merged = merged.saturating_add(ascending[split]);
+        split += 1;
+    }
+    split
 }
 
 fn file_name(path: &Path) -> String {
@@ -913,6 +1001,73 @@ mod tests {
         // The store that rewrote the pack reads on from the new one.
         assert_eq!(store.objects().read_verified(&ids[0]).unwrap(), live);
         assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+    }
+
+    #[test]
+    fn the_geometric_split_keeps_a_progression_and_merges_the_rest() {
+        assert_eq!(geometric_split(&[]), 0);
+        assert_eq!(geometric_split(&[100]), 0);
+        assert_eq!(geometric_split(&[10, 100]), 0);
+        assert_eq!(geometric_split(&[10, 20, 40, 80]), 0);
+        assert_eq!(geometric_split(&[10, 15, 100]), 2);
+        assert_eq!(geometric_split(&[1, 1, 1, 1]), 4);
+        // Merged below it, 30 is more than half of 50: that one joins too.
+        assert_eq!(geometric_split(&[10, 10, 10, 50, 1000]), 4);
+        // No overflow at the extremes (sizes saturate).
+        assert_eq!(geometric_split(&[u64::MAX - 1, u64::MAX]), 0);
+    }
+
+    #[test]
+    fn gc_merges_small_packs_keeping_every_object_in_its_written_order() {
+        let (_t, store) = store();
+        let large: Vec<Vec<u8>> = (0..40).map(|i| random_seeded(4000, 101 + 2 * i)).collect();
+        let large_ids = write_packed(&store, &large);
+        let mut small = Vec::new();
+        for i in 0..5 {
+            // Odd seeds: the generator ORs in the low bit.
+            let pair = [
+                random_seeded(3000, 201 + 2 * i),
+                random_seeded(3000, 301 + 2 * i),
+            ];
+            let ids = write_packed(&store, &pair);
+            small.push((ids, pair));
+        }
+        assert_eq!(pack_files(&store).len(), 6);
+
+        assert_eq!(store.objects().consolidate_packs().unwrap(), 5);
+        let packs = pack_files(&store);
+        assert_eq!(packs.len(), 2, "the five small packs became one: {packs:?}");
+        let merged = packs
+            .iter()
+            .map(|p| LocalPack::open(p).unwrap().unwrap())
+            .find(|p| p.len() == 10)
+            .expect("a pack of the ten small objects");
+        let offsets: HashMap<ObjectId, u64> = merged
+            .entries()
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.id, e.offset))
+            .collect();
+        for (ids, _) in &small {
+            assert!(offsets[&ids[0]] < offsets[&ids[1]], "written order kept");
+        }
+        // Every object reads back, in this store and in a fresh one, and verify is clean.
+        let fresh = Store::open_or_create(store.root()).unwrap();
+        for s in [&store, &fresh] {
+            for (id, bytes) in large_ids.iter().zip(&large) {
+                assert_eq!(&s.objects().read_verified(id).unwrap(), bytes);
+            }
+            for (ids, pair) in &small {
+                for (id, bytes) in ids.iter().zip(pair) {
+                    assert_eq!(&s.objects().read_verified(id).unwrap(), bytes);
+                }
+            }
+        }
+        assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        // Now a progression (the large pack holds more than twice the merged one): nothing
+        // more to merge.
+        assert_eq!(store.objects().consolidate_packs().unwrap(), 0);
+        assert_eq!(pack_files(&store).len(), 2);
     }
 
     #[test]

@@ -131,6 +131,7 @@ const GC: Spec = &[
     ("temp_removed", "int"),
     ("tree_indexes_removed", "int"),
     ("duplicates_removed", "int"),
+    ("packs_merged", "int"),
 ];
 const REINDEX: Spec = &[
     ("snapshots", "int"),

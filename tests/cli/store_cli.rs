@@ -449,6 +449,46 @@ fn gc_keeps_everything_reachable_and_removes_the_unreachable() {
     assert_eq!(env.cat(&second, "keep.md"), b"keep me");
 }
 
+/// Each capture writes a pack of its own; gc merges the small ones, and every snapshot still
+/// reads back whole.
+#[test]
+fn gc_merges_the_packs_of_many_captures() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    let packs = || {
+        fs::read_dir(env.store.join("objects/packs"))
+            .map(|rd| rd.count())
+            .unwrap_or(0)
+    };
+    let mut snapshots = Vec::new();
+    for i in 0..6u64 {
+        write(
+            &src.join(format!("note-{i}.md")),
+            &bytes(i, 3000 + i as usize),
+        );
+        snapshots.push(env.snapshot(&src));
+    }
+    assert_eq!(packs(), 6, "one pack per capture");
+    let out = env.run(&["gc"]).ok();
+    assert!(
+        out.stdout().contains("merged 6 small object packs"),
+        "{}",
+        out.describe()
+    );
+    assert_eq!(packs(), 1);
+    env.run(&["verify"]).ok();
+    for (i, id) in snapshots.iter().enumerate() {
+        for j in 0..=i as u64 {
+            assert_eq!(
+                env.cat(id, &format!("note-{j}.md")),
+                bytes(j, 3000 + j as usize)
+            );
+        }
+    }
+    let again = env.run(&["--json", "gc"]).ok().json();
+    assert_eq!(again["packs_merged"], 0, "{again}");
+}
+
 #[test]
 fn reindex_rebuilds_a_lost_catalog() {
     let env = TestEnv::new();
