@@ -362,6 +362,7 @@ impl<'s> Capture<'s> {
         let names = self.list(root.as_fd(), prefix)?;
         let mut entries = Vec::new();
         for sys::Listed { name, .. } in names {
+            let name = name.into_vec();
             let Ok(text) = std::str::from_utf8(&name) else {
                 continue;
             };
