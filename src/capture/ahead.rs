@@ -20,6 +20,12 @@
 //! against 0.41 s for `tar --listed-incremental`); warming one level only gave 0.36-0.43 s,
 //! three levels no more than two.
 //!
+//! Only while the tree is cold ([`ColdMeter`]): on a warm tree each warm job is the walker's
+//! own calls made twice (a warm directory diff took 15% longer with it always on). The first
+//! listing of each directory (by a warm job, or by the walker when it was not warmed) is
+//! timed; a slow one turns warming on for the next [`COLD_CREDITS`] first listings, so a warm
+//! tree is never warmed and a cold one stays warmed.
+//!
 //! Nothing a warm job learns is used: the walker makes every call of its own, in order, and
 //! the safety checks are all its. A warm job reads metadata only (listings and inodes, never
 //! a file's bytes), never follows a symlink, and starts only from a directory the walker
@@ -30,7 +36,9 @@
 use std::collections::HashMap;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc, Weak};
+use std::time::Duration;
 
 use zeroclaw_bundle_store::escape_name;
 
@@ -43,6 +51,40 @@ const BATCH: usize = 64;
 const AHEAD: usize = 8;
 /// Levels a warm job reads: the directory, and its subdirectories.
 const WARM_LEVELS: usize = 2;
+/// First listings that keep warming on after a slow one.
+const COLD_CREDITS: u32 = 16;
+/// A first listing slower than this (plus [`SLOW_PER_ENTRY`] per entry) read the disk: a warm
+/// one of a small directory takes a few microseconds, a cold one at least one read.
+const SLOW_BASE: Duration = Duration::from_micros(40);
+/// ... per entry listed (a warm listing of 100,000 entries is not a cold one).
+const SLOW_PER_ENTRY: Duration = Duration::from_micros(1);
+
+/// How cold the walk is: the credits left from the last slow first listing (see the module
+/// doc). Shared by the walker and the warm jobs; its answer changes only how fast a capture
+/// is, never what it captures.
+#[derive(Default)]
+pub(crate) struct ColdMeter {
+    credits: AtomicU32,
+}
+
+impl ColdMeter {
+    /// Whether to warm ahead.
+    pub(crate) fn is_cold(&self) -> bool {
+        self.credits.load(Ordering::Relaxed) > 0
+    }
+
+    /// A first listing of `entries` entries took `elapsed`.
+    pub(crate) fn observe(&self, elapsed: Duration, entries: usize) {
+        let slow = SLOW_BASE + SLOW_PER_ENTRY * u32::try_from(entries).unwrap_or(u32::MAX);
+        if elapsed > slow {
+            self.credits.store(COLD_CREDITS, Ordering::Relaxed);
+        } else {
+            let _ = self
+                .credits
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1));
+        }
+    }
+}
 
 /// An entry named for classification: its name and its bundle path.
 type Named = (Vec<u8>, String);
@@ -53,6 +95,7 @@ pub(crate) type Classified = (Vec<u8>, String, io::Result<Stat>);
 pub(crate) struct WarmJob {
     dir: Weak<OwnedFd>,
     name: Vec<u8>,
+    cold: Arc<ColdMeter>,
 }
 
 impl WarmJob {
@@ -60,7 +103,10 @@ impl WarmJob {
     /// failure ends it quietly: the walker meets the same entry and reports what it finds.
     pub(crate) fn run(self) {
         if let Some(dir) = self.dir.upgrade() {
-            sys::warm_dir(dir.as_fd(), &self.name, WARM_LEVELS);
+            let warmed = sys::warm_dir(dir.as_fd(), &self.name, WARM_LEVELS);
+            if let Some(first) = warmed.first_entry {
+                self.cold.observe(first, 0);
+            }
         }
     }
 }
@@ -116,6 +162,7 @@ pub(crate) struct Ahead {
     dir: Arc<OwnedFd>,
     prefix: String,
     names: std::vec::IntoIter<Listed>,
+    cold: Arc<ColdMeter>,
     reply_tx: mpsc::Sender<(usize, Vec<Classified>)>,
     reply_rx: mpsc::Receiver<(usize, Vec<Classified>)>,
     /// Batches that arrived before the walker needed them.
@@ -128,12 +175,18 @@ pub(crate) struct Ahead {
 impl Ahead {
     /// Classifies `names` (sorted) of directory `dir`, whose entries' paths start with
     /// `prefix`.
-    pub(crate) fn new(dir: &Arc<OwnedFd>, prefix: &str, names: Vec<Listed>) -> Ahead {
+    pub(crate) fn new(
+        dir: &Arc<OwnedFd>,
+        prefix: &str,
+        names: Vec<Listed>,
+        cold: &Arc<ColdMeter>,
+    ) -> Ahead {
         let (reply_tx, reply_rx) = mpsc::channel();
         Ahead {
             dir: Arc::clone(dir),
             prefix: prefix.to_string(),
             names: names.into_iter(),
+            cold: Arc::clone(cold),
             reply_tx,
             reply_rx,
             arrived: HashMap::new(),
@@ -183,19 +236,20 @@ impl Ahead {
         }
     }
 
-    /// The next batch of kept names (at most [`BATCH`]), with their paths; the kept ones the
-    /// listing calls directories are sent to be warmed.
+    /// The next batch of kept names (at most [`BATCH`]), with their paths; while the walk is
+    /// cold, the kept ones the listing calls directories are sent to be warmed.
     fn batch(&mut self, keep: Keep<'_>, jobs: &mpsc::Sender<Job>) -> Vec<Named> {
         let mut entries = Vec::with_capacity(BATCH.min(self.names.len()));
         for Listed { name, says_dir } in self.names.by_ref() {
             let name = name.into_vec();
             let path = entry_path(&self.prefix, &name);
             if keep(&path) {
-                if says_dir {
+                if says_dir && self.cold.is_cold() {
                     // Advisory: with the pool gone the walker fails on its own next send.
                     let _ = jobs.send(Job::Warm(WarmJob {
                         dir: Arc::downgrade(&self.dir),
                         name: name.clone(),
+                        cold: Arc::clone(&self.cold),
                     }));
                 }
                 entries.push((name, path));
@@ -231,6 +285,28 @@ impl Ahead {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cold_meter_warms_after_a_slow_first_listing_until_enough_fast_ones() {
+        let meter = ColdMeter::default();
+        assert!(!meter.is_cold(), "a walk starts as if warm");
+        meter.observe(Duration::from_micros(5), 8);
+        assert!(!meter.is_cold());
+        meter.observe(Duration::from_micros(300), 8);
+        assert!(meter.is_cold());
+        for _ in 1..COLD_CREDITS {
+            meter.observe(Duration::from_micros(5), 8);
+            assert!(meter.is_cold());
+        }
+        meter.observe(Duration::from_micros(5), 8);
+        assert!(
+            !meter.is_cold(),
+            "warm again after {COLD_CREDITS} fast listings"
+        );
+        // A long listing of a large directory is not a cold one.
+        meter.observe(Duration::from_micros(300), 100_000);
+        assert!(!meter.is_cold());
+    }
 
     #[test]
     fn entry_path_spells_names_as_the_escaper_does() {

@@ -35,6 +35,7 @@ pub mod sink;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::sync::{mpsc, Arc};
+use std::time::Instant;
 
 use zeroclaw_bundle_store::{
     CaptureReport, ObjectId, Skipped, SourceKey, SourceStatCache, StatCacheUpdate, StatEntry,
@@ -46,7 +47,7 @@ use crate::statmatch::{self, Racy};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
-use ahead::{Ahead, StatJob, WarmJob};
+use ahead::{Ahead, ColdMeter, StatJob, WarmJob};
 use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 
 pub use root::RootError;
@@ -194,6 +195,8 @@ pub struct Capture<'s> {
     /// (dev, ino) of the store's root directory: a directory with this identity is never
     /// entered, wherever it sits in the captured tree and however the store path was spelled.
     store_dir: (u64, u64),
+    /// Whether the walk is meeting cold directories (so warming ahead pays; see `ahead`).
+    cold: Arc<ColdMeter>,
 }
 
 impl<'s> Capture<'s> {
@@ -230,6 +233,7 @@ impl<'s> Capture<'s> {
             sink: Sink::Store,
             progressed: Totals::default(),
             store_dir: (store_dir.dev, store_dir.ino),
+            cold: Arc::new(ColdMeter::default()),
         })
     }
 
@@ -433,7 +437,14 @@ impl<'s> Capture<'s> {
                 path: display_dir(prefix),
             });
         }
+        // A directory listed while warming ahead is on was most likely warmed: only the
+        // others tell how cold the tree is.
+        let first_touch = !self.cold.is_cold();
+        let started = Instant::now();
         let names = self.list(dir.as_fd(), prefix)?;
+        if first_touch {
+            self.cold.observe(started.elapsed(), names.len());
+        }
         let (reply_tx, reply_rx) = mpsc::channel::<(FileJob, FileOutcome)>();
         let mut done = DirResults {
             slots: Vec::with_capacity(names.len()),
@@ -443,7 +454,7 @@ impl<'s> Capture<'s> {
             files: 0,
         };
         let mut pending = 0usize;
-        let mut ahead = Ahead::new(dir, prefix, names);
+        let mut ahead = Ahead::new(dir, prefix, names, &self.cold);
         while let Some((name, path, classified)) = ahead.next(keep, jobs)? {
             self.progress
                 .check_cancel()
