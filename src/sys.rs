@@ -181,9 +181,15 @@ pub fn read_dir_listing(dir: BorrowedFd<'_>) -> io::Result<Vec<Listed>> {
 /// way, keeping nothing (capture's read-ahead). Streams the listing: no names are collected,
 /// and a directory of more than [`WARM_STATS`] entries has only that many stated (the
 /// walker states a large directory on several threads itself). Opening a subdirectory
-/// no-follow stands for its stat. Failures end it quietly. Returns what it did, with how long
-/// the open and the first read of the listing took (what tells a cold directory).
-pub fn warm_dir(dir: BorrowedFd<'_>, name: &[u8], levels: usize) -> Warmed {
+/// no-follow stands for its stat. Failures end it quietly. Returns what it did. `timed` is
+/// told how long the open and first listing read of each directory of the last level took:
+/// those are the ones nothing else has read yet, so they tell a cold tree from a warm one.
+pub fn warm_dir(
+    dir: BorrowedFd<'_>,
+    name: &[u8],
+    levels: usize,
+    timed: &dyn Fn(std::time::Duration),
+) -> Warmed {
     let mut warmed = Warmed::default();
     let started = std::time::Instant::now();
     let Ok(sub) = open_dir_at(dir, name) else {
@@ -193,14 +199,17 @@ pub fn warm_dir(dir: BorrowedFd<'_>, name: &[u8], levels: usize) -> Warmed {
     let mut buf = [std::mem::MaybeUninit::<u8>::uninit(); 16 * 1024];
     let mut listing = rustix::fs::RawDir::new(&sub, &mut buf);
     let mut stated = 0;
+    let mut first = levels == 1;
     while let Some(Ok(ent)) = listing.next() {
-        warmed.first_entry.get_or_insert_with(|| started.elapsed());
+        if std::mem::take(&mut first) {
+            timed(started.elapsed());
+        }
         let name = ent.file_name().to_bytes();
         if name == b"." || name == b".." {
             continue;
         }
         if levels > 1 && ent.file_type() == rustix::fs::FileType::Directory {
-            let below = warm_dir(sub.as_fd(), name, levels - 1);
+            let below = warm_dir(sub.as_fd(), name, levels - 1, timed);
             warmed.dirs += below.dirs;
             warmed.stats += below.stats;
         } else if stated < WARM_STATS {
@@ -215,13 +224,11 @@ pub fn warm_dir(dir: BorrowedFd<'_>, name: &[u8], levels: usize) -> Warmed {
 /// Entries of one directory [`warm_dir`] states, at most.
 pub const WARM_STATS: usize = 512;
 
-/// What one [`warm_dir`] did: directories opened and listed, entries stated, and how long
-/// the top directory's open and first listing read took (`None` when it was not listed).
+/// What one [`warm_dir`] did: directories opened and listed, entries stated.
 #[derive(Debug, Default)]
 pub struct Warmed {
     pub dirs: usize,
     pub stats: usize,
-    pub first_entry: Option<std::time::Duration>,
 }
 
 /// `mkdirat(dir, name, mode)`.
@@ -544,25 +551,27 @@ mod tests {
         std::os::unix::fs::symlink(&outside, sub.join("link")).unwrap();
         let root = open_dir_path(tmp.path()).unwrap();
 
-        // What each call did: (directories opened and listed, entries stated, listed at all).
+        // What each call did: (directories opened and listed, entries stated, directories
+        // of the last level timed).
         let did = |dir: BorrowedFd<'_>, name: &[u8], levels| {
-            let w = warm_dir(dir, name, levels);
-            (w.dirs, w.stats, w.first_entry.is_some())
+            let timed = std::cell::Cell::new(0);
+            let w = warm_dir(dir, name, levels, &|_| timed.set(timed.get() + 1));
+            (w.dirs, w.stats, timed.get())
         };
-        // top and sub opened; a, link (top) and b, link, third (sub) stated; third not
-        // entered; neither link followed.
-        assert_eq!(did(root.as_fd(), b"top", 2), (2, 5, true));
-        assert_eq!(did(root.as_fd(), b"top", 1), (1, 3, true));
+        // top and sub opened (sub timed); a, link (top) and b, link, third (sub) stated;
+        // third not entered; neither link followed.
+        assert_eq!(did(root.as_fd(), b"top", 2), (2, 5, 1));
+        assert_eq!(did(root.as_fd(), b"top", 1), (1, 3, 1));
         // The symlink itself is never opened as a directory.
         let top_fd = open_dir_path(&top).unwrap();
-        assert_eq!(did(top_fd.as_fd(), b"link", 2), (0, 0, false));
-        assert_eq!(did(root.as_fd(), b"missing", 2), (0, 0, false));
+        assert_eq!(did(top_fd.as_fd(), b"link", 2), (0, 0, 0));
+        assert_eq!(did(root.as_fd(), b"missing", 2), (0, 0, 0));
 
         let big = tmp.path().join("big");
         std::fs::create_dir(&big).unwrap();
         for i in 0..WARM_STATS + 20 {
             std::fs::write(big.join(i.to_string()), b"").unwrap();
         }
-        assert_eq!(did(root.as_fd(), b"big", 2), (1, WARM_STATS, true));
+        assert_eq!(did(root.as_fd(), b"big", 2), (1, WARM_STATS, 0));
     }
 }

@@ -22,9 +22,11 @@
 //!
 //! Only while the tree is cold ([`ColdMeter`]): on a warm tree each warm job is the walker's
 //! own calls made twice (a warm directory diff took 15% longer with it always on). The first
-//! listing of each directory (by a warm job, or by the walker when it was not warmed) is
-//! timed; a slow one turns warming on for the next [`COLD_CREDITS`] first listings, so a warm
-//! tree is never warmed and a cold one stays warmed.
+//! listing of each directory is timed: the walker's while warming is off, a warm job's of the
+//! subdirectories it reaches one level down (nothing has read those yet; the directory a job
+//! starts from was most often read one level down by the job before it). A slow one turns
+//! warming on for the next [`COLD_CREDITS`] first listings, so a warm tree is never warmed
+//! and a cold one stays warmed.
 //!
 //! Nothing a warm job learns is used: the walker makes every call of its own, in order, and
 //! the safety checks are all its. A warm job reads metadata only (listings and inodes, never
@@ -103,10 +105,9 @@ impl WarmJob {
     /// failure ends it quietly: the walker meets the same entry and reports what it finds.
     pub(crate) fn run(self) {
         if let Some(dir) = self.dir.upgrade() {
-            let warmed = sys::warm_dir(dir.as_fd(), &self.name, WARM_LEVELS);
-            if let Some(first) = warmed.first_entry {
-                self.cold.observe(first, 0);
-            }
+            sys::warm_dir(dir.as_fd(), &self.name, WARM_LEVELS, &|first| {
+                self.cold.observe(first, 0)
+            });
         }
     }
 }
