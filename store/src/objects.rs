@@ -684,13 +684,13 @@ impl ObjectDir {
         Ok(())
     }
 
-    /// Removes the loose files of object `id` (both forms), leaving any packed copy.
     /// Merges the small object packs (gc, after removing; see `packed`, "Merging"). Returns
     /// how many packs were merged.
     pub(crate) fn consolidate_packs(&self) -> Result<u64, StoreError> {
         self.packed.consolidate()
     }
 
+    /// Removes the loose files of object `id` (both forms), leaving any packed copy.
     pub(crate) fn remove_loose(&self, id: &ObjectId) -> Result<(), StoreError> {
         for path in [self.path_of(id), self.compressed_path_of(id)] {
             match fs::remove_file(&path) {
