@@ -246,7 +246,7 @@ impl Packed {
             none => none.insert(Packer::create(&self.tmp)?),
         };
         packer.append(id, stored, len, zstd)?;
-        if packer.slots.len() >= ROLL_ENTRIES || packer.len >= ROLL_BYTES {
+        if packer.is_full() {
             let full = writer.packer.take().expect("just appended to");
             // Published under the writer's lock: a lookup meanwhile must not miss its objects.
             self.publish(full)?;
@@ -410,19 +410,25 @@ impl Packed {
                 self.publish(packer)?;
             }
             let size = pack.file.metadata().map(|m| m.len()).unwrap_or(0);
-            match fs::remove_file(&pack.path) {
-                Ok(()) => freed += size,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io("remove", &pack.path, e)),
+            if self.remove_pack(&pack)? {
+                freed += size;
             }
-            let mut state = lock(&self.state);
-            Arc::make_mut(&mut state.packs).retain(|p| !Arc::ptr_eq(p, &pack));
         }
         Ok(freed)
     }
-}
 
-impl Packed {
+    /// Removes `pack`'s file and forgets it (a reader that has it open reads on); false when
+    /// another process removed the file first.
+    fn remove_pack(&self, pack: &Arc<LocalPack>) -> Result<bool, StoreError> {
+        let removed = match fs::remove_file(&pack.path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(StoreError::io("remove", &pack.path, e)),
+        };
+        let mut state = lock(&self.state);
+        Arc::make_mut(&mut state.packs).retain(|p| !Arc::ptr_eq(p, pack));
+        Ok(removed)
+    }
     /// Merges the small packs (gc; see the module doc, "Merging"). Returns how many packs
     /// were merged (0 or at least 2).
     pub(crate) fn consolidate(&self) -> Result<u64, StoreError> {
@@ -460,7 +466,7 @@ impl Packed {
                     none => none.insert(Packer::create(&self.tmp)?),
                 };
                 p.append(&e.id, &buf, e.len, e.zstd)?;
-                if p.slots.len() >= ROLL_ENTRIES || p.len >= ROLL_BYTES {
+                if p.is_full() {
                     self.publish(packer.take().expect("just appended to"))?;
                 }
             }
@@ -469,13 +475,7 @@ impl Packed {
             self.publish(p)?;
         }
         for (_, pack) in merging {
-            match fs::remove_file(&pack.path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(StoreError::io("remove", &pack.path, e)),
-            }
-            let mut state = lock(&self.state);
-            Arc::make_mut(&mut state.packs).retain(|p| !Arc::ptr_eq(p, pack));
+            self.remove_pack(pack)?;
         }
         Ok(merging.len() as u64)
     }
@@ -594,6 +594,11 @@ impl Packer {
             }
         }
         Ok(())
+    }
+
+    /// Whether this pack is to be finished and a new one begun.
+    fn is_full(&self) -> bool {
+        self.slots.len() >= ROLL_ENTRIES || self.len >= ROLL_BYTES
     }
 
     /// The entry of `id`, if this packer holds it.
