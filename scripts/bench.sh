@@ -27,7 +27,8 @@
 #                            capture, checkout, export), so tools that fsync and tools that leave
 #                            dirty pages are compared on durable data; 0 = leave it out
 #   BENCH_VERIFY=1           compare our checkout/export/mount output with the peers' (untimed)
-#   ZB=path                  binary under test; default target/release/zeroclaw-bundle, built
+#   ZB=path                  binary under test (zeroclaw-bundle-full beside it); default
+#                            target/release/zeroclaw-bundle, built
 #                            with `cargo build --release` from the repo root unless BENCH_BUILD=0
 #   BENCH_REPORT=path        default <repo>/target/bench/report.md
 #   BENCH_TIMEOUT=1800       seconds before one timed command is killed (reported as failed)

@@ -7,9 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Only what the demo uses (FUSE, getfattr): not the S3 server of the remote tests.
 scripts/setup.sh --demo
-# The binary's path comes from cargo itself, so CARGO_TARGET_DIR or a `build.target-dir` in a
+# Both binaries: zeroclaw-bundle serves mounts and hands every other command to
+# zeroclaw-bundle-full beside it. The binary's path comes from cargo itself, so CARGO_TARGET_DIR or a `build.target-dir` in a
 # cargo config is followed: never assume ./target.
-zb=$(cargo build --release --bin zeroclaw-bundle --message-format=json-render-diagnostics \
+zb=$(cargo build --release --bins --message-format=json-render-diagnostics \
   | sed -n 's/.*"executable":"\([^"]*zeroclaw-bundle\)".*/\1/p' | tail -n 1)
 if [ -z "$zb" ] || [ ! -x "$zb" ]; then
   echo "demo: cargo built no zeroclaw-bundle executable (see the output above)" >&2

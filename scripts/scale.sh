@@ -14,7 +14,8 @@
 #
 # Usage:  scripts/scale.sh                     (also: BENCH_SECTIONS=scale scripts/bench.sh)
 # Environment:
-#   ZB=path              binary; default target/release/zeroclaw-bundle (built unless
+#   ZB=path              binary (zeroclaw-bundle-full beside it); default
+#                        target/release/zeroclaw-bundle (built unless
 #                        SCALE_BUILD=0)
 #   SCALE_DIR=/tmp/zb-scale   work dir; removed and recreated
 #   SCALE_LAYOUTS="huge medium"   which layouts to build and measure, in this order

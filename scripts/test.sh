@@ -17,7 +17,7 @@ fi
 # The linking example (tests/zeroclaw-link: how ZeroClaw embeds `zeroclaw bundle` through the
 # public API), checked against the standalone binary; it shares this repository's target dir.
 link=tests/zeroclaw-link/Cargo.toml
-cargo build --quiet --bin zeroclaw-bundle
+cargo build --quiet --bins
 cargo fmt --manifest-path "$link" --check
 cargo clippy --manifest-path "$link" --target-dir target --all-targets --quiet -- -D warnings
 ZEROCLAW_BUNDLE_BIN="$PWD/target/debug/zeroclaw-bundle" \

@@ -11,6 +11,7 @@
 pub mod cat;
 pub mod checkout;
 pub mod diff;
+pub mod entry;
 pub mod export;
 pub mod gc;
 pub mod import;

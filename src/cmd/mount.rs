@@ -21,11 +21,12 @@ use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
-use zeroclaw_bundle_store::{ObjectSource, PackOverStore, PackReader};
+use zeroclaw_bundle_store::{ObjectId, ObjectSource, PackOverStore, PackReader, Snapshot, Store};
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
-use crate::remote::{parse_remote_ref, Remote, RemoteView};
+use crate::remote::{parse_remote_ref, Remote, RemoteSpec, RemoteView};
+use crate::sign::Trust;
 
 /// The largest tree index a mount reads whole; a larger one is read tree by tree (positioned
 /// reads) and never held. The mount reads every tree once before it answers (the expansion
@@ -42,14 +43,97 @@ const TRAFFIC: &str = "zeroclaw-bundle-mount-traffic";
 
 /// Runs `mount`.
 pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
+    serve(args, ctx, Some(open_remote))
+}
+
+/// Runs `mount` in the front binary (`src/front.rs`), which does not link the remote stack: a
+/// remote snapshot ref fails with [`HandOff`] before anything is mounted, and the front hands
+/// the whole command to the full binary.
+pub fn run_front(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
+    serve(args, ctx, None)
+}
+
+/// The error [`run_front`] returns for a mount only the full binary can serve.
+#[derive(Debug, thiserror::Error)]
+#[error("a mount of a remote snapshot is served by the full binary")]
+pub struct HandOff;
+
+/// What a mount of a remote snapshot ref serves, from [`open_remote`]. Only trait objects, so
+/// that holding and dropping one links nothing of the remote stack.
+struct RemoteServed {
+    source: Arc<dyn ObjectSource>,
+    id: ObjectId,
+    snap: Snapshot,
+    /// Who signed it, shown at the mount's root.
+    root_note: String,
+    /// "remote NAME: what was asked of it", said with `-v`.
+    traffic: Box<dyn Fn() -> String + Send + Sync>,
+}
+
+/// Opens a remote snapshot ref for [`serve`]: [`open_remote`], or none in the front binary.
+type OpenRemote = fn(&MountArgs, &Ctx, &Store, RemoteSpec, String, &Trust) -> Result<RemoteServed>;
+
+/// A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote), served in place: trees
+/// from its trees pack, file contents fetched (ranged, verified) when read.
+fn open_remote(
+    args: &MountArgs,
+    ctx: &Ctx,
+    store: &Store,
+    spec: RemoteSpec,
+    reference: String,
+    trust: &Trust,
+) -> Result<RemoteServed> {
+    let note_ctx = Ctx {
+        quiet: ctx.quiet || args.daemon_child,
+        ..ctx.clone()
+    };
+    let remote = Remote::open(&spec, false)?;
+    let id = remote.resolve(&reference);
+    if !args.daemon_child {
+        crate::cmd::remote::say_notices(&remote, ctx);
+    }
+    let id = id?;
+    let sigs = remote.signatures(&id)?;
+    super::sign::gate_blobs(&note_ctx, &id, &sigs, trust)?;
+    let root_note = super::sign::signed_by_blobs(&id, &sigs, trust)?.0;
+    let view = Arc::new(
+        RemoteView::open(remote, id, store.objects().tmp_dir(), true)
+            .with_context(|| format!("could not open {}/{}", spec.name, id.short(12)))?,
+    );
+    if !view.has_trees_pack() && !ctx.quiet && !args.daemon_child {
+        crate::note!(
+            "note: {}/{} has no trees pack (pushed by an older build): \
+             directories are fetched one by one",
+            spec.name,
+            id.short(12)
+        );
+    }
+    let snap = view.snapshot().clone();
+    let traffic = {
+        let view = Arc::clone(&view);
+        Box::new(move || {
+            let remote = view.remote();
+            format!("remote {}: {}", remote.name(), remote.traffic())
+        })
+    };
+    Ok(RemoteServed {
+        source: view,
+        id,
+        snap,
+        root_note,
+        traffic,
+    })
+}
+
+/// Runs `mount`; `open_remote` opens a remote snapshot ref (none: [`HandOff`]).
+fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<Outcome> {
     if args.daemon {
         return spawn_daemon(&args, ctx);
     }
     // A pack file is served from the pack itself (each object verified as it is read); a
     // snapshot from the store, with a lease that keeps `gc` off what the mount serves.
-    // A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote) is served in place:
-    // trees from its trees pack, file contents fetched (ranged, verified) when read.
-    let mut remote_view: Option<Arc<RemoteView>> = None;
+    // A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote): `open_remote`.
+    let mut traffic: Option<Box<dyn Fn() -> String + Send + Sync>> = None;
     // Who signed is shown at the mount's root (an xattr) and on stderr; `--require-signed`
     // refuses an unsigned or untrusted snapshot before anything is mounted.
     let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
@@ -89,32 +173,13 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             let store = ctx.store()?;
             match parse_remote_ref(store.root(), &args.snapshot)? {
                 Some((spec, reference)) => {
-                    let remote = Remote::open(&spec, false)?;
-                    let id = remote.resolve(&reference);
-                    if !args.daemon_child {
-                        crate::cmd::remote::say_notices(&remote, ctx);
-                    }
-                    let id = id?;
-                    let sigs = remote.signatures(&id)?;
-                    super::sign::gate_blobs(&note_ctx, &id, &sigs, &trust)?;
-                    root_note = super::sign::signed_by_blobs(&id, &sigs, &trust)?.0;
-                    let view = Arc::new(
-                        RemoteView::open(remote, id, store.objects().tmp_dir(), true)
-                            .with_context(|| {
-                                format!("could not open {}/{}", spec.name, id.short(12))
-                            })?,
-                    );
-                    if !view.has_trees_pack() && !ctx.quiet && !args.daemon_child {
-                        crate::note!(
-                            "note: {}/{} has no trees pack (pushed by an older build): \
-                             directories are fetched one by one",
-                            spec.name,
-                            id.short(12)
-                        );
-                    }
-                    let snap = view.snapshot().clone();
-                    remote_view = Some(Arc::clone(&view));
-                    (view as Arc<dyn ObjectSource>, id, snap, None)
+                    let Some(open_remote) = open_remote else {
+                        return Err(HandOff.into());
+                    };
+                    let served = open_remote(&args, ctx, &store, spec, reference, &trust)?;
+                    root_note = served.root_note;
+                    traffic = Some(served.traffic);
+                    (served.source, served.id, served.snap, None)
                 }
                 None => {
                     // A full id with a tree index skips the catalog (sled's open was the
@@ -167,14 +232,8 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon_child {
         // Tell the waiting parent, then stop talking: it closes the pipe after this line.
         let mut out = std::io::stdout().lock();
-        if let (Some(view), true) = (&remote_view, ctx.verbose) {
-            let remote = view.remote();
-            let _ = writeln!(
-                out,
-                "{TRAFFIC} remote {}: {}",
-                remote.name(),
-                remote.traffic()
-            );
+        if let (Some(traffic), true) = (&traffic, ctx.verbose) {
+            let _ = writeln!(out, "{TRAFFIC} {}", traffic());
         }
         let _ = writeln!(out, "{READY} {} {id}", std::process::id());
         let _ = out.flush();
@@ -196,12 +255,8 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     let ended = handle.wait();
     handler.close();
-    if let (Some(view), true) = (&remote_view, ctx.verbose) {
-        crate::note!(
-            "remote {}: {}",
-            view.remote().name(),
-            view.remote().traffic()
-        );
+    if let (Some(traffic), true) = (&traffic, ctx.verbose) {
+        crate::note!("{}", traffic());
     }
     ended.context("the mount ended with an error")?;
     Ok(Outcome::Success)

@@ -42,7 +42,7 @@ use crate::limits::MAX_INDEX_IN_MEMORY;
 use crate::objects::Blob;
 use crate::pack::{write_tree_pack, PackReader, PackStats};
 use crate::source::ObjectSource;
-use crate::tree::{EntryKind, Tree};
+use crate::tree::{EntryKind, Tree, TreeShape};
 use crate::{Store, StoreReader};
 
 /// The largest parent index a commit reads whole to write its own (see
@@ -154,6 +154,22 @@ impl ObjectSource for SnapshotSource {
         }
         self.from_objects.fetch_add(1, Ordering::Relaxed);
         self.reader.tree(id)
+    }
+
+    fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
+        if let Some(index) = self.usable_index() {
+            if index.entry(id).is_some() {
+                match index.tree_shape(id) {
+                    Ok(shape) => {
+                        self.from_index.fetch_add(1, Ordering::Relaxed);
+                        return Ok(shape);
+                    }
+                    Err(e) => self.drop_index(&e),
+                }
+            }
+        }
+        self.from_objects.fetch_add(1, Ordering::Relaxed);
+        self.reader.tree_shape(id)
     }
 
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
@@ -752,11 +768,16 @@ mod tests {
         )
         .unwrap();
         cases.push(("a per-snapshot index at the root's name".into(), legacy));
+        let expansion = check_expansion(&store.snapshot_source(&id), &root, "test").unwrap();
         let mut bad_found = 0;
         for (what, bytes) in &cases {
             fs::write(&path, bytes).unwrap();
             let source = store.snapshot_source(&id);
-            check_expansion(&source, &root, "test").unwrap();
+            assert_eq!(
+                check_expansion(&source, &root, "test").unwrap(),
+                expansion,
+                "{what}"
+            );
             assert_eq!(same_trees(&store, &source, &root), 7, "{what}");
             let state = store.check_tree_index(&id, &root).unwrap();
             if bytes != &good {

@@ -126,7 +126,9 @@ pub use snapshot::{
 };
 pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;
-pub use tree::{invalid_name_reason, EntryKind, Tree, TreeEntry, DIR_MODE, MAX_SIZE, MODE_BITS};
+pub use tree::{
+    invalid_name_reason, EntryKind, Tree, TreeEntry, TreeShape, DIR_MODE, MAX_SIZE, MODE_BITS,
+};
 pub use unpack::{closure_needs, import_from_packs, unpack, unpack_watched, ImportWatch, NoWatch};
 
 /// The store format version this build writes and the highest it reads. Version 2: tree

@@ -28,7 +28,6 @@ use std::collections::HashMap;
 use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::source::ObjectSource;
-use crate::tree::EntryKind;
 
 /// Most directories nested below a snapshot's root (the root itself is depth 0).
 pub const MAX_DEPTH: u64 = 256;
@@ -91,7 +90,7 @@ pub fn check_expansion_within(
         // A tree that cannot be read (missing, corrupt, malformed) expands to nothing here:
         // no reader can expand it either, and each reports the damage where it meets it
         // (checkout names the path, a mount answers EIO there and serves the rest).
-        let Ok(tree) = source.tree(id) else {
+        let Ok(shape) = source.tree_shape(id) else {
             return Ok(Frame {
                 id: *id,
                 files: Expansion::default(),
@@ -99,16 +98,12 @@ pub fn check_expansion_within(
                 next: 0,
             });
         };
-        let mut files = Expansion::default();
-        let mut subdirs = Vec::new();
-        for e in tree.entries() {
-            files.entries += 1;
-            if e.kind == EntryKind::Dir {
-                subdirs.push(e.id);
-            } else {
-                files.bytes = files.bytes.saturating_add(e.size);
-            }
-        }
+        let files = Expansion {
+            entries: shape.entries,
+            bytes: shape.file_bytes,
+            ..Expansion::default()
+        };
+        let subdirs = shape.subdirs;
         Ok(Frame {
             id: *id,
             files,
@@ -174,7 +169,7 @@ pub fn check_expansion_within(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Store, Tree, TreeEntry};
+    use crate::{EntryKind, Store, Tree, TreeEntry};
 
     fn dir(name: &str, id: ObjectId) -> TreeEntry {
         TreeEntry {

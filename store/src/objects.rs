@@ -306,6 +306,12 @@ impl ObjectDir {
         matches!(self.packed.find(id), Ok(Some(_))) || self.file_of(id).is_some()
     }
 
+    /// [`ObjectDir::has`] trying the loose file first: for a record (always loose), so that
+    /// the answer loads no pack index.
+    pub fn has_loose_first(&self, id: &ObjectId) -> bool {
+        self.file_of(id).is_some() || matches!(self.packed.find(id), Ok(Some(_)))
+    }
+
     /// Packs every small object written from now until the next [`ObjectDir::sync`] (a
     /// capture: see `packed`). While packing, a small object counts as present only when it
     /// is packed: one also stored loose (by an import, or an older version) is packed again

@@ -37,7 +37,7 @@ use crate::pack_format::{
 use crate::pack_writer::{write_blobs, write_err, HashingWriter, Tuning};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
-use crate::tree::{EntryKind, Tree};
+use crate::tree::{EntryKind, Tree, TreeShape};
 use crate::{Store, StoreReader};
 
 /// Largest tree or record [`PackReader::read`] reads into memory (64 MiB, the size of the
@@ -664,17 +664,15 @@ impl PackReader {
         let file = if size <= in_memory {
             // Bounded by `in_memory`, and by the size the file had when opened: a file that
             // grows meanwhile is not read past it.
-            let mut bytes = Vec::with_capacity(size as usize);
-            (&mut file)
-                .take(size)
-                .read_to_end(&mut bytes)
-                .map_err(|e| StoreError::io("read pack", path, e))?;
-            if bytes.len() as u64 != size {
-                return Err(bad(
-                    path,
-                    format!("shrank from {size} to {} bytes while read", bytes.len()),
-                ));
-            }
+            // One read of the whole size: from a cold cache, a read that grows its buffer
+            // step by step waits on the disk once per step.
+            let mut bytes = vec![0u8; size as usize];
+            file.read_exact(&mut bytes).map_err(|e| match e.kind() {
+                io::ErrorKind::UnexpectedEof => {
+                    bad(path, format!("shrank from {size} bytes while read"))
+                }
+                _ => StoreError::io("read pack", path, e),
+            })?;
             Backing::Memory(Arc::new(bytes))
         } else {
             Backing::File(Arc::new(file))
@@ -723,6 +721,23 @@ impl PackReader {
             .binary_search_by(|e| e.id.cmp(id))
             .ok()
             .map(|i| &self.index[i])
+    }
+
+    /// An uncompressed object's bytes where they lie, in a pack held in memory, when they are
+    /// its recorded length and hash to its id (no copy: a mount's start reads every tree of
+    /// its index this way); `None` for anything else, which [`PackReader::read`] reads, and
+    /// whose damage it names.
+    fn verified_in_memory(&self, id: &ObjectId) -> Option<&[u8]> {
+        let Backing::Memory(all) = &self.file else {
+            return None;
+        };
+        let e = self.entry(id)?;
+        if e.zstd || e.stored_len != e.len || e.len > MAX_IN_MEMORY_OBJECT {
+            return None;
+        }
+        let start = usize::try_from(e.offset).ok()?;
+        let bytes = all.get(start..start.checked_add(usize::try_from(e.len).ok()?)?)?;
+        (ObjectId::of(bytes) == e.id).then_some(bytes)
     }
 
     /// The uncompressed bytes of `id`, hashed and compared with it: for trees and records,
@@ -1008,12 +1023,27 @@ impl Write for HashingSink<'_> {
 
 impl ObjectSource for PackReader {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        let bytes = self.read(id)?;
-        Tree::decode(&bytes).map_err(|why| StoreError::Malformed {
+        let malformed = |why| StoreError::Malformed {
             id: *id,
             what: "tree",
             why,
-        })
+        };
+        match self.verified_in_memory(id) {
+            Some(bytes) => Tree::decode(bytes).map_err(malformed),
+            None => Tree::decode(&self.read(id)?).map_err(malformed),
+        }
+    }
+
+    fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
+        let malformed = |why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        };
+        match self.verified_in_memory(id) {
+            Some(bytes) => TreeShape::decode(bytes).map_err(malformed),
+            None => TreeShape::decode(&self.read(id)?).map_err(malformed),
+        }
     }
 
     /// An uncompressed blob is a range of the pack file (positioned reads, no copy); a

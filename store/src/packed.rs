@@ -722,6 +722,9 @@ impl LocalPack {
             ));
         }
         let entries_at = objects_end + 8;
+        // Read in chunks, but fetched as one request: from a cold cache the chunks' reads
+        // were each a disk wait (5 ms of a mount's start for a 1.2 MB index).
+        sys::will_need_range(&file, entries_at, index_len);
         let mut prefixes = Vec::with_capacity(count as usize);
         let mut last: Option<ObjectId> = None;
         let mut done = 0u64;

@@ -6,12 +6,18 @@ use crate::error::StoreError;
 use crate::escape::{c1_alternative, escape_name};
 use crate::id::ObjectId;
 use crate::objects::Blob;
-use crate::tree::{EntryKind, Tree, TreeEntry};
+use crate::tree::{EntryKind, Tree, TreeEntry, TreeShape};
 
 /// Anything that can hand out trees and blobs by id.
 pub trait ObjectSource: Send + Sync {
     /// Reads, verifies and decodes a tree.
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError>;
+    /// A tree's shape (`limits`' expansion check): read and verified as [`ObjectSource::tree`]
+    /// does, the same errors, without a copy of any name. A source holding its trees in
+    /// memory says so faster than through a decoded [`Tree`].
+    fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
+        self.tree(id).map(|tree| TreeShape::of(&tree))
+    }
     /// Opens a blob for positioned reads (verify with [`Blob::verify`] when needed).
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError>;
     /// Opens a blob that a tree records as `size` bytes, failing with

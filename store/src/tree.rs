@@ -172,11 +172,15 @@ fn mode_problem(kind: EntryKind, mode: u32) -> Option<ModeProblem> {
 }
 
 fn check_mode(e: &TreeEntry) -> Result<(), DecodeError> {
-    match mode_problem(e.kind, e.mode) {
+    check_mode_of(&e.name, e.kind, e.mode)
+}
+
+fn check_mode_of(name: &[u8], kind: EntryKind, mode: u32) -> Result<(), DecodeError> {
+    match mode_problem(kind, mode) {
         Some(why) => Err(DecodeError::BadMode {
-            name: escape_name(&e.name),
+            name: escape_name(name),
             // Saturated: a mode from the API may exceed the encoding's 16 bits.
-            mode: u16::try_from(e.mode).unwrap_or(u16::MAX),
+            mode: u16::try_from(mode).unwrap_or(u16::MAX),
             why,
         }),
         None => Ok(()),
@@ -293,60 +297,159 @@ impl Tree {
 
     /// Decodes and validates a tree object (format 2, or format 1 with implied modes).
     pub fn decode(bytes: &[u8]) -> Result<Tree, DecodeError> {
-        let mut r = Reader { bytes, pos: 0 };
-        if r.take(4)? != MAGIC {
-            return Err(DecodeError::BadMagic);
-        }
-        let version = r.take(1)?[0];
-        if version != VERSION && version != VERSION_1 {
-            return Err(DecodeError::BadVersion(u32::from(version)));
-        }
-        let v1 = version == VERSION_1;
-        let count = u32::from_be_bytes(r.array()?) as usize;
-        // Do not trust `count` for allocation: each record is at least FIXED_RECORD_LEN_1 + 1.
-        let mut entries = Vec::with_capacity(count.min(bytes.len() / (FIXED_RECORD_LEN_1 + 1)));
-        for _ in 0..count {
-            let kind = EntryKind::from_code(r.take(1)?[0])?;
-            let mode = if v1 {
-                kind.implied_mode()
-            } else {
-                u32::from(u16::from_be_bytes(r.array()?))
-            };
-            let len = usize::from(u16::from_be_bytes(r.array()?));
-            let name = r.take(len)?.to_vec();
-            if invalid_name_reason(&name).is_some() {
-                return Err(DecodeError::BadName(escape_name(&name)));
+        struct Owned(Vec<TreeEntry>);
+        impl<'a> EntrySink<'a> for Owned {
+            fn reserve(&mut self, n: usize) {
+                self.0.reserve(n);
             }
-            let size = u64::from_be_bytes(r.array()?);
-            let id = ObjectId::from_bytes(r.array()?);
-            if let Some(prev) = entries.last() {
-                let prev: &TreeEntry = prev;
-                match prev.name.cmp(&name) {
-                    std::cmp::Ordering::Less => {}
-                    std::cmp::Ordering::Equal => {
-                        return Err(DecodeError::Duplicate(escape_name(&name)))
-                    }
-                    std::cmp::Ordering::Greater => {
-                        return Err(DecodeError::Unsorted(escape_name(&name)))
-                    }
+            fn push(&mut self, e: EntryRef<'a>) {
+                self.0.push(TreeEntry {
+                    name: e.name.to_vec(),
+                    kind: e.kind,
+                    mode: e.mode,
+                    size: e.size,
+                    id: e.id,
+                });
+            }
+        }
+        let mut owned = Owned(Vec::new());
+        let version = decode_into(bytes, &mut owned)?;
+        Ok(Tree {
+            entries: owned.0,
+            version,
+        })
+    }
+}
+
+/// What an expansion check needs of a tree (`limits`): its entry count, the sizes of its
+/// non-directory entries, and its subdirectories, without a copy of any name.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TreeShape {
+    /// How many entries it has.
+    pub entries: u64,
+    /// The sum of its non-directory entries' sizes (saturating).
+    pub file_bytes: u64,
+    /// Its subdirectories' tree ids, in name order.
+    pub subdirs: Vec<ObjectId>,
+}
+
+impl TreeShape {
+    /// The shape of a decoded tree.
+    pub fn of(tree: &Tree) -> TreeShape {
+        let mut shape = TreeShape::default();
+        for e in tree.entries() {
+            shape.add(e.kind, e.size, e.id);
+        }
+        shape
+    }
+
+    /// Decodes a tree object's shape: the same checks and errors as [`Tree::decode`], so
+    /// exactly the objects it accepts have a shape, and the same shape as [`TreeShape::of`].
+    pub fn decode(bytes: &[u8]) -> Result<TreeShape, DecodeError> {
+        let mut shape = TreeShape::default();
+        decode_into(bytes, &mut shape)?;
+        Ok(shape)
+    }
+
+    fn add(&mut self, kind: EntryKind, size: u64, id: ObjectId) {
+        self.entries += 1;
+        if kind == EntryKind::Dir {
+            self.subdirs.push(id);
+        } else {
+            self.file_bytes = self.file_bytes.saturating_add(size);
+        }
+    }
+}
+
+impl<'a> EntrySink<'a> for TreeShape {
+    fn reserve(&mut self, _: usize) {}
+    fn push(&mut self, e: EntryRef<'a>) {
+        self.add(e.kind, e.size, e.id);
+    }
+}
+
+/// One entry as [`decode_into`] reads it, its name borrowed from the encoding.
+struct EntryRef<'a> {
+    name: &'a [u8],
+    kind: EntryKind,
+    mode: u32,
+    size: u64,
+    id: ObjectId,
+}
+
+/// Where [`decode_into`] puts the entries it checked.
+trait EntrySink<'a> {
+    /// About how many entries follow (never more than the bytes can hold).
+    fn reserve(&mut self, n: usize);
+    fn push(&mut self, e: EntryRef<'a>);
+}
+
+/// Decodes and validates a tree object into `sink`; returns its format version. The one
+/// decoder of trees: [`Tree::decode`] and [`TreeShape::decode`] differ only in what they keep.
+fn decode_into<'a>(bytes: &'a [u8], sink: &mut dyn EntrySink<'a>) -> Result<u8, DecodeError> {
+    let mut r = Reader { bytes, pos: 0 };
+    if r.take(4)? != MAGIC {
+        return Err(DecodeError::BadMagic);
+    }
+    let version = r.take(1)?[0];
+    if version != VERSION && version != VERSION_1 {
+        return Err(DecodeError::BadVersion(u32::from(version)));
+    }
+    let v1 = version == VERSION_1;
+    let count = u32::from_be_bytes(r.array()?) as usize;
+    // Do not trust `count` for allocation: each record is at least FIXED_RECORD_LEN_1 + 1.
+    sink.reserve(count.min(bytes.len() / (FIXED_RECORD_LEN_1 + 1)));
+    let mut prev: Option<&[u8]> = None;
+    // The first entry at which the running sum of sizes passes MAX_SIZE: reported after every
+    // other check, as a check of the whole list would (`check_sizes`).
+    let mut total: u64 = 0;
+    let mut size_problem: Option<&[u8]> = None;
+    for _ in 0..count {
+        let kind = EntryKind::from_code(r.take(1)?[0])?;
+        let mode = if v1 {
+            kind.implied_mode()
+        } else {
+            u32::from(u16::from_be_bytes(r.array()?))
+        };
+        let len = usize::from(u16::from_be_bytes(r.array()?));
+        let name = r.take(len)?;
+        if invalid_name_reason(name).is_some() {
+            return Err(DecodeError::BadName(escape_name(name)));
+        }
+        let size = u64::from_be_bytes(r.array()?);
+        let id = ObjectId::from_bytes(r.array()?);
+        if let Some(prev) = prev {
+            match prev.cmp(name) {
+                std::cmp::Ordering::Less => {}
+                std::cmp::Ordering::Equal => return Err(DecodeError::Duplicate(escape_name(name))),
+                std::cmp::Ordering::Greater => {
+                    return Err(DecodeError::Unsorted(escape_name(name)))
                 }
             }
-            let entry = TreeEntry {
-                name,
-                kind,
-                mode,
-                size,
-                id,
-            };
-            check_mode(&entry)?;
-            entries.push(entry);
         }
-        if r.pos != bytes.len() {
-            return Err(DecodeError::TrailingBytes(bytes.len() - r.pos));
+        prev = Some(name);
+        check_mode_of(name, kind, mode)?;
+        if size_problem.is_none() {
+            match total.checked_add(size).filter(|t| *t <= MAX_SIZE) {
+                Some(t) => total = t,
+                None => size_problem = Some(name),
+            }
         }
-        check_sizes(&entries)?;
-        Ok(Tree { entries, version })
+        sink.push(EntryRef {
+            name,
+            kind,
+            mode,
+            size,
+            id,
+        });
     }
+    if r.pos != bytes.len() {
+        return Err(DecodeError::TrailingBytes(bytes.len() - r.pos));
+    }
+    if let Some(name) = size_problem {
+        return Err(DecodeError::BadSize(escape_name(name)));
+    }
+    Ok(version)
 }
 
 /// Every size, and their sum, within [`MAX_SIZE`].
@@ -368,12 +471,16 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
-        let end = self.pos.checked_add(n).ok_or(DecodeError::Truncated)?;
-        let slice = self
-            .bytes
-            .get(self.pos..end)
-            .ok_or(DecodeError::Truncated)?;
-        self.pos = end;
+        // Not `ok_or(DecodeError::Truncated)`: that builds and drops an error on every call
+        // (a mount's start decodes every entry of every tree).
+        let Some(slice) = self
+            .pos
+            .checked_add(n)
+            .and_then(|end| self.bytes.get(self.pos..end))
+        else {
+            return Err(DecodeError::Truncated);
+        };
+        self.pos += n;
         Ok(slice)
     }
 
@@ -634,6 +741,33 @@ mod robustness {
     use super::*;
 
     #[test]
+    fn the_shape_decoder_reports_a_size_overflow_after_every_other_check_as_decode_does() {
+        let big = |name: &str| TreeEntry::file(name.into(), 0o644, MAX_SIZE, ObjectId::of(b"x"));
+        let mut bytes = Tree::from_entries(vec![big("a")]).unwrap().encode();
+        // Two entries whose sizes sum past MAX_SIZE ("a" and "b"), then a name out of order.
+        let b = Tree::from_entries(vec![big("b")]).unwrap().encode();
+        let record = b[9..].to_vec();
+        let mut c = record.clone();
+        c[5] = b'0'; // the name "0" sorts before "b": Unsorted, reported before the size
+        for extra in [&record, &c] {
+            bytes.extend_from_slice(extra);
+        }
+        bytes[5..9].copy_from_slice(&3u32.to_be_bytes());
+        let expected = Tree::decode(&bytes).map(|t| TreeShape::of(&t));
+        assert!(
+            matches!(expected, Err(DecodeError::Unsorted(_))),
+            "{expected:?}"
+        );
+        assert_eq!(TreeShape::decode(&bytes), expected);
+        // Without the last entry: the size is the problem, named at "b" by both.
+        bytes.truncate(bytes.len() - c.len());
+        bytes[5..9].copy_from_slice(&2u32.to_be_bytes());
+        let expected = Tree::decode(&bytes).map(|t| TreeShape::of(&t));
+        assert_eq!(expected, Err(DecodeError::BadSize("b".into())));
+        assert_eq!(TreeShape::decode(&bytes), expected);
+    }
+
+    #[test]
     fn random_mutations_never_panic_and_never_decode_ambiguously() {
         let tree = Tree::from_entries(
             (0..20u8)
@@ -687,6 +821,12 @@ mod robustness {
                         _ => bytes.insert(pos, next() as u8),
                     }
                 }
+                // The shape decoder accepts exactly what the tree decoder accepts, with the
+                // same error, and the same shape (the expansion check relies on it).
+                assert_eq!(
+                    TreeShape::decode(&bytes),
+                    Tree::decode(&bytes).map(|t| TreeShape::of(&t))
+                );
                 if let Ok(t) = Tree::decode(&bytes) {
                     assert_eq!(t.encode(), bytes, "a decoded tree must be canonical");
                 }

@@ -1,6 +1,7 @@
 //! Integration tests: the real `zeroclaw-bundle` binary against temp dirs. One binary, one
 //! module per area; each module says which failures it pins.
 
+mod binaries;
 mod capture_depth;
 mod capture_races;
 mod crash_campaign;

@@ -1,0 +1,118 @@
+//! The two binaries' shared entry: parse, run, exit code, and how the front binary hands a
+//! command to the full one.
+//!
+//! `zeroclaw-bundle` (`src/front.rs`) is the binary a person runs. It parses the one command
+//! line (so help, usage errors and `--version` are the same), serves `mount` and `umount`
+//! itself, and hands every other command to `zeroclaw-bundle-full` (`src/main.rs`) beside it
+//! with `exec`: the same process, arguments, stdio and exit code. Why two: a person mounts a
+//! bundle to review it, often with a cold cache, and the full binary is about 50 MB, most of
+//! it ZeroClaw's schema (TOML deserializers of its config) and the remote stack (S3 client,
+//! TLS). Paging that in took longer than the whole mount; the front links neither.
+//!
+//! [`main_with`] is the only place that prints errors (`error: ...` with its causes, then a
+//! `hint:` naming a command that helps, [`super::hint`]) and picks exit codes: 0 ok, 1
+//! failure, 2 usage, 130 when interrupted (SIGINT/SIGTERM); for `diff`, like diff(1): 0
+//! equal, 1 different, 2 error, and 3 for new grants when asked. A closed stdout
+//! (`| head -1`) ends the command quietly with 0 (see [`super::StdoutClosed`]).
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+
+use super::{escape_message, hint, mount, Ctx, Outcome, StdoutClosed};
+use crate::cli::{Cli, Command};
+use crate::Cancel;
+
+/// The full binary's file name, beside the front's.
+pub const FULL_BINARY: &str = "zeroclaw-bundle-full";
+
+/// Parses the command line, runs it with `run`, prints any error and returns the exit code.
+pub fn main_with(run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
+    let cli = match crate::cli::parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let usage = e.use_stderr();
+            let _ = e.print();
+            return if usage {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    // diff(1)'s convention: 1 means "different", so a failed diff exits 2.
+    let error_code = if matches!(cli.command, Command::Diff(_)) {
+        2
+    } else {
+        1
+    };
+    // SIGINT/SIGTERM trip this token (the command installs the handlers it needs).
+    let cancel = Cancel::new();
+    match run(cli, &cancel) {
+        Ok(Outcome::Success) => ExitCode::SUCCESS,
+        Ok(Outcome::Failure | Outcome::Different) => ExitCode::from(1),
+        Ok(Outcome::NewGrants) => ExitCode::from(3),
+        Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
+        Err(err) => {
+            let interrupted = cancel.is_cancelled();
+            // Messages quote config values and arguments: no raw control characters reach
+            // the terminal (a crafted value could clear the screen or fake a line).
+            let message = escape_message(&format!("{err:#}"));
+            let _ = writeln!(std::io::stderr(), "error: {message}");
+            if let Some(hint) = hint(&err) {
+                let hint = escape_message(&hint);
+                let _ = writeln!(std::io::stderr(), "hint: {hint}");
+            }
+            if interrupted {
+                ExitCode::from(130)
+            } else {
+                ExitCode::from(error_code)
+            }
+        }
+    }
+}
+
+/// The front binary's `run`: `mount` and `umount` here, everything else (and a mount of a
+/// remote snapshot) by the full binary.
+pub fn run_front(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
+    let ctx = match &cli.command {
+        Command::Mount(_) | Command::Umount(_) => Ctx::from_cli(&cli, cancel.clone())?,
+        _ => return hand_over(),
+    };
+    match cli.command {
+        Command::Mount(args) => match mount::run_front(args, &ctx) {
+            Err(e) if e.downcast_ref::<mount::HandOff>().is_some() => hand_over(),
+            done => done,
+        },
+        Command::Umount(args) => mount::run_umount(args, &ctx),
+        _ => hand_over(),
+    }
+}
+
+/// Replaces this process with the full binary, run with this process's own arguments.
+fn hand_over() -> Result<Outcome> {
+    let full = full_binary()?;
+    let mut args = std::env::args_os();
+    let arg0 = args.next().unwrap_or_else(|| "zeroclaw-bundle".into());
+    // `exec` returns only when it failed.
+    let error = std::process::Command::new(&full)
+        .arg0(arg0)
+        .args(args)
+        .exec();
+    Err(error).with_context(|| {
+        format!(
+            "could not run {}, the binary that runs every command but `mount` and `umount` \
+             (install it beside zeroclaw-bundle: `cargo install` installs both)",
+            full.display()
+        )
+    })
+}
+
+/// Where the full binary is: beside this one (symlinks to this one resolved).
+fn full_binary() -> Result<PathBuf> {
+    let me = std::env::current_exe().context("could not find this executable")?;
+    Ok(me.with_file_name(FULL_BINARY))
+}

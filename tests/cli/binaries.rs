@@ -1,0 +1,172 @@
+//! The two binaries (`src/cmd/entry.rs`). `zeroclaw-bundle` must link neither ZeroClaw's
+//! schema nor the remote stack: that is why it exists (a cold mount pages in a few MB, not 50).
+//! Every other command runs in `zeroclaw-bundle-full` as the same process: its output, exit
+//! codes and usage text are the ones a person sees. Without the full binary beside it, the
+//! front still mounts, and every other command says what is missing and how to install it.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use object::{Object, ObjectSymbol, SymbolKind};
+
+use crate::mount::{fuse_available, mount_daemon, mounted};
+use crate::util::*;
+
+fn full_binary() -> PathBuf {
+    Path::new(BIN).with_file_name("zeroclaw-bundle-full")
+}
+
+/// The names of the functions a binary defines (its symbol table).
+fn defined_functions(path: &Path) -> Vec<String> {
+    let bytes = fs::read(path).unwrap();
+    let file = object::File::parse(&*bytes).unwrap();
+    file.symbols()
+        .filter(|s| s.kind() == SymbolKind::Text && s.is_definition())
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn the_front_links_neither_the_zeroclaw_schema_nor_the_remote_stack() {
+    let front = defined_functions(Path::new(BIN));
+    let full = defined_functions(&full_binary());
+    for marker in [
+        "zeroclaw_config",
+        "object_store",
+        "tokio",
+        "rustls",
+        "hyper",
+    ] {
+        // The full binary has them: the symbols are there to be seen (not stripped).
+        assert!(
+            full.iter().any(|s| s.contains(marker)),
+            "zeroclaw-bundle-full defines no {marker} function: are the symbols stripped?"
+        );
+        let linked: Vec<&String> = front
+            .iter()
+            .filter(|s| s.contains(marker))
+            .take(5)
+            .collect();
+        assert!(
+            linked.is_empty(),
+            "zeroclaw-bundle links {marker}, which only zeroclaw-bundle-full should: {linked:?}"
+        );
+    }
+}
+
+#[test]
+fn other_commands_run_in_the_full_binary_with_its_output_and_exit_codes() {
+    let env = TestEnv::new();
+    let a = env.path("a");
+    let b = env.path("b");
+    write(&a.join("f"), b"one\n");
+    write(&b.join("f"), b"two\n");
+    // diff(1)'s codes: equal 0, different 1, error 2.
+    env.run(&[OsStr::new("diff"), a.as_os_str(), a.as_os_str()])
+        .ok();
+    let different = env.run(&[OsStr::new("diff"), a.as_os_str(), b.as_os_str()]);
+    assert_eq!(different.code(), 1, "{}", different.describe());
+    assert!(different.stdout().contains('f'), "{}", different.describe());
+    env.run(&[
+        OsStr::new("diff"),
+        a.as_os_str(),
+        env.path("nowhere").as_os_str(),
+    ])
+    .fails(2, "nowhere");
+    // A store command, its error and hint.
+    env.run(&["list"]).fails(1, "no store");
+    // The usage text names the command a person typed, not the full binary.
+    let help = env.run(&["export", "--help"]).ok();
+    assert!(
+        help.stdout()
+            .contains("Usage: zeroclaw-bundle [--store DIR]"),
+        "{}",
+        help.describe()
+    );
+    assert!(
+        !help.stdout().contains("zeroclaw-bundle-full"),
+        "{}",
+        help.describe()
+    );
+    env.run(&["expotr"]).fails(2, "unrecognized subcommand");
+}
+
+#[test]
+fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is_missing() {
+    let env = TestEnv::new();
+    let id = crate::mount::sample(&env);
+    let alone = env.path("alone/zeroclaw-bundle");
+    fs::create_dir_all(alone.parent().unwrap()).unwrap();
+    fs::copy(BIN, &alone).unwrap();
+    let run_alone = |args: &[&OsStr]| {
+        let mut c = std::process::Command::new(&alone);
+        c.env("ZEROCLAW_BUNDLE_STORE", &env.store)
+            .current_dir(env.dir.path())
+            .args(args);
+        run_command(c)
+    };
+    let list = run_alone(&[OsStr::new("list")]);
+    assert_eq!(list.code(), 1, "{}", list.describe());
+    for needle in ["zeroclaw-bundle-full", "cargo install"] {
+        assert!(list.stderr().contains(needle), "{}", list.describe());
+    }
+    // A remote snapshot is mounted by the full binary: handed over, and the same message.
+    fs::write(
+        env.store.join("remotes.toml"),
+        format!(
+            "[remote.origin]\nurl = \"file://{}\"\n",
+            env.path("remote").display()
+        ),
+    )
+    .unwrap();
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let remote = run_alone(&[
+        OsStr::new("mount"),
+        OsStr::new(&format!("origin/{id}")),
+        mnt.as_os_str(),
+    ]);
+    assert_eq!(remote.code(), 1, "{}", remote.describe());
+    assert!(
+        remote.stderr().contains("zeroclaw-bundle-full"),
+        "{}",
+        remote.describe()
+    );
+    assert!(!mounted(&mnt));
+    if !fuse_available() {
+        return;
+    }
+    // A snapshot of the store mounts with the front alone (the daemon is the front too).
+    let served = run_alone(&[
+        OsStr::new("mount"),
+        OsStr::new(&id),
+        mnt.as_os_str(),
+        OsStr::new("--daemon"),
+    ]);
+    assert_eq!(served.code(), 0, "{}", served.describe());
+    let guard = MountedBy { mnt: &mnt };
+    assert_eq!(fs::read(mnt.join("README.md")).unwrap(), b"# hello\n");
+    let umount = run_alone(&[OsStr::new("umount"), mnt.as_os_str()]);
+    assert_eq!(umount.code(), 0, "{}", umount.describe());
+    assert!(!mounted(&mnt));
+    drop(guard);
+    // The same binary pair through the usual path still mounts (nothing else changed).
+    let _m = mount_daemon(&env, &id, &env.path("mnt2"));
+}
+
+/// Lazily unmounts on drop if a test failed with the mount up.
+struct MountedBy<'a> {
+    mnt: &'a Path,
+}
+
+impl Drop for MountedBy<'_> {
+    fn drop(&mut self) {
+        if mounted(self.mnt) {
+            let _ = std::process::Command::new("umount")
+                .arg("-l")
+                .arg(self.mnt)
+                .status();
+        }
+    }
+}
