@@ -319,8 +319,11 @@ impl Store {
             std::process::id(),
             crate::sys::random_token()
         ));
-        fs::write(&path, format!("{snapshot} {root}\n"))
-            .map_err(|e| StoreError::io("write", &path, e))?;
+        if let Err(e) = fs::write(&path, format!("{snapshot} {root}\n")) {
+            // A full disk can leave the file made and empty: not a lease to leave behind.
+            let _ = fs::remove_file(&path);
+            return Err(StoreError::io("write", &path, e));
+        }
         Ok(Lease { path })
     }
 

@@ -317,3 +317,42 @@ fn a_pack_out_of_space_names_its_out_and_leaves_nothing() {
     let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_mount_out_of_space_leaves_no_lease_and_mounts_once_space_is_freed() {
+    if !crate::mount::fuse_available() {
+        return;
+    }
+    let scratch = TestEnv::new();
+    let Some(fs) = Tmpfs::mount(&scratch.path("disk"), "4m") else {
+        return;
+    };
+    // The store on the small disk; the source and the mountpoint off it.
+    let env = TestEnv {
+        dir: tempfile::tempdir().unwrap(),
+        store: fs.path.join("store"),
+    };
+    let src = env.path("src");
+    write(&src.join("a"), b"hi\n");
+    let id = env.snapshot(&src);
+    let filler = fs.fill(0);
+    let mnt = env.path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    let r = env.run(&["mount", &id, mnt.to_str().unwrap(), "--daemon"]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    assert!(
+        r.stderr().contains("No space left on device"),
+        "{}",
+        r.describe()
+    );
+    assert!(r.stderr().contains("leases"), "{}", r.describe());
+    assert!(!crate::mount::mounted(&mnt));
+    // Not even an empty lease file stays (gc keeps what one names while its pid lives).
+    let leases: Vec<_> = std::fs::read_dir(env.store.join("leases"))
+        .unwrap()
+        .collect();
+    assert!(leases.is_empty(), "{leases:?}");
+    std::fs::remove_file(filler).unwrap();
+    let _m = crate::mount::mount_daemon(&env, &id, &mnt);
+    assert_eq!(std::fs::read(mnt.join("a")).unwrap(), b"hi\n");
+}
