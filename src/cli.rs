@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// `--version`: the package version and the git commit it was built from (build.rs).
-const VERSION: &str = concat!(
+pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
     " (",
     env!("ZEROCLAW_BUNDLE_COMMIT"),

@@ -4,6 +4,11 @@
 
 use std::process::ExitCode;
 
+use zeroclaw_bundle::cmd::{self, entry};
+
 fn main() -> ExitCode {
-    zeroclaw_bundle::cmd::entry::main_with(zeroclaw_bundle::cmd::run)
+    if let Some(code) = entry::refuse_another_front() {
+        return code;
+    }
+    entry::main_with(cmd::run)
 }

@@ -29,6 +29,28 @@ use crate::Cancel;
 /// The full binary's file name, beside the front's.
 pub const FULL_BINARY: &str = "zeroclaw-bundle-full";
 
+/// Set by the front for the full binary: the front's build (`--version`'s text). A full
+/// binary of another build refuses to run, as their command lines may differ (a new front
+/// installed beside an old full binary).
+pub const FRONT_BUILD: &str = "ZEROCLAW_BUNDLE_FRONT_BUILD";
+
+/// For the full binary, before parsing: when a front of another build handed the command
+/// over, says so and returns the exit code.
+pub fn refuse_another_front() -> Option<ExitCode> {
+    let front = std::env::var_os(FRONT_BUILD)?;
+    if front == crate::cli::VERSION {
+        return None;
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "error: zeroclaw-bundle is build {} but {FULL_BINARY} beside it is build {}: \
+         install both from one build (`cargo install` installs both)",
+        escape_message(&front.to_string_lossy()),
+        crate::cli::VERSION
+    );
+    Some(ExitCode::from(1))
+}
+
 /// Parses the command line, runs it with `run`, prints any error and returns the exit code.
 pub fn main_with(run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
     let cli = match crate::cli::parse() {
@@ -101,6 +123,7 @@ fn hand_over() -> Result<Outcome> {
     let error = std::process::Command::new(&full)
         .arg0(arg0)
         .args(args)
+        .env(FRONT_BUILD, crate::cli::VERSION)
         .exec();
     Err(error).with_context(|| {
         format!(

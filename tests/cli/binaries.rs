@@ -93,6 +93,26 @@ fn other_commands_run_in_the_full_binary_with_its_output_and_exit_codes() {
 }
 
 #[test]
+fn a_full_binary_of_another_build_refuses_what_a_front_hands_it() {
+    let env = TestEnv::new();
+    let mut c = std::process::Command::new(full_binary());
+    c.env("ZEROCLAW_BUNDLE_STORE", &env.store)
+        .env("ZEROCLAW_BUNDLE_FRONT_BUILD", "0.0.1 (commit 0123456789ab)")
+        .args(["list"]);
+    let r = run_command(c);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    for needle in [
+        "0.0.1 (commit 0123456789ab)",
+        "zeroclaw-bundle-full",
+        "install both",
+    ] {
+        assert!(r.stderr().contains(needle), "{needle}: {}", r.describe());
+    }
+    // Through the front, the builds agree.
+    env.run(&["list"]).fails(1, "no store");
+}
+
+#[test]
 fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is_missing() {
     let env = TestEnv::new();
     let id = crate::mount::sample(&env);
