@@ -129,6 +129,28 @@ impl SnapshotSource {
             notice(&self.snapshot, &why.to_string());
         }
     }
+
+    /// `read` of the tree index when it holds `id` and is still trusted, else of the store's
+    /// objects; an index that fails a read is dropped for the rest of this source's life.
+    fn read_index_or_objects<T>(
+        &self,
+        id: &ObjectId,
+        read: impl Fn(&dyn ObjectSource) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Some(index) = self.usable_index() {
+            if index.entry(id).is_some() {
+                match read(index) {
+                    Ok(found) => {
+                        self.from_index.fetch_add(1, Ordering::Relaxed);
+                        return Ok(found);
+                    }
+                    Err(e) => self.drop_index(&e),
+                }
+            }
+        }
+        self.from_objects.fetch_add(1, Ordering::Relaxed);
+        read(&self.reader)
+    }
 }
 
 fn notice(snapshot: &ObjectId, why: &str) {
@@ -141,35 +163,11 @@ fn notice(snapshot: &ObjectId, why: &str) {
 
 impl ObjectSource for SnapshotSource {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        if let Some(index) = self.usable_index() {
-            if index.entry(id).is_some() {
-                match index.tree(id) {
-                    Ok(tree) => {
-                        self.from_index.fetch_add(1, Ordering::Relaxed);
-                        return Ok(tree);
-                    }
-                    Err(e) => self.drop_index(&e),
-                }
-            }
-        }
-        self.from_objects.fetch_add(1, Ordering::Relaxed);
-        self.reader.tree(id)
+        self.read_index_or_objects(id, |source| source.tree(id))
     }
 
     fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
-        if let Some(index) = self.usable_index() {
-            if index.entry(id).is_some() {
-                match index.tree_shape(id) {
-                    Ok(shape) => {
-                        self.from_index.fetch_add(1, Ordering::Relaxed);
-                        return Ok(shape);
-                    }
-                    Err(e) => self.drop_index(&e),
-                }
-            }
-        }
-        self.from_objects.fetch_add(1, Ordering::Relaxed);
-        self.reader.tree_shape(id)
+        self.read_index_or_objects(id, |source| source.tree_shape(id))
     }
 
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {

@@ -24,7 +24,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::StoreError;
+use crate::error::{DecodeError, StoreError};
 use crate::id::{IdHasher, ObjectId};
 use crate::objects::Blob;
 #[cfg(test)]
@@ -723,6 +723,23 @@ impl PackReader {
             .map(|i| &self.index[i])
     }
 
+    /// Tree `id` read, verified and decoded by `decode` (in place when the pack is in memory).
+    fn decoded_tree<T>(
+        &self,
+        id: &ObjectId,
+        decode: fn(&[u8]) -> Result<T, DecodeError>,
+    ) -> Result<T, StoreError> {
+        let decoded = match self.verified_in_memory(id) {
+            Some(bytes) => decode(bytes),
+            None => decode(&self.read(id)?),
+        };
+        decoded.map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        })
+    }
+
     /// An uncompressed object's bytes where they lie, in a pack held in memory, when they are
     /// its recorded length and hash to its id (no copy: a mount's start reads every tree of
     /// its index this way); `None` for anything else, which [`PackReader::read`] reads, and
@@ -1023,27 +1040,11 @@ impl Write for HashingSink<'_> {
 
 impl ObjectSource for PackReader {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        let malformed = |why| StoreError::Malformed {
-            id: *id,
-            what: "tree",
-            why,
-        };
-        match self.verified_in_memory(id) {
-            Some(bytes) => Tree::decode(bytes).map_err(malformed),
-            None => Tree::decode(&self.read(id)?).map_err(malformed),
-        }
+        self.decoded_tree(id, Tree::decode)
     }
 
     fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
-        let malformed = |why| StoreError::Malformed {
-            id: *id,
-            what: "tree",
-            why,
-        };
-        match self.verified_in_memory(id) {
-            Some(bytes) => TreeShape::decode(bytes).map_err(malformed),
-            None => TreeShape::decode(&self.read(id)?).map_err(malformed),
-        }
+        self.decoded_tree(id, TreeShape::decode)
     }
 
     /// An uncompressed blob is a range of the pack file (positioned reads, no copy); a
