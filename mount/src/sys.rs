@@ -32,8 +32,7 @@ impl MountEntry {
 }
 
 /// Undoes mountinfo's octal escapes (`\040` for space, `\011`, `\012`, `\134`).
-fn unescape(field: &str) -> PathBuf {
-    let b = field.as_bytes();
+fn unescape(b: &[u8]) -> PathBuf {
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
     while i < b.len() {
@@ -56,12 +55,14 @@ fn unescape(field: &str) -> PathBuf {
     PathBuf::from(OsString::from_vec(out))
 }
 
-/// Parses mountinfo text (one mount per line).
-pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
+/// Parses mountinfo (one mount per line). Bytes, not text: the kernel escapes only space,
+/// tab, newline and backslash, so a mount point anywhere on the machine may hold any other
+/// byte (`\xff`), and reading the table as UTF-8 failed every mount and unmount.
+pub(crate) fn parse_mountinfo(table: &[u8]) -> Vec<MountEntry> {
     let mut out = Vec::new();
-    for line in text.lines() {
-        let fields: Vec<&str> = line.split(' ').collect();
-        let Some(dash) = fields.iter().position(|f| *f == "-") else {
+    for line in table.split(|b| *b == b'\n') {
+        let fields: Vec<&[u8]> = line.split(|b| *b == b' ').collect();
+        let Some(dash) = fields.iter().position(|f| *f == b"-") else {
             continue;
         };
         if fields.len() < 5 || fields.len() < dash + 3 {
@@ -69,8 +70,8 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
         }
         out.push(MountEntry {
             mount_point: unescape(fields[4]),
-            fstype: fields[dash + 1].to_string(),
-            source: fields[dash + 2].to_string(),
+            fstype: String::from_utf8_lossy(fields[dash + 1]).into_owned(),
+            source: String::from_utf8_lossy(fields[dash + 2]).into_owned(),
         });
     }
     out
@@ -78,9 +79,7 @@ pub(crate) fn parse_mountinfo(text: &str) -> Vec<MountEntry> {
 
 /// The mount table of this process's namespace.
 pub(crate) fn mounts() -> io::Result<Vec<MountEntry>> {
-    Ok(parse_mountinfo(&fs::read_to_string(
-        "/proc/self/mountinfo",
-    )?))
+    Ok(parse_mountinfo(&fs::read("/proc/self/mountinfo")?))
 }
 
 /// The topmost mount on `path` (an absolute path), if any. Later lines are mounted on top of
@@ -223,11 +222,14 @@ mod tests {
 
     #[test]
     fn parses_mountinfo_with_escapes_and_optional_fields() {
-        let text = "22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
+        let text = b"22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n\
                     40 22 0:50 / /tmp/a\\040b\\134c rw,nosuid,nodev,noexec,relatime shared:9 master:2 - fuse zeroclaw-bundle:abc ro,user_id=0\n\
-                    garbage line\n";
+                    garbage line\n\
+                    41 22 0:51 / /tmp/\xff\xfe rw - tmpfs none rw\n";
         let m = parse_mountinfo(text);
-        assert_eq!(m.len(), 2);
+        assert_eq!(m.len(), 3);
+        // A mount point that is not UTF-8 (the kernel does not escape such bytes).
+        assert_eq!(bytes(&m[2].mount_point), b"/tmp/\xff\xfe");
         assert_eq!(m[0].mount_point, Path::new("/"));
         assert_eq!(m[0].fstype, "ext4");
         assert!(!m[0].is_ours());

@@ -34,11 +34,14 @@ pub const FULL_BINARY: &str = "zeroclaw-bundle-full";
 /// installed beside an old full binary).
 pub const FRONT_BUILD: &str = "ZEROCLAW_BUNDLE_FRONT_BUILD";
 
-/// For the full binary, before parsing: when a front of another build handed the command
-/// over, says so and returns the exit code.
+/// For the full binary, first thing in `main` (one thread): when a front of another build
+/// handed the command over, says so and returns the exit code; else clears the variable.
 pub fn refuse_another_front() -> Option<ExitCode> {
     let front = std::env::var_os(FRONT_BUILD)?;
     if front == crate::cli::VERSION {
+        // Not passed on to what this command runs (hooks, git, another build's binaries).
+        // Still one thread here, before anything else starts.
+        std::env::remove_var(FRONT_BUILD);
         return None;
     }
     let _ = writeln!(
@@ -125,10 +128,17 @@ fn hand_over() -> Result<Outcome> {
         .args(args)
         .env(FRONT_BUILD, crate::cli::VERSION)
         .exec();
+    let advice = match error.kind() {
+        std::io::ErrorKind::NotFound => {
+            " (install it beside zeroclaw-bundle: `cargo install` installs both)"
+        }
+        std::io::ErrorKind::PermissionDenied => " (it must be executable: `chmod +x` it)",
+        _ => "",
+    };
     Err(error).with_context(|| {
         format!(
-            "could not run {}, the binary that runs every command but `mount` and `umount` \
-             (install it beside zeroclaw-bundle: `cargo install` installs both)",
+            "could not run {}, the binary that runs every command but `mount` and \
+             `umount`{advice}",
             full.display()
         )
     })

@@ -113,6 +113,26 @@ fn a_full_binary_of_another_build_refuses_what_a_front_hands_it() {
 }
 
 #[test]
+fn what_the_full_binary_runs_does_not_inherit_the_front_build() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("f"), b"x\n");
+    let seen = env.path("env.txt");
+    let cmd = format!("env > '{}'", seen.display());
+    env.run_with(
+        &["snapshot", "--dir", src.to_str().unwrap()],
+        &[
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", "before-commit"),
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", &cmd),
+        ],
+    )
+    .ok();
+    let seen = fs::read_to_string(&seen).unwrap();
+    assert!(seen.contains("HOOK_SEAM=before-commit"), "{seen}");
+    assert!(!seen.contains("ZEROCLAW_BUNDLE_FRONT_BUILD"), "{seen}");
+}
+
+#[test]
 fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is_missing() {
     let env = TestEnv::new();
     let id = crate::mount::sample(&env);
@@ -131,6 +151,29 @@ fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is
     for needle in ["zeroclaw-bundle-full", "cargo install"] {
         assert!(list.stderr().contains(needle), "{}", list.describe());
     }
+    // A full binary that cannot be run for another reason gets advice for that reason.
+    let noexec = env.path("noexec/zeroclaw-bundle");
+    fs::create_dir_all(noexec.parent().unwrap()).unwrap();
+    fs::copy(BIN, &noexec).unwrap();
+    let full = noexec.with_file_name("zeroclaw-bundle-full");
+    fs::copy(full_binary(), &full).unwrap();
+    let mut perms = fs::metadata(&full).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o644);
+    fs::set_permissions(&full, perms).unwrap();
+    let mut c = std::process::Command::new(&noexec);
+    c.env("ZEROCLAW_BUNDLE_STORE", &env.store).arg("list");
+    let denied = run_command(c);
+    assert_eq!(denied.code(), 1, "{}", denied.describe());
+    assert!(
+        denied.stderr().contains("chmod +x"),
+        "{}",
+        denied.describe()
+    );
+    assert!(
+        !denied.stderr().contains("install"),
+        "{}",
+        denied.describe()
+    );
     // A remote snapshot is mounted by the full binary: handed over, and the same message.
     fs::write(
         env.store.join("remotes.toml"),

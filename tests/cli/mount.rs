@@ -30,8 +30,7 @@ pub fn fuse_available() -> bool {
 pub fn mounted(path: &Path) -> bool {
     let canon = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     let needle = format!(" {} ", canon.display());
-    fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
+    String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").unwrap())
         .lines()
         .any(|l| l.contains(&needle))
 }
@@ -253,8 +252,7 @@ fn bad_mountpoints_get_one_clear_error() {
     for at in [env.store.join("tmp/mnt"), env.path("store-link/tmp/mnt")] {
         try_mount(&at).fails(1, "inside the store");
         assert!(
-            !fs::read_to_string("/proc/self/mountinfo")
-                .unwrap()
+            !String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").unwrap())
                 .contains("tmp/mnt"),
             "{}",
             at.display()
@@ -306,4 +304,26 @@ fn a_killed_server_leaves_a_stale_mount_that_is_explained() {
     env.run(&[OsStr::new("umount"), mnt.as_os_str()]).ok();
     assert!(!mounted(&mnt));
     drop(m);
+}
+
+#[test]
+fn a_mountpoint_that_is_not_utf8_mounts_and_others_still_mount_beside_it() {
+    let Some((env, id)) = sample_if_fuse() else {
+        return;
+    };
+    // The kernel writes such a mount point into mountinfo unescaped; the table was read as
+    // UTF-8, which failed this mount after mounting (and left it stale) and every other mount
+    // and unmount on the machine while it existed.
+    use std::os::unix::ffi::OsStrExt;
+    let odd = env.path("odd").join(OsStr::from_bytes(b"m\xff\xfe"));
+    let _odd = mount_daemon(&env, &id, &odd);
+    assert_eq!(fs::read(odd.join("README.md")).unwrap(), b"# hello\n");
+    let plain = env.path("plain");
+    let m = mount_daemon(&env, &id, &plain);
+    assert_eq!(fs::read(plain.join("README.md")).unwrap(), b"# hello\n");
+    env.run(&[OsStr::new("umount"), plain.as_os_str()]).ok();
+    assert!(!mounted(&plain));
+    drop(m);
+    env.run(&[OsStr::new("umount"), odd.as_os_str()]).ok();
+    assert!(!mounted(&odd));
 }

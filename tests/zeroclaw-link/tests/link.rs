@@ -190,8 +190,7 @@ fn mount_serves_what_a_checkout_writes() {
     let mut child = env.linked(&["mount", &id]).arg(&mnt).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     let canonical = std::fs::canonicalize(&mnt).unwrap();
-    while !std::fs::read_to_string("/proc/self/mountinfo")
-        .unwrap()
+    while !String::from_utf8_lossy(&std::fs::read("/proc/self/mountinfo").unwrap())
         .contains(&format!(" {} ", canonical.display()))
     {
         if let Some(status) = child.try_wait().unwrap() {
