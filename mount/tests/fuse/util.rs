@@ -203,7 +203,8 @@ impl Drop for Mounted {
 
 /// True when the mount table lists `path` as a mount point.
 pub fn is_mounted(path: &Path) -> bool {
-    let text = String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").expect("read mountinfo"));
+    let text = String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").expect("read mountinfo"))
+        .into_owned();
     let want = path.as_os_str().as_bytes();
     text.lines()
         .any(|l| l.split(' ').nth(4).map(str::as_bytes) == Some(want))
@@ -211,7 +212,8 @@ pub fn is_mounted(path: &Path) -> bool {
 
 /// The mount's per-mount and super options from mountinfo.
 pub fn mount_options(path: &Path) -> (String, String, String) {
-    let text = String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").expect("read mountinfo"));
+    let text = String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").expect("read mountinfo"))
+        .into_owned();
     let want = path.as_os_str().as_bytes();
     let line = text
         .lines()
