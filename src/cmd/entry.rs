@@ -103,16 +103,17 @@ pub fn main_with(run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
 /// The front binary's `run`: `mount` and `umount` here, everything else (and a mount of a
 /// remote snapshot) by the full binary.
 pub fn run_front(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
-    let ctx = match &cli.command {
-        Command::Mount(_) | Command::Umount(_) => Ctx::from_cli(&cli, cancel.clone())?,
+    match &cli.command {
+        Command::Umount(args) => return mount::run_umount(args, cli.json),
+        Command::Mount(_) => {}
         _ => return hand_over(),
-    };
+    }
+    let ctx = Ctx::from_cli(&cli, cancel.clone())?;
     match cli.command {
         Command::Mount(args) => match mount::run_front(args, &ctx) {
             Err(e) if e.downcast_ref::<mount::HandOff>().is_some() => hand_over(),
             done => done,
         },
-        Command::Umount(args) => mount::run_umount(args, &ctx),
         _ => hand_over(),
     }
 }

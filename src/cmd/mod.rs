@@ -400,6 +400,10 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
 /// Runs the parsed command; SIGINT/SIGTERM during the commands that write trip `cancel` (the
 /// caller reads it afterwards for the exit code).
 pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
+    // `umount` needs no store, nor a place for one (no HOME, say).
+    if let Command::Umount(args) = &cli.command {
+        return mount::run_umount(args, cli.json);
+    }
     let ctx = Ctx::from_cli(&cli, cancel.clone())?;
     if matches!(
         cli.command,
@@ -428,7 +432,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Cat(args) => cat::run(args, &ctx),
         Command::Checkout(args) => checkout::run(args, &ctx),
         Command::Mount(args) => mount::run(args, &ctx),
-        Command::Umount(args) => mount::run_umount(args, &ctx),
+        Command::Umount(args) => mount::run_umount(&args, ctx.json),
         Command::Recover(args) => recover::run(args, &ctx),
         Command::Verify => verify::run(&ctx),
         Command::Gc(args) => gc::run_gc(args, &ctx),

@@ -341,8 +341,8 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     bail!("{msg}");
 }
 
-/// Runs `umount`.
-pub fn run_umount(args: UmountArgs, ctx: &Ctx) -> Result<Outcome> {
+/// Runs `umount`. It needs no store (nor a place for one): `json` is `--json`.
+pub fn run_umount(args: &UmountArgs, json: bool) -> Result<Outcome> {
     if let Err(e) = std::fs::symlink_metadata(&args.mountpoint) {
         if e.kind() == std::io::ErrorKind::NotFound {
             bail!(
@@ -353,8 +353,9 @@ pub fn run_umount(args: UmountArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     unmount(&args.mountpoint)
         .with_context(|| format!("could not unmount {}", args.mountpoint.display()))?;
-    if ctx.json {
-        ctx.print_json(&json!({ "mountpoint": crate::cmd::host_path(&args.mountpoint) }))?;
+    if json {
+        let out = json!({ "mountpoint": crate::cmd::host_path(&args.mountpoint) });
+        crate::outln!("{}", serde_json::to_string_pretty(&out)?)?;
     }
     Ok(Outcome::Success)
 }

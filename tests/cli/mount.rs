@@ -327,3 +327,23 @@ fn a_mountpoint_that_is_not_utf8_mounts_and_others_still_mount_beside_it() {
     env.run(&[OsStr::new("umount"), odd.as_os_str()]).ok();
     assert!(!mounted(&odd));
 }
+
+#[test]
+fn umount_needs_no_store_location() {
+    let Some((env, id)) = sample_if_fuse() else {
+        return;
+    };
+    let mnt = env.path("mnt");
+    let m = mount_daemon(&env, &id, &mnt);
+    // No store, no HOME or XDG_DATA_HOME to find one, and a store setting it cannot use.
+    let mut c = std::process::Command::new(BIN);
+    c.env_remove("ZEROCLAW_BUNDLE_STORE")
+        .env_remove("HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "soon")
+        .args([OsStr::new("--json"), OsStr::new("umount"), mnt.as_os_str()]);
+    let r = run_command(c).ok();
+    assert!(r.stdout().contains("\"mountpoint\""), "{}", r.describe());
+    assert!(!mounted(&mnt));
+    drop(m);
+}
