@@ -6,7 +6,8 @@
 //! The foreground mount serves until unmounted or interrupted: SIGINT/SIGTERM unmount cleanly
 //! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
 //! new session as the server, waits until it reports that the mount answers (a line on a
-//! pipe), and returns. The catalog is only opened to resolve the snapshot, and not at all
+//! pipe), and returns; interrupted while it waits, it stops the server (which unmounts what
+//! it mounted) and exits 130. The catalog is only opened to resolve the snapshot, and not at all
 //! for a full snapshot id with a tree index (`Store::resolve_indexed`); while mounted, a
 //! store lease tells `gc` to keep everything the mount serves.
 
@@ -208,6 +209,13 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
         root_note: Some(root_note.clone()),
         ..MountOptions::default()
     };
+    if args.daemon_child {
+        // Where a test interrupts the waiting parent (no-op in normal builds).
+        crate::hooks::seam(
+            "mount-daemon-before-mounting",
+            &args.mountpoint.to_string_lossy(),
+        );
+    }
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
     let mut handle = mount(source, snap.root, &args.mountpoint, &options)
         .with_context(|| format!("could not mount snapshot {}", id.short(12)))?;
@@ -293,6 +301,23 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = cmd.spawn().context("could not start the mount server")?;
+    // Interrupted while it waits (Ctrl-C, SIGTERM), the server is stopped too: no mount is
+    // left that nobody was told about (a mounted server unmounts on SIGTERM).
+    let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
+    let watching = signals.handle();
+    let server = rustix::process::Pid::from_child(&child);
+    let cancel = ctx.cancel.clone();
+    let watcher = std::thread::spawn(move || {
+        let mut signals = signals;
+        if signals.forever().next().is_some() {
+            cancel.cancel();
+            let _ = rustix::process::kill_process(server, rustix::process::Signal::TERM);
+        }
+    });
+    let stop_watching = || {
+        watching.close();
+        let _ = watcher.join();
+    };
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
@@ -307,7 +332,24 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
             None => break,
         }
     }
+    if ctx.cancel.is_cancelled() {
+        stop_watching();
+        let _ = child.wait();
+        bail!(
+            "interrupted: the mount server was stopped before {} was reported mounted",
+            args.mountpoint.display()
+        );
+    }
     if let Some(ready) = line.trim().strip_prefix(READY) {
+        stop_watching();
+        // A signal between the line and the watcher's end stopped the server after all.
+        if ctx.cancel.is_cancelled() {
+            let _ = child.wait();
+            bail!(
+                "interrupted: the mount server was stopped as {} was mounted",
+                args.mountpoint.display()
+            );
+        }
         drop(child.stderr.take());
         let mut words = ready.split_whitespace();
         let pid = words.next().unwrap_or_default().to_string();
@@ -327,9 +369,16 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         }
         return Ok(Outcome::Success);
     }
+    stop_watching();
     let out = child
         .wait_with_output()
         .context("could not wait for the mount server")?;
+    if ctx.cancel.is_cancelled() {
+        bail!(
+            "interrupted: the mount server was stopped before {} was reported mounted",
+            args.mountpoint.display()
+        );
+    }
     let msg = String::from_utf8_lossy(&out.stderr);
     let msg = msg.trim().trim_start_matches("error: ");
     if msg.is_empty() {

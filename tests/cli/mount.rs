@@ -347,3 +347,42 @@ fn umount_needs_no_store_location() {
     assert!(!mounted(&mnt));
     drop(m);
 }
+
+#[test]
+fn an_interrupted_daemon_mount_stops_its_server_and_leaves_no_mount() {
+    let Some((env, id)) = sample_if_fuse() else {
+        return;
+    };
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    // The server, before it mounts, sends SIGTERM to the `mount --daemon` waiting for it (its
+    // parent), then takes a while: the waiting command must stop it, not leave it to mount.
+    for signal in ["TERM", "INT"] {
+        let hook = format!("kill -{signal} $(ps -o ppid= -p $PPID); sleep 1");
+        let r = env.run_with(
+            &[
+                OsStr::new("mount"),
+                OsStr::new(&id),
+                mnt.as_os_str(),
+                OsStr::new("--daemon"),
+            ],
+            &[
+                (
+                    "ZEROCLAW_BUNDLE_TEST_HOOK_SEAM",
+                    "mount-daemon-before-mounting",
+                ),
+                ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", &hook),
+            ],
+        );
+        assert_eq!(r.code(), 130, "{signal}: {}", r.describe());
+        assert!(r.stderr().contains("interrupted"), "{}", r.describe());
+        // After the hook's sleep would have ended: the server never mounted.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!mounted(&mnt), "{signal}: a mount was left behind");
+    }
+    // The stopped servers' leases name dead processes: gc removes them, and mounts work.
+    env.run(&["gc"]).ok();
+    let leases = fs::read_dir(env.store.join("leases")).unwrap().count();
+    assert_eq!(leases, 0);
+    let _m = mount_daemon(&env, &id, &mnt);
+}
