@@ -314,10 +314,6 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
             let _ = rustix::process::kill_process(server, rustix::process::Signal::TERM);
         }
     });
-    let stop_watching = || {
-        watching.close();
-        let _ = watcher.join();
-    };
     let stdout = child.stdout.take().expect("stdout is piped");
     let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
@@ -332,8 +328,11 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
             None => break,
         }
     }
+    // The server answered or ended. A signal that came first (even just before its line)
+    // stopped it: the mount is not reported.
+    watching.close();
+    let _ = watcher.join();
     if ctx.cancel.is_cancelled() {
-        stop_watching();
         let _ = child.wait();
         bail!(
             "interrupted: the mount server was stopped before {} was reported mounted",
@@ -341,15 +340,6 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         );
     }
     if let Some(ready) = line.trim().strip_prefix(READY) {
-        stop_watching();
-        // A signal between the line and the watcher's end stopped the server after all.
-        if ctx.cancel.is_cancelled() {
-            let _ = child.wait();
-            bail!(
-                "interrupted: the mount server was stopped as {} was mounted",
-                args.mountpoint.display()
-            );
-        }
         drop(child.stderr.take());
         let mut words = ready.split_whitespace();
         let pid = words.next().unwrap_or_default().to_string();
@@ -369,16 +359,9 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         }
         return Ok(Outcome::Success);
     }
-    stop_watching();
     let out = child
         .wait_with_output()
         .context("could not wait for the mount server")?;
-    if ctx.cancel.is_cancelled() {
-        bail!(
-            "interrupted: the mount server was stopped before {} was reported mounted",
-            args.mountpoint.display()
-        );
-    }
     let msg = String::from_utf8_lossy(&out.stderr);
     let msg = msg.trim().trim_start_matches("error: ");
     if msg.is_empty() {

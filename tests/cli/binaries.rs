@@ -17,6 +17,21 @@ fn full_binary() -> PathBuf {
     Path::new(BIN).with_file_name("zeroclaw-bundle-full")
 }
 
+/// Runs the binary at `bin` (a copy, or the full one) on `env`'s store.
+fn run_binary<S: AsRef<OsStr>>(
+    bin: &Path,
+    env: &TestEnv,
+    extra: &[(&str, &str)],
+    args: &[S],
+) -> Run {
+    let mut c = std::process::Command::new(bin);
+    c.env("ZEROCLAW_BUNDLE_STORE", &env.store)
+        .envs(extra.iter().copied())
+        .current_dir(env.dir.path())
+        .args(args);
+    run_command(c)
+}
+
 /// The names of the functions a binary defines (its symbol table).
 fn defined_functions(path: &Path) -> Vec<String> {
     let bytes = fs::read(path).unwrap();
@@ -95,11 +110,12 @@ fn other_commands_run_in_the_full_binary_with_its_output_and_exit_codes() {
 #[test]
 fn a_full_binary_of_another_build_refuses_what_a_front_hands_it() {
     let env = TestEnv::new();
-    let mut c = std::process::Command::new(full_binary());
-    c.env("ZEROCLAW_BUNDLE_STORE", &env.store)
-        .env("ZEROCLAW_BUNDLE_FRONT_BUILD", "0.0.1 (commit 0123456789ab)")
-        .args(["list"]);
-    let r = run_command(c);
+    let r = run_binary(
+        &full_binary(),
+        &env,
+        &[("ZEROCLAW_BUNDLE_FRONT_BUILD", "0.0.1 (commit 0123456789ab)")],
+        &["list"],
+    );
     assert_eq!(r.code(), 1, "{}", r.describe());
     for needle in [
         "0.0.1 (commit 0123456789ab)",
@@ -139,13 +155,7 @@ fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is
     let alone = env.path("alone/zeroclaw-bundle");
     fs::create_dir_all(alone.parent().unwrap()).unwrap();
     fs::copy(BIN, &alone).unwrap();
-    let run_alone = |args: &[&OsStr]| {
-        let mut c = std::process::Command::new(&alone);
-        c.env("ZEROCLAW_BUNDLE_STORE", &env.store)
-            .current_dir(env.dir.path())
-            .args(args);
-        run_command(c)
-    };
+    let run_alone = |args: &[&OsStr]| run_binary(&alone, &env, &[], args);
     let list = run_alone(&[OsStr::new("list")]);
     assert_eq!(list.code(), 1, "{}", list.describe());
     for needle in ["zeroclaw-bundle-full", "cargo install"] {
@@ -157,12 +167,8 @@ fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is
     fs::copy(BIN, &noexec).unwrap();
     let full = noexec.with_file_name("zeroclaw-bundle-full");
     fs::copy(full_binary(), &full).unwrap();
-    let mut perms = fs::metadata(&full).unwrap().permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o644);
-    fs::set_permissions(&full, perms).unwrap();
-    let mut c = std::process::Command::new(&noexec);
-    c.env("ZEROCLAW_BUNDLE_STORE", &env.store).arg("list");
-    let denied = run_command(c);
+    chmod(&full, 0o644);
+    let denied = run_binary(&noexec, &env, &[], &["list"]);
     assert_eq!(denied.code(), 1, "{}", denied.describe());
     assert!(
         denied.stderr().contains("chmod +x"),
