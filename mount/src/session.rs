@@ -17,7 +17,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
 use fuser::{BackgroundSession, Config, MountOption, SessionACL};
-use zeroclaw_bundle_store::limits::check_expansion;
+use zeroclaw_bundle_store::limits::{check_expansion, within_limits, Expansion};
 use zeroclaw_bundle_store::{Lease, ObjectId, ObjectSource};
 
 use crate::error::MountError;
@@ -56,6 +56,10 @@ pub struct MountOptions {
     /// served as the root directory's extended attribute [`crate::XATTR_SIGNATURES`]. The
     /// tree itself is never changed: the mount stays byte for byte what a checkout writes.
     pub root_note: Option<String>,
+    /// What the tree expands to, when the caller knows it from a record it trusts as much as
+    /// the source (a store's expansion record): the walk over every tree before mounting is
+    /// skipped. `None` (the default): the mount walks and refuses a tree past the limits.
+    pub known_expansion: Option<Expansion>,
 }
 
 impl Default for MountOptions {
@@ -75,6 +79,7 @@ impl Default for MountOptions {
             ready_timeout: Duration::from_secs(10),
             kernel_ro: true,
             root_note: None,
+            known_expansion: None,
         }
     }
 }
@@ -170,13 +175,19 @@ pub fn mount(
         .tree(&root)
         .map_err(|source| MountError::Root { root, source })?;
     // A hostile tree (a diamond expanding to 2^40 paths, a chain 20,000 deep) would grow the
-    // inode table without bound as it is walked: refuse it before mounting.
+    // inode table without bound as it is walked: refuse it before mounting. A tree whose
+    // expansion the caller knows (recorded within the limits) is not walked again.
     let label = if options.label.is_empty() {
         format!("tree {}", root.short(12))
     } else {
         format!("snapshot {}", options.label)
     };
-    check_expansion(&*source, &root, &label).map_err(MountError::TooLarge)?;
+    match options.known_expansion {
+        Some(known) if within_limits(&known) => {}
+        _ => {
+            check_expansion(&*source, &root, &label).map_err(MountError::TooLarge)?;
+        }
+    }
     let (uid, gid) = sys::user_ids();
     let view = View {
         uid,

@@ -35,10 +35,12 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use crate::error::StoreError;
+use crate::expansion_record::{self, RecordState};
 use crate::id::ObjectId;
-use crate::limits::MAX_INDEX_IN_MEMORY;
+use crate::limits::{complete_expansion, Expansion, MAX_INDEX_IN_MEMORY};
 use crate::objects::Blob;
 use crate::pack::{write_tree_pack, PackReader, PackStats};
 use crate::source::ObjectSource;
@@ -95,6 +97,9 @@ pub struct SnapshotSource {
     reader: StoreReader,
     snapshot: ObjectId,
     index: Option<PackReader>,
+    /// The index read whole, once [`SnapshotSource::hold_index_in_memory`] did: answers
+    /// before `index`.
+    in_memory: OnceLock<Box<PackReader>>,
     index_bytes: u64,
     /// Set once a read from the index failed: the notice is printed, the index not used again.
     dropped: AtomicBool,
@@ -119,9 +124,41 @@ impl SnapshotSource {
     }
 
     fn usable_index(&self) -> Option<&PackReader> {
-        self.index
-            .as_ref()
+        self.in_memory
+            .get()
+            .map(|pack| &**pack)
+            .or(self.index.as_ref())
             .filter(|_| !self.dropped.load(Ordering::Relaxed))
+    }
+
+    /// Reads the index, opened for positioned reads, whole into memory when it is at most
+    /// `limit` bytes, so later trees cost no system call; reads meanwhile go on from the
+    /// file. For a reader that answers before it has read every tree (a mount with the
+    /// root's expansion recorded), off its answering path. Whether it is now held.
+    pub fn hold_index_in_memory(&self, limit: u64) -> bool {
+        if self.in_memory.get().is_some() {
+            return true;
+        }
+        let Some(index) = self.usable_index() else {
+            return false;
+        };
+        if self.index_bytes > limit {
+            return false;
+        }
+        // Opened again by its path: each tree is still hashed against its id as it is read,
+        // so a file replaced meanwhile (by `reindex`) can only answer right or be dropped.
+        let whole = open_index(index.path(), limit).and_then(|pack| {
+            check_header(&pack, &index.root)
+                .map(|()| pack)
+                .map_err(|why| StoreError::BadPack {
+                    pack: index.path().to_path_buf(),
+                    why,
+                })
+        });
+        match whole {
+            Ok(pack) if pack.is_in_memory() => self.in_memory.set(Box::new(pack)).is_ok(),
+            _ => false,
+        }
     }
 
     fn drop_index(&self, why: &StoreError) {
@@ -355,10 +392,26 @@ impl Store {
                 .map_err(|e| StoreError::io("sync", &dir, e))?;
             Ok(stats)
         })();
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
+        match &written {
+            // What the root expands to, for readers that would walk every tree to know it.
+            Ok(_) => {
+                self.record_expansion_from_index(root);
+            }
+            Err(_) => {
+                let _ = fs::remove_file(&tmp);
+            }
         }
         written
+    }
+
+    /// Writes the expansion record of root tree `root` (`expansion_record`) from its index,
+    /// every tree read from it and hashed against its id. The record is a cache: without it
+    /// a reader walks, so a failure here (the index unusable, a tree past the limits, a full
+    /// disk) is nobody's error and leaves no record.
+    pub(crate) fn record_expansion_from_index(&self, root: &ObjectId) -> Option<Expansion> {
+        let pack = open_index(&self.tree_index_path(root), WRITER_IN_MEMORY).ok()?;
+        check_header(&pack, root).ok()?;
+        self.write_expansion_record(root, &pack).ok()
     }
 
     /// An [`ObjectSource`] for snapshot `snapshot`: its trees from its tree index when there
@@ -409,6 +462,7 @@ impl Store {
             reader: self.reader(),
             snapshot: *snapshot,
             index: None,
+            in_memory: OnceLock::new(),
             index_bytes: 0,
             dropped: AtomicBool::new(false),
             from_index: AtomicU64::new(0),
@@ -514,12 +568,54 @@ impl Store {
                 lacking.short(12)
             )));
         }
+        if file.shared {
+            if let Some(why) = self.check_expansion_record(&pack, root) {
+                return Ok(IndexState::Bad(why));
+            }
+        }
         Ok(IndexState::Good)
+    }
+
+    /// What is wrong with the expansion record of root `root` (none: nothing, or no record),
+    /// against `index`, the root's verified index holding every tree it reaches.
+    fn check_expansion_record(&self, index: &PackReader, root: &ObjectId) -> Option<String> {
+        let path = self.expansion_record_path(root);
+        let recorded = match self.read_expansion_record(root) {
+            RecordState::Missing => return None,
+            RecordState::Found(recorded) => recorded,
+            RecordState::Bad(why) => {
+                return Some(format!(
+                    "its expansion record {} is bad: {why}",
+                    path.display()
+                ))
+            }
+        };
+        let counted = |e: &Expansion| {
+            format!(
+                "{} entries, {} file bytes, {} levels deep",
+                e.entries, e.bytes, e.depth
+            )
+        };
+        match complete_expansion(index, root, &format!("tree {}", root.short(12))) {
+            Ok(actual) if actual == recorded => None,
+            Ok(actual) => Some(format!(
+                "its expansion record {} says {} but its trees expand to {}",
+                path.display(),
+                counted(&recorded),
+                counted(&actual)
+            )),
+            Err(e) => Some(format!(
+                "its expansion record {} says {}, but the walk over its trees fails: {e}",
+                path.display(),
+                counted(&recorded)
+            )),
+        }
     }
 
     /// Removes the tree indexes in `trees/` whose name is in neither `snapshots` (an older
     /// build's index of a snapshot gc keeps) nor `roots` (the shared index of a root tree of
-    /// one); returns how many. Only names of the form `<64 hex>.pack` are touched.
+    /// one), and the expansion records of such roots; returns how many indexes. Only names of
+    /// the form `<64 hex>.pack` and `<64 hex>.expansion` are touched.
     pub(crate) fn remove_orphan_indexes(
         &self,
         snapshots: &HashSet<ObjectId>,
@@ -527,25 +623,36 @@ impl Store {
     ) -> Result<u64, StoreError> {
         let dir = self.root().join(TREES_DIR);
         let mut removed = 0;
+        let mut synced = true;
         for ent in crate::list_dir(&dir)? {
             let ent = ent?;
             let name = ent.file_name();
-            let Some(id) = name
-                .to_str()
-                .and_then(|n| n.strip_suffix(SUFFIX))
-                .and_then(|hex| hex.parse::<ObjectId>().ok())
-            else {
+            let Some(name) = name.to_str() else {
+                continue;
+            };
+            // An index counts; a record goes with its index, uncounted.
+            let (hex, counted) = match name.strip_suffix(SUFFIX) {
+                Some(hex) => (hex, true),
+                None => match name.strip_suffix(expansion_record::SUFFIX) {
+                    Some(hex) => (hex, false),
+                    None => continue,
+                },
+            };
+            let Ok(id) = hex.parse::<ObjectId>() else {
                 continue;
             };
             if !snapshots.contains(&id) && !roots.contains(&id) {
                 match fs::remove_file(ent.path()) {
-                    Ok(()) => removed += 1,
+                    Ok(()) => {
+                        removed += u64::from(counted);
+                        synced = false;
+                    }
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     Err(e) => return Err(StoreError::io("remove", ent.path(), e)),
                 }
             }
         }
-        if removed > 0 {
+        if !synced {
             File::open(&dir)
                 .and_then(|d| d.sync_all())
                 .map_err(|e| StoreError::io("sync", &dir, e))?;
@@ -845,6 +952,147 @@ mod tests {
         assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
     }
     #[test]
+    fn a_commit_records_what_its_root_expands_to_and_gc_removes_it_with_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (_, keep) = snapshot(&store, 3, "keep");
+        let (gone_id, gone) = snapshot(&store, 2, "gone");
+        for root in [keep, gone] {
+            let walked = check_expansion(&store.reader(), &root, "test").unwrap();
+            assert_eq!(store.recorded_expansion(&root), Some(walked));
+        }
+        // 3 dirs, each of a file and a dir of a file: 3 + 3 * 2 + 3 * 1 entries.
+        assert_eq!(store.recorded_expansion(&keep).unwrap().entries, 12);
+        store.forget(&gone_id).unwrap();
+        let r = store.gc(3600).unwrap();
+        assert_eq!(
+            r.tree_indexes_removed, 1,
+            "a record is not counted as an index"
+        );
+        assert!(!store.expansion_record_path(&gone).exists());
+        assert!(store.expansion_record_path(&keep).is_file());
+    }
+
+    #[test]
+    fn a_record_that_is_damaged_lies_or_is_past_the_limits_is_not_used_and_reindex_mends_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 2, "r");
+        let good = store.recorded_expansion(&root).unwrap();
+        let path = store.expansion_record_path(&root);
+        let verify_says = |store: &Store| -> Vec<String> {
+            store
+                .verify(&mut |_, _| {})
+                .unwrap()
+                .problems
+                .iter()
+                .map(|p| p.to_string())
+                .collect()
+        };
+        assert!(verify_says(&store).is_empty());
+
+        // A flipped byte: not used, and verify names the record.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[40] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert_eq!(store.recorded_expansion(&root), None);
+        let said = verify_says(&store);
+        assert!(
+            said.iter()
+                .any(|p| p.contains("expansion record") && p.contains("checksum")),
+            "{said:?}"
+        );
+
+        // A whole record of other figures is the store's word (see the module doc): used,
+        // and what verify reports.
+        let lie = Expansion {
+            entries: good.entries + 1,
+            ..good
+        };
+        fs::write(&path, expansion_record::encode(&root, &lie)).unwrap();
+        assert_eq!(store.recorded_expansion(&root), Some(lie));
+        let said = verify_says(&store);
+        assert!(
+            said.iter().any(
+                |p| p.contains(&format!("says {} entries", good.entries + 1))
+                    && p.contains(&format!("expand to {} entries", good.entries))
+            ),
+            "{said:?}"
+        );
+
+        // Figures past today's limits: not used (the reader walks, and refuses).
+        let huge = Expansion {
+            entries: crate::limits::MAX_ENTRIES + 1,
+            ..good
+        };
+        fs::write(&path, expansion_record::encode(&root, &huge)).unwrap();
+        assert_eq!(store.recorded_expansion(&root), None);
+
+        // Another root's record under this name: not used.
+        let (_, other) = snapshot(&store, 1, "other");
+        fs::copy(store.expansion_record_path(&other), &path).unwrap();
+        assert_eq!(store.recorded_expansion(&root), None);
+
+        // reindex replaces the bad one, and writes a missing one.
+        store.reindex().unwrap();
+        assert_eq!(store.recorded_expansion(&root), Some(good));
+        fs::remove_file(&path).unwrap();
+        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
+        assert!(
+            verify_says(&store).is_empty(),
+            "a missing record is no problem"
+        );
+        store.reindex().unwrap();
+        assert_eq!(store.recorded_expansion(&root), Some(good));
+        assert!(store.snapshot_source(&id).stats().index_used);
+    }
+
+    #[test]
+    fn a_root_past_the_limits_gets_an_index_but_no_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        // A chain one directory deeper than the limit.
+        let mut tree = Tree::from_entries(Vec::new()).unwrap();
+        for _ in 0..=crate::limits::MAX_DEPTH {
+            let id = store.write_tree(&tree).unwrap();
+            tree = Tree::from_entries(vec![TreeEntry {
+                name: b"d".to_vec(),
+                kind: EntryKind::Dir,
+                mode: 0o755,
+                size: 0,
+                id,
+            }])
+            .unwrap();
+        }
+        let root = store.write_tree(&tree).unwrap();
+        let lock = store.write_lock().unwrap();
+        store
+            .commit_snapshot(&lock, &Snapshot::for_test(root, "deep"), None)
+            .unwrap();
+        assert!(store.tree_index_path(&root).is_file());
+        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
+        assert!(check_expansion(&store.reader(), &root, "deep").is_err());
+    }
+
+    #[test]
+    fn a_source_holds_its_index_in_memory_when_asked_and_answers_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 4, "held");
+        let source = store.snapshot_source_within(&id, 0);
+        let before = same_trees(&store, &source, &root);
+        assert!(!source.hold_index_in_memory(10), "larger than the limit");
+        assert!(source.hold_index_in_memory(1 << 20));
+        assert!(source.hold_index_in_memory(1 << 20), "held already");
+        // The file may go: the copy in memory answers.
+        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        assert_eq!(same_trees(&store, &source, &root), before);
+        let stats = source.stats();
+        assert_eq!(stats.trees_from_objects, 0, "{stats:?}");
+        assert_eq!(stats.trees_from_index, 2 * before);
+    }
+
+    #[test]
     fn a_full_id_with_an_index_resolves_without_the_catalog() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
@@ -911,10 +1159,14 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (first, root) = snapshot(&store, 6, "a");
         let before = index_files(&store);
-        assert_eq!(before.len(), 1, "{before:?}");
+        assert_eq!(
+            before.len(),
+            2,
+            "the index and its expansion record: {before:?}"
+        );
         let second = same_root(&store, &first, 2);
         let third = same_root(&store, &second, 3);
-        // The same one file, untouched: not rewritten, not replaced.
+        // The same files, untouched: not rewritten, not replaced.
         assert_eq!(index_files(&store), before);
         for id in [first, second, third] {
             assert_eq!(

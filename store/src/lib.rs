@@ -15,6 +15,8 @@
 //! <store>/trees/<root>.pack  the tree index of every snapshot whose root tree is <root>: a
 //!                            trees-only pack rooted at that tree (a derived cache); an older
 //!                            build's per-snapshot index is `trees/<snapshot>.pack`
+//! <store>/trees/<root>.expansion  what tree <root> expands to (depth, entries, bytes),
+//!                            written with its index, so a mount need not walk every tree
 //! <store>/dircache/<hash>    the stat cache of each captured source and each directory
 //!                            `diff` hashed (outside sled)
 //! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
@@ -76,6 +78,7 @@ mod compressed;
 mod dircache;
 mod error;
 mod escape;
+mod expansion_record;
 mod id;
 mod index;
 mod keys;
@@ -109,6 +112,7 @@ pub use catalog::{
 };
 pub use error::{DecodeError, ModeProblem, StoreError};
 pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};
+pub use expansion_record::RecordState;
 pub use id::{IdHasher, ObjectId};
 pub use index::{IndexState, SnapshotSource, TreeSourceStats};
 pub use keys::{DestKey, SourceKey};

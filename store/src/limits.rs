@@ -72,6 +72,41 @@ pub fn check_expansion_within(
     max_entries: u64,
     max_bytes: u64,
 ) -> Result<Expansion, StoreError> {
+    let limits = (max_depth, max_entries, max_bytes);
+    expand(source, root, label, limits, Unreadable::ExpandsToNothing)
+}
+
+/// [`check_expansion`] of a tree whose every tree must be read: one that cannot be read fails
+/// the walk with its error instead of expanding to nothing, so the figures are complete. What
+/// the store records beside a tree index (`expansion_record`) is computed this way.
+pub(crate) fn complete_expansion(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    label: &str,
+) -> Result<Expansion, StoreError> {
+    let limits = (MAX_DEPTH, MAX_ENTRIES, MAX_BYTES);
+    expand(source, root, label, limits, Unreadable::Fails)
+}
+
+/// Whether `expansion` is within [`MAX_DEPTH`], [`MAX_ENTRIES`] and [`MAX_BYTES`].
+pub fn within_limits(expansion: &Expansion) -> bool {
+    expansion.depth <= MAX_DEPTH && expansion.entries <= MAX_ENTRIES && expansion.bytes <= MAX_BYTES
+}
+
+/// What a walk does with a tree it cannot read.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Unreadable {
+    ExpandsToNothing,
+    Fails,
+}
+
+fn expand(
+    source: &dyn ObjectSource,
+    root: &ObjectId,
+    label: &str,
+    (max_depth, max_entries, max_bytes): (u64, u64, u64),
+    unreadable: Unreadable,
+) -> Result<Expansion, StoreError> {
     let too_large = |what: &'static str, limit: u64| StoreError::TooLarge {
         label: label.to_string(),
         what,
@@ -87,16 +122,20 @@ pub fn check_expansion_within(
         next: usize,
     }
     let open = |id: &ObjectId| -> Result<Frame, StoreError> {
-        // A tree that cannot be read (missing, corrupt, malformed) expands to nothing here:
-        // no reader can expand it either, and each reports the damage where it meets it
+        // A tree that cannot be read (missing, corrupt, malformed) expands to nothing here
+        // (unless the walk must be complete): no reader can expand it either, and each reports the damage where it meets it
         // (checkout names the path, a mount answers EIO there and serves the rest).
-        let Ok(shape) = source.tree_shape(id) else {
-            return Ok(Frame {
-                id: *id,
-                files: Expansion::default(),
-                subdirs: Vec::new(),
-                next: 0,
-            });
+        let shape = match source.tree_shape(id) {
+            Ok(shape) => shape,
+            Err(e) if unreadable == Unreadable::Fails => return Err(e),
+            Err(_) => {
+                return Ok(Frame {
+                    id: *id,
+                    files: Expansion::default(),
+                    subdirs: Vec::new(),
+                    next: 0,
+                })
+            }
         };
         let files = Expansion {
             entries: shape.entries,

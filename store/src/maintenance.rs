@@ -22,6 +22,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
+use crate::expansion_record::RecordState;
 use crate::id::ObjectId;
 use crate::index::IndexState;
 use crate::objects::ListedObject;
@@ -824,7 +825,12 @@ impl Store {
                     IndexState::Missing
                 };
                 match state {
-                    IndexState::Good => {}
+                    // An index of an older build has no expansion record: it gets one.
+                    IndexState::Good => {
+                        if self.read_expansion_record(&snap.root) == RecordState::Missing {
+                            self.record_expansion_from_index(&snap.root);
+                        }
+                    }
                     IndexState::Missing | IndexState::Bad(_) => {
                         match self.write_tree_index(&rec.id) {
                             Ok(_) => report.tree_indexes_written += 1,

@@ -710,6 +710,11 @@ impl PackReader {
         &self.path
     }
 
+    /// Whether the pack was read whole into memory when opened.
+    pub fn is_in_memory(&self) -> bool {
+        matches!(self.file, Backing::Memory(_))
+    }
+
     /// The index, sorted by id.
     pub fn entries(&self) -> &[PackEntry] {
         &self.index

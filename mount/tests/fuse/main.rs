@@ -6,9 +6,11 @@
 //! missing objects, ENOENT for unknown names), `prefetch` (what the daemon hints to its
 //! source, and when), `listing` (a listing carries every entry's attributes, so stat-ing
 //! the listed entries asks the daemon nothing), `lifecycle` (unmount leaves nothing behind,
-//! busy and stale mounts are explained).
+//! busy and stale mounts are explained), `expansion` (when the mount walks every tree before
+//! it answers).
 
 mod damage;
+mod expansion;
 mod large;
 mod lifecycle;
 mod listing;
