@@ -276,8 +276,8 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
         );
     }
     if let (Some(source), Some(_)) = (store_source, known_expansion) {
-        // Answering and reported: the index is read whole off the answering path, so that a walk
-        // of the mount (or a cold `find` after the page cache was dropped) reads no tree
+        // Answering and reported: the index is read whole off the answering path, so that a
+        // walk of the mount (or a cold `find` after the page cache was dropped) reads no tree
         // from the disk, as when the mount read it before answering.
         std::thread::spawn(move || source.hold_index_in_memory(INDEX_IN_MEMORY));
     }
@@ -399,9 +399,11 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 /// disk's answers already in memory: the store's marker and trust file, the snapshot's record,
 /// signatures and expansion record, the tree index's header and entries, the mountpoint. The
 /// same calls the server makes, for their side effect on the page cache only: every result is
-/// dropped, nothing is written or locked, and the catalog is never opened (a full snapshot id
-/// only). It runs as long as the wait at most: this process ends when the server answers.
-/// Measured on the benchmark corpus, cold: about 2 ms of the server's 10 ms of store reads.
+/// dropped, nothing is locked, nothing is written but what the server's own open of the store
+/// writes (an older store's version marker), and the catalog is never opened (a full snapshot
+/// id only). It runs as long as the wait at most: this process ends when the server answers.
+/// Measured on the benchmark corpus, cold: about 1 ms of a 35 ms mount (alternating rounds;
+/// within this VM's noise), as the server's exec gives it only a few milliseconds' lead.
 fn warm_the_server_start(args: &MountArgs, ctx: &Ctx) {
     let id = match args.snapshot.parse::<ObjectId>() {
         Ok(id) if args.snapshot.len() == 64 => id,
