@@ -325,7 +325,7 @@ pub struct SignersArgs {
 }
 
 /// `--require-signed` of the commands that make a snapshot visible or usable.
-#[derive(Debug, Clone, Args)]
+#[derive(Debug, Args)]
 pub struct RequireArgs {
     /// Check signatures against this allowed_signers file (git's format) instead of the one
     /// set with `trust`

@@ -159,6 +159,20 @@ impl Unmounter {
     pub fn unmount(&self) -> Result<(), MountError> {
         crate::mountpoint::unmount(&self.path)
     }
+
+    /// Detaches the mount even while it is in use (`MNT_DETACH`, `fusermount3 -u -z`): it
+    /// leaves the namespace now, and what is open in it keeps working until closed. For a
+    /// mount nobody was told about (a server stopped before it reported the mount).
+    pub fn detach(&self) -> Result<(), MountError> {
+        match sys::unmount(&self.path, true) {
+            UnmountOutcome::Done => Ok(()),
+            UnmountOutcome::Busy => Err(MountError::Busy(self.path.clone())),
+            UnmountOutcome::Failed(why) => Err(MountError::Unmount {
+                path: self.path.clone(),
+                why,
+            }),
+        }
+    }
 }
 
 /// Mounts tree `root` of `source` read-only on `mountpoint` and returns once the mount

@@ -7,8 +7,8 @@
 //! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
 //! new session as the server, waits until it reports that the mount answers (a line on a
 //! pipe), and returns; interrupted while it waits, it stops the server (which unmounts what
-//! it mounted) and exits 130. While it waits it reads ahead what the server reads first (see
-//! `warm_the_server_start`). The catalog is only opened to resolve the snapshot, and not at all
+//! it mounted, detached if something holds it: nobody was told of it) and exits 130, killing
+//! a server that does not stop within 5 s and removing its stale mount. The catalog is only opened to resolve the snapshot, and not at all
 //! for a full snapshot id with a tree index (`Store::resolve_indexed`); while mounted, a
 //! store lease tells `gc` to keep everything the mount serves. A store snapshot whose root has
 //! an expansion record is not walked before the mount answers (the store's `expansion_record`
@@ -17,6 +17,7 @@
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -239,11 +240,20 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
     let unmounter = handle.unmounter();
     let handler = signals.handle();
     let daemon_child = args.daemon_child;
+    // Set once the waiting parent was told the mount answers: before that, nobody knows of the
+    // mount, so a signal (the parent stopping this server) takes it down even while in use.
+    let reported = Arc::new(AtomicBool::new(false));
+    let told = Arc::clone(&reported);
     std::thread::spawn(move || {
         let mut signals = signals;
         for _ in signals.forever() {
             match unmounter.unmount() {
                 Ok(()) => break,
+                Err(_) if daemon_child && !told.load(Ordering::SeqCst) => {
+                    if unmounter.detach().is_ok() {
+                        break;
+                    }
+                }
                 Err(MountError::Busy(_)) if !daemon_child => {
                     crate::note!("the mount is busy (a file or directory in it is open); close it and interrupt again");
                 }
@@ -257,6 +267,7 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
         if let (Some(traffic), true) = (&traffic, ctx.verbose) {
             let _ = writeln!(out, "{TRAFFIC} {}", traffic());
         }
+        reported.store(true, Ordering::SeqCst);
         let _ = writeln!(out, "{READY} {} {id}", std::process::id());
         let _ = out.flush();
         drop(out);
@@ -320,11 +331,11 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut child = cmd.spawn().context("could not start the mount server")?;
-    warm_the_server_start(args, ctx);
     // Interrupted while it waits (Ctrl-C, SIGTERM), the server is stopped too: no mount is
-    // left that nobody was told about (a mounted server unmounts on SIGTERM).
+    // left that nobody was told about (a mounted server unmounts on SIGTERM). Watched from
+    // before the server starts: a signal in between would have ended this process alone.
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
+    let mut child = cmd.spawn().context("could not start the mount server")?;
     let watching = signals.handle();
     let server = rustix::process::Pid::from_child(&child);
     let cancel = ctx.cancel.clone();
@@ -354,9 +365,16 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     watching.close();
     let _ = watcher.join();
     if ctx.cancel.is_cancelled() {
-        let _ = child.wait();
+        let stopped = wait_or_kill(&mut child, SERVER_STOP_WAIT);
+        let killed = if stopped {
+            ""
+        } else {
+            // Killed, its mount (if it mounted) is stale: removed, as `umount` would.
+            let _ = unmount(&args.mountpoint);
+            " (it did not stop in time, so it was killed and its mount removed)"
+        };
         bail!(
-            "interrupted: the mount server was stopped before {} was reported mounted",
+            "interrupted: the mount server was stopped before {} was reported mounted{killed}",
             args.mountpoint.display()
         );
     }
@@ -394,42 +412,22 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     bail!("{msg}");
 }
 
-/// While the server starts (an exec, and its binary's pages), reads on a thread of this
-/// waiting process what the server reads first, so that on a cold cache its reads find the
-/// disk's answers already in memory: the store's marker and trust file, the snapshot's record,
-/// signatures and expansion record, the tree index's header and entries, the mountpoint. The
-/// same calls the server makes, for their side effect on the page cache only: every result is
-/// dropped, nothing is locked, nothing is written but what the server's own open of the store
-/// writes (an older store's version marker), and the catalog is never opened (a full snapshot
-/// id only). It runs as long as the wait at most: this process ends when the server answers.
-/// Measured on the benchmark corpus, cold: about 1 ms of a 35 ms mount (alternating rounds;
-/// within this VM's noise), as the server's exec gives it only a few milliseconds' lead.
-fn warm_the_server_start(args: &MountArgs, ctx: &Ctx) {
-    let id = match args.snapshot.parse::<ObjectId>() {
-        Ok(id) if args.snapshot.len() == 64 => id,
-        _ => return,
-    };
-    let store_path = ctx.store_path.clone();
-    let mountpoint = args.mountpoint.clone();
-    let trust = args.trust.clone();
-    let warm = move || {
-        let _ = std::fs::read_dir(&mountpoint).map(|mut d| d.next());
-        let _ = super::sign::trust_of_args(&store_path, &trust);
-        // What the server's own open does (`Ctx::store`): a missing store stays missing.
-        let Ok(Some(store)) = crate::Bundles::open_existing(&store_path) else {
-            return;
-        };
-        let store = store.into_store();
-        let Ok(snap) = store.read_snapshot(&id) else {
-            return;
-        };
-        let _ = store.signatures(&id);
-        let _ = store.recorded_expansion(&snap.root);
-        let _ = PackReader::open(&store.tree_index_path(&snap.root));
-    };
-    let _ = std::thread::Builder::new()
-        .name("warm-server-start".into())
-        .spawn(warm);
+/// How long an interrupted `mount --daemon` waits for the server it stopped.
+const SERVER_STOP_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits up to `wait` for `child` to end; past that, kills it (SIGKILL) and reaps it. Whether
+/// it ended by itself.
+fn wait_or_kill(child: &mut std::process::Child, wait: Duration) -> bool {
+    let start = std::time::Instant::now();
+    while start.elapsed() < wait {
+        match child.try_wait() {
+            Ok(Some(_)) | Err(_) => return true,
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    false
 }
 
 /// Runs `umount`. It needs no store (nor a place for one): `json` is `--json`.

@@ -118,6 +118,10 @@ pub(crate) fn decode(bytes: &[u8], root: &ObjectId) -> Result<Expansion, String>
         entries: number(entries, "entries")?,
         bytes: number(bytes, "bytes")?,
     };
+    // One spelling only (no CR, sign or leading zero): what `encode` writes.
+    if encode(root, &expansion) != text {
+        return Err("it is not written as this build writes a record".into());
+    }
     Ok(expansion)
 }
 
@@ -247,6 +251,11 @@ mod tests {
             format!("zeroclaw-bundle expansion 1\nroot {root}\ndepth -1\nentries 1\nbytes 1\n"),
             format!("zeroclaw-bundle expansion 1\nroot {root}\ndepth 1\nentries 1\n"),
             format!("zeroclaw-bundle expansion 1\nroot {root}\ndepth 1\nentries 1\nbytes 1\nx 1\n"),
+            format!(
+                "zeroclaw-bundle expansion 1\r\nroot {root}\r\ndepth 1\r\nentries 1\r\nbytes 1\r\n"
+            ),
+            format!("zeroclaw-bundle expansion 1\nroot {root}\ndepth 01\nentries 1\nbytes 1\n"),
+            format!("zeroclaw-bundle expansion 1\nroot {root}\ndepth +1\nentries 1\nbytes 1\n"),
         ] {
             assert!(decode(forge(&body).as_bytes(), &id(1)).is_err(), "{body}");
         }

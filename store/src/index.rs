@@ -344,6 +344,15 @@ impl Store {
             crate::sys::random_token()
         ));
         let dest = self.tree_index_path(root);
+        // The record goes first: one that lied (hand-edited, say) must not outlive the index
+        // it came with when no new record can be written (a tree past the limits, a full disk).
+        let record = self.expansion_record_path(root);
+        match fs::remove_file(&record) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                return Err(StoreError::io("remove", &record, e));
+            }
+            _ => {}
+        }
         let written = (|| -> Result<PackStats, StoreError> {
             let file = fs::OpenOptions::new()
                 .write(true)
@@ -592,8 +601,8 @@ impl Store {
         };
         let counted = |e: &Expansion| {
             format!(
-                "{} entries, {} file bytes, {} levels deep",
-                e.entries, e.bytes, e.depth
+                "depth {}, entries {}, bytes {}",
+                e.depth, e.entries, e.bytes
             )
         };
         match complete_expansion(index, root, &format!("tree {}", root.short(12))) {
@@ -641,6 +650,10 @@ impl Store {
             let Ok(id) = hex.parse::<ObjectId>() else {
                 continue;
             };
+            // Only files are the store's: anything else under such a name is left alone.
+            if ent.file_type().is_ok_and(|t| !t.is_file()) {
+                continue;
+            }
             if !snapshots.contains(&id) && !roots.contains(&id) {
                 match fs::remove_file(ent.path()) {
                     Ok(()) => {
@@ -1014,8 +1027,11 @@ mod tests {
         let said = verify_says(&store);
         assert!(
             said.iter().any(
-                |p| p.contains(&format!("says {} entries", good.entries + 1))
-                    && p.contains(&format!("expand to {} entries", good.entries))
+                |p| p.contains(&format!("entries {}, bytes", good.entries + 1))
+                    && p.contains(&format!(
+                        "expand to depth {}, entries {},",
+                        good.depth, good.entries
+                    ))
             ),
             "{said:?}"
         );
@@ -1069,9 +1085,31 @@ mod tests {
         store
             .commit_snapshot(&lock, &Snapshot::for_test(root, "deep"), None)
             .unwrap();
+        drop(lock);
         assert!(store.tree_index_path(&root).is_file());
         assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
         assert!(check_expansion(&store.reader(), &root, "deep").is_err());
+        // A forged record that says it is small is the store's word until verify flags it;
+        // reindex, which cannot write a true one, removes it rather than leave the lie.
+        let small = Expansion {
+            depth: 1,
+            entries: 1,
+            bytes: 0,
+        };
+        let path = store.expansion_record_path(&root);
+        fs::write(&path, expansion_record::encode(&root, &small)).unwrap();
+        assert_eq!(store.recorded_expansion(&root), Some(small));
+        let said: Vec<String> = (store.verify(&mut |_, _| {}).unwrap().problems)
+            .iter()
+            .map(|p| p.to_string())
+            .collect();
+        assert!(
+            said.iter().any(|p| p.contains("directory depth")),
+            "{said:?}"
+        );
+        store.reindex().unwrap();
+        assert!(store.tree_index_path(&root).is_file());
+        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
     }
 
     #[test]

@@ -330,8 +330,7 @@ fn a_mountpoint_that_is_not_utf8_mounts_and_others_still_mount_beside_it() {
 
 #[test]
 fn a_daemon_mount_from_a_store_that_is_not_there_creates_nothing() {
-    // The waiting command reads ahead what its server will read (a full id only): that must
-    // neither create the store nor leave anything behind, whatever the server finds.
+    // A full id skips the catalog: the server must still find no store, and create none.
     let Some((env, id)) = sample_if_fuse() else {
         return;
     };
@@ -384,6 +383,59 @@ fn umount_needs_no_store_location() {
     assert!(r.stdout().contains("\"mountpoint\""), "{}", r.describe());
     assert!(!mounted(&mnt));
     drop(m);
+}
+
+#[test]
+fn a_daemon_mount_interrupted_at_any_moment_ends_and_leaves_no_unreported_mount() {
+    // Ctrl-C at every moment of a `mount --daemon`'s start: the command always ends; when it
+    // did not report the mount (exit 130), nothing is left mounted. (A server stopped right
+    // after it mounted used to be told to unmount by a signal it had not set up for yet.)
+    let Some((env, id)) = sample_if_fuse() else {
+        return;
+    };
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let (mut reported, mut stopped) = (0, 0);
+    for delay_ms in [0u64, 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 15, 20, 30, 50] {
+        let mut c = env.cmd();
+        c.args([
+            OsStr::new("-q"),
+            OsStr::new("mount"),
+            OsStr::new(&id),
+            mnt.as_os_str(),
+            OsStr::new("--daemon"),
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+        let mut child = c.spawn().unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status();
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if start.elapsed() > Duration::from_secs(20) {
+                let _ = child.kill();
+                panic!("mount --daemon interrupted after {delay_ms} ms did not end in 20 s");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        if status.success() {
+            reported += 1;
+            env.run(&[OsStr::new("umount"), mnt.as_os_str()]).ok();
+        } else {
+            stopped += 1;
+            assert!(
+                !mounted(&mnt),
+                "interrupted after {delay_ms} ms ({status}): a mount nobody was told of is left"
+            );
+        }
+        assert!(!mounted(&mnt));
+    }
+    eprintln!("{stopped} stopped before reporting, {reported} reported first");
 }
 
 #[test]
