@@ -196,11 +196,11 @@ pub fn mount(
     } else {
         format!("snapshot {}", options.label)
     };
-    match options.known_expansion {
-        Some(known) if within_limits(&known) => {}
-        _ => {
-            check_expansion(&*source, &root, &label).map_err(MountError::TooLarge)?;
-        }
+    if !options
+        .known_expansion
+        .is_some_and(|known| within_limits(&known))
+    {
+        check_expansion(&*source, &root, &label).map_err(MountError::TooLarge)?;
     }
     let (uid, gid) = sys::user_ids();
     let view = View {

@@ -8,9 +8,10 @@
 //! new session as the server, waits until it reports that the mount answers (a line on a
 //! pipe), and returns; interrupted while it waits, it stops the server (which unmounts what
 //! it mounted, detached if something holds it: nobody was told of it) and exits 130, killing
-//! a server that does not stop within 5 s and removing its stale mount. The catalog is only opened to resolve the snapshot, and not at all
-//! for a full snapshot id with a tree index (`Store::resolve_indexed`); while mounted, a
-//! store lease tells `gc` to keep everything the mount serves. A store snapshot whose root has
+//! a server that does not stop within 5 s and removing its stale mount. The catalog is only
+//! opened to resolve the snapshot, and not at all for a full snapshot id with a tree index
+//! (`Store::resolve_indexed`); while mounted, a store lease tells `gc` to keep everything the
+//! mount serves. A store snapshot whose root has
 //! an expansion record is not walked before the mount answers (the store's `expansion_record`
 //! says why that is sound); a pack file and a remote snapshot always are.
 
@@ -151,7 +152,8 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
     };
     let root_note: String;
     let mut known_expansion = None;
-    let mut store_source: Option<Arc<SnapshotSource>> = None;
+    // A store snapshot mounted without its walk: its index is read whole once it answers.
+    let mut index_after_answering: Option<Arc<SnapshotSource>> = None;
     let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
         if std::path::Path::new(&args.snapshot).is_file() {
             let pack = PackReader::open(std::path::Path::new(&args.snapshot))?;
@@ -209,7 +211,9 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
                         None => INDEX_IN_MEMORY,
                     };
                     let source = Arc::new(store.snapshot_source_within(&id, in_memory));
-                    store_source = Some(Arc::clone(&source));
+                    if known_expansion.is_some() {
+                        index_after_answering = Some(Arc::clone(&source));
+                    }
                     (source, id, snap, Some(lease))
                 }
             }
@@ -286,7 +290,7 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
             args.mountpoint.display()
         );
     }
-    if let (Some(source), Some(_)) = (store_source, known_expansion) {
+    if let Some(source) = index_after_answering {
         // Answering and reported: the index is read whole off the answering path, so that a
         // walk of the mount (or a cold `find` after the page cache was dropped) reads no tree
         // from the disk, as when the mount read it before answering.

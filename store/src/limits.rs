@@ -123,8 +123,9 @@ fn expand(
     }
     let open = |id: &ObjectId| -> Result<Frame, StoreError> {
         // A tree that cannot be read (missing, corrupt, malformed) expands to nothing here
-        // (unless the walk must be complete): no reader can expand it either, and each reports the damage where it meets it
-        // (checkout names the path, a mount answers EIO there and serves the rest).
+        // (unless the walk must be complete): no reader can expand it either, and each
+        // reports the damage where it meets it (checkout names the path, a mount answers EIO
+        // there and serves the rest).
         let shape = match source.tree_shape(id) {
             Ok(shape) => shape,
             Err(e) if unreadable == Unreadable::Fails => return Err(e),
