@@ -837,9 +837,17 @@ pub fn command() -> clap::Command {
     cmd
 }
 
-/// Parses the process's arguments with [`command`].
+/// Parses the process's arguments. A command line that parses is matched against the plain
+/// definition ([`Cli::command`]); only one that does not, or that asks for help or the version,
+/// is matched again against [`command`], which prints it. The same arguments parse the same
+/// way under both: [`command`] changes only usage lines and help text, and rendering those for
+/// every subcommand was a third of the start of a process (the front runs two for a mount).
 pub fn parse() -> Result<Cli, clap::Error> {
-    let matches = command().try_get_matches()?;
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if let Ok(matches) = Cli::command().try_get_matches_from(&args) {
+        return Cli::from_arg_matches(&matches);
+    }
+    let matches = command().try_get_matches_from(&args)?;
     Cli::from_arg_matches(&matches)
 }
 

@@ -340,6 +340,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     // before the server starts: a signal in between would have ended this process alone.
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
     let mut child = cmd.spawn().context("could not start the mount server")?;
+    warm_for_server(args, ctx);
     let watching = signals.handle();
     let server = rustix::process::Pid::from_child(&child);
     let cancel = ctx.cancel.clone();
@@ -414,6 +415,24 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         );
     }
     bail!("{msg}");
+}
+
+/// While the server starts, reads on a detached thread what it reads first from the store
+/// (`zeroclaw_bundle_store::warm_for_mount`: read-only, errors ignored), so that from a cold
+/// cache it finds those files in memory; and looks up the mountpoint (a stat: nothing in it
+/// is opened, so the fresh mount is never held busy). Only for a full snapshot id: a name or
+/// an abbreviation is resolved through the catalog, which is the server's to open.
+fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
+    let full_id = (args.snapshot.len() == 64).then(|| args.snapshot.to_ascii_lowercase());
+    let Some(id) = full_id.and_then(|hex| hex.parse::<ObjectId>().ok()) else {
+        return;
+    };
+    let store = ctx.store_path.clone();
+    let mountpoint = args.mountpoint.clone();
+    std::thread::spawn(move || {
+        let _ = std::fs::symlink_metadata(&mountpoint);
+        zeroclaw_bundle_store::warm_for_mount(&store, &id);
+    });
 }
 
 /// How long an interrupted `mount --daemon` waits for the server it stopped.

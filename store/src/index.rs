@@ -301,6 +301,18 @@ impl Store {
         }
     }
 
+    /// The path of [`Store::index_file`] when something is there.
+    pub(crate) fn usable_index_file(
+        &self,
+        snapshot: &ObjectId,
+        root: &ObjectId,
+    ) -> Option<PathBuf> {
+        let file = self.index_file(snapshot, root);
+        fs::symlink_metadata(&file.path)
+            .is_ok()
+            .then_some(file.path)
+    }
+
     /// Writes (or replaces) the tree index of the root tree of committed snapshot
     /// `snapshot`, which every snapshot with that root shares: written to `tmp/`, fsynced,
     /// renamed into `trees/`, the directory fsynced. A failure leaves no partial index (the
@@ -676,7 +688,7 @@ impl Store {
 
 /// Opens an index file; anything but a regular file (a FIFO would block the open, a device
 /// never end) is refused before it is opened.
-fn open_index(path: &Path, in_memory: u64) -> Result<PackReader, StoreError> {
+pub(crate) fn open_index(path: &Path, in_memory: u64) -> Result<PackReader, StoreError> {
     match crate::sys::open_regular(path).map_err(|e| StoreError::io("open pack", path, e))? {
         Some(file) => PackReader::from_file_within(path, file, in_memory),
         None => Err(StoreError::BadPack {

@@ -97,6 +97,7 @@ mod source;
 mod sys;
 mod tree;
 mod unpack;
+mod warm;
 
 use std::fs;
 use std::io;
@@ -134,6 +135,7 @@ pub use tree::{
     invalid_name_reason, EntryKind, Tree, TreeEntry, TreeShape, DIR_MODE, MAX_SIZE, MODE_BITS,
 };
 pub use unpack::{closure_needs, import_from_packs, unpack, unpack_watched, ImportWatch, NoWatch};
+pub use warm::warm_for_mount;
 
 /// The store format version this build writes and the highest it reads. Version 2: tree
 /// objects may be tree format 2 (entries carry their permission bits). Version 3: a small
@@ -229,6 +231,15 @@ impl Store {
             root: root.to_path_buf(),
             objects: ObjectDir::new(root),
         })
+    }
+
+    /// The store at `root` as paths only, for reads that must not open it (see `warm`): no
+    /// marker is read or raised, nothing is created.
+    pub(crate) fn unopened(root: &Path) -> Store {
+        Store {
+            root: root.to_path_buf(),
+            objects: ObjectDir::new(root),
+        }
     }
 
     /// Makes the store's root owner-only (0700) when it is open to others: the objects hold the

@@ -296,7 +296,7 @@ impl Drop for Lease {
 }
 
 impl Store {
-    fn leases_dir(&self) -> PathBuf {
+    pub(crate) fn leases_dir(&self) -> PathBuf {
         self.root().join("leases")
     }
 

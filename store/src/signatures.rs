@@ -68,7 +68,7 @@ pub fn check_signature_size(bytes: &[u8]) -> Result<(), String> {
 }
 
 impl Store {
-    fn signatures_dir(&self, snapshot: &ObjectId) -> PathBuf {
+    pub(crate) fn signatures_dir(&self, snapshot: &ObjectId) -> PathBuf {
         self.root().join(SIGNATURES_DIR).join(snapshot.to_hex())
     }
 

@@ -1,0 +1,137 @@
+//! Warming the page cache for a mount another process is starting: [`warm_for_mount`].
+//!
+//! `mount --daemon` serves from a new process (a fresh `exec`: the workspace forbids
+//! `unsafe`, so no `fork`). From a cold cache that process waited on the disk some twenty
+//! times in a row before its mount answered: the store's marker, the snapshot record, the
+//! expansion record, the tree index's header and entry table, the lock, the lease directory,
+//! each a directory lookup and a read of its own. The process that started it has nothing to
+//! do meanwhile, so it reads the same files first, on two threads (independent chains of
+//! reads overlap on the disk), and the server then finds them in memory.
+//!
+//! Read-only by construction: no store is opened (an open may raise an older store's marker),
+//! nothing is locked, created, written or listed, no symlink is followed and nothing but a
+//! regular file is read, and every error is ignored. The server does the real reads, checks
+//! and refusals; whatever this reads is only a hint to the page cache.
+
+use std::fs;
+use std::io::Read;
+use std::path::Path;
+
+use crate::{ObjectId, ObjectSource, Store};
+
+/// The most this reads of one small file (the marker, an expansion record).
+const SMALL: u64 = 4096;
+
+/// Reads, and drops, what a mount of `snapshot` from the store at `root` reads before it
+/// answers (see the module doc). Returns when done; never fails.
+pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
+    let store = Store::unopened(root);
+    std::thread::scope(|scope| {
+        // The store's own files, which do not depend on the record.
+        scope.spawn(|| {
+            read_small(&root.join(crate::MARKER));
+            for path in [
+                root.join("trust.toml"),
+                store.signatures_dir(snapshot),
+                root.join(crate::lock::LOCK_FILE),
+                store.leases_dir(),
+            ] {
+                let _ = fs::symlink_metadata(path);
+            }
+        });
+        // The record, then what it names: the root's expansion record and tree index.
+        let Ok(snap) = store.read_snapshot(snapshot) else {
+            return;
+        };
+        read_small(&store.expansion_record_path(&snap.root));
+        if let Some(index) = store.usable_index_file(snapshot, &snap.root) {
+            // Header, trailer, entry table and the root tree: what a mount reads first.
+            if let Ok(pack) = crate::index::open_index(&index, 0) {
+                let _ = pack.tree(&snap.root);
+            }
+        }
+    });
+}
+
+/// Reads up to [`SMALL`] bytes of `path` when it is a regular file (not through a symlink,
+/// without blocking on a FIFO).
+fn read_small(path: &Path) {
+    if let Ok(Some(file)) = crate::sys::open_regular(path) {
+        let _ = file.take(SMALL).read_to_end(&mut Vec::new());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::MetadataExt;
+    use std::path::PathBuf;
+
+    use super::*;
+    use crate::snapshot::Snapshot;
+    use crate::tree::{Tree, TreeEntry};
+    use crate::EntryKind;
+
+    /// Every path under `dir` (itself included) with its inode, size and change time: what
+    /// any write, creation or removal under it would change.
+    fn state(dir: &Path) -> Vec<(PathBuf, u64, u64, i64, i64)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(path) = stack.pop() {
+            let Ok(meta) = fs::symlink_metadata(&path) else {
+                continue;
+            };
+            if meta.is_dir() {
+                for entry in fs::read_dir(&path).unwrap() {
+                    stack.push(entry.unwrap().path());
+                }
+            }
+            out.push((
+                path,
+                meta.ino(),
+                meta.len(),
+                meta.ctime(),
+                meta.ctime_nsec(),
+            ));
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn warming_reads_a_store_and_changes_nothing_in_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let store = Store::open_or_create(&root).unwrap();
+        let text = b"warm";
+        let file = TreeEntry {
+            name: b"f.txt".to_vec(),
+            kind: EntryKind::File,
+            mode: 0o644,
+            size: text.len() as u64,
+            id: store.objects().write_bytes(text).unwrap(),
+        };
+        let tree = store
+            .write_tree(&Tree::from_entries(vec![file]).unwrap())
+            .unwrap();
+        let lock = store.write_lock().unwrap();
+        let id = store
+            .commit_snapshot(&lock, &Snapshot::for_test(tree, "warm"), None)
+            .unwrap();
+        drop(lock);
+        assert!(store.recorded_expansion(&tree).is_some());
+        // The lock file and the lease directory are what a mount creates: absent here, they
+        // must stay absent.
+        let _ = fs::remove_file(root.join(crate::lock::LOCK_FILE));
+        let _ = fs::remove_dir_all(store.leases_dir());
+        let before = state(dir.path());
+        warm_for_mount(&root, &id);
+        warm_for_mount(&root, &tree);
+        assert_eq!(state(dir.path()), before);
+
+        // No store there: none is made.
+        let missing = dir.path().join("missing");
+        warm_for_mount(&missing, &id);
+        assert!(!missing.exists());
+        assert_eq!(state(dir.path()), before);
+    }
+}
