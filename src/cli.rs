@@ -841,7 +841,8 @@ pub fn command() -> clap::Command {
 /// definition ([`Cli::command`]); only one that does not, or that asks for help or the version,
 /// is matched again against [`command`], which prints it. The same arguments parse the same
 /// way under both: [`command`] changes only usage lines and help text, and rendering those for
-/// every subcommand was a third of the start of a process (the front runs two for a mount).
+/// every subcommand took 0.3 ms of the 1.4 ms of CPU a process needed to start and parse (a
+/// daemon mount starts two).
 pub fn parse() -> Result<Cli, clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
     if let Ok(matches) = Cli::command().try_get_matches_from(&args) {

@@ -419,8 +419,9 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// While the server starts, reads on a detached thread what it reads first from the store
 /// (`zeroclaw_bundle_store::warm_for_mount`: read-only, errors ignored), so that from a cold
-/// cache it finds those files in memory; and looks up the mountpoint (a stat: nothing in it
-/// is opened, so the fresh mount is never held busy). Only for a full snapshot id: a name or
+/// cache it finds those files in memory; and looks up the mountpoint and the store's
+/// `trust.toml` (stats: nothing in the mountpoint is opened, so the fresh mount is never held
+/// busy). Only for a full snapshot id: a name or
 /// an abbreviation is resolved through the catalog, which is the server's to open.
 fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
     let full_id = (args.snapshot.len() == 64).then(|| args.snapshot.to_ascii_lowercase());
@@ -431,6 +432,7 @@ fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
     let mountpoint = args.mountpoint.clone();
     std::thread::spawn(move || {
         let _ = std::fs::symlink_metadata(&mountpoint);
+        let _ = std::fs::symlink_metadata(crate::sign::config::file_of(&store));
         zeroclaw_bundle_store::warm_for_mount(&store, &id);
     });
 }

@@ -9,8 +9,9 @@
 //! reads overlap on the disk), and the server then finds them in memory.
 //!
 //! Read-only by construction: no store is opened (an open may raise an older store's marker),
-//! nothing is locked, created, written or listed, no symlink is followed and nothing but a
-//! regular file is read, and every error is ignored. The server does the real reads, checks
+//! nothing is locked, created, written or listed, and every error is ignored. The marker and
+//! the expansion record are read only as regular files, not through a symlink; the record
+//! and the index are read as the server reads them. The server does the real reads, checks
 //! and refusals; whatever this reads is only a hint to the page cache.
 
 use std::fs;
@@ -31,7 +32,6 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
         scope.spawn(|| {
             read_small(&root.join(crate::MARKER));
             for path in [
-                root.join("trust.toml"),
                 store.signatures_dir(snapshot),
                 root.join(crate::lock::LOCK_FILE),
                 store.leases_dir(),
