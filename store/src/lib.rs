@@ -181,7 +181,7 @@ impl Store {
             Err(e) => return Err(StoreError::io("open store", root, e)),
         }
         let marker = root.join(MARKER);
-        match fs::read_to_string(&marker) {
+        match Store::read_marker(root, &marker) {
             Ok(text) => {
                 if Store::check_marker(root, &text)? < STORE_VERSION {
                     Store::raise_marker(root)?;
@@ -190,7 +190,7 @@ impl Store {
                     Store::make_owner_only(root);
                 }
             }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
                 // Another process may be creating this store right now: only our own layout
                 // entries are allowed in a directory without a marker.
                 // The marker itself may appear meanwhile (that process renamed its marker into
@@ -225,7 +225,7 @@ impl Store {
                 ObjectDir::new(root).create_layout()?;
                 Store::write_marker(root)?;
             }
-            Err(e) => return Err(StoreError::io("read", &marker, e)),
+            Err(e) => return Err(e),
         }
         Ok(Store {
             root: root.to_path_buf(),
@@ -277,6 +277,24 @@ impl Store {
             }
             other => other,
         }
+    }
+
+    /// The marker's text. Read only as a regular file, at most 4 KiB: a marker that is a
+    /// symlink (to `/dev/zero`, say), a FIFO or a device would otherwise hang every command.
+    fn read_marker(root: &Path, marker: &Path) -> Result<String, StoreError> {
+        use std::io::Read;
+        let not_ours = |why: &str| StoreError::NotAStore {
+            path: root.to_path_buf(),
+            why: why.to_string(),
+        };
+        let file = sys::open_regular(marker)
+            .map_err(|e| StoreError::io("read", marker, e))?
+            .ok_or_else(|| not_ours("the STORE marker is not a regular file"))?;
+        let mut bytes = Vec::new();
+        file.take(4096)
+            .read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io("read", marker, e))?;
+        String::from_utf8(bytes).map_err(|_| not_ours("the STORE marker is not ours"))
     }
 
     /// Checks the marker's text; returns the store's version.
@@ -662,6 +680,40 @@ mod tests {
             matches!(err, StoreError::NewerStore { found: 9, .. }),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_marker_that_is_not_a_regular_file_is_refused_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        Store::open_or_create(&root).unwrap();
+        let marker = root.join(MARKER);
+        for make in ["symlink to /dev/zero", "fifo"] {
+            fs::remove_file(&marker).unwrap();
+            if make == "fifo" {
+                let status = std::process::Command::new("mkfifo")
+                    .arg(&marker)
+                    .status()
+                    .unwrap();
+                assert!(status.success());
+            } else {
+                std::os::unix::fs::symlink("/dev/zero", &marker).unwrap();
+            }
+            // Read on a thread: a marker read that blocks (a FIFO) or never ends (/dev/zero)
+            // fails the test instead of hanging it.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let opening = root.clone();
+            std::thread::spawn(move || {
+                let _ = tx.send(Store::open_or_create(&opening).map(|_| ()));
+            });
+            let got = rx
+                .recv_timeout(std::time::Duration::from_secs(20))
+                .unwrap_or_else(|_| panic!("opening a store whose marker is a {make} hung"));
+            assert!(
+                matches!(&got, Err(StoreError::NotAStore { why, .. }) if why.contains("not a regular file")),
+                "{make}: {got:?}"
+            );
+        }
     }
 
     #[test]
