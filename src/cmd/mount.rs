@@ -421,11 +421,10 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 /// (`zeroclaw_bundle_store::warm_for_mount`: read-only, errors ignored), so that from a cold
 /// cache it finds those files in memory; and looks up the mountpoint and the store's
 /// `trust.toml` (stats: nothing in the mountpoint is opened, so the fresh mount is never held
-/// busy). Only for a full snapshot id: a name or
-/// an abbreviation is resolved through the catalog, which is the server's to open.
+/// busy). Only for a full snapshot id: a name or an abbreviation is resolved through the
+/// catalog, which is the server's to open.
 fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
-    let full_id = (args.snapshot.len() == 64).then(|| args.snapshot.to_ascii_lowercase());
-    let Some(id) = full_id.and_then(|hex| hex.parse::<ObjectId>().ok()) else {
+    let Some(id) = ObjectId::from_full_ref(&args.snapshot) else {
         return;
     };
     let store = ctx.store_path.clone();

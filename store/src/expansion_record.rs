@@ -32,7 +32,6 @@
 //! ```
 
 use std::fs;
-use std::io::Read;
 use std::path::PathBuf;
 
 use crate::error::StoreError;
@@ -137,16 +136,12 @@ impl Store {
     /// anything but a regular file.
     pub fn read_expansion_record(&self, root: &ObjectId) -> RecordState {
         let path = self.expansion_record_path(root);
-        let file = match crate::sys::open_regular(&path) {
-            Ok(Some(file)) => file,
+        let bytes = match crate::sys::read_regular(&path, MAX_LEN + 1) {
+            Ok(Some(bytes)) => bytes,
             Ok(None) => return RecordState::Bad("it is not a regular file".into()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return RecordState::Missing,
             Err(e) => return RecordState::Bad(format!("it cannot be read: {e}")),
         };
-        let mut bytes = Vec::new();
-        if let Err(e) = file.take(MAX_LEN + 1).read_to_end(&mut bytes) {
-            return RecordState::Bad(format!("it cannot be read: {e}"));
-        }
         if bytes.len() as u64 > MAX_LEN {
             return RecordState::Bad(format!("it is longer than {MAX_LEN} bytes"));
         }

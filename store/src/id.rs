@@ -55,6 +55,12 @@ impl ObjectId {
         Some(ObjectId(out))
     }
 
+    /// The id a reference names when it is a whole id: 64 hex digits, in either case. The one
+    /// form of a snapshot reference that needs no catalog to resolve.
+    pub fn from_full_ref(reference: &str) -> Option<ObjectId> {
+        ObjectId::from_hex(&reference.to_ascii_lowercase())
+    }
+
     /// The first `n` hex digits, for short display.
     pub fn short(&self, n: usize) -> String {
         let mut hex = self.to_hex();

@@ -252,16 +252,14 @@ impl Store {
     /// are still checked (`--require-signed`). A record whose root has no index goes to the
     /// catalog, which refuses it.
     pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
-        if reference.len() == 64 {
-            if let Some(id) = ObjectId::from_hex(&reference.to_ascii_lowercase()) {
-                let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
-                // The record is read, not only found: a tree's id names a shared index too.
-                if let Ok(snap) = self.read_snapshot(&id) {
-                    if is_file(&self.tree_index_path(&snap.root))
-                        || is_file(&self.snapshot_index_path(&id))
-                    {
-                        return Ok(id);
-                    }
+        if let Some(id) = ObjectId::from_full_ref(reference) {
+            let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+            // The record is read, not only found: a tree's id names a shared index too.
+            if let Ok(snap) = self.read_snapshot(&id) {
+                if is_file(&self.tree_index_path(&snap.root))
+                    || is_file(&self.snapshot_index_path(&id))
+                {
+                    return Ok(id);
                 }
             }
         }

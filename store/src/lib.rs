@@ -149,6 +149,8 @@ pub use warm::warm_for_mount;
 pub const STORE_VERSION: u32 = 4;
 const MARKER: &str = "STORE";
 const MARKER_HEAD: &str = "zeroclaw-bundle store";
+/// The most of the marker that is read (it is two short lines).
+const MARKER_MAX: u64 = 4096;
 
 /// An open store. Cheap to clone; holds no lock (the catalog is opened per use).
 #[derive(Debug, Clone)]
@@ -282,18 +284,13 @@ impl Store {
     /// The marker's text. Read only as a regular file, at most 4 KiB: a marker that is a
     /// symlink (to `/dev/zero`, say), a FIFO or a device would otherwise hang every command.
     fn read_marker(root: &Path, marker: &Path) -> Result<String, StoreError> {
-        use std::io::Read;
         let not_ours = |why: &str| StoreError::NotAStore {
             path: root.to_path_buf(),
             why: why.to_string(),
         };
-        let file = sys::open_regular(marker)
+        let bytes = sys::read_regular(marker, MARKER_MAX)
             .map_err(|e| StoreError::io("read", marker, e))?
             .ok_or_else(|| not_ours("the STORE marker is not a regular file"))?;
-        let mut bytes = Vec::new();
-        file.take(4096)
-            .read_to_end(&mut bytes)
-            .map_err(|e| StoreError::io("read", marker, e))?;
         String::from_utf8(bytes).map_err(|_| not_ours("the STORE marker is not ours"))
     }
 

@@ -72,6 +72,19 @@ pub fn open_regular(path: &Path) -> io::Result<Option<File>> {
     Ok(file.metadata()?.is_file().then_some(file))
 }
 
+/// At most `limit` bytes of `path` when it is a regular file, opened as [`open_regular`]
+/// opens it; `None` when it is not one. For the store's own small files (the marker, an
+/// expansion record): a symlink to `/dev/zero` or a FIFO there must not hang the reader.
+pub fn read_regular(path: &Path, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let Some(file) = open_regular(path)? else {
+        return Ok(None);
+    };
+    let mut bytes = Vec::new();
+    file.take(limit).read_to_end(&mut bytes)?;
+    Ok(Some(bytes))
+}
+
 /// A new file in `dir` that has no name (`O_TMPFILE`, mode 0600): the kernel frees it when
 /// its fd is closed, so nothing is left behind even by a killed process. Where the filesystem
 /// does not support `O_TMPFILE`, a file created under a random name and unlinked at once.

@@ -15,7 +15,6 @@
 //! and refusals; whatever this reads is only a hint to the page cache.
 
 use std::fs;
-use std::io::Read;
 use std::path::Path;
 
 use crate::{ObjectId, ObjectSource, Store};
@@ -56,9 +55,7 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
 /// Reads up to [`SMALL`] bytes of `path` when it is a regular file (not through a symlink,
 /// without blocking on a FIFO).
 fn read_small(path: &Path) {
-    if let Ok(Some(file)) = crate::sys::open_regular(path) {
-        let _ = file.take(SMALL).read_to_end(&mut Vec::new());
-    }
+    let _ = crate::sys::read_regular(path, SMALL);
 }
 
 #[cfg(test)]
