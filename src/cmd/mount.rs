@@ -340,6 +340,9 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     // before the server starts: a signal in between would have ended this process alone.
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
     let mut child = cmd.spawn().context("could not start the mount server")?;
+    // After the spawn, not before: the warm-up's threads, started first, held up the spawn
+    // itself by two milliseconds (traced: the new process waited in the kernel before its
+    // first instruction).
     warm_for_server(args, ctx);
     let watching = signals.handle();
     let server = rustix::process::Pid::from_child(&child);
@@ -419,10 +422,12 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// While the server starts, reads on a detached thread what it reads first from the store
 /// (`zeroclaw_bundle_store::warm_for_mount`: read-only, errors ignored), so that from a cold
-/// cache it finds those files in memory; and looks up the mountpoint and the store's
-/// `trust.toml` (stats: nothing in the mountpoint is opened, so the fresh mount is never held
-/// busy). Only for a full snapshot id: a name or an abbreviation is resolved through the
-/// catalog, which is the server's to open.
+/// cache it finds those files in memory; and looks up the store's `trust.toml` and, in the
+/// mountpoint, a name it does not hold (the lookup reads the directory's blocks, which the
+/// server's emptiness check reads again; nothing in the mountpoint is opened, so the fresh
+/// mount is never held busy, and a lookup that comes after the mount is an answered ENOENT).
+/// Only for a full snapshot id: a name or an abbreviation is resolved through the catalog,
+/// which is the server's to open.
 fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
     let Some(id) = ObjectId::from_full_ref(&args.snapshot) else {
         return;
@@ -430,8 +435,8 @@ fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
     let store = ctx.store_path.clone();
     let mountpoint = args.mountpoint.clone();
     std::thread::spawn(move || {
-        let _ = std::fs::symlink_metadata(&mountpoint);
         let _ = std::fs::symlink_metadata(crate::sign::config::file_of(&store));
+        let _ = std::fs::symlink_metadata(mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME));
         zeroclaw_bundle_store::warm_for_mount(&store, &id);
     });
 }

@@ -5,14 +5,21 @@
 //! times in a row before its mount answered: the store's marker, the snapshot record, the
 //! expansion record, the tree index's header and entry table, the lock, the lease directory,
 //! each a directory lookup and a read of its own. The process that started it has nothing to
-//! do meanwhile, so it reads the same files first, on two threads (independent chains of
-//! reads overlap on the disk), and the server then finds them in memory.
+//! do meanwhile, so it reads the same files first, on two threads, and the server then finds
+//! them in memory. What this gains is the overlap of the server's start (its `exec`, loader
+//! and setup) with the disk, not reads side by side: the benchmark VM's disk served 16 cold
+//! reads from 16 threads no faster than from one, and a warm-up of five threads (one per
+//! chain of reads) was no faster than two; nor did asking for a tree index's end ahead
+//! (`posix_fadvise`) help, as a larger read queued before the small ones the server waits on.
 //!
 //! Read-only by construction: no store is opened (an open may raise an older store's marker),
-//! nothing is locked, created, written or listed, and every error is ignored. The marker and
-//! the expansion record are read only as regular files, not through a symlink; the record
-//! and the index are read as the server reads them. The server does the real reads, checks
-//! and refusals; whatever this reads is only a hint to the page cache.
+//! nothing is locked, created, written or listed, and every error is ignored. A directory is
+//! warmed by looking up a name it does not hold ([`WARM_PROBE_NAME`]): the lookup reads the
+//! directory's blocks, which the server's creation of a file there (the lease) or its lookup
+//! of another name reads again. The marker and the expansion record are read only as regular
+//! files, not through a symlink; the record and the index are read as the server reads them.
+//! The server does the real reads, checks and refusals; whatever this reads is only a hint to
+//! the page cache.
 
 use std::fs;
 use std::path::Path;
@@ -21,6 +28,10 @@ use crate::{ObjectId, ObjectSource, Store};
 
 /// The most this reads of one small file (the marker, an expansion record).
 const SMALL: u64 = 4096;
+
+/// A name no store directory holds (a lease is `PID-TOKEN`, an index or record a hex id):
+/// looked up to read a directory's blocks without opening or listing it.
+pub const WARM_PROBE_NAME: &str = ".zeroclaw-bundle-warm";
 
 /// Reads, and drops, what a mount of `snapshot` from the store at `root` reads before it
 /// answers (see the module doc). Returns when done; never fails.
@@ -33,7 +44,7 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
             for path in [
                 store.signatures_dir(snapshot),
                 root.join(crate::lock::LOCK_FILE),
-                store.leases_dir(),
+                store.leases_dir().join(WARM_PROBE_NAME),
             ] {
                 let _ = fs::symlink_metadata(path);
             }
