@@ -436,8 +436,9 @@ fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
     let mountpoint = args.mountpoint.clone();
     std::thread::spawn(move || {
         let _ = std::fs::symlink_metadata(crate::sign::config::file_of(&store));
-        let _ = std::fs::symlink_metadata(mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME));
         zeroclaw_bundle_store::warm_for_mount(&store, &id);
+        // Last, as the server needs it last (its emptiness check just before mounting).
+        let _ = std::fs::symlink_metadata(mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME));
     });
 }
 
