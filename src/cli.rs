@@ -1022,7 +1022,7 @@ mod tests {
             format!("--store= mount {id} /m"),
             format!("--store /s list {id}"),
             format!("--store /s {id} mount /m"),
-            format!("--store /s umount /m"),
+            "--store /s umount /m".to_string(),
             "--version".to_string(),
             String::new(),
         ];

@@ -868,6 +868,7 @@ mod tests {
         }
     }
     /// One capture of `src` as source `key`, its stat cache recorded: the root tree's id.
+    #[cfg(feature = "test-hooks")]
     fn capture_once(store: &Store, src: &std::path::Path, key: &str) -> ObjectId {
         let lock = store.write_lock().unwrap();
         let fd = root::open_configured(src).unwrap().expect("source exists");
@@ -886,6 +887,7 @@ mod tests {
         walked.id
     }
 
+    #[cfg(feature = "test-hooks")]
     fn subtree(store: &Store, root: &ObjectId, name: &str) -> ObjectId {
         let tree = store.read_tree(root).unwrap();
         let entry = tree.entries().iter().find(|e| e.name == name.as_bytes());
