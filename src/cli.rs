@@ -845,7 +845,7 @@ pub fn command() -> clap::Command {
 /// daemon mount starts two).
 ///
 /// A daemon mount's command lines (the operator's `mount ... --daemon` and the server's
-/// `mount --daemon-child ...`) are read first by [`parse_mount`], without clap: building the
+/// `mount --daemon-child ...`) are read first by `parse_mount`, without clap: building the
 /// clap definition of every subcommand took 0.4 ms of CPU in each of the two processes, and
 /// from a cold page cache 1.3 ms in the first (its code read from the disk), all of it before
 /// the mount could start.
