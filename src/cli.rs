@@ -61,7 +61,7 @@ pub struct Cli {
         global = true,
         hide = true,
         value_name = "DIR",
-        env = "ZEROCLAW_BUNDLE_STORE"
+        env = STORE_ENV
     )]
     pub store: Option<PathBuf>,
     /// Print one JSON document on stdout instead of text
@@ -893,8 +893,7 @@ fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
             Some((name, v)) if name.starts_with("--") => (name, Some(v)),
             _ => (word, None),
         };
-        let takes_value = matches!(name, "--store" | "--allowed-signers");
-        if inline.is_some() && !takes_value {
+        if inline.is_some() && !matches!(name, "--store" | "--allowed-signers") {
             return None;
         }
         let mut next_value = || match inline {
@@ -922,14 +921,12 @@ fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
     if quiet && verbose {
         return None;
     }
-    if store.is_none() {
-        // A set variable is the value, as clap takes it; an empty one is clap's to judge.
-        if let Some(env) = store_env {
-            if env.is_empty() {
-                return None;
-            }
-            store = Some(PathBuf::from(env));
-        }
+    // Without --store, a set variable is the value, as clap takes it; an empty one is clap's
+    // to judge.
+    match store_env {
+        Some(env) if store.is_none() && env.is_empty() => return None,
+        Some(env) if store.is_none() => store = Some(PathBuf::from(env)),
+        _ => {}
     }
     Some(Cli {
         store,
