@@ -862,16 +862,21 @@ pub fn parse() -> Result<Cli, clap::Error> {
 }
 
 /// The environment variable `--store` defaults to.
-const STORE_ENV: &str = "ZEROCLAW_BUNDLE_STORE";
+pub const STORE_ENV: &str = "ZEROCLAW_BUNDLE_STORE";
 
-/// A `mount` command line read without clap, when it is one clap reads the same way: the
-/// global options, `mount`, its two operands and its flags (`--daemon`, `--daemon-child`,
-/// `--allow-other`, `--allowed-signers FILE`, `--require-signed`), each at most once, all
-/// UTF-8, no operand or value that starts with `-`. Anything else (help, a short-flag cluster,
-/// `--`, a repeated or unknown flag, a missing operand, `-q` with `-v`, an empty
-/// `$ZEROCLAW_BUNDLE_STORE`) is None, and clap parses it (or says why it cannot). `store_env`
-/// is `$ZEROCLAW_BUNDLE_STORE`, read by the caller. A test holds the two parsers equal.
-fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
+/// A `mount` or `umount` command line read without clap, when it is one clap reads the same
+/// way: the global options, the command and its operands (two for `mount`, one for `umount`),
+/// and `mount`'s flags (`--daemon`, `--daemon-child`, `--allow-other`, `--allowed-signers
+/// FILE`, `--require-signed`), each at most once, all UTF-8, no operand or value that starts
+/// with `-`. Anything else (help, a short-flag cluster, `--`, a repeated or unknown flag, a
+/// missing operand, `-q` with `-v`, an empty `$ZEROCLAW_BUNDLE_STORE`) is None, and clap parses
+/// it (or says why it cannot). `store_env` is `$ZEROCLAW_BUNDLE_STORE`, read by the caller. A
+/// test holds the two parsers equal.
+///
+/// The front binary reads its command line with this alone and hands every line it declines
+/// to the full binary, which parses it with clap: the front links no clap (a third of a MB of
+/// its code, read from the disk whole when a mount starts cold).
+pub fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
     /// Sets a flag once; a second time is clap's error to report.
     fn once(flag: &mut bool) -> Option<()> {
         (!std::mem::replace(flag, true)).then_some(())
@@ -882,7 +887,9 @@ fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
         slot.replace(PathBuf::from(value)).is_none().then_some(())
     }
     let (mut store, mut allowed_signers) = (None, None);
-    let (mut json, mut quiet, mut verbose, mut in_mount) = (false, false, false, false);
+    let (mut json, mut quiet, mut verbose) = (false, false, false);
+    // The command word, once seen: "mount" or "umount".
+    let mut command: Option<&str> = None;
     let (mut daemon, mut daemon_child, mut allow_other, mut require_signed) =
         (false, false, false, false);
     let mut operands: Vec<&str> = Vec::new();
@@ -905,19 +912,16 @@ fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
             "--json" => once(&mut json)?,
             "-q" | "--quiet" => once(&mut quiet)?,
             "-v" | "--verbose" => once(&mut verbose)?,
-            "mount" if !in_mount => in_mount = true,
-            "--daemon" if in_mount => once(&mut daemon)?,
-            "--daemon-child" if in_mount => once(&mut daemon_child)?,
-            "--allow-other" if in_mount => once(&mut allow_other)?,
-            "--require-signed" if in_mount => once(&mut require_signed)?,
-            "--allowed-signers" if in_mount => value(&mut allowed_signers, next_value())?,
-            _ if word.is_empty() || word.starts_with('-') || !in_mount => return None,
+            "mount" | "umount" if command.is_none() => command = Some(name),
+            "--daemon" if in_mount(command) => once(&mut daemon)?,
+            "--daemon-child" if in_mount(command) => once(&mut daemon_child)?,
+            "--allow-other" if in_mount(command) => once(&mut allow_other)?,
+            "--require-signed" if in_mount(command) => once(&mut require_signed)?,
+            "--allowed-signers" if in_mount(command) => value(&mut allowed_signers, next_value())?,
+            _ if word.is_empty() || word.starts_with('-') || command.is_none() => return None,
             _ => operands.push(word),
         }
     }
-    let [snapshot, mountpoint] = operands[..] else {
-        return None;
-    };
     if quiet && verbose {
         return None;
     }
@@ -928,12 +932,8 @@ fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
         Some(env) if store.is_none() => store = Some(PathBuf::from(env)),
         _ => {}
     }
-    Some(Cli {
-        store,
-        json,
-        quiet,
-        verbose,
-        command: Command::Mount(MountArgs {
+    let command = match (command, &operands[..]) {
+        (Some("mount"), [snapshot, mountpoint]) => Command::Mount(MountArgs {
             snapshot: snapshot.to_string(),
             mountpoint: PathBuf::from(mountpoint),
             daemon,
@@ -944,7 +944,23 @@ fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
                 require_signed,
             },
         }),
+        (Some("umount"), [mountpoint]) => Command::Umount(UmountArgs {
+            mountpoint: PathBuf::from(mountpoint),
+        }),
+        _ => return None,
+    };
+    Some(Cli {
+        store,
+        json,
+        quiet,
+        verbose,
+        command,
     })
+}
+
+/// Whether the command word [`parse_mount`] saw is `mount` (whose flags it reads).
+fn in_mount(command: Option<&str>) -> bool {
+    command == Some("mount")
 }
 
 /// `review`.
@@ -995,6 +1011,10 @@ mod tests {
             "--store /s mount mount m".to_string(),
             "--store /s mount remote/abc m --daemon".to_string(),
             "--store /s mount a=b c=d".to_string(),
+            "--store /s umount /m".to_string(),
+            "umount m --json --store=/s".to_string(),
+            "--store /s -q umount mount".to_string(),
+            "--store /s mount umount m".to_string(),
         ];
         for line in &read_alike {
             let args = words(line);
@@ -1019,7 +1039,11 @@ mod tests {
             format!("--store= mount {id} /m"),
             format!("--store /s list {id}"),
             format!("--store /s {id} mount /m"),
-            "--store /s umount /m".to_string(),
+            "--store /s umount /m /n".to_string(),
+            "--store /s umount".to_string(),
+            "--store /s umount /m --daemon".to_string(),
+            "--store /s umount mount /m".to_string(),
+            "--store /s umount /m --help".to_string(),
             "--version".to_string(),
             String::new(),
         ];

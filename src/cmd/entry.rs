@@ -1,19 +1,24 @@
 //! The two binaries' shared entry: parse, run, exit code, and how the front binary hands a
 //! command to the full one.
 //!
-//! `zeroclaw-bundle` (`src/front.rs`) is the binary a person runs. It parses the one command
-//! line (so help, usage errors and `--version` are the same), serves `mount` and `umount`
-//! itself, and hands every other command to `zeroclaw-bundle-full` (`src/main.rs`) beside it
-//! with `exec`: the same process, arguments, stdio and exit code. Why two: a person mounts a
-//! bundle to review it, often with a cold cache, and the full binary is about 50 MB, most of
-//! it ZeroClaw's schema (TOML deserializers of its config) and the remote stack (S3 client,
-//! TLS). Paging that in took longer than the whole mount; the front links neither.
+//! `zeroclaw-bundle` (`src/front.rs`) is the binary a person runs. It reads a `mount` or
+//! `umount` command line itself, without clap ([`crate::cli::parse_mount`]), and serves it;
+//! it hands every other command line (help, `--version` and usage errors included, so they
+//! are clap's, the same in both) to `zeroclaw-bundle-full` (`src/main.rs`) beside it with
+//! `exec`: the same process, arguments, stdio and exit code. So does a mount that needs what
+//! the front does not link (`mount::HandOff`: a name, a remote, signatures, trust settings).
+//! Why two: a person mounts a bundle to review it, often with a cold cache, and the full
+//! binary is about 37 MB, most of it ZeroClaw's schema (TOML deserializers of its config) and
+//! the remote stack (S3 client, TLS). Paging that in took longer than the whole mount; the
+//! front links neither, nor clap, the catalog or signature checks (1.5 MB instead of 3.6: a
+//! cold start reads the binary whole, so each MB it does not hold is about half a ms).
 //!
-//! [`main_with`] is the only place that prints errors (`error: ...` with its causes, then a
-//! `hint:` naming a command that helps, [`super::hint`]) and picks exit codes: 0 ok, 1
-//! failure, 2 usage, 130 when interrupted (SIGINT/SIGTERM); for `diff`, like diff(1): 0
-//! equal, 1 different, 2 error, and 3 for new grants when asked. A closed stdout
-//! (`| head -1`) ends the command quietly with 0 (see [`super::StdoutClosed`]).
+//! [`run_parsed`] (through [`main_with`] or [`front_main`]) is the only place that prints
+//! errors (`error: ...` with its causes, then a `hint:` naming a command that helps,
+//! [`super::hint`]) and picks exit codes: 0 ok, 1 failure, 2 usage, 130 when interrupted
+//! (SIGINT/SIGTERM); for `diff`, like diff(1): 0 equal, 1 different, 2 error, and 3 for new
+//! grants when asked. A closed stdout (`| head -1`) ends the command quietly with 0 (see
+//! [`super::StdoutClosed`]).
 
 use std::io::Write;
 use std::os::unix::process::CommandExt;
@@ -54,7 +59,8 @@ pub fn refuse_another_front() -> Option<ExitCode> {
     Some(ExitCode::from(1))
 }
 
-/// Parses the command line, runs it with `run`, prints any error and returns the exit code.
+/// Parses the command line with clap, runs it with `run`, prints any error and returns the
+/// exit code. The full binary's `main`.
 pub fn main_with(run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
     let cli = match crate::cli::parse() {
         Ok(cli) => cli,
@@ -68,6 +74,28 @@ pub fn main_with(run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
             };
         }
     };
+    run_parsed(cli, run)
+}
+
+/// The front binary's `main`: a `mount` or `umount` line that [`crate::cli::parse_mount`]
+/// reads is run here ([`run_front`]); every other line, help and usage errors included, is
+/// handed to the full binary, which parses it with clap. The front links no clap.
+pub fn front_main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match crate::cli::parse_mount(&args, std::env::var_os(crate::cli::STORE_ENV)) {
+        Some(cli) => run_parsed(cli, run_front),
+        None => {
+            // `exec` returns only when it failed.
+            let Err(err) = hand_over() else {
+                return ExitCode::SUCCESS;
+            };
+            report(&err, 1, false)
+        }
+    }
+}
+
+/// Runs a parsed command line with `run`; prints any error and returns the exit code.
+fn run_parsed(cli: Cli, run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
     // diff(1)'s convention: 1 means "different", so a failed diff exits 2.
     let error_code = if matches!(cli.command, Command::Diff(_)) {
         2
@@ -81,27 +109,30 @@ pub fn main_with(run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
         Ok(Outcome::Failure | Outcome::Different) => ExitCode::from(1),
         Ok(Outcome::NewGrants) => ExitCode::from(3),
         Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
-        Err(err) => {
-            let interrupted = cancel.is_cancelled();
-            // Messages quote config values and arguments: no raw control characters reach
-            // the terminal (a crafted value could clear the screen or fake a line).
-            let message = escape_message(&format!("{err:#}"));
-            let _ = writeln!(std::io::stderr(), "error: {message}");
-            if let Some(hint) = hint(&err) {
-                let hint = escape_message(&hint);
-                let _ = writeln!(std::io::stderr(), "hint: {hint}");
-            }
-            if interrupted {
-                ExitCode::from(130)
-            } else {
-                ExitCode::from(error_code)
-            }
-        }
+        Err(err) => report(&err, error_code, cancel.is_cancelled()),
     }
 }
 
-/// The front binary's `run`: `mount` and `umount` here, everything else (and a mount of a
-/// remote snapshot) by the full binary.
+/// Prints `err` (`error: ...` with its causes, then a `hint:`) and returns its exit code:
+/// 130 when the command was interrupted, else `error_code`.
+fn report(err: &anyhow::Error, error_code: u8, interrupted: bool) -> ExitCode {
+    // Messages quote config values and arguments: no raw control characters reach the
+    // terminal (a crafted value could clear the screen or fake a line).
+    let message = escape_message(&format!("{err:#}"));
+    let _ = writeln!(std::io::stderr(), "error: {message}");
+    if let Some(hint) = hint(err) {
+        let hint = escape_message(&hint);
+        let _ = writeln!(std::io::stderr(), "hint: {hint}");
+    }
+    if interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::from(error_code)
+    }
+}
+
+/// The front binary's `run`: `mount` and `umount` here, everything else (and a mount the
+/// front does not link what it needs for: [`mount::HandOff`]) by the full binary.
 pub fn run_front(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
     match &cli.command {
         Command::Umount(args) => return mount::run_umount(args, cli.json),

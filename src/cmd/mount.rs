@@ -14,9 +14,14 @@
 //! mount serves. A store snapshot whose root has
 //! an expansion record is not walked before the mount answers (the store's `expansion_record`
 //! says why that is sound); a pack file and a remote snapshot always are.
+//!
+//! Both binaries serve mounts: the front only those it links everything for ([`Front`]: a
+//! full id or a pack file, unsigned, no trust asked for); it hands the rest to the full
+//! binary before anything is leased or mounted.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -52,20 +57,158 @@ const TRAFFIC: &str = "zeroclaw-bundle-mount-traffic";
 
 /// Runs `mount`.
 pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
-    serve(args, ctx, Some(open_remote))
+    serve::<Full>(args, ctx)
 }
 
-/// Runs `mount` in the front binary (`src/front.rs`), which does not link the remote stack: a
-/// remote snapshot ref fails with [`HandOff`] before anything is mounted, and the front hands
-/// the whole command to the full binary.
+/// Runs `mount` in the front binary (`src/front.rs`), which links neither the remote stack,
+/// the catalog, signature checks nor TOML: a mount that needs one of them fails with
+/// [`HandOff`] before anything is mounted, and the front hands the whole command to the full
+/// binary (see [`Front`]).
 pub fn run_front(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
-    serve(args, ctx, None)
+    serve::<Front>(args, ctx)
 }
 
 /// The error [`run_front`] returns for a mount only the full binary can serve.
 #[derive(Debug, thiserror::Error)]
-#[error("a mount of a remote snapshot is served by the full binary")]
+#[error("this mount is served by the full binary (a remote snapshot, a snapshot named by other than its full id, signatures or trust settings)")]
 pub struct HandOff;
+
+/// What a mount asks that the two binaries answer differently. [`serve`] is built once for
+/// each, so the front binary links only [`Front`]'s answers: nothing of the remote stack, the
+/// catalog (sled), signature checks (ssh-key and its curves) or TOML, which made up about a
+/// third of its code. From a cold cache the kernel reads a binary whole when it starts (this
+/// VM reads 8 MiB ahead), so every megabyte it does not hold is time a cold mount saves.
+trait Binary {
+    /// The trust the mount checks against (`--allowed-signers`, `--require-signed`, the
+    /// store's `trust.toml`).
+    fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust>;
+    /// The snapshot a store reference names.
+    fn resolve(store: &Store, reference: &str) -> Result<ObjectId>;
+    /// A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote), when `reference`
+    /// is one.
+    fn remote_ref(store: &Store, reference: &str) -> Result<Option<(RemoteSpec, String)>>;
+    /// Opens a remote snapshot ref: [`open_remote`].
+    fn open_remote(
+        args: &MountArgs,
+        ctx: &Ctx,
+        store: &Store,
+        spec: RemoteSpec,
+        reference: String,
+        trust: &Trust,
+    ) -> Result<RemoteServed>;
+    /// The `--require-signed` gate over the signatures the store keeps for `id`, then who
+    /// signed it, as shown at the mount's root.
+    fn stored_signatures(ctx: &Ctx, store: &Store, id: &ObjectId, trust: &Trust) -> Result<String>;
+    /// The same over signatures from a pack.
+    fn carried_signatures(
+        ctx: &Ctx,
+        id: &ObjectId,
+        sigs: &[Vec<u8>],
+        trust: &Trust,
+    ) -> Result<String>;
+}
+
+/// The full binary: everything.
+struct Full;
+
+impl Binary for Full {
+    fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust> {
+        super::sign::trust_of_args(store_root, &args.trust)
+    }
+
+    fn resolve(store: &Store, reference: &str) -> Result<ObjectId> {
+        Ok(store.resolve_indexed(reference)?)
+    }
+
+    fn remote_ref(store: &Store, reference: &str) -> Result<Option<(RemoteSpec, String)>> {
+        Ok(parse_remote_ref(store.root(), reference)?)
+    }
+
+    fn open_remote(
+        args: &MountArgs,
+        ctx: &Ctx,
+        store: &Store,
+        spec: RemoteSpec,
+        reference: String,
+        trust: &Trust,
+    ) -> Result<RemoteServed> {
+        open_remote(args, ctx, store, spec, reference, trust)
+    }
+
+    fn stored_signatures(ctx: &Ctx, store: &Store, id: &ObjectId, trust: &Trust) -> Result<String> {
+        super::sign::gate(ctx, store, id, trust)?;
+        Ok(super::sign::signed_by(store, id, trust)?.0)
+    }
+
+    fn carried_signatures(
+        ctx: &Ctx,
+        id: &ObjectId,
+        sigs: &[Vec<u8>],
+        trust: &Trust,
+    ) -> Result<String> {
+        super::sign::gate_blobs(ctx, id, sigs, trust)?;
+        Ok(super::sign::signed_by_blobs(id, sigs, trust)?.0)
+    }
+}
+
+/// The front binary: a store snapshot named by its full id, or a pack file, unsigned, with no
+/// trust asked for on the command line or set in the store. Anything else is [`HandOff`],
+/// decided before the mount takes its lease or mounts, so the full binary starts from
+/// nothing done. What it serves it shows as the full binary would: "unsigned" at the root.
+struct Front;
+
+impl Binary for Front {
+    fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust> {
+        if args.trust.require_signed || args.trust.allowed_signers.is_some() {
+            return Err(HandOff.into());
+        }
+        // Anything at the settings' path (even what cannot be read) is the full binary's to
+        // read and judge.
+        match std::fs::symlink_metadata(crate::sign::config::file_of(store_root)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Trust::default()),
+            _ => Err(HandOff.into()),
+        }
+    }
+
+    fn resolve(store: &Store, reference: &str) -> Result<ObjectId> {
+        store
+            .resolve_full_indexed(reference)
+            .ok_or_else(|| HandOff.into())
+    }
+
+    fn remote_ref(_: &Store, reference: &str) -> Result<Option<(RemoteSpec, String)>> {
+        // A full id holds no `/`; whether a name before one is a remote is in remotes.toml.
+        match reference.contains('/') {
+            true => Err(HandOff.into()),
+            false => Ok(None),
+        }
+    }
+
+    fn open_remote(
+        _: &MountArgs,
+        _: &Ctx,
+        _: &Store,
+        _: RemoteSpec,
+        _: String,
+        _: &Trust,
+    ) -> Result<RemoteServed> {
+        Err(HandOff.into())
+    }
+
+    fn stored_signatures(_: &Ctx, store: &Store, id: &ObjectId, _: &Trust) -> Result<String> {
+        match store.signatures(id)?.is_empty() {
+            true => Ok(crate::sign::UNSIGNED.to_string()),
+            false => Err(HandOff.into()),
+        }
+    }
+
+    fn carried_signatures(_: &Ctx, _: &ObjectId, sigs: &[Vec<u8>], _: &Trust) -> Result<String> {
+        match sigs.is_empty() {
+            true => Ok(crate::sign::UNSIGNED.to_string()),
+            false => Err(HandOff.into()),
+        }
+    }
+}
 
 /// What a mount of a remote snapshot ref serves, from [`open_remote`]. Only trait objects, so
 /// that holding and dropping one links nothing of the remote stack.
@@ -78,9 +221,6 @@ struct RemoteServed {
     /// "remote NAME: what was asked of it", said with `-v`.
     traffic: Box<dyn Fn() -> String + Send + Sync>,
 }
-
-/// Opens a remote snapshot ref for [`serve`]: [`open_remote`], or none in the front binary.
-type OpenRemote = fn(&MountArgs, &Ctx, &Store, RemoteSpec, String, &Trust) -> Result<RemoteServed>;
 
 /// A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote), served in place: trees
 /// from its trees pack, file contents fetched (ranged, verified) when read.
@@ -134,8 +274,8 @@ fn open_remote(
     })
 }
 
-/// Runs `mount`; `open_remote` opens a remote snapshot ref (none: [`HandOff`]).
-fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<Outcome> {
+/// Runs `mount`, with what `B` links.
+fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon {
         return spawn_daemon(&args, ctx);
     }
@@ -145,7 +285,7 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
     let mut traffic: Option<Box<dyn Fn() -> String + Send + Sync>> = None;
     // Who signed is shown at the mount's root (an xattr) and on stderr; `--require-signed`
     // refuses an unsigned or untrusted snapshot before anything is mounted.
-    let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
+    let trust = B::trust(&ctx.store_path, &args)?;
     let note_ctx = Ctx {
         quiet: ctx.quiet || args.daemon_child,
         ..ctx.clone()
@@ -161,9 +301,7 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
             pack.check_trailer()?;
             let snap = pack.snapshot()?;
             let id = pack.root;
-            let sigs = pack.signatures()?;
-            super::sign::gate_blobs(&note_ctx, &id, &sigs, &trust)?;
-            root_note = super::sign::signed_by_blobs(&id, &sigs, &trust)?.0;
+            root_note = B::carried_signatures(&note_ctx, &id, &pack.signatures()?, &trust)?;
             // An incremental pack serves what it does not carry from this store, when the
             // store holds its base. Without the base, every directory and file it does not
             // carry would answer EIO: refused here, naming the base, before anything mounts.
@@ -183,12 +321,9 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
             (source, id, snap, None)
         } else {
             let store = ctx.store()?;
-            match parse_remote_ref(store.root(), &args.snapshot)? {
+            match B::remote_ref(&store, &args.snapshot)? {
                 Some((spec, reference)) => {
-                    let Some(open_remote) = open_remote else {
-                        return Err(HandOff.into());
-                    };
-                    let served = open_remote(&args, ctx, &store, spec, reference, &trust)?;
+                    let served = B::open_remote(&args, ctx, &store, spec, reference, &trust)?;
                     root_note = served.root_note;
                     traffic = Some(served.traffic);
                     (served.source, served.id, served.snap, None)
@@ -196,9 +331,8 @@ fn serve(args: MountArgs, ctx: &Ctx, open_remote: Option<OpenRemote>) -> Result<
                 None => {
                     // A full id with a tree index skips the catalog (sled's open was the
                     // largest part of a mount's start).
-                    let id = store.resolve_indexed(&args.snapshot)?;
-                    super::sign::gate(&note_ctx, &store, &id, &trust)?;
-                    root_note = super::sign::signed_by(&store, &id, &trust)?.0;
+                    let id = B::resolve(&store, &args.snapshot)?;
+                    root_note = B::stored_signatures(&note_ctx, &store, &id, &trust)?;
                     let snap = store.read_snapshot(&id)?;
                     let lease = store.lease(&id, &snap.root)?;
                     // Listings come from the snapshot's tree index (one file) when it has one.

@@ -376,10 +376,13 @@ pub fn describe(v: &Verdict) -> String {
     }
 }
 
+/// What [`summary`] says of a snapshot without signatures.
+pub const UNSIGNED: &str = "unsigned";
+
 /// One line summing up a snapshot's signatures: `unsigned`, or each verdict joined by `; `.
 pub fn summary(checked: &[Checked]) -> String {
     if checked.is_empty() {
-        return "unsigned".into();
+        return UNSIGNED.into();
     }
     checked
         .iter()

@@ -252,18 +252,22 @@ impl Store {
     /// are still checked (`--require-signed`). A record whose root has no index goes to the
     /// catalog, which refuses it.
     pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
-        if let Some(id) = ObjectId::from_full_ref(reference) {
-            let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
-            // The record is read, not only found: a tree's id names a shared index too.
-            if let Ok(snap) = self.read_snapshot(&id) {
-                if is_file(&self.tree_index_path(&snap.root))
-                    || is_file(&self.snapshot_index_path(&id))
-                {
-                    return Ok(id);
-                }
-            }
+        match self.resolve_full_indexed(reference) {
+            Some(id) => Ok(id),
+            None => self.resolve(reference),
         }
-        self.resolve(reference)
+    }
+
+    /// The part of [`Store::resolve_indexed`] that needs no catalog: the snapshot a full id
+    /// with a present record and a tree index names, else None (the catalog's to answer). A
+    /// caller that does not link the catalog (the front binary) asks this alone.
+    pub fn resolve_full_indexed(&self, reference: &str) -> Option<ObjectId> {
+        let id = ObjectId::from_full_ref(reference)?;
+        let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+        // The record is read, not only found: a tree's id names a shared index too.
+        let snap = self.read_snapshot(&id).ok()?;
+        (is_file(&self.tree_index_path(&snap.root)) || is_file(&self.snapshot_index_path(&id)))
+            .then_some(id)
     }
 
     /// Where the tree index of root tree `root` lives (it may be absent): the index of every

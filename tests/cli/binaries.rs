@@ -43,7 +43,7 @@ fn defined_functions(path: &Path) -> Vec<String> {
 }
 
 #[test]
-fn the_front_links_neither_the_zeroclaw_schema_nor_the_remote_stack() {
+fn the_front_links_neither_the_zeroclaw_schema_nor_the_remote_stack_nor_clap() {
     let front = defined_functions(Path::new(BIN));
     let full = defined_functions(&full_binary());
     for marker in [
@@ -52,15 +52,23 @@ fn the_front_links_neither_the_zeroclaw_schema_nor_the_remote_stack() {
         "tokio",
         "rustls",
         "hyper",
+        // What a mount of an unsigned snapshot by its full id does not need either: the
+        // command line's clap definition, the catalog, signature checks and TOML settings.
+        "clap_builder",
+        "sled",
+        "ssh_key",
+        "toml_edit",
     ] {
         // The full binary has them: the symbols are there to be seen (not stripped).
         assert!(
             full.iter().any(|s| s.contains(marker)),
             "zeroclaw-bundle-full defines no {marker} function: are the symbols stripped?"
         );
+        // A type's drop glue aside (the trust a mount is given can hold keys; a debug build
+        // keeps the glue of a value the front never fills): no code of the crate.
         let linked: Vec<&String> = front
             .iter()
-            .filter(|s| s.contains(marker))
+            .filter(|s| s.contains(marker) && !s.contains("drop_in_place"))
             .take(5)
             .collect();
         assert!(
@@ -222,6 +230,91 @@ fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is
     drop(guard);
     // The same binary pair through the usual path still mounts (nothing else changed).
     let _m = mount_daemon(&env, &id, &env.path("mnt2"));
+}
+
+#[test]
+fn the_front_hands_the_full_binary_every_mount_it_cannot_judge_before_mounting() {
+    // Alone (no full binary beside it), the front must refuse, not serve, what it links no
+    // code to judge: a name or an abbreviation (the catalog), a signed snapshot (signature
+    // checks), trust asked for on the command line or set in the store (TOML), and help.
+    let env = TestEnv::new();
+    let id = crate::mount::sample(&env);
+    let alone = env.path("alone/zeroclaw-bundle");
+    fs::create_dir_all(alone.parent().unwrap()).unwrap();
+    fs::copy(BIN, &alone).unwrap();
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let handed_over = |args: &[&OsStr], why: &str| {
+        let run = run_binary(&alone, &env, &[], args);
+        assert_eq!(run.code(), 1, "{why}: {}", run.describe());
+        assert!(
+            run.stderr().contains("zeroclaw-bundle-full"),
+            "{why}: {}",
+            run.describe()
+        );
+        assert!(!mounted(&mnt), "{why}: mounted");
+        assert!(
+            fs::read_dir(env.store.join("leases"))
+                .map(|d| d.count() == 0)
+                .unwrap_or(true),
+            "{why}: a lease was left"
+        );
+    };
+    let m = mnt.as_os_str();
+    let daemon = OsStr::new("--daemon");
+    let short = &id[..12];
+    handed_over(
+        &[OsStr::new("mount"), OsStr::new(short), m, daemon],
+        "abbreviation",
+    );
+    handed_over(
+        &[
+            OsStr::new("mount"),
+            OsStr::new(&id),
+            m,
+            OsStr::new("--require-signed"),
+        ],
+        "--require-signed",
+    );
+    handed_over(
+        &[
+            OsStr::new("mount"),
+            OsStr::new(&id),
+            m,
+            OsStr::new("--help"),
+        ],
+        "--help",
+    );
+    handed_over(
+        &[
+            OsStr::new("mount"),
+            OsStr::new(&id),
+            m,
+            OsStr::new("--deamon"),
+        ],
+        "typo",
+    );
+    let trust = env.store.join("trust.toml");
+    fs::write(&trust, "require_signed = true\n").unwrap();
+    handed_over(
+        &[OsStr::new("mount"), OsStr::new(&id), m, daemon],
+        "trust.toml",
+    );
+    fs::remove_file(&trust).unwrap();
+    // A signature file the store lists (named by its bytes' hash). Whether its bytes are a
+    // good signature is the full binary's to check: the front links no signature checks.
+    let sigs = env.store.join("signatures").join(&id);
+    fs::create_dir_all(&sigs).unwrap();
+    let bytes = b"not checked by the front";
+    fs::write(sigs.join(format!("{}.sig", blake3_hex(bytes))), bytes).unwrap();
+    handed_over(&[OsStr::new("mount"), OsStr::new(&id), m, daemon], "signed");
+    fs::remove_dir_all(&sigs).unwrap();
+    // With the full binary beside it, an abbreviation mounts (handed over, then served).
+    if !fuse_available() {
+        return;
+    }
+    let _m = mount_daemon(&env, short, &mnt);
+    assert_eq!(fs::read(mnt.join("README.md")).unwrap(), b"# hello\n");
 }
 
 /// Lazily unmounts on drop if a test failed with the mount up.

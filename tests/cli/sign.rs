@@ -19,7 +19,7 @@ const NS: &str = "zeroclaw-bundle@snapshot";
 
 /// A new ed25519 key `name` (comment `name`) under `dir`, protected by `passphrase` ("" for
 /// none).
-fn keygen(dir: &Path, name: &str, passphrase: &str) -> PathBuf {
+pub(crate) fn keygen(dir: &Path, name: &str, passphrase: &str) -> PathBuf {
     let key = dir.join(name);
     let out = Command::new("ssh-keygen")
         .args(["-q", "-t", "ed25519", "-C", name, "-N", passphrase, "-f"])
@@ -720,6 +720,42 @@ fn a_signed_snapshot_shows_its_signers_at_the_mount_root() {
         &unsigned,
         "unsigned",
     );
+}
+
+#[test]
+fn a_signed_snapshot_mounted_without_trust_settings_shows_its_signatures_not_unsigned() {
+    // The front binary serves unsigned snapshots itself and hands a signed one to the full
+    // binary (it links no signature checks): the root must name the signature, never say
+    // "unsigned", though nothing on the command line or in the store asks about trust.
+    if !crate::util::is_root() {
+        return; // FUSE tests mount for real (root here); see tests/cli/mount.rs
+    }
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let id = env.snapshot(&tree(&env, "a", "one"));
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    let root_note = |id: &str| {
+        let mnt = env.path("mnt");
+        fs::create_dir_all(&mnt).unwrap();
+        env.run(&["mount", id, mnt.to_str().unwrap(), "--daemon"])
+            .ok();
+        let got = Command::new("getfattr")
+            .args(["--only-values", "-n", "user.zeroclaw.signatures"])
+            .arg(&mnt)
+            .output();
+        env.run(&["umount", mnt.to_str().unwrap()]).ok();
+        let got = got.expect("getfattr (attr package) is installed");
+        String::from_utf8_lossy(&got.stdout).into_owned()
+    };
+    let signed = root_note(&id);
+    assert!(signed.contains("signed by"), "{signed:?}");
+    assert!(signed.contains("unknown key"), "{signed:?}");
+    assert!(!signed.contains("unsigned"), "{signed:?}");
+    let unsigned = env.snapshot(&tree(&env, "b", "two"));
+    assert_eq!(root_note(&unsigned), "unsigned");
 }
 
 #[test]
