@@ -169,8 +169,9 @@ fn hand_over() -> Result<Outcome> {
     };
     Err(error).with_context(|| {
         format!(
-            "could not run {}, the binary that runs every command but `mount` and \
-             `umount`{advice}",
+            "could not run {}, the binary that runs every command but `umount` and the \
+             mounts this one serves alone (an unsigned snapshot by its full id, a pack \
+             file){advice}",
             full.display()
         )
     })
