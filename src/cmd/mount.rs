@@ -114,6 +114,10 @@ trait Binary {
         sigs: &[Vec<u8>],
         trust: &Trust,
     ) -> Result<String>;
+    /// Whatever must come before a pack file is checked whole (read through once).
+    fn before_pack_check(_pack: &PackReader) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The full binary: everything.
@@ -204,8 +208,18 @@ impl Binary for Front {
     }
 
     fn stored_signatures(_: &Ctx, store: &Store, id: &ObjectId, _: &Trust) -> Result<String> {
-        match store.signatures(id)?.is_empty() {
-            true => Ok(crate::sign::UNSIGNED.to_string()),
+        // Not read here (the full binary reads them, and says once what it skips): whatever
+        // is there, even an empty directory, is the full binary's to judge.
+        match store.signatures_present(id) {
+            false => Ok(crate::sign::UNSIGNED.to_string()),
+            true => Err(HandOff.into()),
+        }
+    }
+
+    fn before_pack_check(pack: &PackReader) -> Result<()> {
+        // Before the pack is hashed whole: the full binary hashes it again.
+        match pack.signatures()?.is_empty() {
+            true => Ok(()),
             false => Err(HandOff.into()),
         }
     }
@@ -305,6 +319,7 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
         if std::path::Path::new(&args.snapshot).is_file() {
             let pack = PackReader::open(std::path::Path::new(&args.snapshot))?;
+            B::before_pack_check(&pack)?;
             // Checked whole before anything is served, as `unpack` checks it.
             pack.check_trailer()?;
             let snap = pack.snapshot()?;
@@ -455,28 +470,34 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
 fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     let exe = std::env::current_exe().context("could not find this executable to re-run it")?;
     let mut cmd = Command::new(exe);
-    cmd.arg("--store").arg(&ctx.store_path);
+    // Values joined to their options and, when an operand starts with `-`, the operands after
+    // `--`: a store, signers file or mountpoint named `-x` is read as a value, not an option.
+    cmd.arg(joined("--store=", &ctx.store_path));
     if ctx.verbose {
         cmd.arg("--verbose");
     }
-    cmd.args(["mount", "--daemon-child"])
-        .arg(match std::path::Path::new(&args.snapshot) {
-            p if p.is_file() => std::path::absolute(p)
-                .map(|p| p.into_os_string())
-                .unwrap_or_else(|_| args.snapshot.clone().into()),
-            _ => args.snapshot.clone().into(),
-        })
-        .arg(&args.mountpoint);
+    cmd.args(["mount", "--daemon-child"]);
     if args.allow_other {
         cmd.arg("--allow-other");
     }
     // The server checks the signatures (and refuses) as a foreground mount does.
     if let Some(file) = &args.trust.allowed_signers {
-        cmd.arg("--allowed-signers").arg(file);
+        cmd.arg(joined("--allowed-signers=", file));
     }
     if args.trust.require_signed {
         cmd.arg("--require-signed");
     }
+    let snapshot: std::ffi::OsString = match Path::new(&args.snapshot) {
+        p if p.is_file() => std::path::absolute(p)
+            .map(|p| p.into_os_string())
+            .unwrap_or_else(|_| args.snapshot.clone().into()),
+        _ => args.snapshot.clone().into(),
+    };
+    let dash = |word: &std::ffi::OsStr| word.as_encoded_bytes().starts_with(b"-");
+    if dash(&snapshot) || dash(args.mountpoint.as_os_str()) {
+        cmd.arg("--");
+    }
+    cmd.arg(snapshot).arg(&args.mountpoint);
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -586,6 +607,13 @@ fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
         // Last, as the server needs it last (its emptiness check just before mounting).
         let _ = std::fs::symlink_metadata(mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME));
     });
+}
+
+/// `option` (ending in `=`) and `value` as one argument.
+fn joined(option: &str, value: &Path) -> std::ffi::OsString {
+    let mut word = std::ffi::OsString::from(option);
+    word.push(value);
+    word
 }
 
 /// How long an interrupted `mount --daemon` waits for the server it stopped.

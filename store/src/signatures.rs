@@ -176,6 +176,17 @@ impl Store {
         Ok(left_out)
     }
 
+    /// Whether anything is where `snapshot`'s signatures are kept: false only when nothing is
+    /// there (a path that cannot be checked counts as something). For a reader that hands a
+    /// possibly signed snapshot to another without reading its signatures (the front binary,
+    /// which links no signature checks): nothing is read, so nothing is said about them twice.
+    pub fn signatures_present(&self, snapshot: &ObjectId) -> bool {
+        !matches!(
+            fs::symlink_metadata(self.signatures_dir(snapshot)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound
+        )
+    }
+
     /// The signatures of `snapshot`, sorted by id (none when it has none). A file whose bytes
     /// do not hash to its name (or too large) is left out with a notice on stderr, and so are
     /// those past [`MAX_SIGNATURES`] (read in directory order).

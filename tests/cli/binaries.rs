@@ -309,6 +309,17 @@ fn the_front_hands_the_full_binary_every_mount_it_cannot_judge_before_mounting()
     fs::write(sigs.join(format!("{}.sig", blake3_hex(bytes))), bytes).unwrap();
     handed_over(&[OsStr::new("mount"), OsStr::new(&id), m, daemon], "signed");
     fs::remove_dir_all(&sigs).unwrap();
+    // A pack that carries a signature (signed with ssh-keygen's key, packed by the full
+    // binary): handed over too.
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let key = crate::sign::keygen(&keys, "k", "");
+    env.run(&["sign", &id, "--key", key.to_str().unwrap()]).ok();
+    env.run(&["pack", &id, "--out", "signed.zcpack"]).ok();
+    handed_over(
+        &[OsStr::new("mount"), OsStr::new("signed.zcpack"), m, daemon],
+        "signed pack",
+    );
     // With the full binary beside it, an abbreviation mounts (handed over, then served).
     if !fuse_available() {
         return;

@@ -94,6 +94,35 @@ pub(crate) fn sample(env: &TestEnv) -> String {
 }
 
 #[test]
+fn a_daemon_mount_takes_a_store_and_a_mountpoint_named_like_options() {
+    // The server's command line names the store as `--store=DIR` and puts the operands after
+    // `--` when one starts with `-`: a store `-s` or a mountpoint `-m` is not an option there.
+    if !fuse_available() {
+        return;
+    }
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("README.md"), b"# dashes\n");
+    let bin = |args: &[&str]| {
+        let mut c = std::process::Command::new(BIN);
+        c.env_remove("ZEROCLAW_BUNDLE_STORE")
+            .current_dir(env.dir.path())
+            .args(args);
+        run_command(c)
+    };
+    let id = bin(&["--store=-s", "snapshot", "--dir", "src"])
+        .ok()
+        .last_line();
+    fs::create_dir_all(env.path("-m")).unwrap();
+    bin(&["--store=-s", "mount", "--daemon", "--", &id, "-m"]).ok();
+    let mnt = env.path("-m");
+    let served = fs::read(mnt.join("README.md"));
+    bin(&["umount", "--", "-m"]).ok();
+    assert_eq!(served.unwrap(), b"# dashes\n");
+    assert!(!mounted(&mnt));
+}
+
+#[test]
 fn mounted_tree_equals_checkout_and_is_read_only() {
     let Some((env, id)) = sample_if_fuse() else {
         return;
