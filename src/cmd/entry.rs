@@ -170,7 +170,7 @@ fn hand_over() -> Result<Outcome> {
     Err(error).with_context(|| {
         format!(
             "could not run {}, the binary that runs every command but `umount` and the \
-             mounts this one serves alone (an unsigned snapshot by its full id, a pack \
+             mounts this one serves alone (an unsigned snapshot of the store, a pack \
              file){advice}",
             full.display()
         )

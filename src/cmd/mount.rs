@@ -163,8 +163,9 @@ impl Binary for Full {
     }
 }
 
-/// The front binary: a store snapshot named by its full id, or a pack file, unsigned, with no
-/// trust asked for on the command line or set in the store. Anything else is [`HandOff`],
+/// The front binary: a store snapshot named by its full id or an unambiguous id prefix (found
+/// without the catalog: `Store::resolve_abbreviation_indexed`), or a pack file, unsigned, with
+/// no trust asked for on the command line or set in the store. Anything else is [`HandOff`],
 /// decided before the mount takes its lease or mounts, so the full binary starts from
 /// nothing done. What it serves it shows as the full binary would: "unsigned" at the root.
 struct Front;
@@ -185,6 +186,7 @@ impl Binary for Front {
     fn resolve(store: &Store, reference: &str) -> Result<ObjectId> {
         store
             .resolve_full_indexed(reference)
+            .or_else(|| store.resolve_abbreviation_indexed(reference))
             .ok_or_else(|| HandOff.into())
     }
 
@@ -593,17 +595,16 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 /// mountpoint, a name it does not hold (the lookup reads the directory's blocks, which the
 /// server's emptiness check reads again; nothing in the mountpoint is opened, so the fresh
 /// mount is never held busy, and a lookup that comes after the mount is an answered ENOENT).
-/// Only for a full snapshot id: a name or an abbreviation is resolved through the catalog,
-/// which is the server's to open.
+/// Only for a full snapshot id or an id prefix the records resolve without the catalog
+/// (`warm_for_mount_ref`): a name is resolved through the catalog, which is the server's to
+/// open.
 fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
-    let Some(id) = ObjectId::from_full_ref(&args.snapshot) else {
-        return;
-    };
     let store = ctx.store_path.clone();
+    let reference = args.snapshot.clone();
     let mountpoint = args.mountpoint.clone();
     std::thread::spawn(move || {
         let _ = std::fs::symlink_metadata(crate::sign::config::file_of(&store));
-        zeroclaw_bundle_store::warm_for_mount(&store, &id);
+        zeroclaw_bundle_store::warm_for_mount_ref(&store, &reference);
         // Last, as the server needs it last (its emptiness check just before mounting).
         let _ = std::fs::symlink_metadata(mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME));
     });

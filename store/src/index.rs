@@ -270,6 +270,57 @@ impl Store {
             .then_some(id)
     }
 
+    /// [`Store::resolve_full_indexed`] for an id prefix (8 to 63 hex digits, any case), without
+    /// the catalog: the one snapshot record stored loose under `objects/` whose id starts with
+    /// it and whose root has a tree index. None when there is no such record or more than one
+    /// candidate (a name, an unknown or an ambiguous reference is the catalog's to answer).
+    /// For the front binary, which links no catalog: `list` shows 16-digit ids, the usual way
+    /// to name a snapshot to mount.
+    ///
+    /// A record is served here as [`Store::resolve_full_indexed`] serves a full id, by the same
+    /// argument: its root's index exists only for a listed snapshot's tree. Unlike the
+    /// catalog's match (listed snapshots only), a record left by a forgotten snapshot that
+    /// `gc` has not removed yet counts here as a candidate: with a listed one beside it the
+    /// prefix is two candidates and goes to the catalog; alone, it is served by its own
+    /// fields over a listed tree (the catalog would call the prefix unknown).
+    pub fn resolve_abbreviation_indexed(&self, reference: &str) -> Option<ObjectId> {
+        /// Candidates looked at before the question goes to the catalog.
+        const MOST: usize = 2;
+        /// A record's largest size here (records are a few hundred bytes).
+        const RECORD_MOST: u64 = 64 << 10;
+        let prefix = reference.to_ascii_lowercase();
+        if !(8..64).contains(&prefix.len()) || !prefix.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        let dir = self.root().join("objects").join(&prefix[..2]);
+        let mut ids: Vec<ObjectId> = Vec::new();
+        for entry in fs::read_dir(&dir).ok()? {
+            let entry = entry.ok()?;
+            let name = entry.file_name();
+            let name = name.to_str()?;
+            let rest = name.strip_suffix(".zst").unwrap_or(name);
+            if rest.len() != 62 || !rest.starts_with(&prefix[2..]) {
+                continue;
+            }
+            let id: ObjectId = format!("{}{rest}", &prefix[..2]).parse().ok()?;
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+            if ids.len() > MOST {
+                return None;
+            }
+        }
+        let mut found = ids.into_iter().filter(|id| {
+            let small = |p: PathBuf| fs::symlink_metadata(p).is_ok_and(|m| m.len() <= RECORD_MOST);
+            (small(self.objects().path_of(id)) || small(self.objects().compressed_path_of(id)))
+                && self.resolve_full_indexed(&id.to_hex()).is_some()
+        });
+        match (found.next(), found.next()) {
+            (Some(id), None) => Some(id),
+            _ => None,
+        }
+    }
+
     /// Where the tree index of root tree `root` lives (it may be absent): the index of every
     /// snapshot whose root it is.
     pub fn tree_index_path(&self, root: &ObjectId) -> PathBuf {
@@ -779,6 +830,50 @@ mod tests {
             );
         }
         n
+    }
+
+    #[test]
+    fn an_id_prefix_resolves_without_the_catalog_only_to_one_indexed_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (id, root) = snapshot(&store, 2, "a");
+        let hex = id.to_hex();
+        let resolve = |r: &str| store.resolve_abbreviation_indexed(r);
+        assert_eq!(resolve(&hex[..8]), Some(id));
+        assert_eq!(resolve(&hex[..16].to_ascii_uppercase()), Some(id));
+        assert_eq!(resolve(&hex[..63]), Some(id));
+        // Too short, too long (a full id is resolve_full_indexed's), not hex, not a record.
+        assert_eq!(resolve(&hex[..7]), None);
+        assert_eq!(resolve(&hex), None);
+        assert_eq!(resolve(&format!("{}g", &hex[..8])), None);
+        assert_eq!(resolve(&root.to_hex()[..16]), None, "a tree is no snapshot");
+        // Two loose objects under the prefix: the catalog's to answer, even when only one of
+        // them is a record.
+        let twin = dir.path().join("objects").join(&hex[..2]).join(format!(
+            "{}{}",
+            &hex[2..20],
+            "0".repeat(44)
+        ));
+        fs::write(&twin, b"not a record").unwrap();
+        assert_eq!(
+            resolve(&hex[..20]),
+            Some(id),
+            "one record, one other object"
+        );
+        let third = twin.with_file_name(format!("{}{}", &hex[2..20], "1".repeat(44)));
+        fs::write(&third, b"nor this").unwrap();
+        assert_eq!(resolve(&hex[..20]), None, "more than two candidates");
+        assert_eq!(
+            resolve(&hex[..21]),
+            Some(id),
+            "a longer prefix tells them apart"
+        );
+        fs::remove_file(&twin).unwrap();
+        fs::remove_file(&third).unwrap();
+        // Without its root's index the record is the catalog's to answer.
+        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        assert_eq!(resolve(&hex[..16]), None);
+        assert_eq!(store.resolve(&hex[..16]).unwrap(), id);
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub use tree::{
     invalid_name_reason, EntryKind, Tree, TreeEntry, TreeShape, DIR_MODE, MAX_SIZE, MODE_BITS,
 };
 pub use unpack::{closure_needs, import_from_packs, unpack, unpack_watched, ImportWatch, NoWatch};
-pub use warm::{warm_for_mount, WARM_PROBE_NAME};
+pub use warm::{warm_for_mount, warm_for_mount_ref, WARM_PROBE_NAME};
 
 /// The store format version this build writes and the highest it reads. Version 2: tree
 /// objects may be tree format 2 (entries carry their permission bits). Version 3: a small

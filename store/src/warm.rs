@@ -63,6 +63,21 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
     });
 }
 
+/// [`warm_for_mount`] of the snapshot `reference` names when it is a full id or an id prefix
+/// the store's records resolve without the catalog ([`Store::resolve_abbreviation_indexed`],
+/// itself read-only: a directory listing and the candidates' records); anything else is left
+/// to the server (a name is the catalog's, which is the server's to open).
+pub fn warm_for_mount_ref(root: &Path, reference: &str) {
+    let id = match ObjectId::from_full_ref(reference) {
+        Some(id) => id,
+        None => match Store::unopened(root).resolve_abbreviation_indexed(reference) {
+            Some(id) => id,
+            None => return,
+        },
+    };
+    warm_for_mount(root, &id);
+}
+
 /// Reads up to [`SMALL`] bytes of `path` when it is a regular file (not through a symlink,
 /// without blocking on a FIFO).
 fn read_small(path: &Path) {
@@ -134,6 +149,8 @@ mod tests {
         let before = state(dir.path());
         warm_for_mount(&root, &id);
         warm_for_mount(&root, &tree);
+        warm_for_mount_ref(&root, &id.to_hex()[..12]);
+        warm_for_mount_ref(&root, "a-name");
         assert_eq!(state(dir.path()), before);
 
         // No store there: none is made.

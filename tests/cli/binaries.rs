@@ -235,7 +235,7 @@ fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is
 #[test]
 fn the_front_hands_the_full_binary_every_mount_it_cannot_judge_before_mounting() {
     // Alone (no full binary beside it), the front must refuse, not serve, what it links no
-    // code to judge: a name or an abbreviation (the catalog), a signed snapshot (signature
+    // code to judge: a reference only the catalog resolves, a signed snapshot (signature
     // checks), trust asked for on the command line or set in the store (TOML), and help.
     let env = TestEnv::new();
     let id = crate::mount::sample(&env);
@@ -263,9 +263,10 @@ fn the_front_hands_the_full_binary_every_mount_it_cannot_judge_before_mounting()
     let m = mnt.as_os_str();
     let daemon = OsStr::new("--daemon");
     let short = &id[..12];
+    // Too short an id prefix for the front to look up: the catalog's (the full binary's).
     handed_over(
-        &[OsStr::new("mount"), OsStr::new(short), m, daemon],
-        "abbreviation",
+        &[OsStr::new("mount"), OsStr::new(&id[..6]), m, daemon],
+        "short prefix",
     );
     handed_over(
         &[
@@ -314,17 +315,34 @@ fn the_front_hands_the_full_binary_every_mount_it_cannot_judge_before_mounting()
     let keys = env.path("keys");
     fs::create_dir_all(&keys).unwrap();
     let key = crate::sign::keygen(&keys, "k", "");
-    env.run(&["sign", &id, "--key", key.to_str().unwrap()]).ok();
-    env.run(&["pack", &id, "--out", "signed.zcpack"]).ok();
+    let other = env.path("other");
+    write(&other.join("notes.md"), b"signed\n");
+    let signed = env.snapshot(&other);
+    env.run(&["sign", &signed, "--key", key.to_str().unwrap()])
+        .ok();
+    env.run(&["pack", &signed, "--out", "signed.zcpack"]).ok();
     handed_over(
         &[OsStr::new("mount"), OsStr::new("signed.zcpack"), m, daemon],
         "signed pack",
     );
-    // With the full binary beside it, an abbreviation mounts (handed over, then served).
     if !fuse_available() {
         return;
     }
-    let _m = mount_daemon(&env, short, &mnt);
+    // An id prefix as `list` shows it: the front alone finds it (no catalog) and serves it.
+    let served = run_binary(
+        &alone,
+        &env,
+        &[],
+        &[OsStr::new("mount"), OsStr::new(short), m, daemon],
+    );
+    assert_eq!(served.code(), 0, "{}", served.describe());
+    let guard = MountedBy { mnt: &mnt };
+    assert_eq!(fs::read(mnt.join("README.md")).unwrap(), b"# hello\n");
+    let umount = run_binary(&alone, &env, &[], &[OsStr::new("umount"), m]);
+    assert_eq!(umount.code(), 0, "{}", umount.describe());
+    drop(guard);
+    // With the full binary beside it, a prefix the front declines mounts (handed over).
+    let _m = mount_daemon(&env, &id[..8], &mnt);
     assert_eq!(fs::read(mnt.join("README.md")).unwrap(), b"# hello\n");
 }
 
