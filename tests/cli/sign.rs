@@ -665,6 +665,23 @@ fn keys_never_leak_and_a_protected_key_needs_a_terminal() {
     assert!(r.stdout().contains("signed snapshot"), "{}", r.describe());
 }
 
+/// Mounts `id` as a daemon (with `extra` arguments) and returns what its root says of the
+/// signatures (the `user.zeroclaw.signatures` attribute), unmounted again.
+fn root_note(env: &TestEnv, id: &str, extra: &[&str]) -> String {
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let mut args = vec!["mount", id, mnt.to_str().unwrap(), "--daemon"];
+    args.extend(extra);
+    env.run(&args).ok();
+    let got = Command::new("getfattr")
+        .args(["--only-values", "-n", "user.zeroclaw.signatures"])
+        .arg(&mnt)
+        .output();
+    env.run(&["umount", mnt.to_str().unwrap()]).ok();
+    let got = got.expect("getfattr (attr package) is installed");
+    String::from_utf8_lossy(&got.stdout).into_owned()
+}
+
 #[test]
 fn a_signed_snapshot_shows_its_signers_at_the_mount_root() {
     if !crate::util::is_root() {
@@ -682,30 +699,16 @@ fn a_signed_snapshot_shows_its_signers_at_the_mount_root() {
         format!("alice@example.com {}\n", public(&alice)),
     )
     .unwrap();
-    let mnt = env.path("mnt");
-    fs::create_dir_all(&mnt).unwrap();
-    env.run(&[
-        "mount",
+    let value = root_note(
+        &env,
         &id,
-        mnt.to_str().unwrap(),
-        "--daemon",
-        "--require-signed",
-        "--allowed-signers",
-        "allowed_signers",
-    ])
-    .ok();
-    let got = Command::new("getfattr")
-        .args(["--only-values", "-n", "user.zeroclaw.signatures"])
-        .arg(&mnt)
-        .output();
-    let umount = env.run(&["umount", mnt.to_str().unwrap()]);
-    let got = got.expect("getfattr (attr package) is installed");
-    umount.ok();
-    let value = String::from_utf8_lossy(&got.stdout);
+        &["--require-signed", "--allowed-signers", "allowed_signers"],
+    );
     assert!(
         value.contains("signed by alice@example.com (SHA256:"),
-        "{got:?}"
+        "{value:?}"
     );
+    let mnt = env.path("mnt");
     // An unsigned snapshot is not mounted with --require-signed.
     let unsigned = env.snapshot(&tree(&env, "b", "two"));
     refused(
@@ -737,25 +740,12 @@ fn a_signed_snapshot_mounted_without_trust_settings_shows_its_signatures_not_uns
     let id = env.snapshot(&tree(&env, "a", "one"));
     env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
         .ok();
-    let root_note = |id: &str| {
-        let mnt = env.path("mnt");
-        fs::create_dir_all(&mnt).unwrap();
-        env.run(&["mount", id, mnt.to_str().unwrap(), "--daemon"])
-            .ok();
-        let got = Command::new("getfattr")
-            .args(["--only-values", "-n", "user.zeroclaw.signatures"])
-            .arg(&mnt)
-            .output();
-        env.run(&["umount", mnt.to_str().unwrap()]).ok();
-        let got = got.expect("getfattr (attr package) is installed");
-        String::from_utf8_lossy(&got.stdout).into_owned()
-    };
-    let signed = root_note(&id);
+    let signed = root_note(&env, &id, &[]);
     assert!(signed.contains("signed by"), "{signed:?}");
     assert!(signed.contains("unknown key"), "{signed:?}");
     assert!(!signed.contains("unsigned"), "{signed:?}");
     let unsigned = env.snapshot(&tree(&env, "b", "two"));
-    assert_eq!(root_note(&unsigned), "unsigned");
+    assert_eq!(root_note(&env, &unsigned, &[]), "unsigned");
 }
 
 #[test]
