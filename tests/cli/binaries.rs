@@ -1,5 +1,7 @@
 //! The two binaries (`src/cmd/entry.rs`). `zeroclaw-bundle` must link neither ZeroClaw's
-//! schema nor the remote stack: that is why it exists (a cold mount pages in a few MB, not 50).
+//! schema nor the remote stack, nor clap, the catalog, signature checks or TOML: that is why it
+//! exists (a cold mount reads its binary whole; 1.5 MB, not 37), and it hands every mount that
+//! needs one of them to the full binary before anything is mounted.
 //! Every other command runs in `zeroclaw-bundle-full` as the same process: its output, exit
 //! codes and usage text are the ones a person sees. Without the full binary beside it, the
 //! front still mounts, and every other command says what is missing and how to install it.
