@@ -13,7 +13,7 @@
 //! front links neither, nor clap, the catalog or signature checks (1.5 MB instead of 3.6: a
 //! cold start reads the binary whole, so each MB it does not hold is about half a ms).
 //!
-//! [`run_parsed`] (through [`main_with`] or [`front_main`]) is the only place that prints
+//! `run_parsed` (through [`main_with`] or [`front_main`]) is the only place that prints
 //! errors (`error: ...` with its causes, then a `hint:` naming a command that helps,
 //! [`super::hint`]) and picks exit codes: 0 ok, 1 failure, 2 usage, 130 when interrupted
 //! (SIGINT/SIGTERM); for `diff`, like diff(1): 0 equal, 1 different, 2 error, and 3 for new

@@ -15,7 +15,7 @@
 //! an expansion record is not walked before the mount answers (the store's `expansion_record`
 //! says why that is sound); a pack file and a remote snapshot always are.
 //!
-//! Both binaries serve mounts: the front only those it links everything for ([`Front`]: a
+//! Both binaries serve mounts: the front only those it links everything for (`Front`: a
 //! full id or a pack file, unsigned, no trust asked for); it hands the rest to the full
 //! binary before anything is leased or mounted.
 
@@ -71,7 +71,7 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
 /// Runs `mount` in the front binary (`src/front.rs`), which links neither the remote stack,
 /// the catalog, signature checks nor TOML: a mount that needs one of them fails with
 /// [`HandOff`] before anything is mounted, and the front hands the whole command to the full
-/// binary (see [`Front`]).
+/// binary (see `Front`).
 pub fn run_front(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     serve::<Front>(args, ctx)
 }
