@@ -95,7 +95,7 @@ trait Binary {
     /// A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote), when `reference`
     /// is one.
     fn remote_ref(store: &Store, reference: &str) -> Result<Option<(RemoteSpec, String)>>;
-    /// Opens a remote snapshot ref: [`open_remote`].
+    /// Opens a remote snapshot ref.
     fn open_remote(
         args: &MountArgs,
         ctx: &Ctx,
@@ -136,6 +136,8 @@ impl Binary for Full {
         Ok(parse_remote_ref(store.root(), reference)?)
     }
 
+    /// Served in place: trees from the remote's trees pack, file contents fetched (ranged,
+    /// verified) when read.
     fn open_remote(
         args: &MountArgs,
         ctx: &Ctx,
@@ -144,7 +146,46 @@ impl Binary for Full {
         reference: String,
         trust: &Trust,
     ) -> Result<RemoteServed> {
-        open_remote(args, ctx, store, spec, reference, trust)
+        let note_ctx = Ctx {
+            quiet: ctx.quiet || args.daemon_child,
+            ..ctx.clone()
+        };
+        let remote = Remote::open(&spec, false)?;
+        let id = remote.resolve(&reference);
+        if !args.daemon_child {
+            crate::cmd::remote::say_notices(&remote, ctx);
+        }
+        let id = id?;
+        let sigs = remote.signatures(&id)?;
+        super::sign::gate_blobs(&note_ctx, &id, &sigs, trust)?;
+        let root_note = super::sign::signed_by_blobs(&id, &sigs, trust)?.0;
+        let view = Arc::new(
+            RemoteView::open(remote, id, store.objects().tmp_dir(), true)
+                .with_context(|| format!("could not open {}/{}", spec.name, id.short(12)))?,
+        );
+        if !view.has_trees_pack() && !ctx.quiet && !args.daemon_child {
+            crate::note!(
+                "note: {}/{} has no trees pack (pushed by an older build): \
+                 directories are fetched one by one",
+                spec.name,
+                id.short(12)
+            );
+        }
+        let snap = view.snapshot().clone();
+        let traffic = {
+            let view = Arc::clone(&view);
+            Box::new(move || {
+                let remote = view.remote();
+                format!("remote {}: {}", remote.name(), remote.traffic())
+            })
+        };
+        Ok(RemoteServed {
+            source: view,
+            id,
+            snap,
+            root_note,
+            traffic,
+        })
     }
 
     fn stored_signatures(ctx: &Ctx, store: &Store, id: &ObjectId, trust: &Trust) -> Result<String> {
@@ -234,7 +275,7 @@ impl Binary for Front {
     }
 }
 
-/// What a mount of a remote snapshot ref serves, from [`open_remote`]. Only trait objects, so
+/// What a mount of a remote snapshot ref serves, from [`Binary::open_remote`]. Only trait objects, so
 /// that holding and dropping one links nothing of the remote stack.
 struct RemoteServed {
     source: Arc<dyn ObjectSource>,
@@ -246,58 +287,6 @@ struct RemoteServed {
     traffic: Box<dyn Fn() -> String + Send + Sync>,
 }
 
-/// A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote), served in place: trees
-/// from its trees pack, file contents fetched (ranged, verified) when read.
-fn open_remote(
-    args: &MountArgs,
-    ctx: &Ctx,
-    store: &Store,
-    spec: RemoteSpec,
-    reference: String,
-    trust: &Trust,
-) -> Result<RemoteServed> {
-    let note_ctx = Ctx {
-        quiet: ctx.quiet || args.daemon_child,
-        ..ctx.clone()
-    };
-    let remote = Remote::open(&spec, false)?;
-    let id = remote.resolve(&reference);
-    if !args.daemon_child {
-        crate::cmd::remote::say_notices(&remote, ctx);
-    }
-    let id = id?;
-    let sigs = remote.signatures(&id)?;
-    super::sign::gate_blobs(&note_ctx, &id, &sigs, trust)?;
-    let root_note = super::sign::signed_by_blobs(&id, &sigs, trust)?.0;
-    let view = Arc::new(
-        RemoteView::open(remote, id, store.objects().tmp_dir(), true)
-            .with_context(|| format!("could not open {}/{}", spec.name, id.short(12)))?,
-    );
-    if !view.has_trees_pack() && !ctx.quiet && !args.daemon_child {
-        crate::note!(
-            "note: {}/{} has no trees pack (pushed by an older build): \
-             directories are fetched one by one",
-            spec.name,
-            id.short(12)
-        );
-    }
-    let snap = view.snapshot().clone();
-    let traffic = {
-        let view = Arc::clone(&view);
-        Box::new(move || {
-            let remote = view.remote();
-            format!("remote {}: {}", remote.name(), remote.traffic())
-        })
-    };
-    Ok(RemoteServed {
-        source: view,
-        id,
-        snap,
-        root_note,
-        traffic,
-    })
-}
-
 /// Runs `mount`, with what `B` links.
 fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon {
@@ -305,7 +294,7 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     // A pack file is served from the pack itself (each object verified as it is read); a
     // snapshot from the store, with a lease that keeps `gc` off what the mount serves.
-    // A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote): `open_remote`.
+    // A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote): `B::open_remote`.
     let mut traffic: Option<Box<dyn Fn() -> String + Send + Sync>> = None;
     // Who signed is shown at the mount's root (an xattr) and on stderr; `--require-signed`
     // refuses an unsigned or untrusted snapshot before anything is mounted.

@@ -263,11 +263,18 @@ impl Store {
     /// caller that does not link the catalog (the front binary) asks this alone.
     pub fn resolve_full_indexed(&self, reference: &str) -> Option<ObjectId> {
         let id = ObjectId::from_full_ref(reference)?;
+        self.is_indexed_snapshot(&id).then_some(id)
+    }
+
+    /// Whether `id` names a snapshot record whose root (or, from an older build, the snapshot
+    /// itself) has a tree index: what [`Store::resolve_full_indexed`] answers without the
+    /// catalog.
+    fn is_indexed_snapshot(&self, id: &ObjectId) -> bool {
         let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
         // The record is read, not only found: a tree's id names a shared index too.
-        let snap = self.read_snapshot(&id).ok()?;
-        (is_file(&self.tree_index_path(&snap.root)) || is_file(&self.snapshot_index_path(&id)))
-            .then_some(id)
+        self.read_snapshot(id).is_ok_and(|snap| {
+            is_file(&self.tree_index_path(&snap.root)) || is_file(&self.snapshot_index_path(id))
+        })
     }
 
     /// [`Store::resolve_full_indexed`] for an id prefix (8 to 63 hex digits, any case), without
@@ -313,7 +320,7 @@ impl Store {
         let mut found = ids.into_iter().filter(|id| {
             let small = |p: PathBuf| fs::symlink_metadata(p).is_ok_and(|m| m.len() <= RECORD_MOST);
             (small(self.objects().path_of(id)) || small(self.objects().compressed_path_of(id)))
-                && self.resolve_full_indexed(&id.to_hex()).is_some()
+                && self.is_indexed_snapshot(id)
         });
         match (found.next(), found.next()) {
             (Some(id), None) => Some(id),

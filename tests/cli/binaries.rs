@@ -34,6 +34,14 @@ fn run_binary<S: AsRef<OsStr>>(
     run_command(c)
 }
 
+/// A copy of the front binary with no full binary beside it.
+fn front_alone(env: &TestEnv) -> PathBuf {
+    let alone = env.path("alone/zeroclaw-bundle");
+    fs::create_dir_all(alone.parent().unwrap()).unwrap();
+    fs::copy(BIN, &alone).unwrap();
+    alone
+}
+
 /// The names of the functions a binary defines (its symbol table).
 fn defined_functions(path: &Path) -> Vec<String> {
     let bytes = fs::read(path).unwrap();
@@ -162,9 +170,7 @@ fn what_the_full_binary_runs_does_not_inherit_the_front_build() {
 fn without_the_full_binary_the_front_mounts_and_every_other_command_says_what_is_missing() {
     let env = TestEnv::new();
     let id = crate::mount::sample(&env);
-    let alone = env.path("alone/zeroclaw-bundle");
-    fs::create_dir_all(alone.parent().unwrap()).unwrap();
-    fs::copy(BIN, &alone).unwrap();
+    let alone = front_alone(&env);
     let run_alone = |args: &[&OsStr]| run_binary(&alone, &env, &[], args);
     let list = run_alone(&[OsStr::new("list")]);
     assert_eq!(list.code(), 1, "{}", list.describe());
@@ -241,9 +247,7 @@ fn the_front_hands_the_full_binary_every_mount_it_cannot_judge_before_mounting()
     // checks), trust asked for on the command line or set in the store (TOML), and help.
     let env = TestEnv::new();
     let id = crate::mount::sample(&env);
-    let alone = env.path("alone/zeroclaw-bundle");
-    fs::create_dir_all(alone.parent().unwrap()).unwrap();
-    fs::copy(BIN, &alone).unwrap();
+    let alone = front_alone(&env);
     let mnt = env.path("mnt");
     fs::create_dir_all(&mnt).unwrap();
     let handed_over = |args: &[&OsStr], why: &str| {

@@ -665,6 +665,17 @@ fn keys_never_leak_and_a_protected_key_needs_a_terminal() {
     assert!(r.stdout().contains("signed snapshot"), "{}", r.describe());
 }
 
+/// A snapshot of a small tree, signed with a new ed25519 key `alice`: the key and the id.
+fn signed_by_alice(env: &TestEnv) -> (PathBuf, String) {
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let id = env.snapshot(&tree(env, "a", "one"));
+    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
+        .ok();
+    (alice, id)
+}
+
 /// Mounts `id` as a daemon (with `extra` arguments) and returns what its root says of the
 /// signatures (the `user.zeroclaw.signatures` attribute), unmounted again.
 fn root_note(env: &TestEnv, id: &str, extra: &[&str]) -> String {
@@ -688,12 +699,7 @@ fn a_signed_snapshot_shows_its_signers_at_the_mount_root() {
         return; // FUSE tests mount for real (root here); see tests/cli/mount.rs
     }
     let env = TestEnv::new();
-    let keys = env.path("keys");
-    fs::create_dir_all(&keys).unwrap();
-    let alice = keygen(&keys, "alice", "");
-    let id = env.snapshot(&tree(&env, "a", "one"));
-    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
-        .ok();
+    let (alice, id) = signed_by_alice(&env);
     fs::write(
         env.path("allowed_signers"),
         format!("alice@example.com {}\n", public(&alice)),
@@ -734,12 +740,7 @@ fn a_signed_snapshot_mounted_without_trust_settings_shows_its_signatures_not_uns
         return; // FUSE tests mount for real (root here); see tests/cli/mount.rs
     }
     let env = TestEnv::new();
-    let keys = env.path("keys");
-    fs::create_dir_all(&keys).unwrap();
-    let alice = keygen(&keys, "alice", "");
-    let id = env.snapshot(&tree(&env, "a", "one"));
-    env.run(&["sign", &id, "--key", alice.to_str().unwrap()])
-        .ok();
+    let (_, id) = signed_by_alice(&env);
     let signed = root_note(&env, &id, &[]);
     assert!(signed.contains("signed by"), "{signed:?}");
     assert!(signed.contains("unknown key"), "{signed:?}");
