@@ -318,7 +318,9 @@ impl Store {
             }
         }
         let mut found = ids.into_iter().filter(|id| {
-            let small = |p: PathBuf| fs::symlink_metadata(p).is_ok_and(|m| m.len() <= RECORD_MOST);
+            let small = |p: PathBuf| {
+                fs::symlink_metadata(p).is_ok_and(|m| m.is_file() && m.len() <= RECORD_MOST)
+            };
             (small(self.objects().path_of(id)) || small(self.objects().compressed_path_of(id)))
                 && self.is_indexed_snapshot(id)
         });
@@ -877,6 +879,15 @@ mod tests {
         );
         fs::remove_file(&twin).unwrap();
         fs::remove_file(&third).unwrap();
+        // A FIFO under the prefix is no record (opening it to read would block).
+        let fifo = twin.with_file_name(format!("{}{}", &hex[2..20], "2".repeat(44)));
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        assert_eq!(resolve(&hex[..20]), Some(id), "one record, one FIFO");
+        fs::remove_file(&fifo).unwrap();
         // Without its root's index the record is the catalog's to answer.
         fs::remove_file(store.tree_index_path(&root)).unwrap();
         assert_eq!(resolve(&hex[..16]), None);
