@@ -12,6 +12,7 @@
 //!   file closes) rather than left to turn stale when this process exits.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
@@ -144,6 +145,7 @@ pub struct MountHandle {
     path: PathBuf,
     session: Option<BackgroundSession>,
     faults: Arc<Faults>,
+    file_requests: Arc<AtomicU64>,
     lease: Option<Lease>,
 }
 
@@ -209,9 +211,18 @@ pub fn mount(
         time: options.time,
         tree_cache_entries: options.tree_cache_entries,
         root_note: options.root_note.clone(),
+        kernel_ro: options.kernel_ro,
     };
     let faults = Arc::new(Faults::default());
-    let fs = SnapshotFs::new(source, root, root_tree, view, faults.clone());
+    let file_requests = Arc::new(AtomicU64::new(0));
+    let fs = SnapshotFs::new(
+        source,
+        root,
+        root_tree,
+        view,
+        faults.clone(),
+        Arc::clone(&file_requests),
+    );
     let mount_err = |source| MountError::Mount {
         path: mountpoint.to_path_buf(),
         source,
@@ -223,6 +234,7 @@ pub fn mount(
         path,
         session: Some(session),
         faults,
+        file_requests,
         lease: None,
     };
     if let Err(e) = wait_until_answering(&handle.path, mountpoint, options.ready_timeout) {
@@ -299,6 +311,13 @@ impl MountHandle {
     /// messages, at most 64, oldest first.
     pub fn faults(&self) -> Vec<String> {
         self.faults.snapshot().0
+    }
+
+    /// How many OPEN, FLUSH and RELEASE requests of files the daemon has answered: for tests
+    /// that pin when the kernel stops sending them (see `fs`).
+    #[doc(hidden)]
+    pub fn file_requests(&self) -> u64 {
+        self.file_requests.load(Ordering::Relaxed)
     }
 
     /// Blocks until the mount goes away: unmounted through an [`Unmounter`], by

@@ -1,7 +1,8 @@
-//! Pins when the daemon hints objects to its source: until a file is opened, listing a
+//! Pins when the daemon hints objects to its source: until a file is read, listing a
 //! directory hints only its subdirectory trees (a cold `find` puts no file contents on the
-//! disk queue); the first open of a file hints that file and the siblings after it, and from
-//! then on a listing also hints the directory's files; each directory's files once.
+//! disk queue); the first read of a file hints that file and the siblings after it, and from
+//! then on a listing also hints the directory's files; each directory's files once. (The
+//! first read, not the open: under `ro` opens never reach the daemon.)
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -51,7 +52,7 @@ fn id_of(expected: &BTreeMap<Vec<u8>, Seen>, path: &str) -> ObjectId {
 }
 
 #[test]
-fn listing_hints_subtrees_and_opening_hints_sibling_files() {
+fn listing_hints_subtrees_and_reading_hints_sibling_files() {
     let env = Env::new();
     let (root, expected) = env.build(vec![
         dir(
@@ -89,7 +90,12 @@ fn listing_hints_subtrees_and_opening_hints_sibling_files() {
         "listing hints exactly the subdirectory trees"
     );
 
-    // Opening b.md hints b.md and c.md (its files from there on), not a.md, d.md or e.md.
+    // An open without a read hints nothing.
+    drop(fs::File::open(m.path.join("notes/a.md")).unwrap());
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(source.hinted.lock().unwrap().len(), trees.len());
+
+    // Reading b.md hints b.md and c.md (its files from there on), not a.md, d.md or e.md.
     assert_eq!(fs::read(m.path.join("notes/b.md")).unwrap(), b"bravo");
     let files: HashSet<ObjectId> = ["notes/b.md", "notes/c.md"]
         .iter()
@@ -99,10 +105,10 @@ fn listing_hints_subtrees_and_opening_hints_sibling_files() {
     assert_eq!(
         &hinted - &trees,
         files,
-        "the open hints the file and its later siblings"
+        "the first read hints the file and its later siblings"
     );
 
-    // A second open in the same directory hints nothing new.
+    // A second file read in the same directory hints nothing new.
     let before = source.hinted.lock().unwrap().len();
     assert_eq!(fs::read(m.path.join("notes/a.md")).unwrap(), b"alpha");
     std::thread::sleep(Duration::from_millis(100));
@@ -117,6 +123,6 @@ fn listing_hints_subtrees_and_opening_hints_sibling_files() {
     let hinted = source.hinted(trees.len() + files.len() + 1);
     assert!(
         hinted.contains(&id_of(&expected, "later/f.md")),
-        "a listing after the first open hints the directory's files"
+        "a listing after the first read hints the directory's files"
     );
 }

@@ -16,9 +16,21 @@ use crate::util::{errno_of, mount_options, walk, Env};
 fn every_write_fails_with_erofs_and_changes_nothing() {
     let env = Env::new();
     let (root, expected) = env.build(sample());
-    let Some(m) = env.mount(root, &MountOptions::default()) else {
+    let Some(mut m) = env.mount(root, &MountOptions::default()) else {
         return;
     };
+    // Read opens first: under `ro` the daemon answers the first open and the first flush
+    // ENOSYS and hears no other (the kernel opens on its own, keeping the page cache); the
+    // writes after them are still refused, by the VFS.
+    let readme = expected[&b"README.md".to_vec()].data.clone().unwrap();
+    for _ in 0..20 {
+        assert_eq!(fs::read(m.path.join("README.md")).unwrap(), readme);
+    }
+    assert_eq!(
+        m.handle().file_requests(),
+        2,
+        "one open and one flush answered ENOSYS, then none"
+    );
     for (what, errno) in write_attempts(&m.path) {
         assert_eq!(errno, libc::EROFS, "{what}: got errno {errno}");
     }
@@ -37,7 +49,7 @@ fn the_daemon_refuses_writes_without_the_kernel_ro_option() {
         kernel_ro: false,
         ..MountOptions::default()
     };
-    let Some(m) = env.mount(root, &opts) else {
+    let Some(mut m) = env.mount(root, &opts) else {
         return;
     };
     let (per_mount, _, _) = mount_options(&m.path);
@@ -52,6 +64,8 @@ fn the_daemon_refuses_writes_without_the_kernel_ro_option() {
             expected[&b"README.md".to_vec()].data.clone().unwrap()
         );
     }
+    // Each read open was answered (and released): 3 opens, 3 releases, one flush (ENOSYS).
+    assert_eq!(m.handle().file_requests(), 7);
     for (what, errno) in write_attempts(&m.path) {
         assert_eq!(errno, libc::EROFS, "{what} without ro: got errno {errno}");
     }
