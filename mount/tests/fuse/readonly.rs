@@ -65,6 +65,11 @@ fn the_daemon_refuses_writes_without_the_kernel_ro_option() {
         );
     }
     // Each read open was answered (and released): 3 opens, 3 releases, one flush (ENOSYS).
+    // The kernel sends a RELEASE after close returns: waited for, up to 5 s.
+    let start = std::time::Instant::now();
+    while m.handle().file_requests() < 7 && start.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(m.handle().file_requests(), 7);
     for (what, errno) in write_attempts(&m.path) {
         assert_eq!(errno, libc::EROFS, "{what} without ro: got errno {errno}");
