@@ -19,7 +19,8 @@
 //!                            written with its index, so a mount need not walk every tree
 //! <store>/dircache/<hash>    the stat cache of each captured source and each directory
 //!                            `diff` hashed (outside sled)
-//! <store>/leases/            one file per live mount: the snapshot it serves (gc keeps it)
+//! <store>/leases/            leases of mounts that are not a lock on their record: a file per
+//!                            mount, and records forgotten while mounted (see `lease`)
 //! <store>/signatures/<id>/   opaque signatures of snapshot <id>, each named by its blake3
 //!                            (outside the objects: signing never changes an id)
 //! <store>/lock               the store lock (flock): writers shared, gc and reindex exclusive
@@ -82,6 +83,7 @@ mod expansion_record;
 mod id;
 mod index;
 mod keys;
+mod lease;
 pub mod limits;
 mod lock;
 mod maintenance;
@@ -117,8 +119,9 @@ pub use expansion_record::RecordState;
 pub use id::{IdHasher, ObjectId};
 pub use index::{IndexState, SnapshotSource, TreeSourceStats};
 pub use keys::{DestKey, SourceKey};
+pub use lease::Lease;
 pub use lock::WriteLock;
-pub use maintenance::{GcReport, Lease, ReindexReport, VerifyProblem, VerifyReport};
+pub use maintenance::{GcReport, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ListedObject, ObjectDir, VerifyingReader};
 pub use pack::{
     decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackLayout,

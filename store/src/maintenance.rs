@@ -1,7 +1,7 @@
 //! Store maintenance: `verify` (rehash every object, check every snapshot's reachability),
 //! `gc` (mark from snapshot records and live mount leases, sweep the rest past a grace
-//! period), `reindex` (rebuild the catalog from snapshot records), `forget`, and the leases
-//! a mount holds so gc never deletes what it serves.
+//! period), `reindex` (rebuild the catalog from snapshot records) and `forget`; the leases a
+//! mount holds, which both honour, are `lease`'s.
 //!
 //! **Which records are snapshots.** A snapshot record is an object, and objects arrive from
 //! other hosts: a file's bytes can be a record (a pack or a remote sends it as a blob of an
@@ -19,7 +19,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use crate::error::StoreError;
 use crate::expansion_record::RecordState;
@@ -283,74 +283,7 @@ pub(crate) struct ScannedRecord {
     problem: Option<String>,
 }
 
-/// A running mount's claim on a snapshot; the lease file is removed on drop.
-#[derive(Debug)]
-pub struct Lease {
-    path: PathBuf,
-}
-
-impl Drop for Lease {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(&self.path);
-    }
-}
-
 impl Store {
-    pub(crate) fn leases_dir(&self) -> PathBuf {
-        self.root().join("leases")
-    }
-
-    /// Records that this process serves the tree `root` (of `snapshot`) until the lease is
-    /// dropped: gc keeps everything it reaches even if the snapshot is forgotten meanwhile.
-    /// Fails with [`StoreError::MissingObject`] when the snapshot's record is already gone.
-    /// The root tree is not looked up here: the reader reads it before serving anything (a
-    /// mount refuses a snapshot without it), and a lookup of a packed tree loads every
-    /// pack's index, which from a cold cache was the largest wait of a mount's start.
-    pub fn lease(&self, snapshot: &ObjectId, root: &ObjectId) -> Result<Lease, StoreError> {
-        // Under the shared lock, no gc is between its mark and its sweep: once the lease file
-        // exists, the next gc sees it; and the record is checked in the same window.
-        let _lock = crate::lock::shared(self.root(), "register a mount")?;
-        if !self.objects().has_loose_first(snapshot) {
-            return Err(StoreError::MissingObject(*snapshot));
-        }
-        let dir = self.leases_dir();
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
-        let path = dir.join(format!(
-            "{}-{}",
-            std::process::id(),
-            crate::sys::random_token()
-        ));
-        if let Err(e) = fs::write(&path, format!("{snapshot} {root}\n")) {
-            // A full disk can leave the file made and empty: not a lease to leave behind.
-            let _ = fs::remove_file(&path);
-            return Err(StoreError::io("write", &path, e));
-        }
-        Ok(Lease { path })
-    }
-
-    /// (snapshot, root tree) pairs held by live processes' leases; stale leases are removed.
-    fn live_leases(&self) -> Result<Vec<(ObjectId, ObjectId)>, StoreError> {
-        let dir = self.leases_dir();
-        let mut out = Vec::new();
-        for ent in crate::list_dir(&dir)? {
-            let ent = ent?;
-            let name = ent.file_name().to_string_lossy().into_owned();
-            let pid = name.split('-').next().unwrap_or("");
-            let alive = !pid.is_empty() && PathBuf::from("/proc").join(pid).exists();
-            if !alive {
-                let _ = fs::remove_file(ent.path());
-                continue;
-            }
-            if let Ok(text) = fs::read_to_string(ent.path()) {
-                let mut ids = text.split_whitespace().map(|w| w.parse::<ObjectId>());
-                if let (Some(Ok(snap)), Some(Ok(root))) = (ids.next(), ids.next()) {
-                    out.push((snap, root));
-                }
-            }
-        }
-        Ok(out)
-    }
-
     /// Every snapshot record among the objects, each parsed (syntax only) and validated:
     /// `(id, parsed, why it fails validation)`. A record that does not even parse is skipped.
     fn scan_records(&self) -> Result<Vec<ScannedRecord>, StoreError> {
@@ -683,7 +616,12 @@ impl Store {
         // The roots are the snapshots reindex would list (see the module doc): a record that
         // is only found among the objects (a file's content, a planted record) is not one.
         let catalog = self.catalog()?;
-        let admission = self.admit_records(&catalog, self.scan_records()?)?;
+        let scanned = self.scan_records()?;
+        let scanned_roots: Vec<(ObjectId, ObjectId)> = scanned
+            .iter()
+            .filter_map(|rec| Some((rec.id, rec.snap.as_ref()?.root)))
+            .collect();
+        let admission = self.admit_records(&catalog, scanned)?;
         drop(catalog);
         for (id, snap) in &admission.admitted {
             marked.insert(*id);
@@ -692,7 +630,16 @@ impl Store {
             let mut paths = Paths::new();
             self.mark(*id, snap.root, &mut marked, &mut ignored, None, &mut paths);
         }
-        for (snapshot, root) in self.live_leases()? {
+        // Mounts' leases: records a mount holds (see `lease`), then lease files and held
+        // records set aside by `forget`.
+        let mut held = Vec::new();
+        for (id, root) in scanned_roots {
+            if !records.contains(&id) && self.record_is_held(&id)? {
+                held.push((id, root));
+            }
+        }
+        held.extend(self.live_leases()?);
+        for (snapshot, root) in held {
             marked.insert(snapshot);
             records.insert(snapshot);
             roots.insert(root);
@@ -703,9 +650,11 @@ impl Store {
         let packed: HashSet<ObjectId> = listed.iter().filter(|l| l.packed).map(|l| l.id).collect();
         // A reachable object both loose and packed: the loose copy goes once the packed one
         // is read back intact (never the only good copy).
+        // A record a mount holds stays where it is: its lock is the lease.
         let duplicates: Vec<(ObjectId, u64)> = listed
             .iter()
             .filter(|l| !l.packed && packed.contains(&l.id) && marked.contains(&l.id))
+            .filter(|l| !records.contains(&l.id) || !self.record_is_held(&l.id).unwrap_or(true))
             .filter(|l| self.objects().packed_copy_is_intact(&l.id))
             .map(|l| (l.id, l.stored_len))
             .collect();
@@ -1017,6 +966,8 @@ impl Store {
         // catalog while it scans records) sees either both or neither.
         let catalog = self.catalog()?;
         catalog.remove_snapshot(snapshot)?;
+        // A record a mount holds is set aside, not removed (see `lease`).
+        self.remove_or_set_aside_record(snapshot)?;
         self.objects().remove(snapshot)?;
         drop(catalog);
         Ok(())
@@ -1042,11 +993,12 @@ fn tree_bytes(dir: &Path) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::{Tree, TreeEntry};
 
-    fn snapshot_of(store: &Store, content: &[u8], name: &str) -> (ObjectId, ObjectId) {
+    /// A snapshot named `name` of one file `f` holding `content`: (snapshot, blob).
+    pub(crate) fn snapshot_of(store: &Store, content: &[u8], name: &str) -> (ObjectId, ObjectId) {
         let (blob, len) = store.objects().write_from(&mut &content[..]).unwrap();
         let tree = Tree::from_entries(vec![TreeEntry {
             name: b"f".to_vec(),

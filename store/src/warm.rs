@@ -3,8 +3,8 @@
 //! `mount --daemon` serves from a new process (a fresh `exec`: the workspace forbids
 //! `unsafe`, so no `fork`). From a cold cache that process waited on the disk some twenty
 //! times in a row before its mount answered: the store's marker, the snapshot record, the
-//! expansion record, the tree index's header and entry table, the lock, the lease directory,
-//! each a directory lookup and a read of its own. The process that started it has nothing to
+//! expansion record, the tree index's header and entry table, the lock, each a directory
+//! lookup and a read of its own (the lease is a lock on the record: see `lease`). The process that started it has nothing to
 //! do meanwhile, so it reads the same files first, on two threads, and the server then finds
 //! them in memory. What this gains is the overlap of the server's start (its `exec`, loader
 //! and setup) with the disk, not reads side by side: the benchmark VM's disk served 16 cold
@@ -15,8 +15,7 @@
 //! Read-only by construction: no store is opened (an open may raise an older store's marker),
 //! nothing is locked, created, written or listed, and every error is ignored. A directory is
 //! warmed by looking up a name it does not hold ([`WARM_PROBE_NAME`]): the lookup reads the
-//! directory's blocks, which the server's creation of a file there (the lease) or its lookup
-//! of another name reads again. The marker and the expansion record are read only as regular
+//! directory's blocks, which the server's lookup of another name there reads again. The marker and the expansion record are read only as regular
 //! files, not through a symlink; the record and the index are read as the server reads them.
 //! The server does the real reads, checks and refusals; whatever this reads is only a hint to
 //! the page cache.
@@ -44,7 +43,6 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
             for path in [
                 store.signatures_dir(snapshot),
                 root.join(crate::lock::LOCK_FILE),
-                store.leases_dir().join(WARM_PROBE_NAME),
             ] {
                 let _ = fs::symlink_metadata(path);
             }

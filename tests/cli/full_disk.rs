@@ -318,8 +318,10 @@ fn a_pack_out_of_space_names_its_out_and_leaves_nothing() {
     assert!(left.is_empty(), "{left:?}");
 }
 
+/// A mount writes nothing to the store (its lease is a lock on the snapshot's record): on a
+/// full disk it mounts, serves, and leaves no lease behind.
 #[test]
-fn a_mount_out_of_space_leaves_no_lease_and_mounts_once_space_is_freed() {
+fn a_mount_on_a_full_disk_serves_and_leaves_no_lease() {
     if !crate::mount::fuse_available() {
         return;
     }
@@ -338,21 +340,11 @@ fn a_mount_out_of_space_leaves_no_lease_and_mounts_once_space_is_freed() {
     let filler = fs.fill(0);
     let mnt = env.path("mnt");
     std::fs::create_dir(&mnt).unwrap();
-    let r = env.run(&["mount", &id, mnt.to_str().unwrap(), "--daemon"]);
-    assert_eq!(r.code(), 1, "{}", r.describe());
-    assert!(
-        r.stderr().contains("No space left on device"),
-        "{}",
-        r.describe()
-    );
-    assert!(r.stderr().contains("leases"), "{}", r.describe());
+    {
+        let _m = crate::mount::mount_daemon(&env, &id, &mnt);
+        assert_eq!(std::fs::read(mnt.join("a")).unwrap(), b"hi\n");
+    }
     assert!(!crate::mount::mounted(&mnt));
-    // Not even an empty lease file stays (gc keeps what one names while its pid lives).
-    let leases: Vec<_> = std::fs::read_dir(env.store.join("leases"))
-        .unwrap()
-        .collect();
-    assert!(leases.is_empty(), "{leases:?}");
+    assert!(!env.store.join("leases").exists());
     std::fs::remove_file(filler).unwrap();
-    let _m = crate::mount::mount_daemon(&env, &id, &mnt);
-    assert_eq!(std::fs::read(mnt.join("a")).unwrap(), b"hi\n");
 }

@@ -243,7 +243,7 @@ fn snapshot_and_gc_work_while_mounted_and_gc_keeps_what_is_served() {
         return;
     };
     let mnt = env.path("mnt");
-    let _m = mount_daemon(&env, &id, &mnt);
+    let m = mount_daemon(&env, &id, &mnt);
     // The catalog is not held: another capture runs now.
     let other = env.path("other");
     write(&other.join("x.md"), b"x");
@@ -254,6 +254,29 @@ fn snapshot_and_gc_work_while_mounted_and_gc_keeps_what_is_served() {
     let big = fs::read(mnt.join("big.bin")).unwrap();
     assert_eq!(big, bytes(4, 3 * 1024 * 1024 + 5));
     assert_eq!(fs::read(mnt.join("docs/a.md")).unwrap(), bytes(3, 100_000));
+    // The forgotten record waits in `leases/` while the mount holds it; once unmounted, the
+    // next gc removes it and the data only it reached.
+    let leases = || -> Vec<String> {
+        fs::read_dir(env.store.join("leases"))
+            .map(|rd| {
+                rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let held = leases();
+    assert!(
+        held.len() == 1 && held[0].starts_with(&format!("held-{id}")),
+        "{held:?}"
+    );
+    drop(m);
+    let r = env.run(&["--json", "gc", "--grace", "0"]).ok();
+    assert!(leases().is_empty(), "{:?}", leases());
+    assert!(
+        r.json()["removed"].as_u64().unwrap() > 0,
+        "{}",
+        r.describe()
+    );
 }
 
 #[test]
@@ -499,9 +522,10 @@ fn an_interrupted_daemon_mount_stops_its_server_and_leaves_no_mount() {
         std::thread::sleep(Duration::from_millis(1500));
         assert!(!mounted(&mnt), "{signal}: a mount was left behind");
     }
-    // The stopped servers' leases name dead processes: gc removes them, and mounts work.
+    // The stopped servers took no lease that outlives them (a lease is a lock on the
+    // record, or a lease file gc removes once its process is gone), and mounts work.
     env.run(&["gc"]).ok();
-    let leases = fs::read_dir(env.store.join("leases")).unwrap().count();
+    let leases = fs::read_dir(env.store.join("leases")).map_or(0, |rd| rd.count());
     assert_eq!(leases, 0);
     let _m = mount_daemon(&env, &id, &mnt);
 }

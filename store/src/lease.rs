@@ -1,0 +1,431 @@
+//! Mount leases: what keeps `gc` from removing the objects a running mount serves
+//! ([`Store::lease`]), and how `gc` and `forget` honour them.
+//!
+//! **A held record.** A mount of a snapshot whose record is a loose raw file holds a shared
+//! `flock(2)` on that file for its life. The record is already open and read by then, so
+//! taking the lease creates, writes and reads nothing more: a cold mount waits on no more of
+//! the disk (a lease file's creation cost about 1.4 ms of a 24 ms cold mount, measured) and
+//! a mount works on a full disk. The kernel releases the lock when the process ends, however
+//! it ends, so there is no stale lease and no process id to trust.
+//! - `gc` runs under the exclusive store lock, so no lease is being taken meanwhile. It tests
+//!   every record it would not keep with a non-blocking exclusive `flock`: one it cannot lock
+//!   is held by a mount, and everything its root reaches is kept, the record too.
+//! - `forget` of a held record cannot lock it exclusively. It then moves the record from the
+//!   objects to `leases/held-<id>-<token>` instead of removing it: the mount's lock moves
+//!   with the file (same inode); `reindex` no longer finds the record among the objects; and
+//!   `gc` keeps what it reaches while the lock is held, and removes it once it is not.
+//! - A lease taken while `forget` removes or moves the record: `forget` does either while
+//!   holding its exclusive lock on the record; the lease, once its shared lock is granted,
+//!   checks that the record's path still names the file it locked, and fails as a missing
+//!   snapshot when it does not (the snapshot was forgotten first).
+//!
+//! **A lease file.** Anything else (a record only packed or stored compressed, a tree leased
+//! as itself by a library user) gets `leases/<pid>-<token>`, naming the snapshot and its root,
+//! as every mount of an older build did; `gc` keeps what a lease file names while its process
+//! lives, and removes lease files of dead processes.
+//!
+//! An older build's `gc` knows only lease files: it does not see a held record, so beside a
+//! mount of this build it removes a snapshot forgotten during the mount, as it would have
+//! without any lease.
+
+use std::fs::{self, File, TryLockError};
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use crate::error::StoreError;
+use crate::id::ObjectId;
+use crate::{Snapshot, Store};
+
+/// The most of a record file a lease reads (records are a few hundred bytes).
+const RECORD_READ_LIMIT: u64 = 1 << 20;
+
+/// The name prefix of a held record moved out of the objects by `forget`.
+const HELD_PREFIX: &str = "held-";
+
+/// A running mount's claim on a snapshot (see the module doc); released on drop.
+#[derive(Debug)]
+pub struct Lease {
+    held: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    /// The snapshot's record, locked shared while this is open.
+    Record { _locked: File },
+    /// A lease file, removed on drop.
+    File(PathBuf),
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Held::File(path) = &self.held {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+impl Lease {
+    /// Whether the lease is a lock on the snapshot's record (no lease file).
+    pub fn holds_the_record(&self) -> bool {
+        matches!(self.held, Held::Record { .. })
+    }
+}
+
+/// How a record file stands with respect to mounts.
+enum RecordLock {
+    /// No file there (or not a regular file).
+    Absent,
+    /// Locked exclusively by the caller: no mount holds it.
+    Free(File),
+    /// A mount holds it.
+    Held,
+}
+
+/// Tries `path`'s exclusive lock without waiting.
+fn try_exclusive(path: &Path) -> Result<RecordLock, StoreError> {
+    let file = match crate::sys::open_regular(path) {
+        Ok(Some(file)) => file,
+        Ok(None) => return Ok(RecordLock::Absent),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RecordLock::Absent),
+        Err(e) => return Err(StoreError::io("open", path, e)),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(RecordLock::Free(file)),
+        Err(TryLockError::WouldBlock) => Ok(RecordLock::Held),
+        Err(TryLockError::Error(e)) => Err(StoreError::io("lock", path, e)),
+    }
+}
+
+/// Whether `a` and `b` are the same file (device and inode).
+fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
+    a.dev() == b.dev() && a.ino() == b.ino()
+}
+
+impl Store {
+    pub(crate) fn leases_dir(&self) -> PathBuf {
+        self.root().join("leases")
+    }
+
+    /// Records that this process serves the tree `root` (of `snapshot`) until the lease is
+    /// dropped: gc keeps everything it reaches even if the snapshot is forgotten meanwhile
+    /// (see the module doc). Fails with [`StoreError::MissingObject`] when the snapshot's
+    /// record is already gone. The root tree is not looked up here: the reader reads it
+    /// before serving anything (a mount refuses a snapshot without it), and a lookup of a
+    /// packed tree loads every pack's index, which from a cold cache was the largest wait of
+    /// a mount's start.
+    pub fn lease(&self, snapshot: &ObjectId, root: &ObjectId) -> Result<Lease, StoreError> {
+        // Under the shared lock, no gc is between its mark and its sweep: once the lease is
+        // taken, the next gc sees it; and the record is checked in the same window.
+        let _lock = crate::lock::shared(self.root(), "register a mount")?;
+        if let Some(record) = self.hold_record(snapshot, root)? {
+            return Ok(Lease {
+                held: Held::Record { _locked: record },
+            });
+        }
+        if !self.objects().has_loose_first(snapshot) {
+            return Err(StoreError::MissingObject(*snapshot));
+        }
+        let dir = self.leases_dir();
+        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+        let path = dir.join(format!(
+            "{}-{}",
+            std::process::id(),
+            crate::sys::random_token()
+        ));
+        if let Err(e) = fs::write(&path, format!("{snapshot} {root}\n")) {
+            // A full disk can leave the file made and empty: not a lease to leave behind.
+            let _ = fs::remove_file(&path);
+            return Err(StoreError::io("write", &path, e));
+        }
+        Ok(Lease {
+            held: Held::File(path),
+        })
+    }
+
+    /// The snapshot's loose raw record, locked shared, when it is the record of `snapshot`
+    /// with root `root`; `None` when there is no such file (a lease file is taken instead).
+    /// Fails as a missing snapshot when `forget` removed or moved the record while the lock
+    /// was awaited.
+    fn hold_record(
+        &self,
+        snapshot: &ObjectId,
+        root: &ObjectId,
+    ) -> Result<Option<File>, StoreError> {
+        let path = self.objects().path_of(snapshot);
+        let mut file = match crate::sys::open_regular(&path) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(StoreError::io("open", &path, e)),
+        };
+        let mut bytes = Vec::new();
+        (&mut file)
+            .take(RECORD_READ_LIMIT)
+            .read_to_end(&mut bytes)
+            .map_err(|e| StoreError::io("read", &path, e))?;
+        let is_the_record = ObjectId::of(&bytes) == *snapshot
+            && Snapshot::decode(&bytes).is_ok_and(|snap| snap.root == *root);
+        if !is_the_record {
+            return Ok(None);
+        }
+        // Waits only while a `forget` holds the record exclusively, to remove or move it.
+        file.lock_shared()
+            .map_err(|e| StoreError::io("lock", &path, e))?;
+        let locked = file
+            .metadata()
+            .map_err(|e| StoreError::io("read", &path, e))?;
+        match fs::symlink_metadata(&path) {
+            Ok(now) if same_file(&now, &locked) => Ok(Some(file)),
+            _ => Err(StoreError::MissingObject(*snapshot)),
+        }
+    }
+
+    /// `forget`'s removal of a snapshot's loose raw record: removed while locked
+    /// exclusively, or, when a mount holds it, moved to `leases/` (see the module doc).
+    /// Under the shared store lock.
+    pub(crate) fn remove_or_set_aside_record(&self, snapshot: &ObjectId) -> Result<(), StoreError> {
+        let path = self.objects().path_of(snapshot);
+        match try_exclusive(&path)? {
+            RecordLock::Absent => Ok(()),
+            RecordLock::Free(locked) => {
+                // Removed while still locked: a lease waiting for the lock then finds the
+                // path gone.
+                let removed = match fs::remove_file(&path) {
+                    Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                        Err(StoreError::io("remove", &path, e))
+                    }
+                    _ => Ok(()),
+                };
+                drop(locked);
+                removed
+            }
+            RecordLock::Held => {
+                let dir = self.leases_dir();
+                fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+                let aside = dir.join(format!(
+                    "{HELD_PREFIX}{snapshot}-{}",
+                    crate::sys::random_token()
+                ));
+                fs::rename(&path, &aside).map_err(|e| StoreError::io("move", &path, e))
+            }
+        }
+    }
+
+    /// Whether a mount holds `snapshot`'s loose raw record (gc, under the exclusive lock).
+    pub(crate) fn record_is_held(&self, snapshot: &ObjectId) -> Result<bool, StoreError> {
+        Ok(matches!(
+            try_exclusive(&self.objects().path_of(snapshot))?,
+            RecordLock::Held
+        ))
+    }
+
+    /// (snapshot, root tree) pairs held by live mounts outside the objects: lease files of
+    /// live processes and held records `forget` set aside. Stale ones are removed. Under the
+    /// exclusive lock (gc).
+    pub(crate) fn live_leases(&self) -> Result<Vec<(ObjectId, ObjectId)>, StoreError> {
+        let dir = self.leases_dir();
+        let mut out = Vec::new();
+        for ent in crate::list_dir(&dir)? {
+            let ent = ent?;
+            let name = ent.file_name().to_string_lossy().into_owned();
+            let path = ent.path();
+            if name.starts_with(HELD_PREFIX) {
+                match try_exclusive(&path)? {
+                    RecordLock::Held => {
+                        let bytes = crate::sys::read_regular(&path, RECORD_READ_LIMIT)
+                            .map_err(|e| StoreError::io("read", &path, e))?
+                            .unwrap_or_default();
+                        if let Ok(snap) = Snapshot::decode(&bytes) {
+                            out.push((ObjectId::of(&bytes), snap.root));
+                        }
+                    }
+                    RecordLock::Free(locked) => {
+                        let _ = fs::remove_file(&path);
+                        drop(locked);
+                    }
+                    RecordLock::Absent => {}
+                }
+                continue;
+            }
+            let pid = name.split('-').next().unwrap_or("");
+            let alive = !pid.is_empty() && PathBuf::from("/proc").join(pid).exists();
+            if !alive {
+                let _ = fs::remove_file(&path);
+                continue;
+            }
+            if let Ok(text) = fs::read_to_string(&path) {
+                let mut ids = text.split_whitespace().map(|w| w.parse::<ObjectId>());
+                if let (Some(Ok(snap)), Some(Ok(root))) = (ids.next(), ids.next()) {
+                    out.push((snap, root));
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::maintenance::tests::snapshot_of;
+
+    fn held_files(store: &Store) -> Vec<String> {
+        crate::list_dir(&store.leases_dir())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_lease_is_a_lock_on_the_record_and_keeps_a_forgotten_snapshot_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (snap, blob) = snapshot_of(&store, b"data", "s");
+        let root = store.read_snapshot(&snap).unwrap().root;
+        let lease = store.lease(&snap, &root).unwrap();
+        assert!(lease.holds_the_record());
+        assert!(
+            !store.leases_dir().exists(),
+            "no lease file, no lease directory"
+        );
+        // gc keeps a held record the catalog no longer lists (a lost catalog).
+        fs::remove_dir_all(dir.path().join("catalog")).unwrap();
+        assert_eq!(store.gc(0).unwrap().removed, 0);
+
+        // Forgotten while held: the record leaves the objects for `leases/`, the lock with it.
+        store.forget(&snap).unwrap();
+        assert!(store.objects().file_of(&snap).is_none());
+        let held = held_files(&store);
+        assert_eq!(held.len(), 1, "{held:?}");
+        assert!(
+            held[0].starts_with(&format!("{HELD_PREFIX}{snap}-")),
+            "{held:?}"
+        );
+        assert_eq!(
+            store.reindex().unwrap().snapshots,
+            0,
+            "reindex does not list it"
+        );
+        assert!(store.resolve(&snap.to_hex()).is_err());
+        assert!(matches!(
+            store.lease(&snap, &root),
+            Err(StoreError::MissingObject(_))
+        ));
+        assert_eq!(store.gc(0).unwrap().removed, 0);
+        assert!(store.objects().has(&blob) && store.objects().has(&root));
+
+        // Released: the next gc removes the data and the set-aside record.
+        drop(lease);
+        assert_eq!(store.gc(0).unwrap().removed, 2);
+        assert!(!store.objects().has(&blob));
+        assert!(held_files(&store).is_empty());
+    }
+
+    /// A record gc would not keep (not listed, and left out by the received-record rules: a
+    /// date far in the future) is kept while a mount holds it, with what it reaches.
+    #[test]
+    fn gc_keeps_a_held_record_it_would_otherwise_remove() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (kept, _) = snapshot_of(&store, b"kept", "k");
+        let kept_root = store.read_snapshot(&kept).unwrap().root;
+        let (blob, len) = store.objects().write_from(&mut &b"other"[..]).unwrap();
+        let root = store
+            .write_tree(
+                &crate::Tree::from_entries(vec![crate::TreeEntry::file(
+                    b"g".to_vec(),
+                    0o644,
+                    len,
+                    blob,
+                )])
+                .unwrap(),
+            )
+            .unwrap();
+        let future = store
+            .objects()
+            .write_bytes(
+                &Snapshot {
+                    created_unix_ns: i128::from(i64::MAX),
+                    ..Snapshot::for_test(root, "x")
+                }
+                .encode(),
+            )
+            .unwrap();
+        let lease = store.lease(&future, &root).unwrap();
+        assert!(lease.holds_the_record());
+        assert_eq!(store.gc(0).unwrap().removed, 0);
+        assert!(store.objects().has(&future) && store.objects().has(&blob));
+        drop(lease);
+        assert_eq!(store.gc(0).unwrap().removed, 3, "record, tree and blob");
+        assert!(!store.objects().has(&blob));
+        assert_eq!(store.read_snapshot(&kept).unwrap().root, kept_root);
+    }
+
+    #[test]
+    fn forget_of_a_record_nobody_holds_removes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (snap, _) = snapshot_of(&store, b"data", "s");
+        let root = store.read_snapshot(&snap).unwrap().root;
+        drop(store.lease(&snap, &root).unwrap());
+        store.forget(&snap).unwrap();
+        assert!(store.objects().file_of(&snap).is_none());
+        assert!(!store.leases_dir().exists());
+        assert_eq!(store.gc(0).unwrap().removed, 2);
+    }
+
+    /// A lease that waits while `forget` holds the record (to remove it) fails as a missing
+    /// snapshot instead of holding a removed file gc cannot see.
+    #[test]
+    fn a_lease_granted_after_forget_removed_the_record_fails_as_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (snap, _) = snapshot_of(&store, b"data", "s");
+        let root = store.read_snapshot(&snap).unwrap().root;
+        let path = store.objects().path_of(&snap);
+        // What forget does: lock exclusively, remove, release.
+        let RecordLock::Free(locked) = try_exclusive(&path).unwrap() else {
+            panic!("nobody holds the record yet");
+        };
+        let (tx, rx) = mpsc::channel();
+        let store_path = dir.path().to_path_buf();
+        let waiter = std::thread::spawn(move || {
+            let store = Store::open_or_create(&store_path).unwrap();
+            tx.send(store.lease(&snap, &root).map(|l| l.holds_the_record()))
+                .unwrap();
+        });
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the lease waits for the exclusive lock"
+        );
+        fs::remove_file(&path).unwrap();
+        drop(locked);
+        let got = rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        waiter.join().unwrap();
+        assert!(
+            matches!(got, Err(StoreError::MissingObject(id)) if id == snap),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_loose_record_of_that_root_gets_a_lease_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let (snap, blob) = snapshot_of(&store, b"data", "s");
+        let root = store.read_snapshot(&snap).unwrap().root;
+        // A tree leased as itself (a library user mounting a tree), and a record named with
+        // another root.
+        for (leased, with_root) in [(root, root), (snap, blob)] {
+            let lease = store.lease(&leased, &with_root).unwrap();
+            assert!(!lease.holds_the_record());
+            assert_eq!(held_files(&store).len(), 1);
+            drop(lease);
+            assert!(held_files(&store).is_empty());
+        }
+    }
+}
