@@ -227,6 +227,12 @@ impl Store {
                     }
                 }
                 Store::make_owner_only(root);
+                // The tree indexes' directory first, with the store: a mount looks it up on
+                // every start. Made at the first commit instead, after the capture had filled
+                // the store's block group, ext4 placed it in another group, and a cold mount
+                // read one more 128 KiB stretch of the inode table for it.
+                let trees = root.join(index::TREES_DIR);
+                fs::create_dir_all(&trees).map_err(|e| StoreError::io("create", &trees, e))?;
                 ObjectDir::new(root).create_layout()?;
                 Store::write_marker(root)?;
             }
