@@ -227,14 +227,19 @@ impl Store {
                     }
                 }
                 Store::make_owner_only(root);
-                // The tree indexes' directory first, with the store: a mount looks it up on
-                // every start. Made at the first commit instead, after the capture had filled
-                // the store's block group, ext4 placed it in another group, and a cold mount
-                // read one more 128 KiB stretch of the inode table for it.
+                // What every mount looks up comes first, so that ext4 numbers it right after
+                // the root, in the same stretch of the inode table (a cold mount reads 128 KiB
+                // of the table for each stretch): the tree indexes' directory (made at the
+                // first commit instead, after a capture had filled the store's block group, it
+                // went to another group), the marker (written now, renamed into place once the
+                // layout exists: the rename keeps its inode) and the lock, then the 256
+                // object directories.
                 let trees = root.join(index::TREES_DIR);
                 fs::create_dir_all(&trees).map_err(|e| StoreError::io("create", &trees, e))?;
+                let marker = Store::stage_marker(root)?;
+                lock::create(root)?;
                 ObjectDir::new(root).create_layout()?;
-                Store::write_marker(root)?;
+                Store::place_marker(root, &marker)?;
             }
             Err(e) => return Err(e),
         }
@@ -266,11 +271,22 @@ impl Store {
 
     /// Writes the marker of this build's version (to a temp file, renamed over the old one).
     fn write_marker(root: &Path) -> Result<(), StoreError> {
-        let marker = root.join(MARKER);
+        let staged = Store::stage_marker(root)?;
+        Store::place_marker(root, &staged)
+    }
+
+    /// The marker of this build's version, written to a temp file beside it.
+    fn stage_marker(root: &Path) -> Result<PathBuf, StoreError> {
         let tmp = root.join(format!("STORE.tmp.{}", std::process::id()));
         fs::write(&tmp, format!("{MARKER_HEAD}\nversion {STORE_VERSION}\n"))
             .map_err(|e| StoreError::io("write", &tmp, e))?;
-        fs::rename(&tmp, &marker).map_err(|e| StoreError::io("rename", &marker, e))
+        Ok(tmp)
+    }
+
+    /// Renames a staged marker over the store's marker.
+    fn place_marker(root: &Path, staged: &Path) -> Result<(), StoreError> {
+        let marker = root.join(MARKER);
+        fs::rename(staged, &marker).map_err(|e| StoreError::io("rename", &marker, e))
     }
 
     /// Raises an older store's marker to [`STORE_VERSION`] (see there). A store this user

@@ -52,6 +52,11 @@ fn open(root: &Path) -> Result<(File, PathBuf), StoreError> {
     Ok((file, path))
 }
 
+/// Creates the lock file of a store being made (empty; locking never writes it).
+pub(crate) fn create(root: &Path) -> Result<(), StoreError> {
+    open(root).map(drop)
+}
+
 fn wait_limit() -> Duration {
     std::env::var("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS")
         .ok()
