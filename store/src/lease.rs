@@ -271,7 +271,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::maintenance::tests::snapshot_of;
+    use crate::maintenance::tests::{future_dated_snapshot, snapshot_of};
 
     fn held_files(store: &Store) -> Vec<String> {
         crate::list_dir(&store.leases_dir())
@@ -333,28 +333,7 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (kept, _) = snapshot_of(&store, b"kept", "k");
         let kept_root = store.read_snapshot(&kept).unwrap().root;
-        let (blob, len) = store.objects().write_from(&mut &b"other"[..]).unwrap();
-        let root = store
-            .write_tree(
-                &crate::Tree::from_entries(vec![crate::TreeEntry::file(
-                    b"g".to_vec(),
-                    0o644,
-                    len,
-                    blob,
-                )])
-                .unwrap(),
-            )
-            .unwrap();
-        let future = store
-            .objects()
-            .write_bytes(
-                &Snapshot {
-                    created_unix_ns: i128::from(i64::MAX),
-                    ..Snapshot::for_test(root, "x")
-                }
-                .encode(),
-            )
-            .unwrap();
+        let (future, root, blob) = future_dated_snapshot(&store, b"other");
         let lease = store.lease(&future, &root).unwrap();
         assert!(lease.holds_the_record());
         assert_eq!(store.gc(0).unwrap().removed, 0);

@@ -1375,6 +1375,33 @@ pub(crate) mod tests {
         assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
     }
 
+    /// A snapshot record of one file `g` holding `content`, dated far in the future (so the
+    /// received-record rules leave it out), written among the objects with no catalog entry:
+    /// (record, root tree, blob).
+    pub(crate) fn future_dated_snapshot(
+        store: &Store,
+        content: &[u8],
+    ) -> (ObjectId, ObjectId, ObjectId) {
+        let (blob, len) = store.objects().write_from(&mut &content[..]).unwrap();
+        let root = store
+            .write_tree(
+                &Tree::from_entries(vec![TreeEntry::file(b"g".to_vec(), 0o644, len, blob)])
+                    .unwrap(),
+            )
+            .unwrap();
+        let record = store
+            .objects()
+            .write_bytes(
+                &Snapshot {
+                    created_unix_ns: i128::from(i64::MAX),
+                    ..Snapshot::for_test(root, "x")
+                }
+                .encode(),
+            )
+            .unwrap();
+        (record, root, blob)
+    }
+
     /// The same rules hold for records that are not anyone's content (a lost catalog rebuilt,
     /// then reindexed): a future-dated record is left out and is no gc root; a record named
     /// like a listed snapshot does not take the name.
@@ -1384,29 +1411,7 @@ pub(crate) mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (local, _) = snapshot_of(&store, b"local", "prod");
         let root = store.read_snapshot(&local).unwrap().root;
-        let (blob, len) = store.objects().write_from(&mut &b"other"[..]).unwrap();
-        let other_root = store
-            .write_tree(
-                &Tree::from_entries(vec![TreeEntry {
-                    name: b"g".to_vec(),
-                    kind: EntryKind::File,
-                    mode: 0o644,
-                    size: len,
-                    id: blob,
-                }])
-                .unwrap(),
-            )
-            .unwrap();
-        let future = store
-            .objects()
-            .write_bytes(
-                &Snapshot {
-                    created_unix_ns: i128::from(i64::MAX),
-                    ..Snapshot::for_test(other_root, "x")
-                }
-                .encode(),
-            )
-            .unwrap();
+        let (future, other_root, _) = future_dated_snapshot(&store, b"other");
         let taker = store
             .objects()
             .write_bytes(
