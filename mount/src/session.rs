@@ -211,7 +211,6 @@ pub fn mount(
         time: options.time,
         tree_cache_entries: options.tree_cache_entries,
         root_note: options.root_note.clone(),
-        kernel_ro: options.kernel_ro,
     };
     let faults = Arc::new(Faults::default());
     let file_requests = Arc::new(AtomicU64::new(0));

@@ -19,17 +19,16 @@ fn every_write_fails_with_erofs_and_changes_nothing() {
     let Some(mut m) = env.mount(root, &MountOptions::default()) else {
         return;
     };
-    // Read opens first: under `ro` the daemon answers the first open and the first flush
-    // ENOSYS and hears no other (the kernel opens on its own, keeping the page cache); the
-    // writes after them are still refused, by the VFS.
+    // Read opens first: each reaches the daemon (and is released), the flush only once (it
+    // is answered ENOSYS, and the kernel stops sending flushes).
     let readme = expected[&b"README.md".to_vec()].data.clone().unwrap();
     for _ in 0..20 {
         assert_eq!(fs::read(m.path.join("README.md")).unwrap(), readme);
     }
     assert_eq!(
-        m.handle().file_requests(),
-        2,
-        "one open and one flush answered ENOSYS, then none"
+        settled_file_requests(&mut m, 41),
+        41,
+        "20 opens, 20 releases and one flush"
     );
     for (what, errno) in write_attempts(&m.path) {
         assert_eq!(errno, libc::EROFS, "{what}: got errno {errno}");
@@ -65,15 +64,53 @@ fn the_daemon_refuses_writes_without_the_kernel_ro_option() {
         );
     }
     // Each read open was answered (and released): 3 opens, 3 releases, one flush (ENOSYS).
-    // The kernel sends a RELEASE after close returns: waited for, up to 5 s.
-    let start = std::time::Instant::now();
-    while m.handle().file_requests() < 7 && start.elapsed().as_secs() < 5 {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert_eq!(m.handle().file_requests(), 7);
+    assert_eq!(settled_file_requests(&mut m, 7), 7);
     for (what, errno) in write_attempts(&m.path) {
         assert_eq!(errno, libc::EROFS, "{what} without ro: got errno {errno}");
     }
+    assert_eq!(walk(&m.path), expected);
+}
+
+/// The daemon's count of file requests once it reaches `want` or 5 s pass: the kernel sends a
+/// RELEASE after `close` returns.
+fn settled_file_requests(m: &mut crate::util::Mounted, want: u64) -> u64 {
+    let start = std::time::Instant::now();
+    while m.handle().file_requests() < want && start.elapsed().as_secs() < 5 {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    m.handle().file_requests()
+}
+
+/// Root can remount the mount `rw` (FUSE allows it): the daemon still refuses every write,
+/// write opens included, after read opens and a flush were answered. A daemon that answered
+/// opens ENOSYS (`no_open`) let a write open through here, and a shared writable `mmap` then
+/// changed what every reader of the mount saw.
+#[test]
+fn the_daemon_refuses_writes_after_a_remount_rw() {
+    let env = Env::new();
+    let (root, expected) = env.build(sample());
+    let Some(m) = env.mount(root, &MountOptions::default()) else {
+        return;
+    };
+    let readme = expected[&b"README.md".to_vec()].data.clone().unwrap();
+    for _ in 0..3 {
+        assert_eq!(fs::read(m.path.join("README.md")).unwrap(), readme);
+    }
+    rustix::mount::mount_remount(&m.path, rustix::mount::MountFlags::empty(), "")
+        .expect("root remounts the FUSE mount rw");
+    let (per_mount, _, _) = mount_options(&m.path);
+    assert!(
+        per_mount.split(',').any(|o| o == "rw"),
+        "the remount must have made the mount rw: {per_mount}"
+    );
+    for (what, errno) in write_attempts(&m.path) {
+        assert_eq!(
+            errno,
+            libc::EROFS,
+            "{what} after remount rw: got errno {errno}"
+        );
+    }
+    assert_eq!(fs::read(m.path.join("README.md")).unwrap(), readme);
     assert_eq!(walk(&m.path), expected);
 }
 
