@@ -126,8 +126,7 @@ impl Store {
         if !self.objects().has_loose_first(snapshot) {
             return Err(StoreError::MissingObject(*snapshot));
         }
-        let dir = self.leases_dir();
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
+        let dir = self.leases_dir_made()?;
         let path = dir.join(format!(
             "{}-{}",
             std::process::id(),
@@ -181,16 +180,36 @@ impl Store {
         }
     }
 
-    /// `forget`'s removal of a snapshot's loose raw record: removed while locked
-    /// exclusively, or, when a mount holds it, moved to `leases/` (see the module doc).
-    /// Under the shared store lock.
-    pub(crate) fn remove_or_set_aside_record(&self, snapshot: &ObjectId) -> Result<(), StoreError> {
+    /// The first half of `forget`'s removal of a snapshot's loose raw record, done before
+    /// the catalog entry goes, so that a refusal changes nothing: the record locked
+    /// exclusively (nobody holds it), or, when a mount holds it, `leases/` checked (or made)
+    /// to be a real directory to move it into (see the module doc). Under the shared store
+    /// lock.
+    pub(crate) fn prepare_record_removal(
+        &self,
+        snapshot: &ObjectId,
+    ) -> Result<RecordRemoval, StoreError> {
         let path = self.objects().path_of(snapshot);
-        match try_exclusive(&path)? {
-            RecordLock::Absent => Ok(()),
-            RecordLock::Free(locked) => {
-                // Removed while still locked: a lease waiting for the lock then finds the
-                // path gone.
+        Ok(match try_exclusive(&path)? {
+            RecordLock::Absent => RecordRemoval(Removal::Nothing),
+            RecordLock::Free(locked) => RecordRemoval(Removal::Remove { path, locked }),
+            RecordLock::Held => {
+                let dir = self.leases_dir_made()?;
+                let aside = dir.join(format!(
+                    "{HELD_PREFIX}{snapshot}-{}",
+                    crate::sys::random_token()
+                ));
+                RecordRemoval(Removal::SetAside { path, aside })
+            }
+        })
+    }
+
+    /// The second half: the record removed while still locked (a lease waiting for the lock
+    /// then finds the path gone), or moved to `leases/` with the mount's lock on it.
+    pub(crate) fn finish_record_removal(&self, removal: RecordRemoval) -> Result<(), StoreError> {
+        match removal.0 {
+            Removal::Nothing => Ok(()),
+            Removal::Remove { path, locked } => {
                 let removed = match fs::remove_file(&path) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => {
                         Err(StoreError::io("remove", &path, e))
@@ -200,15 +219,40 @@ impl Store {
                 drop(locked);
                 removed
             }
-            RecordLock::Held => {
-                let dir = self.leases_dir();
-                fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
-                let aside = dir.join(format!(
-                    "{HELD_PREFIX}{snapshot}-{}",
-                    crate::sys::random_token()
-                ));
+            Removal::SetAside { path, aside } => {
                 fs::rename(&path, &aside).map_err(|e| StoreError::io("move", &path, e))
             }
+        }
+    }
+
+    /// `leases/`, made when missing; refused when it is anything but a real directory (a
+    /// symlink would send lease files, held records and gc's removals of stale ones outside
+    /// the store).
+    fn leases_dir_made(&self) -> Result<PathBuf, StoreError> {
+        let dir = self.leases_dir();
+        match fs::create_dir(&dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => {
+                return Err(StoreError::io("create", &dir, e))
+            }
+            _ => {}
+        }
+        self.leases_dir_checked()?;
+        Ok(dir)
+    }
+
+    /// Fails, naming `leases/`, when it exists and is not a real directory.
+    fn leases_dir_checked(&self) -> Result<(), StoreError> {
+        let dir = self.leases_dir();
+        match fs::symlink_metadata(&dir) {
+            Ok(meta) if !meta.is_dir() => Err(StoreError::io(
+                "use",
+                &dir,
+                io::Error::other(
+                    "it is not a directory (it holds only mount leases in a store): move it \
+                     away and run the command again",
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -224,6 +268,8 @@ impl Store {
     /// live processes and held records `forget` set aside. Stale ones are removed. Under the
     /// exclusive lock (gc).
     pub(crate) fn live_leases(&self) -> Result<Vec<(ObjectId, ObjectId)>, StoreError> {
+        // Never through a symlink: what gc removes here must be the store's.
+        self.leases_dir_checked()?;
         let dir = self.leases_dir();
         let mut out = Vec::new();
         for ent in crate::list_dir(&dir)? {
@@ -244,7 +290,10 @@ impl Store {
                         let _ = fs::remove_file(&path);
                         drop(locked);
                     }
-                    RecordLock::Absent => {}
+                    // Not a regular file (a symlink, a FIFO): not one forget made.
+                    RecordLock::Absent => {
+                        let _ = fs::remove_file(&path);
+                    }
                 }
                 continue;
             }
@@ -254,15 +303,37 @@ impl Store {
                 let _ = fs::remove_file(&path);
                 continue;
             }
-            if let Ok(text) = fs::read_to_string(&path) {
-                let mut ids = text.split_whitespace().map(|w| w.parse::<ObjectId>());
-                if let (Some(Ok(snap)), Some(Ok(root))) = (ids.next(), ids.next()) {
-                    out.push((snap, root));
-                }
+            // As a regular file only, bounded: a FIFO or a symlink to /dev/zero named like a
+            // live lease must not hang or fill gc.
+            let text = crate::sys::read_regular(&path, 1024)
+                .ok()
+                .flatten()
+                .unwrap_or_default();
+            let text = String::from_utf8_lossy(&text);
+            let mut ids = text.split_whitespace().map(|w| w.parse::<ObjectId>());
+            if let (Some(Ok(snap)), Some(Ok(root))) = (ids.next(), ids.next()) {
+                out.push((snap, root));
             }
         }
         Ok(out)
     }
+}
+
+/// What [`Store::prepare_record_removal`] decided, for [`Store::finish_record_removal`].
+pub(crate) struct RecordRemoval(Removal);
+
+enum Removal {
+    Nothing,
+    /// Remove `path`, whose exclusive lock this holds.
+    Remove {
+        path: PathBuf,
+        locked: File,
+    },
+    /// Move `path`, held by a mount, to `aside` in `leases/`.
+    SetAside {
+        path: PathBuf,
+        aside: PathBuf,
+    },
 }
 
 #[cfg(test)]
@@ -388,6 +459,97 @@ mod tests {
         assert!(
             matches!(got, Err(StoreError::MissingObject(id)) if id == snap),
             "{got:?}"
+        );
+    }
+
+    /// A `leases/` that is a symlink, a file or a FIFO: gc refuses, naming it, and removes
+    /// nothing through it; forget of a mounted snapshot refuses before it changes anything.
+    #[test]
+    fn a_leases_path_that_is_not_a_real_directory_is_refused_and_never_followed() {
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("99999999-x");
+        fs::write(&victim, "not a lease").unwrap();
+        for kind in ["symlink", "file", "fifo"] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open_or_create(dir.path()).unwrap();
+            let (snap, _) = snapshot_of(&store, b"data", "s");
+            let root = store.read_snapshot(&snap).unwrap().root;
+            let lease = store.lease(&snap, &root).unwrap();
+            let leases = store.leases_dir();
+            match kind {
+                "symlink" => std::os::unix::fs::symlink(outside.path(), &leases).unwrap(),
+                "file" => fs::write(&leases, "x").unwrap(),
+                _ => rustix::fs::mknodat(
+                    rustix::fs::CWD,
+                    &leases,
+                    rustix::fs::FileType::Fifo,
+                    rustix::fs::Mode::from_raw_mode(0o600),
+                    0,
+                )
+                .unwrap(),
+            }
+            let err = store.gc(0).unwrap_err().to_string();
+            assert!(
+                err.contains("leases") && err.contains("not a directory"),
+                "{kind}: {err}"
+            );
+            let err = store.forget(&snap).unwrap_err().to_string();
+            assert!(err.contains("not a directory"), "{kind}: {err}");
+            assert_eq!(
+                store.resolve(&snap.to_hex()).unwrap(),
+                snap,
+                "{kind}: still listed"
+            );
+            assert!(
+                store.objects().file_of(&snap).is_some(),
+                "{kind}: record in place"
+            );
+            assert!(victim.exists(), "{kind}: nothing removed outside the store");
+            assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 1, "{kind}");
+            drop(lease);
+        }
+    }
+
+    /// What is planted in `leases/` is not followed and does not hang gc: a held-record name
+    /// on a symlink or a FIFO is removed (not its target), a FIFO named like a live lease file
+    /// is read without blocking.
+    #[test]
+    fn planted_lease_entries_neither_hang_gc_nor_reach_outside() {
+        let outside = tempfile::tempdir().unwrap();
+        let target = outside.path().join("target");
+        fs::write(&target, "keep").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        snapshot_of(&store, b"data", "s");
+        let leases = store.leases_dir();
+        fs::create_dir(&leases).unwrap();
+        std::os::unix::fs::symlink(&target, leases.join(format!("{HELD_PREFIX}a-b"))).unwrap();
+        let fifo = |name: String| {
+            rustix::fs::mknodat(
+                rustix::fs::CWD,
+                leases.join(name),
+                rustix::fs::FileType::Fifo,
+                rustix::fs::Mode::from_raw_mode(0o600),
+                0,
+            )
+            .unwrap()
+        };
+        fifo(format!("{HELD_PREFIX}c-d"));
+        fifo(format!("{}-live", std::process::id()));
+        let (tx, rx) = mpsc::channel();
+        let root = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            let store = Store::open_or_create(&root).unwrap();
+            tx.send(store.gc(0).map(|r| r.removed)).unwrap();
+        });
+        let removed = rx
+            .recv_timeout(Duration::from_secs(20))
+            .expect("gc did not hang");
+        assert_eq!(removed.unwrap(), 0);
+        assert_eq!(fs::read(&target).unwrap(), b"keep");
+        assert_eq!(
+            held_files(&store),
+            vec![format!("{}-live", std::process::id())]
         );
     }
 

@@ -201,9 +201,16 @@ impl Store {
                 // The marker itself may appear meanwhile (that process renamed its marker into
                 // place after our read): writing ours over it is harmless, the text is the same.
                 let entries = fs::read_dir(root).map_err(|e| StoreError::io("read", root, e))?;
+                // Markers staged by creators that died before renaming theirs in.
+                let mut stale_markers = Vec::new();
                 for entry in entries {
                     let entry = entry.map_err(|e| StoreError::io("read", root, e))?;
                     let name = entry.file_name();
+                    if let Some(pid) = name.to_string_lossy().strip_prefix("STORE.tmp.") {
+                        if !pid.is_empty() && !Path::new("/proc").join(pid).exists() {
+                            stale_markers.push(entry.path());
+                        }
+                    }
                     let ours = [
                         "objects",
                         "tmp",
@@ -240,6 +247,9 @@ impl Store {
                 lock::create(root)?;
                 ObjectDir::new(root).create_layout()?;
                 Store::place_marker(root, &marker)?;
+                for stale in stale_markers {
+                    let _ = fs::remove_file(stale);
+                }
             }
             Err(e) => return Err(e),
         }
@@ -736,6 +746,81 @@ mod tests {
                 "{make}: {got:?}"
             );
         }
+    }
+
+    /// A creator killed between staging its marker and renaming it in leaves a half-made
+    /// store: the next open completes it and removes the dead creator's staged marker (a
+    /// live creator's is left to it).
+    #[test]
+    fn a_store_half_made_by_a_killed_creator_is_completed_without_its_litter() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        fs::create_dir_all(root.join("objects/00")).unwrap();
+        fs::create_dir_all(root.join(index::TREES_DIR)).unwrap();
+        fs::write(root.join(lock::LOCK_FILE), "").unwrap();
+        let dead = root.join("STORE.tmp.4194304999");
+        let live = root.join("STORE.tmp.1");
+        fs::write(&dead, "ZEROCLAW-BUNDLE-STORE\nversion 4\n").unwrap();
+        fs::write(&live, "ZEROCLAW-BUNDLE-STORE\nversion 4\n").unwrap();
+        let store = Store::open_or_create(&root).unwrap();
+        assert!(root.join(MARKER).is_file());
+        assert!(
+            !dead.exists(),
+            "the dead creator's staged marker is removed"
+        );
+        assert!(live.exists(), "pid 1 lives: its staged marker is its own");
+        assert!(store
+            .objects()
+            .path_of(&ObjectId::of(b"x"))
+            .parent()
+            .unwrap()
+            .is_dir());
+    }
+
+    /// A FIFO planted at an object's path (the snapshot record, here) is not the object: a
+    /// read reports it missing instead of blocking in `open` (a mount and `verify` hung).
+    #[test]
+    fn a_fifo_at_an_objects_path_reads_as_missing_without_hanging() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("store");
+        let store = Store::open_or_create(&root).unwrap();
+        let (blob, len) = store.objects().write_from(&mut &b"fifo"[..]).unwrap();
+        let tree = store
+            .write_tree(
+                &Tree::from_entries(vec![TreeEntry::file(b"f".to_vec(), 0o644, len, blob)])
+                    .unwrap(),
+            )
+            .unwrap();
+        let lock = store.write_lock().unwrap();
+        let snap = store
+            .commit_snapshot(&lock, &Snapshot::for_test(tree, "fifo"), None)
+            .unwrap();
+        drop(lock);
+        let path = store.objects().path_of(&snap);
+        fs::remove_file(&path).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let store = Store::open_or_create(&root).unwrap();
+            let read = store.read_snapshot(&snap).map(|_| ());
+            let verified = store.verify(&mut |_, _| {}).map(|_| ());
+            tx.send((read, verified)).unwrap();
+        });
+        let (read, verified) = rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("neither the read nor verify hangs on the FIFO");
+        assert!(
+            matches!(read, Err(StoreError::MissingObject(id)) if id == snap),
+            "{read:?}"
+        );
+        assert!(verified.is_ok(), "{verified:?}");
     }
 
     #[test]

@@ -965,9 +965,11 @@ impl Store {
         // Both steps inside one catalog session: a catalog being rebuilt (which holds the
         // catalog while it scans records) sees either both or neither.
         let catalog = self.catalog()?;
+        // A record a mount holds is set aside, not removed (see `lease`); what that needs is
+        // checked before the catalog entry goes, so a refusal changes nothing.
+        let record = self.prepare_record_removal(snapshot)?;
         catalog.remove_snapshot(snapshot)?;
-        // A record a mount holds is set aside, not removed (see `lease`).
-        self.remove_or_set_aside_record(snapshot)?;
+        self.finish_record_removal(record)?;
         self.objects().remove(snapshot)?;
         drop(catalog);
         Ok(())

@@ -566,8 +566,12 @@ impl ObjectDir {
             } else {
                 self.path_of(id)
             };
-            let file = match File::open(&path) {
-                Ok(file) => file,
+            // A regular file only, not through a symlink and without blocking on a FIFO
+            // planted at an object's path (anything else is not the object: the other form,
+            // or missing).
+            let file = match sys::open_regular(&path) {
+                Ok(Some(file)) => file,
+                Ok(None) => continue,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(StoreError::io("open", &path, e)),
             };
@@ -593,9 +597,10 @@ impl ObjectDir {
             sys::will_need_range(&found.file, e.offset, e.stored_len);
             return;
         }
-        let file =
-            File::open(self.path_of(id)).or_else(|_| File::open(self.compressed_path_of(id)));
-        if let Ok(file) = file {
+        let regular = |path: PathBuf| sys::open_regular(&path).ok().flatten();
+        if let Some(file) =
+            regular(self.path_of(id)).or_else(|| regular(self.compressed_path_of(id)))
+        {
             sys::will_need(&file);
         }
     }
