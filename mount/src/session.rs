@@ -325,7 +325,7 @@ impl MountHandle {
         let Some(session) = self.session.take() else {
             return Ok(());
         };
-        let served = session.join();
+        let served = end_session(session);
         // If the connection was aborted rather than unmounted, the mount is now stale:
         // remove it so the directory is usable again.
         if sys::is_stale(&self.path) {
@@ -395,7 +395,23 @@ fn reap(session: BackgroundSession, wait: Duration) {
         }
         thread::sleep(Duration::from_millis(5));
     }
-    let _ = session.join();
+    let _ = end_session(session);
+}
+
+/// Joins a session's thread without dropping fuser's `Mount`, whose drop unmounts the
+/// mountpoint by path once more: fuser 0.18 takes a dead connection (POLLERR on its
+/// `/dev/fuse`) for a live mount, so a session ending after a new mount took the same
+/// directory unmounted that new mount (seen in CI: `mount --daemon` right after `umount` of
+/// the same directory reported its mount and lost it to the old server ending). Our own
+/// mount is gone when this runs; the `Mount` is leaked with its dead descriptor, which the
+/// process's end (a server's, right after) closes.
+fn end_session(mut session: BackgroundSession) -> std::io::Result<()> {
+    let placeholder = thread::spawn(|| Ok(()));
+    let guard = std::mem::replace(&mut session.guard, placeholder);
+    std::mem::forget(session);
+    guard
+        .join()
+        .map_err(|_| std::io::Error::other("the mount's session thread panicked"))?
 }
 
 impl Drop for MountHandle {

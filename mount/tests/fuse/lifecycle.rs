@@ -240,3 +240,35 @@ fn a_stale_mount_is_explained_and_cleared() {
     assert!(!is_mounted(&mnt));
     check_mountpoint(&mnt).unwrap();
 }
+
+/// A mount's session that ends (its mount unmounted from outside, as `zeroclaw-bundle
+/// umount` does) after a new mount took the same directory leaves the new mount alone.
+/// fuser's own teardown unmounts by path, taking a dead connection for a live mount: in CI,
+/// a `mount --daemon` right after `umount` of the same directory reported its mount and
+/// lost it to the old server ending.
+#[test]
+fn an_ended_session_never_unmounts_the_next_mount_at_its_path() {
+    let env = Env::new();
+    let (root, expected) = env.build(sample());
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("mnt");
+    fs::create_dir(&at).unwrap();
+    let source = || Arc::new(env.store.reader());
+    let first = match mount(source(), root, &at, &MountOptions::default()) {
+        Ok(handle) => handle,
+        Err(e) => return skip_or_fail(&e.to_string()),
+    };
+    unmount(&at).unwrap();
+    let second = mount(source(), root, &at, &MountOptions::default()).unwrap();
+    first.wait().unwrap();
+    assert!(
+        is_mounted(&at),
+        "the old session's end unmounted the new mount"
+    );
+    assert_eq!(
+        fs::read(at.join("README.md")).unwrap(),
+        expected[&b"README.md".to_vec()].data.clone().unwrap()
+    );
+    drop(second);
+    assert!(!is_mounted(&at));
+}
