@@ -342,7 +342,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::maintenance::tests::{future_dated_snapshot, snapshot_of};
+    use crate::maintenance::tests::{future_dated_snapshot, make_fifo, snapshot_of};
 
     fn held_files(store: &Store) -> Vec<String> {
         crate::list_dir(&store.leases_dir())
@@ -479,14 +479,7 @@ mod tests {
             match kind {
                 "symlink" => std::os::unix::fs::symlink(outside.path(), &leases).unwrap(),
                 "file" => fs::write(&leases, "x").unwrap(),
-                _ => rustix::fs::mknodat(
-                    rustix::fs::CWD,
-                    &leases,
-                    rustix::fs::FileType::Fifo,
-                    rustix::fs::Mode::from_raw_mode(0o600),
-                    0,
-                )
-                .unwrap(),
+                _ => make_fifo(&leases),
             }
             let err = store.gc(0).unwrap_err().to_string();
             assert!(

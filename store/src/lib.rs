@@ -784,28 +784,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("store");
         let store = Store::open_or_create(&root).unwrap();
-        let (blob, len) = store.objects().write_from(&mut &b"fifo"[..]).unwrap();
-        let tree = store
-            .write_tree(
-                &Tree::from_entries(vec![TreeEntry::file(b"f".to_vec(), 0o644, len, blob)])
-                    .unwrap(),
-            )
-            .unwrap();
-        let lock = store.write_lock().unwrap();
-        let snap = store
-            .commit_snapshot(&lock, &Snapshot::for_test(tree, "fifo"), None)
-            .unwrap();
-        drop(lock);
+        let (snap, _) = crate::maintenance::tests::snapshot_of(&store, b"fifo", "fifo");
         let path = store.objects().path_of(&snap);
         fs::remove_file(&path).unwrap();
-        rustix::fs::mknodat(
-            rustix::fs::CWD,
-            &path,
-            rustix::fs::FileType::Fifo,
-            rustix::fs::Mode::from_raw_mode(0o600),
-            0,
-        )
-        .unwrap();
+        crate::maintenance::tests::make_fifo(&path);
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let store = Store::open_or_create(&root).unwrap();

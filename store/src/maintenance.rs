@@ -999,6 +999,18 @@ pub(crate) mod tests {
     use super::*;
     use crate::{Tree, TreeEntry};
 
+    /// A FIFO at `path` (what a hostile store plants where a file is expected).
+    pub(crate) fn make_fifo(path: &Path) {
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            path,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+    }
+
     /// A snapshot named `name` of one file `f` holding `content`: (snapshot, blob).
     pub(crate) fn snapshot_of(store: &Store, content: &[u8], name: &str) -> (ObjectId, ObjectId) {
         let (blob, len) = store.objects().write_from(&mut &content[..]).unwrap();
