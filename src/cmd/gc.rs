@@ -99,9 +99,15 @@ fn indexes(n: u64) -> String {
 pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
+    let served = store.is_served(&id);
     store.forget(&id)?;
     if ctx.json {
-        ctx.print_json(&json!({ "snapshot": id }))?;
+        ctx.print_json(&json!({ "snapshot": id, "served_by_a_mount": served }))?;
+    } else if served {
+        crate::outln!(
+            "forgot {id}; a running mount still serves it: `zeroclaw-bundle gc` frees its data \
+             once that mount ends (`zeroclaw-bundle umount MOUNTPOINT`)"
+        )?;
     } else {
         crate::outln!(
             "forgot {id}; `zeroclaw-bundle gc` frees its data once it is older than the grace \

@@ -256,6 +256,13 @@ impl Store {
         }
     }
 
+    /// Whether a running mount serves `snapshot` (holds its record, see the module doc): for
+    /// `forget` to say that the data stays until that mount ends. A mount that took a lease
+    /// file instead (of a packed or compressed record) is not seen.
+    pub fn is_served(&self, snapshot: &ObjectId) -> bool {
+        self.record_is_held(snapshot).unwrap_or(false)
+    }
+
     /// Whether a mount holds `snapshot`'s loose raw record (gc, under the exclusive lock).
     pub(crate) fn record_is_held(&self, snapshot: &ObjectId) -> Result<bool, StoreError> {
         Ok(matches!(

@@ -138,7 +138,7 @@ const REINDEX: Spec = &[
     ("tree_indexes_written", "int"),
     ("problems", "arr"),
 ];
-const FORGET: Spec = &[("snapshot", "id")];
+const FORGET: Spec = &[("snapshot", "id"), ("served_by_a_mount", "bool")];
 const SEMANTIC: Spec = &[
     ("type", "str"),
     ("area", "str"),

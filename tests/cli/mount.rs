@@ -249,7 +249,12 @@ fn snapshot_and_gc_work_while_mounted_and_gc_keeps_what_is_served() {
     write(&other.join("x.md"), b"x");
     env.snapshot(&other);
     // Forget the mounted snapshot and collect garbage: the mount still reads everything.
-    env.run(&["forget", &id]).ok();
+    let forgot = env.run(&["forget", &id]).ok();
+    assert!(
+        forgot.stdout().contains("a running mount still serves it"),
+        "{}",
+        forgot.describe()
+    );
     env.run(&["gc", "--grace", "0"]).ok();
     let big = fs::read(mnt.join("big.bin")).unwrap();
     assert_eq!(big, bytes(4, 3 * 1024 * 1024 + 5));
