@@ -559,7 +559,7 @@ impl ExportJob {
             Ok(published) => Ok((captured, published, self.replaced)),
             Err(e) => {
                 let kept = match store.forget(&captured.id) {
-                    Ok(()) => String::new(),
+                    Ok(_) => String::new(),
                     Err(f) => format!(
                         " (and its snapshot {} could not be forgotten: {f}; \
                          `zeroclaw-bundle forget {}` removes it)",

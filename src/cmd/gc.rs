@@ -99,8 +99,7 @@ fn indexes(n: u64) -> String {
 pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
     let id = store.resolve(&args.snapshot)?;
-    let served = store.is_served(&id);
-    store.forget(&id)?;
+    let served = store.forget(&id)?.served_by_a_mount;
     if ctx.json {
         ctx.print_json(&json!({ "snapshot": id, "served_by_a_mount": served }))?;
     } else if served {

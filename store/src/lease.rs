@@ -78,23 +78,39 @@ enum RecordLock {
     Absent,
     /// Locked exclusively by the caller: no mount holds it.
     Free(File),
-    /// A mount holds it.
-    Held,
+    /// A mount holds it (the file, opened to find that out).
+    Held(File),
+}
+
+/// A record file at `path`, opened as a regular file only (not through a symlink, without
+/// blocking on a FIFO); `None` when there is none.
+fn open_record(path: &Path) -> Result<Option<File>, StoreError> {
+    match crate::sys::open_regular(path) {
+        Ok(file) => Ok(file),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(StoreError::io("open", path, e)),
+    }
 }
 
 /// Tries `path`'s exclusive lock without waiting.
 fn try_exclusive(path: &Path) -> Result<RecordLock, StoreError> {
-    let file = match crate::sys::open_regular(path) {
-        Ok(Some(file)) => file,
-        Ok(None) => return Ok(RecordLock::Absent),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(RecordLock::Absent),
-        Err(e) => return Err(StoreError::io("open", path, e)),
+    let Some(file) = open_record(path)? else {
+        return Ok(RecordLock::Absent);
     };
     match file.try_lock() {
         Ok(()) => Ok(RecordLock::Free(file)),
-        Err(TryLockError::WouldBlock) => Ok(RecordLock::Held),
+        Err(TryLockError::WouldBlock) => Ok(RecordLock::Held(file)),
         Err(TryLockError::Error(e)) => Err(StoreError::io("lock", path, e)),
     }
+}
+
+/// At most [`RECORD_READ_LIMIT`] bytes of an open record file.
+fn read_record(file: &mut File, path: &Path) -> Result<Vec<u8>, StoreError> {
+    let mut bytes = Vec::new();
+    file.take(RECORD_READ_LIMIT)
+        .read_to_end(&mut bytes)
+        .map_err(|e| StoreError::io("read", path, e))?;
+    Ok(bytes)
 }
 
 /// Whether `a` and `b` are the same file (device and inode).
@@ -152,17 +168,10 @@ impl Store {
         root: &ObjectId,
     ) -> Result<Option<File>, StoreError> {
         let path = self.objects().path_of(snapshot);
-        let mut file = match crate::sys::open_regular(&path) {
-            Ok(Some(file)) => file,
-            Ok(None) => return Ok(None),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(StoreError::io("open", &path, e)),
+        let Some(mut file) = open_record(&path)? else {
+            return Ok(None);
         };
-        let mut bytes = Vec::new();
-        (&mut file)
-            .take(RECORD_READ_LIMIT)
-            .read_to_end(&mut bytes)
-            .map_err(|e| StoreError::io("read", &path, e))?;
+        let bytes = read_record(&mut file, &path)?;
         let is_the_record = ObjectId::of(&bytes) == *snapshot
             && Snapshot::decode(&bytes).is_ok_and(|snap| snap.root == *root);
         if !is_the_record {
@@ -193,7 +202,7 @@ impl Store {
         Ok(match try_exclusive(&path)? {
             RecordLock::Absent => RecordRemoval(Removal::Nothing),
             RecordLock::Free(locked) => RecordRemoval(Removal::Remove { path, locked }),
-            RecordLock::Held => {
+            RecordLock::Held(_) => {
                 let dir = self.leases_dir_made()?;
                 let aside = dir.join(format!(
                     "{HELD_PREFIX}{snapshot}-{}",
@@ -205,10 +214,11 @@ impl Store {
     }
 
     /// The second half: the record removed while still locked (a lease waiting for the lock
-    /// then finds the path gone), or moved to `leases/` with the mount's lock on it.
-    pub(crate) fn finish_record_removal(&self, removal: RecordRemoval) -> Result<(), StoreError> {
+    /// then finds the path gone), or moved to `leases/` with the mount's lock on it. Whether
+    /// it was moved: a running mount still serves the snapshot.
+    pub(crate) fn finish_record_removal(&self, removal: RecordRemoval) -> Result<bool, StoreError> {
         match removal.0 {
-            Removal::Nothing => Ok(()),
+            Removal::Nothing => Ok(false),
             Removal::Remove { path, locked } => {
                 let removed = match fs::remove_file(&path) {
                     Err(e) if e.kind() != io::ErrorKind::NotFound => {
@@ -217,11 +227,11 @@ impl Store {
                     _ => Ok(()),
                 };
                 drop(locked);
-                removed
+                removed.map(|()| false)
             }
-            Removal::SetAside { path, aside } => {
-                fs::rename(&path, &aside).map_err(|e| StoreError::io("move", &path, e))
-            }
+            Removal::SetAside { path, aside } => fs::rename(&path, &aside)
+                .map(|()| true)
+                .map_err(|e| StoreError::io("move", &path, e)),
         }
     }
 
@@ -256,18 +266,11 @@ impl Store {
         }
     }
 
-    /// Whether a running mount serves `snapshot` (holds its record, see the module doc): for
-    /// `forget` to say that the data stays until that mount ends. A mount that took a lease
-    /// file instead (of a packed or compressed record) is not seen.
-    pub fn is_served(&self, snapshot: &ObjectId) -> bool {
-        self.record_is_held(snapshot).unwrap_or(false)
-    }
-
     /// Whether a mount holds `snapshot`'s loose raw record (gc, under the exclusive lock).
     pub(crate) fn record_is_held(&self, snapshot: &ObjectId) -> Result<bool, StoreError> {
         Ok(matches!(
             try_exclusive(&self.objects().path_of(snapshot))?,
-            RecordLock::Held
+            RecordLock::Held(_)
         ))
     }
 
@@ -285,10 +288,8 @@ impl Store {
             let path = ent.path();
             if name.starts_with(HELD_PREFIX) {
                 match try_exclusive(&path)? {
-                    RecordLock::Held => {
-                        let bytes = crate::sys::read_regular(&path, RECORD_READ_LIMIT)
-                            .map_err(|e| StoreError::io("read", &path, e))?
-                            .unwrap_or_default();
+                    RecordLock::Held(mut file) => {
+                        let bytes = read_record(&mut file, &path)?;
                         if let Ok(snap) = Snapshot::decode(&bytes) {
                             out.push((ObjectId::of(&bytes), snap.root));
                         }
@@ -305,8 +306,7 @@ impl Store {
                 continue;
             }
             let pid = name.split('-').next().unwrap_or("");
-            let alive = !pid.is_empty() && PathBuf::from("/proc").join(pid).exists();
-            if !alive {
+            if !crate::sys::process_alive(pid) {
                 let _ = fs::remove_file(&path);
                 continue;
             }

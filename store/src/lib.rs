@@ -121,7 +121,7 @@ pub use index::{IndexState, SnapshotSource, TreeSourceStats};
 pub use keys::{DestKey, SourceKey};
 pub use lease::Lease;
 pub use lock::WriteLock;
-pub use maintenance::{GcReport, ReindexReport, VerifyProblem, VerifyReport};
+pub use maintenance::{Forgotten, GcReport, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ListedObject, ObjectDir, VerifyingReader};
 pub use pack::{
     decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackLayout,
@@ -207,7 +207,7 @@ impl Store {
                     let entry = entry.map_err(|e| StoreError::io("read", root, e))?;
                     let name = entry.file_name();
                     if let Some(pid) = name.to_string_lossy().strip_prefix("STORE.tmp.") {
-                        if !pid.is_empty() && !Path::new("/proc").join(pid).exists() {
+                        if !sys::process_alive(pid) {
                             stale_markers.push(entry.path());
                         }
                     }

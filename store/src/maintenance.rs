@@ -262,6 +262,14 @@ impl Paths {
     }
 }
 
+/// What [`Store::forget`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Forgotten {
+    /// A running mount still serves the snapshot: its record waits in `leases/`, and its data
+    /// stays until that mount ends (see `lease`).
+    pub served_by_a_mount: bool,
+}
+
 /// What [`Store::admit_records`] decided.
 #[derive(Default)]
 pub(crate) struct Admission {
@@ -959,8 +967,9 @@ impl Store {
         Ok(admission)
     }
 
-    /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`.
-    pub fn forget(&self, snapshot: &ObjectId) -> Result<(), StoreError> {
+    /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`,
+    /// or, when a running mount still serves it, at the first `gc` after that mount ends.
+    pub fn forget(&self, snapshot: &ObjectId) -> Result<Forgotten, StoreError> {
         let _lock = crate::lock::shared(self.root(), "forget")?;
         // Both steps inside one catalog session: a catalog being rebuilt (which holds the
         // catalog while it scans records) sees either both or neither.
@@ -969,10 +978,10 @@ impl Store {
         // checked before the catalog entry goes, so a refusal changes nothing.
         let record = self.prepare_record_removal(snapshot)?;
         catalog.remove_snapshot(snapshot)?;
-        self.finish_record_removal(record)?;
+        let served_by_a_mount = self.finish_record_removal(record)?;
         self.objects().remove(snapshot)?;
         drop(catalog);
-        Ok(())
+        Ok(Forgotten { served_by_a_mount })
     }
 }
 

@@ -25,6 +25,12 @@ pub fn will_need_range(file: &File, offset: u64, len: u64) {
     }
 }
 
+/// Whether the process `pid` (as a file name carries it: a lease file's, a staged marker's)
+/// is alive: `/proc/<pid>` exists. An empty name is no process.
+pub fn process_alive(pid: &str) -> bool {
+    !pid.is_empty() && Path::new("/proc").join(pid).exists()
+}
+
 /// Six random alphanumerics from the kernel's generator: unique names for temp files, lease
 /// files and staging directories (uniqueness, not secrecy).
 pub fn random_token() -> String {
