@@ -60,14 +60,6 @@ pub enum MountError {
         /// The underlying error.
         source: io::Error,
     },
-    /// The mount was made but did not answer in time; it has been unmounted again.
-    #[error("the mount on {path} did not answer within {waited_ms} ms; it was unmounted again")]
-    NotAnswering {
-        /// The mountpoint.
-        path: PathBuf,
-        /// How long we waited.
-        waited_ms: u64,
-    },
     /// `umount` of a path that is not a mount point.
     #[error("{0} is not mounted")]
     NotMounted(PathBuf),

@@ -2,9 +2,13 @@
 //! the handle unmounts on drop. fuser serves requests on its own worker threads.
 //!
 //! Lifecycle invariants:
-//! - `mount` returns only after `/proc/self/mountinfo` lists our mount *and* a stat through
-//!   it was answered (within [`MountOptions::ready_timeout`]); otherwise it detaches the
-//!   mount again and fails, so a failed `mount` never leaves a mount behind.
+//! - `mount` returns once the mount is in place and the server has answered the kernel's
+//!   FUSE handshake (INIT, inside fuser's `Session::new`), and its serving threads are
+//!   started: from then on the kernel holds every request through the mount until a worker
+//!   reads it, so the mount answers. Nothing more is waited for: a stat probe through the
+//!   mount (and a read of the mount table) used to follow, which put the workers' start and
+//!   a round trip on every mount's path without proving more than the handshake had. A
+//!   `mount` that fails leaves no mount behind (fuser unmounts when the handshake fails).
 //! - Unmounting is by path (umount2(2), or `fusermount3 -u` for a non-root user) and only of
 //!   a mount that is ours. The session threads end when the kernel drops the connection.
 //! - Dropping a handle that is still mounted unmounts it; if something still uses the mount
@@ -13,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -46,8 +50,6 @@ pub struct MountOptions {
     pub time: SystemTime,
     /// Bound on decoded trees kept in memory, in directory entries (about 100 bytes each).
     pub tree_cache_entries: usize,
-    /// How long `mount` waits for the mount to answer.
-    pub ready_timeout: Duration,
     /// Mount with the kernel's `ro` option (default true). Only tests set it false, to check
     /// that the daemon's own refusals (the second line, see `fs`) hold without it; nothing
     /// becomes writable either way.
@@ -77,7 +79,6 @@ impl Default for MountOptions {
             // size): with 100,000 the daemon peaked at 66 MB after a `find` of the 300,000-file
             // scale tree; listings come from READDIRPLUS, so the kernel seldom asks again.
             tree_cache_entries: 50_000,
-            ready_timeout: Duration::from_secs(10),
             kernel_ro: true,
             root_note: None,
             known_expansion: None,
@@ -178,7 +179,8 @@ impl Unmounter {
 }
 
 /// Mounts tree `root` of `source` read-only on `mountpoint` and returns once the mount
-/// answers. `mountpoint` must pass [`check_mountpoint`]; the root tree must be readable.
+/// answers (the kernel's handshake answered, the serving threads started; see the module
+/// doc). `mountpoint` must pass [`check_mountpoint`]; the root tree must be readable.
 pub fn mount(
     source: Arc<dyn ObjectSource>,
     root: ObjectId,
@@ -229,60 +231,13 @@ pub fn mount(
     let session = fuser::Session::new(fs, &path, &options.fuser_config())
         .and_then(fuser::Session::spawn)
         .map_err(mount_err)?;
-    let mut handle = MountHandle {
+    Ok(MountHandle {
         path,
         session: Some(session),
         faults,
         file_requests,
         lease: None,
-    };
-    if let Err(e) = wait_until_answering(&handle.path, mountpoint, options.ready_timeout) {
-        handle.detach();
-        return Err(e);
-    }
-    Ok(handle)
-}
-
-/// Polls the mount table for our mount, then stats through it on a helper thread (so a
-/// wedged server cannot hang the caller past the timeout).
-fn wait_until_answering(abs: &Path, shown: &Path, timeout: Duration) -> Result<(), MountError> {
-    let start = Instant::now();
-    let not_answering = || MountError::NotAnswering {
-        path: shown.to_path_buf(),
-        waited_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
-    };
-    loop {
-        let listed = sys::mount_at(abs)
-            .map_err(|e| MountError::io("read", "/proc/self/mountinfo", e))?
-            .is_some_and(|m| m.is_ours());
-        if listed {
-            break;
-        }
-        if start.elapsed() >= timeout {
-            return Err(not_answering());
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    let (tx, rx) = mpsc::channel();
-    let probe = abs.to_path_buf();
-    thread::Builder::new()
-        .name("zeroclaw-mount-probe".into())
-        .spawn(move || {
-            let _ = tx.send(std::fs::metadata(&probe).map(|m| m.is_dir()));
-        })
-        .map_err(|e| MountError::io("start a thread to probe", shown, e))?;
-    match rx.recv_timeout(timeout.saturating_sub(start.elapsed())) {
-        Ok(Ok(true)) => Ok(()),
-        Ok(Ok(false)) => Err(MountError::Mount {
-            path: shown.to_path_buf(),
-            source: std::io::Error::other("the mounted root is not a directory"),
-        }),
-        Ok(Err(e)) => Err(MountError::Mount {
-            path: shown.to_path_buf(),
-            source: e,
-        }),
-        Err(_) => Err(not_answering()),
-    }
+    })
 }
 
 impl MountHandle {

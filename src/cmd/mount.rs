@@ -498,9 +498,10 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     // before the server starts: a signal in between would have ended this process alone.
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
     let mut child = cmd.spawn().context("could not start the mount server")?;
-    // After the spawn, not before: the warm-up's threads, started first, held up the spawn
-    // itself by two milliseconds (traced: the new process waited in the kernel before its
-    // first instruction).
+    // After the spawn (which returns once the server's `exec` succeeded), not before: a
+    // warm-up started first held up the spawn itself by two milliseconds (traced: the new
+    // process waited in the kernel before its first instruction). Before the watcher's thread
+    // is started: a signal meanwhile waits in `signals` for it.
     warm_for_server(args, ctx);
     let watching = signals.handle();
     let server = rustix::process::Pid::from_child(&child);
@@ -578,7 +579,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     bail!("{msg}");
 }
 
-/// While the server starts, reads on a detached thread what it reads first from the store
+/// While the server starts, reads what it reads first from the store
 /// (`zeroclaw_bundle_store::warm_for_mount`: read-only, errors ignored), so that from a cold
 /// cache it finds those files in memory; and looks up the store's `trust.toml` and, in the
 /// mountpoint, a name it does not hold (the lookup reads the directory's blocks, which the
@@ -586,17 +587,16 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
 /// mount is never held busy, and a lookup that comes after the mount is an answered ENOENT).
 /// Only for a full snapshot id or an id prefix the records resolve without the catalog
 /// (`warm_for_mount_ref`): a name is resolved through the catalog, which is the server's to
-/// open.
+/// open. The store is read on the calling thread, which has nothing else to do until the
+/// server reports; the mountpoint, a chain of lookups of its own, on a second thread.
 fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
-    let store = ctx.store_path.clone();
-    let reference = args.snapshot.clone();
-    let mountpoint = args.mountpoint.clone();
-    std::thread::spawn(move || {
-        let _ = std::fs::symlink_metadata(crate::sign::config::file_of(&store));
-        zeroclaw_bundle_store::warm_for_mount_ref(&store, &reference);
-        // Last, as the server needs it last (its emptiness check just before mounting).
-        let _ = std::fs::symlink_metadata(mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME));
+    let probe = args.mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME);
+    let mountpoint = std::thread::spawn(move || {
+        let _ = std::fs::symlink_metadata(probe);
     });
+    zeroclaw_bundle_store::warm_for_mount_ref(&ctx.store_path, &args.snapshot);
+    let _ = std::fs::symlink_metadata(crate::sign::config::file_of(&ctx.store_path));
+    let _ = mountpoint.join();
 }
 
 /// `option` (ending in `=`) and `value` as one argument.

@@ -4,19 +4,23 @@
 //! `unsafe`, so no `fork`). From a cold cache that process waited on the disk some twenty
 //! times in a row before its mount answered: the store's marker, the snapshot record, the
 //! expansion record, the tree index's header and entry table, the lock, each a directory
-//! lookup and a read of its own (the lease is a lock on the record: see `lease`). The process that started it has nothing to
-//! do meanwhile, so it reads the same files first, on two threads, and the server then finds
-//! them in memory. What this gains is the overlap of the server's start (its `exec`, loader
-//! and setup) with the disk, not reads side by side: the benchmark VM's disk served 16 cold
-//! reads from 16 threads no faster than from one, and a warm-up of five threads (one per
-//! chain of reads) was no faster than two; nor did asking for a tree index's end ahead
-//! (`posix_fadvise`) help, as a larger read queued before the small ones the server waits on.
+//! lookup and a read of its own (the lease is a lock on the record: see `lease`). The
+//! process that started it has nothing to do meanwhile, so it reads the same files first,
+//! and the server then finds them in memory. What this gains is the overlap of the server's
+//! start (its `exec`, loader and setup) with the disk, not reads side by side: the benchmark
+//! VM's disk served 16 cold reads from 16 threads no faster than from one, and a warm-up of
+//! five threads (one per chain of reads) was no faster than two. One chain, record first,
+//! on the thread that waits for the server, is faster still: it starts a thread's start
+//! sooner, and after its first lookup the store's root directory and its first inodes (the
+//! marker and the lock sit next to the root: see `Store::create`) are in memory. Nor did
+//! asking for a tree index's end ahead (`posix_fadvise`) help, as a larger read queued before
+//! the small ones the server waits on.
 //!
 //! Read-only by construction: no store is opened (an open may raise an older store's marker),
 //! nothing is locked, created, written or listed, and every error is ignored. A directory is
 //! warmed by looking up a name it does not hold ([`WARM_PROBE_NAME`]): the lookup reads the
-//! directory's blocks, which the server's lookup of another name there reads again. The marker and the expansion record are read only as regular
-//! files, not through a symlink; the record and the index are read as the server reads them.
+//! directory's blocks, which the server's lookup of another name there reads again. The
+//! marker and the expansion record are read only as regular files, not through a symlink; the record and the index are read as the server reads them.
 //! The server does the real reads, checks and refusals; whatever this reads is only a hint to
 //! the page cache.
 
@@ -36,21 +40,10 @@ pub const WARM_PROBE_NAME: &str = ".zeroclaw-bundle-warm";
 /// answers (see the module doc). Returns when done; never fails.
 pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
     let store = Store::unopened(root);
-    std::thread::scope(|scope| {
-        // The store's own files, which do not depend on the record.
-        scope.spawn(|| {
-            read_small(&root.join(crate::MARKER));
-            for path in [
-                store.signatures_dir(snapshot),
-                root.join(crate::lock::LOCK_FILE),
-            ] {
-                let _ = fs::symlink_metadata(path);
-            }
-        });
-        // The record, then what it names: the root's expansion record and tree index.
-        let Ok(snap) = store.read_snapshot(snapshot) else {
-            return;
-        };
+    // The record, then what it names: the root's expansion record and tree index. Their
+    // lookups read the store's root directory and its first inodes, where the marker and
+    // the lock sit (next to the root: see `Store::create`), so these come cheap after.
+    if let Ok(snap) = store.read_snapshot(snapshot) {
         read_small(&store.expansion_record_path(&snap.root));
         if let Some(index) = store.usable_index_file(snapshot, &snap.root) {
             // Header, trailer, entry table and the root tree: what a mount reads first.
@@ -58,7 +51,15 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
                 let _ = pack.tree(&snap.root);
             }
         }
-    });
+    }
+    // The store's own files, which do not depend on the record.
+    read_small(&root.join(crate::MARKER));
+    for path in [
+        store.signatures_dir(snapshot),
+        root.join(crate::lock::LOCK_FILE),
+    ] {
+        let _ = fs::symlink_metadata(path);
+    }
 }
 
 /// [`warm_for_mount`] of the snapshot `reference` names when it is a full id or an id prefix
