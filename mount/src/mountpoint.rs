@@ -18,6 +18,12 @@ use crate::sys::{self, UnmountOutcome};
 /// mount point (and not a stale one), on a host where FUSE is usable. Each failure is its own
 /// [`MountError`] variant with a message that names the path and the fix.
 pub fn check_mountpoint(path: &Path) -> Result<(), MountError> {
+    checked_mountpoint(path).map(drop)
+}
+
+/// [`check_mountpoint`], returning the mountpoint's absolute form as the mount table spells
+/// it (what [`mount_table_path`] gives for a live directory), resolved once.
+pub(crate) fn checked_mountpoint(path: &Path) -> Result<PathBuf, MountError> {
     let meta = match fs::metadata(path) {
         Ok(meta) => meta,
         Err(e) if sys::is_not_connected(&e) => {
@@ -56,7 +62,7 @@ pub fn check_mountpoint(path: &Path) -> Result<(), MountError> {
                 .into(),
         });
     }
-    Ok(())
+    Ok(abs)
 }
 
 /// The absolute form of a mountpoint as the mount table spells it. A live mount resolves

@@ -27,7 +27,7 @@ use zeroclaw_bundle_store::{Lease, ObjectId, ObjectSource};
 
 use crate::error::MountError;
 use crate::fs::{Faults, SnapshotFs, View};
-use crate::mountpoint::{check_mountpoint, mount_table_path};
+use crate::mountpoint::checked_mountpoint;
 use crate::sys::{self, UnmountOutcome};
 use crate::FSNAME;
 
@@ -180,15 +180,14 @@ impl Unmounter {
 
 /// Mounts tree `root` of `source` read-only on `mountpoint` and returns once the mount
 /// answers (the kernel's handshake answered, the serving threads started; see the module
-/// doc). `mountpoint` must pass [`check_mountpoint`]; the root tree must be readable.
+/// doc). `mountpoint` must pass [`check_mountpoint`](crate::check_mountpoint); the root tree must be readable.
 pub fn mount(
     source: Arc<dyn ObjectSource>,
     root: ObjectId,
     mountpoint: &Path,
     options: &MountOptions,
 ) -> Result<MountHandle, MountError> {
-    check_mountpoint(mountpoint)?;
-    let path = mount_table_path(mountpoint)?;
+    let path = checked_mountpoint(mountpoint)?;
     let root_tree = source
         .tree(&root)
         .map_err(|source| MountError::Root { root, source })?;

@@ -366,8 +366,12 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                 }
             }
         };
-    check_mountpoint(&args.mountpoint)?;
-    crate::api::refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)?;
+    // `mount` checks the mountpoint itself (empty directory, not mounted, FUSE usable); one
+    // that cannot even be resolved is reported as that check words it.
+    if let Err(e) = crate::api::refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path) {
+        check_mountpoint(&args.mountpoint)?;
+        return Err(e);
+    }
     let options = MountOptions {
         label: id.short(12),
         allow_other: args.allow_other,
