@@ -354,11 +354,12 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     // the mount answers: the index is opened for positioned reads (its
                     // header and entries) and read whole once the mount answers.
                     known_expansion = store.recorded_expansion(&snap.root);
-                    let in_memory = match known_expansion {
-                        Some(_) => 0,
-                        None => INDEX_IN_MEMORY,
-                    };
-                    let source = Arc::new(store.snapshot_source_within(&id, in_memory));
+                    let source = Arc::new(match known_expansion {
+                        // Only the root is read before answering (off the index's first
+                        // page); the rest of the index once the mount answers.
+                        Some(_) => store.snapshot_source_answering(&id),
+                        None => store.snapshot_source_within(&id, INDEX_IN_MEMORY),
+                    });
                     if known_expansion.is_some() {
                         index_after_answering = Some(Arc::clone(&source));
                     }

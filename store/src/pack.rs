@@ -487,22 +487,19 @@ impl PackLayout {
     }
 }
 
-/// Reads and checks the layout of a pack of `size` bytes through `read(offset, len)`, which
-/// returns exactly `len` bytes at `offset` (each call lies inside `0..size`; the largest is
-/// the index, whose length is checked against `size` first). `path` names the pack in errors.
-pub fn read_pack_layout(
-    path: &Path,
-    size: u64,
-    read: &mut dyn FnMut(u64, usize) -> Result<Vec<u8>, StoreError>,
-) -> Result<PackLayout, StoreError> {
-    if size < HEADER_LEN + 8 + TRAILER_LEN {
-        return Err(bad(
-            path,
-            format!("is {size} bytes, too short to be a pack"),
-        ));
-    }
-    let header = read(0, HEADER_LEN as usize)?;
-    if &header[..8] != MAGIC {
+/// What a pack's header says.
+pub(crate) struct PackHeader {
+    /// It holds trees (and records) only.
+    pub(crate) trees_only: bool,
+    /// Its root object: a snapshot record, or a tree index's root tree.
+    pub(crate) root: ObjectId,
+    /// The snapshot an update pack builds on.
+    pub(crate) base: Option<ObjectId>,
+}
+
+/// Parses the first [`HEADER_LEN`] bytes of pack `path`: magic, format, flags, root, base.
+pub(crate) fn parse_pack_header(path: &Path, header: &[u8]) -> Result<PackHeader, StoreError> {
+    if header.len() < HEADER_LEN as usize || &header[..8] != MAGIC {
         return Err(bad(
             path,
             "does not start with the pack magic (not a zeroclaw-bundle pack)",
@@ -522,6 +519,32 @@ pub fn read_pack_layout(
     let root = ObjectId::from_bytes(header[16..48].try_into().expect("32 bytes"));
     let base_bytes: [u8; 32] = header[48..80].try_into().expect("32 bytes");
     let base = (base_bytes != [0; 32]).then(|| ObjectId::from_bytes(base_bytes));
+    Ok(PackHeader {
+        trees_only: flags & FLAG_TREES_ONLY != 0,
+        root,
+        base,
+    })
+}
+
+/// Reads and checks the layout of a pack of `size` bytes through `read(offset, len)`, which
+/// returns exactly `len` bytes at `offset` (each call lies inside `0..size`; the largest is
+/// the index, whose length is checked against `size` first). `path` names the pack in errors.
+pub fn read_pack_layout(
+    path: &Path,
+    size: u64,
+    read: &mut dyn FnMut(u64, usize) -> Result<Vec<u8>, StoreError>,
+) -> Result<PackLayout, StoreError> {
+    if size < HEADER_LEN + 8 + TRAILER_LEN {
+        return Err(bad(
+            path,
+            format!("is {size} bytes, too short to be a pack"),
+        ));
+    }
+    let PackHeader {
+        trees_only,
+        root,
+        base,
+    } = parse_pack_header(path, &read(0, HEADER_LEN as usize)?)?;
 
     let trailer = read(size - TRAILER_LEN, TRAILER_LEN as usize)?;
     if &trailer[40..48] != END {
@@ -611,7 +634,7 @@ pub fn read_pack_layout(
     Ok(PackLayout {
         root,
         base,
-        trees_only: flags & FLAG_TREES_ONLY != 0,
+        trees_only,
         entries: index,
         index_offset,
         digest,

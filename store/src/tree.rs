@@ -377,6 +377,33 @@ struct EntryRef<'a> {
     id: ObjectId,
 }
 
+/// The length of the tree encoding that `bytes` starts with, read off its entry count and
+/// name lengths alone (nothing is validated: [`Tree::decode`] of that prefix does it, and the
+/// caller hashes it). `None` when `bytes` is not a tree's start or ends inside it. For a
+/// reader that finds a tree at a known offset without its length (the root at the head of a
+/// tree index).
+pub(crate) fn encoded_len(bytes: &[u8]) -> Option<usize> {
+    let mut r = Reader { bytes, pos: 0 };
+    if r.take(4).ok()? != MAGIC {
+        return None;
+    }
+    let version = r.take(1).ok()?[0];
+    let fixed = match version {
+        VERSION => FIXED_RECORD_LEN,
+        VERSION_1 => FIXED_RECORD_LEN_1,
+        _ => return None,
+    };
+    let count = u32::from_be_bytes(r.array().ok()?);
+    for _ in 0..count {
+        // kind, [mode,] name length, then the name, size and id.
+        let before_len = fixed - 2 - 8 - 32;
+        r.take(before_len).ok()?;
+        let len = usize::from(u16::from_be_bytes(r.array().ok()?));
+        r.take(len + 8 + 32).ok()?;
+    }
+    Some(r.pos)
+}
+
 /// Where [`decode_into`] puts the entries it checked.
 trait EntrySink<'a> {
     /// About how many entries follow (never more than the bytes can hold).
@@ -529,6 +556,31 @@ mod tests {
             out.extend_from_slice(e.id.as_bytes());
         }
         out
+    }
+
+    #[test]
+    fn encoded_len_finds_where_a_tree_ends_in_longer_bytes() {
+        let v1_entries: Vec<TreeEntry> = sample()
+            .entries()
+            .iter()
+            .filter(|e| e.mode == e.kind.implied_mode())
+            .cloned()
+            .collect();
+        for bytes in [
+            sample().encode(),
+            v1_bytes(&v1_entries),
+            Tree::from_entries(vec![]).unwrap().encode(),
+        ] {
+            let mut longer = bytes.clone();
+            longer.extend_from_slice(b"ZCBT\x02 what follows in a pack");
+            assert_eq!(encoded_len(&longer), Some(bytes.len()));
+            assert_eq!(encoded_len(&bytes), Some(bytes.len()));
+            for cut in 0..bytes.len() {
+                assert_eq!(encoded_len(&bytes[..cut]), None, "cut at {cut}");
+            }
+        }
+        assert_eq!(encoded_len(b"ZCBS\x01 a record"), None);
+        assert_eq!(encoded_len(b"ZCBT\x03\0\0\0\0"), None, "an unknown format");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! `mount --daemon` serves from a new process (a fresh `exec`: the workspace forbids
 //! `unsafe`, so no `fork`). From a cold cache that process waited on the disk some twenty
 //! times in a row before its mount answered: the store's marker, the snapshot record, the
-//! expansion record, the tree index's header and entry table, the lock, each a directory
+//! expansion record, the tree index's first page, the lock, each a directory
 //! lookup and a read of its own (the lease is a lock on the record: see `lease`). The
 //! process that started it has nothing to do meanwhile, so it reads the same files first,
 //! and the server then finds them in memory. What this gains is the overlap of the server's
@@ -27,7 +27,7 @@
 use std::fs;
 use std::path::Path;
 
-use crate::{ObjectId, ObjectSource, Store};
+use crate::{ObjectId, Store};
 
 /// The most this reads of one small file (the marker, an expansion record).
 const SMALL: u64 = 4096;
@@ -45,12 +45,8 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
     // the lock sit (next to the root: see `Store::create`), so these come cheap after.
     if let Ok(snap) = store.read_snapshot(snapshot) {
         read_small(&store.expansion_record_path(&snap.root));
-        if let Some(index) = store.usable_index_file(snapshot, &snap.root) {
-            // Header, trailer, entry table and the root tree: what a mount reads first.
-            if let Ok(pack) = crate::index::open_index(&index, 0) {
-                let _ = pack.tree(&snap.root);
-            }
-        }
+        // The index's first page (its header and the root tree): what a mount reads first.
+        store.read_index_head(snapshot, &snap.root);
     }
     // The store's own files, which do not depend on the record.
     read_small(&root.join(crate::MARKER));
