@@ -101,10 +101,10 @@ pub struct SnapshotSource {
     /// is made, or at its first use for one made by [`Store::snapshot_source_answering`].
     index: OnceLock<Option<PackReader>>,
     /// The index file to open at first use, when `index` is not set yet.
-    pending: Option<IndexFile>,
+    pending: Option<Box<IndexFile>>,
     /// The root tree, read off the head of the index (where the writer puts it) and hashed
     /// against its id, when the source was made without opening the index.
-    head_root: Option<(ObjectId, Tree)>,
+    head_root: Option<Box<(ObjectId, Tree)>>,
     /// The index read whole, once [`SnapshotSource::hold_index_in_memory`] did: answers
     /// before `index`.
     in_memory: OnceLock<Box<PackReader>>,
@@ -232,7 +232,7 @@ fn notice(snapshot: &ObjectId, why: &str) {
 
 impl ObjectSource for SnapshotSource {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        if let Some((root, tree)) = &self.head_root {
+        if let Some((root, tree)) = self.head_root.as_deref() {
             if root == id {
                 self.from_index.fetch_add(1, Ordering::Relaxed);
                 return Ok(tree.clone());
@@ -593,8 +593,8 @@ impl Store {
         SnapshotSource {
             index_bytes: bytes,
             index: OnceLock::new(),
-            pending: Some(file),
-            head_root,
+            pending: Some(Box::new(file)),
+            head_root: head_root.map(Box::new),
             ..self.source_without_index(snapshot)
         }
     }
@@ -1371,7 +1371,7 @@ mod tests {
         let eager = store.snapshot_source_within(&id, 0);
         let answering = store.snapshot_source_answering(&id);
         assert!(answering.stats().index_used);
-        assert_eq!(answering.head_root.as_ref().map(|(r, _)| *r), Some(root));
+        assert_eq!(answering.head_root.as_deref().map(|(r, _)| *r), Some(root));
         assert!(answering.index.get().is_none(), "not opened yet");
         assert_eq!(
             answering.tree(&root).unwrap(),
