@@ -9,6 +9,8 @@
 //!   mount (and a read of the mount table) used to follow, which put the workers' start and
 //!   a round trip on every mount's path without proving more than the handshake had. A
 //!   `mount` that fails leaves no mount behind (fuser unmounts when the handshake fails).
+//! - Mounts of one directory at once make one mount: the check and the mount syscall hold an
+//!   exclusive `flock` on the directory, and the later one is refused as already mounted.
 //! - Unmounting is by path (umount2(2), or `fusermount3 -u` for a non-root user) and only of
 //!   a mount that is ours. The session threads end when the kernel drops the connection.
 //! - Dropping a handle that is still mounted unmounts it; if something still uses the mount
@@ -187,6 +189,10 @@ pub fn mount(
     mountpoint: &Path,
     options: &MountOptions,
 ) -> Result<MountHandle, MountError> {
+    // Two mounts of one directory at once would both pass the check and stack: the check and
+    // the mount hold an exclusive lock on the directory, so the second checks after the first
+    // mounted and is refused as already mounted.
+    let _one_at_a_time = sys::lock_directory(mountpoint);
     let path = checked_mountpoint(mountpoint)?;
     let root_tree = source
         .tree(&root)

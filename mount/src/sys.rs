@@ -107,6 +107,22 @@ pub(crate) fn is_stale(path: &Path) -> bool {
     matches!(rustix::fs::statfs(path), Err(rustix::io::Errno::NOTCONN))
 }
 
+/// An exclusive `flock` on directory `path`, held until the returned descriptor is dropped;
+/// waits for another holder. `None` when `path` cannot be opened as a directory (missing, not
+/// one, a stale mount): the caller's check then says why. The lock is on the directory
+/// itself, not what is mounted on it later; nothing else in this crate takes it.
+pub(crate) fn lock_directory(path: &Path) -> Option<rustix::fd::OwnedFd> {
+    use rustix::fs::{FlockOperation, Mode, OFlags};
+    let dir = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    rustix::fs::flock(&dir, FlockOperation::LockExclusive).ok()?;
+    Some(dir)
+}
+
 /// The real uid and gid of this process (what the mounted files report as owner).
 pub(crate) fn user_ids() -> (u32, u32) {
     (

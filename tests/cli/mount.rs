@@ -534,3 +534,53 @@ fn an_interrupted_daemon_mount_stops_its_server_and_leaves_no_mount() {
     assert_eq!(leases, 0);
     let _m = mount_daemon(&env, &id, &mnt);
 }
+
+#[test]
+fn daemon_mounts_of_one_directory_at_once_make_one_mount() {
+    let Some((env, id)) = sample_if_fuse() else {
+        return;
+    };
+    let mnt = env.path("mnt");
+    fs::create_dir_all(&mnt).unwrap();
+    let _guard = Mounted {
+        env: &env,
+        path: mnt.clone(),
+    };
+    let count = || {
+        String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").unwrap())
+            .lines()
+            .filter(|l| l.split(' ').nth(4) == Some(mnt.to_str().unwrap()))
+            .count()
+    };
+    for round in 0..3 {
+        let children: Vec<_> = (0..3)
+            .map(|_| {
+                let mut c = env.cmd();
+                c.args([
+                    OsStr::new("mount"),
+                    OsStr::new(&id),
+                    mnt.as_os_str(),
+                    OsStr::new("--daemon"),
+                ])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped());
+                c.spawn().unwrap()
+            })
+            .collect();
+        let outs: Vec<_> = children
+            .into_iter()
+            .map(|c| c.wait_with_output().unwrap())
+            .collect();
+        let ok = outs.iter().filter(|o| o.status.success()).count();
+        for o in outs.iter().filter(|o| !o.status.success()) {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(
+                err.contains("already a mount point"),
+                "round {round}: {err}"
+            );
+        }
+        assert_eq!((ok, count()), (1, 1), "round {round}: stacked mounts");
+        env.run(&[OsStr::new("umount"), mnt.as_os_str()]).ok();
+        assert_eq!(count(), 0);
+    }
+}

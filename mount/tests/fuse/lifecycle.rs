@@ -272,3 +272,48 @@ fn an_ended_session_never_unmounts_the_next_mount_at_its_path() {
     drop(second);
     assert!(!is_mounted(&at));
 }
+
+#[test]
+fn mounts_of_one_directory_at_once_make_one_mount() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("mnt");
+    fs::create_dir(&at).unwrap();
+    for round in 0..5 {
+        let start = Arc::new(std::sync::Barrier::new(4));
+        let results: Vec<_> = (0..4)
+            .map(|_| {
+                let (start, at, source) = (Arc::clone(&start), at.clone(), env.store.reader());
+                std::thread::spawn(move || {
+                    start.wait();
+                    mount(Arc::new(source), root, &at, &MountOptions::default())
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let mut handles = Vec::new();
+        for result in results {
+            match result {
+                Ok(handle) => handles.push(handle),
+                Err(MountError::AlreadyMounted { .. }) => {}
+                Err(e) => return skip_or_fail(&e.to_string()),
+            }
+        }
+        let listed = String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").unwrap())
+            .lines()
+            .filter(|l| {
+                l.split(' ').nth(4).map(str::as_bytes) == Some(at.as_os_str().as_encoded_bytes())
+            })
+            .count();
+        assert_eq!(
+            (handles.len(), listed),
+            (1, 1),
+            "round {round}: stacked mounts"
+        );
+        drop(handles);
+        assert!(!is_mounted(&at));
+    }
+}
