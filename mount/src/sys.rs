@@ -107,10 +107,12 @@ pub(crate) fn is_stale(path: &Path) -> bool {
     matches!(rustix::fs::statfs(path), Err(rustix::io::Errno::NOTCONN))
 }
 
-/// An exclusive `flock` on directory `path`, held until the returned descriptor is dropped;
-/// waits for another holder. `None` when `path` cannot be opened as a directory (missing, not
-/// one, a stale mount): the caller's check then says why. The lock is on the directory
-/// itself, not what is mounted on it later; nothing else in this crate takes it.
+/// An exclusive `flock` on directory `path`, held until the returned descriptor is dropped.
+/// Waits up to [`LOCK_WAIT`] for another holder (a mount of the same directory holds it for
+/// a few milliseconds); past that, or when `path` cannot be opened as a directory (missing,
+/// not one, a stale mount), `None`: the caller goes on without it and its check says what
+/// is wrong, so a lock somebody else keeps on the directory never hangs a mount. The lock is
+/// on the directory itself, not on what is mounted on it later.
 pub(crate) fn lock_directory(path: &Path) -> Option<rustix::fd::OwnedFd> {
     use rustix::fs::{FlockOperation, Mode, OFlags};
     let dir = rustix::fs::open(
@@ -119,9 +121,20 @@ pub(crate) fn lock_directory(path: &Path) -> Option<rustix::fd::OwnedFd> {
         Mode::empty(),
     )
     .ok()?;
-    rustix::fs::flock(&dir, FlockOperation::LockExclusive).ok()?;
-    Some(dir)
+    let start = std::time::Instant::now();
+    loop {
+        match rustix::fs::flock(&dir, FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Some(dir),
+            Err(rustix::io::Errno::WOULDBLOCK) if start.elapsed() < LOCK_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            Err(_) => return None,
+        }
+    }
 }
+
+/// How long [`lock_directory`] waits for another holder of the lock.
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The real uid and gid of this process (what the mounted files report as owner).
 pub(crate) fn user_ids() -> (u32, u32) {

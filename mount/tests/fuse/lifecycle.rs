@@ -317,3 +317,27 @@ fn mounts_of_one_directory_at_once_make_one_mount() {
         assert!(!is_mounted(&at));
     }
 }
+
+#[test]
+fn a_lock_somebody_keeps_on_the_mountpoint_never_hangs_a_mount() {
+    let env = Env::new();
+    let (root, _) = env.build(sample());
+    let dir = tempfile::tempdir().unwrap();
+    let at = dir.path().join("mnt");
+    fs::create_dir(&at).unwrap();
+    // `flock DIR sleep ...` by another program: the mount waits a moment, then goes on.
+    let held = fs::File::open(&at).unwrap();
+    rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
+    let handle = match mount(
+        Arc::new(env.store.reader()),
+        root,
+        &at,
+        &MountOptions::default(),
+    ) {
+        Ok(handle) => handle,
+        Err(e) => return skip_or_fail(&e.to_string()),
+    };
+    assert!(is_mounted(&at));
+    drop(handle);
+    assert!(!is_mounted(&at));
+}
