@@ -145,19 +145,7 @@ impl SnapshotSource {
         self.index
             .get_or_init(|| {
                 let file = self.pending.as_ref()?;
-                match open_checked(file) {
-                    Ok(pack) => Some(pack),
-                    // Removed since (by `gc` or `reindex`): the objects, silently.
-                    Err(StoreError::Io { error, .. })
-                        if error.kind() == io::ErrorKind::NotFound =>
-                    {
-                        None
-                    }
-                    Err(e) => {
-                        notice(&self.snapshot, &e.to_string());
-                        None
-                    }
-                }
+                open_usable(&self.snapshot, file, 0)
             })
             .as_ref()
     }
@@ -182,13 +170,8 @@ impl SnapshotSource {
         };
         // Opened again by its path: each tree is still hashed against its id as it is read,
         // so a file replaced meanwhile (by `reindex`) can only answer right or be dropped.
-        let whole = open_index(&path, limit).and_then(|pack| {
-            check_header(&pack, &root)
-                .map(|()| pack)
-                .map_err(|why| StoreError::BadPack { pack: path, why })
-        });
-        match whole {
-            Ok(pack) if pack.is_in_memory() => self.in_memory.set(Box::new(pack)).is_ok(),
+        match open_checked(&path, &root, limit) {
+            Some(Ok(pack)) if pack.is_in_memory() => self.in_memory.set(Box::new(pack)).is_ok(),
             _ => false,
         }
     }
@@ -518,8 +501,7 @@ impl Store {
     /// a reader walks, so a failure here (the index unusable, a tree past the limits, a full
     /// disk) is nobody's error and leaves no record.
     pub(crate) fn record_expansion_from_index(&self, root: &ObjectId) -> Option<Expansion> {
-        let pack = open_index(&self.tree_index_path(root), WRITER_IN_MEMORY).ok()?;
-        check_header(&pack, root).ok()?;
+        let pack = open_checked(&self.tree_index_path(root), root, WRITER_IN_MEMORY)?.ok()?;
         self.write_expansion_record(root, &pack).ok()
     }
 
@@ -546,23 +528,13 @@ impl Store {
 
     /// A source for `snapshot` reading its trees from index file `file` when usable.
     fn source_at(&self, snapshot: &ObjectId, file: IndexFile, in_memory: u64) -> SnapshotSource {
-        let opened = match open_index(&file.path, in_memory) {
-            Ok(pack) => check_header(&pack, &file.root).map(|()| pack),
-            Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
-                return self.source_without_index(snapshot)
-            }
-            Err(e) => Err(e.to_string()),
-        };
-        match opened {
-            Ok(pack) => SnapshotSource {
+        match open_usable(snapshot, &file, in_memory) {
+            Some(pack) => SnapshotSource {
                 index_bytes: fs::metadata(&file.path).map(|m| m.len()).unwrap_or(0),
                 index: OnceLock::from(Some(pack)),
                 ..self.source_without_index(snapshot)
             },
-            Err(why) => {
-                notice(snapshot, &why);
-                self.source_without_index(snapshot)
-            }
+            None => self.source_without_index(snapshot),
         }
     }
 
@@ -821,14 +793,31 @@ pub(crate) fn open_index(path: &Path, in_memory: u64) -> Result<PackReader, Stor
     }
 }
 
-/// Opens index `file` for positioned reads and checks its header names `file.root`.
-fn open_checked(file: &IndexFile) -> Result<PackReader, StoreError> {
-    let pack = open_index(&file.path, 0)?;
-    check_header(&pack, &file.root).map_err(|why| StoreError::BadPack {
-        pack: file.path.clone(),
-        why,
-    })?;
-    Ok(pack)
+/// Opens index `path` (whole when at most `in_memory` bytes) and checks that its header
+/// names `root`: the reader, or why it is not usable; `None` when there is no such file.
+fn open_checked(
+    path: &Path,
+    root: &ObjectId,
+    in_memory: u64,
+) -> Option<Result<PackReader, String>> {
+    match open_index(path, in_memory) {
+        Ok(pack) => Some(check_header(&pack, root).map(|()| pack)),
+        Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => Some(Err(e.to_string())),
+    }
+}
+
+/// [`open_checked`] of the index `file` that serves `snapshot`, for a reader: an index that
+/// is not there means the objects, silently (removed since, by `gc` or `reindex`); one that
+/// is not usable the objects too, with one notice.
+fn open_usable(snapshot: &ObjectId, file: &IndexFile, in_memory: u64) -> Option<PackReader> {
+    match open_checked(&file.path, &file.root, in_memory)? {
+        Ok(pack) => Some(pack),
+        Err(why) => {
+            notice(snapshot, &why);
+            None
+        }
+    }
 }
 
 /// How much of an index's head [`read_head`] reads: one page, which holds the header and

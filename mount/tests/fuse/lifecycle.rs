@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
 
 use crate::sample;
-use crate::util::{is_mounted, skip_or_fail, Env};
+use crate::util::{is_mounted, mounts_at, skip_or_fail, Env};
 
 #[test]
 fn every_way_of_unmounting_leaves_no_mount_behind() {
@@ -302,12 +302,7 @@ fn mounts_of_one_directory_at_once_make_one_mount() {
                 Err(e) => return skip_or_fail(&e.to_string()),
             }
         }
-        let listed = String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").unwrap())
-            .lines()
-            .filter(|l| {
-                l.split(' ').nth(4).map(str::as_bytes) == Some(at.as_os_str().as_encoded_bytes())
-            })
-            .count();
+        let listed = mounts_at(&at);
         assert_eq!(
             (handles.len(), listed),
             (1, 1),

@@ -203,11 +203,17 @@ impl Drop for Mounted {
 
 /// True when the mount table lists `path` as a mount point.
 pub fn is_mounted(path: &Path) -> bool {
+    mounts_at(path) > 0
+}
+
+/// How many mounts the mount table lists at `path` (more than one: stacked).
+pub fn mounts_at(path: &Path) -> usize {
     let text = String::from_utf8_lossy(&fs::read("/proc/self/mountinfo").expect("read mountinfo"))
         .into_owned();
     let want = path.as_os_str().as_bytes();
     text.lines()
-        .any(|l| l.split(' ').nth(4).map(str::as_bytes) == Some(want))
+        .filter(|l| l.split(' ').nth(4).map(str::as_bytes) == Some(want))
+        .count()
 }
 
 /// The mount's per-mount and super options from mountinfo.
