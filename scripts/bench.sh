@@ -34,6 +34,7 @@
 #   BENCH_REPORT=path        default <repo>/target/bench/report.md
 #   BENCH_TIMEOUT=1800       seconds before one timed command is killed (reported as failed)
 #   MOUNT_READY_ROUNDS=5     cold mounts per tool for the "mount ready" row (median)
+#   CHECKOUT_ROUNDS=3        cold checkouts per tool for our checkout and unsquashfs (median)
 #   BENCH_KEEP=0             1 = keep repositories, checkouts and images under BENCH_DIR
 #
 # "cold" = `sync; echo 3 > /proc/sys/vm/drop_caches` right before the timed command (needs root).
@@ -56,6 +57,8 @@ BENCH_VERIFY=${BENCH_VERIFY:-1}
 BENCH_BUILD=${BENCH_BUILD:-1}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 MOUNT_READY_ROUNDS=${MOUNT_READY_ROUNDS:-5}
+CHECKOUT_ROUNDS=${CHECKOUT_ROUNDS:-3}
+export R="" # the output suffix of a cold_alternating round
 BENCH_KEEP=${BENCH_KEEP:-0}
 REPORT=${BENCH_REPORT:-$ROOT/target/bench/report.md}
 OURS=zeroclaw-bundle
@@ -183,6 +186,45 @@ measure() {
 	record "$section" "$op" "$tool" "$med" "$rss" ok "$note"
 	log "  $tool: $op: ${med}s, max RSS $((rss / 1024)) MiB"
 	return 0
+}
+
+# cold_alternating SECTION OP TOOL_A CMD_A TOOL_B CMD_B [NOTE_B]
+#   Two cold, single-shot commands measured in alternating rounds (A B, then B A, ...),
+#   CHECKOUT_ROUNDS each; median seconds, max RSS. This VM's disk changes speed from minute
+#   to minute (and ext4 without a journal slows every create for minutes after a large
+#   delete), so one run of each, a minute apart, moved the ratio of two checkouts from 0.8 to
+#   1.2. A command writes below "$W/co/...$R": $R is empty in the first round (the output the
+#   verification reads) and ".N" after. Nothing is deleted between rounds, so no round pays
+#   for another's deletes. Returns non-zero if either failed (recorded as `fail`).
+cold_alternating() {
+	local section=$1 op=$2 note_b=${7:-}
+	local -a tools=("$3" "$5") cmds=("$4" "$6")
+	local -A times=() rss=()
+	local round k med
+	for ((round = 1; round <= CHECKOUT_ROUNDS; round++)); do
+		for k in $(((round + 1) % 2)) $((round % 2)); do
+			R=""
+			((round > 1)) && R=".$round"
+			export R
+			drop_caches
+			if ! run_timed "${cmds[k]}"; then
+				record "$section" "$op" "${tools[k]}" "" "" fail "exit $(sed -n 's/.*non-zero status \([0-9]*\).*/\1/p' "$W/.time"): $(firstline "$W/.err")"
+				log "  ${tools[k]}: $op FAILED: $(firstline "$W/.err")"
+				return 1
+			fi
+			times[$k]+="$LAST_SECS "
+			[[ -n $LAST_RSS && $LAST_RSS -gt ${rss[$k]:-0} ]] && rss[$k]=$LAST_RSS
+		done
+	done
+	for k in 0 1; do
+		med=$(printf '%s\n' ${times[$k]} | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+		local note="cold, median of $CHECKOUT_ROUNDS, rounds alternating with ${tools[1 - k]}"
+		((k == 1)) && [[ -n $note_b ]] && note="$note_b; $note"
+		[[ -n $COLD_NOTE ]] && note="$note; $COLD_NOTE"
+		record "$section" "$op" "${tools[k]}" "$med" "${rss[$k]:-}" ok "$note"
+		log "  ${tools[k]}: $op: ${times[$k]}"
+	done
+	R=""
 }
 
 na() { record "$1" "$2" "$3" "" "" na "$4"; }
@@ -406,8 +448,16 @@ section_store() {
 	# --- checkout of the initial capture into a new dir (cold) ---
 	op="checkout into new dir"
 	log "-- $op"
-	if [[ $ZB_CHECKOUT == 1 && -n $OUR_ID_INITIAL ]]; then
-		if measure store "$op" "$OURS" cold "\"\$ZB\" --store \"$OUR_STORE\" checkout $OUR_ID_INITIAL --out \"\$W/co/ours\"$SYNC"; then
+	local our_co="\"\$ZB\" --store \"$OUR_STORE\" checkout $OUR_ID_INITIAL --out \"\$W/co/ours\$R\"$SYNC"
+	local sq_co='unsquashfs -q -d "$W/co/squashfs$R" "$W/sq/initial.sqsh" >/dev/null'"$SYNC"
+	local sq_note="image of the initial tree, default options (gzip)"
+	local sq_measured=0
+	if [[ $ZB_CHECKOUT == 1 && -n $OUR_ID_INITIAL && -f $W/sq/initial.sqsh ]]; then
+		# The two closest rows, measured in alternating rounds.
+		cold_alternating store "$op" "$OURS" "$our_co" unsquashfs "$sq_co" "$sq_note" && CHECK_OURS_CO=1
+		sq_measured=1
+	elif [[ $ZB_CHECKOUT == 1 && -n $OUR_ID_INITIAL ]]; then
+		if measure store "$op" "$OURS" cold "$our_co"; then
 			CHECK_OURS_CO=1
 		fi
 	elif [[ $ZB_CHECKOUT != 1 ]]; then
@@ -417,9 +467,8 @@ section_store() {
 	fi
 	have tar && [[ -f $W/tar/full.tar ]] &&
 		measure store "$op" "tar -x" cold 'mkdir -p "$W/co/tar" && tar -xf "$W/tar/full.tar" -C "$W/co/tar"'"$SYNC" || true
-	[[ -f $W/sq/initial.sqsh ]] &&
-		measure store "$op" "unsquashfs" cold 'unsquashfs -q -d "$W/co/squashfs" "$W/sq/initial.sqsh" >/dev/null'"$SYNC" "" \
-			"image of the initial tree, default options (gzip)" || true
+	[[ $sq_measured == 0 && -f $W/sq/initial.sqsh ]] &&
+		measure store "$op" "unsquashfs" cold "$sq_co" "" "$sq_note" || true
 	have rsync && [[ -d $W/rsync/copy ]] &&
 		measure store "$op" "rsync -a (copy back)" cold 'rsync -a "$W/rsync/copy/" "$W/co/rsync/"'"$SYNC" "" "informational" || true
 	have git && [[ -z $GIT_C1 ]] && record store "$op" "git checkout" "" "" fail "no commit from the initial capture"
