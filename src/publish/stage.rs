@@ -485,7 +485,7 @@ fn create_file(
 ) -> Result<File, PublishError> {
     hooks::fault("create", &rel.to_string_lossy())
         .and_then(|()| sys::create_file_at(dir, &entry.name, entry.mode))
-        .map_err(|e| PublishError::io("create", &staging_path.join(rel), e))
+        .map_err(|e| PublishError::io("create", staging_path.join(rel), e))
 }
 
 /// Copies the verified bytes of `entry` into its new `file` and returns the file's stat
