@@ -22,17 +22,19 @@
 //!
 //! Directories and files are created by the walking thread, one at a time; a few worker
 //! threads fill the files, each through its own fd (a file reused from the previous tree is
-//! linked by a worker, through the fd of its directory). A create takes its directory's lock
-//! in the kernel, so the creates in one directory run one at a time anyway: workers that
-//! created their own files spun on that lock (a fifth of a checkout's CPU on 2 cores), and
-//! with a lock of ours per directory, so that creates in different directories ran side by
-//! side, a checkout was slower still when the inode table was full of recently deleted
-//! inodes (ext4 without a journal skips those one by one on every create). Measured on the
-//! benchmark corpus, cold, alternating: 1.30-1.80 s against 1.94-2.12 s for workers that
-//! create, and 1.91-2.50 s with the lock per directory. The walk goes on to the next directory
-//! while the workers still copy the last one's files (at most `IN_FLIGHT` files out); once
-//! the whole tree is walked it waits for every file, then writes the manifest, after them
-//! all.
+//! linked by a worker, through the fd of its directory). The walk goes on to the next
+//! directory while the workers still fill the last one's files (at most `IN_FLIGHT` files
+//! out); once the whole tree is walked it waits for every file, then writes the manifest,
+//! after them all.
+//!
+//! Why the walker creates: a create takes its directory's lock in the kernel, so the creates
+//! in one directory run one at a time whoever makes them. Workers that created their own
+//! files spun on that lock (a fifth of a checkout's CPU on 2 cores). With a lock of ours per
+//! directory instead, so that creates in different directories ran side by side, a checkout
+//! was slower still when the inode table held many recently deleted inodes (ext4 without a
+//! journal skips those one by one on every create). Cold checkouts of the benchmark corpus
+//! in alternating rounds after a large delete: 1.30-1.80 s with the walker creating,
+//! 1.94-2.12 s with workers creating, 1.91-2.50 s with the lock per directory.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -57,9 +59,9 @@ const COPY_BUF: usize = 256 * 1024;
 /// busy across directory boundaries (the walk does not wait for a directory's files before
 /// the next directory: the benchmark corpus averages 9 files a directory, so waiting there
 /// left the workers idle at every boundary), and a bound, so a tree of 100,000 files does not
-/// queue 100,000 jobs (each a tree entry, a path and a directory fd) at once. Each job holds
-/// its directory's fd (and the previous tree's), so this bounds the fds open beyond the
-/// walk's own path too.
+/// queue 100,000 jobs (each a tree entry, a path and two fds) at once. Each job holds its new
+/// file's fd and its directory's (and the previous tree's), so this bounds the fds open
+/// beyond the walk's own path too.
 const IN_FLIGHT: usize = 128;
 
 /// Counts of what was written.
