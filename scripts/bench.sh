@@ -445,6 +445,17 @@ section_store() {
 
 	section_diff_after_change
 
+	# --- store sizes: each repository after the same captures (initial, no-ops, 1% change) ---
+	# Before the checkouts: a checkout of ours adds its destination record to the catalog
+	# (what a later --force publish reuses files by), which is not a capture's.
+	local d
+	for d in "$OURS:$OUR_STORE" "git:$W/git/repo/.git" "ostree (bare-user):$W/ostree/repo" \
+		"restic:$W/restic/repo" "borg (-e none):$W/borg/repo" "rsync copy:$W/rsync/copy"; do
+		[[ -d ${d#*:} ]] || continue
+		record store "store size after all captures (MiB)" "${d%%:*}" "$(du -sm "${d#*:}" | awk '{ print $1 }')" "" ok \
+			"MiB (in the seconds column)"
+	done
+
 	# --- checkout of the initial capture into a new dir (cold) ---
 	op="checkout into new dir"
 	log "-- $op"
@@ -492,15 +503,6 @@ section_store() {
 			meta "checkout verification" "MISMATCH between our checkout and tar -x: $(firstline "$W/co/verify.log")"
 		fi
 	fi
-
-	# --- store sizes: each repository after the same captures (initial, no-ops, 1% change) ---
-	local d
-	for d in "$OURS:$OUR_STORE" "git:$W/git/repo/.git" "ostree (bare-user):$W/ostree/repo" \
-		"restic:$W/restic/repo" "borg (-e none):$W/borg/repo" "rsync copy:$W/rsync/copy"; do
-		[[ -d ${d#*:} ]] || continue
-		record store "store size after all captures (MiB)" "${d%%:*}" "$(du -sm "${d#*:}" | awk '{ print $1 }')" "" ok \
-			"MiB (in the seconds column)"
-	done
 }
 
 # ---------------------------------------------------------------------------------------------
