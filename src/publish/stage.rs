@@ -64,6 +64,17 @@ const COPY_BUF: usize = 256 * 1024;
 /// beyond the walk's own path too.
 const IN_FLIGHT: usize = 128;
 
+/// How many files may be out at once in this process: [`IN_FLIGHT`], or a quarter of the
+/// soft limit on open files when that is lower (each file out holds its fd, and the workers,
+/// the walk and the store hold others), at least 4. With 128 out, a checkout failed with
+/// "Too many open files" under `ulimit -n 128`; with this bound it succeeds under 64.
+fn in_flight_bound() -> usize {
+    let soft = rustix::process::getrlimit(rustix::process::Resource::Nofile).current;
+    soft.map_or(IN_FLIGHT, |n| {
+        usize::try_from(n / 4).map_or(IN_FLIGHT, |quarter| quarter.clamp(4, IN_FLIGHT))
+    })
+}
+
 /// Counts of what was written.
 #[derive(Debug, Default, Clone, Copy)]
 pub(crate) struct Tally {
@@ -105,6 +116,8 @@ struct Stager<'a> {
     reply_tx: Option<mpsc::Sender<Reply>>,
     reply_rx: mpsc::Receiver<Reply>,
     pending: usize,
+    /// At most this many files out (see [`in_flight_bound`]).
+    in_flight: usize,
 }
 
 /// A worker's answer for one file: its entry and path back, and what became of it.
@@ -209,6 +222,7 @@ pub(crate) fn materialize(
                 reply_tx: Some(reply_tx),
                 reply_rx,
                 pending: 0,
+                in_flight: in_flight_bound(),
             };
             let old_root = previous.map(|p| Arc::new(p.fd));
             stager.write_root(root, root_dir, old_root)?;
@@ -312,9 +326,9 @@ impl Stager<'_> {
         Ok(())
     }
 
-    /// Hands one file to the workers, first reading an answer when [`IN_FLIGHT`] are out.
+    /// Hands one file to the workers, first reading an answer when `in_flight` are out.
     fn send(&mut self, job: FileJob) -> Result<(), PublishError> {
-        if self.pending == IN_FLIGHT {
+        if self.pending >= self.in_flight {
             self.receive(&job.rel)?;
         }
         self.jobs

@@ -680,6 +680,37 @@ fn checkout_modes_are_exact_whatever_the_umask() {
     }
 }
 
+/// Each file a checkout has created and not yet filled holds an fd. With 128 such files out
+/// at once, a checkout of a directory of 300 files failed under `ulimit -n 64` ("Too many
+/// open files"); the number out is bounded by the limit, so it succeeds.
+#[test]
+fn checkout_succeeds_under_a_low_limit_on_open_files() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for i in 0..300 {
+        write(
+            &src.join(format!("many/file-{i:03}.md")),
+            format!("file {i}\n").as_bytes(),
+        );
+    }
+    let id = env.snapshot(&src);
+    let out = env.path("out");
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!(
+            "ulimit -n 64 && exec \"$0\" checkout {id} --out \"$1\""
+        ))
+        .arg(BIN)
+        .arg(&out)
+        .env("ZEROCLAW_BUNDLE_STORE", &env.store);
+    run_command(c).ok();
+    assert_eq!(fs::read_dir(out.join("many")).unwrap().count(), 300);
+    assert_eq!(
+        fs::read(out.join("many/file-299.md")).unwrap(),
+        b"file 299\n"
+    );
+}
+
 #[test]
 fn verify_names_every_snapshot_that_reaches_a_damaged_object() {
     for damage in ["missing", "corrupt"] {
