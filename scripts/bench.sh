@@ -188,6 +188,9 @@ measure() {
 	return 0
 }
 
+# median N...: the middle of the numbers (the lower middle of an even count)
+median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
+
 # cold_alternating SECTION OP TOOL_A CMD_A TOOL_B CMD_B [NOTE_B]
 #   Two cold, single-shot commands measured in alternating rounds (A B, then B A, ...),
 #   CHECKOUT_ROUNDS each; median seconds, max RSS. This VM's disk changes speed from minute
@@ -217,7 +220,7 @@ cold_alternating() {
 		done
 	done
 	for k in 0 1; do
-		med=$(printf '%s\n' ${times[$k]} | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+		med=$(median ${times[$k]})
 		local note="cold, median of $CHECKOUT_ROUNDS, rounds alternating with ${tools[1 - k]}"
 		((k == 1)) && [[ -n $note_b ]] && note="$note_b; $note"
 		[[ -n $COLD_NOTE ]] && note="$note; $COLD_NOTE"
@@ -623,7 +626,7 @@ ready_alternating() {
 		done
 	done
 	for k in 0 1; do
-		record mount "mount ready" "${tools[k]}" "$(printf '%s\n' ${times[$k]} | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')" "" ok \
+		record mount "mount ready" "${tools[k]}" "$(median ${times[$k]})" "" ok \
 			"cold, median of $MOUNT_READY_ROUNDS, rounds alternating with ${tools[1 - k]}"
 		log "  ${tools[k]}: mount ready: ${times[$k]}"
 		READY_MEASURED[${tools[k]}]=1
@@ -674,7 +677,7 @@ mount_one() {
 	if [[ $ok == 1 && -n ${READY_MEASURED[$tool]:-} ]]; then
 		: # recorded by ready_alternating
 	elif [[ $ok == 1 ]]; then
-		record mount "mount ready" "$tool" "$(printf '%s\n' "${times[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')" "" ok \
+		record mount "mount ready" "$tool" "$(median "${times[@]}")" "" ok \
 			"cold, median of ${#times[@]}${note:+; $note}"
 	else
 		record mount "mount ready" "$tool" "" "" fail "$(firstline "$W/.mount.log")"

@@ -141,10 +141,17 @@ struct FileJob {
     dir: Arc<OwnedFd>,
     entry: TreeEntry,
     rel: PathBuf,
-    /// The file, created by the walker; `None` when the worker first tries `reuse`.
-    created: Option<File>,
-    reuse: Option<Reuse>,
+    start: Start,
     reply: mpsc::Sender<Reply>,
+}
+
+/// How a worker starts on a file.
+enum Start {
+    /// The walker created it: fill it.
+    Created(File),
+    /// The previous tree has a copy: link it if it is provably the same bytes, else create
+    /// and fill the file.
+    Reuse(Reuse),
 }
 
 /// The (empty) directory a tree is written into: its fd, and its path (for messages only).
@@ -177,27 +184,27 @@ pub(crate) fn materialize(
         |buf, job: FileJob, stopped| {
             let result = if stopped {
                 Ok(Staged::Written(None))
-            } else if let Some(file) = job.created {
-                start_file(&job.rel, progress)
-                    .and_then(|()| fill_file(source, staging_path, &job.entry, file, &job.rel, buf))
-                    .map(Staged::Written)
-            } else if job
-                .reuse
-                .as_ref()
-                .is_some_and(|r| try_reuse(r, &job.entry, job.dir.as_fd(), buf))
-            {
-                Ok(Staged::Reused)
             } else {
-                write_file(
-                    source,
-                    staging_path,
-                    &job.entry,
-                    job.dir.as_fd(),
-                    &job.rel,
-                    buf,
-                    progress,
-                )
-                .map(Staged::Written)
+                match job.start {
+                    Start::Created(file) => start_file(&job.rel, progress)
+                        .and_then(|()| {
+                            fill_file(source, staging_path, &job.entry, file, &job.rel, buf)
+                        })
+                        .map(Staged::Written),
+                    Start::Reuse(reuse) if try_reuse(&reuse, &job.entry, job.dir.as_fd(), buf) => {
+                        Ok(Staged::Reused)
+                    }
+                    Start::Reuse(_) => write_file(
+                        source,
+                        staging_path,
+                        &job.entry,
+                        job.dir.as_fd(),
+                        &job.rel,
+                        buf,
+                        progress,
+                    )
+                    .map(Staged::Written),
+                }
             };
             let _ = job.reply.send(Reply {
                 entry: job.entry,
@@ -270,18 +277,18 @@ impl Stager<'_> {
             let res = match entry.kind {
                 EntryKind::Dir => self.write_subdir(entry, dir.as_fd(), old_dir.as_deref(), rel),
                 EntryKind::File | EntryKind::ExecFile => {
-                    let reuse = self.reuse_of(old_dir.as_ref(), rel);
                     // Created here, one at a time (see the module's doc); the workers fill.
-                    let created = match reuse {
-                        Some(_) => None,
-                        None => Some(create_file(self.staging_path, entry, dir.as_fd(), rel)?),
+                    let start = match self.reuse_of(old_dir.as_ref(), rel) {
+                        Some(reuse) => Start::Reuse(reuse),
+                        None => {
+                            Start::Created(create_file(self.staging_path, entry, dir.as_fd(), rel)?)
+                        }
                     };
                     self.send(FileJob {
                         dir: Arc::clone(dir),
                         entry: entry.clone(),
                         rel: rel.clone(),
-                        created,
-                        reuse,
+                        start,
                         reply: self.reply_tx.clone().ok_or_else(|| workers_gone(rel))?,
                     })
                 }

@@ -654,6 +654,18 @@ fn gc_drops_stat_caches_so_no_capture_names_a_removed_blob() {
     );
 }
 
+/// Checks out snapshot `id` to `out` from a shell that first runs `setup` (a umask, a ulimit),
+/// and asserts it succeeded.
+fn checkout_after(env: &TestEnv, setup: &str, id: &str, out: &Path) {
+    let mut c = std::process::Command::new("sh");
+    c.arg("-c")
+        .arg(format!("{setup} && exec \"$0\" checkout {id} --out \"$1\""))
+        .arg(BIN)
+        .arg(out)
+        .env("ZEROCLAW_BUNDLE_STORE", &env.store);
+    run_command(c).ok();
+}
+
 #[test]
 fn checkout_modes_are_exact_whatever_the_umask() {
     use std::os::unix::fs::PermissionsExt;
@@ -663,15 +675,7 @@ fn checkout_modes_are_exact_whatever_the_umask() {
     let id = env.snapshot(&src);
     for umask in ["077", "022", "000"] {
         let out = env.path(&format!("out-{umask}"));
-        let mut c = std::process::Command::new("sh");
-        c.arg("-c")
-            .arg(format!(
-                "umask {umask}; exec \"$0\" checkout {id} --out \"$1\""
-            ))
-            .arg(BIN)
-            .arg(&out)
-            .env("ZEROCLAW_BUNDLE_STORE", &env.store);
-        run_command(c).ok();
+        checkout_after(&env, &format!("umask {umask}"), &id, &out);
         let mode = |p: &str| fs::metadata(out.join(p)).unwrap().permissions().mode() & 0o7777;
         assert_eq!(mode("notes/today.md"), 0o644, "umask {umask}");
         assert_eq!(mode("bin/run.sh"), 0o755, "umask {umask}");
@@ -695,15 +699,7 @@ fn checkout_succeeds_under_a_low_limit_on_open_files() {
     }
     let id = env.snapshot(&src);
     let out = env.path("out");
-    let mut c = std::process::Command::new("sh");
-    c.arg("-c")
-        .arg(format!(
-            "ulimit -n 64 && exec \"$0\" checkout {id} --out \"$1\""
-        ))
-        .arg(BIN)
-        .arg(&out)
-        .env("ZEROCLAW_BUNDLE_STORE", &env.store);
-    run_command(c).ok();
+    checkout_after(&env, "ulimit -n 64", &id, &out);
     assert_eq!(fs::read_dir(out.join("many")).unwrap().count(), 300);
     assert_eq!(
         fs::read(out.join("many/file-299.md")).unwrap(),
