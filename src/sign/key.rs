@@ -10,6 +10,7 @@ use std::process::Command;
 
 use ssh_key::PrivateKey;
 
+use super::ecdsa_width::{self, Decrypted};
 use super::SignError;
 
 /// Where the default key comes from, for messages.
@@ -116,24 +117,25 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
         ));
     }
     // ssh-key's messages never quote the key's bytes.
-    let key = PrivateKey::from_openssh(&text).map_err(|e| {
-        key_err(
-            if text.starts_with(b"-----BEGIN OPENSSH PRIVATE KEY-----") {
-                // An OpenSSH key this crate cannot read (about one ECDSA P-521 key in four in
-                // ssh-key 0.6.7: a private scalar with a leading zero byte).
-                format!(
-                    "cannot be read ({e}); sign with it using `ssh-keygen -Y sign -n {} -f FILE` \
-                 and add that with `sign --signature`",
-                    super::NAMESPACE
-                )
-            } else {
-                format!(
-                "is not an OpenSSH private key ({e}); `ssh-keygen -p -f FILE` converts a PEM key"
+    let key = match PrivateKey::from_openssh(&text) {
+        Ok(key) => key,
+        Err(e) => ecdsa_width::read_plain(&text).ok_or_else(|| {
+            key_err(
+                if text.starts_with(b"-----BEGIN OPENSSH PRIVATE KEY-----") {
+                    format!(
+                        "cannot be read ({e}); if ssh-keygen can use it, sign with `ssh-keygen \
+                         -Y sign -n {} -f FILE` and add that with `sign --signature`",
+                        super::NAMESPACE
+                    )
+                } else {
+                    format!(
+                        "is not an OpenSSH private key ({e}); `ssh-keygen -p -f FILE` converts a \
+                         PEM key"
+                    )
+                },
             )
-            },
-        )
-    })?;
-    drop(text);
+        })?,
+    };
     if !key.is_encrypted() {
         return Ok(key);
     }
@@ -153,7 +155,15 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
         ));
     };
     let pass = zeroize::Zeroizing::new(pass);
-    let opened = key.decrypt(pass.as_bytes());
+    // ECDSA keys are opened with their scalar at full width (see `ecdsa_width`).
+    let opened = match ecdsa_width::decrypt(&text, &key, pass.as_bytes()) {
+        Decrypted::Key(key) => Ok(*key),
+        Decrypted::NotEcdsa => key
+            .decrypt(pass.as_bytes())
+            .map_err(|_| "the passphrase is wrong".to_string()),
+        Decrypted::WrongPassphrase => Err("the passphrase is wrong".into()),
+        Decrypted::Unreadable(why) => Err(format!("cannot be read once decrypted ({why})")),
+    };
     drop(pass);
-    opened.map_err(|_| key_err("the passphrase is wrong".into()))
+    opened.map_err(key_err)
 }

@@ -24,6 +24,7 @@
 
 pub mod allowed;
 pub mod config;
+mod ecdsa_width;
 pub mod key;
 
 use std::path::{Path, PathBuf};
