@@ -51,6 +51,12 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
                 count(r.signatures_removed, "signature")
             )?;
         }
+        if r.dest_records_removed > 0 {
+            crate::outln!(
+                "removed {} of checkout or export directories that are gone",
+                count(r.dest_records_removed, "record")
+            )?;
+        }
         if r.young_kept > 0 {
             crate::outln!(
                 "kept {} ({}) that no snapshot reaches because {} younger than the grace \

@@ -902,6 +902,41 @@ impl Catalog {
         self.flush()
     }
 
+    /// Drops the records of the destinations `gone` says no longer exist (each checkout to a
+    /// new directory leaves one: the stat of every file it wrote, about 200 bytes a file) and
+    /// returns how many. A key that cannot name its destination exactly stays. The chunks go
+    /// before the record's time: a crash between leaves a record of nothing, which reuses
+    /// nothing and goes at the next gc.
+    pub fn remove_dest_records(&self, gone: &dyn Fn(&Path) -> bool) -> Result<u64, StoreError> {
+        let mut doomed = Vec::new();
+        for item in self.dest.scan_prefix(DEST_PREFIX) {
+            let (key, _) = item.map_err(|e| self.err(e))?;
+            let Some(base) = key.strip_suffix(RECORDED_AT) else {
+                continue;
+            };
+            if DestKey::decode(base).is_some_and(|path| gone(&path)) {
+                doomed.push(base.to_vec());
+            }
+        }
+        for key in &doomed {
+            if let Some(generation) = self.cache_generation(&self.dest, key)? {
+                self.remove_chunks(&self.dest, key, generation, 0)?;
+                self.dest
+                    .remove(generation_key(key))
+                    .map_err(|e| self.err(e))?;
+            }
+            // An older version's record: one value under the key.
+            self.dest.remove(key).map_err(|e| self.err(e))?;
+            self.dest
+                .remove([&key[..], RECORDED_AT].concat())
+                .map_err(|e| self.err(e))?;
+        }
+        if !doomed.is_empty() {
+            self.flush()?;
+        }
+        Ok(doomed.len() as u64)
+    }
+
     /// Writes the cache a capture left for its source (nothing when it is unchanged), as
     /// generation `g + 1`: its chunks first (and any leftover chunk of that generation from
     /// an interrupted write removed), then the generation key flipped to it, then the old
@@ -1228,6 +1263,63 @@ mod tests {
         let loaded = c.load_dest_cache(&key).unwrap().expect("recorded");
         assert!(loaded.is_empty());
         assert!(c.dest.get(chunk_key(&kb, 0, 0)).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_records_of_destinations_that_are_gone_are_dropped_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let e = |n: u64| StatEntry {
+            dev: 2,
+            ino: n,
+            size: n,
+            mtime_ns: 7_000_000_000,
+            ctime_ns: 3_000_000_000,
+            exec: false,
+            id: ObjectId::of(&n.to_be_bytes()),
+        };
+        let (kept, gone) = (Path::new("/out/kept"), Path::new("/out/gone"));
+        for dest in [kept, gone] {
+            let mut record = DestRecord::new(11);
+            for n in 0..5_000u64 {
+                record.push(format!("f/{n:04}").as_bytes(), &e(n));
+            }
+            c.store_dest_cache(&DestKey::new(dest), &record).unwrap();
+        }
+        // An older version's record (one value) of another gone destination, and a key
+        // written lossily for a path that was not UTF-8.
+        let old = DestKey::new(Path::new("/out/old")).encode();
+        let lossy = "dest:/out/\u{FFFD}".as_bytes().to_vec();
+        for k in [&old, &lossy] {
+            c.dest.insert(&k[..], &b"x"[..]).unwrap();
+            c.dest
+                .insert([&k[..], RECORDED_AT].concat(), &9i64.to_be_bytes()[..])
+                .unwrap();
+        }
+        let asked = std::cell::RefCell::new(Vec::new());
+        let removed = c
+            .remove_dest_records(&|p| {
+                asked.borrow_mut().push(p.to_path_buf());
+                p != kept
+            })
+            .unwrap();
+        assert_eq!(removed, 2);
+        assert_eq!(
+            asked.borrow().len(),
+            3,
+            "the lossy key is never asked about"
+        );
+        assert_eq!(
+            c.load_dest_cache(&DestKey::new(kept))
+                .unwrap()
+                .unwrap()
+                .len(),
+            5_000
+        );
+        for k in [DestKey::new(gone).encode(), old] {
+            assert_eq!(c.dest.scan_prefix(&k).count(), 0, "nothing of it is left");
+        }
+        assert!(c.dest.get(&lossy[..]).unwrap().is_some());
     }
 
     #[test]

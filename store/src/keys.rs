@@ -50,6 +50,14 @@ impl DestKey {
     pub(crate) fn encode(&self) -> Vec<u8> {
         format!("dest:{}", self.0.display()).into_bytes()
     }
+
+    /// The destination a stored key names, or `None` when the key cannot say it exactly (not
+    /// a destination key, or a path that was not UTF-8: `encode` wrote it lossily).
+    pub(crate) fn decode(key: &[u8]) -> Option<PathBuf> {
+        let path = std::str::from_utf8(key.strip_prefix(b"dest:")?).ok()?;
+        (!path.contains(char::REPLACEMENT_CHARACTER) && path.starts_with('/'))
+            .then(|| PathBuf::from(path))
+    }
 }
 
 #[cfg(test)]
@@ -66,5 +74,14 @@ mod tests {
         assert_eq!(SourceKey::Dir("/srv/x".into()).encode(), b"dir:/srv/x");
         assert_eq!(SourceKey::Diff("/srv/x".into()).encode(), b"diff:/srv/x");
         assert_eq!(DestKey::new(Path::new("/out/b")).encode(), b"dest:/out/b");
+        let back = DestKey::decode(b"dest:/out/b").unwrap();
+        assert_eq!(back, Path::new("/out/b"));
+        assert_eq!(DestKey::decode(b"dir:/out/b"), None);
+        assert_eq!(
+            DestKey::decode("dest:/out/\u{FFFD}".as_bytes()),
+            None,
+            "lossy"
+        );
+        assert_eq!(DestKey::decode(b"dest:relative"), None);
     }
 }

@@ -188,6 +188,10 @@ pub struct GcReport {
     pub tree_indexes_removed: u64,
     /// Signatures of snapshots whose record is gone, removed.
     pub signatures_removed: u64,
+    /// Records of checkout and export destinations that no longer exist, removed (each
+    /// destination's record keeps the stat of every file written there, for the next publish
+    /// to the same place).
+    pub dest_records_removed: u64,
     /// Loose copies of reachable objects that a pack also holds intact, removed (an import
     /// lands objects loose; a later capture packs the same bytes again).
     pub duplicates_removed: u64,
@@ -748,6 +752,11 @@ impl Store {
         report.tree_indexes_removed = self.remove_orphan_indexes(&records, &roots)?;
         // So do its signatures (kept beside the record, outside the objects).
         report.signatures_removed = self.remove_orphan_signatures(&records)?;
+        // A destination's record is only good for the next publish to it: once the directory
+        // is gone (a review checkout deleted, say), so is the record.
+        report.dest_records_removed = self.catalog()?.remove_dest_records(&|path| {
+            matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
+        })?;
         Ok(report)
     }
 

@@ -130,6 +130,8 @@ const GC: Spec = &[
     ("young_kept_bytes", "int"),
     ("temp_removed", "int"),
     ("tree_indexes_removed", "int"),
+    ("signatures_removed", "int"),
+    ("dest_records_removed", "int"),
     ("duplicates_removed", "int"),
     ("packs_merged", "int"),
 ];

@@ -449,6 +449,38 @@ fn gc_keeps_everything_reachable_and_removes_the_unreachable() {
     assert_eq!(env.cat(&second, "keep.md"), b"keep me");
 }
 
+/// Each checkout leaves a record of its directory (the stat of every file, for reuse by the
+/// next publish there); gc drops the records of directories that are gone and keeps the rest,
+/// which the next publish still reuses files by.
+#[test]
+fn gc_drops_the_records_of_checkouts_that_are_gone_and_keeps_the_rest() {
+    use std::os::unix::fs::MetadataExt;
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a.md"), &bytes(1, 5000));
+    let id = env.snapshot(&src);
+    for out in ["co1", "co2", "co3"] {
+        env.run(&["checkout", &id, "--out", out]).ok();
+    }
+    fs::remove_dir_all(env.path("co1")).unwrap();
+    fs::remove_dir_all(env.path("co3")).unwrap();
+    let r = env.run(&["gc"]).ok();
+    assert!(
+        r.stdout()
+            .contains("removed 2 records of checkout or export directories that are gone"),
+        "{}",
+        r.describe()
+    );
+    let again = env.run(&["--json", "gc"]).ok().json();
+    assert_eq!(again["dest_records_removed"], 0, "{again}");
+    // co2's record is kept: replacing co2 with the same snapshot reuses its file (the same
+    // inode; without a record the file would be written anew beside the old one).
+    let ino = || fs::metadata(env.path("co2/a.md")).unwrap().ino();
+    let before = ino();
+    env.run(&["checkout", &id, "--out", "co2", "--force"]).ok();
+    assert_eq!(ino(), before, "the unchanged file was reused");
+}
+
 /// Each capture writes a pack of its own; gc merges the small ones, and every snapshot still
 /// reads back whole.
 #[test]
