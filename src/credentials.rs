@@ -47,6 +47,34 @@ pub enum CredentialReason {
 }
 
 impl CredentialReason {
+    /// Every reason, in the order of their codes.
+    pub const ALL: [CredentialReason; 11] = [
+        CredentialReason::UrlQueryToken,
+        CredentialReason::UrlUserinfo,
+        CredentialReason::Bearer,
+        CredentialReason::PrivateKeyHeader,
+        CredentialReason::KnownTokenPrefix,
+        CredentialReason::HighEntropyToken,
+        CredentialReason::DotenvFile,
+        CredentialReason::KeyFile,
+        CredentialReason::GitCredentials,
+        CredentialReason::CloudCredentials,
+        CredentialReason::Netrc,
+    ];
+
+    /// The reason's one-byte code, as the credential scan's cached verdicts keep it.
+    pub fn code(self) -> u8 {
+        CredentialReason::ALL
+            .iter()
+            .position(|r| *r == self)
+            .expect("every reason is in ALL") as u8
+    }
+
+    /// The reason with code `code`.
+    pub fn from_code(code: u8) -> Option<CredentialReason> {
+        CredentialReason::ALL.get(usize::from(code)).copied()
+    }
+
     /// The human text of the reason.
     pub fn describe(self) -> &'static str {
         match self {

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use zeroclaw_bundle_store::{
-    escape_name, resolve_path, CaptureReport, EntryKind, ObjectId, Snapshot, SnapshotKind,
-    SourceKey, StatCacheUpdate, Store, Tally, Tree, TreeEntry, WriteLock,
+    escape_name, resolve_path, CaptureReport, ObjectId, Snapshot, SnapshotKind, SourceKey,
+    StatCacheUpdate, Store, Tally, Tree, TreeEntry, WriteLock,
 };
 
 use crate::agent::{
@@ -23,7 +23,7 @@ use crate::agent::{
     SKILLS_DIR, WORKSPACE_DIR,
 };
 use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats, Walked};
-use crate::credentials::{CredentialFinding, CredentialReason};
+use crate::credentials::CredentialFinding;
 use crate::progress::Progress;
 use crate::publish::{
     check, check_replacement, publish_snapshot, Admitted, BundleMarker, DestClaim, PublishRequest,
@@ -81,9 +81,6 @@ pub struct AgentCaptureOptions<'a> {
 /// Workspace files ZeroClaw's templates describe as personal: facts about the human
 /// (`USER.md`) and the agent's long-term memory (`MEMORY.md`).
 pub const PERSONAL_FILES: &[&str] = &["USER.md", "MEMORY.md"];
-
-/// Carried files larger than this are not scanned for credential-looking values.
-const SCAN_LIMIT: u64 = 1 << 20;
 
 fn open_source(source: &TreeSource) -> Result<Option<OwnedFd>, root::RootError> {
     match source {
@@ -276,7 +273,7 @@ pub fn capture_loaded(
     }
     let root = store.write_tree(&Tree::from_entries(top)?)?;
     let mut credential_findings = plan.config_findings().to_vec();
-    credential_findings.extend(scan_files(store, &root)?);
+    credential_findings.extend(crate::credential_scan::scan_files(store, &root)?);
     let stats = capture.stats();
     let (mut report, cache_update) = capture.finish();
     // The two rendered files are part of the bundle too: with their tally, a snapshot's file
@@ -433,57 +430,6 @@ fn describe_dir(dir: &Path) -> String {
         _ => abs.clone(),
     };
     resolved.to_string_lossy().into_owned()
-}
-
-/// Scans the carried text files of a bundle tree (up to [`SCAN_LIMIT`] each; a file with a NUL
-/// in its first 8 KiB is binary and skipped) for credential-looking values, line by line. The
-/// two bundle files are skipped: the closure was scanned by dotted path when planning.
-fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> {
-    let mut findings = Vec::new();
-    let mut scanned: std::collections::HashMap<ObjectId, Vec<(usize, CredentialReason)>> =
-        std::collections::HashMap::new();
-    let mut stack = vec![(String::new(), *root)];
-    while let Some((prefix, id)) = stack.pop() {
-        let tree = store.read_tree(&id)?;
-        for entry in tree.entries() {
-            let name = escape_name(&entry.name);
-            let path = if prefix.is_empty() {
-                name
-            } else {
-                format!("{prefix}/{name}")
-            };
-            match entry.kind {
-                EntryKind::Dir => stack.push((path, entry.id)),
-                _ if prefix.is_empty() => {}
-                _ if entry.size > SCAN_LIMIT => {}
-                _ => {
-                    // A file carried at several paths is read and scanned once.
-                    if let std::collections::hash_map::Entry::Vacant(slot) = scanned.entry(entry.id)
-                    {
-                        let bytes = store.objects().read_verified(&entry.id)?;
-                        let mut lines = Vec::new();
-                        if !bytes[..bytes.len().min(8192)].contains(&0) {
-                            let text = String::from_utf8_lossy(&bytes);
-                            for (index, line) in text.lines().enumerate() {
-                                if let Some(reason) = crate::credentials::detect(line) {
-                                    lines.push((index + 1, reason));
-                                }
-                            }
-                        }
-                        slot.insert(lines);
-                    }
-                    for (line, reason) in &scanned[&entry.id] {
-                        findings.push(CredentialFinding {
-                            location: format!("{path}:{line}"),
-                            reason: *reason,
-                        });
-                    }
-                }
-            }
-        }
-    }
-    findings.sort_by(|a, b| a.location.cmp(&b.location));
-    Ok(findings)
 }
 
 /// An export with its install loaded, its destination checked and claimed: nothing has been

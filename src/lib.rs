@@ -49,6 +49,7 @@ mod api;
 mod cancel;
 mod capture;
 mod clock;
+mod credential_scan;
 mod credentials;
 mod diff;
 mod export;
