@@ -331,18 +331,27 @@ pub fn unlink_at(dir: BorrowedFd<'_>, name: &[u8], is_dir: bool) -> io::Result<(
 }
 
 /// Removes `name` in `dir` and everything below it, through fds (never following a symlink).
+/// What is not a directory is unlinked as it is (a symlink itself, never its target).
 pub fn remove_tree_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<()> {
-    let st = match stat_at(dir, name) {
-        Ok(st) => st,
+    let sub = match open_dir_at(dir, name) {
+        Ok(sub) => sub,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        // Not a directory (a file, a symlink): unlinked itself.
+        Err(e) if is_symlink_refusal(&e) => return unlink_at(dir, name, false),
         Err(e) => return Err(e),
     };
-    if st.kind != FileKind::Dir {
-        return unlink_at(dir, name, false);
-    }
-    let sub = open_dir_at(dir, name)?;
-    for child in read_dir_names(sub.as_fd())? {
-        remove_tree_at(sub.as_fd(), &child)?;
+    for child in read_dir_listing(sub.as_fd())? {
+        // The listing's type hint saves a stat per file: a non-directory is unlinked at once;
+        // a directory the hint missed refuses that (EISDIR) and is removed as one.
+        if !child.says_dir {
+            match unlink_at(sub.as_fd(), &child.name, false) {
+                Ok(()) => continue,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) if e.raw_os_error() == Some(rustix::io::Errno::ISDIR.raw_os_error()) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        remove_tree_at(sub.as_fd(), &child.name)?;
     }
     drop(sub);
     unlink_at(dir, name, true)
@@ -535,6 +544,41 @@ pub fn read_hidden_line(prompt: &str) -> io::Result<Option<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remove_tree_removes_files_dirs_fifos_and_links_never_what_a_link_names() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep"), b"k").unwrap();
+        let top = tmp.path().join("top");
+        std::fs::create_dir_all(top.join("a/b/c")).unwrap();
+        std::fs::create_dir_all(top.join("empty")).unwrap();
+        for f in ["f", "a/f", "a/b/f", "a/b/c/f"] {
+            std::fs::write(top.join(f), b"x").unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, top.join("a/dirlink")).unwrap();
+        std::os::unix::fs::symlink(outside.join("keep"), top.join("a/b/filelink")).unwrap();
+        rustix::fs::mkfifoat(
+            rustix::fs::CWD,
+            top.join("a/fifo"),
+            Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        let parent = open_dir_path(tmp.path()).unwrap();
+        remove_tree_at(parent.as_fd(), b"top").unwrap();
+        assert!(!top.exists());
+        assert_eq!(std::fs::read(outside.join("keep")).unwrap(), b"k");
+        // A name that is gone is done; a file or a symlink at the top is unlinked itself.
+        remove_tree_at(parent.as_fd(), b"top").unwrap();
+        std::fs::write(tmp.path().join("file"), b"x").unwrap();
+        std::os::unix::fs::symlink(&outside, tmp.path().join("link")).unwrap();
+        remove_tree_at(parent.as_fd(), b"file").unwrap();
+        remove_tree_at(parent.as_fd(), b"link").unwrap();
+        assert!(!tmp.path().join("file").exists());
+        assert!(std::fs::symlink_metadata(tmp.path().join("link")).is_err());
+        assert_eq!(std::fs::read(outside.join("keep")).unwrap(), b"k");
+    }
 
     #[test]
     fn warm_dir_reads_two_levels_never_through_a_symlink_and_states_at_most_its_cap() {
