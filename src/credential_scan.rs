@@ -1,9 +1,10 @@
 //! The credential scan of a bundle's carried files: every text file below the bundle root (up
 //! to [`SCAN_LIMIT`]) is read from the store and checked line by line with
 //! [`crate::credentials::detect`], on the I/O worker pool. What a file's bytes hold never
-//! changes under its id, so each file's findings are kept in the store's catalog as a verdict
-//! under a digest of the scan's rules (this file's and the detector's source): an unchanged
-//! file is not read again by the next export, and a build with other rules reads none of them.
+//! changes under its id, so each file's findings are kept in the store as a verdict under a
+//! digest of the scan's rules (this file's and the detector's source; see
+//! `zeroclaw_bundle_store::Verdicts`): an unchanged file is not read again by the next export,
+//! and a build with other rules reads none of them.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{mpsc, OnceLock};
@@ -40,41 +41,33 @@ fn rules() -> &'static [u8; 8] {
 
 /// Scans the carried text files of the bundle tree `root` (not the two bundle files at its
 /// top: the closure was scanned by dotted path when planning) and returns the findings, sorted
-/// by location. A file carried at several paths is scanned once and reported at each. The
-/// verdicts cache is only a cache: a catalog that cannot be opened means every file is read.
+/// by location. A file carried at several paths is scanned once and reported at each.
 pub fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> {
     let rules = rules();
+    let mut known = store.load_verdicts(rules);
     let mut verdicts: HashMap<ObjectId, Lines> = HashMap::new();
     let mut unknown: Vec<ObjectId> = Vec::new();
-    {
-        let catalog = store.catalog().ok();
-        let mut seen = HashSet::new();
-        walk_carried(store, root, &mut |_, entry| {
-            if !seen.insert(entry.id) {
-                return;
+    let mut seen = HashSet::new();
+    walk_carried(store, root, &mut |_, entry| {
+        if !seen.insert(entry.id) {
+            return;
+        }
+        match known.get(&entry.id).and_then(decode) {
+            Some(lines) => {
+                verdicts.insert(entry.id, lines);
             }
-            let known = catalog
-                .as_ref()
-                .and_then(|c| c.verdict(rules, &entry.id).ok().flatten())
-                .and_then(|v| decode(&v));
-            match known {
-                Some(lines) => {
-                    verdicts.insert(entry.id, lines);
-                }
-                None => unknown.push(entry.id),
-            }
-        })?;
-    }
+            None => unknown.push(entry.id),
+        }
+    })?;
     let fresh = scan_objects(store, &unknown)?;
     if !fresh.is_empty() {
-        let encoded: Vec<(ObjectId, Vec<u8>)> = fresh
-            .iter()
-            .map(|(id, lines)| (*id, encode(lines)))
-            .collect();
-        if let Ok(catalog) = store.catalog() {
-            let _ = catalog.record_verdicts(rules, &encoded);
+        for (id, lines) in &fresh {
+            known.insert(*id, encode(lines));
         }
+        // Only a cache: a verdict that cannot be saved is checked again next time.
+        let _ = store.save_verdicts(rules, &mut known);
     }
+    drop((known, seen));
     verdicts.extend(fresh);
     let mut findings = Vec::new();
     walk_carried(store, root, &mut |prefix, entry| {
@@ -125,6 +118,9 @@ fn walk_carried(
 
 /// Reads and scans each object of `ids` on the worker pool.
 fn scan_objects(store: &Store, ids: &[ObjectId]) -> Result<Vec<(ObjectId, Lines)>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
     let (reply_tx, reply_rx) = mpsc::channel::<Result<(ObjectId, Lines), StoreError>>();
     crate::workers::with_pool(
         || reply_tx.clone(),
@@ -259,25 +255,16 @@ mod tests {
             "the top level is not scanned"
         );
         let (secret_id, plain_id) = (ObjectId::of(secret), ObjectId::of(b"plain"));
-        let catalog = store.catalog().unwrap();
+        let mut known = store.load_verdicts(rules());
         assert_eq!(
-            catalog
-                .verdict(rules(), &secret_id)
-                .unwrap()
-                .map(|v| decode(&v)),
-            Some(Some(vec![(2, CredentialReason::Bearer)]))
+            known.get(&secret_id).and_then(decode),
+            Some(vec![(2, CredentialReason::Bearer)])
         );
-        assert_eq!(catalog.verdict(rules(), &plain_id).unwrap(), Some(vec![]));
+        assert_eq!(known.get(&plain_id), Some(&[][..]));
         // A recorded verdict is what the next scan reports, without reading the file: one
-        // planted for the plain file shows, and one under other rules does not.
-        let planted = encode(&vec![(9, CredentialReason::Netrc)]);
-        catalog
-            .record_verdicts(rules(), &[(plain_id, planted)])
-            .unwrap();
-        catalog
-            .record_verdicts(&[0; 8], &[(secret_id, encode(&vec![]))])
-            .unwrap();
-        drop(catalog);
+        // planted for the plain file shows.
+        known.insert(plain_id, encode(&vec![(9, CredentialReason::Netrc)]));
+        store.save_verdicts(rules(), &mut known).unwrap();
         let again = scan_files(&store, &root).unwrap();
         let at: Vec<_> = again.iter().map(|f| f.location.as_str()).collect();
         assert_eq!(

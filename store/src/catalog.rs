@@ -549,7 +549,6 @@ pub struct Catalog {
     names: sled::Tree,
     stat: sled::Tree,
     dest: sled::Tree,
-    verdicts: sled::Tree,
 }
 
 impl Catalog {
@@ -630,7 +629,6 @@ impl Catalog {
             names: open("names")?,
             stat: open("stat")?,
             dest: open("dest")?,
-            verdicts: open("verdicts")?,
             db,
         };
         if format.is_some_and(|v| v.as_ref() == FORMAT_V1) {
@@ -902,40 +900,6 @@ impl Catalog {
             .insert(at_key, &record.recorded_at_ns.to_be_bytes()[..])
             .map_err(|e| self.err(e))?;
         self.flush()
-    }
-
-    /// What a check of object `id`'s bytes under `rules` found, when it was recorded (see
-    /// [`Catalog::record_verdicts`]).
-    pub fn verdict(&self, rules: &[u8; 8], id: &ObjectId) -> Result<Option<Vec<u8>>, StoreError> {
-        let key = [&rules[..], &id.as_bytes()[..]].concat();
-        Ok(self
-            .verdicts
-            .get(key)
-            .map_err(|e| self.err(e))?
-            .map(|v| v.to_vec()))
-    }
-
-    /// Records what a check of each object's bytes found (opaque to the store: export's
-    /// credential scan keeps its findings here), under `rules`, the checker's digest of its
-    /// own rules. An object's bytes never change, so a verdict holds until the rules do; a
-    /// checker with other rules finds none of these. A cache: not flushed (a verdict lost in
-    /// a crash is only checked again).
-    pub fn record_verdicts(
-        &self,
-        rules: &[u8; 8],
-        verdicts: &[(ObjectId, Vec<u8>)],
-    ) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        for (id, verdict) in verdicts {
-            batch.insert([&rules[..], &id.as_bytes()[..]].concat(), &verdict[..]);
-        }
-        self.verdicts.apply_batch(batch).map_err(|e| self.err(e))
-    }
-
-    /// Drops every recorded verdict (gc, after it removed objects: the verdicts of objects
-    /// that are gone, and of rules no longer used, would otherwise only grow).
-    pub fn clear_verdicts(&self) -> Result<(), StoreError> {
-        self.verdicts.clear().map_err(|e| self.err(e))
     }
 
     /// Drops the records of the destinations `gone` says no longer exist (each checkout to a
@@ -1299,26 +1263,6 @@ mod tests {
         let loaded = c.load_dest_cache(&key).unwrap().expect("recorded");
         assert!(loaded.is_empty());
         assert!(c.dest.get(chunk_key(&kb, 0, 0)).unwrap().is_none());
-    }
-
-    #[test]
-    fn verdicts_are_kept_per_rules_and_cleared_whole() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("catalog");
-        let (a, b) = (ObjectId::of(b"a"), ObjectId::of(b"b"));
-        {
-            let mut c = Catalog::open(&path).unwrap();
-            c.mark_complete().unwrap();
-            c.record_verdicts(&[1; 8], &[(a, vec![]), (b, vec![7, 8])])
-                .unwrap();
-            assert_eq!(c.verdict(&[1; 8], &a).unwrap(), Some(vec![]));
-            assert_eq!(c.verdict(&[1; 8], &b).unwrap(), Some(vec![7, 8]));
-            assert_eq!(c.verdict(&[2; 8], &a).unwrap(), None, "other rules");
-        }
-        let c = Catalog::open(&path).unwrap();
-        assert_eq!(c.verdict(&[1; 8], &b).unwrap(), Some(vec![7, 8]), "kept");
-        c.clear_verdicts().unwrap();
-        assert_eq!(c.verdict(&[1; 8], &a).unwrap(), None);
     }
 
     #[test]

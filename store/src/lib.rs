@@ -99,6 +99,7 @@ mod source;
 mod sys;
 mod tree;
 mod unpack;
+mod verdicts;
 mod warm;
 
 use std::fs;
@@ -138,6 +139,7 @@ pub use tree::{
     invalid_name_reason, EntryKind, Tree, TreeEntry, TreeShape, DIR_MODE, MAX_SIZE, MODE_BITS,
 };
 pub use unpack::{closure_needs, import_from_packs, unpack, unpack_watched, ImportWatch, NoWatch};
+pub use verdicts::Verdicts;
 pub use warm::{warm_for_mount, warm_for_mount_ref, WARM_PROBE_NAME};
 
 /// The store format version this build writes and the highest it reads. Version 2: tree

@@ -697,8 +697,6 @@ impl Store {
             // without looking the object up: drop the caches first (the next capture rehashes
             // once).
             self.clear_stat_caches()?;
-            // Verdicts of the objects removed would only grow the catalog.
-            self.catalog()?.clear_verdicts()?;
         }
         let mut ids = HashSet::with_capacity(doomed.len());
         for (id, len) in doomed {

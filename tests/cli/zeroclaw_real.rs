@@ -526,6 +526,37 @@ fn credential_looking_values_are_reported_by_location_never_by_value() {
             "{want:?} not in {found:?}"
         );
     }
+    // A re-export reads each unchanged file's findings from the store's verdicts (never the
+    // values), and finds the same; so does one whose verdicts file is gone.
+    let verdicts = || -> Vec<PathBuf> {
+        fs::read_dir(env.store.join("dircache"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| {
+                p.file_name()
+                    .unwrap()
+                    .to_string_lossy()
+                    .starts_with("verdicts-")
+            })
+            .collect()
+    };
+    assert_eq!(verdicts().len(), 1);
+    let again = export(&env, &install.root, "assistant", &out, &["--force"]).ok();
+    assert_eq!(
+        again.json()["credential_looking_values"],
+        report["credential_looking_values"]
+    );
+    let file = fs::read(&verdicts()[0]).unwrap();
+    assert!(
+        !contains(&file, b"FILE-USERINFO-PASS"),
+        "a verdict holds no value"
+    );
+    fs::remove_file(&verdicts()[0]).unwrap();
+    let third = export(&env, &install.root, "assistant", &out, &["--force"]).ok();
+    assert_eq!(
+        third.json()["credential_looking_values"],
+        report["credential_looking_values"]
+    );
     // The values travel (by design of format 1) but are never printed.
     let text_run = env.run(&[
         "export",
