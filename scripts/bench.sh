@@ -35,6 +35,7 @@
 #   BENCH_TIMEOUT=1800       seconds before one timed command is killed (reported as failed)
 #   MOUNT_READY_ROUNDS=5     cold mounts per tool for the "mount ready" row (median)
 #   CHECKOUT_ROUNDS=3        cold checkouts per tool for our checkout and unsquashfs (median)
+#   EXPORT_ROUNDS=3          cold first exports per tool for our export and rsync (median)
 #   BENCH_KEEP=0             1 = keep repositories, checkouts and images under BENCH_DIR
 #
 # "cold" = `sync; echo 3 > /proc/sys/vm/drop_caches` right before the timed command (needs root).
@@ -58,6 +59,7 @@ BENCH_BUILD=${BENCH_BUILD:-1}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-1800}
 MOUNT_READY_ROUNDS=${MOUNT_READY_ROUNDS:-5}
 CHECKOUT_ROUNDS=${CHECKOUT_ROUNDS:-3}
+EXPORT_ROUNDS=${EXPORT_ROUNDS:-3}
 export R="" # the output suffix of a cold_alternating round
 BENCH_KEEP=${BENCH_KEEP:-0}
 REPORT=${BENCH_REPORT:-$ROOT/target/bench/report.md}
@@ -203,8 +205,8 @@ cold_alternating() {
 	local section=$1 op=$2 note_b=${7:-}
 	local -a tools=("$3" "$5") cmds=("$4" "$6")
 	local -A times=() rss=()
-	local round k med
-	for ((round = 1; round <= CHECKOUT_ROUNDS; round++)); do
+	local round k med rounds=${ALT_ROUNDS:-$CHECKOUT_ROUNDS}
+	for ((round = 1; round <= rounds; round++)); do
 		for k in $(((round + 1) % 2)) $((round % 2)); do
 			R=""
 			((round > 1)) && R=".$round"
@@ -221,7 +223,7 @@ cold_alternating() {
 	done
 	for k in 0 1; do
 		med=$(median ${times[$k]})
-		local note="cold, median of $CHECKOUT_ROUNDS, rounds alternating with ${tools[1 - k]}"
+		local note="cold, median of $rounds, rounds alternating with ${tools[1 - k]}"
 		((k == 1)) && [[ -n $note_b ]] && note="$note_b; $note"
 		[[ -n $COLD_NOTE ]] && note="$note; $COLD_NOTE"
 		record "$section" "$op" "${tools[k]}" "$med" "${rss[$k]:-}" ok "$note"
@@ -858,13 +860,19 @@ EOF
 	export INSTALL=$inst WS=$ws
 	local out=$W/export/out ES=$W/export/store
 	export EOUT=$out ES
-	if [[ $ZB_EXPORT == 1 ]]; then
-		measure export "export (first)" "$OURS" cold '"$ZB" --store "$ES" export bench --install "$INSTALL" --out "$EOUT"'"$SYNC" "" \
-			"fresh store" || true
+	# Ours and rsync in alternating cold rounds (like the checkout): each round into a fresh
+	# store and directory, nothing deleted between, so no round pays for another's deletes.
+	# The re-export below replaces round 1's bundle.
+	local ours_export='"$ZB" --store "$ES$R" export bench --install "$INSTALL" --out "$EOUT$R"'"$SYNC"
+	local rsync_export='rsync -a "$WS/" "$W/export/rsync$R/"'"$SYNC"
+	if [[ $ZB_EXPORT == 1 ]] && have rsync; then
+		ALT_ROUNDS=$EXPORT_ROUNDS cold_alternating export "export (first)" "$OURS" "$ours_export" \
+			"rsync -a" "$rsync_export" "workspace only" || true
 	else
-		na export "export (first)" "$OURS" "export $ZB_NA"
+		[[ $ZB_EXPORT == 1 ]] || na export "export (first)" "$OURS" "export $ZB_NA"
+		[[ $ZB_EXPORT == 1 ]] && measure export "export (first)" "$OURS" cold "$ours_export" "" "fresh store" || true
+		have rsync && measure export "export (first)" "rsync -a" cold "$rsync_export" "" "workspace only" || true
 	fi
-	have rsync && measure export "export (first)" "rsync -a" cold 'rsync -a "$WS/" "$W/export/rsync/"'"$SYNC" "" "workspace only" || true
 	if [[ $ZB_EXPORT == 1 && -d $out ]]; then
 		if ! measure export "re-export (unchanged, --force)" "$OURS" cold \
 			'"$ZB" --store "$ES" export bench --install "$INSTALL" --out "$EOUT" --force'"$SYNC"; then
