@@ -811,6 +811,28 @@ fn import_requires_signatures_like_unpack_and_before_capturing() {
     assert_ne!(fs::read(target.join("config.toml")).unwrap(), before);
 }
 
+/// The one signature stored for snapshot `id`: `ssh-keygen -Y verify` accepts it as
+/// `principal` of `allowed`, and a checkout of `id` passes `--require-signed` with `allowed`.
+#[track_caller]
+fn one_signature_verifies(env: &TestEnv, allowed: &Path, principal: &str, id: &str) -> Vec<u8> {
+    let sigs = stored(&env.store, id);
+    assert_eq!(sigs.len(), 1, "{principal}");
+    let (ok, out) = ssh_verify(env.dir.path(), allowed, principal, &sigs[0], &message(id));
+    assert!(ok, "ssh-keygen refused the signature of {principal}: {out}");
+    let out = env.path(&format!("out-{}", blake3_hex(&sigs[0])));
+    env.run(&[
+        "checkout",
+        id,
+        "--out",
+        out.to_str().unwrap(),
+        "--require-signed",
+        "--allowed-signers",
+        allowed.to_str().unwrap(),
+    ])
+    .ok();
+    sigs[0].clone()
+}
+
 /// A new key of `ssh-keygen` type arguments `kind` (`["-t", "rsa", "-b", "2048"]`), no
 /// passphrase.
 fn keygen_of(dir: &Path, name: &str, kind: &[&str]) -> PathBuf {
@@ -851,24 +873,11 @@ fn rsa_and_ecdsa_keys_sign_and_verify_both_ways() {
         if ours {
             let id = env.snapshot(&tree(&env, &format!("ours-{name}"), name));
             env.run(&["sign", &id, "--key", key.to_str().unwrap()]).ok();
-            let sigs = stored(&env.store, &id);
-            assert_eq!(sigs.len(), 1, "{name}");
-            let (ok, out) = ssh_verify(
-                &keys,
-                &allowed,
-                &format!("{name}@example.com"),
-                &sigs[0],
-                &message(&id),
-            );
-            assert!(ok, "ssh-keygen refused our {name} signature: {out}");
-            let mut args = vec!["checkout", &id, "--out"];
-            let out = format!("out-ours-{name}");
-            args.push(&out);
-            args.extend(gate);
-            env.run(&args).ok();
+            let principal = format!("{name}@example.com");
+            let sig = one_signature_verifies(&env, &allowed, &principal, &id);
             if name == "rsa" {
                 assert_eq!(
-                    sigs[0],
+                    sig,
                     ssh_sign(&key, NS, &message(&id)),
                     "rsa-sha2-512 is deterministic"
                 );
@@ -1250,27 +1259,7 @@ fn ecdsa_keys_openssh_wrote_with_a_short_scalar_sign_plain_and_behind_a_passphra
         } else {
             env.run(&["sign", &id, "--key", key.to_str().unwrap()]).ok();
         }
-        let sigs = stored(&env.store, &id);
-        assert_eq!(sigs.len(), 1, "{file}");
-        let (ok, out) = ssh_verify(
-            &keys,
-            &allowed,
-            &format!("{of}@example.com"),
-            &sigs[0],
-            &message(&id),
-        );
-        assert!(ok, "ssh-keygen refused the {file} signature: {out}");
-        let out = format!("out-{file}");
-        env.run(&[
-            "checkout",
-            &id,
-            "--out",
-            &out,
-            "--require-signed",
-            "--allowed-signers",
-            allowed.to_str().unwrap(),
-        ])
-        .ok();
+        one_signature_verifies(&env, &allowed, &format!("{of}@example.com"), &id);
     }
     // A locked key of another type still opens on a terminal (ssh-key's own decryption).
     let locked = keygen(&keys, "locked-ed25519", "correct horse");
