@@ -15,7 +15,7 @@ use zeroclaw_bundle_store::{escape_name, EntryKind, ObjectId, Store, StoreError,
 use crate::credentials::{CredentialFinding, CredentialReason};
 
 /// Carried files larger than this are not scanned for credential-looking values.
-pub const SCAN_LIMIT: u64 = 1 << 20;
+const SCAN_LIMIT: u64 = 1 << 20;
 
 /// A file with a NUL in its first this many bytes is binary and not scanned.
 const BINARY_SNIFF: usize = 8192;
@@ -70,6 +70,10 @@ pub fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFindin
     drop((known, seen));
     verdicts.extend(fresh);
     let mut findings = Vec::new();
+    // Most bundles have no finding: then the paths are never needed, nor a second walk.
+    if verdicts.values().all(Vec::is_empty) {
+        return Ok(findings);
+    }
     walk_carried(store, root, &mut |prefix, entry| {
         let lines = &verdicts[&entry.id];
         if lines.is_empty() {
@@ -209,7 +213,8 @@ mod tests {
     #[test]
     fn every_reason_has_its_own_code() {
         let all = CredentialReason::ALL;
-        for r in all {
+        for (at, r) in all.into_iter().enumerate() {
+            assert_eq!(usize::from(r.code()), at, "ALL is in declaration order");
             assert_eq!(CredentialReason::from_code(r.code()), Some(r));
         }
         let codes: HashSet<u8> = all.iter().map(|r| r.code()).collect();

@@ -47,7 +47,7 @@ pub enum CredentialReason {
 }
 
 impl CredentialReason {
-    /// Every reason, in the order of their codes.
+    /// Every reason, in declaration order (a reason's code is its place here).
     pub const ALL: [CredentialReason; 11] = [
         CredentialReason::UrlQueryToken,
         CredentialReason::UrlUserinfo,
@@ -64,10 +64,7 @@ impl CredentialReason {
 
     /// The reason's one-byte code, as the credential scan's cached verdicts keep it.
     pub fn code(self) -> u8 {
-        CredentialReason::ALL
-            .iter()
-            .position(|r| *r == self)
-            .expect("every reason is in ALL") as u8
+        self as u8
     }
 
     /// The reason with code `code`.

@@ -851,14 +851,17 @@ impl Catalog {
     /// cache now lives in a file: see `Store::load_source_cache`). Not flushed: the caller's
     /// session flushes, and a copy that outlives a crash is still a valid cache.
     pub(crate) fn remove_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
-        let key = update.key();
-        if let Some(generation) = self.cache_generation(&self.stat, key)? {
-            self.remove_chunks(&self.stat, key, generation, 0)?;
-            self.stat
-                .remove(generation_key(key))
-                .map_err(|e| self.err(e))?;
+        self.remove_chunked(&self.stat, update.key())
+    }
+
+    /// Removes what [`Catalog::write_chunked`] wrote under `key` in `tree` (its chunks, then
+    /// its generation), and an older version's single value under the key.
+    fn remove_chunked(&self, tree: &sled::Tree, key: &[u8]) -> Result<(), StoreError> {
+        if let Some(generation) = self.cache_generation(tree, key)? {
+            self.remove_chunks(tree, key, generation, 0)?;
+            tree.remove(generation_key(key)).map_err(|e| self.err(e))?;
         }
-        self.stat.remove(key).map_err(|e| self.err(e))?;
+        tree.remove(key).map_err(|e| self.err(e))?;
         Ok(())
     }
 
@@ -919,14 +922,7 @@ impl Catalog {
             }
         }
         for key in &doomed {
-            if let Some(generation) = self.cache_generation(&self.dest, key)? {
-                self.remove_chunks(&self.dest, key, generation, 0)?;
-                self.dest
-                    .remove(generation_key(key))
-                    .map_err(|e| self.err(e))?;
-            }
-            // An older version's record: one value under the key.
-            self.dest.remove(key).map_err(|e| self.err(e))?;
+            self.remove_chunked(&self.dest, key)?;
             self.dest
                 .remove([&key[..], RECORDED_AT].concat())
                 .map_err(|e| self.err(e))?;

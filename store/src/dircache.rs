@@ -110,15 +110,28 @@ impl Store {
             return Ok(());
         }
         let key = update.key();
+        self.replace_dircache_file(&self.dircache_path(key), "dircache", &|tmp| {
+            write_file(tmp, key, update)
+        })
+    }
+
+    /// Writes a file of `dircache/` whole: `write` fills a new file under `tmp/` (named
+    /// `<tag>-<token>`), which is then renamed to `dest` (two writers at once: the last
+    /// rename wins, both files are whole). A failure leaves nothing in `tmp/`.
+    pub(crate) fn replace_dircache_file(
+        &self,
+        dest: &Path,
+        tag: &str,
+        write: &dyn Fn(&Path) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
         let dir = self.root().join(DIR);
         fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
-        let dest = self.dircache_path(key);
         let tmp = self
             .objects()
             .tmp_dir()
-            .join(format!("dircache-{}", random_token()));
-        let written = write_file(&tmp, key, update)
-            .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| StoreError::io("rename", &dest, e)));
+            .join(format!("{tag}-{}", random_token()));
+        let written = write(&tmp)
+            .and_then(|()| fs::rename(&tmp, dest).map_err(|e| StoreError::io("rename", dest, e)));
         if written.is_err() {
             let _ = fs::remove_file(&tmp);
         }

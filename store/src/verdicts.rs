@@ -21,7 +21,7 @@ use std::io::{self, Read, Write};
 use crate::dircache::DIR;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
-use crate::sys::{self, random_token};
+use crate::sys;
 use crate::Store;
 
 const MAGIC: &[u8] = b"zeroclaw-bundle verdicts 1\n";
@@ -105,19 +105,11 @@ impl Store {
             return Ok(());
         }
         let dir = self.root().join(DIR);
-        fs::create_dir_all(&dir).map_err(|e| StoreError::io("create", &dir, e))?;
         let name = file_name(rules);
-        let dest = dir.join(&name);
-        let tmp = self
-            .objects()
-            .tmp_dir()
-            .join(format!("verdicts-{}", random_token()));
-        let written = write_file(&tmp, rules, verdicts.merged())
-            .and_then(|()| fs::rename(&tmp, &dest).map_err(|e| StoreError::io("rename", &dest, e)));
-        if written.is_err() {
-            let _ = fs::remove_file(&tmp);
-            return written;
-        }
+        let entries = verdicts.merged();
+        self.replace_dircache_file(&dir.join(&name), "verdicts", &|tmp| {
+            write_file(tmp, rules, entries)
+        })?;
         if let Ok(entries) = fs::read_dir(&dir) {
             for entry in entries.flatten() {
                 let other = entry.file_name();
