@@ -45,6 +45,9 @@ pub struct AgentSnapshot {
     pub snapshot: Snapshot,
     /// The rendered bundle files (manifest in structured form for the report).
     pub bundle: RenderedBundle,
+    /// What the bundle grants an importing agent (`crate::agent::bundle_grants`: the same list
+    /// review and import show).
+    pub grants: Vec<crate::agent::Grant>,
     /// Source trees on the host (workspace, skill bundle roots), for overlap refusal.
     pub sources: Vec<PathBuf>,
     /// Skill directories carried, over all bundles.
@@ -299,9 +302,13 @@ pub fn capture_loaded(
         cache_update,
         progress,
     )?;
+    // What an importing operator is asked to accept, computed as review and import compute
+    // it; the bundle was just rendered and validated by ZeroClaw, so it loads.
+    let grants = crate::agent::bundle_grants(&bundle.manifest, &bundle.config_toml)?;
     Ok(AgentSnapshot {
         id,
         snapshot,
+        grants,
         bundle,
         sources: source_trees(plan),
         skills_carried,

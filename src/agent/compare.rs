@@ -19,9 +19,10 @@ use serde::Serialize;
 
 use super::error::AgentError;
 use super::flags::config_flags;
+use super::grants::{key_grant, keyed, leaves, Flags};
 use super::manifest::{Manifest, RiskFlag, RiskKind};
 use super::schema::{credential_key_rule, hidden_in_display};
-use super::value::{element_name, join_path, Node, Table};
+use super::value::{Node, Table};
 
 /// One semantic change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -115,24 +116,6 @@ impl Serialize for SideValue {
     }
 }
 
-/// Risk-profile lists whose new entries widen what the agent may do.
-const ALLOW_LISTS: &[&str] = &[
-    "allowed_commands",
-    "allowed_roots",
-    "allowed_paths",
-    "allowed_path",
-    "allowed_tools",
-    "auto_approve",
-    "shell_env_passthrough",
-];
-
-/// Fields of a provider or MCP server that say where the agent's requests go: a changed one
-/// sends the agent's prompts, tools' data and credentials to another host.
-const ENDPOINT_FIELDS: &[&str] = &["base_url", "api_url", "endpoint", "url", "uri", "host"];
-
-/// Risk-profile lists whose removed entries widen what the agent may do.
-const DENY_LISTS: &[&str] = &["forbidden_paths", "always_ask", "excluded_tools"];
-
 /// Compares two bundles given the texts of their manifests and `config.toml` files.
 pub fn compare_bundles(
     a_manifest: &str,
@@ -163,87 +146,6 @@ pub fn compare_bundles(
         .collect();
     config_changes(&leaves(&ta), &leaves(&tb), &secrets, &mut out);
     Ok(out)
-}
-
-/// One capability a bundle grants, as a review lists it: the manifest's risk flags in their
-/// order, then what the bundle's own `config.toml` grants that the manifest does not list.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Grant {
-    /// What kind of capability.
-    pub kind: RiskKind,
-    /// The dotted config path that grants it.
-    pub path: String,
-    /// The manifest's (or the planner's) sentence, as written: print it through
-    /// [`super::shown_detail`], which names a credential-looking word instead of printing it.
-    pub detail: String,
-    /// Listed in the manifest. `false`: `config.toml` grants it and the manifest does not list
-    /// it (edited after export).
-    pub listed: bool,
-    /// Listed in the manifest, but the bundle's `config.toml` does not grant it (edited after
-    /// export). Never set for `carried_skills`, which describes content, not config.
-    pub stale: bool,
-}
-
-impl Grant {
-    /// The grant of risk flag `f`; `listed`: the manifest lists it; `stale`: see the field.
-    pub fn of_flag(f: &RiskFlag, listed: bool, stale: bool) -> Grant {
-        Grant {
-            kind: f.kind,
-            path: f.path.clone(),
-            detail: f.detail.clone(),
-            listed,
-            stale,
-        }
-    }
-}
-
-/// What a bundle grants: its manifest's risk flags, checked against the flags its own
-/// `config.toml` yields when ZeroClaw's planner reads it (as the semantic diff checks side B):
-/// a grant the config makes and the manifest hides is listed too, marked unlisted. A config
-/// ZeroClaw cannot load is an error (a review must not show fewer grants than an import makes).
-pub fn bundle_grants(manifest: &Manifest, config_text: &str) -> Result<Vec<Grant>, AgentError> {
-    let doc: toml_edit::DocumentMut =
-        config_text
-            .parse()
-            .map_err(|e: toml_edit::TomlError| AgentError::InvalidManifest {
-                field: "config.toml".to_string(),
-                problem: format!("is not valid TOML: {}", e.message().trim()),
-            })?;
-    let table = Table::from_toml_edit(doc.as_table());
-    let made = config_flags(config_text, &table, &manifest.root_agent)?;
-    let made_keys = keyed(&made);
-    let listed_keys = keyed(&manifest.risk_flags);
-    let mut out: Vec<Grant> = manifest
-        .risk_flags
-        .iter()
-        .map(|f| {
-            let stale = f.kind != RiskKind::CarriedSkills
-                && made_keys.get(&format!("{} at {}", f.kind.as_str(), f.path)) != Some(&f.detail);
-            Grant::of_flag(f, true, stale)
-        })
-        .collect();
-    for f in &made {
-        let key = format!("{} at {}", f.kind.as_str(), f.path);
-        if listed_keys.get(&key) != Some(&f.detail) {
-            out.push(Grant::of_flag(f, false, false));
-        }
-    }
-    Ok(out)
-}
-
-/// Risk flags keyed `kind at path`, with their detail.
-type Flags = BTreeMap<String, String>;
-
-fn keyed<'f>(flags: impl IntoIterator<Item = &'f RiskFlag>) -> Flags {
-    flags
-        .into_iter()
-        .map(|f| {
-            (
-                format!("{} at {}", f.kind.as_str(), f.path),
-                f.detail.clone(),
-            )
-        })
-        .collect()
 }
 
 /// What a side grants: the flags its `config.toml` yields (what an import would run; a
@@ -484,35 +386,6 @@ fn set_changes(
     }
 }
 
-/// Every leaf of a config as (dotted path -> value). Arrays of tables are named by their
-/// elements' `name`; arrays of plain values are one leaf.
-fn leaves(root: &Table) -> BTreeMap<String, Node> {
-    let mut out = BTreeMap::new();
-    fn walk(prefix: &str, node: &Node, out: &mut BTreeMap<String, Node>) {
-        match node {
-            Node::Table(t) if !t.is_empty() => {
-                for (k, v) in t.iter() {
-                    walk(&join_path(prefix, k), v, out);
-                }
-            }
-            Node::Array(items)
-                if !items.is_empty() && items.iter().all(|n| n.as_table().is_some()) =>
-            {
-                for (i, item) in items.iter().enumerate() {
-                    walk(&join_path(prefix, &element_name(i, item)), item, out);
-                }
-            }
-            other => {
-                out.insert(prefix.to_string(), other.clone());
-            }
-        }
-    }
-    for (k, v) in root.iter() {
-        walk(k, v, &mut out);
-    }
-    out
-}
-
 fn is_secret(path: &str, secrets: &[&str]) -> bool {
     secrets.contains(&path)
         || secrets.iter().any(|s| path.starts_with(&format!("{s}.")))
@@ -560,7 +433,7 @@ fn to_json(node: &Node) -> serde_json::Value {
     }
 }
 
-fn render(node: &Node) -> String {
+pub(crate) fn render(node: &Node) -> String {
     match node {
         // Raw: the printer escapes what reaches a terminal, JSON escapes for itself.
         Node::Str(s) => format!("\"{s}\""),
@@ -580,12 +453,6 @@ fn render(node: &Node) -> String {
                 .join(", ")
         ),
     }
-}
-
-fn strings(node: Option<&Node>) -> Vec<String> {
-    node.and_then(Node::as_array)
-        .map(|items| items.iter().map(render).collect())
-        .unwrap_or_default()
 }
 
 fn config_changes(
@@ -621,74 +488,15 @@ fn config_changes(
             y.map(|n| show(key, n, secrets)),
         );
         c.secret = is_secret(key, secrets);
-        let field = key.rsplit('.').next().unwrap_or("");
-        if (key.starts_with("providers.") || key.starts_with("mcp.servers."))
-            && ENDPOINT_FIELDS.contains(&field)
-            && y.is_some()
-        {
-            c.grant = true;
-            c.note = "the agent's requests go to a different endpoint".into();
-        }
-        if let Some(server) = key
+        let new_server = key
             .strip_prefix("mcp.servers.")
             .and_then(|r| r.split('.').next())
-        {
-            if sb.iter().any(|s| s == server) && !sa.iter().any(|s| s == server) {
-                c.grant = true;
-                c.note = format!("new MCP server `{server}`");
-            }
-        }
-        // A bundle of MCP servers an agent loads that gains a server starts that server.
-        if key.starts_with("mcp_bundles.") && field == "servers" {
-            let (old, new) = (strings(x), strings(y));
-            let gained: Vec<&String> = new.iter().filter(|v| !old.contains(v)).collect();
-            if !gained.is_empty() {
-                c.grant = true;
-                c.note = format!(
-                    "the MCP bundle gains {}",
-                    gained
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-        }
-        if key.starts_with("risk_profiles.") {
-            let (old, new) = (strings(x), strings(y));
-            if ALLOW_LISTS.contains(&field) {
-                let gained: Vec<&String> = new.iter().filter(|v| !old.contains(v)).collect();
-                if x.is_some() && y.is_none() {
-                    c.grant = true;
-                    c.note = "the allowlist is gone (ZeroClaw's default applies)".into();
-                } else if !gained.is_empty() {
-                    c.grant = true;
-                    c.note = format!(
-                        "widens the allowlist: adds {}",
-                        gained
-                            .iter()
-                            .map(|s| s.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    );
-                }
-            } else if DENY_LISTS.contains(&field) {
-                let lost: Vec<&String> = old.iter().filter(|v| !new.contains(v)).collect();
-                if !lost.is_empty() || (x.is_some() && y.is_none()) {
-                    c.grant = true;
-                    c.note = if lost.is_empty() {
-                        "the denylist is gone (ZeroClaw's default applies)".into()
-                    } else {
-                        format!(
-                            "narrows the denylist: removes {}",
-                            lost.iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        )
-                    };
-                }
-            }
+            .is_some_and(|server| {
+                sb.iter().any(|s| s == server) && !sa.iter().any(|s| s == server)
+            });
+        if let Some((_, note)) = key_grant(key, x, y, new_server) {
+            c.grant = true;
+            c.note = note;
         }
         out.push(c);
     }

@@ -23,6 +23,7 @@ mod compare;
 mod error;
 mod filter;
 mod flags;
+mod grants;
 mod install;
 mod layout;
 mod manifest;
@@ -38,23 +39,26 @@ mod schema;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
-pub use compare::{bundle_grants, compare_bundles, mask_secret_lines, Grant, SemanticChange};
+pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
+pub use grants::{bundle_grants, Grant, GrantKind};
 pub use install::{install_root, Install};
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
     manifests_differ_only_in_export_time, rfc3339_utc, secret_story, Dropped, Manifest, Provenance,
-    RiskFlag, MANIFEST_HEADER,
+    MANIFEST_HEADER,
 };
-pub use plan::{fragment_drops, legacy_entry_travels, plan_export, ExportPlan, TreeSource};
+pub use plan::{
+    fragment_drops, legacy_entry_travels, outside_closure, plan_export, ExportPlan, TreeSource,
+};
 pub(crate) use schema::credential_key_rule;
 pub use schema::SUPPORTED_SCHEMA_VERSION;
 #[cfg(test)]
 pub use {
     bundle::CONFIG_HEADER,
-    manifest::{DropReason, RiskKind},
+    manifest::{DropReason, RiskFlag, RiskKind},
 };
 
 #[cfg(test)]

@@ -202,6 +202,87 @@ pub fn fragment_drops(text: &str, root_agent: &str) -> Result<Vec<Dropped>, Agen
         .collect())
 }
 
+/// The config entries of a bundle's fragment outside the closure ZeroClaw's planner computes
+/// for `root_agent` (dotted paths: `mcp.servers.shell`, `knowledge_bundles.x`, ...): entries
+/// nothing the agent references reaches. An export never writes one; an import would add them
+/// where a local agent that already names them (a dangling MCP server name, say) would start
+/// using them, so an import refuses them and a review shows them. A fragment ZeroClaw cannot
+/// load is an error; one without the agent has no closure to compare with (empty).
+pub fn outside_closure(text: &str, root_agent: &str) -> Result<Vec<String>, AgentError> {
+    let not_loaded = |e: &dyn std::fmt::Display| AgentError::InvalidField {
+        field: "config.toml".to_string(),
+        problem: format!(
+            "does not load under ZeroClaw {}'s schema: {}",
+            schema::ZEROCLAW_VERSION,
+            e.to_string().replace('\n', " ")
+        ),
+    };
+    let typed: zeroclaw_config::schema::Config =
+        toml::from_str(text).map_err(|e| not_loaded(&e))?;
+    if !typed.agents.contains_key(root_agent) {
+        return Ok(Vec::new());
+    }
+    let raw: toml::Table = toml::from_str(text).map_err(|e| not_loaded(&e))?;
+    let plan = zc::plan_export(&typed, root_agent).map_err(from_zeroclaw)?;
+    let closure = entry_paths(&plan.config);
+    Ok(entry_paths(&raw)
+        .into_iter()
+        .filter(|p| !closure.contains(p))
+        .collect())
+}
+
+/// The dotted paths of the aliased entries of a config table: `agents.<a>`, the profiles and
+/// bundles by alias, `providers.<section>.<family>.<entry>`, `mcp.servers.<name>`.
+fn entry_paths(config: &toml::Table) -> std::collections::BTreeSet<String> {
+    let mut out = std::collections::BTreeSet::new();
+    let table = |path: &[&str]| -> Option<&toml::Table> {
+        let mut node = config;
+        for seg in path {
+            node = node.get(*seg)?.as_table()?;
+        }
+        Some(node)
+    };
+    for section in [
+        "agents",
+        "risk_profiles",
+        "runtime_profiles",
+        "skill_bundles",
+        "knowledge_bundles",
+        "mcp_bundles",
+    ] {
+        for alias in table(&[section]).into_iter().flat_map(|t| t.keys()) {
+            out.insert(format!("{section}.{alias}"));
+        }
+    }
+    for section in ["models", "tts", "transcription"] {
+        for (family, entries) in table(&["providers", section])
+            .into_iter()
+            .flat_map(|t| t.iter())
+        {
+            for entry in entries.as_table().into_iter().flat_map(|t| t.keys()) {
+                out.insert(format!("providers.{section}.{family}.{entry}"));
+            }
+        }
+    }
+    match table(&["mcp"]).and_then(|t| t.get("servers")) {
+        Some(toml::Value::Array(servers)) => {
+            for (i, server) in servers.iter().enumerate() {
+                match server.get("name").and_then(toml::Value::as_str) {
+                    Some(name) => out.insert(format!("mcp.servers.{name}")),
+                    None => out.insert(format!("mcp.servers[{i}]")),
+                };
+            }
+        }
+        Some(toml::Value::Table(t)) => {
+            for name in t.keys() {
+                out.insert(format!("mcp.servers.{name}"));
+            }
+        }
+        _ => {}
+    }
+    out
+}
+
 /// Plan the export of agent `alias` with ZeroClaw's planner, then apply our stricter layers.
 pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentError> {
     if !install.typed.agents.contains_key(alias) {

@@ -101,7 +101,7 @@ pub fn report(
             "skill_bundles": m.skill_bundles,
             "tallies": c.snapshot.report.trees,
             "skipped": c.snapshot.report.skipped,
-            "risk_flags": m.risk_flags.iter().map(|f| json!({"kind": f.kind, "path": f.path, "detail": shown_detail(&f.detail)})).collect::<Vec<_>>(),
+            "risk_flags": c.grants.iter().map(|f| json!({"kind": f.kind, "path": f.path, "detail": shown_detail(&f.detail), "rule": f.rule})).collect::<Vec<_>>(),
             "required_secrets": m.required_secrets,
             "scrubbed_by_name": c.scrubbed_by_name.iter().map(|(path, rule)| json!({"path": path, "rule": rule})).collect::<Vec<_>>(),
             "credential_looking_values": c.credential_findings.iter().map(|f| json!({"location": f.location, "reason": f.reason.describe()})).collect::<Vec<_>>(),
@@ -161,9 +161,9 @@ pub fn report(
             count(c.stats.cached_files, "file")
         );
     }
-    if !m.risk_flags.is_empty() {
+    if !c.grants.is_empty() {
         out += "\nCapabilities an importing operator is asked to grant:\n";
-        for f in &m.risk_flags {
+        for f in &c.grants {
             out += &format!(
                 "  - {} at {}: {}\n",
                 f.kind.as_str(),

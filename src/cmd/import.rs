@@ -214,6 +214,7 @@ fn action_word(a: Action) -> &'static str {
         Action::Namespace => "namespace",
         Action::Reuse => "reuse",
         Action::Map => "map",
+        Action::LeftOut => "left out",
     }
 }
 
@@ -239,10 +240,10 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
                 "{} -> {} ({})",
                 d.kind.path_of(&d.bundle),
                 d.local,
-                if d.kind == import::Kind::Agent {
-                    "an agent of that name exists"
-                } else {
-                    "a different local entry has that name"
+                match &d.why {
+                    _ if d.kind == import::Kind::Agent => "an agent of that name exists",
+                    Some(why) => why.as_str(),
+                    None => "a different local entry has that name",
                 }
             ),
             Action::Reuse => format!("{} (an identical local entry)", d.kind.path_of(&d.local)),
@@ -250,6 +251,13 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
                 "{} -> {} (--map)",
                 d.kind.path_of(&d.bundle),
                 d.kind.path_of(&d.local)
+            ),
+            Action::LeftOut => format!(
+                "{} ({})",
+                d.kind.path_of(&d.bundle),
+                d.why
+                    .as_deref()
+                    .unwrap_or("nothing the agent reaches references it")
             ),
         };
         out += &format!("  {:<9} {}\n", action_word(d.action), escape_text(&line));
@@ -336,8 +344,9 @@ fn plan_json(plan: &ImportPlan) -> Value {
             "kind": d.kind.word(),
             "bundle": d.bundle,
             "local": d.local,
-            "path": d.kind.path_of(&d.local),
+            "path": (d.action != import::Action::LeftOut).then(|| d.kind.path_of(&d.local)),
             "action": d.action,
+            "why": d.why,
         })).collect::<Vec<_>>(),
         "notes": plan.notes,
         "trees": plan.trees.iter().map(|t| json!({
@@ -348,7 +357,7 @@ fn plan_json(plan: &ImportPlan) -> Value {
             "replaces": t.replaces,
         })).collect::<Vec<_>>(),
         "config_diff": plan.config_diff(),
-        "risk_flags": plan.grants.iter().map(|f| json!({"kind": f.kind, "path": f.path, "detail": shown_detail(&f.detail)})).collect::<Vec<_>>(),
+        "risk_flags": plan.grants.iter().map(|f| json!({"kind": f.kind, "path": f.path, "detail": shown_detail(&f.detail), "rule": f.rule})).collect::<Vec<_>>(),
         "required_secrets": plan.secrets.iter().map(|s| s.path.clone()).collect::<Vec<_>>(),
         "set_secrets": plan.secrets.iter().map(|s| format!("zeroclaw config set {}", s.path)).collect::<Vec<_>>(),
         "dropped": plan.dropped,

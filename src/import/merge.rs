@@ -147,6 +147,9 @@ pub enum Action {
     Reuse,
     /// Not added: `--map` points its references at a local entry.
     Map,
+    /// Not added: only entries that `--map` replaced referenced it, so nothing the imported
+    /// agent reaches uses it.
+    LeftOut,
 }
 
 /// One entry of the fragment and its fate.
@@ -160,6 +163,9 @@ pub struct Decision {
     pub local: String,
     /// What happens.
     pub action: Action,
+    /// Why, where the action alone does not say: the first key or file in which the local
+    /// entry of that name differs (namespaced), or what referenced a left-out entry.
+    pub why: Option<String>,
 }
 
 /// A `--map KIND.OLD=NEW`.
@@ -728,9 +734,10 @@ pub struct MergeInput<'a> {
     pub agent_as: Option<&'a str>,
     /// `--map`s.
     pub maps: &'a [MapArg],
-    /// Whether the content the bundle carries for skill bundle `bundle` equals what local
-    /// skill bundle `local` holds on disk (an identical config entry alone is not enough).
-    pub same_skill_content: &'a dyn Fn(&str, &str) -> Result<bool, ImportError>,
+    /// Where the content the bundle carries for skill bundle `bundle` first differs from what
+    /// local skill bundle `local` holds on disk (`None`: the same; an identical config entry
+    /// alone is not enough to reuse it).
+    pub skill_content_differs: &'a dyn Fn(&str, &str) -> Result<Option<String>, ImportError>,
     /// The install's config.toml (for messages).
     pub config_path: &'a std::path::Path,
 }
@@ -800,9 +807,21 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
     let local = collect(&doc, false)?;
     let mut taken: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
     let mut local_items: BTreeMap<(Kind, String), Item> = BTreeMap::new();
-    for e in local {
+    for e in &local {
         taken.entry(e.kind).or_default().insert(e.alias.clone());
-        local_items.insert((e.kind, e.alias), e.item);
+        local_items.insert((e.kind, e.alias.clone()), e.item.clone());
+    }
+    // Names a local entry references and the install does not define (ZeroClaw only warns of
+    // an MCP bundle naming a missing server): an incoming entry of that name would be picked up
+    // by that local entry, granting a local agent what its operator never saw. Such an entry is
+    // namespaced.
+    let mut dangling: BTreeSet<(Kind, String)> = BTreeSet::new();
+    for e in &local {
+        for (kind, name) in refs_of(e.kind, &e.item) {
+            if !taken.get(&kind).is_some_and(|t| t.contains(&name)) {
+                dangling.insert((kind, name));
+            }
+        }
     }
     let agents: Vec<&Entry> = incoming.iter().filter(|e| e.kind == Kind::Agent).collect();
     if agents.len() != 1 || agents[0].alias != input.root_agent {
@@ -879,14 +898,24 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 }
             } else if exists(&e.alias) {
                 (e.alias.clone(), Action::Reuse)
+            } else if dangling.contains(&(kind, e.alias.clone())) {
+                (String::new(), Action::Namespace)
             } else {
                 (e.alias.clone(), Action::Add)
             };
+            let why = (action == Action::Namespace && kind != Kind::Agent).then(|| {
+                format!(
+                    "a local entry references {} and the install does not define it: under \
+                     that name it would reach that entry",
+                    kind.path_of(&e.alias)
+                )
+            });
             decisions.push(Decision {
                 kind,
                 bundle: e.alias.clone(),
                 local,
                 action,
+                why,
             });
         }
     }
@@ -917,6 +946,12 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                     })
                     .map(|d| d.local.clone())
                     .chain(taken.get(&kind).into_iter().flatten().cloned())
+                    .chain(
+                        dangling
+                            .iter()
+                            .filter(|(k, _)| *k == kind)
+                            .map(|(_, n)| n.clone()),
+                    )
                     .collect();
                 decisions[i].local = fresh(&decisions[i].bundle, &used);
             }
@@ -938,14 +973,23 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             let mine = local_items
                 .get(&(d.kind, d.local.clone()))
                 .map(|local| typed(d.kind, &d.local, local, &blank));
-            let same = match (theirs, mine) {
-                (Ok(a), Some(Ok(b))) => a == b,
-                _ => false,
-            } && (d.kind != Kind::SkillBundle
-                || (input.same_skill_content)(&d.bundle, &d.local)?);
-            if !same {
+            let config_differs = match (theirs, mine) {
+                (Ok(a), Some(Ok(b))) => first_difference(&a, &b, &d.kind.path_of(&d.local)),
+                (Err(e), _) | (_, Some(Err(e))) => Some(format!("(not comparable: {e})")),
+                (_, None) => Some("(no local entry to compare)".to_string()),
+            };
+            let differs = match config_differs {
+                Some(key) => Some(format!("the local entry differs at {key}")),
+                None if d.kind == Kind::SkillBundle => {
+                    (input.skill_content_differs)(&d.bundle, &d.local)?
+                        .map(|file| format!("the local skill content differs at {file}"))
+                }
+                None => None,
+            };
+            if let Some(why) = differs {
                 slot.action = Action::Namespace;
                 slot.local = String::new();
+                slot.why = Some(why);
                 changed = true;
             }
         }
@@ -954,6 +998,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
         }
     }
 
+    leave_out_unreached(&mut decisions, &incoming, input.root_agent);
     let names: BTreeMap<(Kind, String), String> = decisions
         .iter()
         .map(|d| ((d.kind, d.bundle.clone()), d.local.clone()))
@@ -993,6 +1038,87 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
     })
 }
 
+/// The hard references of entry `item` of `kind`: (target kind, alias), trimmed, non-empty.
+fn refs_of(kind: Kind, item: &Item) -> Vec<(Kind, String)> {
+    let mut out = Vec::new();
+    for field in REFS.iter().filter(|f| f.owner == kind && !f.soft) {
+        let Some(node) = lookup(item, field.path) else {
+            continue;
+        };
+        let mut push = |v: &str| {
+            let v = v.trim();
+            if !v.is_empty() {
+                out.push((field.target, v.to_string()));
+            }
+        };
+        match node {
+            Item::Value(Value::String(s)) => push(s.value()),
+            Item::Value(Value::Array(a)) => a.iter().filter_map(Value::as_str).for_each(push),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Marks [`Action::LeftOut`] every entry that the root agent reaches only through an entry
+/// `--map` replaced: the mapped entry's references are the local entry's, so what only it
+/// referenced (a fallback provider of a mapped provider, say) would arrive unused, and its
+/// secrets would be asked for nothing. Entries the agent reaches otherwise keep their fate.
+fn leave_out_unreached(decisions: &mut [Decision], incoming: &[Entry], root_agent: &str) {
+    let reach = |through_maps: bool| -> BTreeMap<(Kind, String), String> {
+        let mut reached: BTreeMap<(Kind, String), String> = BTreeMap::new();
+        let mut stack = vec![(Kind::Agent, root_agent.to_string(), String::new())];
+        while let Some((kind, alias, by)) = stack.pop() {
+            if reached.contains_key(&(kind, alias.clone())) {
+                continue;
+            }
+            let Some(entry) = incoming.iter().find(|e| e.kind == kind && e.alias == alias) else {
+                continue;
+            };
+            reached.insert((kind, alias.clone()), by);
+            let mapped = decisions
+                .iter()
+                .any(|d| d.kind == kind && d.bundle == alias && d.action == Action::Map);
+            if mapped && !through_maps {
+                continue;
+            }
+            for (k, a) in refs_of(kind, &entry.item) {
+                stack.push((k, a, kind.path_of(&alias)));
+            }
+        }
+        reached
+    };
+    let (all, without_maps) = (reach(true), reach(false));
+    for d in decisions.iter_mut() {
+        let key = (d.kind, d.bundle.clone());
+        if let Some(by) = all.get(&key).filter(|_| !without_maps.contains_key(&key)) {
+            d.action = Action::LeftOut;
+            d.local = String::new();
+            d.why = Some(format!(
+                "only {by} referenced it, and --map replaced that with a local entry"
+            ));
+        }
+    }
+}
+
+/// The first dotted key (below `at`) where two typed entries differ, or `None` when equal.
+fn first_difference(a: &toml::Value, b: &toml::Value, at: &str) -> Option<String> {
+    match (a, b) {
+        (toml::Value::Table(x), toml::Value::Table(y)) => {
+            let keys: BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+            keys.into_iter().find_map(|k| {
+                let path = format!("{at}.{k}");
+                match (x.get(k), y.get(k)) {
+                    (Some(p), Some(q)) => first_difference(p, q, &path),
+                    _ => Some(path),
+                }
+            })
+        }
+        _ if a == b => None,
+        _ => Some(at.to_string()),
+    }
+}
+
 /// `<alias>_imported`, then `_imported_2`, ... : the first not in `used` (for a provider,
 /// the entry part is suffixed: `openai.main_imported`).
 fn fresh(alias: &str, used: &BTreeSet<String>) -> String {
@@ -1020,7 +1146,7 @@ mod tests {
             required_secrets: &["providers.models.openai.p.api_key".to_string()],
             agent_as: None,
             maps,
-            same_skill_content: &|_, _| Ok(true),
+            skill_content_differs: &|_, _| Ok(None),
             config_path: std::path::Path::new("/zc/config.toml"),
         })
     }

@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use zeroclaw_bundle_store::{EntryKind, ObjectId, Store};
 
 use crate::agent::{
-    rfc3339_utc, Dropped, Install, RiskFlag, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER,
+    rfc3339_utc, Dropped, Grant, Install, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER,
 };
 use crate::progress::{Progress, Silent};
 use crate::publish::{self, BundleMarker, FileRequest, Keep, PublishRequest};
@@ -130,8 +130,9 @@ pub struct ImportPlan {
     pub trees: Vec<TreePlan>,
     /// Credentials to fill.
     pub secrets: Vec<SecretPlan>,
-    /// The capability grants accepted, with local paths.
-    pub grants: Vec<RiskFlag>,
+    /// The capability grants accepted, with local paths: what a review of the bundle lists
+    /// (`crate::agent::bundle_grants`), less those of entries that do not land.
+    pub grants: Vec<Grant>,
     /// What the bundle says could not travel.
     pub dropped: Vec<Dropped>,
     /// `--force`.
@@ -287,25 +288,32 @@ pub fn plan(
             .find(|(a, _)| a == alias)
             .map(|(_, t)| *t)
     };
-    let same_skill_content = |bundle_alias: &str, local: &str| -> Result<bool, ImportError> {
-        let Some(tree) = skill_tree(bundle_alias) else {
-            return Ok(true);
+    let skill_content_differs =
+        |bundle_alias: &str, local: &str| -> Result<Option<String>, ImportError> {
+            let Some(tree) = skill_tree(bundle_alias) else {
+                return Ok(None);
+            };
+            let Ok(dir) =
+                zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &root, local)
+            else {
+                return Ok(Some("its directory (it does not resolve)".to_string()));
+            };
+            if !dir.is_dir() {
+                return Ok(Some(format!("{} (not a directory here)", dir.display())));
+            }
+            let side = crate::diff::side::resolve_side(store, dir.as_os_str(), false, &Silent)
+                .map_err(|e| ImportError::Capture {
+                    arg: dir.display().to_string(),
+                    source: e.into(),
+                })?;
+            if side.root.entry.id == tree.id {
+                return Ok(None);
+            }
+            Ok(Some(
+                first_tree_difference(store, &side.root.entry.id, &tree.id, "")
+                    .unwrap_or_else(|| dir.display().to_string()),
+            ))
         };
-        let Ok(dir) =
-            zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &root, local)
-        else {
-            return Ok(false);
-        };
-        if !dir.is_dir() {
-            return Ok(false);
-        }
-        let side = crate::diff::side::resolve_side(store, dir.as_os_str(), false, &Silent)
-            .map_err(|e| ImportError::Capture {
-                arg: dir.display().to_string(),
-                source: e.into(),
-            })?;
-        Ok(side.root.entry.id == tree.id)
-    };
     let merged = merge::merge(&merge::MergeInput {
         install: &old_config,
         fragment: &bundle.fragment,
@@ -313,9 +321,29 @@ pub fn plan(
         required_secrets: &bundle.manifest.required_secrets,
         agent_as: req.agent_as,
         maps: req.maps,
-        same_skill_content: &same_skill_content,
+        skill_content_differs: &skill_content_differs,
         config_path: &config_path,
     })?;
+    // After the merge, so a reference that names nothing is reported as itself first.
+    let outside = crate::agent::outside_closure(&bundle.fragment, &bundle.manifest.root_agent)
+        .map_err(|source| ImportError::Bundle {
+            file: CONFIG_FILE,
+            source,
+        })?;
+    if !outside.is_empty() {
+        return Err(ImportError::Fragment {
+            path: outside.join(", "),
+            problem: format!(
+                "{} outside the closure of agent {} (nothing the agent references reaches \
+                 {it}, so ZeroClaw's exporter never writes {it}): an import would add {it} \
+                 to this install, where a local agent naming {it} would start using {it}; \
+                 remove {it} from the bundle's config.toml",
+                if outside.len() == 1 { "is" } else { "are" },
+                bundle.manifest.root_agent,
+                it = if outside.len() == 1 { "it" } else { "them" },
+            ),
+        });
+    }
     let alias = merged
         .local(Kind::Agent, &bundle.manifest.root_agent)
         .expect("the merge decided the root agent")
@@ -391,23 +419,33 @@ pub fn plan(
         .required_secrets
         .iter()
         .filter_map(|p| {
+            // Only a secret of an entry this import adds: a path no entry of the bundle holds
+            // names one of the operator's own entries, whose value is not the bundle's to ask.
             let (path, owner) = merged.localize(p);
             match owner.map(|d| d.action) {
-                Some(Action::Reuse | Action::Map) => None,
-                _ => Some(SecretPlan {
+                Some(Action::Add | Action::Namespace) => Some(SecretPlan {
                     bundle_path: p.clone(),
                     path,
                 }),
+                _ => None,
             }
         })
         .collect();
-    let grants = bundle
-        .manifest
-        .risk_flags
-        .iter()
-        .map(|f| RiskFlag {
-            path: merged.localize(&f.path).0,
-            ..f.clone()
+    // The same grants a review lists (one computation), in local names; those of entries that
+    // do not land (mapped to a local entry, or left out) are not this import's to grant.
+    let grants = crate::agent::bundle_grants(&bundle.manifest, &bundle.fragment)
+        .map_err(|source| ImportError::Bundle {
+            file: CONFIG_FILE,
+            source,
+        })?
+        .into_iter()
+        .filter(|g| !g.stale)
+        .filter_map(|g| {
+            let (path, owner) = merged.localize(&g.path);
+            match owner.map(|d| d.action) {
+                Some(Action::Map | Action::LeftOut) => None,
+                _ => Some(Grant { path, ..g }),
+            }
         })
         .collect();
     Ok(ImportPlan {
@@ -484,6 +522,37 @@ fn check_merged(
         }));
     }
     Ok(after)
+}
+
+/// The first path (below `prefix`) at which two stored trees differ: a name on one side only,
+/// a different kind or mode, or different bytes; `None` when equal or unreadable.
+fn first_tree_difference(
+    store: &Store,
+    a: &ObjectId,
+    b: &ObjectId,
+    prefix: &str,
+) -> Option<String> {
+    let (ta, tb) = (store.read_tree(a).ok()?, store.read_tree(b).ok()?);
+    let mut names: Vec<&[u8]> = ta
+        .entries()
+        .iter()
+        .chain(tb.entries())
+        .map(|e| e.name.as_slice())
+        .collect();
+    names.sort();
+    names.dedup();
+    for name in names {
+        let path = format!("{prefix}{}", String::from_utf8_lossy(name));
+        match (ta.get(name), tb.get(name)) {
+            (Some(x), Some(y)) if x == y => continue,
+            (Some(x), Some(y)) if x.kind == EntryKind::Dir && y.kind == EntryKind::Dir => {
+                return first_tree_difference(store, &x.id, &y.id, &format!("{path}/"))
+                    .or(Some(path));
+            }
+            _ => return Some(path),
+        }
+    }
+    None
 }
 
 /// Whether `a` and `b` are the same directory or one lies inside the other: by their spelling

@@ -179,6 +179,10 @@ pub struct BundleReview {
     /// cross-agent grants, delegates, channels, ...: the fragment re-planned by ZeroClaw's
     /// planner drops them): a hand-edited bundle, which `import` refuses.
     pub not_exported: Vec<Dropped>,
+    /// Entries of its `config.toml` outside the closure ZeroClaw's planner computes for the
+    /// agent (dotted paths: nothing the agent references reaches them): a hand-edited bundle,
+    /// which `import` refuses, since a local agent naming them would start using them.
+    pub outside_closure: Vec<String>,
     /// Skill bundles the bundle carries under `skills/`.
     pub skill_bundles: Vec<String>,
 }
@@ -396,6 +400,13 @@ fn bundle_review(
         }
         _ => Vec::new(),
     };
+    let outside_closure = match &config {
+        Some(Some(bytes)) => {
+            crate::agent::outside_closure(&String::from_utf8_lossy(bytes), &manifest.root_agent)
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
     let m = manifest;
     Ok((
         Some(BundleReview {
@@ -413,6 +424,7 @@ fn bundle_review(
             required_secrets: m.required_secrets,
             dropped: m.dropped,
             not_exported,
+            outside_closure,
             skill_bundles: m.skill_bundles,
         }),
         None,

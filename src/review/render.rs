@@ -84,6 +84,7 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
             )?;
             for g in &b.risk_flags {
                 let (mark, note) = match (g.listed, g.stale) {
+                    _ if g.rule => ("-", ""),
                     (false, _) => (
                         "!",
                         " [config.toml grants this; the manifest does not list it]",
@@ -118,6 +119,17 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
                     escape_text(&d.path),
                     escape_text(&d.detail)
                 )?;
+            }
+        }
+        if !b.outside_closure.is_empty() {
+            writeln!(
+                out,
+                "\nConfig outside the agent's closure (nothing agent {} references reaches it; a \
+                 local agent naming it would start using it; import refuses it):",
+                escape_text(&b.agent)
+            )?;
+            for path in &b.outside_closure {
+                writeln!(out, "  ! {}", escape_text(path))?;
             }
         }
         if !b.required_secrets.is_empty() {

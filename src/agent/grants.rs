@@ -1,0 +1,490 @@
+//! The one grant model: what a bundle's config lets its agent do that an operator must accept.
+//! It is the union of ZeroClaw's planner flags (the manifest's `risk_flags`, recomputed from
+//! the bundle's own `config.toml` so an edited config cannot hide one) and the rules of our
+//! semantic diff, which ZeroClaw's manifest format has no flag for: an auto-approved tool, an
+//! allowed command, any widened allowlist or narrowed denylist of a risk profile, an endpoint a
+//! provider or MCP server sends the agent's requests to, a provider the requests fall back to,
+//! an MCP server (and a bundle of them gaining one), a knowledge source the agent reads.
+//!
+//! [`key_grant`] is the single rule table: the semantic diff (`compare`) marks a changed key
+//! with it, and [`bundle_grants`] lists what a bundle grants on its own by applying it to every
+//! key of the bundle's config against nothing. Export, review, import and diff all go through
+//! these two, so a grant one of them shows and another does not is a defect.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::error::AgentError;
+use super::flags::config_flags;
+use super::manifest::{Manifest, RiskFlag, RiskKind};
+use super::value::{element_name, join_path, Node, Table};
+
+/// What kind of capability a grant is: ZeroClaw's planner's kinds, then ours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GrantKind {
+    /// The bundle carries skill content (instructions that act as code).
+    CarriedSkills,
+    /// The risk profile's level is `full`.
+    FullAutonomy,
+    /// Filesystem access is not confined to the workspace.
+    FilesystemEscape,
+    /// Shell execution is unsandboxed.
+    SandboxDisabled,
+    /// An approval gate is off.
+    ApprovalBypass,
+    /// Host environment variables reach subprocesses.
+    EnvPassthrough,
+    /// Extra filesystem roots are granted.
+    ExtraFilesystemRoots,
+    /// The agent may delegate to other agents.
+    DelegationEnabled,
+    /// A local process is started.
+    ProcessSpawn,
+    /// Server-controlled text is read into the system prompt at startup.
+    UntrustedStartupContext,
+    /// A risk profile's `auto_approve` runs tools without asking.
+    AutoApprove,
+    /// A risk profile's `allowed_commands` lets the agent run commands.
+    AllowedCommands,
+    /// Another allowlist of a risk profile gains entries, or is removed so ZeroClaw's
+    /// default applies.
+    WidenedAllowlist,
+    /// A denylist of a risk profile loses entries, or is removed.
+    NarrowedDenylist,
+    /// A provider or MCP server sends the agent's requests to this endpoint.
+    Endpoint,
+    /// A provider's requests fall back to another provider.
+    FallbackProvider,
+    /// An MCP server the agent can reach.
+    McpServer,
+    /// A bundle of MCP servers an agent loads gains a server.
+    McpBundleServers,
+    /// A knowledge bundle reads these host paths or URLs.
+    KnowledgeSource,
+}
+
+impl GrantKind {
+    /// The wire string (as serialized).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantKind::CarriedSkills => "carried_skills",
+            GrantKind::FullAutonomy => "full_autonomy",
+            GrantKind::FilesystemEscape => "filesystem_escape",
+            GrantKind::SandboxDisabled => "sandbox_disabled",
+            GrantKind::ApprovalBypass => "approval_bypass",
+            GrantKind::EnvPassthrough => "env_passthrough",
+            GrantKind::ExtraFilesystemRoots => "extra_filesystem_roots",
+            GrantKind::DelegationEnabled => "delegation_enabled",
+            GrantKind::ProcessSpawn => "process_spawn",
+            GrantKind::UntrustedStartupContext => "untrusted_startup_context",
+            GrantKind::AutoApprove => "auto_approve",
+            GrantKind::AllowedCommands => "allowed_commands",
+            GrantKind::WidenedAllowlist => "widened_allowlist",
+            GrantKind::NarrowedDenylist => "narrowed_denylist",
+            GrantKind::Endpoint => "endpoint",
+            GrantKind::FallbackProvider => "fallback_provider",
+            GrantKind::McpServer => "mcp_server",
+            GrantKind::McpBundleServers => "mcp_bundle_servers",
+            GrantKind::KnowledgeSource => "knowledge_source",
+        }
+    }
+
+    /// The kind of a manifest risk flag.
+    pub fn of_risk(kind: RiskKind) -> GrantKind {
+        match kind {
+            RiskKind::CarriedSkills => GrantKind::CarriedSkills,
+            RiskKind::FullAutonomy => GrantKind::FullAutonomy,
+            RiskKind::FilesystemEscape => GrantKind::FilesystemEscape,
+            RiskKind::SandboxDisabled => GrantKind::SandboxDisabled,
+            RiskKind::ApprovalBypass => GrantKind::ApprovalBypass,
+            RiskKind::EnvPassthrough => GrantKind::EnvPassthrough,
+            RiskKind::ExtraFilesystemRoots => GrantKind::ExtraFilesystemRoots,
+            RiskKind::DelegationEnabled => GrantKind::DelegationEnabled,
+            RiskKind::ProcessSpawn => GrantKind::ProcessSpawn,
+            RiskKind::UntrustedStartupContext => GrantKind::UntrustedStartupContext,
+        }
+    }
+}
+
+/// One capability a bundle grants, as export, review and import list it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    /// What kind of capability.
+    pub kind: GrantKind,
+    /// The dotted config path that grants it.
+    pub path: String,
+    /// The sentence for the operator, as written: print it through [`super::shown_detail`],
+    /// which names a credential-looking word instead of printing it.
+    pub detail: String,
+    /// Listed in the manifest. `false` for a planner flag: `config.toml` grants it and the
+    /// manifest does not list it (edited after export); always `false` for a `rule` grant.
+    pub listed: bool,
+    /// Listed in the manifest, but the bundle's `config.toml` does not grant it (edited after
+    /// export). Never set for `carried_skills`, which describes content, not config.
+    pub stale: bool,
+    /// Found by zeroclaw-bundle's own rules: ZeroClaw's manifest format has no flag for it.
+    pub rule: bool,
+}
+
+impl Grant {
+    /// The grant of risk flag `f`; `listed`: the manifest lists it; `stale`: see the field.
+    pub fn of_flag(f: &RiskFlag, listed: bool, stale: bool) -> Grant {
+        Grant {
+            kind: GrantKind::of_risk(f.kind),
+            path: f.path.clone(),
+            detail: f.detail.clone(),
+            listed,
+            stale,
+            rule: false,
+        }
+    }
+}
+
+/// Risk-profile lists whose new entries widen what the agent may do.
+pub(crate) const ALLOW_LISTS: &[&str] = &[
+    "allowed_commands",
+    "allowed_roots",
+    "allowed_paths",
+    "allowed_path",
+    "allowed_tools",
+    "auto_approve",
+    "shell_env_passthrough",
+];
+
+/// Fields of a provider or MCP server that say where the agent's requests go: a changed one
+/// sends the agent's prompts, tools' data and credentials to another host.
+pub(crate) const ENDPOINT_FIELDS: &[&str] =
+    &["base_url", "api_url", "endpoint", "url", "uri", "host"];
+
+/// Risk-profile lists whose removed entries widen what the agent may do.
+pub(crate) const DENY_LISTS: &[&str] = &["forbidden_paths", "always_ask", "excluded_tools"];
+
+/// The grant rule of one config key (a dotted path, as the semantic diff's leaves name keys):
+/// whether its change from `old` to `new` (`None`: absent) grants the agent something, as
+/// (kind, sentence). `new_server`: the key belongs to an MCP server the old side did not have.
+/// Later rules win where two apply (a new server's endpoint reads as the new server).
+pub(crate) fn key_grant(
+    key: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+    new_server: bool,
+) -> Option<(GrantKind, String)> {
+    let field = key.rsplit('.').next().unwrap_or("");
+    let mut out = None;
+    if (key.starts_with("providers.") || key.starts_with("mcp.servers."))
+        && ENDPOINT_FIELDS.contains(&field)
+    {
+        if let Some(n) = new {
+            out = Some((
+                GrantKind::Endpoint,
+                match old {
+                    Some(_) => "the agent's requests go to a different endpoint".to_string(),
+                    None => format!("the agent's requests go to {}", plain(n)),
+                },
+            ));
+        }
+    }
+    if let Some(server) = key
+        .strip_prefix("mcp.servers.")
+        .and_then(|r| r.split('.').next())
+    {
+        if new_server && new.is_some() {
+            out = Some((GrantKind::McpServer, format!("new MCP server `{server}`")));
+        }
+    }
+    let gained = || -> Vec<String> {
+        let before = strings(old);
+        strings(new)
+            .into_iter()
+            .filter(|v| !before.contains(v))
+            .collect()
+    };
+    // A bundle of MCP servers an agent loads that gains a server starts that server.
+    if key.starts_with("mcp_bundles.") && field == "servers" {
+        let gained = gained();
+        if !gained.is_empty() {
+            out = Some((
+                GrantKind::McpBundleServers,
+                format!("the MCP bundle gains {}", gained.join(", ")),
+            ));
+        }
+    }
+    if key.starts_with("providers.") && field == "fallback" {
+        let gained = gained();
+        if !gained.is_empty() {
+            out = Some((
+                GrantKind::FallbackProvider,
+                format!(
+                    "the agent's requests may fall back to provider {}",
+                    gained.join(", ")
+                ),
+            ));
+        }
+    }
+    if key.starts_with("knowledge_bundles.") && field == "sources" {
+        let gained = gained();
+        if !gained.is_empty() {
+            out = Some((
+                GrantKind::KnowledgeSource,
+                format!("the agent reads {}", gained.join(", ")),
+            ));
+        }
+    }
+    if key.starts_with("risk_profiles.")
+        && (ALLOW_LISTS.contains(&field) || DENY_LISTS.contains(&field))
+    {
+        // An absent list is ZeroClaw's default for it, not an empty one: a profile that drops
+        // `forbidden_paths` or sets `auto_approve` is read against what ZeroClaw would apply.
+        let side = |node: Option<&Node>| match node {
+            Some(n) => strings(Some(n)),
+            None => risk_profile_default(field),
+        };
+        let (before, after) = (side(old), side(new));
+        let gone = old.is_some() && new.is_none();
+        let gone_note = |what: &str, change: &str| {
+            if gone {
+                format!("the {what} is gone (ZeroClaw's default applies): {change}")
+            } else {
+                change.to_string()
+            }
+        };
+        if field == "allowed_tools" {
+            // Empty means unrestricted (ZeroClaw's schema): emptying a list widens it to every
+            // tool, and entries added to a non-empty one widen it.
+            let gained: Vec<&String> = after.iter().filter(|v| !before.contains(v)).collect();
+            if after.is_empty() && !before.is_empty() {
+                out = Some((
+                    GrantKind::WidenedAllowlist,
+                    gone_note(
+                        "allowlist",
+                        "every tool may be called (an empty list is unrestricted)",
+                    ),
+                ));
+            } else if !before.is_empty() && !gained.is_empty() {
+                out = Some((
+                    GrantKind::WidenedAllowlist,
+                    gone_note(
+                        "allowlist",
+                        &format!(
+                            "widens the allowlist: adds {}",
+                            gained
+                                .iter()
+                                .map(|s| s.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ),
+                ));
+            }
+        } else if ALLOW_LISTS.contains(&field) {
+            let kind = match field {
+                "auto_approve" => GrantKind::AutoApprove,
+                "allowed_commands" => GrantKind::AllowedCommands,
+                "shell_env_passthrough" => GrantKind::EnvPassthrough,
+                _ => GrantKind::WidenedAllowlist,
+            };
+            let gained: Vec<&String> = after.iter().filter(|v| !before.contains(v)).collect();
+            if !gained.is_empty() {
+                let what = match kind {
+                    GrantKind::AutoApprove => "runs without asking:",
+                    GrantKind::AllowedCommands => "may run:",
+                    GrantKind::EnvPassthrough => "passes host variables:",
+                    _ => "widens the allowlist: adds",
+                };
+                let list = gained
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                out = Some((kind, gone_note("allowlist", &format!("{what} {list}"))));
+            }
+        } else {
+            let lost: Vec<&String> = before.iter().filter(|v| !after.contains(v)).collect();
+            if !lost.is_empty() {
+                let list = lost
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                out = Some((
+                    GrantKind::NarrowedDenylist,
+                    gone_note("denylist", &format!("narrows the denylist: removes {list}")),
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What a bundle grants: its manifest's risk flags, checked against the flags its own
+/// `config.toml` yields when ZeroClaw's planner reads it (a grant the config makes and the
+/// manifest hides is listed too, unlisted; a listed flag the config does not make is stale),
+/// then every grant [`key_grant`] finds in the config on its own (`rule`). A config ZeroClaw
+/// cannot load is an error (a review must not show fewer grants than an import makes).
+pub fn bundle_grants(manifest: &Manifest, config_text: &str) -> Result<Vec<Grant>, AgentError> {
+    let doc: toml_edit::DocumentMut =
+        config_text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| AgentError::InvalidManifest {
+                field: "config.toml".to_string(),
+                problem: format!("is not valid TOML: {}", e.message().trim()),
+            })?;
+    let table = Table::from_toml_edit(doc.as_table());
+    let made = config_flags(config_text, &table, &manifest.root_agent)?;
+    let made_keys = keyed(&made);
+    let listed_keys = keyed(&manifest.risk_flags);
+    let mut out: Vec<Grant> = manifest
+        .risk_flags
+        .iter()
+        .map(|f| {
+            let stale =
+                f.kind != RiskKind::CarriedSkills && made_keys.get(&flag_key(f)) != Some(&f.detail);
+            Grant::of_flag(f, true, stale)
+        })
+        .collect();
+    for f in &made {
+        if listed_keys.get(&flag_key(f)) != Some(&f.detail) {
+            out.push(Grant::of_flag(f, false, false));
+        }
+    }
+    out.extend(config_grants(&table));
+    Ok(out)
+}
+
+/// The grants [`key_grant`] finds in a config on its own (every key against nothing), one per
+/// kind and path: an MCP server is one grant at `mcp.servers.<name>` saying how it runs.
+pub(crate) fn config_grants(config: &Table) -> Vec<Grant> {
+    let leaves = leaves(config);
+    let mut out: Vec<Grant> = Vec::new();
+    for (key, value) in &leaves {
+        let server = key
+            .strip_prefix("mcp.servers.")
+            .and_then(|r| r.split('.').next());
+        let Some((kind, detail)) = key_grant(key, None, Some(value), server.is_some()) else {
+            continue;
+        };
+        let (path, detail) = match (kind, server) {
+            (GrantKind::McpServer, Some(name)) => {
+                let at = format!("mcp.servers.{name}");
+                let how = server_line(&leaves, &at);
+                (at, format!("MCP server `{name}`: {how}"))
+            }
+            _ => (key.clone(), detail),
+        };
+        if out.iter().any(|g| g.kind == kind && g.path == path) {
+            continue;
+        }
+        out.push(Grant {
+            kind,
+            path,
+            detail,
+            listed: false,
+            stale: false,
+            rule: true,
+        });
+    }
+    out
+}
+
+/// How an MCP server at `at` runs, from its keys: `stdio: CMD ARGS` or `http: URL`.
+fn server_line(leaves: &BTreeMap<String, Node>, at: &str) -> String {
+    let get = |field: &str| leaves.get(&format!("{at}.{field}"));
+    if let Some(url) = get("url") {
+        let transport = get("transport").map(plain).unwrap_or_else(|| "http".into());
+        return format!("{transport} {}", plain(url));
+    }
+    let mut line = get("command").map(plain).unwrap_or_default();
+    for arg in strings(get("args")) {
+        line.push(' ');
+        line.push_str(&arg);
+    }
+    if line.is_empty() {
+        "no command or url set".to_string()
+    } else {
+        format!("stdio: starts {line}")
+    }
+}
+
+/// A flag's identity in the comparisons: `kind at path`.
+pub(crate) fn flag_key(f: &RiskFlag) -> String {
+    format!("{} at {}", f.kind.as_str(), f.path)
+}
+
+/// Risk flags keyed `kind at path`, with their detail.
+pub(crate) type Flags = BTreeMap<String, String>;
+
+pub(crate) fn keyed<'f>(flags: impl IntoIterator<Item = &'f RiskFlag>) -> Flags {
+    flags
+        .into_iter()
+        .map(|f| (flag_key(f), f.detail.clone()))
+        .collect()
+}
+
+/// Every leaf of a config as (dotted path -> value). Arrays of tables are named by their
+/// elements' `name`; arrays of plain values are one leaf.
+pub(crate) fn leaves(root: &Table) -> BTreeMap<String, Node> {
+    let mut out = BTreeMap::new();
+    fn walk(prefix: &str, node: &Node, out: &mut BTreeMap<String, Node>) {
+        match node {
+            Node::Table(t) if !t.is_empty() => {
+                for (k, v) in t.iter() {
+                    walk(&join_path(prefix, k), v, out);
+                }
+            }
+            Node::Array(items)
+                if !items.is_empty() && items.iter().all(|n| n.as_table().is_some()) =>
+            {
+                for (i, item) in items.iter().enumerate() {
+                    walk(&join_path(prefix, &element_name(i, item)), item, out);
+                }
+            }
+            other => {
+                out.insert(prefix.to_string(), other.clone());
+            }
+        }
+    }
+    for (k, v) in root.iter() {
+        walk(k, v, &mut out);
+    }
+    out
+}
+
+/// The items of a list value as text (a plain string as itself).
+pub(crate) fn strings(node: Option<&Node>) -> Vec<String> {
+    node.and_then(Node::as_array)
+        .map(|items| items.iter().map(plain).collect())
+        .unwrap_or_default()
+}
+
+/// ZeroClaw's default of list field `field` of a risk profile (`RiskProfileConfig::default()`),
+/// empty for a field it does not have.
+fn risk_profile_default(field: &str) -> Vec<String> {
+    static DEFAULTS: std::sync::OnceLock<toml::Table> = std::sync::OnceLock::new();
+    let defaults = DEFAULTS.get_or_init(|| {
+        toml::Table::try_from(zeroclaw_config::schema::RiskProfileConfig::default())
+            .unwrap_or_default()
+    });
+    defaults
+        .get(field)
+        .and_then(toml::Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .map(|v| match v {
+                    toml::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A value as text: a string as itself, anything else as TOML-like text.
+fn plain(node: &Node) -> String {
+    match node {
+        Node::Str(s) => s.clone(),
+        other => super::compare::render(other),
+    }
+}
