@@ -51,7 +51,8 @@ pub use manifest::{
     MANIFEST_HEADER,
 };
 pub use plan::{
-    fragment_drops, legacy_entry_travels, outside_closure, plan_export, ExportPlan, TreeSource,
+    config_entries, fragment_drops, legacy_entry_travels, outside_closure, plan_export, ExportPlan,
+    TreeSource,
 };
 pub(crate) use schema::credential_key_rule;
 pub use schema::SUPPORTED_SCHEMA_VERSION;

@@ -231,6 +231,14 @@ pub fn outside_closure(text: &str, root_agent: &str) -> Result<Vec<String>, Agen
         .collect())
 }
 
+/// The aliased config entries a bundle's `config.toml` carries, as dotted paths (see
+/// [`outside_closure`] for the shapes), sorted; a text that is not TOML carries none.
+pub fn config_entries(text: &str) -> Vec<String> {
+    toml::from_str::<toml::Table>(text)
+        .map(|t| entry_paths(&t).into_iter().collect())
+        .unwrap_or_default()
+}
+
 /// The dotted paths of the aliased entries of a config table: `agents.<a>`, the profiles and
 /// bundles by alias, `providers.<section>.<family>.<entry>`, `mcp.servers.<name>`.
 fn entry_paths(config: &toml::Table) -> std::collections::BTreeSet<String> {

@@ -183,6 +183,9 @@ pub struct BundleReview {
     /// agent (dotted paths: nothing the agent references reaches them): a hand-edited bundle,
     /// which `import` refuses, since a local agent naming them would start using them.
     pub outside_closure: Vec<String>,
+    /// Every config entry its `config.toml` carries (dotted paths, sorted): what an import
+    /// adds, namespaces, reuses or maps (`import --dry-run` says which).
+    pub entries: Vec<String>,
     /// Skill bundles the bundle carries under `skills/`.
     pub skill_bundles: Vec<String>,
 }
@@ -400,12 +403,15 @@ fn bundle_review(
         }
         _ => Vec::new(),
     };
-    let outside_closure = match &config {
+    let (outside_closure, entries) = match &config {
         Some(Some(bytes)) => {
-            crate::agent::outside_closure(&String::from_utf8_lossy(bytes), &manifest.root_agent)
-                .unwrap_or_default()
+            let text = String::from_utf8_lossy(bytes);
+            (
+                crate::agent::outside_closure(&text, &manifest.root_agent).unwrap_or_default(),
+                crate::agent::config_entries(&text),
+            )
         }
-        _ => Vec::new(),
+        _ => (Vec::new(), Vec::new()),
     };
     let m = manifest;
     Ok((
@@ -425,6 +431,7 @@ fn bundle_review(
             dropped: m.dropped,
             not_exported,
             outside_closure,
+            entries,
             skill_bundles: m.skill_bundles,
         }),
         None,
