@@ -106,6 +106,9 @@ pub enum ErrorKind {
     Corrupt,
     /// A remote could not be reached, or refused or lacks what was asked.
     Remote,
+    /// The trust policy refused the snapshot: a signature it requires is missing, bad, or by
+    /// a key the allowed signers do not trust (see [`crate::TrustPolicy`]).
+    Untrusted,
     /// The caller's [`crate::Cancel`] token stopped the work; it unwound its cleanups.
     Interrupted,
     /// Anything else (I/O, another process holding the store, a bad argument).
@@ -217,6 +220,30 @@ impl std::error::Error for Error {
 
 /// The kind of a cause chain: the first cause whose type says what happened decides.
 fn classify(err: &anyhow::Error) -> ErrorKind {
+    // A refused signature anywhere in the chain (a pull wraps it in a remote error).
+    let refused = |e: &crate::sign::SignError| {
+        matches!(
+            e,
+            crate::sign::SignError::Refused { .. }
+                | crate::sign::SignError::NoAllowedSigners { .. }
+        )
+    };
+    // `transparent` wrappers hide their inner error from the chain: looked through by hand.
+    let remote_refused = |e: &RemoteError| matches!(e, RemoteError::Sign(s) if refused(s));
+    if err.chain().any(|e| {
+        e.downcast_ref::<crate::sign::SignError>()
+            .is_some_and(refused)
+            || e.downcast_ref::<RemoteError>().is_some_and(remote_refused)
+            || e.downcast_ref::<crate::import::ImportError>()
+                .is_some_and(|i| match i {
+                    crate::import::ImportError::Sign(s) => refused(s),
+                    crate::import::ImportError::UnsignedDirectory { .. } => true,
+                    crate::import::ImportError::Remote(r) => remote_refused(r),
+                    _ => false,
+                })
+    }) {
+        return ErrorKind::Untrusted;
+    }
     for e in err.chain() {
         if e.is::<Interrupted>() {
             return ErrorKind::Interrupted;

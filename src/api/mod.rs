@@ -178,6 +178,43 @@ pub struct Unpacked {
 /// ```
 pub struct Bundles {
     store: Store,
+    trust: TrustPolicy,
+}
+
+/// Which signatures a [`Bundles`] requires before a snapshot becomes visible in the store or is
+/// acted on: [`Bundles::checkout`], [`Bundles::mount`], [`Bundles::unpack`], [`Bundles::pull`]
+/// and [`Bundles::import_plan`] apply it themselves, so every program linking the library
+/// enforces what the operator set with `zeroclaw-bundle trust`. Only code turns it off
+/// ([`TrustPolicy::Off`] through [`Bundles::with_trust_policy`]).
+///
+/// ```
+/// use zeroclaw_bundle::{Bundles, ErrorKind, Replace, Silent, TrustPolicy};
+/// # let dir = tempfile::tempdir()?;
+/// # let tree = dir.path().join("tree");
+/// # std::fs::create_dir(&tree)?;
+/// let store = dir.path().join("store");
+/// let bundles = Bundles::create(&store)?;
+/// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
+/// // The operator requires signatures (`zeroclaw-bundle trust --require-signed true`).
+/// std::fs::write(dir.path().join("allowed_signers"), "")?;
+/// std::fs::write(store.join("trust.toml"), "allowed_signers = \"../allowed_signers\"\nrequire_signed = true\n")?;
+/// let err = bundles.checkout(&snap.id.to_hex(), &dir.path().join("out"), Replace::Nothing, &Silent).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Untrusted);
+/// // An embedder that decides otherwise says so in code.
+/// let bundles = bundles.with_trust_policy(TrustPolicy::Off);
+/// bundles.checkout(&snap.id.to_hex(), &dir.path().join("out"), Replace::Nothing, &Silent)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub enum TrustPolicy {
+    /// The store's own `trust.toml` (`require_signed`, `allowed_signers`), read at each verb:
+    /// the default of every handle.
+    #[default]
+    Store,
+    /// A signature by a key these allowed signers trust is required, whatever the store says.
+    Require(AllowedSigners),
+    /// No signature is required: the embedder turned the policy off.
+    Off,
 }
 
 impl std::fmt::Debug for Bundles {
@@ -227,7 +264,10 @@ impl Bundles {
         let store = Store::open_or_create(path)
             .with_context(|| format!("could not open the store {}", path.display()))
             .map_err(|e| Error::new(Verb::Open, path.display().to_string(), e))?;
-        Ok(Bundles { store })
+        Ok(Bundles {
+            store,
+            trust: TrustPolicy::Store,
+        })
     }
 
     /// The store's directory.
@@ -244,7 +284,57 @@ impl Bundles {
 
     /// The handle of a store the command layer opened already.
     pub(crate) fn from_store(store: Store) -> Bundles {
-        Bundles { store }
+        Bundles {
+            store,
+            trust: TrustPolicy::Store,
+        }
+    }
+
+    /// This handle with `policy` instead of the store's own (see [`TrustPolicy`]).
+    pub fn with_trust_policy(self, policy: TrustPolicy) -> Bundles {
+        Bundles {
+            trust: policy,
+            ..self
+        }
+    }
+
+    /// The trust policy this handle applies.
+    pub fn trust_policy(&self) -> &TrustPolicy {
+        &self.trust
+    }
+
+    /// The allowed signers a snapshot must be signed by under this handle's policy (`None`:
+    /// nothing required). With [`TrustPolicy::Store`], the store's `trust.toml` is read now:
+    /// requiring signatures with no `allowed_signers` set, or a file that cannot be read, is
+    /// an error (the policy fails closed).
+    fn required_signers(&self) -> anyhow::Result<Option<AllowedSigners>> {
+        match &self.trust {
+            TrustPolicy::Off => Ok(None),
+            TrustPolicy::Require(allowed) => Ok(Some(allowed.clone())),
+            TrustPolicy::Store => {
+                let settings = crate::sign::load_trust(self.store.root())?;
+                if !settings.require_signed {
+                    return Ok(None);
+                }
+                let file = settings.allowed_signers.ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "{} requires signatures but names no allowed_signers file; set one \
+                         with `zeroclaw-bundle trust --allowed-signers FILE`",
+                        crate::sign::config::file_of(self.store.root()).display()
+                    )
+                })?;
+                Ok(Some(AllowedSigners::load(&file)?))
+            }
+        }
+    }
+
+    /// Refuses snapshot `id` unless this handle's policy is met by the signatures the store
+    /// keeps for it.
+    fn gate_stored(&self, id: &ObjectId) -> anyhow::Result<()> {
+        if let Some(allowed) = self.required_signers()? {
+            crate::sign::require_signed(&self.store, id, &allowed)?;
+        }
+        Ok(())
     }
 
     /// The store itself, for the command layer's reads below the verbs.
@@ -436,6 +526,8 @@ impl Bundles {
                 out.display()
             )
         };
+        // The trust policy, before the destination is touched.
+        self.gate_stored(&id).with_context(context).map_err(fail)?;
         let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
         let admitted = check(&PublishRequest {
             dest: out,
@@ -658,7 +750,7 @@ impl Bundles {
         }
         let (_dir, store) =
             scratch_store().map_err(|e| Error::new(Verb::Diff, target, e.into()))?;
-        Bundles { store }.diff(
+        Bundles::from_store(store).diff(
             a.as_os_str(),
             b.as_os_str(),
             DiffOptions::default(),
@@ -694,6 +786,9 @@ impl Bundles {
         let fail = |e: anyhow::Error| Error::new(Verb::Mount, reference, e);
         let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
         let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        self.gate_stored(&id)
+            .with_context(|| format!("could not mount snapshot {}", id.short(12)))
+            .map_err(fail)?;
         zeroclaw_bundle_mount::check_mountpoint(mountpoint).map_err(|e| fail(e.into()))?;
         refuse_mountpoint_in_store(mountpoint, self.store.root()).map_err(fail)?;
         let lease = self
@@ -797,6 +892,16 @@ impl Bundles {
         let reader = zeroclaw_bundle_store::PackReader::open(pack)
             .with_context(context)
             .map_err(fail)?;
+        // The trust policy over the signatures the pack carries, before anything is written.
+        (|| -> anyhow::Result<()> {
+            if let Some(allowed) = self.required_signers()? {
+                let sigs = reader.signatures()?;
+                crate::sign::require_signed_blobs(&reader.root, &sigs, &allowed)?;
+            }
+            Ok(())
+        })()
+        .with_context(context)
+        .map_err(fail)?;
         let _lock = self.store.write_lock().map_err(|e| fail(e.into()))?;
         let watch = crate::progress::ImportProgress::new(progress);
         let id = zeroclaw_bundle_store::unpack_watched(&self.store, &reader, &watch)
@@ -871,15 +976,17 @@ impl Bundles {
             handle = handle.with_cancel(cancel.clone());
         }
         let id = handle.resolve(reference).map_err(|e| fail(e.into()))?;
-        let report = crate::remote::pull(&self.store, &handle, &id, progress)
-            .with_context(|| {
-                format!(
-                    "could not pull {} from {}; no snapshot was added",
-                    id.short(12),
-                    spec.name
-                )
-            })
-            .map_err(fail)?;
+        let require = self.required_signers().map_err(fail)?;
+        let report =
+            crate::remote::pull_checked(&self.store, &handle, &id, require.as_ref(), progress)
+                .with_context(|| {
+                    format!(
+                        "could not pull {} from {}; no snapshot was added",
+                        id.short(12),
+                        spec.name
+                    )
+                })
+                .map_err(fail)?;
         Ok((id, report))
     }
 
@@ -978,8 +1085,17 @@ impl Bundles {
         request: &ImportRequest<'_>,
         progress: &dyn Progress,
     ) -> Result<ImportPlan> {
-        crate::import::plan(&self.store, request, progress)
-            .map_err(|e| Error::new(Verb::Import, request.source.to_string_lossy(), e.into()))
+        let fail = |e: anyhow::Error| Error::new(Verb::Import, request.source.to_string_lossy(), e);
+        // The request's own signers win; otherwise this handle's policy applies.
+        let policy = match request.require {
+            Some(_) => None,
+            None => self.required_signers().map_err(fail)?,
+        };
+        let request = ImportRequest {
+            require: request.require.or(policy.as_ref()),
+            ..*request
+        };
+        crate::import::plan(&self.store, &request, progress).map_err(|e| fail(e.into()))
     }
 
     /// Imports what [`Bundles::import_plan`] planned: the bundle's trees through the staged

@@ -47,8 +47,14 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         }
         None => store.resolve(&args.snapshot)?,
     };
-    // `--require-signed`: refused before the destination is touched.
+    // `--require-signed`: refused before the destination is touched (naming the signers); the
+    // library applies the same decision (flags over the store's trust.toml) again.
     super::sign::gate(ctx, store, &id, &trust)?;
+    let policy = match trust.enforcing(&args.snapshot)? {
+        Some(allowed) => crate::TrustPolicy::Require(allowed.clone()),
+        None => crate::TrustPolicy::Off,
+    };
+    let bundles = crate::Bundles::from_store(store.clone()).with_trust_policy(policy);
     let CheckedOut {
         published,
         replaced,

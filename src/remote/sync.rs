@@ -358,21 +358,10 @@ fn write_trees_pack(store: &Store, id: &ObjectId, path: &Path) -> Result<(), Rem
 }
 
 /// Pulls snapshot `id` from `remote` into `store`: downloads the packs that hold what the
-/// store lacks, verifies each, imports the objects, then commits the record.
-///
-/// `progress` hears a `downloading` phase per round of packs (their objects and bytes), then
-/// the import's `verifying` phase; the import stops (nothing imported) at SIGINT or SIGTERM.
-pub fn pull(
-    store: &Store,
-    remote: &Remote,
-    id: &ObjectId,
-    progress: &dyn Progress,
-) -> Result<PullReport, RemoteError> {
-    pull_checked(store, remote, id, None, progress)
-}
-
-/// [`pull`], carrying the snapshot's signatures into the store; with `require`, the snapshot
-/// is refused (before anything is downloaded, so before it has a catalog entry here) unless
+/// store lacks, verifies each, imports the objects, then commits the record, carrying the
+/// snapshot's signatures into the store. `progress` hears a `downloading` phase per round of
+/// packs (their objects and bytes), then the import's `verifying` phase; the import stops
+/// (nothing imported) at SIGINT or SIGTERM. With `require`, the snapshot is refused (before anything is downloaded, so before it has a catalog entry here) unless
 /// one of its signatures passes [`crate::sign::require_signed_blobs`] against those signers.
 pub fn pull_checked(
     store: &Store,

@@ -1,0 +1,170 @@
+//! A program that links only the public API gets the operator's trust policy: a store whose
+//! `trust.toml` requires signatures refuses an unsigned snapshot in checkout, mount, unpack,
+//! pull and import, and nothing becomes visible in the store (no snapshot listed, nothing
+//! published, nothing mounted); with the policy turned off in code, each succeeds. The store's
+//! settings and a `file://` remote are made with the standalone binary (`trust`, `remote add`,
+//! `push`), as an operator would.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use zeroclaw_bundle::{
+    Bundles, ErrorKind, ImportRequest, MountOptions, Replace, Silent, TrustPolicy,
+};
+
+fn standalone() -> PathBuf {
+    let bin = std::env::var_os("ZEROCLAW_BUNDLE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/zeroclaw-bundle")
+        });
+    assert!(
+        bin.is_file(),
+        "build the repository first: {}",
+        bin.display()
+    );
+    bin
+}
+
+fn zb(store: &Path, args: &[&str]) {
+    let out = Command::new(standalone())
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .output()
+        .expect("the standalone binary starts");
+    assert!(
+        out.status.success(),
+        "{args:?}: {}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_store_that_requires_signatures_refuses_unsigned_snapshots_until_code_says_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/sample-install.sh");
+    assert!(Command::new("bash")
+        .arg(script)
+        .arg(path("install"))
+        .status()
+        .unwrap()
+        .success());
+
+    // The source host: a snapshot, its pack, an exported bundle, and a push to a remote.
+    let tree = path("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("a.txt"), "a\n").unwrap();
+    let source = Bundles::create(path("source")).unwrap();
+    let snap = source.snapshot_dir(&tree, None, &Silent).unwrap();
+    let id = snap.id.to_hex();
+    let pack = path("tree.zbpack");
+    source
+        .pack(&id, &pack, Default::default(), false, &Silent)
+        .unwrap();
+    let bundle = path("bundle");
+    source
+        .export(
+            &path("install"),
+            "researcher",
+            &bundle,
+            Replace::Nothing,
+            &Default::default(),
+            &Silent,
+        )
+        .unwrap();
+    std::fs::create_dir(path("remote")).unwrap();
+    let url = format!("file://{}", path("remote").display());
+    zb(&path("source"), &["remote", "add", "origin", &url]);
+    zb(&path("source"), &["push", &id, "origin"]);
+
+    // The target host: its operator requires signatures by the keys in allowed_signers (none).
+    let store = path("target");
+    Bundles::create(&store).unwrap();
+    std::fs::write(path("allowed_signers"), "").unwrap();
+    let allowed = path("allowed_signers");
+    zb(&store, &["remote", "add", "origin", &url]);
+    zb(
+        &store,
+        &[
+            "trust",
+            "--allowed-signers",
+            allowed.to_str().unwrap(),
+            "--require-signed",
+            "true",
+        ],
+    );
+    let target = Bundles::open(&store).unwrap();
+    assert!(matches!(target.trust_policy(), TrustPolicy::Store));
+
+    let untrusted = |what: &str, err: zeroclaw_bundle::Error| {
+        assert_eq!(err.kind(), ErrorKind::Untrusted, "{what}: {err:#}");
+    };
+    untrusted("unpack", target.unpack(&pack, &Silent).unwrap_err());
+    untrusted(
+        "pull",
+        target.pull(&format!("origin/{id}"), &Silent).unwrap_err(),
+    );
+    let fresh = path("fresh-install");
+    std::fs::create_dir(&fresh).unwrap();
+    std::fs::write(fresh.join("config.toml"), "schema_version = 3\n").unwrap();
+    let request = ImportRequest {
+        source: bundle.as_os_str(),
+        install: &fresh,
+        agent_as: None,
+        maps: &[],
+        expect: None,
+        force: false,
+        require: None,
+    };
+    untrusted("import", target.import_plan(&request, &Silent).unwrap_err());
+    assert!(
+        target.list().unwrap().is_empty(),
+        "nothing refused became visible: {:?}",
+        target.list().unwrap()
+    );
+
+    // A snapshot captured here (capture is not gated) is still not published or mounted.
+    let local = target
+        .snapshot_dir(&tree, None, &Silent)
+        .unwrap()
+        .id
+        .to_hex();
+    let out = path("out");
+    untrusted(
+        "checkout",
+        target
+            .checkout(&local, &out, Replace::Nothing, &Silent)
+            .unwrap_err(),
+    );
+    assert!(!out.exists(), "a refused checkout publishes nothing");
+    let mnt = path("mnt");
+    std::fs::create_dir(&mnt).unwrap();
+    untrusted(
+        "mount",
+        target
+            .mount(&local, &mnt, MountOptions::default())
+            .unwrap_err(),
+    );
+    assert!(
+        !mnt.join("a.txt").exists(),
+        "a refused mount serves nothing"
+    );
+
+    // The embedder turns the policy off in code: every verb goes through.
+    let open = Bundles::open(&store)
+        .unwrap()
+        .with_trust_policy(TrustPolicy::Off);
+    assert_eq!(open.unpack(&pack, &Silent).unwrap().id, snap.id);
+    open.pull(&format!("origin/{id}"), &Silent).unwrap();
+    let plan = open.import_plan(&request, &Silent).unwrap();
+    open.import(&plan, &[], &Silent).unwrap();
+    open.checkout(&local, &out, Replace::Nothing, &Silent)
+        .unwrap();
+    assert_eq!(std::fs::read(out.join("a.txt")).unwrap(), b"a\n");
+    let mut mounted = open.mount(&local, &mnt, MountOptions::default()).unwrap();
+    assert_eq!(std::fs::read(mnt.join("a.txt")).unwrap(), b"a\n");
+    mounted.unmount().unwrap();
+}
