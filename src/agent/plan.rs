@@ -179,7 +179,10 @@ impl ExportPlan {
 /// re-plans to nothing here; a fragment that carries one of them was written by hand, and an
 /// import would hand the agent a place or a local agent the operator never granted. Content
 /// drops (`workspace/...`, `skills/...`) are not config and are left out. A fragment ZeroClaw
-/// cannot load, or without the agent, is an error.
+/// cannot load, or without the agent, is an error. So is the drop ZeroClaw records at
+/// `skill_bundles.<alias>` for an alias that is no portable directory name (a Windows device
+/// name such as `con`): the planner keeps that entry in the closure and drops only its
+/// content, so it is a content drop too.
 pub fn fragment_drops(text: &str, root_agent: &str) -> Result<Vec<Dropped>, AgentError> {
     let typed: zeroclaw_config::schema::Config =
         toml::from_str(text).map_err(|e| AgentError::InvalidField {
@@ -191,12 +194,32 @@ pub fn fragment_drops(text: &str, root_agent: &str) -> Result<Vec<Dropped>, Agen
             ),
         })?;
     let plan = zc::plan_export(&typed, root_agent).map_err(from_zeroclaw)?;
+    // One content drop per carried entry with such an alias; counted, so that a config drop
+    // at the same dotted path (`skill_bundles.con.directory` of bundle `con` beside a bundle
+    // named `con.directory`) is still returned.
+    let mut content_drops: Vec<String> = plan
+        .config
+        .get("skill_bundles")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flat_map(|bundles| bundles.keys())
+        .filter(|alias| !zc::is_safe_path_component(alias))
+        .map(|alias| format!("skill_bundles.{alias}"))
+        .collect();
+    let mut is_content_drop = |path: &str| match content_drops.iter().position(|p| p == path) {
+        Some(i) => {
+            content_drops.swap_remove(i);
+            true
+        }
+        None => false,
+    };
     Ok(plan
         .dropped
         .iter()
         .filter(|d| {
             !d.path.starts_with(&format!("{}/", super::WORKSPACE_DIR))
                 && !d.path.starts_with(&format!("{}/", super::SKILLS_DIR))
+                && !is_content_drop(&d.path)
         })
         .map(dropped_from)
         .collect())

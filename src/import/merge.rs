@@ -457,12 +457,14 @@ const REFS: &[RefField] = &[
 ];
 
 /// Rewrites every reference of `entry` (owned by `kind`, at dotted `owner_path`) through
-/// `names` (bundle alias -> local alias per kind). An unresolved hard reference is an error.
+/// `names` (bundle alias -> local alias per kind). An unresolved hard reference is an error,
+/// except an MCP server name in `excluded` (see [`excluded_servers`]).
 fn rewrite_refs(
     kind: Kind,
     owner_path: &str,
     item: &mut Item,
     names: &BTreeMap<(Kind, String), String>,
+    excluded: &BTreeSet<String>,
 ) -> Result<(), ImportError> {
     for field in REFS.iter().filter(|f| f.owner == kind) {
         let Some(table) = item.as_table_like_mut() else {
@@ -495,6 +497,7 @@ fn rewrite_refs(
             match names.get(&(field.target, trimmed.to_string())) {
                 Some(local) => Ok(Some(local.clone())),
                 None if field.soft => Ok(None),
+                None if field.target == Kind::McpServer && excluded.contains(trimmed) => Ok(None),
                 None => Err(ImportError::Dangling {
                     field: shown.to_string(),
                     value: trimmed.to_string(),
@@ -533,6 +536,21 @@ fn rewrite_refs(
         }
     }
     Ok(())
+}
+
+/// The MCP server names some MCP bundle of the fragment excludes. ZeroClaw grants an agent
+/// no server that any bundle it references excludes, whichever bundle lists it in `servers`
+/// ("deny wins", `Config::mcp_servers_for_bundles`), so its exporter never carries that
+/// server, and the name left in a bundle's `servers` refers to nothing: it is not a
+/// reference (every MCP bundle of a fragment is one its root agent references).
+fn excluded_servers(incoming: &[Entry]) -> BTreeSet<String> {
+    incoming
+        .iter()
+        .filter(|e| e.kind == Kind::McpBundle)
+        .filter_map(|e| e.item.as_table_like()?.get("exclude")?.as_array())
+        .flat_map(|a| a.iter().filter_map(|v| v.as_str()))
+        .map(|name| name.trim().to_string())
+        .collect()
 }
 
 /// The entry `item` as ZeroClaw's `Config` means it: loaded alone in a document (defaults
@@ -804,6 +822,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 problem: format!("it is not TOML: {}", e.message().trim()),
             })?;
     let incoming = collect(&fragment, true)?;
+    let excluded = excluded_servers(&incoming);
     let local = collect(&doc, false)?;
     let mut taken: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
     let mut local_items: BTreeMap<(Kind, String), Item> = BTreeMap::new();
@@ -967,7 +986,13 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             }
             let d = slot.clone();
             let mut item = item_of(d.kind, &d.bundle).clone();
-            rewrite_refs(d.kind, &d.kind.path_of(&d.bundle), &mut item, &names)?;
+            rewrite_refs(
+                d.kind,
+                &d.kind.path_of(&d.bundle),
+                &mut item,
+                &names,
+                &excluded,
+            )?;
             let blank = blank_of(d.kind, &d.bundle);
             let theirs = typed(d.kind, &d.local, &item, &blank);
             let mine = local_items
@@ -1014,7 +1039,13 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             continue;
         }
         let mut item = item_of(d.kind, &d.bundle).clone();
-        rewrite_refs(d.kind, &d.kind.path_of(&d.bundle), &mut item, &names)?;
+        rewrite_refs(
+            d.kind,
+            &d.kind.path_of(&d.bundle),
+            &mut item,
+            &names,
+            &excluded,
+        )?;
         if d.kind == Kind::SkillBundle && d.action == Action::Namespace {
             let had = item
                 .as_table_like_mut()

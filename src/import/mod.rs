@@ -363,18 +363,37 @@ pub fn plan(
             req.force,
         )?);
     }
+    let mut without_content = Vec::new();
     for d in &merged.decisions {
         if d.kind != Kind::SkillBundle || !matches!(d.action, Action::Add | Action::Namespace) {
             continue;
         }
-        let Some(tree) = skill_tree(&d.bundle) else {
-            continue;
-        };
         let dest = zeroclaw_config::skill_bundles::resolve_directory(&after.typed, &root, &d.local)
             .map_err(|e| ImportError::Invalid {
                 path: config_path.clone(),
                 problem: e.to_string(),
             })?;
+        let Some(tree) = skill_tree(&d.bundle) else {
+            // The entry arrives alone (its source had no content, or ZeroClaw's exporter left
+            // it behind, as for an alias that is a Windows device name): say so and where the
+            // skills belong.
+            let why = bundle
+                .manifest
+                .dropped
+                .iter()
+                .find(|x| {
+                    x.path == format!("skill_bundles.{}", d.bundle)
+                        || x.path == format!("{}/{}", crate::agent::SKILLS_DIR, d.bundle)
+                })
+                .map_or("its source install had none", |x| x.detail.as_str());
+            without_content.push(format!(
+                "{} arrives without content: the bundle carries no skills for it ({why}); \
+                 its skills belong in {}",
+                d.kind.path_of(&d.local),
+                dest.display()
+            ));
+            continue;
+        };
         trees.push(tree_plan(
             store,
             format!("skill bundle {}", d.local),
@@ -465,7 +484,7 @@ pub fn plan(
         install: root,
         config_path,
         decisions: merged.decisions,
-        notes: merged.notes,
+        notes: merged.notes.into_iter().chain(without_content).collect(),
         old_config,
         new_config: merged.text,
         trees,

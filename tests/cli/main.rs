@@ -24,6 +24,7 @@ mod remote_fleet;
 mod remote_read;
 mod remote_s3;
 mod review;
+mod roundtrip;
 mod sign;
 mod store_cli;
 mod store_in_tree;

@@ -74,9 +74,12 @@ fn zeroclaw_copy_tree(
 
 /// A bundle as the comparison sees it.
 pub(crate) struct Bundle {
-    config: toml::Value,
-    manifest: toml::Table,
-    files: BTreeMap<String, (Vec<u8>, u32)>,
+    /// `config.toml` as ZeroClaw means it (loaded by its `Config`, serialized back).
+    pub(crate) config: toml::Value,
+    /// `zeroclaw-agent.toml`.
+    pub(crate) manifest: toml::Table,
+    /// Every file under `workspace/` and `skills/`: bytes and permission bits.
+    pub(crate) files: BTreeMap<String, (Vec<u8>, u32)>,
 }
 
 /// ZeroClaw 0.8.7's `agents export` of `alias`, into `out` (`write_bundle`'s steps in order).
@@ -400,6 +403,57 @@ fn oracle_real_configs_with_planted_secrets() {
     report(&table);
 }
 
+/// The pre-v3 installs of the oracle: (name, config text).
+pub(crate) const V1_INSTALLS: &[(&str, &str)] = &[
+    (
+        "fixtures-v1",
+        include_str!("../zeroclaw/zeroclaw-config-0.8.7-fixtures-v1.toml"),
+    ),
+    (
+        "demo-v1",
+        include_str!("../zeroclaw/demo-zeroclaw.toml.example"),
+    ),
+    // A single-agent v1 config (the top-level keys of ZeroClaw 0.8.7's own v1 fixture):
+    // its migration names the agent `default`, whose workspace is the pre-v3 one.
+    (
+        "single-agent-v1",
+        "api_key = \"sk-v1-test-global\"\ndefault_provider = \"openai\"\n\
+         default_model = \"gpt-4o-mini\"\ndefault_temperature = 0.5\n",
+    ),
+    // The same, with ZeroClaw's split interrupted part way: some entries already in
+    // agents/default/workspace (they win), the rest still waiting in workspace/.
+    (
+        "half-migrated-v1",
+        "api_key = \"sk-v1-test-global\"\ndefault_provider = \"openai\"\n\
+         default_model = \"gpt-4o-mini\"\ndefault_temperature = 0.5\n",
+    ),
+];
+
+/// A pre-v3 install of `text` at `install-<name>`, with the single workspace ZeroClaw's first
+/// load splits (agent files to agents/default/workspace, `sessions` and `memory` data to
+/// data/, `skills` to shared/).
+pub(crate) fn build_v1(env: &TestEnv, name: &str, text: &str) -> PathBuf {
+    let root = env.path(&format!("install-{name}"));
+    write(&root.join("config.toml"), text.as_bytes());
+    write(&root.join("workspace/NOTES.md"), b"v1 workspace\n");
+    write(&root.join("workspace/notes/plan.md"), b"the plan\n");
+    write(&root.join("workspace/sessions/s1.json"), b"{}\n");
+    write(
+        &root.join("workspace/memory/brain.db"),
+        b"SQLite format 3\0",
+    );
+    write(
+        &root.join("workspace/skills/legacy/SKILL.md"),
+        b"# legacy\n",
+    );
+    if name == "half-migrated-v1" {
+        let moved = root.join("agents/default/workspace");
+        write(&moved.join("NOTES.md"), b"already moved, newer\n");
+        write(&moved.join("only_new.md"), b"written after the move\n");
+    }
+    root
+}
+
 /// Schema v1 configs (ZeroClaw 0.8.7's own migration fixture, and a v1 config without
 /// `schema_version`): ZeroClaw migrates them in memory and exports; so do we, for every agent
 /// the migration yields, and the install is byte-for-byte unchanged afterwards.
@@ -407,51 +461,8 @@ fn oracle_real_configs_with_planted_secrets() {
 fn oracle_v1_configs_export_like_zeroclaw_and_leave_the_install_alone() {
     let env = TestEnv::new();
     let mut table = Vec::new();
-    for (name, text) in [
-        (
-            "fixtures-v1",
-            include_str!("../zeroclaw/zeroclaw-config-0.8.7-fixtures-v1.toml"),
-        ),
-        (
-            "demo-v1",
-            include_str!("../zeroclaw/demo-zeroclaw.toml.example"),
-        ),
-        // A single-agent v1 config (the top-level keys of ZeroClaw 0.8.7's own v1 fixture):
-        // its migration names the agent `default`, whose workspace is the pre-v3 one.
-        (
-            "single-agent-v1",
-            "api_key = \"sk-v1-test-global\"\ndefault_provider = \"openai\"\n\
-             default_model = \"gpt-4o-mini\"\ndefault_temperature = 0.5\n",
-        ),
-        // The same, with ZeroClaw's split interrupted part way: some entries already in
-        // agents/default/workspace (they win), the rest still waiting in workspace/.
-        (
-            "half-migrated-v1",
-            "api_key = \"sk-v1-test-global\"\ndefault_provider = \"openai\"\n\
-             default_model = \"gpt-4o-mini\"\ndefault_temperature = 0.5\n",
-        ),
-    ] {
-        let root = env.path(&format!("install-{name}"));
-        write(&root.join("config.toml"), text.as_bytes());
-        // The single workspace of a pre-v3 install: ZeroClaw's first load splits it (agent
-        // files to agents/default/workspace, `sessions` and `memory` data to data/, `skills`
-        // to shared/).
-        write(&root.join("workspace/NOTES.md"), b"v1 workspace\n");
-        write(&root.join("workspace/notes/plan.md"), b"the plan\n");
-        write(&root.join("workspace/sessions/s1.json"), b"{}\n");
-        write(
-            &root.join("workspace/memory/brain.db"),
-            b"SQLite format 3\0",
-        );
-        write(
-            &root.join("workspace/skills/legacy/SKILL.md"),
-            b"# legacy\n",
-        );
-        if name == "half-migrated-v1" {
-            let moved = root.join("agents/default/workspace");
-            write(&moved.join("NOTES.md"), b"already moved, newer\n");
-            write(&moved.join("only_new.md"), b"written after the move\n");
-        }
+    for (name, text) in V1_INSTALLS {
+        let root = build_v1(&env, name, text);
         let before = snapshot_of(&root);
         // ZeroClaw's side runs on a copy, after its loader's filesystem migration.
         let zeroclaw_root = env.path(&format!("zeroclaw-install-{name}"));
@@ -485,15 +496,13 @@ fn oracle_v1_configs_export_like_zeroclaw_and_leave_the_install_alone() {
     report(&table);
 }
 
-/// One install exercising the I/O rules: file modes (0600, 0640, 0755, setuid), symlinks, a
-/// hard link, a FIFO, memory, an identity document, skill filters, an empty skill, a missing
-/// skill bundle; a provider entry ZeroClaw's loader skips (`auth_mode = "oauth"`) reached
-/// through a fallback edge; a token under `provider_extra` (our name scrub); the `default` risk
-/// profile (ZeroClaw restores its built-in auto-approved tools).
-#[test]
-fn oracle_generated_install_with_every_io_rule() {
-    let env = TestEnv::new();
-    let root = env.path("install");
+/// One install exercising the I/O rules, at `name` (its agent is `main`): file modes (0600,
+/// 0640, 0755, setuid), symlinks, a hard link, a FIFO, memory, an identity document, skill
+/// filters, an empty skill, a missing skill bundle; a provider entry ZeroClaw's loader skips
+/// (`auth_mode = "oauth"`) reached through a fallback edge; a token under `provider_extra` (our
+/// name scrub); the `default` risk profile (ZeroClaw restores its built-in auto-approved tools).
+pub(crate) fn build_generated(env: &TestEnv, name: &str) -> PathBuf {
+    let root = env.path(name);
     let config = r#"
 schema_version = 3
 
@@ -560,7 +569,14 @@ aieos_path = "identity/aieos.json"
     write(&skills.join("gamma/SKILL.md"), b"# gamma (not included)\n");
     fs::create_dir_all(skills.join("empty")).expect("empty skill");
     write(&skills.join("loose.txt"), b"not a skill\n");
+    root
+}
 
+/// The install of [`build_generated`], exported by ZeroClaw and by us.
+#[test]
+fn oracle_generated_install_with_every_io_rule() {
+    let env = TestEnv::new();
+    let root = build_generated(&env, "install");
     let before = snapshot_of(&root);
     let differences = compare(&env, &root, "main", "generated");
     assert_eq!(

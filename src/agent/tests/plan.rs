@@ -459,3 +459,23 @@ fn workspace_path_relative_to_install_root() {
         }
     );
 }
+
+/// A skill bundle whose alias is a Windows device name keeps its entry in the closure and
+/// loses only its content: that drop (`skill_bundles.con`) is no config entry a fragment
+/// carries against ZeroClaw's exporter. A config drop at the same dotted path (the host
+/// `directory` of bundle `con`, beside a bundle named `con.directory`) still is one.
+#[test]
+fn fragment_drops_leave_out_the_content_drop_of_a_device_name_alias() {
+    let base = "[providers.models.openai.m]\nmodel = \"x\"\n[risk_profiles.p]\n\
+                [agents.a]\nmodel_provider = \"openai.m\"\nrisk_profile = \"p\"\n\
+                delegate_same_risk_profile = false\n";
+    let plain = format!("{base}skill_bundles = [\"con\"]\n[skill_bundles.con]\n");
+    assert_eq!(fragment_drops(&plain, "a").expect("loads"), Vec::new());
+    let hostile = format!(
+        "{base}skill_bundles = [\"con\", \"con.directory\"]\n\
+         [skill_bundles.con]\ndirectory = \"/srv/skills\"\n[skill_bundles.\"con.directory\"]\n"
+    );
+    let drops = fragment_drops(&hostile, "a").expect("loads");
+    let paths: Vec<&str> = drops.iter().map(|d| d.path.as_str()).collect();
+    assert_eq!(paths, ["skill_bundles.con.directory"], "{drops:?}");
+}
