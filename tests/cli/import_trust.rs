@@ -103,29 +103,64 @@ fn dry_run_json(env: &TestEnv, bundle: &Path, install: &Path, extra: &[&str]) ->
 
 /// Asserts review and a dry run into a fresh install agree exactly on the grants, the
 /// entries added and the secrets asked for.
+#[track_caller]
 fn review_and_dry_run_agree(env: &TestEnv, bundle: &Path, fresh: &Path) {
-    let review = review_json(env, bundle);
-    let plan = dry_run_json(env, bundle, fresh, &[]);
+    if let Err(e) = agreement(env, bundle, fresh) {
+        panic!("{e}");
+    }
+}
+
+/// Whether review and a dry run into the fresh install `fresh` agree exactly on the grants,
+/// the entries added and the secrets asked for (the round-trip property checks it too).
+pub(crate) fn agreement(env: &TestEnv, bundle: &Path, fresh: &Path) -> Result<(), String> {
+    let review = env.run(&["--json", "review", &s(bundle)]);
+    if review.code() != 0 {
+        return Err(review.describe());
+    }
+    let review = review.json();
+    let plan = env.run(&[
+        "--json",
+        "import",
+        &s(bundle),
+        "--install",
+        &s(fresh),
+        "--dry-run",
+    ]);
+    if plan.code() != 0 {
+        return Err(plan.describe());
+    }
+    let plan = plan.json();
     let b = &review["bundle"];
-    assert_eq!(
-        grant_lines(&b["risk_flags"]),
-        grant_lines(&plan["risk_flags"]),
-        "review and dry run disagree on grants\nreview: {b}\nplan: {plan}"
-    );
+    if grant_lines(&b["risk_flags"]) != grant_lines(&plan["risk_flags"]) {
+        return Err(format!(
+            "review and dry run disagree on grants\nreview: {:?}\nplan: {:?}",
+            grant_lines(&b["risk_flags"]),
+            grant_lines(&plan["risk_flags"])
+        ));
+    }
     let mut added: Vec<String> = plan["entries"]
         .as_array()
-        .expect("entries")
+        .map(Vec::as_slice)
+        .unwrap_or_default()
         .iter()
         .filter(|e| e["action"] == "add")
-        .map(|e| e["path"].as_str().expect("path").to_string())
+        .filter_map(|e| e["path"].as_str().map(str::to_string))
         .collect();
     added.sort();
-    assert_eq!(strings(&b["entries"]), added, "entries\nplan: {plan}");
-    assert_eq!(
-        strings(&b["required_secrets"]),
-        strings(&plan["required_secrets"]),
-        "secrets\nreview: {b}\nplan: {plan}"
-    );
+    if strings(&b["entries"]) != added {
+        return Err(format!(
+            "review and dry run disagree on entries\nreview: {:?}\nadded: {added:?}",
+            strings(&b["entries"])
+        ));
+    }
+    if strings(&b["required_secrets"]) != strings(&plan["required_secrets"]) {
+        return Err(format!(
+            "review and dry run disagree on secrets\nreview: {:?}\nplan: {:?}",
+            strings(&b["required_secrets"]),
+            strings(&plan["required_secrets"])
+        ));
+    }
+    Ok(())
 }
 
 #[test]

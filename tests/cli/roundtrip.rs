@@ -51,6 +51,9 @@ const MORE_REAL: &[(&str, &str)] = &[
 enum Step {
     /// Our export of the agent from its install.
     Export,
+    /// (a) Review and `import --dry-run` into the fresh install agree on grants, entries and
+    /// secrets.
+    Agree,
     /// (a) The import into a fresh install.
     ImportFresh,
     /// (a) The export of the imported agent from the fresh install.
@@ -280,6 +283,7 @@ fn round_trip(env: &TestEnv, case: &Case, agent: &str) -> Result<Vec<String>, (S
 
     // (a) Into a fresh install and out again.
     let fresh = onboarded(env, &format!("fresh-{tag}"));
+    crate::import_trust::agreement(env, &first, &fresh).map_err(|e| (Step::Agree, e))?;
     let report = checked(import(env, &first, &fresh), Step::ImportFresh)?.json();
     fill_secrets(&fresh, &report).map_err(|e| (Step::ImportFresh, e))?;
     let alias = report["agent"].as_str().unwrap_or(agent).to_string();
