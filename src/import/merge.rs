@@ -755,10 +755,14 @@ pub struct MergeInput<'a> {
     /// Where the content the bundle carries for skill bundle `bundle` first differs from what
     /// local skill bundle `local` holds on disk (`None`: the same; an identical config entry
     /// alone is not enough to reuse it).
-    pub skill_content_differs: &'a dyn Fn(&str, &str) -> Result<Option<String>, ImportError>,
+    pub skill_content_differs: &'a SkillContentDiffers<'a>,
     /// The install's config.toml (for messages).
     pub config_path: &'a std::path::Path,
 }
+
+/// Where the carried content of skill bundle (bundle alias, local alias) first differs from the
+/// local one (`None`: the same).
+pub type SkillContentDiffers<'a> = dyn Fn(&str, &str) -> Result<Option<String>, ImportError> + 'a;
 
 /// The merge's result.
 #[derive(Debug, Clone)]
