@@ -20,30 +20,13 @@ use super::flags::config_flags;
 use super::manifest::{Manifest, RiskFlag, RiskKind};
 use super::value::{element_name, join_path, Node, Table};
 
-/// What kind of capability a grant is: ZeroClaw's planner's kinds, then ours.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
+/// What kind of capability a grant is: one of ZeroClaw's planner's kinds (the manifest's
+/// `risk_flags`), or one of ours. Serialized as its wire string (`process_spawn`,
+/// `auto_approve`, ...).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum GrantKind {
-    /// The bundle carries skill content (instructions that act as code).
-    CarriedSkills,
-    /// The risk profile's level is `full`.
-    FullAutonomy,
-    /// Filesystem access is not confined to the workspace.
-    FilesystemEscape,
-    /// Shell execution is unsandboxed.
-    SandboxDisabled,
-    /// An approval gate is off.
-    ApprovalBypass,
-    /// Host environment variables reach subprocesses.
-    EnvPassthrough,
-    /// Extra filesystem roots are granted.
-    ExtraFilesystemRoots,
-    /// The agent may delegate to other agents.
-    DelegationEnabled,
-    /// A local process is started.
-    ProcessSpawn,
-    /// Server-controlled text is read into the system prompt at startup.
-    UntrustedStartupContext,
+    /// A kind ZeroClaw's planner flags.
+    Flag(RiskKind),
     /// A risk profile's `auto_approve` runs tools without asking.
     AutoApprove,
     /// A risk profile's `allowed_commands` lets the agent run commands.
@@ -69,16 +52,7 @@ impl GrantKind {
     /// The wire string (as serialized).
     pub fn as_str(self) -> &'static str {
         match self {
-            GrantKind::CarriedSkills => "carried_skills",
-            GrantKind::FullAutonomy => "full_autonomy",
-            GrantKind::FilesystemEscape => "filesystem_escape",
-            GrantKind::SandboxDisabled => "sandbox_disabled",
-            GrantKind::ApprovalBypass => "approval_bypass",
-            GrantKind::EnvPassthrough => "env_passthrough",
-            GrantKind::ExtraFilesystemRoots => "extra_filesystem_roots",
-            GrantKind::DelegationEnabled => "delegation_enabled",
-            GrantKind::ProcessSpawn => "process_spawn",
-            GrantKind::UntrustedStartupContext => "untrusted_startup_context",
+            GrantKind::Flag(kind) => kind.as_str(),
             GrantKind::AutoApprove => "auto_approve",
             GrantKind::AllowedCommands => "allowed_commands",
             GrantKind::WidenedAllowlist => "widened_allowlist",
@@ -90,21 +64,11 @@ impl GrantKind {
             GrantKind::KnowledgeSource => "knowledge_source",
         }
     }
+}
 
-    /// The kind of a manifest risk flag.
-    pub fn of_risk(kind: RiskKind) -> GrantKind {
-        match kind {
-            RiskKind::CarriedSkills => GrantKind::CarriedSkills,
-            RiskKind::FullAutonomy => GrantKind::FullAutonomy,
-            RiskKind::FilesystemEscape => GrantKind::FilesystemEscape,
-            RiskKind::SandboxDisabled => GrantKind::SandboxDisabled,
-            RiskKind::ApprovalBypass => GrantKind::ApprovalBypass,
-            RiskKind::EnvPassthrough => GrantKind::EnvPassthrough,
-            RiskKind::ExtraFilesystemRoots => GrantKind::ExtraFilesystemRoots,
-            RiskKind::DelegationEnabled => GrantKind::DelegationEnabled,
-            RiskKind::ProcessSpawn => GrantKind::ProcessSpawn,
-            RiskKind::UntrustedStartupContext => GrantKind::UntrustedStartupContext,
-        }
+impl Serialize for GrantKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -132,7 +96,7 @@ impl Grant {
     /// The grant of risk flag `f`; `listed`: the manifest lists it; `stale`: see the field.
     pub fn of_flag(f: &RiskFlag, listed: bool, stale: bool) -> Grant {
         Grant {
-            kind: GrantKind::of_risk(f.kind),
+            kind: GrantKind::Flag(f.kind),
             path: f.path.clone(),
             detail: f.detail.clone(),
             listed,
@@ -282,7 +246,7 @@ pub(crate) fn key_grant(
             let kind = match field {
                 "auto_approve" => GrantKind::AutoApprove,
                 "allowed_commands" => GrantKind::AllowedCommands,
-                "shell_env_passthrough" => GrantKind::EnvPassthrough,
+                "shell_env_passthrough" => GrantKind::Flag(RiskKind::EnvPassthrough),
                 _ => GrantKind::WidenedAllowlist,
             };
             let gained: Vec<&String> = after.iter().filter(|v| !before.contains(v)).collect();
@@ -290,7 +254,7 @@ pub(crate) fn key_grant(
                 let what = match kind {
                     GrantKind::AutoApprove => "runs without asking:",
                     GrantKind::AllowedCommands => "may run:",
-                    GrantKind::EnvPassthrough => "passes host variables:",
+                    GrantKind::Flag(RiskKind::EnvPassthrough) => "passes host variables:",
                     _ => "widens the allowlist: adds",
                 };
                 let list = gained

@@ -48,7 +48,7 @@ pub use install::{install_root, Install};
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
     manifests_differ_only_in_export_time, rfc3339_utc, secret_story, Dropped, Manifest, Provenance,
-    MANIFEST_HEADER,
+    RiskKind, MANIFEST_HEADER,
 };
 pub use plan::{
     config_entries, fragment_drops, legacy_entry_travels, outside_closure, plan_export, ExportPlan,
@@ -59,7 +59,7 @@ pub use schema::SUPPORTED_SCHEMA_VERSION;
 #[cfg(test)]
 pub use {
     bundle::CONFIG_HEADER,
-    manifest::{DropReason, RiskFlag, RiskKind},
+    manifest::{DropReason, RiskFlag},
 };
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use std::path::Path;
 use anyhow::Context as _;
 use zeroclaw_bundle_store::{resolve_path, EntryKind, ObjectSource, Store};
 
-pub use crate::agent::{Grant, GrantKind, Manifest, RenderedBundle, SemanticChange};
+pub use crate::agent::{Grant, GrantKind, Manifest, RenderedBundle, RiskKind, SemanticChange};
 pub use crate::cancel::{Cancel, Interrupted};
 pub use crate::capture::CaptureStats;
 pub use crate::credentials::CredentialFinding;

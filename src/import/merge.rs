@@ -957,6 +957,19 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             .filter_map(|p| p.strip_prefix(&prefix).map(str::to_string))
             .collect()
     };
+    // The incoming entry of decision `d` with its references in local names.
+    let rewritten =
+        |d: &Decision, names: &BTreeMap<(Kind, String), String>| -> Result<Item, ImportError> {
+            let mut item = item_of(d.kind, &d.bundle).clone();
+            rewrite_refs(
+                d.kind,
+                &d.kind.path_of(&d.bundle),
+                &mut item,
+                names,
+                &excluded,
+            )?;
+            Ok(item)
+        };
     loop {
         // Names for namespaced entries that have none yet.
         for i in 0..decisions.len() {
@@ -989,14 +1002,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 continue;
             }
             let d = slot.clone();
-            let mut item = item_of(d.kind, &d.bundle).clone();
-            rewrite_refs(
-                d.kind,
-                &d.kind.path_of(&d.bundle),
-                &mut item,
-                &names,
-                &excluded,
-            )?;
+            let item = rewritten(&d, &names)?;
             let blank = blank_of(d.kind, &d.bundle);
             let theirs = typed(d.kind, &d.local, &item, &blank);
             let mine = local_items
@@ -1042,14 +1048,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
         if !matches!(d.action, Action::Add | Action::Namespace) {
             continue;
         }
-        let mut item = item_of(d.kind, &d.bundle).clone();
-        rewrite_refs(
-            d.kind,
-            &d.kind.path_of(&d.bundle),
-            &mut item,
-            &names,
-            &excluded,
-        )?;
+        let mut item = rewritten(d, &names)?;
         if d.kind == Kind::SkillBundle && d.action == Action::Namespace {
             let had = item
                 .as_table_like_mut()

@@ -163,6 +163,34 @@ pub(crate) fn agreement(env: &TestEnv, bundle: &Path, fresh: &Path) -> Result<()
     Ok(())
 }
 
+/// The standard test install's `researcher`, exported by us to `bundle`.
+fn standard_bundle(env: &TestEnv) -> PathBuf {
+    let install = Install::new(env);
+    let bundle = env.path("bundle");
+    export(env, &install, &bundle, &[], &[]).ok();
+    bundle
+}
+
+/// A freshly onboarded install `y` whose `config.toml` has `extra` appended.
+fn target_with(env: &TestEnv, extra: &str) -> PathBuf {
+    let y = onboarded(env, "y");
+    let mut local = fs::read_to_string(y.join("config.toml")).unwrap();
+    local.push_str(extra);
+    fs::write(y.join("config.toml"), &local).unwrap();
+    y
+}
+
+/// The dry run's decision about the bundle's entry `bundle` of kind `kind`.
+fn entry(plan: &Value, kind: &str, bundle: &str) -> Value {
+    plan["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["kind"] == kind && e["bundle"] == bundle)
+        .unwrap_or_else(|| panic!("no {kind} {bundle}: {plan}"))
+        .clone()
+}
+
 #[test]
 fn every_grant_rule_is_named_by_export_review_import_and_diff() {
     let env = TestEnv::new();
@@ -306,9 +334,7 @@ fn every_grant_rule_is_named_by_export_review_import_and_diff() {
 #[test]
 fn review_and_dry_run_agree_when_the_manifest_hides_a_server() {
     let env = TestEnv::new();
-    let install = Install::new(&env);
-    let bundle = env.path("bundle");
-    export(&env, &install, &bundle, &[], &[]).ok();
+    let bundle = standard_bundle(&env);
     // The manifest loses its process_spawn flag for the github server; the config still starts
     // it. Review and the dry run both name it (recomputed from the config, one computation).
     let manifest_path = bundle.join("zeroclaw-agent.toml");
@@ -345,9 +371,7 @@ fn review_and_dry_run_agree_when_the_manifest_hides_a_server() {
 #[test]
 fn entries_outside_the_closure_are_shown_by_review_and_refused_by_import() {
     let env = TestEnv::new();
-    let install = Install::new(&env);
-    let bundle = env.path("bundle");
-    export(&env, &install, &bundle, &[], &[]).ok();
+    let bundle = standard_bundle(&env);
     let config = bundle.join("config.toml");
     let mut doc: toml_edit::DocumentMut = fs::read_to_string(&config).unwrap().parse().unwrap();
     let mut shell = toml_edit::Table::new();
@@ -378,10 +402,7 @@ fn entries_outside_the_closure_are_shown_by_review_and_refused_by_import() {
     assert!(text.contains("knowledge_bundles.x"), "{text}");
 
     // A target whose own MCP bundle names `shell` (ZeroClaw only warns of the missing server).
-    let y = onboarded(&env, "y");
-    let mut local = fs::read_to_string(y.join("config.toml")).unwrap();
-    local.push_str("\n[mcp_bundles.ops]\nservers = [\"shell\"]\n");
-    fs::write(y.join("config.toml"), &local).unwrap();
+    let y = target_with(&env, "\n[mcp_bundles.ops]\nservers = [\"shell\"]\n");
     let before = snapshot_of(&y);
     for extra in [&["--dry-run"][..], &["--yes"][..]] {
         let mut args = vec!["import", "x", "--install", "y"];
@@ -401,23 +422,12 @@ fn entries_outside_the_closure_are_shown_by_review_and_refused_by_import() {
 #[test]
 fn an_entry_a_local_entry_dangles_on_is_namespaced_and_never_picked_up() {
     let env = TestEnv::new();
-    let install = Install::new(&env);
-    let bundle = env.path("bundle");
-    export(&env, &install, &bundle, &[], &[]).ok();
+    let bundle = standard_bundle(&env);
     // The target's MCP bundle names `github`, a server it does not define: the bundle's own
     // (legitimate) `github` server must not arrive under that name.
-    let y = onboarded(&env, "y");
-    let mut local = fs::read_to_string(y.join("config.toml")).unwrap();
-    local.push_str("\n[mcp_bundles.ops]\nservers = [\"github\"]\n");
-    fs::write(y.join("config.toml"), &local).unwrap();
+    let y = target_with(&env, "\n[mcp_bundles.ops]\nservers = [\"github\"]\n");
     let plan = dry_run_json(&env, &bundle, &y, &[]);
-    let server = plan["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["kind"] == "mcp_server" && e["bundle"] == "github")
-        .unwrap_or_else(|| panic!("{plan}"))
-        .clone();
+    let server = entry(&plan, "mcp_server", "github");
     assert_eq!(server["action"], "namespace", "{plan}");
     assert_eq!(server["local"], "github_imported", "{plan}");
     assert!(
@@ -454,9 +464,7 @@ fn an_entry_a_local_entry_dangles_on_is_namespaced_and_never_picked_up() {
 #[test]
 fn only_secrets_of_entries_the_import_adds_are_asked_for() {
     let env = TestEnv::new();
-    let install = Install::new(&env);
-    let bundle = env.path("bundle");
-    export(&env, &install, &bundle, &[], &[]).ok();
+    let bundle = standard_bundle(&env);
     // The manifest asks for a secret of an entry the bundle does not carry: the operator's own.
     let manifest_path = bundle.join("zeroclaw-agent.toml");
     let manifest = fs::read_to_string(&manifest_path).unwrap();
@@ -466,10 +474,7 @@ fn only_secrets_of_entries_the_import_adds_are_asked_for() {
         .expect("required_secrets")
         .push("providers.models.openai.local.api_key");
     fs::write(&manifest_path, doc.to_string()).unwrap();
-    let y = onboarded(&env, "y");
-    let mut local = fs::read_to_string(y.join("config.toml")).unwrap();
-    local.push_str("\n[providers.models.openai.local]\napi_key = \"sk-operator-own-key\"\nmodel = \"gpt-local\"\n");
-    fs::write(y.join("config.toml"), &local).unwrap();
+    let y = target_with(&env, "\n[providers.models.openai.local]\napi_key = \"sk-operator-own-key\"\nmodel = \"gpt-local\"\n");
     let plan = dry_run_json(&env, &bundle, &y, &[]);
     let asked = strings(&plan["required_secrets"]);
     assert!(
@@ -492,15 +497,8 @@ fn only_secrets_of_entries_the_import_adds_are_asked_for() {
 #[test]
 fn what_only_a_mapped_entry_reached_is_left_out_and_a_mapped_skill_bundle_is_not_carried() {
     let env = TestEnv::new();
-    let install = Install::new(&env);
-    let bundle = env.path("bundle");
-    export(&env, &install, &bundle, &[], &[]).ok();
-    let y = onboarded(&env, "y");
-    let mut local = fs::read_to_string(y.join("config.toml")).unwrap();
-    local.push_str(
-        "\n[providers.models.anthropic.main]\nmodel = \"claude-local\"\n\n[skill_bundles.research_tools]\n",
-    );
-    fs::write(y.join("config.toml"), &local).unwrap();
+    let bundle = standard_bundle(&env);
+    let y = target_with(&env, "\n[providers.models.anthropic.main]\nmodel = \"claude-local\"\n\n[skill_bundles.research_tools]\n");
     fs::create_dir_all(y.join("shared/skills/research_tools")).unwrap();
     let plan = dry_run_json(
         &env,
@@ -513,11 +511,7 @@ fn what_only_a_mapped_entry_reached_is_left_out_and_a_mapped_skill_bundle_is_not
             "skill_bundle.research_tools=research_tools",
         ],
     );
-    let entries = plan["entries"].as_array().unwrap();
-    let backup = entries
-        .iter()
-        .find(|e| e["kind"] == "provider" && e["bundle"] == "openai.backup")
-        .unwrap_or_else(|| panic!("{plan}"));
+    let backup = entry(&plan, "provider", "openai.backup");
     assert_eq!(backup["action"], "left_out", "{plan}");
     assert!(
         backup["why"]
@@ -567,21 +561,10 @@ fn what_only_a_mapped_entry_reached_is_left_out_and_a_mapped_skill_bundle_is_not
 #[test]
 fn a_namespaced_entry_names_the_first_key_that_differs() {
     let env = TestEnv::new();
-    let install = Install::new(&env);
-    let bundle = env.path("bundle");
-    export(&env, &install, &bundle, &[], &[]).ok();
-    let y = onboarded(&env, "y");
-    let mut local = fs::read_to_string(y.join("config.toml")).unwrap();
-    local.push_str("\n[risk_profiles.guarded]\nlevel = \"full\"\n");
-    fs::write(y.join("config.toml"), &local).unwrap();
+    let bundle = standard_bundle(&env);
+    let y = target_with(&env, "\n[risk_profiles.guarded]\nlevel = \"full\"\n");
     let plan = dry_run_json(&env, &bundle, &y, &[]);
-    let profile = plan["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["kind"] == "risk_profile")
-        .unwrap_or_else(|| panic!("{plan}"))
-        .clone();
+    let profile = entry(&plan, "risk_profile", "guarded");
     assert_eq!(profile["action"], "namespace", "{plan}");
     assert_eq!(
         profile["why"].as_str(),

@@ -3,23 +3,13 @@
 //! serving the same bytes. The standalone binary is `$ZEROCLAW_BUNDLE_BIN` (scripts/test.sh
 //! sets it), else the repository's `target/debug/zeroclaw-bundle`.
 
+mod common;
+
 use std::path::{Path, PathBuf};
+
+use common::standalone;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
-
-fn standalone() -> PathBuf {
-    let bin = std::env::var_os("ZEROCLAW_BUNDLE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/zeroclaw-bundle")
-        });
-    assert!(
-        bin.is_file(),
-        "the standalone binary {} is missing: build the repository first (cargo build)",
-        bin.display()
-    );
-    bin
-}
 
 fn run(cmd: &mut Command) -> Output {
     let out = cmd.output().expect("could not start the command");

@@ -5,29 +5,17 @@
 //! settings and a `file://` remote are made with the standalone binary (`trust`, `remote add`,
 //! `push`), as an operator would.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::process::Command;
 
 use zeroclaw_bundle::{
     Bundles, ErrorKind, ImportRequest, MountOptions, Replace, Silent, TrustPolicy,
 };
 
-fn standalone() -> PathBuf {
-    let bin = std::env::var_os("ZEROCLAW_BUNDLE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/zeroclaw-bundle")
-        });
-    assert!(
-        bin.is_file(),
-        "build the repository first: {}",
-        bin.display()
-    );
-    bin
-}
-
 fn zb(store: &Path, args: &[&str]) {
-    let out = Command::new(standalone())
+    let out = Command::new(common::standalone())
         .arg("--store")
         .arg(store)
         .args(args)
