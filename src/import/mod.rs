@@ -585,26 +585,83 @@ fn config_target(config: &Path) -> Result<PathBuf, ImportError> {
     })
 }
 
-/// `text` with the line endings of `original`: toml_edit writes `\n` for every line it emits
-/// (untouched ones too) and keeps `\r\n` only inside multi-line strings, so a file whose
-/// line endings are mostly `\r\n` gets `\r\n` at every bare `\n` (a TOML parser reads
-/// either in a multi-line string as one newline, so no value changes).
+/// `text` with the line endings of `original`: toml_edit ends every line it writes with `\n`
+/// (the install's untouched lines too), so when `original`'s lines mostly end in `\r\n`,
+/// every `\n` that ends a line of `text` gets its `\r` back. A newline inside a multi-line
+/// string is part of the string's value (a TOML parser keeps `\r\n` there as written) and
+/// is left as it is: an install's own multi-line strings keep theirs, an imported one keeps
+/// the bundle's.
 fn with_line_endings_of(original: &str, text: String) -> String {
     let crlf = original.matches("\r\n").count();
     let lf = original.matches('\n').count() - crlf;
     if crlf == 0 || crlf < lf {
         return text;
     }
-    let mut out = String::with_capacity(text.len() + text.len() / 16);
-    let mut prev = '\0';
-    for c in text.chars() {
-        if c == '\n' && prev != '\r' {
-            out.push('\r');
-        }
-        out.push(c);
-        prev = c;
+    #[derive(PartialEq)]
+    enum In {
+        Line,
+        Comment,
+        Basic,
+        Literal,
+        MultiBasic,
+        MultiLiteral,
     }
-    out
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 16);
+    let mut state = In::Line;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let triple = |q: u8| bytes[i..].starts_with(&[q, q, q]);
+        match state {
+            In::Line | In::Comment if b == b'\n' => {
+                if out.last() != Some(&b'\r') {
+                    out.push(b'\r');
+                }
+                state = In::Line;
+            }
+            In::Line if b == b'#' => state = In::Comment,
+            In::Line if b == b'"' || b == b'\'' => {
+                let multi = triple(b);
+                state = match (b, multi) {
+                    (b'"', true) => In::MultiBasic,
+                    (b'"', false) => In::Basic,
+                    (_, true) => In::MultiLiteral,
+                    (_, false) => In::Literal,
+                };
+                if multi {
+                    out.extend_from_slice(&bytes[i..i + 3]);
+                    i += 3;
+                    continue;
+                }
+            }
+            In::Basic | In::MultiBasic if b == b'\\' => {
+                // An escape: the next byte (a quote, a backslash, a line-ending newline) is
+                // the string's.
+                let end = (i + 2).min(bytes.len());
+                out.extend_from_slice(&bytes[i..end]);
+                i = end;
+                continue;
+            }
+            In::Basic if b == b'"' => state = In::Line,
+            In::Literal if b == b'\'' => state = In::Line,
+            In::MultiBasic | In::MultiLiteral => {
+                let q = if state == In::MultiBasic { b'"' } else { b'\'' };
+                if triple(q) {
+                    // The closing quotes, after up to two quotes of content.
+                    let run = bytes[i..].iter().take_while(|&&c| c == q).count().min(5);
+                    out.extend_from_slice(&bytes[i..i + run]);
+                    i += run;
+                    state = In::Line;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(b);
+        i += 1;
+    }
+    String::from_utf8(out).expect("only `\\r` was added, before a `\\n`")
 }
 
 fn count(store: &Store, tree: &ObjectId) -> Result<(u64, u64), ImportError> {
@@ -923,5 +980,42 @@ fn replace_string(item: &mut toml_edit::Item, value: String) -> Result<(), Strin
             Ok(())
         }
         _ => Err("is not a string".to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_line_endings_of;
+
+    /// toml_edit writes LF for every line but keeps CRLF inside a multi-line string; the
+    /// conversion gives every line CRLF again and changes no value, not even one of a
+    /// multi-line string with quotes, escapes or `#` in it.
+    #[test]
+    fn crlf_comes_back_and_no_value_changes() {
+        let original = "a = 1\r\ns = '''\r\nl1\r\nl2'''\r\n[t]\r\nx = \"\"\"\r\nm\r\n\"\"\"\r\n";
+        let mut doc: toml_edit::DocumentMut = original.parse().expect("parses");
+        doc["t"]["y"] = toml_edit::value("new\nline");
+        doc["t"]["z"] = toml_edit::value("q \"\"\" and ''' # not \\ a comment\nz\"");
+        doc["t"]["w"] = toml_edit::value("it's\nnot''closed''");
+        doc["t"]["v"] = toml_edit::value("plain # \"");
+        let written = doc.to_string();
+        assert!(written.contains("a = 1\n"), "{written:?}");
+        let kept = with_line_endings_of(original, written.clone());
+        let bare = kept.replace("\r\n", "").matches('\n').count();
+        assert_eq!(
+            bare, 6,
+            "only the new strings' own newlines stay LF: {kept:?}"
+        );
+        assert!(
+            kept.starts_with("a = 1\r\ns = '''\r\nl1\r\nl2'''\r\n"),
+            "{kept:?}"
+        );
+        assert!(kept.ends_with("\r\n"), "{kept:?}");
+        let before: toml::Table = toml::from_str(&written).expect("parses");
+        let after: toml::Table = toml::from_str(&kept).expect("parses");
+        assert_eq!(before, after, "{written:?}\n{kept:?}");
+        // Mostly LF: left alone.
+        let lf = "a = 1\nb = 2\nc = '''\r\nx'''\n";
+        assert_eq!(with_line_endings_of(lf, lf.to_string()), lf);
     }
 }
