@@ -606,9 +606,14 @@ pub struct ImportArgs {
     /// Import without asking (needed in a pipe unless --expect is given)
     #[arg(long, short = 'y')]
     pub yes: bool,
-    /// Replace a workspace or skill directory that exists although no config entry names it
+    /// Replace a workspace or skill directory that holds exactly the tree this import
+    /// publishes there (what an interrupted import of the same bundle leaves)
     #[arg(long)]
     pub force: bool,
+    /// Replace the directory PATH, deleting what it holds, where the import publishes a
+    /// workspace or skill tree (repeatable; the refusal prints the path to pass)
+    #[arg(long, value_name = "PATH")]
+    pub replace: Vec<PathBuf>,
     /// Who must have signed the bundle
     #[command(flatten)]
     pub trust: RequireArgs,

@@ -1117,7 +1117,7 @@ impl Bundles {
     /// std::fs::create_dir(&target)?;
     /// std::fs::write(target.join("config.toml"), "schema_version = 3\n")?;
     /// let request = ImportRequest {
-    ///     source: out.as_os_str(), install: &target, agent_as: None, maps: &[], expect: None, force: false, require: None,
+    ///     source: out.as_os_str(), install: &target, agent_as: None, maps: &[], expect: None, force: false, replace: &[], require: None,
     /// };
     /// let plan = bundles.import_plan(&request, &Silent)?;
     /// let imported = bundles.import(&plan, &[], &Silent)?;

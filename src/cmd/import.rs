@@ -1,5 +1,5 @@
 //! `import <SOURCE> [--install DIR] [--as ALIAS] [--map KIND.OLD=NEW]... [--dry-run]
-//! [--expect ID] [--yes] [--force]`: parses, calls `crate::import::plan` and
+//! [--expect ID] [--yes] [--force] [--replace PATH]...`: parses, calls `crate::import::plan` and
 //! `crate::import::apply`, and prints (text or `--json`). The confirmation (a terminal is
 //! shown [`summary`] and asked; a pipe needs `--expect` or `--yes`) and the hidden secret
 //! prompts live here, never in the library.
@@ -52,6 +52,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         maps: &maps,
         expect: args.expect.as_deref(),
         force: args.force,
+        replace: &args.replace,
     };
     let plan = import::plan(&store, &req, &progress);
     progress.finish();
@@ -276,15 +277,27 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
             t.dest.display(),
             count(t.files, "file"),
             human_bytes(t.bytes),
-            if t.replaces {
-                " REPLACES the directory there (--force)"
-            } else {
-                ""
+            match t.replaces {
+                Some(import::Replacing::EarlierImport) => {
+                    " REPLACES the directory there (--force: it holds this tree already)"
+                }
+                Some(import::Replacing::Named) => {
+                    " REPLACES the directory there and deletes what it holds (--replace)"
+                }
+                None => "",
             }
         );
     }
+    let through = if plan.config_target != plan.config_path {
+        format!(
+            ", a symlink: written through it to {}",
+            plan.config_target.display()
+        )
+    } else {
+        String::new()
+    };
     out += &format!(
-        "Config: {} (written last; the previous one kept as {})\n",
+        "Config: {}{through} (written last; the previous one kept as {})\n",
         plan.config_path.display(),
         plan.backup.display()
     );
@@ -339,6 +352,7 @@ fn plan_json(plan: &ImportPlan) -> Value {
         "bundle_agent": plan.bundle_alias,
         "install": host_path(&plan.install),
         "config": host_path(&plan.config_path),
+        "config_file": host_path(&plan.config_target),
         "backup": host_path(&plan.backup),
         "entries": plan.decisions.iter().map(|d| json!({
             "kind": d.kind.word(),
@@ -354,7 +368,8 @@ fn plan_json(plan: &ImportPlan) -> Value {
             "destination": host_path(&t.dest),
             "files": t.files,
             "bytes": t.bytes,
-            "replaces": t.replaces,
+            "replaces": t.replaces.is_some(),
+            "replace_reason": t.replaces.map(import::Replacing::word),
         })).collect::<Vec<_>>(),
         "config_diff": plan.config_diff(),
         "risk_flags": plan.grants.iter().map(|f| json!({"kind": f.kind, "path": f.path, "detail": shown_detail(&f.detail), "rule": f.rule})).collect::<Vec<_>>(),

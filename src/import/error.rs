@@ -141,12 +141,26 @@ pub enum ImportError {
         problem: String,
     },
     /// A directory the import would create exists already.
-    #[error("{} already exists ({what}); pass --force to replace it", path.display())]
+    #[error("{} already exists ({what}); {problem}", path.display())]
     Exists {
         /// The directory.
         path: PathBuf,
         /// What it would have been.
         what: String,
+        /// Why it is not replaced, and the flag that would replace it.
+        problem: String,
+    },
+    /// A tree's destination is not a place of its own inside the install: a `..` in its
+    /// configured path, outside `<install>/shared` (`<install>/agents` for a workspace) once
+    /// symlinks are followed, or the install's own directory.
+    #[error("refusing to publish {what} at {}: {problem}", path.display())]
+    Destination {
+        /// What (`skill bundle x`, `the workspace of agent y`).
+        what: String,
+        /// The destination, as configured.
+        path: PathBuf,
+        /// Why, naming the config field.
+        problem: String,
     },
     /// A tree the import would publish lies inside, or holds, a directory the install (or
     /// another tree of the same import) already uses.

@@ -2,28 +2,35 @@
 //! calls, so a caller can show the plan and ask before anything is written:
 //! [`plan`] captures the source into the store (`source`), reads the bundle from that
 //! snapshot's objects only, checks `--expect`, merges the config fragment into the install's
-//! `config.toml` text (`merge`), loads the result with ZeroClaw's own loader and runs its
-//! `validate()`, and resolves where the files go, all without writing to the install;
+//! `config.toml` text (`merge`; the result keeps the file's CRLF line endings when it has
+//! them), loads the result with ZeroClaw's own loader and runs its `validate()`, and resolves
+//! where the files go and what they may replace (`dest`), all without writing to the install;
 //! [`apply`] then writes, in this order:
 //!
 //! 1. the `workspace/` and `skills/<alias>/` trees, each through the staged publish
 //!    (`publish::publish_to`: staged beside the destination, synced, renamed into place);
 //! 2. the provenance record (`crate::provenance`);
-//! 3. a timestamped backup of `config.toml` beside it (`config.toml.<UTC time>.bak`);
+//! 3. a timestamped backup of `config.toml` beside it (`config.toml.<UTC time>.bak`, in the
+//!    install even when `config.toml` is a symlink: the backup holds the install's secrets
+//!    and stays out of the directory the link points into, e.g. a dotfiles repository);
 //! 4. `config.toml` itself, last: staged, fsynced, renamed over the old one, with the mode and
-//!    owner the old one had.
+//!    owner the old one had. A `config.toml` that is a symlink is written through: the file it
+//!    resolves to is staged in that file's directory and replaced, the link is kept.
 //!
-//! A failure before step 4 removes what steps 1-3 created (a destination that `--force`
-//! replaced cannot be put back), so `config.toml` is unchanged and nothing half-written is
-//! left; a process killed in the middle of a publish leaves a staging directory that
+//! A failure before step 4 removes what steps 1-3 created (a destination that was replaced
+//! cannot be put back), so `config.toml` is unchanged and nothing half-written is left; a
+//! process killed in the middle of a publish leaves a staging directory that
 //! `zeroclaw-bundle recover <dest>` removes, and a tree published before the kill, which no
-//! config references, is refused by the next import until `--force`. An exclusive `flock` on
-//! the install directory keeps two imports apart, and `config.toml` is compared with what was
-//! planned just before it is replaced.
+//! config references, is refused by the next import until `--force` (which replaces only a
+//! directory holding exactly the tree the import publishes; anything else needs
+//! `--replace PATH`). An exclusive `flock` on the install directory keeps two imports apart,
+//! and `config.toml` (and where its symlink points) is compared with what was planned just
+//! before it is replaced.
 //!
 //! Test hooks (`crate::hooks`): seam `import-step` with path `trees`, `provenance`, `backup`,
 //! `config` before each step.
 
+mod dest;
 mod error;
 pub mod merge;
 pub mod source;
@@ -44,6 +51,7 @@ use crate::progress::{Progress, Silent};
 use crate::publish::{self, BundleMarker, FileRequest, Keep, PublishRequest};
 use crate::{hooks, provenance, sys};
 
+pub use dest::Replacing;
 pub use error::ImportError;
 pub use merge::{Action, Decision, Kind, MapArg};
 pub use source::SourceKind;
@@ -61,8 +69,12 @@ pub struct ImportRequest<'a> {
     pub maps: &'a [MapArg],
     /// `--expect`: the content id that was reviewed.
     pub expect: Option<&'a str>,
-    /// `--force`: replace a workspace or skill directory that exists.
+    /// `--force`: replace a workspace or skill directory that holds exactly the tree the
+    /// import publishes there (what an interrupted import of the same bundle leaves).
     pub force: bool,
+    /// `--replace PATH`s: directories the import may replace whatever they hold (each must
+    /// be one it publishes into).
+    pub replace: &'a [PathBuf],
     /// `--require-signed` (or the store's `require_signed`): the snapshot must carry a
     /// signature by a key these allowed signers trust, checked before it becomes visible in
     /// the store (as [`crate::Bundles::require_signed`] checks it).
@@ -84,8 +96,8 @@ pub struct TreePlan {
     pub files: u64,
     /// Their bytes.
     pub bytes: u64,
-    /// A directory is there already (replaced: `--force`).
-    pub replaces: bool,
+    /// A directory is there already, and why it is replaced.
+    pub replaces: Option<Replacing>,
 }
 
 /// A credential the bundle left blank that the imported config needs.
@@ -116,6 +128,8 @@ pub struct ImportPlan {
     pub install: PathBuf,
     /// Its `config.toml`.
     pub config_path: PathBuf,
+    /// The file written: `config_path`, or the file its symlink resolves to.
+    pub config_target: PathBuf,
     /// Every config entry of the bundle and its fate.
     pub decisions: Vec<Decision>,
     /// Adjustments the merge made.
@@ -135,8 +149,6 @@ pub struct ImportPlan {
     pub grants: Vec<Grant>,
     /// What the bundle says could not travel.
     pub dropped: Vec<Dropped>,
-    /// `--force`.
-    pub force: bool,
     /// Whether the install encrypts secrets (`secrets.encrypt`).
     encrypt: bool,
 }
@@ -217,7 +229,8 @@ pub fn plan(
             });
         }
     }
-    let old_config = fs::read_to_string(&config_path).map_err(|source| ImportError::Read {
+    let config_target = config_target(&config_path)?;
+    let old_config = fs::read_to_string(&config_target).map_err(|source| ImportError::Read {
         path: config_path.clone(),
         source,
     })?;
@@ -349,30 +362,51 @@ pub fn plan(
         .expect("the merge decided the root agent")
         .local
         .clone();
-    let after = check_merged(&install, &root, &config_path, &merged.text)?;
+    let new_config = with_line_endings_of(&old_config, merged.text.clone());
+    let after = check_merged(&install, &root, &config_path, &new_config)?;
 
-    let mut trees = Vec::new();
+    // Where each tree goes: inside the install's place for it (`dest`), ...
+    let homes = dest::Homes::of(&root)?;
+    let mut places: Vec<Place> = Vec::new();
     if let Some(ws) = bundle.workspace {
+        let what = format!("the workspace of agent {alias}");
         let dest = after.typed.agent_workspace_dir(&alias);
-        trees.push(tree_plan(
-            store,
-            format!("the workspace of agent {alias}"),
-            "workspace".to_string(),
+        let field = format!("agents.{}.workspace.path", bundle.manifest.root_agent);
+        let raw = after
+            .typed
+            .agents
+            .get(&alias)
+            .and_then(|a| a.workspace.path.as_ref())
+            .map(|p| p.to_string_lossy().into_owned());
+        let configured = raw.as_deref().map(|raw| (field.as_str(), raw));
+        homes.confine_workspace(&dest, &what, configured)?;
+        places.push(Place {
+            what,
+            bundle_path: "workspace".to_string(),
             dest,
-            ws.id,
-            req.force,
-        )?);
+            tree: ws.id,
+        });
     }
     let mut without_content = Vec::new();
     for d in &merged.decisions {
         if d.kind != Kind::SkillBundle || !matches!(d.action, Action::Add | Action::Namespace) {
             continue;
         }
+        let what = format!("skill bundle {}", d.local);
         let dest = zeroclaw_config::skill_bundles::resolve_directory(&after.typed, &root, &d.local)
             .map_err(|e| ImportError::Invalid {
                 path: config_path.clone(),
                 problem: e.to_string(),
             })?;
+        // Confined whether or not content comes with it: the entry names where skills go.
+        let field = format!("skill_bundles.{}.directory", d.bundle);
+        let raw = after
+            .typed
+            .skill_bundles
+            .get(&d.local)
+            .and_then(|b| b.directory.clone());
+        let configured = raw.as_deref().map(|raw| (field.as_str(), raw));
+        homes.confine_skill(&dest, &what, configured)?;
         let Some(tree) = skill_tree(&d.bundle) else {
             // The entry arrives alone (its source had no content, or ZeroClaw's exporter left
             // it behind, as for an alias that is a Windows device name): say so and where the
@@ -394,18 +428,16 @@ pub fn plan(
             ));
             continue;
         };
-        trees.push(tree_plan(
-            store,
-            format!("skill bundle {}", d.local),
-            format!("skills/{}", d.bundle),
+        places.push(Place {
+            what,
+            bundle_path: format!("skills/{}", d.bundle),
             dest,
-            tree.id,
-            req.force,
-        )?);
+            tree: tree.id,
+        });
     }
-    // A tree goes to a place of its own: never into (or around) the directory of a skill
-    // bundle or the workspace of an agent the install already has (a `directory` inside
-    // another bundle's would add skills to every agent using that bundle), nor another tree.
+    // ... of its own: never into (or around) the directory of a skill bundle or the
+    // workspace of an agent the install already has (a `directory` inside another bundle's
+    // would add skills to every agent using that bundle), nor another tree, ...
     let mut taken: Vec<(String, PathBuf)> = Vec::new();
     for name in install.typed.skill_bundles.keys() {
         if let Ok(dir) =
@@ -418,8 +450,8 @@ pub fn plan(
         let dir = install.typed.agent_workspace_dir(name);
         taken.push((format!("the workspace of agent {name}"), dir));
     }
-    for (i, t) in trees.iter().enumerate() {
-        let others = trees[i + 1..]
+    for (i, t) in places.iter().enumerate() {
+        let others = places[i + 1..]
             .iter()
             .map(|b| (b.what.clone(), b.dest.clone()));
         for (what, dir) in taken.iter().cloned().chain(others) {
@@ -432,6 +464,13 @@ pub fn plan(
             }
         }
     }
+    // ... and replacing only what the operator allowed.
+    let dests: Vec<&Path> = places.iter().map(|p| p.dest.as_path()).collect();
+    let replace = dest::Replace::new(req.force, req.replace, &dests)?;
+    let trees = places
+        .into_iter()
+        .map(|p| tree_plan(store, p, &replace))
+        .collect::<Result<Vec<_>, _>>()?;
 
     let secrets = bundle
         .manifest
@@ -483,15 +522,15 @@ pub fn plan(
         backup: backup_path(&config_path),
         install: root,
         config_path,
+        config_target,
         decisions: merged.decisions,
         notes: merged.notes.into_iter().chain(without_content).collect(),
         old_config,
-        new_config: merged.text,
+        new_config,
         trees,
         secrets,
         grants,
         dropped: bundle.manifest.dropped.clone(),
-        force: req.force,
         encrypt: after.typed.secrets.encrypt,
     })
 }
@@ -587,18 +626,26 @@ fn overlap(a: &Path, b: &Path) -> bool {
         || publish::lies_inside(b, a)
 }
 
-fn tree_plan(
-    store: &Store,
+/// A tree of the bundle and where it goes, before what is there was looked at.
+struct Place {
     what: String,
     bundle_path: String,
     dest: PathBuf,
     tree: ObjectId,
-    force: bool,
+}
+
+fn tree_plan(
+    store: &Store,
+    place: Place,
+    replace: &dest::Replace,
 ) -> Result<TreePlan, ImportError> {
-    let replaces = fs::symlink_metadata(&dest).is_ok();
-    if replaces && !force {
-        return Err(ImportError::Exists { path: dest, what });
-    }
+    let Place {
+        what,
+        bundle_path,
+        dest,
+        tree,
+    } = place;
+    let replaces = replace.decide(store, &dest, &what, &tree)?;
     let (files, bytes) = count(store, &tree)?;
     Ok(TreePlan {
         what,
@@ -609,6 +656,101 @@ fn tree_plan(
         bytes,
         replaces,
     })
+}
+
+/// The file `config` names: itself, or what its symlinks resolve to (an import writes through
+/// the link, so the file ZeroClaw reads is the one that changes).
+fn config_target(config: &Path) -> Result<PathBuf, ImportError> {
+    let link = fs::symlink_metadata(config).map_err(|source| ImportError::Read {
+        path: config.to_path_buf(),
+        source,
+    })?;
+    if !link.file_type().is_symlink() {
+        return Ok(config.to_path_buf());
+    }
+    fs::canonicalize(config).map_err(|source| ImportError::Read {
+        path: config.to_path_buf(),
+        source,
+    })
+}
+
+/// `text` with the line endings of `original`: toml_edit ends every line it writes with `\n`
+/// (the install's untouched lines too), so when `original`'s lines mostly end in `\r\n`,
+/// every `\n` that ends a line of `text` gets its `\r` back. A newline inside a multi-line
+/// string is part of the string's value (a TOML parser keeps `\r\n` there as written) and
+/// is left as it is: an install's own multi-line strings keep theirs, an imported one keeps
+/// the bundle's.
+fn with_line_endings_of(original: &str, text: String) -> String {
+    let crlf = original.matches("\r\n").count();
+    let lf = original.matches('\n').count() - crlf;
+    if crlf == 0 || crlf < lf {
+        return text;
+    }
+    #[derive(PartialEq)]
+    enum In {
+        Line,
+        Comment,
+        Basic,
+        Literal,
+        MultiBasic,
+        MultiLiteral,
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() + bytes.len() / 16);
+    let mut state = In::Line;
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let triple = |q: u8| bytes[i..].starts_with(&[q, q, q]);
+        match state {
+            In::Line | In::Comment if b == b'\n' => {
+                if out.last() != Some(&b'\r') {
+                    out.push(b'\r');
+                }
+                state = In::Line;
+            }
+            In::Line if b == b'#' => state = In::Comment,
+            In::Line if b == b'"' || b == b'\'' => {
+                let multi = triple(b);
+                state = match (b, multi) {
+                    (b'"', true) => In::MultiBasic,
+                    (b'"', false) => In::Basic,
+                    (_, true) => In::MultiLiteral,
+                    (_, false) => In::Literal,
+                };
+                if multi {
+                    out.extend_from_slice(&bytes[i..i + 3]);
+                    i += 3;
+                    continue;
+                }
+            }
+            In::Basic | In::MultiBasic if b == b'\\' => {
+                // An escape: the next byte (a quote, a backslash, a line-ending newline) is
+                // the string's.
+                let end = (i + 2).min(bytes.len());
+                out.extend_from_slice(&bytes[i..end]);
+                i = end;
+                continue;
+            }
+            In::Basic if b == b'"' => state = In::Line,
+            In::Literal if b == b'\'' => state = In::Line,
+            In::MultiBasic | In::MultiLiteral => {
+                let q = if state == In::MultiBasic { b'"' } else { b'\'' };
+                if triple(q) {
+                    // The closing quotes, after up to two quotes of content.
+                    let run = bytes[i..].iter().take_while(|&&c| c == q).count().min(5);
+                    out.extend_from_slice(&bytes[i..i + run]);
+                    i += run;
+                    state = In::Line;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(b);
+        i += 1;
+    }
+    String::from_utf8(out).expect("only `\\r` was added, before a `\\n`")
 }
 
 fn count(store: &Store, tree: &ObjectId) -> Result<(u64, u64), ImportError> {
@@ -702,7 +844,7 @@ pub fn apply(
     })? {
         return Err(ImportError::Busy { path: root.clone() });
     }
-    let (now, meta) = read_config(&plan.config_path)?;
+    let (now, meta) = read_planned_config(plan)?;
     if now != plan.old_config {
         return Err(ImportError::ConfigChanged {
             path: plan.config_path.clone(),
@@ -719,6 +861,17 @@ pub fn apply(
         undo.run();
     }
     result
+}
+
+/// `config.toml` as it is now, read from the file the plan decided to write: a symlink that
+/// points elsewhere since the plan is a change (`ConfigChanged`).
+fn read_planned_config(plan: &ImportPlan) -> Result<(String, fs::Metadata), ImportError> {
+    if config_target(&plan.config_path)? != plan.config_target {
+        return Err(ImportError::ConfigChanged {
+            path: plan.config_path.clone(),
+        });
+    }
+    read_config(&plan.config_target)
 }
 
 fn read_config(path: &Path) -> Result<(String, fs::Metadata), ImportError> {
@@ -767,7 +920,7 @@ fn write_all(
             })?;
             filled.push(path.clone());
         }
-        text = doc.to_string();
+        text = with_line_endings_of(&plan.old_config, doc.to_string());
         let before = Install::from_toml_str(root, &plan.old_config).map_err(|source| {
             ImportError::Install {
                 root: root.clone(),
@@ -784,7 +937,7 @@ fn write_all(
         progress.check_cancel().map_err(interrupted)?;
         let req = PublishRequest {
             dest: &t.dest,
-            force: plan.force,
+            force: t.replaces.is_some(),
             sources: &[],
             store: Some(store.root()),
             bundle: NO_MARKER,
@@ -827,13 +980,13 @@ fn write_all(
 
     hooks::seam("import-step", "config");
     progress.check_cancel().map_err(interrupted)?;
-    let (now, _) = read_config(&plan.config_path)?;
+    let (now, _) = read_planned_config(plan)?;
     if now != plan.old_config {
         return Err(ImportError::ConfigChanged {
             path: plan.config_path.clone(),
         });
     }
-    write_file(store, &plan.config_path, true, keep, None, text)?;
+    write_file(store, &plan.config_target, true, keep, None, text)?;
     Ok(Imported {
         alias: plan.alias.clone(),
         content_id: plan.content_id,
@@ -916,5 +1069,42 @@ fn replace_string(item: &mut toml_edit::Item, value: String) -> Result<(), Strin
             Ok(())
         }
         _ => Err("is not a string".to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_line_endings_of;
+
+    /// toml_edit writes LF for every line but keeps CRLF inside a multi-line string; the
+    /// conversion gives every line CRLF again and changes no value, not even one of a
+    /// multi-line string with quotes, escapes or `#` in it.
+    #[test]
+    fn crlf_comes_back_and_no_value_changes() {
+        let original = "a = 1\r\ns = '''\r\nl1\r\nl2'''\r\n[t]\r\nx = \"\"\"\r\nm\r\n\"\"\"\r\n";
+        let mut doc: toml_edit::DocumentMut = original.parse().expect("parses");
+        doc["t"]["y"] = toml_edit::value("new\nline");
+        doc["t"]["z"] = toml_edit::value("q \"\"\" and ''' # not \\ a comment\nz\"");
+        doc["t"]["w"] = toml_edit::value("it's\nnot''closed''");
+        doc["t"]["v"] = toml_edit::value("plain # \"");
+        let written = doc.to_string();
+        assert!(written.contains("a = 1\n"), "{written:?}");
+        let kept = with_line_endings_of(original, written.clone());
+        let bare = kept.replace("\r\n", "").matches('\n').count();
+        assert_eq!(
+            bare, 6,
+            "only the new strings' own newlines stay LF: {kept:?}"
+        );
+        assert!(
+            kept.starts_with("a = 1\r\ns = '''\r\nl1\r\nl2'''\r\n"),
+            "{kept:?}"
+        );
+        assert!(kept.ends_with("\r\n"), "{kept:?}");
+        let before: toml::Table = toml::from_str(&written).expect("parses");
+        let after: toml::Table = toml::from_str(&kept).expect("parses");
+        assert_eq!(before, after, "{written:?}\n{kept:?}");
+        // Mostly LF: left alone.
+        let lf = "a = 1\nb = 2\nc = '''\r\nx'''\n";
+        assert_eq!(with_line_endings_of(lf, lf.to_string()), lf);
     }
 }

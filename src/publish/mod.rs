@@ -68,7 +68,7 @@ mod file;
 mod recover;
 mod replace;
 mod resolve;
-pub(crate) use resolve::lies_inside;
+pub(crate) use resolve::{lies_inside, resolve_path};
 mod snapshot;
 mod stage;
 mod swap;

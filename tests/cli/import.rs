@@ -43,7 +43,7 @@ pub(crate) fn onboarded(env: &TestEnv, name: &str) -> PathBuf {
     root
 }
 
-fn import(env: &TestEnv, source: &Path, install: &Path, extra: &[&str]) -> Run {
+pub(crate) fn import(env: &TestEnv, source: &Path, install: &Path, extra: &[&str]) -> Run {
     let mut args = vec![
         "import".to_string(),
         source.to_string_lossy().into_owned(),
@@ -55,7 +55,7 @@ fn import(env: &TestEnv, source: &Path, install: &Path, extra: &[&str]) -> Run {
 }
 
 /// Every path under `root` with its bytes and permission bits (directories: no bytes).
-fn state(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
+pub(crate) fn state(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
     snapshot_of(root)
         .into_iter()
         .map(|(p, (bytes, mode, _))| (p, (bytes, mode)))
@@ -63,7 +63,7 @@ fn state(root: &Path) -> BTreeMap<PathBuf, (Vec<u8>, u32)> {
 }
 
 /// The bundle of `researcher` from the standard test install, exported by us.
-fn our_bundle(env: &TestEnv) -> (Install, PathBuf) {
+pub(crate) fn our_bundle(env: &TestEnv) -> (Install, PathBuf) {
     let install = Install::new(env);
     let out = env.path("bundle");
     export(env, &install, &out, &[], &[]).ok();
@@ -87,7 +87,7 @@ fn reviewed(env: &TestEnv, bundle: &Path, install: &Path) -> (String, String) {
     )
 }
 
-fn loads(root: &Path) -> Config {
+pub(crate) fn loads(root: &Path) -> Config {
     let text = fs::read_to_string(root.join("config.toml")).unwrap();
     let config: Config = toml::from_str(&text)
         .unwrap_or_else(|e| panic!("the imported config does not load in ZeroClaw: {e}\n{text}"));
@@ -258,7 +258,7 @@ fn a_pipe_needs_expect_or_yes_and_a_second_import_runs_after_it() {
     loads(&y);
 }
 
-const CROWDED: &str = r#"schema_version = 3
+pub(crate) const CROWDED: &str = r#"schema_version = 3
 
 # The operator's own notes: kept.
 [providers.models.anthropic.main]
@@ -720,7 +720,7 @@ fn on_a_terminal_it_asks_and_stores_a_typed_secret_encrypted() {
 }
 
 /// Copies `bundle` to `name` with its config fragment and manifest edited by `edit`.
-fn hostile(
+pub(crate) fn hostile(
     env: &TestEnv,
     bundle: &Path,
     name: &str,
@@ -852,13 +852,13 @@ fn a_skill_directory_inside_or_around_a_local_bundle_is_refused() {
     let y = env.path("y");
     write(
         &y.join("config.toml"),
-        b"schema_version = 3\n\n# mine\n[skill_bundles.tools]\n",
+        b"schema_version = 3\n\n# mine\n[skill_bundles.tools]\ndirectory = \"shared/team/tools\"\n",
     );
-    write(&y.join("shared/skills/tools/good/SKILL.md"), b"# mine\n");
+    write(&y.join("shared/team/tools/good/SKILL.md"), b"# mine\n");
     let before = snapshot_of(&y);
     for (name, directory) in [
-        ("inside", "shared/skills/tools/research_tools"),
-        ("around", "shared"),
+        ("inside", "shared/team/tools/research_tools"),
+        ("around", "shared/team"),
     ] {
         let source = hostile(&env, &bundle, name, |c, m| {
             let c = c.replace(

@@ -13,6 +13,7 @@ mod help_text;
 mod hostile_records;
 mod hostile_trees;
 mod import;
+mod import_paths;
 mod import_trust;
 mod json_schema;
 mod mount;
