@@ -24,6 +24,7 @@ mod remote_read;
 mod remote_s3;
 mod review;
 mod sign;
+mod small_files;
 mod store_cli;
 mod store_in_tree;
 mod store_overlap;

@@ -969,8 +969,9 @@ fn a_key_or_allowed_signers_file_too_large_is_refused_not_read_whole() {
         1,
         "key big: cannot be read: it is larger than 1048576 bytes",
     );
+    // A device is refused by type, before any read.
     env.run(&["sign", &id, "--key", "/dev/zero"])
-        .fails(1, "more than an SSH private key can be");
+        .fails(1, "it is a character device, not a regular file");
     // An allowed_signers file is refused past 64 MiB (a sparse file: no disk used).
     let huge = fs::File::create(env.path("huge")).unwrap();
     huge.set_len((64 << 20) + 1).unwrap();
