@@ -204,18 +204,7 @@ pub fn plan(
             });
         }
     }
-    if let Some(expect) = req.expect {
-        if source::is_hex(expect) && expect.trim().len() < source::EXPECT_MIN_HEX {
-            return Err(ImportError::BadArgument {
-                arg: format!("--expect {expect}"),
-                problem: format!(
-                    "an id prefix needs at least {} hex digits (a shorter one can be matched \
-                     by content made to match it); pass the content id review printed",
-                    source::EXPECT_MIN_HEX
-                ),
-            });
-        }
-    }
+    let expect = req.expect.map(source::check_expect).transpose()?;
     let old_config = fs::read_to_string(&config_path).map_err(|source| ImportError::Read {
         path: config_path.clone(),
         source,
@@ -236,11 +225,11 @@ pub fn plan(
 
     let (snapshot, kind) = source::capture(store, req.source, req.require, progress)?;
     let bundle = source::read(store, snapshot, kind)?;
-    if let Some(expect) = req.expect {
-        if !source::matches_expect(store, &bundle, expect) {
+    if let Some(expect) = &expect {
+        if !source::matches_expect(&bundle, expect)? {
             return Err(ImportError::NotExpected {
                 arg: req.source.to_string_lossy().into_owned(),
-                expected: expect.to_string(),
+                expected: expect.clone(),
                 actual: bundle.content_id(),
             });
         }
