@@ -599,8 +599,9 @@ pub struct ImportArgs {
     /// Print the whole plan (config diff, files, namespacing, backup) and write nothing
     #[arg(long)]
     pub dry_run: bool,
-    /// Refuse unless the content id is this one (a full id or a prefix of 16+ hex digits, from
-    /// `review`), even if the source changed since
+    /// Refuse unless the content id is this one (the content id `review` prints, in full or a
+    /// prefix of 16+ hex digits; a ref or a snapshot id is refused), even if the source changed
+    /// since
     #[arg(long, value_name = "ID")]
     pub expect: Option<String>,
     /// Import without asking (needed in a pipe unless --expect is given)

@@ -26,6 +26,9 @@ use crate::publish::{publish_file, FileError, FileRequest};
 /// The directory (inside the install) holding one provenance file per imported agent.
 pub const DIR: &str = ".zeroclaw-bundle/imports";
 
+/// A provenance file above this is refused, never read whole (one is a few hundred bytes).
+const RECORD_CAP: u64 = 1 << 20;
+
 /// What one import recorded about the agent it created.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
@@ -152,7 +155,7 @@ pub fn write(
 }
 
 fn read_file(file: &Path) -> Result<Option<Provenance>, ProvenanceError> {
-    let text = match fs::read_to_string(file) {
+    let text = match crate::sys::read_small_text(file, RECORD_CAP, "an import provenance file") {
         Ok(text) => text,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {

@@ -1,7 +1,9 @@
 //! The only file of this crate that calls rustix: directory fds, no-follow opens and stats,
 //! `renameat2` (NOREPLACE, EXCHANGE), `mkdirat`, `unlinkat`, fsync. Safe wrappers only
 //! (`unsafe` is forbidden workspace-wide). Everything takes a directory fd plus a single name
-//! component, so callers never re-resolve a path by name.
+//! component, so callers never re-resolve a path by name; the exceptions take a path the
+//! operator gave: anchor directories, and [`read_small_file`], the one reader of config-like
+//! files (regular files only, checked on the descriptor, and capped).
 
 use std::fs::File;
 use std::io;
@@ -107,6 +109,94 @@ pub fn open_file_at(dir: BorrowedFd<'_>, name: &[u8]) -> io::Result<File> {
         Mode::empty(),
     )?;
     Ok(File::from(fd))
+}
+
+/// What a file of type `ft` is, for a message (`a FIFO`, `a directory`, ...).
+fn kind_name(ft: rustix::fs::FileType) -> &'static str {
+    use rustix::fs::FileType as T;
+    match ft {
+        T::RegularFile => "a regular file",
+        T::Directory => "a directory",
+        T::Symlink => "a symbolic link",
+        T::Fifo => "a FIFO",
+        T::Socket => "a socket",
+        T::CharacterDevice => "a character device",
+        T::BlockDevice => "a block device",
+        _ => "a special file",
+    }
+}
+
+/// `IsADirectory` for a directory (callers that treat one as absent match it), `InvalidInput`
+/// for anything else.
+fn not_regular(ft: rustix::fs::FileType) -> io::Error {
+    let kind = if ft == rustix::fs::FileType::Directory {
+        io::ErrorKind::IsADirectory
+    } else {
+        io::ErrorKind::InvalidInput
+    };
+    io::Error::new(kind, format!("it is {}, not a regular file", kind_name(ft)))
+}
+
+/// Opens `path` for reading when it is a regular file (through symlinks: a config kept in a
+/// dotfiles repository is the operator's own layout), and says what it is otherwise (`it is
+/// a FIFO, not a regular file`: see `not_regular` for the error kinds). A stat first keeps an open(2) away
+/// from devices, where opening alone can act (a tape rewinds, a modem line is raised); the
+/// open itself is `O_NONBLOCK` so a FIFO swapped in after that stat cannot block it (open(2):
+/// a read-only FIFO open waits for a writer otherwise), and `fstat` of the descriptor decides.
+/// `O_NONBLOCK` is cleared before the file is handed out (it means nothing for a regular file,
+/// but the caller gets an ordinary descriptor). Also returns the descriptor's stat.
+pub fn open_regular(path: &Path) -> io::Result<(File, Stat)> {
+    let before = rustix::fs::stat(path)?;
+    let ft = rustix::fs::FileType::from_raw_mode(before.st_mode);
+    if ft != rustix::fs::FileType::RegularFile {
+        return Err(not_regular(ft));
+    }
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let st = rustix::fs::fstat(&fd)?;
+    let ft = rustix::fs::FileType::from_raw_mode(st.st_mode);
+    if ft != rustix::fs::FileType::RegularFile {
+        return Err(not_regular(ft));
+    }
+    let flags = rustix::fs::fcntl_getfl(&fd)?;
+    rustix::fs::fcntl_setfl(&fd, flags - OFlags::NONBLOCK)?;
+    Ok((File::from(fd), convert(st)))
+}
+
+/// The one reader of the small files an operator points the tool at (allowed_signers,
+/// `trust.toml`, `remotes.toml`, AWS files, keys, signature files, an install's
+/// `config.toml`): a regular file only ([`open_regular`]: a FIFO or `/dev/zero` is refused by
+/// name, never read), and whole only when it holds at most `cap` bytes. A larger one is an
+/// `InvalidData` error naming the cap, refused from its size before anything is read, and
+/// never read past `cap + 1` bytes should it grow meanwhile. `what` completes "more than
+/// ... can be".
+pub fn read_small_file(path: &Path, cap: u64, what: &str) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let too_large = || {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("it is larger than {cap} bytes, more than {what} can be"),
+        )
+    };
+    let (file, st) = open_regular(path)?;
+    if st.size > cap {
+        return Err(too_large());
+    }
+    let mut out = Vec::with_capacity(st.size as usize);
+    file.take(cap + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > cap {
+        return Err(too_large());
+    }
+    Ok(out)
+}
+
+/// [`read_small_file`] of a text file: not UTF-8 is an `InvalidData` error saying so.
+pub fn read_small_text(path: &Path, cap: u64, what: &str) -> io::Result<String> {
+    String::from_utf8(read_small_file(path, cap, what)?)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "it is not UTF-8 text"))
 }
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
@@ -617,5 +707,52 @@ mod tests {
             std::fs::write(big.join(i.to_string()), b"").unwrap();
         }
         assert_eq!(did(root.as_fd(), b"big", 2), (1, WARM_STATS, 0));
+    }
+
+    #[test]
+    fn small_files_are_regular_files_only_and_capped() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("f");
+        std::fs::write(&file, b"twelve bytes").unwrap();
+        assert_eq!(read_small_file(&file, 12, "x").unwrap(), b"twelve bytes");
+        let link = tmp.path().join("link");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert_eq!(read_small_text(&link, 12, "x").unwrap(), "twelve bytes");
+        let e = read_small_file(&file, 11, "a thing").unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert_eq!(
+            e.to_string(),
+            "it is larger than 11 bytes, more than a thing can be"
+        );
+        // A FIFO nobody writes: refused at once, not waited on.
+        let fifo = tmp.path().join("fifo");
+        rustix::fs::mkfifoat(CWD, &fifo, Mode::from_raw_mode(0o600)).unwrap();
+        let e = read_small_file(&fifo, 1 << 20, "x").unwrap_err();
+        assert_eq!(e.to_string(), "it is a FIFO, not a regular file");
+        // Through a symlink to an endless device: refused, never read.
+        let zero = tmp.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = read_small_file(&zero, 1 << 20, "x").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "it is a character device, not a regular file"
+        );
+        let e = read_small_file(tmp.path(), 1 << 20, "x").unwrap_err();
+        assert_eq!(e.to_string(), "it is a directory, not a regular file");
+        std::fs::write(&file, b"\xff").unwrap();
+        assert!(read_small_text(&file, 12, "x").is_err());
+        assert_eq!(
+            read_small_file(&tmp.path().join("none"), 1, "x")
+                .unwrap_err()
+                .kind(),
+            io::ErrorKind::NotFound
+        );
+        // The descriptor handed out blocks again (O_NONBLOCK cleared).
+        std::fs::write(&file, b"x").unwrap();
+        let (f, st) = open_regular(&file).unwrap();
+        assert_eq!(st.kind, FileKind::File);
+        assert!(!rustix::fs::fcntl_getfl(&f)
+            .unwrap()
+            .contains(OFlags::NONBLOCK));
     }
 }

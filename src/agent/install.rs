@@ -11,7 +11,6 @@
 //! secret decryption are not applied: a bundle describes the install's file, and every secret
 //! is scrubbed anyway.
 
-use std::fs;
 use std::path::{Path, PathBuf};
 
 use zeroclaw_config::migration;
@@ -97,15 +96,20 @@ pub struct Install {
     degraded_reason: Option<String>,
 }
 
+/// An install's `config.toml` above this is refused, never read whole (the real ones are a
+/// few KiB; a FIFO or `/dev/zero` in its place is refused by type before any read).
+pub(crate) const CONFIG_CAP: u64 = 16 << 20;
+
 impl Install {
     /// Read and load `<root>/config.toml`. A parse error names the file and the line; a
     /// schema version newer than the pinned ZeroClaw's is refused by name.
     pub fn load(root: &Path) -> Result<Install, AgentError> {
         let path = root.join(CONFIG_FILE);
-        let text = fs::read_to_string(&path).map_err(|source| AgentError::ReadConfig {
-            path: path.clone(),
-            source,
-        })?;
+        let text = crate::sys::read_small_text(&path, CONFIG_CAP, "a ZeroClaw config.toml")
+            .map_err(|source| AgentError::ReadConfig {
+                path: path.clone(),
+                source,
+            })?;
         Self::parse(root, &path, &text)
     }
 
@@ -273,7 +277,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let err = Install::load(dir.path()).expect_err("no config");
         assert!(err.to_string().contains("config.toml"), "{err}");
-        fs::write(
+        std::fs::write(
             dir.path().join("config.toml"),
             "schema_version = 3\n[agents.b]\n[agents.a]\n",
         )

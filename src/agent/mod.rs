@@ -44,6 +44,7 @@ pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
 pub use grants::{bundle_grants, Grant, GrantKind};
+pub(crate) use install::CONFIG_CAP;
 pub use install::{install_root, Install};
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{

@@ -217,23 +217,15 @@ pub fn plan(
             });
         }
     }
-    if let Some(expect) = req.expect {
-        if source::is_hex(expect) && expect.trim().len() < source::EXPECT_MIN_HEX {
-            return Err(ImportError::BadArgument {
-                arg: format!("--expect {expect}"),
-                problem: format!(
-                    "an id prefix needs at least {} hex digits (a shorter one can be matched \
-                     by content made to match it); pass the content id review printed",
-                    source::EXPECT_MIN_HEX
-                ),
-            });
-        }
-    }
+    let expect = req.expect.map(source::check_expect).transpose()?;
     let config_target = config_target(&config_path)?;
-    let old_config = fs::read_to_string(&config_target).map_err(|source| ImportError::Read {
-        path: config_path.clone(),
-        source,
-    })?;
+    // A regular file only, capped: a FIFO or a device in its place is refused, not waited on.
+    let old_config =
+        crate::sys::read_small_text(&config_target, crate::agent::CONFIG_CAP, "a config.toml")
+            .map_err(|source| ImportError::Read {
+                path: config_path.clone(),
+                source,
+            })?;
     let install =
         Install::from_toml_str(&root, &old_config).map_err(|source| ImportError::Install {
             root: root.clone(),
@@ -250,11 +242,11 @@ pub fn plan(
 
     let (snapshot, kind) = source::capture(store, req.source, req.require, progress)?;
     let bundle = source::read(store, snapshot, kind)?;
-    if let Some(expect) = req.expect {
-        if !source::matches_expect(store, &bundle, expect) {
+    if let Some(expect) = &expect {
+        if !source::matches_expect(&bundle, expect)? {
             return Err(ImportError::NotExpected {
                 arg: req.source.to_string_lossy().into_owned(),
-                expected: expect.to_string(),
+                expected: expect.clone(),
                 actual: bundle.content_id(),
             });
         }
@@ -879,9 +871,10 @@ fn read_config(path: &Path) -> Result<(String, fs::Metadata), ImportError> {
         path: path.to_path_buf(),
         source,
     };
-    let file = fs::File::open(path).map_err(read)?;
+    let (file, _) = crate::sys::open_regular(path).map_err(read)?;
     let meta = file.metadata().map_err(read)?;
-    let text = std::io::read_to_string(file).map_err(read)?;
+    let text = std::io::read_to_string(std::io::Read::take(file, crate::agent::CONFIG_CAP + 1))
+        .map_err(read)?;
     Ok((text, meta))
 }
 

@@ -182,33 +182,56 @@ pub fn read(store: &Store, id: ObjectId, kind: SourceKind) -> Result<StoredBundl
 /// 8 hex digits (32 bits) are found by trying a few billion variants of a file, 16 are not.
 pub const EXPECT_MIN_HEX: usize = 16;
 
-/// Whether `expect` is hex digits only (an id or id prefix, never a ref name).
-pub fn is_hex(expect: &str) -> bool {
-    let expect = expect.trim();
-    !expect.is_empty() && expect.chars().all(|c| c.is_ascii_hexdigit())
+/// Checks `--expect` before anything is captured: the content id `review` printed, in full or
+/// as a prefix of at least [`EXPECT_MIN_HEX`] hex digits. Anything else is refused: a ref
+/// (`agent/researcher`) is no pin, since the source becomes that ref when it is captured and
+/// would match itself; a shorter prefix can be matched by content made to match it.
+/// Returns the id (prefix) in lowercase.
+pub fn check_expect(expect: &str) -> Result<String, ImportError> {
+    let given = expect.trim();
+    let bad = |problem: String| ImportError::BadArgument {
+        arg: format!("--expect {expect}"),
+        problem,
+    };
+    let hex = !given.is_empty() && given.chars().all(|c| c.is_ascii_hexdigit());
+    if !hex {
+        return Err(bad(format!(
+            "is not a content id; pass the content id `review` printed (64 hex digits, or a \
+             prefix of {EXPECT_MIN_HEX} or more): a ref or a name is no pin, since the source \
+             becomes that ref when it is captured and would match itself"
+        )));
+    }
+    if given.len() < EXPECT_MIN_HEX {
+        return Err(bad(format!(
+            "an id prefix needs at least {EXPECT_MIN_HEX} hex digits (a shorter one can be \
+             matched by content made to match it); pass the content id review printed"
+        )));
+    }
+    if given.len() > 64 {
+        return Err(bad(
+            "is longer than a content id (64 hex digits); pass the content id review printed"
+                .to_string(),
+        ));
+    }
+    Ok(given.to_ascii_lowercase())
 }
 
-/// Whether `expect` (a full id or an id prefix of at least [`EXPECT_MIN_HEX`] hex digits of
-/// the content id or of the snapshot id, or any snapshot ref of the store whose content is the
-/// same) names `bundle`. Hex digits are only ever an id (a shorter prefix matches nothing).
-pub fn matches_expect(store: &Store, bundle: &StoredBundle, expect: &str) -> bool {
-    let expect = expect.trim();
-    if is_hex(expect) {
-        if expect.len() < EXPECT_MIN_HEX {
-            return false;
-        }
-        let lower = expect.to_ascii_lowercase();
-        if [bundle.content_id(), bundle.snapshot]
-            .iter()
-            .any(|id| id.to_hex().starts_with(&lower))
-        {
-            return true;
-        }
-        return false;
+/// Whether `expect` (as [`check_expect`] returned it) is the content id of `bundle` or a
+/// prefix of it. `Err` when it is not, but names the bundle's snapshot instead: that is a
+/// mistake of hand, said so (the content id is what review prints and what is pinned).
+pub fn matches_expect(bundle: &StoredBundle, expect: &str) -> Result<bool, ImportError> {
+    if bundle.content_id().to_hex().starts_with(expect) {
+        return Ok(true);
     }
-    store
-        .resolve(expect)
-        .ok()
-        .and_then(|id| store.read_snapshot(&id).ok())
-        .is_some_and(|s| s.root == bundle.content_id())
+    if bundle.snapshot.to_hex().starts_with(expect) {
+        return Err(ImportError::BadArgument {
+            arg: format!("--expect {expect}"),
+            problem: format!(
+                "is the snapshot id of the source, not its content id; pass the content id \
+                 review printed (here {})",
+                bundle.content_id()
+            ),
+        });
+    }
+    Ok(false)
 }

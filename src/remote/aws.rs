@@ -70,9 +70,12 @@ fn parse_ini(text: &str) -> Ini {
     out
 }
 
+/// The AWS files hold a few profiles: a larger one is refused, never read whole.
+const AWS_FILE_CAP: u64 = 1 << 20;
+
 /// Reads `path`; a missing file is an empty one.
 fn read_ini(path: &Path) -> Result<Option<Ini>, RemoteError> {
-    match std::fs::read_to_string(path) {
+    match crate::sys::read_small_text(path, AWS_FILE_CAP, "an AWS credentials or config file") {
         Ok(text) => Ok(Some(parse_ini(&text))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(RemoteError::Config {

@@ -1,9 +1,10 @@
 //! One remote opened through `object_store`, with the current-thread tokio runtime that runs
 //! its requests; every method blocks until its request is done, or until SIGINT/SIGTERM asks
 //! the command to stop: every request runs beside a watcher of the interrupt flag, so a read
-//! stuck in the kernel (a FIFO in a `file://` remote, a hung network filesystem: the local
-//! backend reads on tokio's blocking pool) is abandoned at the first signal, and dropping the
-//! remote never waits for it.
+//! stuck in the kernel (a hung network filesystem: the local backend reads on tokio's blocking
+//! pool) is abandoned at the first signal, and dropping the remote never waits for it. A
+//! `file://` remote reads regular files only (see `local`): a FIFO or a device where a key
+//! should be is refused at once, never waited on.
 //!
 //! Listings take only the direct entries of a directory whose names the layout expects;
 //! anything else (a `README` under `snapshots/`, a subdirectory) is ignored and named in
@@ -101,8 +102,8 @@ pub struct Remote {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        // A request abandoned at a signal may still block a thread of the blocking pool (an
-        // open(2) of a FIFO): do not wait for it.
+        // A request abandoned at a signal may still block a thread of the blocking pool (a
+        // hung network filesystem): do not wait for it.
         if let Some(rt) = self.rt.take() {
             rt.shutdown_background();
         }
@@ -183,7 +184,9 @@ impl Remote {
                     "{dir} is not a directory (a wrong path, or nothing was pushed there yet)"
                 )));
             }
-            Arc::new(LocalFileSystem::new_with_prefix(dir).map_err(|e| invalid(e.to_string()))?)
+            Arc::new(super::local::RegularFiles::new(
+                LocalFileSystem::new_with_prefix(dir).map_err(|e| invalid(e.to_string()))?,
+            ))
         };
         let counters = Counters::default();
         let s3 = spec.url.strip_prefix("s3://").map(|rest| {
@@ -300,6 +303,14 @@ impl Remote {
     /// fixes by checking one setting say which (see [`explain_s3`]); anything else is the
     /// object store's own text.
     fn explain(&self, e: &object_store::Error) -> String {
+        if let object_store::Error::Generic {
+            store: super::local::STORE,
+            source,
+        } = e
+        {
+            // Already one line naming the file and what is wrong with it.
+            return source.to_string();
+        }
         let text = e.to_string();
         let Some((bucket, endpoint)) = &self.s3 else {
             return text;

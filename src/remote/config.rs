@@ -127,8 +127,11 @@ pub fn validate(spec: &RemoteSpec) -> Result<(), RemoteError> {
     Ok(())
 }
 
+/// `remotes.toml` names a few remotes: a larger one is refused, never read whole.
+const REMOTES_CAP: u64 = 1 << 20;
+
 fn read_doc(path: &Path) -> Result<DocumentMut, RemoteError> {
-    match fs::read_to_string(path) {
+    match crate::sys::read_small_text(path, REMOTES_CAP, "a remotes.toml") {
         Ok(text) => text
             .parse::<DocumentMut>()
             .map_err(|e| config_err(path, format!("not valid TOML: {e}"))),

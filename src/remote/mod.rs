@@ -49,6 +49,7 @@ mod client;
 mod config;
 mod counting;
 mod gc;
+mod local;
 mod sync;
 mod view;
 

@@ -114,13 +114,13 @@ impl std::fmt::Display for Refusal {
 impl AllowedSigners {
     /// Reads and parses `path`.
     pub fn load(path: &Path) -> Result<AllowedSigners, SignError> {
-        let text = super::read_capped(path, FILE_CAP, "an allowed_signers file").map_err(|e| {
-            SignError::Io {
+        let text = crate::sys::read_small_file(path, FILE_CAP, "an allowed_signers file").map_err(
+            |e| SignError::Io {
                 op: "read the allowed signers file",
                 path: path.to_path_buf(),
                 source: e,
-            }
-        })?;
+            },
+        )?;
         let text = String::from_utf8(text).map_err(|_| SignError::AllowedSigners {
             path: path.to_path_buf(),
             line: 0,

@@ -12,6 +12,9 @@ use toml_edit::{value, DocumentMut};
 
 use super::{AllowedSigners, SignError};
 
+/// `trust.toml` holds two settings: a larger one is refused, never read whole.
+const TRUST_CAP: u64 = 1 << 20;
+
 /// The settings file of a store.
 pub fn file_of(store_root: &Path) -> PathBuf {
     store_root.join("trust.toml")
@@ -29,7 +32,7 @@ pub struct TrustSettings {
 /// Reads the store's settings (none set when the file is absent).
 pub fn load_trust(store_root: &Path) -> Result<TrustSettings, SignError> {
     let path = file_of(store_root);
-    let text = match fs::read_to_string(&path) {
+    let text = match crate::sys::read_small_text(&path, TRUST_CAP, "a trust.toml") {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(TrustSettings::default()),
         Err(e) => {

@@ -99,7 +99,7 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
     };
     // The key file's bytes and the passphrase are wiped from memory when dropped.
     let text = zeroize::Zeroizing::new(
-        super::read_capped(path, KEY_CAP, "an SSH private key").map_err(|e| {
+        crate::sys::read_small_file(path, KEY_CAP, "an SSH private key").map_err(|e| {
             key_err(match e.kind() {
                 std::io::ErrorKind::NotFound => format!(
                     "no such key file (chosen from {}); pass --key FILE, or create one with \

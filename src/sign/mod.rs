@@ -535,40 +535,26 @@ fn rsa_sign(key: &ssh_key::private::RsaKeypair, id: &ObjectId) -> ssh_key::Resul
     )
 }
 
-/// Reads `path` whole when it holds at most `cap` bytes; a larger file, or an endless one
-/// (`/dev/zero`, a FIFO that keeps writing), is an `InvalidData` error saying so after `cap`
-/// bytes, never a read that fills the memory. `what` completes "more than ... can be".
-pub(crate) fn read_capped(path: &Path, cap: u64, what: &str) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut out = Vec::new();
-    std::fs::File::open(path)?
-        .take(cap + 1)
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > cap {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("it is larger than {cap} bytes, more than {what} can be"),
-        ));
-    }
-    Ok(out)
-}
-
-/// Reads a signature file (or stdin for `-`), at most the store's signature size.
+/// Reads a signature file (a regular file: see [`crate::sys::read_small_file`]; stdin for
+/// `-`), at most the store's signature size.
 fn read_limited(path: &Path) -> Result<Vec<u8>, SignError> {
     use std::io::Read;
-    let limit = zeroclaw_bundle_store::MAX_SIGNATURE_BYTES as u64 + 1;
-    let mut out = Vec::new();
+    let limit = zeroclaw_bundle_store::MAX_SIGNATURE_BYTES as u64;
     let read = if path == Path::new("-") {
-        std::io::stdin().lock().take(limit).read_to_end(&mut out)
+        let mut out = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(limit + 1)
+            .read_to_end(&mut out)
+            .map(|_| out)
     } else {
-        std::fs::File::open(path).and_then(|f| f.take(limit).read_to_end(&mut out))
+        crate::sys::read_small_file(path, limit, "a signature")
     };
     read.map_err(|e| SignError::Io {
         op: "read the signature",
         path: path.to_path_buf(),
         source: e,
-    })?;
-    Ok(out)
+    })
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! colliding aliases of every kind are namespaced with every reference rewritten, the install's
 //! own entries and comments untouched; an identical entry is reused; `--map` points at a local
 //! entry (and must name one); `--dry-run` writes nothing (every byte and mtime compared);
-//! `--expect` refuses a directory changed since review; a dangling reference fails by name and
+//! `--expect` refuses a directory changed since review, and takes only a content id (a ref
+//! matched the capture it was to check); a dangling reference fails by name and
 //! writes nothing; a full disk leaves the install as it was; a kill at each step leaves
 //! `config.toml` unchanged and the next import (after `recover`) works; a pipe without
 //! `--expect`/`--yes` is refused; the round trip (export, import, export) gives the same
@@ -480,6 +481,92 @@ fn expect_refuses_a_bundle_changed_since_review() {
         Path::new(&snapshot),
         &y,
         &["--expect", &content[..16]],
+    )
+    .ok();
+    assert_eq!(
+        fs::read(y.join("agents/researcher/workspace/notes.md")).unwrap(),
+        b"notes\n"
+    );
+}
+
+/// `--expect` pins a content id only. A ref was no pin: the source is captured first and
+/// becomes `agent/<alias>`, so `--expect agent/researcher` matched the very bundle it was to
+/// check, and a pack swapped after review for another export of the agent was imported. A ref
+/// is refused before anything is captured; a snapshot id is refused with a word on which id to
+/// pass.
+#[test]
+fn expect_takes_a_content_id_never_a_ref_or_a_snapshot_id() {
+    let env = TestEnv::new();
+    let (x, bundle) = our_bundle(&env);
+    let y = onboarded(&env, "y");
+    let (content, snapshot) = reviewed(&env, &bundle, &y);
+
+    // The pack reviewed was swapped for another export of the same agent: unpacked into the
+    // receiving store, it is that store's agent/researcher.
+    write(&x.ws().join("notes.md"), b"swapped after review\n");
+    let swapped = export(&env, &x, &env.path("swapped"), &[], &[]).ok().json()["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    env.run(&["pack", &swapped, "--out", "swapped.zcpack"]).ok();
+    let before = state(&y);
+    let recv = env.path("recv");
+    let run = env
+        .run(&[
+            "--store",
+            recv.to_str().unwrap(),
+            "import",
+            "swapped.zcpack",
+            "--install",
+            y.to_str().unwrap(),
+            "--expect",
+            "agent/researcher",
+        ])
+        .fails(
+            1,
+            "--expect agent/researcher: is not a content id; pass the content id `review` \
+             printed",
+        );
+    assert!(run.stderr().contains("no pin"), "{}", run.describe());
+    assert_eq!(state(&y), before);
+    let recv_list = env.run(&["--store", recv.to_str().unwrap(), "-q", "list"]);
+    assert!(
+        !recv_list.stdout().contains(&swapped),
+        "captured before the argument was checked\n{}",
+        recv_list.describe()
+    );
+    write(
+        &bundle.join("workspace/notes.md"),
+        b"changed after review\n",
+    );
+    let before = state(&y);
+    let listed = env.run(&["-q", "list"]).ok().stdout();
+    for reference in ["agent/researcher", "researcher", "HEAD"] {
+        let run = import(&env, &bundle, &y, &["--expect", reference]).fails(
+            1,
+            &format!(
+                "--expect {reference}: is not a content id; pass the content id `review` printed"
+            ),
+        );
+        assert!(run.stderr().contains("no pin"), "{}", run.describe());
+        assert_eq!(state(&y), before);
+        assert_eq!(env.run(&["-q", "list"]).ok().stdout(), listed, "captured");
+    }
+    import(&env, &bundle, &y, &["--expect", &"f".repeat(65)]).fails(1, "longer than a content id");
+    // The reviewed snapshot by its snapshot id: the right content, the wrong id to pin.
+    let run = import(&env, Path::new(&snapshot), &y, &["--expect", &snapshot]).fails(
+        1,
+        "is the snapshot id of the source, not its content id; pass the content id review \
+         printed",
+    );
+    assert!(run.stderr().contains(&content), "{}", run.describe());
+    assert_eq!(state(&y), before);
+    // The content id (in any case) imports exactly what was reviewed.
+    import(
+        &env,
+        Path::new(&snapshot),
+        &y,
+        &["--expect", &content.to_ascii_uppercase()],
     )
     .ok();
     assert_eq!(

@@ -27,6 +27,7 @@ mod remote_s3;
 mod review;
 mod roundtrip;
 mod sign;
+mod small_files;
 mod store_cli;
 mod store_in_tree;
 mod store_overlap;

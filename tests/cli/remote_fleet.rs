@@ -1,7 +1,7 @@
 //! Remotes a fleet can trust (issue 18, remote side). Pins, each with the defect it catches:
 //! stray files under `snapshots/` and `index/` are ignored and named, not fatal; a lying
 //! index never makes `push` write a record nobody can pull, and a second push repairs one;
-//! a FIFO in a `file://` remote stops a pull at the first SIGTERM; remote refs by name and
+//! a FIFO or a device in a `file://` remote is refused at once, never waited on; remote refs by name and
 //! `agent/<alias>` work in pull, checkout, diff and mount; the trees pack must be the
 //! trees-only pack of its snapshot; a record is checked against its id (another snapshot's
 //! valid record is refused); remote `forget` and `gc` delete only what no snapshot reaches,
@@ -10,8 +10,7 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::export::Install;
 use crate::remote::{tree, Fleet};
@@ -138,63 +137,62 @@ fn a_lying_index_never_makes_push_write_an_unpullable_record() {
     f.assert_consistent("probe");
 }
 
-/// A FIFO where a pack should be: the pull blocks in open(2), and the first SIGTERM stops it
-/// (exit 130), leaving nothing imported and no temporary file.
+/// A FIFO where a pack or a record should be, or a symlink to `/dev/zero`: the pull
+/// (which opens both by key; listings skip what is not a regular file) is refused at once, naming the file and what it is, instead of waiting in open(2)
+/// for a writer (until a signal) or reading without end; nothing is imported and no
+/// temporary file is left. Each run has a deadline, so a regression fails instead of hanging.
 #[test]
-fn a_fifo_in_a_file_remote_never_hangs_pull_past_a_signal() {
+fn a_fifo_or_device_in_a_file_remote_is_refused_at_once() {
     let f = Fleet::file();
     let src = tree(&f.env.path("src"), 52);
     f.host("a", &[]);
     let id = f.snapshot("a", &src);
     f.on("a", &["push", &id]).ok();
-    let pack = f.env.path("remote/packs").join(&pack_names(&f)[0]);
-    fs::remove_file(&pack).unwrap();
-    let st = std::process::Command::new("mkfifo")
-        .arg(&pack)
-        .status()
-        .unwrap();
-    assert!(st.success());
     f.host("b", &[]);
-    let mut child = f
-        .command("b", &["pull", &format!("origin/{id}")])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
-    assert!(child.try_wait().unwrap().is_none(), "blocked on the FIFO");
-    let pid = child.id().to_string();
-    let kill = |sig: &str| {
-        std::process::Command::new("kill")
-            .args([sig, &pid])
-            .status()
-            .unwrap()
-    };
-    kill("-TERM");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
+    let pack = pack_names(&f)[0].clone();
+    let saved = f.env.path("saved");
+    fs::create_dir_all(&saved).unwrap();
+    let pull = ["pull".to_string(), format!("origin/{id}")];
+    let diff = [
+        "diff".to_string(),
+        format!("origin/{id}"),
+        src.to_string_lossy().into_owned(),
+    ];
+    let cases = [
+        (format!("packs/{pack}"), "FIFO", &pull[..], 1),
+        (format!("packs/{pack}"), "character device", &pull, 1),
+        // diff's exit code for trouble is 2 (1 means "they differ").
+        (format!("trees/{id}.zcpack"), "FIFO", &diff[..], 2),
+    ];
+    for (key, what, args, code) in cases {
+        let at = f.env.path("remote").join(&key);
+        let keep = saved.join("original");
+        fs::rename(&at, &keep).unwrap();
+        if what == "FIFO" {
+            let st = std::process::Command::new("mkfifo")
+                .arg(&at)
+                .status()
+                .unwrap();
+            assert!(st.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &at).unwrap();
         }
-        if Instant::now() > deadline {
-            kill("-KILL");
-            let _ = child.wait();
-            panic!("pull still running 10 s after SIGTERM (a FIFO hangs it)");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    };
-    let out = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("interrupted"), "{stderr}");
-    let listed = f.on("b", &["--json", "list"]).ok().json();
-    assert_eq!(listed.as_array().unwrap().len(), 0, "{listed}");
-    let tmp = f.env.path("b").join("tmp");
-    let left: Vec<_> = names(&tmp)
-        .into_iter()
-        .filter(|n| n.starts_with("pull-"))
-        .collect();
-    assert!(left.is_empty(), "{left:?}");
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let run = crate::util::run_within(f.command("b", &args), Duration::from_secs(60)).fails(
+            code,
+            &format!("{}: it is a {what}, not a regular file", at.display()),
+        );
+        let listed = f.on("b", &["--json", "list"]).ok().json();
+        assert_eq!(listed.as_array().unwrap().len(), 0, "{key}: {listed}");
+        let left: Vec<_> = names(&f.env.path("b").join("tmp"))
+            .into_iter()
+            .filter(|n| n.starts_with("pull-"))
+            .collect();
+        assert!(left.is_empty(), "{key}: {left:?}\n{}", run.describe());
+        fs::remove_file(&at).unwrap();
+        fs::rename(&keep, &at).unwrap();
+    }
+    f.pull_and_check("b", &id, &src);
 }
 
 /// `NAME/<name>` and `NAME/agent/<alias>` (the newest snapshot of that agent on the remote)

@@ -2,8 +2,9 @@
 //! `ssh-keygen -Y verify`, and one made by `ssh-keygen -Y sign` over the same message verifies
 //! here (interop both ways, in namespace zeroclaw-bundle@snapshot); two signers on one
 //! snapshot; `--require-signed` refuses an unsigned snapshot, a flipped byte, a signature over
-//! another snapshot, another namespace, a key not in allowed_signers and an expired
-//! `valid-before`, each with one error naming the snapshot and before anything is visible;
+//! another snapshot or over the snapshot's root tree id, another namespace, a key not in
+//! allowed_signers and an expired `valid-before`, each with one error naming the snapshot and
+//! before anything is visible;
 //! signatures survive pack, unpack, push, pull, gc and reindex, and gc drops those of a
 //! forgotten snapshot; a passphrase-protected key fails clearly without a terminal; no private
 //! key bytes reach the store, a pack, a remote or any output.
@@ -811,6 +812,59 @@ fn import_requires_signatures_like_unpack_and_before_capturing() {
     assert_ne!(fs::read(target.join("config.toml")).unwrap(), before);
 }
 
+/// A signature over the snapshot's root tree id (its content id, what `review` prints) is not
+/// one over the snapshot: the signed message is the snapshot id, which also binds when,
+/// where and as what the content was captured. One made by hand with `echo <root> |
+/// ssh-keygen -Y sign`, stored where the snapshot's signatures go, is refused by checkout,
+/// import and unpack with `--require-signed`; one over the snapshot id passes.
+#[test]
+fn a_signature_over_the_root_tree_id_is_not_a_signature_of_the_snapshot() {
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let alice = keygen(&keys, "alice", "");
+    let allowed = env.path("allowed_signers");
+    fs::write(&allowed, format!("alice@example.com {}\n", public(&alice))).unwrap();
+    let install = crate::export::Install::new(&env);
+    let id = crate::export::export(&env, &install, &env.path("bundle"), &[], &[]).json()
+        ["snapshot"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let root = env.run(&["--json", "show", &id]).ok().json()["root"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_ne!(root, id);
+    plant(&env.store, &id, &ssh_sign(&alice, NS, &message(&root)));
+    let gate = ["--require-signed", "--allowed-signers", "allowed_signers"];
+
+    let mut args = vec!["checkout", &id, "--out", "o"];
+    args.extend(gate);
+    refused(env.run(&args), &id, "does not verify over snapshot");
+    assert!(!env.path("o").exists());
+
+    let target = crate::import::onboarded(&env, "target");
+    let before = fs::read(target.join("config.toml")).unwrap();
+    let t = target.to_str().unwrap();
+    let mut args = vec!["import", &id, "--install", t, "--yes"];
+    args.extend(gate);
+    refused(env.run(&args), &id, "does not verify over snapshot");
+    assert_eq!(fs::read(target.join("config.toml")).unwrap(), before);
+
+    env.run(&["pack", &id, "--out", "root-signed.zcpack"]).ok();
+    let mut args = vec!["--store", "recv", "unpack", "root-signed.zcpack"];
+    args.extend(gate);
+    refused(env.run(&args), &id, "does not verify over snapshot");
+    assert!(!env.path("recv").exists());
+
+    // The same key over the snapshot id: accepted.
+    plant(&env.store, &id, &ssh_sign(&alice, NS, &message(&id)));
+    let mut args = vec!["checkout", &id, "--out", "o"];
+    args.extend(gate);
+    env.run(&args).ok();
+}
+
 /// The one signature stored for snapshot `id`: `ssh-keygen -Y verify` accepts it as
 /// `principal` of `allowed`, and a checkout of `id` passes `--require-signed` with `allowed`.
 #[track_caller]
@@ -969,8 +1023,9 @@ fn a_key_or_allowed_signers_file_too_large_is_refused_not_read_whole() {
         1,
         "key big: cannot be read: it is larger than 1048576 bytes",
     );
+    // A device is refused by type, before any read.
     env.run(&["sign", &id, "--key", "/dev/zero"])
-        .fails(1, "more than an SSH private key can be");
+        .fails(1, "it is a character device, not a regular file");
     // An allowed_signers file is refused past 64 MiB (a sparse file: no disk used).
     let huge = fs::File::create(env.path("huge")).unwrap();
     huge.set_len((64 << 20) + 1).unwrap();

@@ -181,6 +181,49 @@ pub fn run_command(mut c: Command) -> Run {
     Run { cmd, out }
 }
 
+/// Runs `c` (stdin empty) and waits at most `limit` for it: a child still running then is
+/// killed and the test fails saying it hung, so a command that blocks (on a FIFO, a device)
+/// fails the test instead of hanging the suite.
+#[track_caller]
+pub fn run_within(mut c: Command, limit: std::time::Duration) -> Run {
+    use std::io::Read;
+    use std::process::Stdio;
+    let cmd = format!("{c:?}");
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("could not run {cmd}: {e}"));
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut out = Vec::new();
+            let _ = r.read_to_end(&mut out);
+            out
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().expect("piped")));
+    let stderr = drain(Box::new(child.stderr.take().expect("piped")));
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{cmd} still running after {limit:?}: it hangs");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let out = Output {
+        status,
+        stdout: stdout.join().expect("stdout reader"),
+        stderr: stderr.join().expect("stderr reader"),
+    };
+    Run { cmd, out }
+}
+
 /// Copies a tree with `cp -a` (modes, links and times kept).
 pub fn copy_tree(from: &Path, to: &Path) {
     let st = Command::new("cp")
