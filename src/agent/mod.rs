@@ -38,7 +38,7 @@ mod schema;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
-pub use compare::{bundle_grants, compare_bundles, mask_secret_lines, Grant, SemanticChange};
+pub use compare::{bundle_grants, compare_bundles, mask_secrets, Grant, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
