@@ -142,9 +142,9 @@ pub struct ImportPlan {
 
 impl ImportPlan {
     /// The config change as a unified diff (`a/config.toml`, `b/config.toml`), every secret
-    /// value masked on both sides by [`crate::agent::mask_secrets`] (its context lines are the
-    /// install's own, which may hold its credentials; the secrets this import asks for are
-    /// masked by path too). Raw text: a terminal needs it escaped.
+    /// value masked on both sides on the parsed document (`agent::mask_secrets`): its context
+    /// lines are the install's own, which may hold its credentials, and the secrets this
+    /// import asks for are masked by path too. Raw text: a terminal needs it escaped.
     pub fn config_diff(&self) -> String {
         let paths: Vec<&str> = self.secrets.iter().map(|s| s.path.as_str()).collect();
         let old = crate::agent::mask_secrets(&self.old_config, &paths);
