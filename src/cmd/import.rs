@@ -8,7 +8,7 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Value};
-use zeroclaw_bundle_store::{escape_message, escape_text};
+use zeroclaw_bundle_store::{escape_message, escape_name, escape_text};
 
 use crate::agent::shown_detail;
 use crate::cli::ImportArgs;
@@ -95,7 +95,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         eprint!("{}", summary(&plan));
         if !ask(&format!(
             "Import agent {} into {}? [y/N] ",
-            plan.alias,
+            escape_text(&plan.alias),
             plan.install.display()
         ))? {
             bail!("not imported; nothing was written");
@@ -279,8 +279,8 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
     for t in &plan.trees {
         out += &format!(
             "  {} -> {} ({}, {}){}\n",
-            t.bundle_path,
-            t.dest.display(),
+            escape_text(&t.bundle_path),
+            escape_name(t.dest.as_os_str().as_encoded_bytes()),
             count(t.files, "file"),
             human_bytes(t.bytes),
             if t.replaces {
