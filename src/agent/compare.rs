@@ -22,7 +22,7 @@ use super::flags::config_flags;
 use super::grants::{key_grant, keyed, leaves, Flags};
 use super::manifest::{Manifest, RiskFlag, RiskKind};
 use super::schema::{credential_key_rule, hidden_in_display};
-use super::value::{Node, Table};
+use super::value::{join_path, Node, Table};
 
 /// One semantic change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -502,67 +502,200 @@ fn config_changes(
     }
 }
 
-/// What a masked value reads as in `diff -p`.
-const NOT_SHOWN: &str = "\"(not shown: a secret field)\"";
+/// What a masked value reads as (`diff -p`, the import's config diff): a TOML string, so the
+/// masked text still parses.
+const NOT_SHOWN: &str = "(not shown: a secret field)";
 
-/// A TOML text with the values of secret-looking keys replaced, line by line, for `diff -p`:
-/// a key the credential-name rule or the schema's secret table names (`api_key = "sk-..."`,
-/// `env = { ... }`), and every key of a table named like one (`[mcp.servers.env]`). An empty
-/// value (already scrubbed) stays as it is. Line-based, so a multi-line string's later lines
-/// are not caught; the agent section above the patch is the exact view.
-pub fn mask_secret_lines(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut secret_table = false;
-    for line in text.split_inclusive('\n') {
-        let trimmed = line.trim_start();
-        if trimmed.starts_with('[') {
-            let header = trimmed.trim_end().trim_matches(|c| c == '[' || c == ']');
-            let last = header
-                .rsplit('.')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .trim_matches('"');
-            secret_table = hidden_in_display(last);
-            out.push_str(line);
-            continue;
-        }
-        let masked = trimmed.split_once('=').and_then(|(key, value)| {
-            let key = key.trim().trim_matches(|c| c == '"' || c == '\'');
-            let name = key.rsplit('.').next().unwrap_or(key);
-            let value = value.trim();
-            let secret = secret_table || hidden_in_display(name);
-            (secret && !trimmed.starts_with('#') && value != "\"\"" && value != "''").then(|| {
-                let indent = &line[..line.len() - trimmed.len()];
-                let end = if line.ends_with('\n') { "\n" } else { "" };
-                format!("{indent}{key} = {NOT_SHOWN}{end}")
-            })
-        });
-        match masked {
-            Some(m) => out.push_str(&m),
-            None => out.push_str(line),
+/// What a whole text reads as when it does not parse as TOML: its secret values cannot be told
+/// from the rest, so none of it is shown.
+const UNPARSED: &str =
+    "(not shown: this text does not parse as TOML, so its secret values cannot be told apart)\n";
+
+/// A TOML text with every secret value replaced by `"(not shown: a secret field)"`, for the
+/// two places that print a config: `diff -p` and the import's config diff. Masked on the parsed
+/// document (toml_edit), not line by line, so a multi-line string, a header with a comment,
+/// an inline table, an array of tables, a dotted key (`a.api_key = ...`) and a quoted key are
+/// all seen as TOML sees them. A value is secret when its key is named like a credential or
+/// like a table of secrets (`hidden_in_display`: the credential-name rules, ZeroClaw's
+/// `#[secret]` field names, `env`, `headers`, `extra_headers`), when it lies anywhere under
+/// such a key (every leaf of `[mcp.servers.env]` or `env = { T = { U = "..." } }`; the inner
+/// keys stay, the values go), or when its dotted path is one of `secret_paths` or lies under
+/// one (an import passes the secrets its bundle names; an array-of-tables element is named by
+/// its `name`, else its index, as in every dotted path of this crate). An empty string (an
+/// already scrubbed value) stays as it is; every other scalar is replaced, its comment and
+/// spacing kept, and the rest of the text keeps its formatting byte for byte. A text that does
+/// not parse is replaced whole by one line that says so: no byte of a secret value is ever
+/// returned.
+pub fn mask_secrets(text: &str, secret_paths: &[&str]) -> String {
+    let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return UNPARSED.to_string();
+    };
+    mask_table_like(doc.as_table_mut(), "", false, secret_paths);
+    doc.to_string()
+}
+
+/// Whether `path` is one of `paths` or lies under one.
+fn named_secret(path: &str, paths: &[&str]) -> bool {
+    paths.iter().any(|p| {
+        path.strip_prefix(p)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+    })
+}
+
+fn child_secret(secret: bool, key: &str, path: &str, paths: &[&str]) -> bool {
+    secret || hidden_in_display(key) || named_secret(path, paths)
+}
+
+fn mask_table_like(
+    table: &mut dyn toml_edit::TableLike,
+    prefix: &str,
+    secret: bool,
+    paths: &[&str],
+) {
+    for (key, item) in table.iter_mut() {
+        let path = join_path(prefix, key.get());
+        let secret = child_secret(secret, key.get(), &path, paths);
+        mask_item(item, &path, secret, paths);
+    }
+}
+
+fn mask_item(item: &mut toml_edit::Item, path: &str, secret: bool, paths: &[&str]) {
+    use toml_edit::Item;
+    match item {
+        Item::None => {}
+        Item::Value(v) => mask_value(v, path, secret, paths),
+        Item::Table(t) => mask_table_like(t, path, secret, paths),
+        Item::ArrayOfTables(tables) => {
+            for (index, t) in tables.iter_mut().enumerate() {
+                let name = match t.get("name").and_then(|n| n.as_str()) {
+                    Some(name) => name.to_string(),
+                    None => index.to_string(),
+                };
+                let element = join_path(path, &name);
+                let secret = secret || named_secret(&element, paths);
+                mask_table_like(t, &element, secret, paths);
+            }
         }
     }
-    out
+}
+
+fn mask_value(value: &mut toml_edit::Value, path: &str, secret: bool, paths: &[&str]) {
+    use toml_edit::Value;
+    match value {
+        Value::InlineTable(t) => {
+            for (key, v) in t.iter_mut() {
+                let path = join_path(path, key.get());
+                let secret = child_secret(secret, key.get(), &path, paths);
+                mask_value(v, &path, secret, paths);
+            }
+        }
+        Value::Array(items) => {
+            for (index, v) in items.iter_mut().enumerate() {
+                let name = match v.as_inline_table().and_then(|t| t.get("name")) {
+                    Some(n) => n.as_str().map_or(index.to_string(), str::to_string),
+                    None => index.to_string(),
+                };
+                let element = join_path(path, &name);
+                let secret = secret || named_secret(&element, paths);
+                mask_value(v, &element, secret, paths);
+            }
+        }
+        Value::String(s) if s.value().is_empty() => {}
+        scalar if secret => {
+            let decor = scalar.decor().clone();
+            *scalar = Value::from(NOT_SHOWN);
+            *scalar.decor_mut() = decor;
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    /// Every shape a secret value can take in TOML: no byte of any value marked `LEAK` is
+    /// left (each carries a distinct marker, so the failure names the shape), every other
+    /// line stays as written, and the masked text still parses.
     #[test]
-    fn secret_lines_are_masked_and_others_kept() {
-        let text = "[providers.models.openai.x]\napi_key = \"sk-LEAK\"\nmodel = \"gpt\"\nscrubbed_token = \"\"\n\n[mcp.servers.env]\nFOO = \"bar-LEAK\"\n[[mcp.servers]]\nname = \"fs\"\nenv = { A = \"x-LEAK\" }\n  \"auth_token\" = 'q-LEAK'\n# api_key = \"comment\"";
-        let masked = super::mask_secret_lines(text);
+    fn secrets_are_masked_on_the_parsed_document() {
+        let text = r#"schema_version = 3 # top
+[providers.models.openai.x]
+api_key = "sk-LEAK-basic"
+model = "gpt"
+scrubbed_token = ""
+prompt = """
+plain multi-line text stays
+"""
+client_secret = """
+LEAK-multi-basic-1
+LEAK-multi-basic-2"""
+private_key = '''
+LEAK-multi-literal
+'''
+
+[providers.models.openai.x.env] # a note on the env
+OPENAI_ORG = "LEAK-under-commented-header"
+
+[mcp]
+[[mcp.servers]]
+name = "fs"
+command = "npx"
+env = { TOKEN = "LEAK-inline", NESTED = { DEEP = "LEAK-nested" }, LIST = ["LEAK-in-array"] }
+[[mcp.servers]]
+name = "git"
+headers = { Authorization = "Bearer LEAK-header" }
+[mcp.servers.env]
+SEARCH = "LEAK-aot-subtable"
+
+[channels]
+telegram.bot_token = "LEAK-dotted"
+"auth_token" = 'LEAK-quoted'
+webhook_secret = 4711000999
+plain = "kept-value"
+# api_key = "a comment stays"
+[gateway]
+"by-path".hidden = "LEAK-under-named"
+"#;
+        let masked = super::mask_secrets(text, &["gateway.by-path"]);
         assert!(!masked.contains("LEAK"), "{masked}");
+        assert!(
+            !masked.contains("4711000999"),
+            "a number under a secret key: {masked}"
+        );
         for kept in [
+            "schema_version = 3 # top\n",
             "model = \"gpt\"\n",
             "scrubbed_token = \"\"\n",
+            "prompt = \"\"\"\nplain multi-line text stays\n\"\"\"\n",
+            "[providers.models.openai.x.env] # a note on the env\n",
             "name = \"fs\"\n",
-            "[mcp.servers.env]\n",
-            "# api_key = \"comment\"",
+            "command = \"npx\"\n",
+            "plain = \"kept-value\"\n",
+            "# api_key = \"a comment stays\"\n",
+            "TOKEN = \"(not shown: a secret field)\"",
+            "DEEP = \"(not shown: a secret field)\"",
         ] {
-            assert!(masked.contains(kept), "{kept}: {masked}");
+            assert!(masked.contains(kept), "{kept:?} is gone: {masked}");
         }
-        assert_eq!(masked.lines().count(), text.lines().count());
+        let parsed: toml_edit::DocumentMut = masked.parse().expect("the masked text parses");
+        assert_eq!(
+            parsed["providers"]["models"]["openai"]["x"]["private_key"].as_str(),
+            Some("(not shown: a secret field)")
+        );
+    }
+
+    /// A secret named by path only (a required secret the bundle lists under a key that no
+    /// rule names), an array-of-tables element named by its `name`, and a text that does not
+    /// parse: none of its bytes come back.
+    #[test]
+    fn named_paths_and_unparsable_text_are_masked() {
+        let text = "[[mcp.servers]]\nname = \"s\"\nvar = \"LEAK-by-path\"\nother = \"kept\"\n[x]\ncode = \"LEAK-x\"\ncodex = \"kept2\"\n";
+        let masked = super::mask_secrets(text, &["mcp.servers.s.var", "x.code"]);
+        assert!(!masked.contains("LEAK"), "{masked}");
+        assert!(masked.contains("other = \"kept\"") && masked.contains("codex = \"kept2\""));
+        let broken = "api_key = \"\"\"LEAK-unterminated\n[x\n";
+        let masked = super::mask_secrets(broken, &[]);
+        assert!(!masked.contains("LEAK"), "{masked}");
+        assert!(masked.contains("does not parse as TOML"), "{masked}");
     }
 
     use super::*;

@@ -39,7 +39,7 @@ mod schema;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
-pub use compare::{compare_bundles, mask_secret_lines, SemanticChange};
+pub use compare::{compare_bundles, mask_secrets, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;

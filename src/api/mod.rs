@@ -158,8 +158,14 @@ pub struct Packed {
 pub struct Unpacked {
     /// The snapshot the pack carried, now in the store.
     pub id: ObjectId,
-    /// Objects the pack holds (all verified).
+    /// Objects the pack lists.
     pub objects: usize,
+    /// Objects read from the pack and verified (the snapshot record included): what the
+    /// store lacked.
+    pub read: usize,
+    /// Objects the snapshot needs that the store already held: not read from the pack, so
+    /// the pack's copies of them were not checked.
+    pub already_present: usize,
 }
 
 /// A store of snapshots: the handle every verb works on.
@@ -904,12 +910,14 @@ impl Bundles {
         .map_err(fail)?;
         let _lock = self.store.write_lock().map_err(|e| fail(e.into()))?;
         let watch = crate::progress::ImportProgress::new(progress);
-        let id = zeroclaw_bundle_store::unpack_watched(&self.store, &reader, &watch)
+        let report = zeroclaw_bundle_store::unpack_counted(&self.store, &reader, &watch)
             .with_context(context)
             .map_err(fail)?;
         Ok(Unpacked {
-            id,
+            id: report.id,
             objects: reader.entries().len(),
+            read: report.read,
+            already_present: report.present,
         })
     }
 

@@ -295,7 +295,7 @@ impl<W: Write> Printer<'_, W> {
                 for c in changes {
                     let mut v = serde_json::to_value(c).map_err(std::io::Error::other)?;
                     v["type"] = json!("semantic");
-                    writeln!(self.out, "{v}")?;
+                    writeln!(self.out, "{}", crate::cmd::json::line(&v)?)?;
                 }
                 Ok(())
             }
@@ -317,7 +317,7 @@ impl<W: Write> Printer<'_, W> {
         let letter = format!("{:?}", c.status);
         match self.mode {
             Mode::Quiet => Ok(()),
-            Mode::Json => writeln!(self.out, "{}", change_json(c)),
+            Mode::Json => writeln!(self.out, "{}", crate::cmd::json::line(&change_json(c))?),
             Mode::NameStatus => match &c.from {
                 Some(from) => writeln!(self.out, "{letter}\t{from} -> {}", c.path),
                 None => writeln!(self.out, "{letter}\t{}", c.path),
@@ -379,7 +379,7 @@ impl<W: Write> Printer<'_, W> {
                 v["a"] = describe(self.a);
                 v["b"] = describe(self.b);
                 v["new_grants"] = json!(grants);
-                writeln!(self.out, "{v}")
+                writeln!(self.out, "{}", crate::cmd::json::line(&v)?)
             }
             Mode::Stat => {
                 let width = self.stat_rows.iter().map(|(n, _)| n.chars().count()).max();

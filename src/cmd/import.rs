@@ -8,7 +8,7 @@ use std::io::{BufRead as _, IsTerminal as _, Write as _};
 
 use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Value};
-use zeroclaw_bundle_store::escape_text;
+use zeroclaw_bundle_store::{escape_message, escape_name, escape_text};
 
 use crate::agent::shown_detail;
 use crate::cli::ImportArgs;
@@ -96,7 +96,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         eprint!("{}", summary(&plan));
         if !ask(&format!(
             "Import agent {} into {}? [y/N] ",
-            plan.alias,
+            escape_text(&plan.alias),
             plan.install.display()
         ))? {
             bail!("not imported; nothing was written");
@@ -104,10 +104,23 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     let mut values = Vec::new();
     if interactive && !args.yes && !plan.secrets.is_empty() {
+        let stored = if plan.secrets_encrypted() {
+            "typed input is hidden and stored encrypted with the install's key".to_string()
+        } else {
+            // The mode the import keeps (it writes config.toml with the present file's bits).
+            let mode = std::fs::metadata(&plan.config_path)
+                .map(|m| std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o7777)
+                .with_context(|| format!("could not read {}", plan.config_path.display()))?;
+            format!(
+                "typed input is hidden, but this install sets secrets.encrypt = false: a value \
+                 is stored as plain text in {}, {}",
+                plan.config_path.display(),
+                who_reads(mode)
+            )
+        };
         crate::note!(
-            "{} this agent needs ({}; Enter skips one, Ctrl-D skips the rest):",
+            "{} this agent needs ({stored}; Enter skips one, Ctrl-D skips the rest):",
             count(plan.secrets.len() as u64, "credential"),
-            "typed input is hidden and stored encrypted with the install's key"
         );
         for s in &plan.secrets {
             let line = match crate::sys::read_hidden_line(&format!("  {}: ", s.path)) {
@@ -144,6 +157,8 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         let mut doc = plan_json(&plan);
         doc["dry_run"] = Value::Bool(false);
         doc["secrets_filled"] = json!(imported.secrets_filled);
+        doc["secrets_encrypted"] = json!(imported.secrets_encrypted);
+        doc["config_mode"] = json!(format!("{:04o}", imported.config_mode));
         doc["provenance"] = host_path(&imported.provenance);
         doc["set_secrets"] = json!(imported
             .secrets_left
@@ -273,8 +288,8 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
     for t in &plan.trees {
         out += &format!(
             "  {} -> {} ({}, {}){}\n",
-            t.bundle_path,
-            t.dest.display(),
+            escape_text(&t.bundle_path),
+            escape_name(t.dest.as_os_str().as_encoded_bytes()),
             count(t.files, "file"),
             human_bytes(t.bytes),
             match t.replaces {
@@ -302,7 +317,10 @@ fn render_plan(plan: &ImportPlan, diff: bool) -> String {
         plan.backup.display()
     );
     if diff {
-        out += &plan.config_diff();
+        // Escaped as `diff -p` escapes a patch: a bidi override or a zero-width character in a
+        // value reaches the terminal as `\u{202e}`, never raw (a CR before a line break is
+        // the file's line ending, not a character to show).
+        out += &escape_message(&plan.config_diff().replace("\r\n", "\n"));
     }
     out += &grants_text(plan);
     if diff {
@@ -329,17 +347,37 @@ fn render_done(plan: &ImportPlan, done: &Imported) -> String {
         done.backup.display()
     );
     if !done.secrets_filled.is_empty() {
-        out += &format!(
-            "Stored encrypted: {}\n",
-            done.secrets_filled
-                .iter()
-                .map(|s| escape_text(s))
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
+        let filled = done
+            .secrets_filled
+            .iter()
+            .map(|s| escape_text(s))
+            .collect::<Vec<_>>()
+            .join(", ");
+        out += &if done.secrets_encrypted {
+            format!("Stored encrypted: {filled}\n")
+        } else {
+            format!(
+                "Stored as plain text (this install sets secrets.encrypt = false): {filled}, in \
+                 {}, {}\n",
+                plan.config_path.display(),
+                who_reads(done.config_mode)
+            )
+        };
     }
     out += &secrets_text(plan, &done.secrets_left);
     out
+}
+
+/// Who can read a file of permission bits `mode`, for a secret stored in it as plain text.
+fn who_reads(mode: u32) -> String {
+    let who = if mode & 0o004 != 0 {
+        "every user of this machine can read it"
+    } else if mode & 0o040 != 0 {
+        "its owner and its group can read it"
+    } else {
+        "only its owner can read it"
+    };
+    format!("mode {mode:04o}: {who}")
 }
 
 fn plan_json(plan: &ImportPlan) -> Value {

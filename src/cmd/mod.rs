@@ -15,6 +15,7 @@ pub mod entry;
 pub mod export;
 pub mod gc;
 pub mod import;
+pub mod json;
 pub mod list;
 pub mod ls;
 pub mod mount;
@@ -347,9 +348,9 @@ impl Ctx {
         }
     }
 
-    /// Prints a JSON document on stdout.
+    /// Prints a JSON document on stdout, hidden characters as `\uXXXX` ([`json`]).
     pub fn print_json(&self, value: &serde_json::Value) -> Result<()> {
-        crate::outln!("{}", serde_json::to_string_pretty(value)?)
+        crate::outln!("{}", json::pretty(value)?)
     }
 }
 

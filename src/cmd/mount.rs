@@ -643,7 +643,7 @@ pub fn run_umount(args: &UmountArgs, json: bool) -> Result<Outcome> {
         .with_context(|| format!("could not unmount {}", args.mountpoint.display()))?;
     if json {
         let out = json!({ "mountpoint": crate::cmd::host_path(&args.mountpoint) });
-        crate::outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        crate::outln!("{}", crate::cmd::json::pretty(&out)?)?;
     }
     Ok(Outcome::Success)
 }

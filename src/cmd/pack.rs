@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::{
-    unpack_watched, write_pack, ObjectId, PackOptions, PackReader, PackStats, Store, StoreError,
+    unpack_counted, write_pack, ObjectId, PackOptions, PackReader, PackStats, Store, StoreError,
+    UnpackReport,
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
@@ -167,11 +168,11 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
             }
         };
         root.set(Some(pack.root));
-        let id = unpack_watched(&store, &pack, &watch).map_err(|e| match &spooled {
+        let report = unpack_counted(&store, &pack, &watch).map_err(|e| match &spooled {
             Some(spool) => named_stdin(e, spool),
             None => e,
         })?;
-        Ok((id, pack.entries().len()))
+        Ok((report, pack.entries().len()))
     })();
     drop(progress);
     if let Some(path) = &spooled {
@@ -185,7 +186,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         // The import stopped before its objects landed: its staging directory is gone.
         bail!("interrupted: the unpack stopped; nothing was imported from {what}");
     }
-    let (id, objects) = result.with_context(|| match root.get() {
+    let (report, objects) = result.with_context(|| match root.get() {
         Some(root) if recorded_not_listed(&store, &root) => format!(
             "could not unpack {what}: its snapshot record {} was written but not catalogued, so \
              `list` does not show it and `gc` keeps its objects; once the cause below is fixed, \
@@ -194,15 +195,37 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         ),
         _ => failed(&what),
     })?;
+    let id = report.id;
     if ctx.json {
-        ctx.print_json(&json!({ "snapshot": id, "objects": objects }))?;
+        ctx.print_json(&json!({
+            "snapshot": id,
+            "objects": objects,
+            "read": report.read,
+            "already_present": report.present,
+        }))?;
     } else {
         if !ctx.quiet {
-            crate::note!("unpacked {}, verified", count(objects as u64, "object"));
+            crate::note!("{}", unpacked_line(&report));
         }
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// What `unpack` says it did: objects the store already held were not read from the pack, so
+/// their copies in it were not checked, and the line must not claim they were.
+fn unpacked_line(report: &UnpackReport) -> String {
+    let read = count(report.read as u64, "object");
+    match report.present {
+        0 => format!("unpacked {read}: each read from the pack and verified"),
+        present => format!(
+            "unpacked {read} (read from the pack and verified); {} the store already held \
+             {} not read from the pack, so the pack's copies of {} were not checked",
+            count(present as u64, "object"),
+            if present == 1 { "was" } else { "were" },
+            if present == 1 { "it" } else { "them" },
+        ),
+    }
 }
 
 /// Whether a failed import got as far as writing snapshot `root`'s record but not its catalog

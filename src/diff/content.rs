@@ -6,7 +6,7 @@
 
 use similar::TextDiff;
 
-use crate::agent::mask_secret_lines;
+use crate::agent::mask_secrets;
 use crate::diff::side::Side;
 use crate::diff::{Change, EntryInfo, Status};
 
@@ -98,7 +98,7 @@ pub fn patch(a: &Side, b: &Side, c: &Change) -> Option<Patch> {
     let too_large = matches!(old, Some(None)) || matches!(new, Some(None));
     let mask = |bytes: Option<Vec<u8>>| match bytes {
         Some(b) if c.path.ends_with(".toml") => match String::from_utf8(b) {
-            Ok(text) => Some(mask_secret_lines(&text).into_bytes()),
+            Ok(text) => Some(mask_secrets(&text, &[]).into_bytes()),
             Err(e) => Some(e.into_bytes()),
         },
         other => other,

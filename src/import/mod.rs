@@ -154,17 +154,25 @@ pub struct ImportPlan {
 }
 
 impl ImportPlan {
-    /// The config change as a unified diff (`a/config.toml`, `b/config.toml`), with the value
-    /// of every secret-looking key masked on both sides (its context lines are the install's
-    /// own, which may hold its credentials).
+    /// The config change as a unified diff (`a/config.toml`, `b/config.toml`), every secret
+    /// value masked on both sides on the parsed document (`agent::mask_secrets`): its context
+    /// lines are the install's own, which may hold its credentials, and the secrets this
+    /// import asks for are masked by path too. Raw text: a terminal needs it escaped.
     pub fn config_diff(&self) -> String {
-        let old = crate::agent::mask_secret_lines(&self.old_config);
-        let new = crate::agent::mask_secret_lines(&self.new_config);
+        let paths: Vec<&str> = self.secrets.iter().map(|s| s.path.as_str()).collect();
+        let old = crate::agent::mask_secrets(&self.old_config, &paths);
+        let new = crate::agent::mask_secrets(&self.new_config, &paths);
         similar::TextDiff::from_lines(&old, &new)
             .unified_diff()
             .context_radius(2)
             .header("a/config.toml", "b/config.toml")
             .to_string()
+    }
+
+    /// Whether a secret typed for this import is stored encrypted with the install's key
+    /// (its `secrets.encrypt`); when false it is written into `config.toml` as typed.
+    pub fn secrets_encrypted(&self) -> bool {
+        self.encrypt
     }
 
     /// The entries that were renamed on import (namespaced or mapped).
@@ -184,8 +192,15 @@ pub struct Imported {
     pub content_id: ObjectId,
     /// The previous `config.toml`.
     pub backup: PathBuf,
-    /// The secrets written (dotted local paths), encrypted the way ZeroClaw stores them.
+    /// The secrets written (dotted local paths), stored as ZeroClaw stores them: encrypted
+    /// when [`Imported::secrets_encrypted`], else as typed.
     pub secrets_filled: Vec<String>,
+    /// Whether the filled secrets were encrypted with the install's key (`.secret_key`): the
+    /// install's `secrets.encrypt`. When false they are plain text in `config.toml`, readable
+    /// by whoever can read that file ([`Imported::config_mode`]).
+    pub secrets_encrypted: bool,
+    /// The permission bits `config.toml` was written with (the previous file's, kept).
+    pub config_mode: u32,
     /// The secrets still to fill.
     pub secrets_left: Vec<SecretPlan>,
     /// The provenance record.
@@ -991,6 +1006,8 @@ fn write_all(
             .cloned()
             .collect(),
         secrets_filled: filled,
+        secrets_encrypted: plan.encrypt,
+        config_mode: keep.mode,
         provenance: record_path,
     })
 }

@@ -14,8 +14,11 @@
 //! string (fuzzed). Input is read byte by byte: any text, however malformed, unescapes without
 //! panicking (an escape that is not well formed stays literal).
 
-/// True for characters printed as `\u{..}`: valid UTF-8 but invisible or terminal-active.
-pub(crate) fn is_hidden(c: char) -> bool {
+/// True for characters printed as `\u{..}`: valid UTF-8 but invisible or terminal-active
+/// (every control character, DEL and the C1 controls included; bidirectional overrides and
+/// isolates; zero-width characters; line and paragraph separators; the BOM). The CLI's JSON
+/// writer spells the same set as `\uXXXX` escapes.
+pub fn is_hidden(c: char) -> bool {
     c.is_control()
         || matches!(c,
             '\u{200B}'..='\u{200F}'   // zero-width space/joiners, LRM, RLM

@@ -115,7 +115,9 @@ pub use catalog::{
     StatEntry,
 };
 pub use error::{DecodeError, ModeProblem, StoreError};
-pub use escape::{c1_alternative, escape_message, escape_name, escape_text, unescape_name};
+pub use escape::{
+    c1_alternative, escape_message, escape_name, escape_text, is_hidden, unescape_name,
+};
 pub use expansion_record::RecordState;
 pub use id::{IdHasher, ObjectId};
 pub use index::{IndexState, SnapshotSource, TreeSourceStats};
@@ -138,7 +140,10 @@ pub use sys::random_token;
 pub use tree::{
     invalid_name_reason, EntryKind, Tree, TreeEntry, TreeShape, DIR_MODE, MAX_SIZE, MODE_BITS,
 };
-pub use unpack::{closure_needs, import_from_packs, unpack, unpack_watched, ImportWatch, NoWatch};
+pub use unpack::{
+    closure_needs, import_from_packs, unpack, unpack_counted, unpack_watched, ImportWatch, NoWatch,
+    UnpackReport,
+};
 pub use verdicts::Verdicts;
 pub use warm::{warm_for_mount, warm_for_mount_ref, WARM_PROBE_NAME};
 

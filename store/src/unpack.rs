@@ -326,6 +326,30 @@ pub fn unpack_watched(
     pack: &PackReader,
     watch: &dyn ImportWatch,
 ) -> Result<ObjectId, StoreError> {
+    unpack_counted(store, pack, watch).map(|r| r.id)
+}
+
+/// What an unpack did with the objects its snapshot needs: `read + present` is every object
+/// the snapshot reaches, its record included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnpackReport {
+    /// The snapshot the pack carried, now in the store.
+    pub id: ObjectId,
+    /// Objects read from the pack and verified against their ids (the snapshot record is
+    /// always one of them): what the store lacked or held damaged.
+    pub read: usize,
+    /// Objects the store already held, which were not read from the pack at all: the pack's
+    /// copies of them may be damaged without the unpack noticing (`verify PACK` checks all).
+    pub present: usize,
+}
+
+/// [`unpack_watched`], saying how many objects came from the pack and how many the store
+/// already held (see [`UnpackReport`]).
+pub fn unpack_counted(
+    store: &Store,
+    pack: &PackReader,
+    watch: &dyn ImportWatch,
+) -> Result<UnpackReport, StoreError> {
     if pack.trees_only {
         return Err(bad(
             pack.path(),
@@ -354,7 +378,8 @@ pub fn unpack_watched(
     )?;
     // Only what the snapshot reaches and the store lacks: any other object the pack lists
     // (an extra snapshot record, an unused blob) is never written.
-    let (missing, from_pack) = closure_needs(store, packs, &snapshot.root)?;
+    let walk = closure_walk(store, packs, &snapshot.root)?;
+    let (missing, from_pack) = (walk.missing, walk.from_packs);
     if let Some(first) = missing.first() {
         return Err(bad(
             pack.path(),
@@ -388,7 +413,12 @@ pub fn unpack_watched(
             ),
         ));
     }
-    Ok(id)
+    Ok(UnpackReport {
+        id,
+        // The record is read from the pack and hashed by `snapshot()` every time.
+        read: from_pack.len() + 1,
+        present: walk.reached - from_pack.len(),
+    })
 }
 
 /// A received snapshot must stay within the store's own expansion limits ([`crate::limits`]:
@@ -434,6 +464,26 @@ pub fn closure_needs(
     packs: &[PackReader],
     root: &ObjectId,
 ) -> Result<(Vec<ObjectId>, Vec<ObjectId>), StoreError> {
+    let walk = closure_walk(store, packs, root)?;
+    Ok((walk.missing, walk.from_packs))
+}
+
+/// What [`closure_walk`] found.
+struct ClosureWalk {
+    /// Reached, held neither by the store nor by the packs.
+    missing: Vec<ObjectId>,
+    /// Reached, to be read from the packs (absent from the store, or a tree it holds damaged).
+    from_packs: Vec<ObjectId>,
+    /// Every distinct object reached (trees and blobs, the root tree included).
+    reached: usize,
+}
+
+/// [`closure_needs`], counting what it reached too.
+fn closure_walk(
+    store: &Store,
+    packs: &[PackReader],
+    root: &ObjectId,
+) -> Result<ClosureWalk, StoreError> {
     let mut missing = Vec::new();
     let mut from_packs = Vec::new();
     let mut seen = HashSet::new();
@@ -472,7 +522,11 @@ pub fn closure_needs(
             }
         }
     }
-    Ok((missing, from_packs))
+    Ok(ClosureWalk {
+        missing,
+        from_packs,
+        reached: seen.len(),
+    })
 }
 
 /// Imports snapshot `snapshot_id` (its record is `record`, hashed here against the id) from

@@ -187,7 +187,12 @@ const PACK: Spec = &[
     ("bytes", "int"),
     ("pack_bytes", "int"),
 ];
-const UNPACK: Spec = &[("snapshot", "id"), ("objects", "int")];
+const UNPACK: Spec = &[
+    ("snapshot", "id"),
+    ("objects", "int"),
+    ("read", "int"),
+    ("already_present", "int"),
+];
 const REMOTE_ADD: Spec = &[("remote", "str"), ("url", "str"), ("endpoint", "str?")];
 const REMOTE_REMOVE: Spec = &[("remote", "str")];
 const REMOTE_FORGET: Spec = &[("snapshot", "id"), ("remote", "str")];
@@ -564,7 +569,12 @@ const IMPORT: Spec = &[
     ("dropped", "arr"),
     ("dry_run", "bool"),
 ];
-const IMPORT_DONE: Spec = &[("secrets_filled", "arr"), ("provenance", "str")];
+const IMPORT_DONE: Spec = &[
+    ("secrets_filled", "arr"),
+    ("secrets_encrypted", "bool"),
+    ("config_mode", "str"),
+    ("provenance", "str"),
+];
 const IMPORT_TREE: Spec = &[
     ("bundle_path", "str"),
     ("destination", "str"),

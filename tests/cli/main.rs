@@ -20,6 +20,7 @@ mod mount;
 mod operator_gates;
 mod oracle;
 mod pack;
+mod printed;
 mod remote;
 mod remote_fleet;
 mod remote_read;
