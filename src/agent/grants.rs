@@ -169,9 +169,10 @@ pub(crate) fn key_grant(
     if key.starts_with("mcp_bundles.") && field == "servers" {
         let gained = gained();
         if !gained.is_empty() {
+            let verb = if old.is_some() { "gains" } else { "grants" };
             out = Some((
                 GrantKind::McpBundleServers,
-                format!("the MCP bundle gains {}", gained.join(", ")),
+                format!("the MCP bundle {verb} {}", gained.join(", ")),
             ));
         }
     }
@@ -262,7 +263,16 @@ pub(crate) fn key_grant(
                     .map(|s| s.as_str())
                     .collect::<Vec<_>>()
                     .join(", ");
-                out = Some((kind, gone_note("allowlist", &format!("{what} {list}"))));
+                // Against ZeroClaw's default when the other side has no list at all.
+                let beyond = if old.is_none() && !before.is_empty() {
+                    " (beyond ZeroClaw's default)"
+                } else {
+                    ""
+                };
+                out = Some((
+                    kind,
+                    gone_note("allowlist", &format!("{what} {list}{beyond}")),
+                ));
             }
         } else {
             let lost: Vec<&String> = before.iter().filter(|v| !after.contains(v)).collect();
@@ -313,7 +323,13 @@ pub fn bundle_grants(manifest: &Manifest, config_text: &str) -> Result<Vec<Grant
             out.push(Grant::of_flag(f, false, false));
         }
     }
-    out.extend(config_grants(&table));
+    // A rule grant where the planner already flags the same kind at the same path says
+    // nothing new (`shell_env_passthrough` is both).
+    let rules: Vec<Grant> = config_grants(&table)
+        .into_iter()
+        .filter(|r| !out.iter().any(|g| g.kind == r.kind && g.path == r.path))
+        .collect();
+    out.extend(rules);
     Ok(out)
 }
 

@@ -81,6 +81,23 @@ pub struct ImportRequest<'a> {
     pub require: Option<&'a crate::sign::AllowedSigners>,
 }
 
+/// No source and no install (both empty paths): a base for `ImportRequest { source, install,
+/// ..Default::default() }`, which keeps an embedder's code building as options are added.
+impl Default for ImportRequest<'_> {
+    fn default() -> Self {
+        ImportRequest {
+            source: OsStr::new(""),
+            install: Path::new(""),
+            agent_as: None,
+            maps: &[],
+            expect: None,
+            force: false,
+            replace: &[],
+            require: None,
+        }
+    }
+}
+
 /// A tree the import publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreePlan {
