@@ -79,8 +79,8 @@ pub struct Grant {
     pub kind: GrantKind,
     /// The dotted config path that grants it.
     pub path: String,
-    /// The sentence for the operator, as written: print it through [`super::shown_detail`],
-    /// which names a credential-looking word instead of printing it.
+    /// The sentence for the operator, as written: this crate prints it through
+    /// `agent::shown_detail`, which names a credential-looking word instead of printing it.
     pub detail: String,
     /// Listed in the manifest. `false` for a planner flag: `config.toml` grants it and the
     /// manifest does not list it (edited after export); always `false` for a `rule` grant.
