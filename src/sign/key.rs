@@ -3,7 +3,7 @@
 //! when it is protected. The key's secret bytes never leave this module's return value: no
 //! message, report or file ever holds them (ssh-key zeroizes them on drop).
 //!
-//! ssh-agent is not used: the key must be readable as a file (see README, "Signed bundles").
+//! ssh-agent is not used: the key must be readable as a file (see `crate::docs::signatures`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
