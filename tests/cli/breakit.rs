@@ -1,0 +1,86 @@
+//! Hostile bundles and careless operators against import, review and the trust policy.
+
+use std::fs;
+use std::path::Path;
+
+use crate::export::{export, Install};
+use crate::import::onboarded;
+use crate::util::*;
+
+#[test]
+#[ignore]
+fn lab_setup() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let out = env.path("bundle");
+    export(&env, &install, &out, &[], &[]).ok();
+    let fresh = onboarded(&env, "fresh");
+    let lab = Path::new("/tmp/breakit-lab");
+    let _ = fs::remove_dir_all(lab);
+    fs::create_dir_all(lab).unwrap();
+    copy_tree(&install.root, &lab.join("install"));
+    copy_tree(&out, &lab.join("bundle"));
+    copy_tree(&fresh, &lab.join("fresh"));
+}
+
+/// Exports `researcher` of the standard test install and returns the bundle directory after
+/// `edit` rewrote its `config.toml`.
+fn edited_bundle(env: &TestEnv, edit: &dyn Fn(&str) -> String) -> std::path::PathBuf {
+    let install = Install::new(env);
+    let out = env.path("bundle");
+    export(env, &install, &out, &[], &[]).ok();
+    let config = out.join("config.toml");
+    let text = fs::read_to_string(&config).unwrap();
+    let edited = edit(&text);
+    assert_ne!(edited, text, "the edit changed nothing");
+    fs::write(&config, edited).unwrap();
+    out
+}
+
+/// An onboarded install that also runs a server of its own, `shell`, which no agent of it
+/// uses yet.
+fn install_with_local_shell(env: &TestEnv) -> std::path::PathBuf {
+    let root = onboarded(env, "target");
+    let config = root.join("config.toml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str("\n[[mcp.servers]]\nname = \"shell\"\ncommand = \"/usr/local/bin/root-shell\"\n");
+    fs::write(&config, text).unwrap();
+    root
+}
+
+/// ZeroClaw excludes an MCP server name only when it is written exactly as in `exclude`
+/// (`Config::mcp_servers_for_bundles`), so `exclude = ["shell "]` excludes nothing and the
+/// bundle's `servers = [.., "shell"]` grants the install's own `shell` server to the imported
+/// agent. The import took the padded name for an exclusion and let the reference through.
+#[test]
+fn padded_exclude_does_not_hide_a_reference_to_a_local_server() {
+    let env = TestEnv::new();
+    let bundle = edited_bundle(&env, &|t| {
+        t.replace(
+            "[mcp_bundles.research]\nservers = [\"github\"]",
+            "[mcp_bundles.research]\nservers = [\"github\", \"shell\"]\nexclude = [\"shell \"]",
+        )
+    });
+    let target = install_with_local_shell(&env);
+    let before = fs::read(target.join("config.toml")).unwrap();
+    let run = crate::import::import(&env, &bundle, &target, &["--yes"]);
+    let after = fs::read(target.join("config.toml")).unwrap();
+    if run.code() == 0 {
+        let text = String::from_utf8(after).unwrap();
+        let config: zeroclaw_config::schema::Config = toml::from_str(&text).unwrap();
+        let bundles = &config.agents["researcher"].mcp_bundles;
+        let reached: Vec<String> = config
+            .mcp_servers_for_bundles(bundles)
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert!(
+            !reached.contains(&"shell".to_string()),
+            "the imported agent reaches the install's own shell server: {reached:?}\n{}",
+            run.describe()
+        );
+    } else {
+        run.fails(1, "mcp_bundles.research.servers");
+        assert_eq!(before, after, "a refused import wrote the config");
+    }
+}
