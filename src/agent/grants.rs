@@ -46,6 +46,9 @@ pub enum GrantKind {
     McpBundleServers,
     /// A knowledge bundle reads these host paths or URLs.
     KnowledgeSource,
+    /// An MCP server's process runs with an environment variable the config sets
+    /// (`NODE_OPTIONS`, `LD_PRELOAD`, `PATH` change what the shown command runs).
+    ProcessEnv,
 }
 
 impl GrantKind {
@@ -62,6 +65,7 @@ impl GrantKind {
             GrantKind::McpServer => "mcp_server",
             GrantKind::McpBundleServers => "mcp_bundle_servers",
             GrantKind::KnowledgeSource => "knowledge_source",
+            GrantKind::ProcessEnv => "process_env",
         }
     }
 }
@@ -156,6 +160,24 @@ pub(crate) fn key_grant(
     {
         if new_server && new.is_some() {
             out = Some((GrantKind::McpServer, format!("new MCP server `{server}`")));
+        }
+    }
+    // A variable set in a server's environment (an export blanks every one, so a bundle's
+    // non-blank value was written by hand): it changes what the shown command runs. Named,
+    // never its value (a secret field). A changed value that was already set is not a grant.
+    if let Some((server, var)) = key
+        .strip_prefix("mcp.servers.")
+        .and_then(|r| r.split_once(".env."))
+    {
+        let set = |n: Option<&Node>| n.is_some_and(|n| !plain(n).is_empty());
+        if set(new) && !set(old) {
+            out = Some((
+                GrantKind::ProcessEnv,
+                format!(
+                    "the process of MCP server `{server}` runs with {var} set by the config \
+                     (it can change what the command runs; value not shown)"
+                ),
+            ));
         }
     }
     let gained = || -> Vec<String> {
@@ -355,9 +377,12 @@ pub(crate) fn config_grants(config: &Table) -> Vec<Grant> {
 /// How an MCP server at `at` runs, from its keys: `stdio: CMD ARGS` or `http: URL`.
 fn server_line(leaves: &BTreeMap<String, Node>, at: &str) -> String {
     let get = |field: &str| leaves.get(&format!("{at}.{field}"));
-    if let Some(url) = get("url") {
-        let transport = get("transport").map(plain).unwrap_or_else(|| "http".into());
-        return format!("{transport} {}", plain(url));
+    // ZeroClaw's transport decides, stdio when absent: a `url` beside a stdio transport is
+    // never used, the command is.
+    let transport = get("transport").map(plain);
+    if let Some(t) = transport.as_deref().filter(|t| *t != "stdio") {
+        let url = get("url").map(plain).unwrap_or_else(|| "no url set".into());
+        return format!("{t} {url}");
     }
     let mut line = get("command").map(plain).unwrap_or_default();
     for arg in strings(get("args")) {
