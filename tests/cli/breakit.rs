@@ -176,3 +176,27 @@ fn a_servers_environment_and_transport_are_shown_as_zeroclaw_runs_them() {
         diff.stdout()
     );
 }
+
+/// An install ZeroClaw refuses to load (agent `boss` delegates to, and may read the workspace
+/// of, an agent `researcher` it does not define) was made loadable by importing a stranger's
+/// `researcher`: boss's tasks then went to the imported agent, and nothing said so.
+#[test]
+fn an_import_does_not_resolve_what_a_broken_install_names() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let bundle = env.path("bundle");
+    export(&env, &install, &bundle, &[], &[]).ok();
+    let target = onboarded(&env, "target");
+    let config = target.join("config.toml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str(
+        "\n[providers.models.openai.mine]\nmodel = \"gpt\"\n\n[risk_profiles.p]\n\n\
+         [agents.boss]\nmodel_provider = \"openai.mine\"\nrisk_profile = \"p\"\n\n\
+         [[agents.boss.delegates]]\nagent = \"researcher\"\n",
+    );
+    fs::write(&config, &text).unwrap();
+    let before = fs::read(&config).unwrap();
+    crate::import::import(&env, &bundle, &target, &["--yes"])
+        .fails(1, "agents.boss.delegates[0].agent");
+    assert_eq!(fs::read(&config).unwrap(), before, "the config was written");
+}
