@@ -4,7 +4,8 @@
 //! semantic diff, which ZeroClaw's manifest format has no flag for: an auto-approved tool, an
 //! allowed command, any widened allowlist or narrowed denylist of a risk profile, an endpoint a
 //! provider or MCP server sends the agent's requests to, a provider the requests fall back to,
-//! an MCP server (and a bundle of them gaining one), a knowledge source the agent reads.
+//! an MCP server (and a bundle of them gaining one), a knowledge source the agent reads, a
+//! variable set in an MCP server's environment, a risk profile's `sandbox_backend = "none"`.
 //!
 //! [`key_grant`] is the single rule table: the semantic diff (`compare`) marks a changed key
 //! with it, and [`bundle_grants`] lists what a bundle grants on its own by applying it to every
@@ -177,6 +178,18 @@ pub(crate) fn key_grant(
                     "the process of MCP server `{server}` runs with {var} set by the config \
                      (it can change what the command runs; value not shown)"
                 ),
+            ));
+        }
+    }
+    // ZeroClaw's planner flags `sandbox_enabled = false` only; `sandbox_backend = "none"`
+    // (matched as ZeroClaw parses it, case-insensitively) runs the shell unsandboxed as well.
+    if key.starts_with("risk_profiles.") && field == "sandbox_backend" {
+        let none = |n: Option<&Node>| n.is_some_and(|n| plain(n).eq_ignore_ascii_case("none"));
+        if none(new) && !none(old) {
+            out = Some((
+                GrantKind::Flag(RiskKind::SandboxDisabled),
+                "shell execution runs unsandboxed on the host (sandbox_backend = \"none\")"
+                    .to_string(),
             ));
         }
     }

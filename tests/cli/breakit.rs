@@ -200,3 +200,61 @@ fn an_import_does_not_resolve_what_a_broken_install_names() {
         .fails(1, "agents.boss.delegates[0].agent");
     assert_eq!(fs::read(&config).unwrap(), before, "the config was written");
 }
+
+/// `sandbox_backend = "none"` runs the agent's shell unsandboxed as `sandbox_enabled = false`
+/// does, but ZeroClaw's planner flags only the latter and no rule of ours named it: export,
+/// review, the dry run and diff all stayed silent.
+#[test]
+fn a_sandbox_backend_of_none_is_a_grant_everywhere() {
+    let env = TestEnv::new();
+    let install = Install::new(&env);
+    let base = env.path("base");
+    export(&env, &install, &base, &[], &[]).ok();
+    let config = install.root.join("config.toml");
+    let text = fs::read_to_string(&config).unwrap();
+    let edited = text.replace(
+        "[risk_profiles.guarded]\nlevel = \"supervised\"",
+        "[risk_profiles.guarded]\nlevel = \"supervised\"\nsandbox_backend = \"None\"",
+    );
+    assert_ne!(edited, text);
+    fs::write(&config, edited).unwrap();
+    let bundle = env.path("bundle");
+    let report = export(&env, &install, &bundle, &[], &[]).ok().json();
+    let fresh = onboarded(&env, "fresh");
+    let b = bundle.to_string_lossy().into_owned();
+    let review = env.run(&["--json", "review", &b]).ok().json();
+    let plan = env
+        .run(&[
+            "--json",
+            "import",
+            &b,
+            "--install",
+            &fresh.to_string_lossy(),
+            "--dry-run",
+        ])
+        .ok()
+        .json();
+    let at = "risk_profiles.guarded.sandbox_backend";
+    for (who, list) in [
+        ("export", &report["risk_flags"]),
+        ("review", &review["bundle"]["risk_flags"]),
+        ("import --dry-run", &plan["risk_flags"]),
+    ] {
+        let lines = grant_lines(list);
+        assert!(
+            lines
+                .iter()
+                .any(|(k, p, _)| k == "sandbox_disabled" && p == at),
+            "{who} does not name the unsandboxed shell: {lines:?}"
+        );
+    }
+    let diff = env.run(&["diff", &base.to_string_lossy(), &b]);
+    assert_eq!(diff.code(), 1, "{}", diff.describe());
+    assert!(
+        diff.stdout()
+            .lines()
+            .any(|l| l.starts_with('!') && l.contains(at)),
+        "diff does not mark it:\n{}",
+        diff.stdout()
+    );
+}
