@@ -1,27 +1,13 @@
-//! Hostile bundles and careless operators against import, review and the trust policy.
+//! Hostile bundles and careless operators against import, review and diff. Pins: a padded MCP
+//! `exclude` name hides no reference to the install's own server; a server's environment and
+//! transport are shown as ZeroClaw runs them; `sandbox_backend = "none"` is a grant everywhere;
+//! an import never makes an install ZeroClaw refuses to load loadable.
 
 use std::fs;
-use std::path::Path;
 
 use crate::export::{export, Install};
 use crate::import::onboarded;
 use crate::util::*;
-
-#[test]
-#[ignore]
-fn lab_setup() {
-    let env = TestEnv::new();
-    let install = Install::new(&env);
-    let out = env.path("bundle");
-    export(&env, &install, &out, &[], &[]).ok();
-    let fresh = onboarded(&env, "fresh");
-    let lab = Path::new("/tmp/breakit-lab");
-    let _ = fs::remove_dir_all(lab);
-    fs::create_dir_all(lab).unwrap();
-    copy_tree(&install.root, &lab.join("install"));
-    copy_tree(&out, &lab.join("bundle"));
-    copy_tree(&fresh, &lab.join("fresh"));
-}
 
 /// Exports `researcher` of the standard test install and returns the bundle directory after
 /// `edit` rewrote its `config.toml`.
