@@ -4,7 +4,8 @@
 //! semantic diff, which ZeroClaw's manifest format has no flag for: an auto-approved tool, an
 //! allowed command, any widened allowlist or narrowed denylist of a risk profile, an endpoint a
 //! provider or MCP server sends the agent's requests to, a provider the requests fall back to,
-//! an MCP server (and a bundle of them gaining one), a knowledge source the agent reads.
+//! an MCP server (and a bundle of them gaining one), a knowledge source the agent reads, a
+//! variable set in an MCP server's environment, a risk profile's `sandbox_backend = "none"`.
 //!
 //! [`key_grant`] is the single rule table: the semantic diff (`compare`) marks a changed key
 //! with it, and [`bundle_grants`] lists what a bundle grants on its own by applying it to every
@@ -46,6 +47,9 @@ pub enum GrantKind {
     McpBundleServers,
     /// A knowledge bundle reads these host paths or URLs.
     KnowledgeSource,
+    /// An MCP server's process runs with an environment variable the config sets
+    /// (`NODE_OPTIONS`, `LD_PRELOAD`, `PATH` change what the shown command runs).
+    ProcessEnv,
 }
 
 impl GrantKind {
@@ -62,6 +66,7 @@ impl GrantKind {
             GrantKind::McpServer => "mcp_server",
             GrantKind::McpBundleServers => "mcp_bundle_servers",
             GrantKind::KnowledgeSource => "knowledge_source",
+            GrantKind::ProcessEnv => "process_env",
         }
     }
 }
@@ -156,6 +161,36 @@ pub(crate) fn key_grant(
     {
         if new_server && new.is_some() {
             out = Some((GrantKind::McpServer, format!("new MCP server `{server}`")));
+        }
+    }
+    // A variable set in a server's environment (an export blanks every one, so a bundle's
+    // non-blank value was written by hand): it changes what the shown command runs. Named,
+    // never its value (a secret field). A changed value that was already set is not a grant.
+    if let Some((server, var)) = key
+        .strip_prefix("mcp.servers.")
+        .and_then(|r| r.split_once(".env."))
+    {
+        let set = |n: Option<&Node>| n.is_some_and(|n| !plain(n).is_empty());
+        if set(new) && !set(old) {
+            out = Some((
+                GrantKind::ProcessEnv,
+                format!(
+                    "the process of MCP server `{server}` runs with {var} set by the config \
+                     (it can change what the command runs; value not shown)"
+                ),
+            ));
+        }
+    }
+    // ZeroClaw's planner flags `sandbox_enabled = false` only; `sandbox_backend = "none"`
+    // (matched as ZeroClaw parses it, case-insensitively) runs the shell unsandboxed as well.
+    if key.starts_with("risk_profiles.") && field == "sandbox_backend" {
+        let none = |n: Option<&Node>| n.is_some_and(|n| plain(n).eq_ignore_ascii_case("none"));
+        if none(new) && !none(old) {
+            out = Some((
+                GrantKind::Flag(RiskKind::SandboxDisabled),
+                "shell execution runs unsandboxed on the host (sandbox_backend = \"none\")"
+                    .to_string(),
+            ));
         }
     }
     let gained = || -> Vec<String> {
@@ -371,9 +406,12 @@ pub(crate) fn config_grants(config: &Table) -> Vec<Grant> {
 /// How an MCP server at `at` runs, from its keys: `stdio: CMD ARGS` or `http: URL`.
 fn server_line(leaves: &BTreeMap<String, Node>, at: &str) -> String {
     let get = |field: &str| leaves.get(&format!("{at}.{field}"));
-    if let Some(url) = get("url") {
-        let transport = get("transport").map(plain).unwrap_or_else(|| "http".into());
-        return format!("{transport} {}", plain(url));
+    // ZeroClaw's transport decides, stdio when absent: a `url` beside a stdio transport is
+    // never used, the command is.
+    let transport = get("transport").map(plain);
+    if let Some(t) = transport.as_deref().filter(|t| *t != "stdio") {
+        let url = get("url").map(plain).unwrap_or_else(|| "no url set".into());
+        return format!("{t} {url}");
     }
     let mut line = get("command").map(plain).unwrap_or_default();
     for arg in strings(get("args")) {

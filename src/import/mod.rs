@@ -603,6 +603,16 @@ fn check_merged(
             format!("{e:#}")
         }));
     }
+    // An install ZeroClaw refuses to load that the import would make load: the bundle's
+    // entries resolve what the install's own entries name (a local agent delegating to, or
+    // reading the workspace of, an agent of the bundle's name), which no review showed.
+    if let Err(e) = before.typed.validate() {
+        return Err(invalid(format!(
+            "the install's own config fails ZeroClaw's validate() ({e:#}) and would pass once \
+             the bundle's entries are added: they would resolve what the install's own entries \
+             name, which no review shows; fix the install's config first"
+        )));
+    }
     Ok(after)
 }
 

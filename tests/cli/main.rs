@@ -2,6 +2,7 @@
 //! module per area; each module says which failures it pins.
 
 mod binaries;
+mod breakit;
 mod capture_depth;
 mod capture_races;
 mod crash_campaign;
