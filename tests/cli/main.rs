@@ -35,6 +35,7 @@ mod store_in_tree;
 mod store_overlap;
 mod store_races;
 mod tree_index;
+mod update;
 mod util;
 mod ux;
 mod ux_ops;
