@@ -684,7 +684,8 @@ pub struct ExportArgs {
 /// `show`.
 #[derive(Debug, Args)]
 pub struct ShowArgs {
-    /// Snapshot: full id, unique prefix (8+ hex digits), name, or agent/<alias>
+    /// Snapshot: full id, unique prefix (8+ hex digits), name, or agent/<alias>; a PACK file or
+    /// a remote ref NAME/SNAPSHOT (its record, read where it is)
     pub snapshot: String,
     /// Who signed
     #[command(flatten)]
@@ -701,7 +702,8 @@ pub struct RefArgs {
 /// `ls`.
 #[derive(Debug, Args)]
 pub struct LsArgs {
-    /// SNAPSHOT or SNAPSHOT:PATH (a directory or a file inside the snapshot)
+    /// SNAPSHOT[:PATH] (a directory or a file inside the snapshot); a PACK file or a remote ref
+    /// NAME/SNAPSHOT[:PATH] (read where it is)
     pub target: OsString,
     /// List subdirectories too
     #[arg(short, long)]
@@ -711,15 +713,17 @@ pub struct LsArgs {
 /// `cat`.
 #[derive(Debug, Args)]
 pub struct CatArgs {
-    /// SNAPSHOT:PATH (a file inside the snapshot)
+    /// SNAPSHOT:PATH (a file inside the snapshot), or NAME/SNAPSHOT:PATH (a remote ref: the
+    /// file is fetched and verified)
     pub target: OsString,
 }
 
 /// `checkout`.
 #[derive(Debug, Args)]
 pub struct CheckoutArgs {
-    /// Snapshot to publish: id, 8+ hex digit prefix, name, or agent/<alias>; or a remote ref
-    /// NAME/<id|name|agent/alias> (pulled into this store first, verified)
+    /// Snapshot to publish: id, 8+ hex digit prefix, name, or agent/<alias>; a remote ref
+    /// NAME/<id|name|agent/alias> (pulled into this store first, verified); or a PACK file
+    /// (unpacked into this store first, verified)
     pub snapshot: String,
     /// Destination directory
     #[arg(long, short, value_name = "DIR")]

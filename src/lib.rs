@@ -65,6 +65,7 @@ mod publish;
 mod remote;
 mod review;
 mod sign;
+mod source;
 mod statmatch;
 mod sys;
 mod words;

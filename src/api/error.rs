@@ -248,7 +248,7 @@ fn classify(err: &anyhow::Error) -> ErrorKind {
         if e.is::<Interrupted>() {
             return ErrorKind::Interrupted;
         }
-        if let Some(e) = e.downcast_ref::<StoreError>() {
+        if let Some(e) = crate::source::store_error(e) {
             match e {
                 StoreError::UnknownSnapshot { .. } | StoreError::AmbiguousSnapshot { .. } => {
                     return ErrorKind::UnknownSnapshot

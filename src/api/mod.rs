@@ -45,6 +45,7 @@ use crate::diff::compare::{compare_sides, DiffSink, Report, SinkError};
 use crate::diff::side::{paths_only, refuse_missing_path, resolve_side, scratch_store};
 use crate::export::{AgentCaptureOptions, ExportJob, SourceDir, BUNDLE};
 use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest};
+use crate::source::{classify, ReferenceError, Takes};
 
 /// The result type of the public API.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -364,9 +365,25 @@ impl Bundles {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn resolve(&self, reference: &str) -> Result<ObjectId> {
-        self.store
-            .resolve(reference)
+        self.stored("resolve", reference)
             .map_err(|e| Error::new(Verb::Read, reference, e.into()))
+    }
+
+    /// The snapshot of the store `reference` names, read by the grammar every verb reads
+    /// ([`crate::source`]) as `verb` takes it: a snapshot of this store (a full id, a unique
+    /// prefix of 8+ hex digits, a name, `agent/<alias>`). A directory, a pack file or a
+    /// remote ref is refused naming its form and what makes it one (capture, unpack, pull).
+    fn stored(
+        &self,
+        verb: &'static str,
+        reference: &str,
+    ) -> std::result::Result<ObjectId, ReferenceError> {
+        classify(
+            self.store.root(),
+            OsStr::new(reference),
+            Takes::stored(verb),
+        )?
+        .stored_id(&self.store)
     }
 
     /// Captures agent `alias` of the install at `install` (the directory of its `config.toml`)
@@ -521,8 +538,7 @@ impl Bundles {
         progress: &dyn Progress,
     ) -> Result<CheckedOut> {
         let id = self
-            .store
-            .resolve(reference)
+            .stored("checkout", reference)
             .map_err(|e| Error::new(Verb::Checkout, reference, e.into()))?;
         let fail = |e| Error::new(Verb::Checkout, reference, e);
         let context = || {
@@ -595,7 +611,9 @@ impl Bundles {
     pub fn show(&self, reference: &str) -> Result<(ObjectId, Snapshot)> {
         let fail =
             |e: zeroclaw_bundle_store::StoreError| Error::new(Verb::Read, reference, e.into());
-        let id = self.store.resolve(reference).map_err(fail)?;
+        let id = self
+            .stored("show", reference)
+            .map_err(|e| Error::new(Verb::Read, reference, e.into()))?;
         let snap = self.store.read_snapshot(&id).map_err(fail)?;
         Ok((id, snap))
     }
@@ -618,7 +636,9 @@ impl Bundles {
     pub fn ls(&self, reference: &str, path: &[u8]) -> Result<Vec<TreeEntry>> {
         let fail =
             |e: zeroclaw_bundle_store::StoreError| Error::new(Verb::Read, reference, e.into());
-        let id = self.store.resolve(reference).map_err(fail)?;
+        let id = self
+            .stored("ls", reference)
+            .map_err(|e| Error::new(Verb::Read, reference, e.into()))?;
         let snap = self.store.read_snapshot(&id).map_err(fail)?;
         let reader = self.store.snapshot_source(&id);
         let entry = resolve_path(&reader, &snap.root, path, &id.short(12)).map_err(fail)?;
@@ -647,7 +667,7 @@ impl Bundles {
     /// ```
     pub fn cat(&self, reference: &str, path: &[u8], out: &mut dyn Write) -> Result<u64> {
         let fail = |e: anyhow::Error| Error::new(Verb::Read, reference, e);
-        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let id = self.stored("cat", reference).map_err(|e| fail(e.into()))?;
         let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
         let reader = self.store.snapshot_source(&id);
         let entry =
@@ -790,7 +810,9 @@ impl Bundles {
         options: MountOptions,
     ) -> Result<MountHandle> {
         let fail = |e: anyhow::Error| Error::new(Verb::Mount, reference, e);
-        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let id = self
+            .stored("mount", reference)
+            .map_err(|e| fail(e.into()))?;
         let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
         self.gate_stored(&id)
             .with_context(|| format!("could not mount snapshot {}", id.short(12)))
@@ -848,7 +870,7 @@ impl Bundles {
         progress: &dyn Progress,
     ) -> Result<Packed> {
         let fail = |e: anyhow::Error| Error::new(Verb::Pack, reference, e);
-        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let id = self.stored("pack", reference).map_err(|e| fail(e.into()))?;
         let total = self
             .store
             .read_snapshot(&id)
@@ -943,7 +965,7 @@ impl Bundles {
         progress: &dyn Progress,
     ) -> Result<PushReport> {
         let fail = |e: anyhow::Error| Error::new(Verb::Push, reference, e);
-        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let id = self.stored("push", reference).map_err(|e| fail(e.into()))?;
         let spec =
             crate::remote::find_remote(self.store.root(), remote).map_err(|e| fail(e.into()))?;
         let mut handle = crate::remote::Remote::open(&spec, true).map_err(|e| fail(e.into()))?;
@@ -1167,7 +1189,7 @@ impl Bundles {
     /// ```
     pub fn sign(&self, reference: &str, key: &Path) -> Result<SignReport> {
         let fail = |e: anyhow::Error| Error::new(Verb::Sign, reference, e);
-        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let id = self.stored("sign", reference).map_err(|e| fail(e.into()))?;
         let choice = crate::sign::key::choose_key(Some(key)).map_err(|e| fail(e.into()))?;
         crate::sign::sign(&self.store, &id, &crate::sign::SignWith::Key(choice))
             .map_err(|e| fail(e.into()))
@@ -1180,7 +1202,9 @@ impl Bundles {
     /// See [`Bundles::sign`] for an example.
     pub fn require_signed(&self, reference: &str, allowed_signers: &Path) -> Result<Vec<Signer>> {
         let fail = |e: anyhow::Error| Error::new(Verb::Sign, reference, e);
-        let id = self.store.resolve(reference).map_err(|e| fail(e.into()))?;
+        let id = self
+            .stored("require-signed", reference)
+            .map_err(|e| fail(e.into()))?;
         let allowed =
             crate::sign::AllowedSigners::load(allowed_signers).map_err(|e| fail(e.into()))?;
         crate::sign::require_signed(&self.store, &id, &allowed).map_err(|e| fail(e.into()))

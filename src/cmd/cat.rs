@@ -1,5 +1,6 @@
 //! `cat SNAPSHOT:PATH`: write a file's bytes to stdout, after checking its hash (a corrupt
-//! object prints nothing and fails).
+//! object prints nothing and fails). The snapshot is any the grammar names
+//! (`crate::source`): of the store, of a pack file, of a remote (the file fetched, verified).
 
 use std::io::{Read, Write};
 
@@ -7,7 +8,8 @@ use anyhow::{bail, Context, Result};
 use zeroclaw_bundle_store::{escape_name, resolve_path};
 
 use crate::cli::CatArgs;
-use crate::cmd::{split_target, stdout_error, Ctx, Outcome};
+use crate::cmd::{stdout_error, Ctx, Outcome};
+use crate::source::{self, classify, Takes, Target};
 
 /// Runs `cat`.
 pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -16,22 +18,29 @@ pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {
             "`cat` writes the file's bytes, never JSON; `ls --json SNAPSHOT:PATH` describes the file"
         );
     }
-    let store = ctx.store()?;
-    let (reference, path) = split_target(&args.target);
+    let reference = classify(&ctx.store_path, &args.target, Takes::CAT)?;
+    let path = reference.path().to_vec();
     if path.is_empty() {
+        // A snapshot of the store that does not exist is said as every verb says it.
+        if let Target::Stored { .. } = &reference.target {
+            reference.stored_id(&ctx.store()?)?;
+        }
         bail!("`cat` needs SNAPSHOT:PATH (a file inside the snapshot)");
     }
-    let id = store.resolve(&reference)?;
-    let snap = store.read_snapshot(&id)?;
-    let entry = resolve_path(&store.reader(), &snap.root, &path, &id.short(12))?;
+    let opened = source::open(
+        super::ls::store_for(ctx, &reference)?.as_ref(),
+        &reference,
+        true,
+    )?;
+    let entry = resolve_path(opened.source(), &opened.snapshot.root, &path, &opened.label)?;
     if !entry.kind.is_file() {
         bail!(
             "{} is a directory in snapshot {}",
             escape_name(&path),
-            id.short(12)
+            opened.label
         );
     }
-    let blob = store.objects().open_blob(&entry.id)?;
+    let blob = opened.source().blob_of_size(&entry.id, entry.size)?;
     blob.verify(&entry.id)
         .with_context(|| format!("could not read {}", escape_name(&path)))?;
     let mut out = std::io::stdout().lock();

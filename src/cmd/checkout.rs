@@ -1,13 +1,21 @@
 //! `checkout SNAPSHOT --out DIR [--force]`: publish a stored snapshot (staged, atomic swap).
-//! A remote ref (`NAME/<id|name|agent/alias>`, NAME a configured remote) is pulled into the
-//! store first (verified, as `pull` does), then published from there: what is published is
-//! always what the store holds.
+//! The argument is read by the grammar every verb reads (`crate::source`): a remote ref
+//! (`NAME/<id|name|agent/alias>`, NAME a configured remote) is pulled into the store first
+//! (verified, as `pull` does), a pack file unpacked first (every object verified, as `unpack`
+//! does), then published from there: what is published is always what the store holds. A
+//! directory is refused (it is no snapshot: `snapshot --dir` captures it).
 
-use anyhow::Result;
+use std::ffi::OsStr;
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
 use serde_json::json;
+use zeroclaw_bundle_store::{ObjectId, Store};
 
 use crate::cli::CheckoutArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
+use crate::sign::Trust;
+use crate::source::{classify, Takes, Target};
 use crate::{CheckedOut, Replace};
 
 /// After a publish to the current directory (`--out .`): the directory the shell is in was
@@ -26,11 +34,20 @@ pub fn note_cwd_swapped(out: &std::path::Path) {
 
 /// Runs `checkout`.
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
-    let bundles = ctx.bundles()?;
+    let reference = classify(&ctx.store_path, OsStr::new(&args.snapshot), Takes::CHECKOUT)?;
+    // A pack is unpacked into the store, created if needed (as `unpack` does); anything
+    // else needs the store that holds it or names its remote.
+    let bundles = match &reference.target {
+        Target::Pack { .. } => match ctx.existing_store()? {
+            Some(store) => crate::Bundles::from_store(store),
+            None => crate::Bundles::from_store(ctx.create_store()?),
+        },
+        _ => ctx.bundles()?,
+    };
     let store = bundles.store();
     let trust = super::sign::trust_of_args(store.root(), &args.trust)?;
-    let id = match crate::remote::parse_remote_ref(store.root(), &args.snapshot)? {
-        Some((spec, _)) => {
+    let id = match &reference.target {
+        Target::Remote { spec, .. } => {
             let require = trust.enforcing(&args.snapshot)?;
             let (id, _, report) =
                 crate::cmd::remote::pull_ref_checked(store, &args.snapshot, ctx, require)?;
@@ -45,7 +62,8 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
             }
             id
         }
-        None => store.resolve(&args.snapshot)?,
+        Target::Pack { file, .. } => unpack(ctx, store, file, &trust)?,
+        _ => reference.stored_id(store)?,
     };
     // `--require-signed`: refused before the destination is touched (naming the signers); the
     // library applies the same decision (flags over the store's trust.toml) again.
@@ -96,4 +114,29 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("{id}")?;
     }
     Ok(Outcome::Success)
+}
+
+/// Unpacks the pack at `path` into `store` (its signatures checked against `trust` before
+/// anything is written, as `unpack` does) and returns the snapshot it carried.
+fn unpack(ctx: &Ctx, store: &Store, path: &Path, trust: &Trust) -> Result<ObjectId> {
+    let policy = match trust.enforcing(&path.display().to_string())? {
+        Some(allowed) => crate::TrustPolicy::Require(allowed.clone()),
+        None => crate::TrustPolicy::Off,
+    };
+    let progress = ctx.term_progress();
+    let unpacked = crate::Bundles::from_store(store.clone())
+        .with_trust_policy(policy)
+        .unpack(path, &progress)
+        .with_context(|| format!("could not check out {}", path.display()));
+    drop(progress);
+    let unpacked = unpacked?;
+    if !ctx.quiet && !ctx.json {
+        crate::note!(
+            "unpacked {} from {}: {} new, verified",
+            unpacked.id.short(12),
+            path.display(),
+            count(unpacked.read as u64, "object")
+        );
+    }
+    Ok(unpacked.id)
 }

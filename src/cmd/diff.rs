@@ -454,7 +454,7 @@ fn signatures_lines(
     let mut found = Vec::new();
     for (name, side) in [('A', a), ('B', b)] {
         let sigs = side
-            .signatures(store)
+            .signatures()
             .map_err(|e| CompareError::side(name, std::ffi::OsStr::new(side.arg()), e))?;
         found.push((name, side, sigs));
     }

@@ -104,7 +104,12 @@ fn indexes(n: u64) -> String {
 /// Runs `forget`.
 pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = store.resolve(&args.snapshot)?;
+    let id = crate::source::classify(
+        store.root(),
+        std::ffi::OsStr::new(&args.snapshot),
+        crate::source::Takes::stored("forget"),
+    )?
+    .stored_id(&store)?;
     let served = store.forget(&id)?.served_by_a_mount;
     if ctx.json {
         ctx.print_json(&json!({ "snapshot": id, "served_by_a_mount": served }))?;

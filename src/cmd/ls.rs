@@ -1,5 +1,7 @@
 //! `ls SNAPSHOT[:PATH] [-r]`: list a directory of a snapshot (kind, size, name; `-v` adds the
-//! mode and the id, `--json` has them all).
+//! mode and the id, `--json` has them all). The snapshot is any the grammar names
+//! (`crate::source`): of the store, of a pack file (read in place), of a remote (its trees
+//! only, in place).
 
 use anyhow::Result;
 use serde_json::json;
@@ -9,16 +11,16 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::cli::LsArgs;
-use crate::cmd::{split_target, Ctx, Outcome};
+use crate::cmd::{Ctx, Outcome};
+use crate::source::{self, classify, Reference, Takes, Target};
 
 /// Runs `ls`.
 pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
-    let (reference, path) = split_target(&args.target);
-    let id = store.resolve(&reference)?;
-    let snap = store.read_snapshot(&id)?;
-    let reader = store.snapshot_source(&id);
-    let entry = resolve_path(&reader, &snap.root, &path, &id.short(12))?;
+    let reference = classify(&ctx.store_path, &args.target, Takes::LS)?;
+    let opened = source::open(store_for(ctx, &reference)?.as_ref(), &reference, false)?;
+    let path = reference.path().to_vec();
+    let reader = opened.source();
+    let entry = resolve_path(reader, &opened.snapshot.root, &path, &opened.label)?;
     let start = path.iter().position(|b| *b != b'/').unwrap_or(path.len());
     let end = path
         .iter()
@@ -29,9 +31,9 @@ pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {
     if entry.kind == EntryKind::Dir {
         if args.recursive {
             // Bounded before listing: a hostile tree would otherwise list forever.
-            check_expansion(&reader, &entry.id, &format!("snapshot {}", id.short(12)))?;
+            check_expansion(reader, &entry.id, &format!("snapshot {}", opened.label))?;
         }
-        list_dir(&reader, &entry.id, base, args.recursive, &mut rows)?;
+        list_dir(reader, &entry.id, base, args.recursive, &mut rows)?;
     } else {
         rows.push((entry, path.clone()));
     }
@@ -93,4 +95,13 @@ fn list_dir(
         }
     }
     Ok(())
+}
+
+/// The store a reference is read with: a pack needs none (an update reads its base from the
+/// store when there is one); anything else needs the store that holds it or names its remote.
+pub fn store_for(ctx: &Ctx, reference: &Reference) -> Result<Option<zeroclaw_bundle_store::Store>> {
+    match reference.target {
+        Target::Pack { .. } => ctx.existing_store(),
+        _ => Ok(Some(ctx.store()?)),
+    }
 }

@@ -374,7 +374,7 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
         if let Some(e) = e.downcast_ref::<crate::Error>() {
             return hint(e.inner());
         }
-        if let Some(e) = e.downcast_ref::<StoreError>() {
+        if let Some(e) = crate::source::store_error(e) {
             return match e {
                 StoreError::UnknownSnapshot { .. } => {
                     Some("`zeroclaw-bundle list` shows the snapshots".to_string())
@@ -452,7 +452,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
     }
 }
 
-pub use crate::diff::side::split_target;
+pub use crate::source::split_target;
 
 pub use crate::words::{count, human_bytes};
 

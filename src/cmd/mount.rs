@@ -19,6 +19,7 @@
 //! full id or a pack file, unsigned, no trust asked for); it hands the rest to the full
 //! binary before anything is leased or mounted.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
@@ -38,8 +39,9 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
-use crate::remote::{parse_remote_ref, Remote, RemoteSpec, RemoteView};
+use crate::remote::{Remote, RemoteSpec, RemoteView};
 use crate::sign::Trust;
+use crate::source::{classify, classify_with, Reference, Takes, Target};
 
 /// The largest tree index a mount reads whole; a larger one is read tree by tree (positioned
 /// reads) and never held. A mount that walks every tree before it answers (the expansion
@@ -90,11 +92,10 @@ trait Binary {
     /// The trust the mount checks against (`--allowed-signers`, `--require-signed`, the
     /// store's `trust.toml`).
     fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust>;
-    /// The snapshot a store reference names.
-    fn resolve(store: &Store, reference: &str) -> Result<ObjectId>;
-    /// A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote), when `reference`
-    /// is one.
-    fn remote_ref(store: &Store, reference: &str) -> Result<Option<(RemoteSpec, String)>>;
+    /// What the argument names (`crate::source`, the grammar every verb reads).
+    fn classify(store_root: &Path, arg: &str) -> Result<Reference>;
+    /// The snapshot of the store a reference names.
+    fn resolve(store: &Store, reference: &Reference) -> Result<ObjectId>;
     /// Opens a remote snapshot ref.
     fn open_remote(
         args: &MountArgs,
@@ -128,12 +129,12 @@ impl Binary for Full {
         super::sign::trust_of_args(store_root, &args.trust)
     }
 
-    fn resolve(store: &Store, reference: &str) -> Result<ObjectId> {
-        Ok(store.resolve_indexed(reference)?)
+    fn classify(store_root: &Path, arg: &str) -> Result<Reference> {
+        Ok(classify(store_root, OsStr::new(arg), Takes::MOUNT)?)
     }
 
-    fn remote_ref(store: &Store, reference: &str) -> Result<Option<(RemoteSpec, String)>> {
-        Ok(parse_remote_ref(store.root(), reference)?)
+    fn resolve(store: &Store, reference: &Reference) -> Result<ObjectId> {
+        Ok(reference.stored_id(store)?)
     }
 
     /// Served in place: trees from the remote's trees pack, file contents fetched (ranged,
@@ -224,19 +225,20 @@ impl Binary for Front {
         }
     }
 
-    fn resolve(store: &Store, reference: &str) -> Result<ObjectId> {
+    fn classify(_: &Path, arg: &str) -> Result<Reference> {
+        // Whether a name before a `/` is a remote is in remotes.toml, the full binary's to
+        // read (a full id holds no `/`).
+        classify_with(OsStr::new(arg), Takes::MOUNT, |_| Err(HandOff.into()))
+    }
+
+    fn resolve(store: &Store, reference: &Reference) -> Result<ObjectId> {
+        let Target::Stored { reference, .. } = &reference.target else {
+            return Err(HandOff.into());
+        };
         store
             .resolve_full_indexed(reference)
             .or_else(|| store.resolve_abbreviation_indexed(reference))
             .ok_or_else(|| HandOff.into())
-    }
-
-    fn remote_ref(_: &Store, reference: &str) -> Result<Option<(RemoteSpec, String)>> {
-        // A full id holds no `/`; whether a name before one is a remote is in remotes.toml.
-        match reference.contains('/') {
-            true => Err(HandOff.into()),
-            false => Ok(None),
-        }
     }
 
     fn open_remote(
@@ -307,9 +309,14 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     let mut known_expansion = None;
     // A store snapshot mounted without its walk: its index is read whole once it answers.
     let mut index_after_answering: Option<Arc<SnapshotSource>> = None;
+    let reference = B::classify(&ctx.store_path, &args.snapshot)?;
+    let pack_given_as = match &reference.target {
+        Target::Pack { file, .. } => Some(file),
+        _ => None,
+    };
     let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
-        if std::path::Path::new(&args.snapshot).is_file() {
-            let pack = PackReader::open(std::path::Path::new(&args.snapshot))?;
+        if let Some(file) = pack_given_as {
+            let pack = PackReader::open(file)?;
             B::before_pack_check(&pack)?;
             // Checked whole before anything is served, as `unpack` checks it.
             pack.check_trailer()?;
@@ -335,17 +342,22 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             (source, id, snap, None)
         } else {
             let store = ctx.store()?;
-            match B::remote_ref(&store, &args.snapshot)? {
-                Some((spec, reference)) => {
-                    let served = B::open_remote(&args, ctx, &store, spec, reference, &trust)?;
+            match &reference.target {
+                Target::Remote {
+                    spec,
+                    reference: on_remote,
+                    ..
+                } => {
+                    let (spec, on_remote) = (spec.clone(), on_remote.clone());
+                    let served = B::open_remote(&args, ctx, &store, spec, on_remote, &trust)?;
                     root_note = served.root_note;
                     traffic = Some(served.traffic);
                     (served.source, served.id, served.snap, None)
                 }
-                None => {
+                _ => {
                     // A full id with a tree index skips the catalog (sled's open was the
                     // largest part of a mount's start).
-                    let id = B::resolve(&store, &args.snapshot)?;
+                    let id = B::resolve(&store, &reference)?;
                     root_note = B::stored_signatures(&note_ctx, &store, &id, &trust)?;
                     let snap = store.read_snapshot(&id)?;
                     let lease = store.lease(&id, &snap.root)?;

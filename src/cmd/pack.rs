@@ -5,6 +5,7 @@
 //! writes stdout here. `unpack` verifies the whole pack before it writes anything, and commits
 //! the snapshot record last.
 
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -18,16 +19,26 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
+use crate::source::{classify, Takes};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
+    let reference = classify(&ctx.store_path, OsStr::new(&args.snapshot), Takes::PACK)?;
     let store = ctx.store()?;
-    let id = store.resolve(&args.snapshot)?;
+    let id = reference.stored_id(&store)?;
     // Signed first: the pack carries the signatures the store keeps.
     let signing = super::sign::key_for(&args.sign)?;
     super::sign::sign_after(ctx, &store, &id, signing)?;
     let since = match &args.since {
-        Some(r) => Some(store.resolve(r).with_context(|| format!("--since {r}"))?),
+        Some(r) => Some(
+            classify(
+                &ctx.store_path,
+                OsStr::new(r),
+                Takes::stored("pack --since"),
+            )
+            .and_then(|since| since.stored_id(&store))
+            .with_context(|| format!("--since {r}"))?,
+        ),
         None => None,
     };
     let options = PackOptions {

@@ -188,7 +188,12 @@ fn pick(store_root: &std::path::Path, name: Option<&str>) -> Result<RemoteSpec> 
 /// Runs `push`.
 pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = store.resolve(&args.snapshot)?;
+    let id = crate::source::classify(
+        store.root(),
+        std::ffi::OsStr::new(&args.snapshot),
+        crate::source::Takes::stored("push"),
+    )?
+    .stored_id(&store)?;
     let spec = pick(store.root(), args.remote.as_deref())?;
     // Signed first: the push carries every signature the store keeps.
     let signing = super::sign::key_for(&args.sign)?;

@@ -9,8 +9,8 @@ use anyhow::Result;
 
 use crate::cli::ReviewArgs;
 use crate::cmd::{Ctx, Outcome};
-use crate::diff::side::refuse_missing_path;
 use crate::review::{render, review, ReviewOptions, SCAN_CAP};
+use crate::source::refuse_missing_path;
 
 /// Runs `review`.
 pub fn run(args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {

@@ -1,5 +1,9 @@
 //! `show SNAPSHOT`: the snapshot record, with its tallies and skipped entries, and who signed
-//! it (checked against the allowed signers: `--allowed-signers` or the store's `trust`).
+//! it (checked against the allowed signers: `--allowed-signers` or the store's `trust`). The
+//! snapshot is any the grammar names (`crate::source`): of the store, of a pack file, of a
+//! remote (its record and signatures, read in place).
+
+use std::ffi::OsStr;
 
 use anyhow::Result;
 use serde_json::json;
@@ -9,15 +13,35 @@ use zeroclaw_bundle_store::escape_text;
 use crate::cli::ShowArgs;
 use crate::clock::rfc3339_utc;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
+use crate::source::{self, classify, Takes, Target};
 
 /// Runs `show`.
 pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
-    let bundles = ctx.bundles()?;
-    let store = bundles.store();
-    let (id, snap) = bundles.show(&args.snapshot)?;
-    let trust =
-        super::sign::trust_of(store.root(), args.signers.allowed_signers.as_deref(), false)?;
-    let checked = crate::sign::check_stored(store, &id, trust.allowed.as_ref())?;
+    let reference = classify(&ctx.store_path, OsStr::new(&args.snapshot), Takes::SHOW)?;
+    let trust = super::sign::trust_of(
+        &ctx.store_path,
+        args.signers.allowed_signers.as_deref(),
+        false,
+    )?;
+    let (id, snap, checked) = match &reference.target {
+        // A snapshot of the store: the public API's `show`.
+        Target::Stored { .. } => {
+            let bundles = ctx.bundles()?;
+            let store = bundles.store();
+            let id = reference.stored_id(store)?;
+            let (id, snap) = bundles.show(&id.to_hex())?;
+            let checked = crate::sign::check_stored(store, &id, trust.allowed.as_ref())?;
+            (id, snap, checked)
+        }
+        // A pack's or a remote's record, read where it is.
+        _ => {
+            let store = super::ls::store_for(ctx, &reference)?;
+            let opened = source::open(store.as_ref(), &reference, false)?;
+            let sigs = opened.signatures()?;
+            let checked = crate::sign::check_all(&opened.id, &sigs, trust.allowed.as_ref());
+            (opened.id, opened.snapshot, checked)
+        }
+    };
     if ctx.json {
         let mut v = serde_json::to_value(&snap)?;
         v["snapshot"] = json!(id);

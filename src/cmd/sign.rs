@@ -16,7 +16,12 @@ use crate::sign::{self, SignReport, SignWith, Trust, TrustSettings};
 /// Runs `sign`.
 pub fn run(args: SignArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = store.resolve(&args.snapshot)?;
+    let id = crate::source::classify(
+        store.root(),
+        std::ffi::OsStr::new(&args.snapshot),
+        crate::source::Takes::stored("sign"),
+    )?
+    .stored_id(&store)?;
     let with = match &args.signature {
         Some(path) => SignWith::Signature(path.clone()),
         None => SignWith::Key(sign::choose_key(args.key.as_deref())?),

@@ -1,5 +1,5 @@
-//! The sides of a diff: what a side argument names, resolved into something the walk can read.
-//! A side is an existing directory (hashed in memory by the capture's descriptor-verified
+//! The sides of a diff: what a side argument names ([`crate::source`], the one grammar),
+//! resolved into something the walk can read. A side is an existing directory (hashed in memory by the capture's descriptor-verified
 //! reader, writing nothing to the store but its stat cache), an existing file (a pack or a
 //! digest pack, checked whole before it is compared), a remote ref (`NAME/SNAPSHOT[:PATH]`:
 //! its record and trees, never a blob), else a snapshot of the store (`SNAPSHOT[:PATH]`).
@@ -10,14 +10,13 @@
 //! printed.
 
 use std::ffi::OsStr;
-use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use zeroclaw_bundle_store::limits::check_expansion;
 use zeroclaw_bundle_store::{
-    resolve_path, unescape_name, EntryKind, ObjectId, ObjectSource, PackOverStore, PackReader,
-    Skipped, SnapshotSource, SourceKey, Store, StoreError, TreeEntry, TreeSourceStats,
+    resolve_path, EntryKind, ObjectId, ObjectSource, Skipped, SourceKey, Store, StoreError,
+    TreeEntry, TreeSourceStats,
 };
 
 use crate::capture::{
@@ -27,7 +26,8 @@ use crate::capture::{
 use crate::diff::content::CONTENT_CAP;
 use crate::diff::{MemorySide, Root, SourceSide, TreeSide};
 use crate::progress::Progress;
-use crate::remote::{parse_remote_ref, Remote, RemoteError, RemoteSpec, RemoteView};
+use crate::remote::RemoteError;
+use crate::source::{self, classify, Held, OpenError, Opened, ReferenceError, Takes, Target};
 
 /// Bundle files above this are not read for the semantic section.
 pub const BUNDLE_FILE_CAP: u64 = 4 << 20;
@@ -35,45 +35,12 @@ pub const BUNDLE_FILE_CAP: u64 = 4 << 20;
 /// Why a side could not be resolved.
 #[derive(Debug, thiserror::Error)]
 pub enum SideError {
-    /// A side spelled as a path names nothing.
-    #[error("{} does not exist", .0.display())]
-    Missing(PathBuf),
-    /// A side spelled as a path is a symlink to nothing.
-    #[error("{} is a symlink to a path that does not exist", .0.display())]
-    DanglingSymlink(PathBuf),
-    /// A side spelled as a path could not be looked at.
-    #[error("could not read {}", path.display())]
-    Stat {
-        /// The path.
-        path: PathBuf,
-        /// What `lstat` said.
-        #[source]
-        source: std::io::Error,
-    },
-    /// Neither a file, a directory nor a remote ref, and no snapshot of this store; the
-    /// reference's first component (`name`) could have been meant as a remote.
-    #[error(
-        "{arg} is not a file or directory, and {name:?} is not a configured remote (`remote list`), \
-         so it was read as a snapshot of this store"
-    )]
-    NotRemote {
-        /// The side argument as given.
-        arg: String,
-        /// What would have been the remote's name.
-        name: String,
-        /// Why the snapshot lookup failed.
-        #[source]
-        source: Box<StoreError>,
-    },
-    /// Neither a file nor a directory, and no snapshot of this store.
-    #[error("{arg} is not a file or directory, so it was read as a snapshot")]
-    NotSnapshot {
-        /// The side argument as given.
-        arg: String,
-        /// Why the snapshot lookup failed.
-        #[source]
-        source: Box<StoreError>,
-    },
+    /// The argument names nothing a diff reads (the grammar's words: [`ReferenceError`]).
+    #[error(transparent)]
+    Reference(#[from] ReferenceError),
+    /// The snapshot it names could not be opened where it is.
+    #[error(transparent)]
+    Open(#[from] OpenError),
     /// The temporary store a diff of directories and packs hashes in could not be created.
     #[error("could not create a scratch store for the diff")]
     Scratch(#[source] std::io::Error),
@@ -175,13 +142,12 @@ pub struct Side {
 }
 
 enum SideSource {
-    /// A stored snapshot: trees from its tree index (one file), blobs from the objects.
-    Store(SnapshotSource),
-    /// A pack, over this store when it is an update whose base the store holds.
-    Pack(PackOverStore),
+    /// A snapshot opened where it is: the store's (trees from its tree index), a pack's (over
+    /// this store when it is an update whose base the store holds), a remote's (trees only:
+    /// its file contents are never fetched by a diff).
+    Opened(Box<Opened>),
+    /// A directory hashed in memory.
     Memory(Arc<MemoryObjects>),
-    /// A remote snapshot: trees only (its file contents are never fetched by a diff).
-    Remote(Box<RemoteView>),
 }
 
 impl Side {
@@ -193,10 +159,8 @@ impl Side {
     /// The side's trees and small files, for the walk.
     pub fn tree_side(&self) -> Box<dyn TreeSide + '_> {
         match &self.source {
-            SideSource::Store(r) => Box::new(SourceSide(r)),
-            SideSource::Pack(p) => Box::new(SourceSide(p)),
+            SideSource::Opened(o) => Box::new(SourceSide(o.source())),
             SideSource::Memory(m) => Box::new(MemorySide(m)),
-            SideSource::Remote(r) => Box::new(SourceSide(r.as_ref())),
         }
     }
 
@@ -211,9 +175,7 @@ impl Side {
             return Ok(());
         }
         let source: &dyn ObjectSource = match &self.source {
-            SideSource::Store(r) => r,
-            SideSource::Pack(p) => p,
-            SideSource::Remote(r) => r.as_ref(),
+            SideSource::Opened(o) => o.source(),
             SideSource::Memory(_) => return Ok(()),
         };
         check_expansion(source, &self.root.entry.id, label)?;
@@ -223,9 +185,12 @@ impl Side {
     /// Whether the side holds file contents (a digest pack and a remote side hold ids only).
     pub fn holds_contents(&self) -> bool {
         match &self.source {
-            SideSource::Pack(p) => !p.pack().trees_only,
-            SideSource::Remote(_) => false,
-            SideSource::Store(_) | SideSource::Memory(_) => true,
+            SideSource::Opened(o) => match &o.held {
+                Held::Pack(p) => !p.pack().trees_only,
+                Held::Remote(_) => false,
+                Held::Store(_) => true,
+            },
+            SideSource::Memory(_) => true,
         }
     }
 
@@ -247,67 +212,39 @@ impl Side {
     /// The signatures carried with the side's snapshot (opaque bytes; see `sign`): the
     /// store's for a stored snapshot, the pack's section, the remote's; `None` for a
     /// directory, which is no snapshot. A `SNAP:PATH` side is the snapshot's too.
-    pub fn signatures(&self, store: &Store) -> Result<Option<SideSignatures>, SideError> {
-        Ok(match (&self.kind, &self.source) {
-            (SideKind::Snapshot { id, .. }, _) => Some((
-                *id,
-                store.signatures(id)?.into_iter().map(|s| s.bytes).collect(),
-            )),
-            (SideKind::Pack { snapshot, .. }, SideSource::Pack(p)) => {
-                Some((*snapshot, p.pack().signatures()?))
-            }
-            (SideKind::Remote { snapshot, .. }, SideSource::Remote(r)) => {
-                Some((*snapshot, r.remote().signatures(snapshot)?))
-            }
-            _ => None,
+    pub fn signatures(&self) -> Result<Option<SideSignatures>, SideError> {
+        Ok(match &self.source {
+            SideSource::Opened(o) => Some((o.id, o.signatures()?)),
+            SideSource::Memory(_) => None,
         })
     }
 
     /// What reading the side cost so far: `None` for a pack or a directory.
     pub fn stats(&self) -> Option<SideStats> {
-        match &self.source {
-            SideSource::Store(source) => Some(SideStats::Snapshot(source.stats())),
-            SideSource::Remote(r) => Some(SideStats::Remote {
+        let SideSource::Opened(o) = &self.source else {
+            return None;
+        };
+        match &o.held {
+            Held::Store(source) => Some(SideStats::Snapshot(source.stats())),
+            Held::Remote(r) => Some(SideStats::Remote {
                 name: r.remote().name().to_string(),
                 traffic: r.remote().traffic(),
             }),
-            _ => None,
+            Held::Pack(_) => None,
         }
     }
 }
 
-/// Refuses a side spelled as a path (`/x`, `./x`, `../x`, `.`, `..`, `~/x`) that does not exist:
-/// it can only have meant a path, so "not a snapshot" or "no remote named `.`" would mislead.
+/// Refuses a side spelled as a path that does not exist ([`crate::source`]'s first step),
+/// before a store is needed.
 pub fn refuse_missing_path(arg: &OsStr) -> Result<(), SideError> {
-    let bytes = arg.as_encoded_bytes();
-    let path_like = [&b"/"[..], b"./", b"../", b"~/"]
-        .iter()
-        .any(|p| bytes.starts_with(p))
-        || bytes == b"."
-        || bytes == b"..";
-    if !path_like {
-        return Ok(());
-    }
-    let path = Path::new(arg);
-    match std::fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() && !path.exists() => {
-            Err(SideError::DanglingSymlink(path.to_path_buf()))
-        }
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            Err(SideError::Missing(path.to_path_buf()))
-        }
-        Err(source) => Err(SideError::Stat {
-            path: path.to_path_buf(),
-            source,
-        }),
-    }
+    Ok(crate::source::refuse_missing_path(arg)?)
 }
 
 /// Whether every side names an existing path (a directory or a pack): such a diff needs no
 /// store of its own, and runs in a [`scratch_store`] when there is none.
 pub fn paths_only(args: &[&OsStr]) -> bool {
-    args.iter().all(|s| Path::new(s).exists())
+    args.iter().all(|s| crate::source::names_a_path(s))
 }
 
 /// A store in a new temporary directory, for a diff of directories and packs when there is no
@@ -322,157 +259,71 @@ pub fn scratch_store() -> Result<(tempfile::TempDir, Store), SideError> {
     Ok((dir, store))
 }
 
-/// Splits `SNAPSHOT[:PATH]` into the reference and the raw path bytes. A UTF-8 path may spell
-/// non-UTF-8 bytes as `\xNN` (how `ls` shows them). A `.` component is dropped (`snap:./d/f`
-/// is `snap:d/f`): no tree holds an entry named `.`.
-pub fn split_target(target: &OsStr) -> (String, Vec<u8>) {
-    let bytes = target.as_bytes();
-    match bytes.iter().position(|b| *b == b':') {
-        Some(i) => {
-            let reference = String::from_utf8_lossy(&bytes[..i]).into_owned();
-            let path = &bytes[i + 1..];
-            let path = match std::str::from_utf8(path) {
-                Ok(text) => unescape_name(text),
-                Err(_) => path.to_vec(),
-            };
-            let path = if path.split(|b| *b == b'/').any(|c| c == b".") {
-                let kept: Vec<&[u8]> = path.split(|b| *b == b'/').filter(|c| *c != b".").collect();
-                kept.join(&b'/')
-            } else {
-                path
-            };
-            (reference, path)
-        }
-        None => (String::from_utf8_lossy(bytes).into_owned(), Vec::new()),
-    }
-}
-
-/// Resolves a side argument: an existing directory (hashed with `progress`; with `contents`,
-/// every small file's bytes are kept for `-p`, else only top-level bundle files), an existing
-/// file (a pack, or a digest pack), a remote ref, else `SNAPSHOT[:PATH]` of `store`.
+/// Resolves a side argument, classified by [`crate::source::classify`]: an existing directory
+/// (hashed with `progress`; with `contents`, every small file's bytes are kept for `-p`, else
+/// only top-level bundle files), an existing file (a pack, or a digest pack, checked whole
+/// first), a remote ref (`NAME/SNAPSHOT[:PATH]`: its record and trees, never a blob), else
+/// `SNAPSHOT[:PATH]` of `store`.
 pub fn resolve_side(
     store: &Store,
     arg: &OsStr,
     contents: bool,
     progress: &dyn Progress,
 ) -> Result<Side, SideError> {
-    let path = Path::new(arg);
-    if path.is_dir() {
-        return capture_dir(store, arg, path, contents, progress);
-    }
-    if path.is_file() {
-        let pack = PackReader::open(path)?;
-        // The whole pack is checked first, as `unpack` checks it: a damaged pack is refused,
-        // never compared (an object the walk prunes would otherwise go unread).
-        pack.check_trailer()?;
-        let snapshot = pack.snapshot()?;
-        // An incremental pack reads what it does not carry from this store, when the store
-        // holds its base (an update diffed before it is unpacked).
-        let pack = PackOverStore::new(pack, Some(store));
-        let label = format!("{} ({})", pack.pack().root.short(12), path.display());
-        let entry = TreeEntry::dir(Vec::new(), snapshot.bytes(), snapshot.root);
-        return Ok(Side {
-            label,
-            kind: SideKind::Pack {
-                path: path.to_path_buf(),
-                snapshot: pack.pack().root,
+    let reference = classify(store.root(), arg, Takes::DIFF)?;
+    let named = match &reference.target {
+        Target::Dir(path) => return capture_dir(store, arg, path, contents, progress),
+        Target::Stored { reference, .. } => Some(reference.clone()),
+        Target::Pack { .. } | Target::Remote { .. } => None,
+    };
+    let sub = reference.path().to_vec();
+    let opened = source::open(Some(store), &reference, false)?;
+    let (id, root) = (opened.id, opened.snapshot.root);
+    let (kind, expands) = match (&opened.held, &reference.target) {
+        (Held::Pack(_), Target::Pack { file, .. }) => (
+            SideKind::Pack {
+                path: file.clone(),
+                snapshot: id,
             },
-            capture: None,
-            arg: arg.to_string_lossy().into_owned(),
-            root: Root { entry },
-            source: SideSource::Pack(pack),
-            whole: true,
-            expands: Some(format!("pack {}", path.display())),
-        });
-    }
-    let (reference, sub) = split_target(arg);
-    if let Some((spec, snap)) = parse_remote_ref(store.root(), &reference)? {
-        return remote_side(store, arg, spec, &snap, &sub);
-    }
-    // A full id names its record directly: no catalog session (what a script comparing two
-    // known snapshots passes, and what the other host sent). Anything else is resolved by
-    // the catalog.
-    let direct = reference
-        .parse::<ObjectId>()
-        .ok()
-        .filter(|id| store.read_snapshot(id).is_ok());
-    let id = match direct {
-        Some(id) => Ok(id),
-        None => store.resolve(&reference),
-    }
-    .map_err(|source| {
-        let source = Box::new(source);
-        let arg = arg.to_string_lossy().into_owned();
-        match reference.split_once('/') {
-            Some((name, _)) if name != "agent" => SideError::NotRemote {
-                arg,
-                name: name.to_string(),
-                source,
+            format!("pack {}", file.display()),
+        ),
+        (Held::Remote(r), _) => (
+            SideKind::Remote {
+                remote: r.remote().name().to_string(),
+                snapshot: id,
+                path: sub.clone(),
             },
-            _ => SideError::NotSnapshot { arg, source },
-        }
-    })?;
-    let snapshot = store.read_snapshot(&id)?;
-    let reader = store.snapshot_source(&id);
+            format!("remote snapshot {}", opened.label),
+        ),
+        _ => (
+            SideKind::Snapshot {
+                id,
+                path: sub.clone(),
+            },
+            format!("snapshot {}", id.short(12)),
+        ),
+    };
     let entry = if sub.is_empty() {
-        TreeEntry::dir(Vec::new(), snapshot.bytes(), snapshot.root)
+        TreeEntry::dir(Vec::new(), opened.snapshot.bytes(), root)
     } else {
-        resolve_path(&reader, &snapshot.root, &sub, &reference)?
+        // A stored snapshot's missing path is said with the reference as given.
+        let shown = named.as_deref().unwrap_or(&opened.label);
+        resolve_path(opened.source(), &root, &sub, shown)?
     };
     let label = if sub.is_empty() {
-        id.short(12)
+        opened.label.clone()
     } else {
-        format!("{}:{}", id.short(12), String::from_utf8_lossy(&sub))
+        format!("{}:{}", opened.label, String::from_utf8_lossy(&sub))
     };
     Ok(Side {
         label,
         whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
-        kind: SideKind::Snapshot { id, path: sub },
+        kind,
         capture: None,
         arg: arg.to_string_lossy().into_owned(),
         root: Root { entry },
-        source: SideSource::Store(reader),
-        expands: Some(format!("snapshot {}", id.short(12))),
-    })
-}
-
-/// A remote snapshot ref (`NAME/SNAPSHOT[:PATH]`): its record and trees pack, never a blob.
-fn remote_side(
-    store: &Store,
-    arg: &OsStr,
-    spec: RemoteSpec,
-    snap: &str,
-    sub: &[u8],
-) -> Result<Side, SideError> {
-    let remote = Remote::open(&spec, false)?;
-    let id = remote.resolve(snap)?;
-    let view = RemoteView::open(remote, id, store.objects().tmp_dir(), false)?;
-    let label = format!("{}/{}", spec.name, id.short(12));
-    let root = view.snapshot().root;
-    let entry = if sub.is_empty() {
-        TreeEntry::dir(Vec::new(), view.snapshot().bytes(), root)
-    } else {
-        resolve_path(&view, &root, sub, &label)?
-    };
-    let expands = Some(format!("remote snapshot {label}"));
-    let label = if sub.is_empty() {
-        label
-    } else {
-        format!("{label}:{}", String::from_utf8_lossy(sub))
-    };
-    Ok(Side {
-        label,
-        kind: SideKind::Remote {
-            remote: spec.name,
-            snapshot: id,
-            path: sub.to_vec(),
-        },
-        capture: None,
-        arg: arg.to_string_lossy().into_owned(),
-        root: Root { entry },
-        source: SideSource::Remote(Box::new(view)),
-        whole: sub.is_empty() || sub.iter().all(|b| *b == b'/'),
-        expands,
+        source: SideSource::Opened(Box::new(opened)),
+        expands: Some(expands),
     })
 }
 
@@ -487,7 +338,7 @@ fn capture_dir(
     progress: &dyn Progress,
 ) -> Result<Side, SideError> {
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-    let fd = root::open_configured(&abs)?.ok_or_else(|| SideError::Missing(abs.clone()))?;
+    let fd = root::open_configured(&abs)?.ok_or_else(|| ReferenceError::Missing(abs.clone()))?;
     let objects = Arc::new(MemoryObjects::default());
     let keep = if contents {
         KeepBytes::Every(CONTENT_CAP)

@@ -19,18 +19,44 @@
 //!
 //! ## References
 //!
-//! A SNAPSHOT is a full id, a unique prefix of 8 or more hex digits, a name given with
-//! `snapshot --name` (a name in use moves to the new snapshot; the old one stays, reachable by
-//! its id), or `agent/<alias>`: the newest snapshot of that agent, local or received.
-//! `SNAPSHOT:PATH` names a path inside a snapshot (`ls`, `cat`, `diff`).
+//! Every command that reads something names it in one grammar (`source.rs` in the crate is its
+//! one reader):
 //!
-//! Commands that also take a directory, a pack file or a remote snapshot (`diff`, `mount`,
-//! `review`, `import`, `checkout`, `pull`) read an argument this way: a path that exists
-//! (file or directory) is that path; otherwise `NAME/SNAPSHOT[:PATH]` is a remote ref when
-//! `NAME` is a remote configured in this store, and a local ref when it is not (so
-//! `agent/<alias>` stays local; `remote add` refuses the name `agent`). An unknown `NAME/...`
-//! is reported as "not a file or directory, and NAME is not a configured remote". Remote refs
-//! are described in [`super::remotes`].
+//! ```text
+//! DIR | PACK | SNAPSHOT | NAME | agent/ALIAS | REMOTE/REF   [:PATH]
+//! ```
+//!
+//! A SNAPSHOT is a full id or a unique prefix of 8 or more hex digits; a NAME is one given with
+//! `snapshot --name` (a name in use moves to the new snapshot; the old one stays, reachable by
+//! its id); `agent/<alias>` is the newest snapshot of that agent, local or received;
+//! `REMOTE/REF` is a snapshot (id, prefix, name or `agent/<alias>`) of a remote configured in
+//! this store ([`super::remotes`]). An argument is read in this order:
+//!
+//! 1. spelled as a path (`/x`, `./x`, `../x`, `~/x`, `.`, `..`), it is that path, and one that
+//!    does not exist is "PATH does not exist";
+//! 2. an existing directory is DIR, an existing file is PACK (where the command takes that
+//!    form: a bare word that is also a path here, `keep`, is read as a snapshot by a command
+//!    that does not, so `checkout keep --out keep` works twice);
+//! 3. `:PATH` (after the first `:`) names a path inside the snapshot, for `diff`, `ls` and
+//!    `cat`; the other commands take the argument whole (a name may hold a `:`);
+//! 4. `NAME/...` with `NAME` a configured remote is a remote ref (`agent` can be no remote's
+//!    name); otherwise it is a local ref, and an unknown one is reported as "not a file or
+//!    directory, and NAME is not a configured remote".
+//!
+//! | command | DIR | PACK | SNAPSHOT, NAME, agent/ALIAS | REMOTE/REF | :PATH |
+//! |---|---|---|---|---|---|
+//! | `diff` | hashed in memory | read in place | yes | trees read in place | yes |
+//! | `review`, `import` | captured | unpacked | yes | pulled | no |
+//! | `mount` | no | served in place | yes | served in place | no |
+//! | `checkout` | no | unpacked, then published | yes | pulled, then published | no |
+//! | `ls`, `cat` | no | read in place | yes | read in place | yes |
+//! | `show` | no | its record | yes | its record | no |
+//! | `pack`, `push`, `sign`, `forget` | no | no | yes | no | no |
+//!
+//! A form a command does not take is refused naming it and what makes it one it takes
+//! ("./bundle is a directory, which `pack` does not take (...); capture it first:
+//! zeroclaw-bundle snapshot --dir ./bundle"); a `:PATH` given to a command that reads none
+//! is "`show` takes no :PATH".
 //!
 //! ## Output
 //!

@@ -2,17 +2,17 @@
 //! `snapshot --dir`), a pack file (unpacked, every id checked), a remote ref (pulled), or a
 //! snapshot of the store. Everything after this reads the snapshot's objects, never the
 //! directory again, so what is imported is exactly the content id that was checked against
-//! `--expect` (the same grammar as `diff`'s sides: `crate::diff::side`).
+//! `--expect` (the grammar every verb reads: `crate::source`).
 
 use std::ffi::OsStr;
 
 use zeroclaw_bundle_store::{EntryKind, ObjectId, Snapshot, Store};
 
 use crate::agent::{Manifest, CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
-use crate::diff::side::SideError;
 use crate::progress::Progress;
 use crate::review::source::{resolve, SourceError};
 use crate::sign::AllowedSigners;
+use crate::source::Takes;
 
 use super::error::ImportError;
 
@@ -82,18 +82,18 @@ pub fn capture(
     progress: &dyn Progress,
 ) -> Result<(ObjectId, SourceKind), ImportError> {
     let shown = arg.to_string_lossy().into_owned();
-    let (id, source) = resolve(store, arg, require, progress).map_err(|e| match e {
-        SourceError::Refused(e) => ImportError::Sign(e),
-        SourceError::UnsignedDirectory { .. } => {
-            ImportError::UnsignedDirectory { arg: shown.clone() }
-        }
-        SourceError::Pull { source, .. } => ImportError::Remote(*source),
-        SourceError::Side(SideError::Remote(e)) => ImportError::Remote(e),
-        e => ImportError::Capture {
-            arg: shown.clone(),
-            source: e.into(),
-        },
-    })?;
+    let (id, source) =
+        resolve(store, arg, Takes::IMPORT, require, progress).map_err(|e| match e {
+            SourceError::Refused(e) => ImportError::Sign(e),
+            SourceError::UnsignedDirectory { .. } => {
+                ImportError::UnsignedDirectory { arg: shown.clone() }
+            }
+            SourceError::Pull { source, .. } => ImportError::Remote(*source),
+            e => ImportError::Capture {
+                arg: shown.clone(),
+                source: e.into(),
+            },
+        })?;
     let kind = match source.kind {
         "directory" => SourceKind::Directory,
         "pack" => SourceKind::Pack,

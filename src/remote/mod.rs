@@ -59,7 +59,7 @@ pub use client::{check_record, parse_index, IndexParser};
 pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
 pub use gc::{forget, gc, DEFAULT_GRACE_SECS};
 pub use sync::{pull_checked, push, PullReport, PushReport};
-pub use view::{parse_remote_ref, RemoteView};
+pub use view::RemoteView;
 
 use std::path::PathBuf;
 

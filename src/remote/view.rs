@@ -27,7 +27,7 @@ use zeroclaw_bundle_store::{
     PackReader, Snapshot, StoreError, Tree,
 };
 
-use super::{load_remotes, Remote, RemoteError, RemoteSpec};
+use super::{Remote, RemoteError};
 
 /// A trees pack larger than this is refused unread.
 const MAX_TREES_PACK: u64 = 4 << 30;
@@ -37,25 +37,6 @@ const MAX_TREE: u64 = 256 << 20;
 const BLOB_CACHE: u64 = 256 << 20;
 /// Trees kept by the fallback path.
 const TREE_CACHE: usize = 4096;
-
-/// `arg` as `(remote, snapshot ref, path)` when it is `NAME/SNAPSHOT[:PATH]` and `NAME` is a
-/// remote configured in the store at `store_root`; `None` otherwise (a local ref). Callers
-/// test for an existing file or directory first: a path that exists wins.
-pub fn parse_remote_ref(
-    store_root: &Path,
-    reference: &str,
-) -> Result<Option<(RemoteSpec, String)>, RemoteError> {
-    let Some((name, snap)) = reference.split_once('/') else {
-        return Ok(None);
-    };
-    if name.is_empty() || snap.is_empty() {
-        return Ok(None);
-    }
-    Ok(load_remotes(store_root)?
-        .into_iter()
-        .find(|r| r.name == name)
-        .map(|spec| (spec, snap.to_string())))
-}
 
 /// An unnamed temporary file in `dir` (created, then unlinked: nothing is left behind).
 fn anonymous_file(dir: &Path) -> io::Result<File> {

@@ -251,10 +251,12 @@ pub fn review(
         }
     }
     let (snapshot, described) =
-        source::resolve(store, source, None, progress).map_err(|e| ReviewError::Source {
-            arg: source.to_string_lossy().into_owned(),
-            source: Box::new(e),
-        })?;
+        source::resolve(store, source, crate::source::Takes::REVIEW, None, progress).map_err(
+            |e| ReviewError::Source {
+                arg: source.to_string_lossy().into_owned(),
+                source: Box::new(e),
+            },
+        )?;
     let read_err = |source| ReviewError::Read {
         snapshot: snapshot.short(12),
         source,

@@ -10,6 +10,7 @@ mod diff;
 mod export;
 mod file_modes;
 mod full_disk;
+mod grammar;
 mod help_text;
 mod hostile_records;
 mod hostile_trees;
