@@ -7,6 +7,7 @@ mod capture_races;
 mod crash_campaign;
 mod diff;
 mod export;
+mod first_run;
 mod file_modes;
 mod full_disk;
 mod help_text;
