@@ -1,12 +1,14 @@
 //! What a new operator tripped over on a first run of the CLI (the demo, its sample install,
 //! the first pack, unpack, list and diff). Pins: the demo's sample install passes ZeroClaw's own
-//! `validate()` and receives an import of the bundle the demo exports from it.
+//! `validate()` and receives an import of the bundle the demo exports from it; an unpack that
+//! fails creates no store (nor the directories above it, nor anything in an empty one).
 
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::import::{import, loads};
-use crate::util::{run_command, TestEnv};
+use crate::util::{run_command, write, TestEnv};
 
 /// The demo's sample install (`scripts/sample-install.sh`), built at `env`'s `name`.
 fn sample_install(env: &TestEnv, name: &str) -> PathBuf {
@@ -51,4 +53,107 @@ fn the_sample_install_validates_and_receives_the_demos_export() {
     assert!(install
         .join("agents/researcher_imported/workspace/IDENTITY.md")
         .is_file());
+}
+
+/// Two snapshots of one tree and a `--since` pack of the second on the first: unpacked into
+/// a store without the base, it must fail.
+fn incremental_pack(env: &TestEnv) -> PathBuf {
+    let src = env.path("src");
+    write(&src.join("a"), b"a\n");
+    let base = env.snapshot(&src);
+    write(&src.join("b"), b"b\n");
+    let next = env.snapshot(&src);
+    let pack = env.path("update.zcpack");
+    env.run(&[
+        "pack",
+        &next,
+        "--since",
+        &base,
+        "--out",
+        &pack.to_string_lossy(),
+    ])
+    .ok();
+    pack
+}
+
+/// The names in `dir` (sorted).
+fn names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_failed_unpack_creates_no_store() {
+    let env = TestEnv::new();
+    let pack = incremental_pack(&env);
+    let pack_arg = pack.to_string_lossy().into_owned();
+    let before = names(env.dir.path());
+    // A store path that does not exist, nor do the directories above it.
+    let deep = env.path("other/host/store");
+    env.run(&["--store", &deep.to_string_lossy(), "unpack", &pack_arg])
+        .fails(1, "unpack a pack of the base first");
+    assert!(
+        !env.path("other").exists(),
+        "the failed unpack created {}",
+        deep.display()
+    );
+    assert_eq!(
+        names(env.dir.path()),
+        before,
+        "the failed unpack left something behind"
+    );
+    // The same pack from stdin (spooled into the store that was to be made).
+    let mut c = env.cmd();
+    c.args(["--store", &deep.to_string_lossy(), "unpack", "-"])
+        .stdin(fs::File::open(&pack).unwrap());
+    run_command(c).fails(1, "unpack a pack of the base first");
+    assert!(
+        !env.path("other").exists(),
+        "the failed unpack created {}",
+        deep.display()
+    );
+    assert_eq!(
+        names(env.dir.path()),
+        before,
+        "the failed unpack left something behind"
+    );
+    // An empty directory stays empty.
+    let empty = env.path("empty");
+    fs::create_dir(&empty).unwrap();
+    env.run(&["--store", &empty.to_string_lossy(), "unpack", &pack_arg])
+        .fails(1, "unpack a pack of the base first");
+    assert!(
+        names(&empty).is_empty(),
+        "left in {}: {:?}",
+        empty.display(),
+        names(&empty)
+    );
+    // A pack that unpacks makes the store where it was asked for, and nothing else.
+    fs::remove_dir(&empty).unwrap();
+    let full = env.path("full.zcpack");
+    let id = env.snapshot(&env.path("src"));
+    env.run(&["pack", &id, "--out", &full.to_string_lossy()])
+        .ok();
+    let before = names(env.dir.path());
+    let got = env
+        .run(&[
+            "--store",
+            &deep.to_string_lossy(),
+            "unpack",
+            &full.to_string_lossy(),
+        ])
+        .ok()
+        .last_line();
+    assert_eq!(got, id);
+    assert_eq!(names(&env.path("other/host")), ["store"]);
+    let mut after = before.clone();
+    after.push("other".into());
+    after.sort();
+    assert_eq!(names(env.dir.path()), after);
+    env.run(&["--store", &deep.to_string_lossy(), "verify"])
+        .ok();
 }
