@@ -157,3 +157,73 @@ fn a_failed_unpack_creates_no_store() {
     env.run(&["--store", &deep.to_string_lossy(), "verify"])
         .ok();
 }
+
+/// Every command a message names in backquotes (`zeroclaw-bundle VERB ...` or `VERB`, other
+/// than the `names` it quotes) exists: its `--help` succeeds.
+#[track_caller]
+fn named_commands_exist(env: &TestEnv, message: &str, names: &[&str]) {
+    let mut verbs = Vec::new();
+    for quoted in message.split('`').skip(1).step_by(2) {
+        let mut words = quoted.split_whitespace();
+        let first = words.next().unwrap_or("");
+        let verb = if first == "zeroclaw-bundle" {
+            words.next().unwrap_or("")
+        } else {
+            first
+        };
+        if verb.chars().all(|c| c.is_ascii_lowercase())
+            && !verb.is_empty()
+            && !names.contains(&verb)
+        {
+            verbs.push(verb.to_string());
+        }
+    }
+    assert!(!verbs.is_empty(), "no command named in: {message}");
+    for verb in verbs {
+        let r = env.run(&[verb.as_str(), "--help"]);
+        assert!(
+            r.out.status.success(),
+            "the message suggests `{verb}`, which is no command:\n{message}\n{}",
+            r.describe()
+        );
+    }
+}
+
+#[test]
+fn an_unpack_refused_over_a_local_name_suggests_commands_that_exist() {
+    let env = TestEnv::new();
+    let (a, b) = (env.path("a"), env.path("b"));
+    write(&a.join("f"), b"a\n");
+    write(&b.join("f"), b"b\n");
+    let other = env.path("other-store").to_string_lossy().into_owned();
+    let theirs = env
+        .run(&[
+            "--store",
+            &other,
+            "-q",
+            "snapshot",
+            "--dir",
+            &a.to_string_lossy(),
+            "--name",
+            "nightly",
+        ])
+        .ok()
+        .last_line();
+    let pack = env.path("nightly.zcpack").to_string_lossy().into_owned();
+    env.run(&["--store", &other, "pack", &theirs, "--out", &pack])
+        .ok();
+    env.snapshot_with(&b, &["--name", "nightly"]).ok();
+    let r = env
+        .run(&["unpack", &pack])
+        .fails(1, "already names snapshot");
+    let err = r.stderr();
+    assert!(
+        !err.contains("rename"),
+        "there is no rename command:\n{err}"
+    );
+    assert!(err.contains("zeroclaw-bundle forget nightly"), "{err}");
+    named_commands_exist(&env, &err, &["nightly"]);
+    // What it suggests works.
+    env.run(&["forget", "nightly"]).ok();
+    assert_eq!(env.run(&["unpack", &pack]).ok().last_line(), theirs);
+}
