@@ -219,6 +219,11 @@ fn an_interrupted_unpack_stops_cleanly_and_gc_says_what_it_freed_from_tmp() {
     let target = env.path("target-store");
     let store_arg = target.to_string_lossy().into_owned();
     let unpack = ["--store", &store_arg, "unpack", file.to_str().unwrap()];
+    // Into an existing store: one the unpack creates is staged beside its path and removed
+    // whole when it stops (first_run.rs).
+    let remote = format!("file://{}", env.path("remote").display());
+    env.run(&["--store", &store_arg, "remote", "add", "origin", &remote])
+        .ok();
     for signal in ["INT", "TERM"] {
         let cmd = format!("kill -{signal} $PPID");
         let r = env.run_with(
