@@ -7,6 +7,7 @@
 
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -17,7 +18,7 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
-use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -44,19 +45,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     let stats = if to_stdout {
         let total = store.read_snapshot(&id)?.bytes();
         let bar = ctx.progress(Some(total), "packing", true);
-        let stdout = io::stdout();
-        let mut out = io::BufWriter::new(stdout.lock());
-        // A reader that went away (`| head -c`) ends the command quietly, like every other
-        // output (see `cmd::StdoutClosed`); the reader's side reports a truncated pack.
-        let stats =
-            write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).map_err(|e| match e {
-                StoreError::PackOutput { ref error, .. }
-                    if error.kind() == io::ErrorKind::BrokenPipe =>
-                {
-                    anyhow::Error::new(StdoutClosed)
-                }
-                e => anyhow::Error::new(e).context("could not write the pack to stdout"),
-            });
+        let stats = pack_to_stdout(&store, &id, options, ctx, &mut |n| bar.inc(n));
         bar.finish_and_clear();
         stats?
     } else {
@@ -81,6 +70,87 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         &stats,
         (!to_stdout).then_some(args.out.as_path()),
     )
+}
+
+/// Writes the pack to stdout, and succeeds only once its reader took every byte. A reader
+/// that goes away first (`| head -c 100`) fails the command (exit 1, "packed" is never
+/// said): the pack it got is cut short. A write after the reader left fails with EPIPE (Rust
+/// ignores SIGPIPE), but the last bytes fit in the pipe's buffer and never fail, so the last
+/// byte is held back until the reader took all the others, and then the command waits until
+/// the reader took that one too ([`crate::sys::wait_pipe_taken`]): a reader that stopped
+/// short cannot have taken the last byte. A file or a socket on stdout is not waited on.
+fn pack_to_stdout(
+    store: &Store,
+    id: &ObjectId,
+    options: PackOptions,
+    ctx: &Ctx,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats> {
+    let stdout = io::stdout();
+    let fd = stdout.as_fd();
+    let cut = |what: String| {
+        anyhow::anyhow!(
+            "could not write the pack to stdout: {what}; what it read is not a whole pack"
+        )
+    };
+    let broken = |e: io::Error| match e.kind() {
+        io::ErrorKind::BrokenPipe => cut("its reader closed the pipe before the end".into()),
+        _ => anyhow::Error::new(e).context("could not write the pack to stdout"),
+    };
+    let taken = || -> Result<()> {
+        let stop = || ctx.cancel.is_cancelled();
+        match crate::sys::wait_pipe_taken(fd, &stop) {
+            Ok(crate::sys::PipeReader::Gone { unread }) => Err(cut(format!(
+                "its reader closed the pipe with {} of the pack unread",
+                human_bytes(unread)
+            ))),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                bail!("interrupted: the pack to stdout was not taken whole by its reader")
+            }
+            Err(e) => Err(e).context("could not wait for the reader of stdout"),
+        }
+    };
+    let mut out = HoldLast {
+        inner: io::BufWriter::new(stdout.lock()),
+        held: None,
+    };
+    let stats = write_pack(store, id, options, &mut out, progress).map_err(|e| match e {
+        StoreError::PackOutput { error, .. } => broken(error),
+        e => anyhow::Error::new(e).context("could not write the pack to stdout"),
+    })?;
+    out.inner.flush().map_err(broken)?;
+    taken()?;
+    if let Some(last) = out.held.take() {
+        out.inner.write_all(&[last]).map_err(broken)?;
+        out.inner.flush().map_err(broken)?;
+    }
+    taken()?;
+    Ok(stats)
+}
+
+/// A writer that holds back the last byte written through it (see [`pack_to_stdout`]).
+struct HoldLast<W: Write> {
+    inner: W,
+    held: Option<u8>,
+}
+
+impl<W: Write> Write for HoldLast<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let Some((&last, rest)) = buf.split_last() else {
+            return Ok(0);
+        };
+        if let Some(held) = self.held.take() {
+            self.inner.write_all(&[held])?;
+        }
+        self.inner.write_all(rest)?;
+        self.held = Some(last);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The report of a `pack` that wrote `stats` (to `out`, or to stdout when `None`).

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::import::{import, loads};
-use crate::util::{run_command, write, TestEnv};
+use crate::util::{run_command, write, Run, TestEnv};
 
 /// The demo's sample install (`scripts/sample-install.sh`), built at `env`'s `name`.
 fn sample_install(env: &TestEnv, name: &str) -> PathBuf {
@@ -226,4 +226,63 @@ fn an_unpack_refused_over_a_local_name_suggests_commands_that_exist() {
     // What it suggests works.
     env.run(&["forget", "nightly"]).ok();
     assert_eq!(env.run(&["unpack", &pack]).ok().last_line(), theirs);
+}
+
+/// `pack SNAPSHOT --out -` with a reader that takes `take` bytes (all when `None`) and then
+/// closes the pipe.
+fn pack_into_reader(env: &TestEnv, id: &str, take: Option<usize>) -> (Run, usize) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut c = env.cmd();
+    c.args(["pack", id, "--out", "-"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let cmd = format!("{c:?} | head -c {take:?}");
+    let mut child = c.spawn().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut got = Vec::new();
+    match take {
+        Some(n) => {
+            let mut buf = vec![0; n];
+            stdout.read_exact(&mut buf).unwrap();
+            got = buf;
+        }
+        None => {
+            stdout.read_to_end(&mut got).unwrap();
+        }
+    }
+    drop(stdout);
+    let out = child.wait_with_output().unwrap();
+    (Run { cmd, out }, got.len())
+}
+
+#[test]
+fn a_pack_to_a_reader_that_stops_early_fails() {
+    let env = TestEnv::new();
+    let small = env.path("small");
+    write(&small.join("f"), b"a few bytes\n");
+    let big = env.path("big");
+    write(&big.join("f"), &crate::util::bytes(3, 2 << 20));
+    for dir in [&small, &big] {
+        let id = env.snapshot(dir);
+        // The whole pack: a reader that takes every byte is a success.
+        let (r, whole) = pack_into_reader(&env, &id, None);
+        let r = r.ok();
+        assert!(r.stderr().contains("packed"), "{}", r.describe());
+        // A small pack fits in the pipe's buffer (every write succeeds), a big one does not
+        // (a write fails with EPIPE); both must fail, and never say "packed". So must a
+        // reader that takes all but the last byte.
+        for take in [100, whole - 1] {
+            let (r, _) = pack_into_reader(&env, &id, Some(take));
+            assert_eq!(r.code(), 1, "{}", r.describe());
+            assert!(!r.stderr().contains("packed"), "{}", r.describe());
+            assert!(
+                r.stderr().contains("its reader closed the pipe")
+                    && r.stderr().contains("not a whole pack"),
+                "{}",
+                r.describe()
+            );
+        }
+    }
 }
