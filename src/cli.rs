@@ -102,7 +102,9 @@ Examples:
 Example:
   zeroclaw-bundle list
 
-FILES and SIZE count the snapshot's regular files and their bytes: what a checkout writes.")]
+NAME is the snapshot's name (from `snapshot --name`); AGENT is the agent it holds, marked
+(latest) on the snapshot agent/<alias> names. FILES and SIZE count the snapshot's regular files
+and their bytes: what a checkout writes.")]
     List(ListArgs),
     /// Show one snapshot's record
     #[command(after_help = concat!("\

@@ -286,3 +286,104 @@ fn a_pack_to_a_reader_that_stops_early_fails() {
         }
     }
 }
+
+/// The cells of `list`'s text table, cut at the header's column starts, keyed by header.
+fn table_rows(text: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let mut lines = text.lines();
+    let header = lines.next().expect("a header");
+    let starts: Vec<(usize, &str)> = header
+        .split_whitespace()
+        .map(|h| (header.find(h).unwrap(), h))
+        .collect();
+    lines
+        .map(|line| {
+            let chars: Vec<char> = line.chars().collect();
+            starts
+                .iter()
+                .enumerate()
+                .map(|(i, (at, h))| {
+                    // Right-aligned counts end where the next column starts.
+                    let from = if i > 0 {
+                        starts[i - 1].0 + starts[i - 1].1.len()
+                    } else {
+                        0
+                    };
+                    let to = starts
+                        .get(i + 1)
+                        .map_or(chars.len(), |n| n.0)
+                        .min(chars.len());
+                    let from = if ["FILES", "SIZE"].contains(h) {
+                        from
+                    } else {
+                        *at
+                    };
+                    let cell: String = chars[from.min(to)..to].iter().collect();
+                    (h.to_string(), cell.trim().to_string())
+                })
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn list_says_in_text_what_its_json_says() {
+    let env = TestEnv::new();
+    let install = sample_install(&env, "install");
+    let export = |out: &str| {
+        env.run(&[
+            "-q",
+            "export",
+            "researcher",
+            "--install",
+            &install.to_string_lossy(),
+            "--out",
+            &env.path(out).to_string_lossy(),
+        ])
+        .ok()
+        .last_line()
+    };
+    let older = export("b1");
+    std::fs::write(
+        install.join("agents/researcher/workspace/IDENTITY.md"),
+        "# changed\n",
+    )
+    .unwrap();
+    let newer = export("b2");
+    let src = env.path("src");
+    write(&src.join("f"), b"f\n");
+    env.snapshot_with(&src, &["--name", "nightly"]).ok();
+    let json = env.run(&["--json", "list"]).ok().json();
+    let text = env.run(&["list"]).ok().stdout();
+    let rows = table_rows(&text);
+    let json = json.as_array().unwrap();
+    assert_eq!(rows.len(), json.len(), "{text}");
+    for (row, doc) in rows.iter().zip(json) {
+        let what = format!("{text}\n{doc}");
+        assert!(
+            doc["snapshot"]
+                .as_str()
+                .unwrap()
+                .starts_with(&row["SNAPSHOT"]),
+            "{what}"
+        );
+        let name = doc["name"].as_str().unwrap_or("-");
+        assert_eq!(row["NAME"], name, "NAME says what `name` says\n{what}");
+        let agent = match (doc["agent"].as_str(), doc["agent_latest"].as_bool()) {
+            (Some(a), Some(true)) => format!("{a} (latest)"),
+            (Some(a), Some(false)) => a.to_string(),
+            (None, Some(false)) => "-".to_string(),
+            other => panic!("agent and agent_latest disagree: {other:?}\n{what}"),
+        };
+        assert_eq!(row["AGENT"], agent, "AGENT says what `agent` says\n{what}");
+    }
+    // The latest is the one `agent/researcher` names.
+    let latest: Vec<&str> = json
+        .iter()
+        .filter(|d| d["agent_latest"] == true)
+        .map(|d| d["snapshot"].as_str().unwrap())
+        .collect();
+    assert_eq!(latest, [newer.as_str()]);
+    assert_ne!(older, newer);
+    let shown = env.run(&["--json", "show", "agent/researcher"]).ok().json();
+    assert_eq!(shown["snapshot"], newer.as_str());
+}
