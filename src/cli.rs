@@ -587,8 +587,8 @@ pub struct DiffArgs {
 pub struct ImportArgs {
     /// The bundle: a bundle directory, a snapshot, a pack file, or NAME/SNAPSHOT (a remote)
     pub source: OsString,
-    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR")]
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
     pub install: Option<PathBuf>,
     /// The imported agent's alias in the install (default: its alias in the bundle,
     /// namespaced when taken)
@@ -631,8 +631,8 @@ pub struct SnapshotArgs {
     /// Capture this directory instead of an agent (e.g. a received bundle)
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
-    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR", conflicts_with = "dir")]
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", conflicts_with = "dir", help = install_help())]
     pub install: Option<PathBuf>,
     /// Name for the snapshot (usable wherever a snapshot is expected). A name already in use
     /// moves to the new snapshot; the old snapshot stays, reachable by its id
@@ -660,8 +660,8 @@ pub struct ExportArgs {
     /// Destination bundle directory (created if it does not exist)
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
-    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR")]
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
     pub install: Option<PathBuf>,
     /// Replace the destination when it is a bundle or a previous checkout of this tool
     #[arg(long)]
@@ -977,9 +977,12 @@ pub struct ReviewArgs {
     /// What to review: a bundle DIR, a SNAPSHOT of the store, a PACK file, or NAME/SNAPSHOT (a
     /// remote ref)
     pub source: OsString,
-    /// ZeroClaw install to compare with: an agent it imported from an earlier version of this
-    /// bundle is diffed [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR")]
+    // ZeroClaw install to compare with [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = format!(
+        "ZeroClaw install to compare with: an agent it imported from an earlier version of this \
+         bundle is diffed [default: {}]",
+        crate::agent::INSTALL_DEFAULT
+    ))]
     pub install: Option<PathBuf>,
     /// Who signed
     #[command(flatten)]
@@ -1082,4 +1085,13 @@ mod tests {
         args.push(OsString::from_vec(vec![b'm', 0xff]));
         assert!(parse_mount(&args, None).is_none());
     }
+}
+
+/// The help of `--install` ([`crate::agent::INSTALL_DEFAULT`] is its default, in the words
+/// every "no install" error uses too).
+fn install_help() -> String {
+    format!(
+        "ZeroClaw install [default: {}]",
+        crate::agent::INSTALL_DEFAULT
+    )
 }

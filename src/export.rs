@@ -103,19 +103,7 @@ fn source_trees(plan: &ExportPlan) -> Vec<PathBuf> {
 /// Loads the install at `install_dir` and plans the export of agent `alias`, without
 /// touching the store (a bad install path creates nothing).
 pub fn load_agent(install_dir: &Path, alias: &str) -> Result<(Install, ExportPlan)> {
-    let config = install_dir.join(CONFIG_FILE);
-    match std::fs::metadata(&config) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-            "no ZeroClaw install at {}: {} does not exist (pass --install DIR, or set \
-             ZEROCLAW_HOME, to name the install)",
-            install_dir.display(),
-            config.display()
-        ),
-        Err(e) => {
-            return Err(e).with_context(|| format!("could not read {}", config.display()));
-        }
-    }
+    crate::agent::require_install(install_dir)?;
     let install = Install::load(install_dir)?;
     let plan = plan_export(&install, alias)?;
     Ok((install, plan))

@@ -387,3 +387,51 @@ fn list_says_in_text_what_its_json_says() {
     let shown = env.run(&["--json", "show", "agent/researcher"]).ok().json();
     assert_eq!(shown["snapshot"], newer.as_str());
 }
+
+/// What `VERB --help` says `--install` defaults to (the text inside its `[default: ...]`).
+fn install_default_in_help(env: &TestEnv, verb: &str) -> String {
+    let help = env.run(&[verb, "--help"]).ok().stdout();
+    let line = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("--install"))
+        .unwrap_or_else(|| panic!("`{verb} --help` has no --install:\n{help}"));
+    let at = line.find("[default: ").expect("a [default: ...]") + "[default: ".len();
+    let end = line.rfind(']').expect("the default's ]");
+    line[at..end].to_string()
+}
+
+#[test]
+fn every_place_that_names_the_install_default_says_it_one_way() {
+    let env = TestEnv::new();
+    let default = install_default_in_help(&env, "export");
+    for verb in ["import", "snapshot", "review"] {
+        assert_eq!(
+            install_default_in_help(&env, verb),
+            default,
+            "`{verb} --help`"
+        );
+    }
+    // The error when there is no install there says the same, for export and for import,
+    // whether the install came from the default or from --install.
+    let home = env.path("home");
+    fs::create_dir_all(&home).unwrap();
+    let bundle = env.path("bundle");
+    fs::create_dir_all(&bundle).unwrap();
+    let runs = [
+        vec!["export", "researcher", "--out", "b"],
+        vec!["import", "bundle", "--dry-run"],
+        vec!["export", "researcher", "--out", "b", "--install", "nowhere"],
+        vec!["import", "bundle", "--dry-run", "--install", "nowhere"],
+    ];
+    for args in runs {
+        let r = env
+            .run_with(&args, &[("HOME", home.to_str().unwrap())])
+            .fails(1, "no ZeroClaw install at");
+        assert!(
+            r.stderr()
+                .contains(&format!("without it, the install is {default})")),
+            "the error says the default another way than --help ({default}):\n{}",
+            r.describe()
+        );
+    }
+}
