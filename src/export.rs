@@ -68,6 +68,9 @@ pub struct AgentSnapshot {
     pub degraded_sections: Vec<String>,
     /// ZeroClaw's strict loader's reason, when a section is skipped.
     pub degraded_reason: Option<String>,
+    /// Keys of the exported entries ZeroClaw's schema does not know, left out of the bundle
+    /// (dotted paths: a typo such as `providers.models.openai.main.base_urll`).
+    pub unknown_keys: Vec<String>,
 }
 
 /// What the operator chose for one agent capture.
@@ -306,6 +309,7 @@ pub fn capture_loaded(
         personal_files,
         degraded_sections: plan.degraded_sections().to_vec(),
         degraded_reason: plan.degraded_reason().map(str::to_string),
+        unknown_keys: plan.unknown_keys().to_vec(),
     })
 }
 

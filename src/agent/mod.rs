@@ -36,6 +36,7 @@ mod plan;
 #[cfg(test)]
 mod render;
 mod schema;
+mod unknown;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};

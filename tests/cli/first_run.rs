@@ -435,3 +435,61 @@ fn every_place_that_names_the_install_default_says_it_one_way() {
         );
     }
 }
+
+#[test]
+fn an_export_names_the_keys_zeroclaw_does_not_know() {
+    let env = TestEnv::new();
+    let install = sample_install(&env, "install");
+    let export = |out: &str, json: bool| {
+        let mut args = vec![
+            "export".to_string(),
+            "researcher".into(),
+            "--install".into(),
+            install.to_string_lossy().into_owned(),
+            "--out".into(),
+            env.path(out).to_string_lossy().into_owned(),
+        ];
+        if json {
+            args.insert(0, "--json".into());
+        }
+        env.run(&args).ok()
+    };
+    // The sample install as written: every key is one ZeroClaw knows.
+    let clean = export("clean", true).json();
+    assert_eq!(clean["unknown_keys"], serde_json::json!([]), "{clean}");
+    // A typo, and the name another tool uses for what ZeroClaw calls `uri`.
+    let config = install.join("config.toml");
+    let text = fs::read_to_string(&config).unwrap();
+    let text = text
+        .replace(
+            "model = \"claude-opus-5\"\n",
+            "model = \"claude-opus-5\"\nbase_urll = \"https://llm.example/v1\"\n",
+        )
+        .replace(
+            "model = \"gpt-backup\"\n",
+            "model = \"gpt-backup\"\nbase_url = \"https://backup.example/v1\"\n",
+        );
+    fs::write(&config, text).unwrap();
+    let expected = [
+        "providers.models.anthropic.main.base_urll",
+        "providers.models.openai.backup.base_url",
+    ];
+    let report = export("typo", false);
+    let out = report.stdout();
+    let section = out
+        .split("Keys ZeroClaw's schema does not know")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the report does not name them\n{}", report.describe()));
+    for key in expected {
+        assert!(
+            section.contains(&format!("  - {key}\n")),
+            "{}",
+            report.describe()
+        );
+    }
+    let json = export("typo-json", true).json();
+    assert_eq!(json["unknown_keys"], serde_json::json!(expected), "{json}");
+    // They were left out of the bundle (ZeroClaw's serde ignores them).
+    let bundle = fs::read_to_string(env.path("typo/config.toml")).unwrap();
+    assert!(!bundle.contains("example/v1"), "{bundle}");
+}

@@ -39,6 +39,7 @@ const EXPORT: Spec = &[
     ("personal_files", "arr"),
     ("skipped_config_sections", "arr"),
     ("skipped_config_reason", "str?"),
+    ("unknown_keys", "arr"),
     ("set_secrets", "arr"),
     ("dropped", "arr"),
     ("work", "obj"),
