@@ -493,3 +493,23 @@ fn an_export_names_the_keys_zeroclaw_does_not_know() {
     let bundle = fs::read_to_string(env.path("typo/config.toml")).unwrap();
     assert!(!bundle.contains("example/v1"), "{bundle}");
 }
+
+/// The linking example (tests/zeroclaw-link, its own workspace) has its own Cargo.lock, which
+/// a change of this crate's dependencies makes stale: `scripts/test.sh` then rewrote it and
+/// left the tree modified. It must resolve as committed (`--locked` refuses to write it).
+#[test]
+fn the_linking_examples_lock_is_in_step_with_the_manifests() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut c = Command::new(cargo);
+    c.args([
+        "tree",
+        "--locked",
+        "--offline",
+        "-e",
+        "normal",
+        "--manifest-path",
+    ])
+    .arg(here.join("tests/zeroclaw-link/Cargo.toml"));
+    run_command(c).ok();
+}
