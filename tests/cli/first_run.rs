@@ -513,3 +513,96 @@ fn the_linking_examples_lock_is_in_step_with_the_manifests() {
     .arg(here.join("tests/zeroclaw-link/Cargo.toml"));
     run_command(c).ok();
 }
+
+/// Runs `scripts/demo.sh` from a copy of the scripts, with a stand-in cargo that reports the
+/// real binary (and logs whether the demo said what it was doing before the build), stdout
+/// and stderr to files of their own. Returns the run, its stdout, its stderr and the log.
+fn run_demo(env: &TestEnv) -> (Run, String, String, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = env.path("checkout");
+    fs::create_dir_all(root.join("scripts")).unwrap();
+    for s in ["demo.sh", "setup.sh", "sample-install.sh"] {
+        fs::copy(here.join("scripts").join(s), root.join("scripts").join(s)).unwrap();
+    }
+    let bin = env.path("stub-bin");
+    fs::create_dir_all(&bin).unwrap();
+    let (out, err, log) = (
+        env.path("demo.out"),
+        env.path("demo.err"),
+        env.path("cargo.log"),
+    );
+    let cargo = bin.join("cargo");
+    fs::write(
+        &cargo,
+        format!(
+            "#!/bin/sh\n[ \"$1\" = build ] || exit 0\n\
+             if grep -q 'demo: building' '{out}'; then echo said-first >> '{log}'; \
+             else echo silent-before-build >> '{log}'; fi\n\
+             echo '{{\"reason\":\"compiler-artifact\",\"executable\":\"{BIN}\"}}'\n",
+            out = out.display(),
+            log = log.display(),
+            BIN = crate::util::BIN,
+        ),
+    )
+    .unwrap();
+    fs::set_permissions(&cargo, fs::Permissions::from_mode(0o755)).unwrap();
+    let mut c = Command::new("bash");
+    c.arg(root.join("scripts/demo.sh"))
+        .env(
+            "PATH",
+            format!("{}:/usr/sbin:/usr/bin:/sbin:/bin", bin.display()),
+        )
+        .env("TMPDIR", env.dir.path())
+        .env_remove("ZEROCLAW_BUNDLE_STORE")
+        .stdout(fs::File::create(&out).unwrap())
+        .stderr(fs::File::create(&err).unwrap());
+    let status = c.status().unwrap();
+    let read = |p: &Path| fs::read_to_string(p).unwrap_or_default();
+    let run = Run {
+        cmd: "scripts/demo.sh".into(),
+        out: std::process::Output {
+            status,
+            stdout: read(&out).into_bytes(),
+            stderr: read(&err).into_bytes(),
+        },
+    };
+    let (o, e) = (read(&out), read(&err));
+    (run, o, e, read(&log))
+}
+
+#[test]
+fn the_demo_says_what_it_does_first_and_keeps_notes_with_their_steps() {
+    let env = TestEnv::new();
+    let (run, out, err, log) = run_demo(&env);
+    assert_eq!(run.code(), 0, "{}", run.describe());
+    assert_eq!(
+        log.trim(),
+        "said-first",
+        "the demo built before saying so\n{}",
+        run.describe()
+    );
+    assert!(
+        err.is_empty(),
+        "notes went to stderr, away from their steps:\n{err}"
+    );
+    // Each step's notes are between its line and the next step's.
+    let section = |step: &str| -> String {
+        let at = out
+            .find(&format!("$ {step}"))
+            .unwrap_or_else(|| panic!("no step {step:?}\n{out}"));
+        let rest = &out[at + 2..];
+        let end = rest.find("\n$ ").unwrap_or(rest.len());
+        rest[..end].to_string()
+    };
+    for (step, note) in [
+        ("zeroclaw-bundle pack", "packed "),
+        ("zeroclaw-bundle --store other-host unpack", "unpacked "),
+    ] {
+        let s = section(step);
+        assert!(
+            s.contains(note),
+            "the note {note:?} is not under {step:?}:\n{s}\n---\n{out}"
+        );
+    }
+}
