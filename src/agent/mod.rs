@@ -40,7 +40,7 @@ mod unknown;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
-pub use compare::{compare_bundles, mask_secrets, SemanticChange};
+pub use compare::{compare_bundles, mask_manifest_secrets, mask_secrets, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;

@@ -606,3 +606,50 @@ fn the_demo_says_what_it_does_first_and_keeps_notes_with_their_steps() {
         );
     }
 }
+
+#[test]
+fn a_patch_of_two_manifests_shows_the_paths_required_secrets_lists() {
+    let env = TestEnv::new();
+    let one = sample_install(&env, "one");
+    let two = env.path("two");
+    crate::util::copy_tree(&one, &two);
+    let config = two.join("config.toml");
+    let text = fs::read_to_string(&config).unwrap().replace(
+        "servers = [\"github\"]",
+        "servers = [\"github\", \"shell\"]",
+    ) + "\n[[mcp.servers]]\nname = \"shell\"\ncommand = \"bash\"\n\n[mcp.servers.env]\nSHELL_TOKEN = \"tok-SECRET-VALUE\"\n";
+    fs::write(&config, text).unwrap();
+    for (install, out) in [(&one, "b1"), (&two, "b2")] {
+        env.run(&[
+            "export",
+            "researcher",
+            "--install",
+            &install.to_string_lossy(),
+            "--out",
+            &env.path(out).to_string_lossy(),
+        ])
+        .ok();
+    }
+    let r = env.run(&["diff", "-p", "b1", "b2"]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    let out = r.stdout();
+    let manifest = out
+        .split("+++ b/zeroclaw-agent.toml")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no manifest patch\n{out}"));
+    assert!(
+        manifest.contains("+    \"mcp.servers.shell.env.SHELL_TOKEN\",")
+            && manifest.contains("     \"providers.models.anthropic.main.api_key\","),
+        "required_secrets lists paths; a patch shows them\n{out}"
+    );
+    assert!(!manifest.contains("not shown"), "{out}");
+    // Secret values stay masked: the two installs' own config.toml, side by side.
+    let r = env.run(&["diff", "-p", "one", "two"]);
+    assert!(
+        r.stdout()
+            .contains("SHELL_TOKEN = \"(not shown: a secret field)\"")
+            && !r.stdout().contains("tok-SECRET-VALUE"),
+        "{}",
+        r.describe()
+    );
+}
