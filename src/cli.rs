@@ -290,7 +290,9 @@ zeroclaw-bundle@snapshot (never valid as a git, file or login signature). Signat
 beside the snapshot (its id never changes), travel in packs and on remotes, and a snapshot may
 carry several (author, reviewer). Who is trusted is an allowed_signers file (git's format):
 --allowed-signers FILE on show, list, diff, unpack, pull, checkout and mount, or `trust`.
-A passphrase-protected key is asked for on the terminal; ssh-agent is not used.")]
+A passphrase-protected key is asked for on the terminal. A public key (--key KEY.pub, or git's
+user.signingkey naming one or holding one) hands the signing to `ssh-keygen -Y sign`, as git
+does: the key may then live in ssh-agent, on a security key or in a password manager's agent.")]
     Sign(SignArgs),
     /// Show or set the store's signature settings: the allowed_signers file, and whether
     /// unsigned snapshots are refused by default
@@ -312,7 +314,8 @@ pub struct SignFlags {
     /// ~/.ssh/id_ed25519
     #[arg(long)]
     pub sign: bool,
-    /// The private key --sign uses
+    /// The key --sign uses: a private key file, or a public key (ssh-keygen signs, through
+    /// ssh-agent)
     #[arg(long, value_name = "FILE", requires = "sign")]
     pub key: Option<PathBuf>,
 }
@@ -344,8 +347,9 @@ pub struct RequireArgs {
 pub struct SignArgs {
     /// Snapshot to sign: id, 8+ hex digit prefix, name, or agent/<alias>
     pub snapshot: String,
-    /// The private key to sign with [default: git's user.signingkey when gpg.format is ssh,
-    /// else ~/.ssh/id_ed25519]
+    /// The key to sign with: a private key file, or a public key whose private half ssh-agent
+    /// holds (ssh-keygen signs) [default: git's user.signingkey when gpg.format is ssh, else
+    /// ~/.ssh/id_ed25519]
     #[arg(long, value_name = "FILE", conflicts_with = "signature")]
     pub key: Option<PathBuf>,
     /// Add this signature, made elsewhere with `ssh-keygen -Y sign -n zeroclaw-bundle@snapshot`
