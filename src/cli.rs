@@ -993,6 +993,15 @@ pub struct ReviewArgs {
     pub signers: SignersArgs,
 }
 
+/// The help of `--install` ([`crate::agent::INSTALL_DEFAULT`] is its default, in the words
+/// every "no install" error uses too).
+fn install_help() -> String {
+    format!(
+        "ZeroClaw install [default: {}]",
+        crate::agent::INSTALL_DEFAULT
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1089,13 +1098,4 @@ mod tests {
         args.push(OsString::from_vec(vec![b'm', 0xff]));
         assert!(parse_mount(&args, None).is_none());
     }
-}
-
-/// The help of `--install` ([`crate::agent::INSTALL_DEFAULT`] is its default, in the words
-/// every "no install" error uses too).
-fn install_help() -> String {
-    format!(
-        "ZeroClaw install [default: {}]",
-        crate::agent::INSTALL_DEFAULT
-    )
 }

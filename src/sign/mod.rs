@@ -418,7 +418,7 @@ pub struct OpenedKey {
 
 enum Opened {
     /// A private key file, opened here.
-    Private(ssh_key::PrivateKey),
+    Private(Box<ssh_key::PrivateKey>),
     /// A public key: ssh-keygen signs with its private half, read from `file` (the key's own
     /// file, or `None` for a key given as text).
     Public {
@@ -452,7 +452,7 @@ impl OpenedKey {
                 key,
                 file: choice.literal.is_none().then(|| choice.path.clone()),
             },
-            None => Opened::Private(open_key(choice)?),
+            None => Opened::Private(Box::new(open_key(choice)?)),
         };
         Ok(OpenedKey {
             key,
