@@ -259,8 +259,10 @@ fn read_only_commands_never_create_a_store() {
         ]);
     let r = run_command(c).fails(1, "no-such-install/config.toml does not exist");
     let err = r.stderr();
+    // How to name the install, in the one wording of the default (first_run.rs pins it):
+    // ZeroClaw's own variable, not this tool's older ZEROCLAW_HOME.
     assert!(
-        err.contains("--install") && err.contains("ZEROCLAW_HOME"),
+        err.contains("--install") && err.contains("$ZEROCLAW_CONFIG_DIR"),
         "{err}"
     );
     assert_eq!(err.matches("config.toml").count(), 1, "cause once: {err}");
