@@ -43,6 +43,9 @@
 //!   one file per subcommand that calls the library and prints, the terminal adapters) and
 //!   `interrupt` its SIGINT/SIGTERM mapping: public only because the binary is another crate
 //!   target, hidden from the docs, not an API.
+//!
+//! The long-form documentation (how each verb behaves, the bundle and JSON formats, remotes,
+//! signatures, the design and what each guarantee rests on) is in [`docs`].
 
 mod agent;
 mod api;
@@ -52,6 +55,7 @@ mod clock;
 mod credential_scan;
 mod credentials;
 mod diff;
+pub mod docs;
 mod export;
 mod hooks;
 mod import;

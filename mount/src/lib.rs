@@ -16,7 +16,8 @@
 //!
 //! This crate knows nothing of the CLI: `zeroclaw-bundle mount` resolves a snapshot, takes
 //! a store lease, calls [`mount`], and waits ([`MountHandle::wait`]) while its signal
-//! handler calls [`Unmounter::unmount`]; `zeroclaw-bundle umount` calls [`unmount`].
+//! handler calls [`Unmounter::unmount`]; `zeroclaw-bundle umount` calls [`unmount`]. What an
+//! operator sees of a mount, and why, is in [`docs`].
 //!
 //! ```
 //! use std::sync::Arc;
@@ -44,6 +45,7 @@
 #![deny(missing_docs)]
 
 mod cache;
+pub mod docs;
 mod error;
 mod fs;
 mod inodes;

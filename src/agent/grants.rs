@@ -4,7 +4,8 @@
 //! semantic diff, which ZeroClaw's manifest format has no flag for: an auto-approved tool, an
 //! allowed command, any widened allowlist or narrowed denylist of a risk profile, an endpoint a
 //! provider or MCP server sends the agent's requests to, a provider the requests fall back to,
-//! an MCP server (and a bundle of them gaining one), a knowledge source the agent reads.
+//! an MCP server (and a bundle of them gaining one), a knowledge source the agent reads, a
+//! variable set in an MCP server's environment, a risk profile's `sandbox_backend = "none"`.
 //!
 //! [`key_grant`] is the single rule table: the semantic diff (`compare`) marks a changed key
 //! with it, and [`bundle_grants`] lists what a bundle grants on its own by applying it to every
@@ -46,6 +47,9 @@ pub enum GrantKind {
     McpBundleServers,
     /// A knowledge bundle reads these host paths or URLs.
     KnowledgeSource,
+    /// An MCP server's process runs with an environment variable the config sets
+    /// (`NODE_OPTIONS`, `LD_PRELOAD`, `PATH` change what the shown command runs).
+    ProcessEnv,
 }
 
 impl GrantKind {
@@ -62,6 +66,7 @@ impl GrantKind {
             GrantKind::McpServer => "mcp_server",
             GrantKind::McpBundleServers => "mcp_bundle_servers",
             GrantKind::KnowledgeSource => "knowledge_source",
+            GrantKind::ProcessEnv => "process_env",
         }
     }
 }
@@ -79,8 +84,8 @@ pub struct Grant {
     pub kind: GrantKind,
     /// The dotted config path that grants it.
     pub path: String,
-    /// The sentence for the operator, as written: print it through [`super::shown_detail`],
-    /// which names a credential-looking word instead of printing it.
+    /// The sentence for the operator, as written: a printer names a credential-looking word in
+    /// it instead of printing it (as the CLI's `shown_detail` does).
     pub detail: String,
     /// Listed in the manifest. `false` for a planner flag: `config.toml` grants it and the
     /// manifest does not list it (edited after export); always `false` for a `rule` grant.
@@ -158,6 +163,36 @@ pub(crate) fn key_grant(
             out = Some((GrantKind::McpServer, format!("new MCP server `{server}`")));
         }
     }
+    // A variable set in a server's environment (an export blanks every one, so a bundle's
+    // non-blank value was written by hand): it changes what the shown command runs. Named,
+    // never its value (a secret field). A changed value that was already set is not a grant.
+    if let Some((server, var)) = key
+        .strip_prefix("mcp.servers.")
+        .and_then(|r| r.split_once(".env."))
+    {
+        let set = |n: Option<&Node>| n.is_some_and(|n| !plain(n).is_empty());
+        if set(new) && !set(old) {
+            out = Some((
+                GrantKind::ProcessEnv,
+                format!(
+                    "the process of MCP server `{server}` runs with {var} set by the config \
+                     (it can change what the command runs; value not shown)"
+                ),
+            ));
+        }
+    }
+    // ZeroClaw's planner flags `sandbox_enabled = false` only; `sandbox_backend = "none"`
+    // (matched as ZeroClaw parses it, case-insensitively) runs the shell unsandboxed as well.
+    if key.starts_with("risk_profiles.") && field == "sandbox_backend" {
+        let none = |n: Option<&Node>| n.is_some_and(|n| plain(n).eq_ignore_ascii_case("none"));
+        if none(new) && !none(old) {
+            out = Some((
+                GrantKind::Flag(RiskKind::SandboxDisabled),
+                "shell execution runs unsandboxed on the host (sandbox_backend = \"none\")"
+                    .to_string(),
+            ));
+        }
+    }
     let gained = || -> Vec<String> {
         let before = strings(old);
         strings(new)
@@ -169,9 +204,10 @@ pub(crate) fn key_grant(
     if key.starts_with("mcp_bundles.") && field == "servers" {
         let gained = gained();
         if !gained.is_empty() {
+            let verb = if old.is_some() { "gains" } else { "grants" };
             out = Some((
                 GrantKind::McpBundleServers,
-                format!("the MCP bundle gains {}", gained.join(", ")),
+                format!("the MCP bundle {verb} {}", gained.join(", ")),
             ));
         }
     }
@@ -262,7 +298,16 @@ pub(crate) fn key_grant(
                     .map(|s| s.as_str())
                     .collect::<Vec<_>>()
                     .join(", ");
-                out = Some((kind, gone_note("allowlist", &format!("{what} {list}"))));
+                // Against ZeroClaw's default when the other side has no list at all.
+                let beyond = if old.is_none() && !before.is_empty() {
+                    " (beyond ZeroClaw's default)"
+                } else {
+                    ""
+                };
+                out = Some((
+                    kind,
+                    gone_note("allowlist", &format!("{what} {list}{beyond}")),
+                ));
             }
         } else {
             let lost: Vec<&String> = before.iter().filter(|v| !after.contains(v)).collect();
@@ -313,7 +358,13 @@ pub fn bundle_grants(manifest: &Manifest, config_text: &str) -> Result<Vec<Grant
             out.push(Grant::of_flag(f, false, false));
         }
     }
-    out.extend(config_grants(&table));
+    // A rule grant where the planner already flags the same kind at the same path says
+    // nothing new (`shell_env_passthrough` is both).
+    let rules: Vec<Grant> = config_grants(&table)
+        .into_iter()
+        .filter(|r| !out.iter().any(|g| g.kind == r.kind && g.path == r.path))
+        .collect();
+    out.extend(rules);
     Ok(out)
 }
 
@@ -355,9 +406,12 @@ pub(crate) fn config_grants(config: &Table) -> Vec<Grant> {
 /// How an MCP server at `at` runs, from its keys: `stdio: CMD ARGS` or `http: URL`.
 fn server_line(leaves: &BTreeMap<String, Node>, at: &str) -> String {
     let get = |field: &str| leaves.get(&format!("{at}.{field}"));
-    if let Some(url) = get("url") {
-        let transport = get("transport").map(plain).unwrap_or_else(|| "http".into());
-        return format!("{transport} {}", plain(url));
+    // ZeroClaw's transport decides, stdio when absent: a `url` beside a stdio transport is
+    // never used, the command is.
+    let transport = get("transport").map(plain);
+    if let Some(t) = transport.as_deref().filter(|t| *t != "stdio") {
+        let url = get("url").map(plain).unwrap_or_else(|| "no url set".into());
+        return format!("{t} {url}");
     }
     let mut line = get("command").map(plain).unwrap_or_default();
     for arg in strings(get("args")) {

@@ -4,7 +4,7 @@
 //! reaches with the fallback chains), scrubs every field the schema marks secret, and lists the
 //! `dropped` entries, the risk flags and the copy sources. This module turns its plan into the
 //! sources our descriptor-verified capture walks, and adds the layers that are stricter on
-//! purpose (each listed in the README):
+//! purpose (each listed in `crate::docs::bundle`):
 //! - the credential-name scrub: a non-empty string under a key named like a credential is
 //!   blanked anywhere in the closure and listed in `required_secrets` with its rule (ZeroClaw
 //!   carries, for example, a token under a provider's `provider_extra` table verbatim);

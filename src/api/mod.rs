@@ -1124,9 +1124,7 @@ impl Bundles {
     /// let target = dir.path().join("other-install");
     /// std::fs::create_dir(&target)?;
     /// std::fs::write(target.join("config.toml"), "schema_version = 3\n")?;
-    /// let request = ImportRequest {
-    ///     source: out.as_os_str(), install: &target, agent_as: None, maps: &[], expect: None, force: false, replace: &[], require: None,
-    /// };
+    /// let request = ImportRequest { source: out.as_os_str(), install: &target, ..Default::default() };
     /// let plan = bundles.import_plan(&request, &Silent)?;
     /// let imported = bundles.import(&plan, &[], &Silent)?;
     /// assert_eq!(imported.alias, "coder");

@@ -55,6 +55,25 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
             args.source.to_string_lossy()
         )
     })?;
+    if let Some(done) = &plan.up_to_date {
+        // Nothing to ask or write: the same content made this agent, still configured.
+        if ctx.json {
+            let mut doc = plan_json(&plan);
+            doc["dry_run"] = Value::Bool(args.dry_run);
+            ctx.print_json(&doc)?;
+        } else {
+            crate::outln!(
+                "Up to date: agent {} in {} was imported from this content ({}) at {}; \
+                 nothing was written",
+                escape_text(&done.alias),
+                plan.install.display(),
+                plan.content_id.short(16),
+                done.imported_at
+            )?;
+            crate::outln!("{}", plan.content_id)?;
+        }
+        return Ok(Outcome::Success);
+    }
     if args.dry_run {
         if ctx.json {
             let mut doc = plan_json(&plan);
@@ -407,5 +426,10 @@ fn plan_json(plan: &ImportPlan) -> Value {
         "required_secrets": plan.secrets.iter().map(|s| s.path.clone()).collect::<Vec<_>>(),
         "set_secrets": plan.secrets.iter().map(|s| format!("zeroclaw config set {}", s.path)).collect::<Vec<_>>(),
         "dropped": plan.dropped,
+        "up_to_date": plan.up_to_date.as_ref().map(|d| json!({
+            "agent": d.alias,
+            "imported_at": d.imported_at,
+            "snapshot": d.snapshot,
+        })),
     })
 }

@@ -497,7 +497,9 @@ fn rewrite_refs(
             match names.get(&(field.target, trimmed.to_string())) {
                 Some(local) => Ok(Some(local.clone())),
                 None if field.soft => Ok(None),
-                None if field.target == Kind::McpServer && excluded.contains(trimmed) => Ok(None),
+                // Exactly as written: ZeroClaw compares names untrimmed, so a padded
+                // `exclude` entry excludes nothing and the name stays a reference.
+                None if field.target == Kind::McpServer && excluded.contains(value) => Ok(None),
                 None => Err(ImportError::Dangling {
                     field: shown.to_string(),
                     value: trimmed.to_string(),
@@ -542,14 +544,16 @@ fn rewrite_refs(
 /// no server that any bundle it references excludes, whichever bundle lists it in `servers`
 /// ("deny wins", `Config::mcp_servers_for_bundles`), so its exporter never carries that
 /// server, and the name left in a bundle's `servers` refers to nothing: it is not a
-/// reference (every MCP bundle of a fragment is one its root agent references).
+/// reference (every MCP bundle of a fragment is one its root agent references). Names as
+/// written, untrimmed: ZeroClaw matches them exactly, so `exclude = ["shell "]` excludes no
+/// `shell`.
 fn excluded_servers(incoming: &[Entry]) -> BTreeSet<String> {
     incoming
         .iter()
         .filter(|e| e.kind == Kind::McpBundle)
         .filter_map(|e| e.item.as_table_like()?.get("exclude")?.as_array())
         .flat_map(|a| a.iter().filter_map(|v| v.as_str()))
-        .map(|name| name.trim().to_string())
+        .map(str::to_string)
         .collect()
 }
 

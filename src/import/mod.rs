@@ -81,6 +81,23 @@ pub struct ImportRequest<'a> {
     pub require: Option<&'a crate::sign::AllowedSigners>,
 }
 
+/// No source and no install (both empty paths): a base for `ImportRequest { source, install,
+/// ..Default::default() }`, which keeps an embedder's code building as options are added.
+impl Default for ImportRequest<'_> {
+    fn default() -> Self {
+        ImportRequest {
+            source: OsStr::new(""),
+            install: Path::new(""),
+            agent_as: None,
+            maps: &[],
+            expect: None,
+            force: false,
+            replace: &[],
+            require: None,
+        }
+    }
+}
+
 /// A tree the import publishes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TreePlan {
@@ -151,6 +168,21 @@ pub struct ImportPlan {
     pub dropped: Vec<Dropped>,
     /// Whether the install encrypts secrets (`secrets.encrypt`).
     encrypt: bool,
+    /// Set when this install already holds this bundle: an earlier import of the same content
+    /// made the agent, which is still configured. The plan then changes nothing (no entries,
+    /// trees, secrets or grants; `new_config` is `old_config`) and [`apply`] writes nothing.
+    pub up_to_date: Option<UpToDate>,
+}
+
+/// The earlier import that makes an import a no-op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UpToDate {
+    /// The local agent it made.
+    pub alias: String,
+    /// When (RFC 3339 UTC).
+    pub imported_at: String,
+    /// The snapshot it recorded.
+    pub snapshot: ObjectId,
 }
 
 impl ImportPlan {
@@ -205,6 +237,10 @@ pub struct Imported {
     pub secrets_left: Vec<SecretPlan>,
     /// The provenance record.
     pub provenance: PathBuf,
+    /// Whether anything was written: `false` for an up-to-date plan
+    /// ([`ImportPlan::up_to_date`]), which leaves the install as it was (`backup` and
+    /// `config_mode` then mean nothing).
+    pub written: bool,
 }
 
 /// What marks a bundle for the tree publish: never present in a workspace or skill tree, so
@@ -267,6 +303,30 @@ pub fn plan(
         }
     }
 
+    if let Some(done) = earlier_import(store, &root, &install, &bundle, req.agent_as)? {
+        return Ok(ImportPlan {
+            source: req.source.to_string_lossy().into_owned(),
+            source_kind: bundle.kind.clone(),
+            snapshot: bundle.snapshot,
+            content_id: bundle.content_id(),
+            bundle_alias: bundle.manifest.root_agent.clone(),
+            alias: done.alias.clone(),
+            backup: backup_path(&config_path),
+            install: root,
+            config_path,
+            config_target,
+            decisions: Vec::new(),
+            notes: Vec::new(),
+            new_config: old_config.clone(),
+            old_config,
+            trees: Vec::new(),
+            secrets: Vec::new(),
+            grants: Vec::new(),
+            dropped: Vec::new(),
+            encrypt: install.typed.secrets.encrypt,
+            up_to_date: Some(done),
+        });
+    }
     if req.agent_as.is_none() {
         let name = &bundle.manifest.root_agent;
         if !zeroclaw_config::agent_bundle::is_safe_path_component(name) || name.contains('.') {
@@ -539,7 +599,35 @@ pub fn plan(
         grants,
         dropped: bundle.manifest.dropped.clone(),
         encrypt: after.typed.secrets.encrypt,
+        up_to_date: None,
     })
+}
+
+/// The earlier import of exactly this content whose agent the install still configures (under
+/// `--as`, that agent only): the same snapshot, or one with the same content id.
+fn earlier_import(
+    store: &Store,
+    root: &Path,
+    install: &Install,
+    bundle: &source::StoredBundle,
+    agent_as: Option<&str>,
+) -> Result<Option<UpToDate>, ImportError> {
+    let records = provenance::imports_of(root, &bundle.manifest.root_agent)?;
+    Ok(records
+        .into_iter()
+        .filter(|r| agent_as.is_none_or(|a| a == r.alias))
+        .filter(|r| install.typed.agents.contains_key(&r.alias))
+        .find(|r| {
+            r.snapshot == bundle.snapshot
+                || store
+                    .read_snapshot(&r.snapshot)
+                    .is_ok_and(|s| s.root == bundle.content_id())
+        })
+        .map(|r| UpToDate {
+            alias: r.alias,
+            imported_at: r.imported_at,
+            snapshot: r.snapshot,
+        }))
 }
 
 /// Loads `text` the way the install was loaded (ZeroClaw's migration and loader) and runs
@@ -585,6 +673,16 @@ fn check_merged(
         } else {
             format!("{e:#}")
         }));
+    }
+    // An install ZeroClaw refuses to load that the import would make load: the bundle's
+    // entries resolve what the install's own entries name (a local agent delegating to, or
+    // reading the workspace of, an agent of the bundle's name), which no review showed.
+    if let Err(e) = before.typed.validate() {
+        return Err(invalid(format!(
+            "the install's own config fails ZeroClaw's validate() ({e:#}) and would pass once \
+             the bundle's entries are added: they would resolve what the install's own entries \
+             name, which no review shows; fix the install's config first"
+        )));
     }
     Ok(after)
 }
@@ -841,6 +939,20 @@ pub fn apply(
     progress: &dyn Progress,
 ) -> Result<Imported, ImportError> {
     let root = &plan.install;
+    if let Some(done) = &plan.up_to_date {
+        // Nothing to write: the install holds this content already.
+        return Ok(Imported {
+            alias: done.alias.clone(),
+            content_id: plan.content_id,
+            backup: plan.backup.clone(),
+            secrets_filled: Vec::new(),
+            secrets_encrypted: plan.encrypt,
+            config_mode: 0,
+            secrets_left: Vec::new(),
+            provenance: provenance::path(root, &done.alias),
+            written: false,
+        });
+    }
     let dir = sys::open_dir_path(root).map_err(|source| ImportError::Read {
         path: root.clone(),
         source,
@@ -1009,6 +1121,7 @@ fn write_all(
         secrets_encrypted: plan.encrypt,
         config_mode: keep.mode,
         provenance: record_path,
+        written: true,
     })
 }
 

@@ -53,7 +53,7 @@ const SCRIPT_EXTENSIONS: &[&str] = &[
 ];
 
 /// A path inside the reviewed snapshot, as raw bytes. Serialized under the JSON name rules
-/// (README, "JSON output"): `path` (the name when it is UTF-8, else `null` with `path_bytes` in
+/// (`crate::docs::json`): `path` (the name when it is UTF-8, else `null` with `path_bytes` in
 /// hex) and `display` (the escaped form text output prints).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct BundlePath(pub Vec<u8>);

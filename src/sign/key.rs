@@ -4,7 +4,8 @@
 //! module's return value: no message, report or file ever holds them (ssh-key zeroizes them
 //! on drop). A public key (a `.pub` file, or git's `user.signingkey` holding the key itself)
 //! means the private half is held elsewhere (ssh-agent, a security key, a password manager's
-//! agent): the signing is handed to `ssh-keygen -Y sign`, as git does ([`super::ssh_keygen`]).
+//! agent): the signing is handed to `ssh-keygen -Y sign`, as git does ([`super::ssh_keygen`];
+//! see `crate::docs::signatures`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -60,7 +60,8 @@
 //! stale lock. The grace period remains as a second line for writers that do not take the
 //! lock (an older binary, a library user writing raw objects).
 //!
-//! Nothing here knows what an agent is; sled and blake3 types stay private.
+//! Nothing here knows what an agent is; sled and blake3 types stay private. The store's
+//! layout, formats, packs and tree index are described at length in [`docs`].
 //!
 //! ```
 //! use zeroclaw_bundle_store::{Store, Tree, TreeEntry};
@@ -77,6 +78,7 @@
 mod catalog;
 mod compressed;
 mod dircache;
+pub mod docs;
 mod error;
 mod escape;
 mod expansion_record;

@@ -243,8 +243,9 @@ fn a_pipe_needs_expect_or_yes_and_a_second_import_runs_after_it() {
     import(&env, &bundle, &y, &[]).fails(1, "--expect");
     assert_eq!(state(&y), before);
     import(&env, &bundle, &y, &["--yes"]).ok();
-    // The same bundle again: the agent is namespaced, everything else identical and reused.
-    let run = import(&env, &bundle, &y, &["--yes"]).ok();
+    // The same bundle again is up to date (tests/cli/update.rs); as a second agent it runs
+    // after the first: the agent is added, everything else identical and reused.
+    let run = import(&env, &bundle, &y, &["--yes", "--as", "researcher_imported"]).ok();
     assert!(
         run.stdout().contains("researcher_imported"),
         "{}",
@@ -1007,9 +1008,9 @@ fn the_config_diff_never_shows_a_credential_of_the_install() {
         .contains("model = \"claude-local\""));
 }
 
-/// The import records provenance in `.zeroclaw-bundle/` of the install: when that is a file,
-/// the import fails after publishing the trees, removes them again, leaves `config.toml` as it
-/// was, and says why once (the OS error is not repeated).
+/// The import reads and writes provenance in `.zeroclaw-bundle/` of the install: when that is
+/// a file, the import fails, leaves the install as it was, and says why once (the OS error is
+/// not repeated).
 #[test]
 fn a_provenance_directory_that_is_a_file_fails_cleanly() {
     let env = TestEnv::new();
@@ -1017,6 +1018,8 @@ fn a_provenance_directory_that_is_a_file_fails_cleanly() {
     let y = onboarded(&env, "y");
     write(&y.join(".zeroclaw-bundle"), b"not a directory\n");
     let before = state(&y);
+    // The plan reads the install's import records (is this content imported already?), so
+    // it fails there, before anything is published.
     let run = import(&env, &bundle, &y, &["--yes"]).fails(1, ".zeroclaw-bundle/imports");
     assert_eq!(
         run.stderr().matches("Not a directory").count(),
@@ -1025,7 +1028,7 @@ fn a_provenance_directory_that_is_a_file_fails_cleanly() {
         run.describe()
     );
     assert!(
-        run.stderr().contains("config.toml was not changed"),
+        run.stderr().contains("nothing was written to the install"),
         "{}",
         run.describe()
     );

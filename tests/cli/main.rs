@@ -2,6 +2,7 @@
 //! module per area; each module says which failures it pins.
 
 mod binaries;
+mod breakit;
 mod capture_depth;
 mod capture_races;
 mod crash_campaign;
@@ -35,6 +36,7 @@ mod store_in_tree;
 mod store_overlap;
 mod store_races;
 mod tree_index;
+mod update;
 mod util;
 mod ux;
 mod ux_ops;

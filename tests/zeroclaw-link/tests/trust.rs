@@ -101,11 +101,7 @@ fn a_store_that_requires_signatures_refuses_unsigned_snapshots_until_code_says_o
     let request = ImportRequest {
         source: bundle.as_os_str(),
         install: &fresh,
-        agent_as: None,
-        maps: &[],
-        expect: None,
-        force: false,
-        require: None,
+        ..Default::default()
     };
     untrusted("import", target.import_plan(&request, &Silent).unwrap_err());
     assert!(

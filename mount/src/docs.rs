@@ -1,0 +1,53 @@
+//! # How a mount behaves
+//!
+//! Long-form documentation (text only, shown by `cargo doc` beside the code). The crate
+//! documentation has the shape of the code; this chapter says what an operator sees and why.
+//!
+//! ## Requirements and readiness
+//!
+//! `zeroclaw-bundle mount` needs `/dev/fuse` and `fusermount3` (the `fuse3` package). It
+//! reports the mount (and `mount --daemon` returns) once the mount is in place and its daemon
+//! has answered the kernel's FUSE handshake: a request through it from then on waits for the
+//! daemon, it never fails. Two mounts of one directory started at once make one mount; the
+//! others are refused as already mounted (the check and the mount hold a lock on the
+//! directory). A lock another program keeps on the directory delays a mount by a second at
+//! most. A mountpoint inside the store (however spelled) is refused: the mount would hide the
+//! store's own files.
+//!
+//! ## Read-only, twice over
+//!
+//! Mounts are read-only with `nosuid,nodev,noexec,default_permissions`. Files show exactly the
+//! mode a checkout writes (a `0600` key shows `0600`), directories 0755, all owned by the
+//! mounting user. Every write answers EROFS, twice over: the kernel's `ro` refuses write opens
+//! and changes before the daemon hears of them, and the daemon refuses them itself (every file
+//! open reaches it and is checked: `tests/fuse/readonly.rs` checks this on a mount without
+//! `ro`, and after root remounts it `rw`, which FUSE allows). Opens are therefore never
+//! answered ENOSYS (which would let the kernel open files on its own): after a remount `rw` a
+//! write open would then succeed without the daemon's check, and a shared writable `mmap`
+//! would change what every reader of the mount sees.
+//!
+//! ## What it serves
+//!
+//! Each file and directory carries the extended attribute `user.zeroclaw.blake3` with its
+//! object id ([`crate::XATTR_BLAKE3`]); the mount's root carries `user.zeroclaw.signatures`
+//! ([`crate::XATTR_SIGNATURES`]: who signed the snapshot). The `user.` namespace is the only
+//! one: any other name answers EOPNOTSUPP, as on a kernel filesystem with only a `user.`
+//! handler, so `ls -l` stops asking for ACLs and security labels after the first entry.
+//! Entries and attributes never expire and the page cache is kept across opens, so a warm
+//! `find` over the mount costs what it costs on a plain directory. Flushes are answered ENOSYS
+//! once and the kernel stops sending them (nothing is ever dirty). Each object is checked
+//! against its blake3 on first read; a damaged one answers EIO.
+//!
+//! Listing a directory does not hint its files' contents to the page cache until a file of the
+//! mount has been opened: the first file opened in a directory hints that file and its later
+//! siblings, so a `find` reads metadata only while a `tar` over the mount reads ahead.
+//!
+//! ## Leases and unmounting
+//!
+//! While mounted, a lease keeps `gc` from deleting anything the mount serves, and the catalog
+//! is not held: the lease is a shared `flock` on the snapshot's record (see
+//! [`zeroclaw_bundle_store::docs::layout`]). A server that ends after its mount was unmounted
+//! never unmounts a newer mount of the same directory: fuser's own teardown, which unmounts by
+//! path once more and can take a dead connection for a live one, is bypassed
+//! (`tests/fuse/lifecycle.rs`). [`crate::unmount`] only touches mounts whose source is
+//! `zeroclaw-bundle`.
