@@ -5,8 +5,14 @@
 # then mount both snapshots read-only and diff them the way a reviewer would.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# One stream, in order: each command's notes (its stderr: "packed ...", "unpacked ...") stay
+# under the step that printed them, on a terminal and in a pipe or a log file alike.
+exec 2>&1
 # Only what the demo uses (FUSE, getfattr): not the S3 server of the remote tests.
+echo "demo: checking for the tools it uses (fuse3, attr)"
 scripts/setup.sh --demo
+echo "demo: building zeroclaw-bundle (cargo build --release: the first build compiles every"
+echo "      dependency and can take several minutes; later runs take seconds)"
 # Both binaries: zeroclaw-bundle serves mounts and hands every other command to
 # zeroclaw-bundle-full beside it. The binary's path comes from cargo itself, so CARGO_TARGET_DIR or a `build.target-dir` in a
 # cargo config is followed: never assume ./target.

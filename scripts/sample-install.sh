@@ -2,7 +2,9 @@
 # Builds a small sample ZeroClaw install at $1 (the README's built-in example): one agent
 # `researcher` with a workspace (including memory that must never travel), two skill bundles
 # (one with an excluded skill), model providers with keys and a fallback chain, a TTS
-# provider, a risk profile, and an MCP bundle granting a stdio server with a secret env.
+# provider, a risk profile, an MCP bundle granting a stdio server with a secret env, and the
+# Telegram channel the agent is bound to (bindings stay home). It passes ZeroClaw's own
+# `Config::validate()`, so it can also receive an import (tests/cli/first_run.rs checks both).
 set -euo pipefail
 root=${1:?usage: sample-install.sh DIR}
 mkdir -p "$root"
@@ -52,6 +54,10 @@ args = ["-y", "@modelcontextprotocol/server-github"]
 
 [mcp.servers.env]
 GITHUB_TOKEN = "ghp_SAMPLE-SECRET-0004"
+
+[channels.telegram.work]
+enabled = true
+bot_token = "123456:SAMPLE-SECRET-0005"
 
 [agents.researcher]
 enabled = true

@@ -16,9 +16,12 @@ else
 fi
 # The linking example (tests/zeroclaw-link: how ZeroClaw embeds `zeroclaw bundle` through the
 # public API), checked against the standalone binary; it shares this repository's target dir.
+# `--locked`: its own Cargo.lock is committed; a stale one fails here instead of being rewritten
+# (after a dependency change, run `cargo check --manifest-path tests/zeroclaw-link/Cargo.toml`
+# once without it and commit the lock it writes).
 link=tests/zeroclaw-link/Cargo.toml
 cargo build --quiet --bins
 cargo fmt --manifest-path "$link" --check
-cargo clippy --manifest-path "$link" --target-dir target --all-targets --quiet -- -D warnings
+cargo clippy --manifest-path "$link" --target-dir target --all-targets --locked --quiet -- -D warnings
 ZEROCLAW_BUNDLE_BIN="$PWD/target/debug/zeroclaw-bundle" \
-  cargo test --manifest-path "$link" --target-dir target --quiet
+  cargo test --manifest-path "$link" --target-dir target --locked --quiet

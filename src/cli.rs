@@ -102,7 +102,9 @@ Examples:
 Example:
   zeroclaw-bundle list
 
-FILES and SIZE count the snapshot's regular files and their bytes: what a checkout writes.")]
+NAME is the snapshot's name (from `snapshot --name`); AGENT is the agent it holds, marked
+(latest) on the snapshot agent/<alias> names. FILES and SIZE count the snapshot's regular files
+and their bytes: what a checkout writes.")]
     List(ListArgs),
     /// Show one snapshot's record
     #[command(after_help = concat!("\
@@ -288,7 +290,9 @@ zeroclaw-bundle@snapshot (never valid as a git, file or login signature). Signat
 beside the snapshot (its id never changes), travel in packs and on remotes, and a snapshot may
 carry several (author, reviewer). Who is trusted is an allowed_signers file (git's format):
 --allowed-signers FILE on show, list, diff, unpack, pull, checkout and mount, or `trust`.
-A passphrase-protected key is asked for on the terminal; ssh-agent is not used.")]
+A passphrase-protected key is asked for on the terminal. A public key (--key KEY.pub, or git's
+user.signingkey naming one or holding one) hands the signing to `ssh-keygen -Y sign`, as git
+does: the key may then live in ssh-agent, on a security key or in a password manager's agent.")]
     Sign(SignArgs),
     /// Show or set the store's signature settings: the allowed_signers file, and whether
     /// unsigned snapshots are refused by default
@@ -310,7 +314,8 @@ pub struct SignFlags {
     /// ~/.ssh/id_ed25519
     #[arg(long)]
     pub sign: bool,
-    /// The private key --sign uses
+    /// The key --sign uses: a private key file, or a public key (ssh-keygen signs, through
+    /// ssh-agent)
     #[arg(long, value_name = "FILE", requires = "sign")]
     pub key: Option<PathBuf>,
 }
@@ -342,8 +347,9 @@ pub struct RequireArgs {
 pub struct SignArgs {
     /// Snapshot to sign: id, 8+ hex digit prefix, name, or agent/<alias>
     pub snapshot: String,
-    /// The private key to sign with [default: git's user.signingkey when gpg.format is ssh,
-    /// else ~/.ssh/id_ed25519]
+    /// The key to sign with: a private key file, or a public key whose private half ssh-agent
+    /// holds (ssh-keygen signs) [default: git's user.signingkey when gpg.format is ssh, else
+    /// ~/.ssh/id_ed25519]
     #[arg(long, value_name = "FILE", conflicts_with = "signature")]
     pub key: Option<PathBuf>,
     /// Add this signature, made elsewhere with `ssh-keygen -Y sign -n zeroclaw-bundle@snapshot`
@@ -585,8 +591,8 @@ pub struct DiffArgs {
 pub struct ImportArgs {
     /// The bundle: a bundle directory, a snapshot, a pack file, or NAME/SNAPSHOT (a remote)
     pub source: OsString,
-    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR")]
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
     pub install: Option<PathBuf>,
     /// The imported agent's alias in the install (default: its alias in the bundle,
     /// namespaced when taken)
@@ -629,8 +635,8 @@ pub struct SnapshotArgs {
     /// Capture this directory instead of an agent (e.g. a received bundle)
     #[arg(long, value_name = "PATH")]
     pub dir: Option<PathBuf>,
-    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR", conflicts_with = "dir")]
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", conflicts_with = "dir", help = install_help())]
     pub install: Option<PathBuf>,
     /// Name for the snapshot (usable wherever a snapshot is expected). A name already in use
     /// moves to the new snapshot; the old snapshot stays, reachable by its id
@@ -658,8 +664,8 @@ pub struct ExportArgs {
     /// Destination bundle directory (created if it does not exist)
     #[arg(long, short, value_name = "DIR")]
     pub out: PathBuf,
-    /// ZeroClaw install [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR")]
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
     pub install: Option<PathBuf>,
     /// Replace the destination when it is a bundle or a previous checkout of this tool
     #[arg(long)]
@@ -979,13 +985,25 @@ pub struct ReviewArgs {
     /// What to review: a bundle DIR, a SNAPSHOT of the store, a PACK file, or NAME/SNAPSHOT (a
     /// remote ref)
     pub source: OsString,
-    /// ZeroClaw install to compare with: an agent it imported from an earlier version of this
-    /// bundle is diffed [default: $ZEROCLAW_CONFIG_DIR, as ZeroClaw resolves it, else ~/.zeroclaw]
-    #[arg(long, value_name = "DIR")]
+    // ZeroClaw install to compare with [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = format!(
+        "ZeroClaw install to compare with: an agent it imported from an earlier version of this \
+         bundle is diffed [default: {}]",
+        crate::agent::INSTALL_DEFAULT
+    ))]
     pub install: Option<PathBuf>,
     /// Who signed
     #[command(flatten)]
     pub signers: SignersArgs,
+}
+
+/// The help of `--install` ([`crate::agent::INSTALL_DEFAULT`] is its default, in the words
+/// every "no install" error uses too).
+fn install_help() -> String {
+    format!(
+        "ZeroClaw install [default: {}]",
+        crate::agent::INSTALL_DEFAULT
+    )
 }
 
 #[cfg(test)]

@@ -68,6 +68,9 @@ pub struct AgentSnapshot {
     pub degraded_sections: Vec<String>,
     /// ZeroClaw's strict loader's reason, when a section is skipped.
     pub degraded_reason: Option<String>,
+    /// Keys of the exported entries ZeroClaw's schema does not know, left out of the bundle
+    /// (dotted paths: a typo such as `providers.models.openai.main.base_urll`).
+    pub unknown_keys: Vec<String>,
 }
 
 /// What the operator chose for one agent capture.
@@ -103,19 +106,7 @@ fn source_trees(plan: &ExportPlan) -> Vec<PathBuf> {
 /// Loads the install at `install_dir` and plans the export of agent `alias`, without
 /// touching the store (a bad install path creates nothing).
 pub fn load_agent(install_dir: &Path, alias: &str) -> Result<(Install, ExportPlan)> {
-    let config = install_dir.join(CONFIG_FILE);
-    match std::fs::metadata(&config) {
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => bail!(
-            "no ZeroClaw install at {}: {} does not exist (pass --install DIR, or set \
-             ZEROCLAW_HOME, to name the install)",
-            install_dir.display(),
-            config.display()
-        ),
-        Err(e) => {
-            return Err(e).with_context(|| format!("could not read {}", config.display()));
-        }
-    }
+    crate::agent::require_install(install_dir)?;
     let install = Install::load(install_dir)?;
     let plan = plan_export(&install, alias)?;
     Ok((install, plan))
@@ -318,6 +309,7 @@ pub fn capture_loaded(
         personal_files,
         degraded_sections: plan.degraded_sections().to_vec(),
         degraded_reason: plan.degraded_reason().map(str::to_string),
+        unknown_keys: plan.unknown_keys().to_vec(),
     })
 }
 

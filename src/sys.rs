@@ -558,6 +558,55 @@ fn umask() -> Option<u32> {
     })
 }
 
+/// What became of the bytes written to a pipe, once its reader took them or left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PipeReader {
+    /// `fd` is no pipe (a file, a socket, a terminal): nothing to wait for.
+    NotAPipe,
+    /// The reader took every byte written so far.
+    TookAll,
+    /// The reader closed its end with `unread` bytes still in the pipe.
+    Gone {
+        /// Bytes written that no reader will ever see.
+        unread: u64,
+    },
+}
+
+/// Waits until the reader of pipe `fd` (the write end) has taken every byte written to it
+/// (`FIONREAD` is 0: ioctl_pipe(2)), or has closed its end with bytes left (poll(2) reports
+/// `POLLERR` on a write end without readers), asking `stop` every 50 ms whether to give up
+/// (then `Interrupted`). A write that fails with EPIPE says the reader left too; this also
+/// catches the last bytes, which fit in the pipe's buffer and so never fail.
+pub fn wait_pipe_taken(fd: BorrowedFd<'_>, stop: &dyn Fn() -> bool) -> io::Result<PipeReader> {
+    use rustix::event::{poll, PollFd, PollFlags, Timespec};
+    if !rustix::fs::FileType::from_raw_mode(rustix::fs::fstat(fd)?.st_mode).is_fifo() {
+        return Ok(PipeReader::NotAPipe);
+    }
+    let tick = Timespec {
+        tv_sec: 0,
+        tv_nsec: 50_000_000,
+    };
+    loop {
+        if rustix::io::ioctl_fionread(fd)? == 0 {
+            return Ok(PipeReader::TookAll);
+        }
+        let mut fds = [PollFd::from_borrowed_fd(fd, PollFlags::empty())];
+        match poll(&mut fds, Some(&tick)) {
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+        if fds[0].revents().intersects(PollFlags::ERR | PollFlags::HUP) {
+            return Ok(match rustix::io::ioctl_fionread(fd)? {
+                0 => PipeReader::TookAll,
+                unread => PipeReader::Gone { unread },
+            });
+        }
+        if stop() {
+            return Err(io::ErrorKind::Interrupted.into());
+        }
+    }
+}
+
 /// True when a file created with `mode` may not end up with exactly `mode` (the umask
 /// strips some of its bits, or the umask is unknown), so an explicit `fchmod` is needed.
 pub fn umask_alters(mode: u32) -> bool {

@@ -534,6 +534,30 @@ pub fn mask_secrets(text: &str, secret_paths: &[&str]) -> String {
     doc.to_string()
 }
 
+/// [`mask_secrets`] for a bundle's manifest (`zeroclaw-agent.toml`): its top-level
+/// `required_secrets`, an array of the config paths whose credentials were scrubbed (names,
+/// not values), is shown as written although its key is named like a secret. Anything else in
+/// the file is masked as [`mask_secrets`] masks it, and so is a `required_secrets` of another
+/// shape than an array of strings (no manifest writes one).
+pub fn mask_manifest_secrets(text: &str) -> String {
+    let Ok(mut doc) = text.parse::<toml_edit::DocumentMut>() else {
+        return UNPARSED.to_string();
+    };
+    let listed = doc
+        .get("required_secrets")
+        .and_then(toml_edit::Item::as_array)
+        .is_some_and(|a| a.iter().all(|v| v.as_str().is_some()));
+    for (key, item) in doc.as_table_mut().iter_mut() {
+        if listed && key.get() == "required_secrets" {
+            continue;
+        }
+        let path = join_path("", key.get());
+        let secret = child_secret(false, key.get(), &path, &[]);
+        mask_item(item, &path, secret, &[]);
+    }
+    doc.to_string()
+}
+
 /// Whether `path` is one of `paths` or lies under one.
 fn named_secret(path: &str, paths: &[&str]) -> bool {
     paths.iter().any(|p| {
@@ -612,6 +636,21 @@ fn mask_value(value: &mut toml_edit::Value, path: &str, secret: bool, paths: &[&
 
 #[cfg(test)]
 mod tests {
+
+    /// A manifest's `required_secrets` (config paths) is shown as written, in its place; a
+    /// secret-looking value elsewhere in it, or a `required_secrets` that is no list of paths,
+    /// is still masked.
+    #[test]
+    fn a_manifest_shows_its_required_secrets_and_masks_the_rest() {
+        let text = "format_version = 1\nrequired_secrets = [\n    \"a.api_key\", # note\n]\nroot_agent = \"a\"\n\n[provenance]\napi_key = \"LEAK-1\"\n";
+        let masked = super::mask_manifest_secrets(text);
+        assert!(masked.starts_with("format_version = 1\nrequired_secrets = [\n    \"a.api_key\", # note\n]\nroot_agent"), "{masked}");
+        assert!(!masked.contains("LEAK"), "{masked}");
+        let odd = "required_secrets = \"LEAK-2\"\n";
+        assert!(!super::mask_manifest_secrets(odd).contains("LEAK"));
+        let nested = "required_secrets = [{ token = \"LEAK-3\" }]\n";
+        assert!(!super::mask_manifest_secrets(nested).contains("LEAK"));
+    }
     /// Every shape a secret value can take in TOML: no byte of any value marked `LEAK` is
     /// left (each carries a distinct marker, so the failure names the shape), every other
     /// line stays as written, and the masked text still parses.

@@ -6,9 +6,28 @@ use std::path::PathBuf;
 /// What can go wrong while reading an install, planning an export or rendering a bundle.
 #[derive(Debug, thiserror::Error)]
 pub enum AgentError {
-    /// Neither `--install`, `$ZEROCLAW_HOME` nor `$HOME` says where the install is.
-    #[error("no install location: pass --install DIR or set ZEROCLAW_CONFIG_DIR")]
+    /// Neither `--install`, the environment nor `$HOME` says where the install is.
+    #[error(
+        "no install location: $HOME is not set; pass --install DIR (without it, the install is {})",
+        super::install::INSTALL_DEFAULT
+    )]
     NoInstallLocation,
+    /// The install path holds no `config.toml` file.
+    #[error(
+        "no ZeroClaw install at {}: {} {problem} (pass --install DIR to name the install; \
+         without it, the install is {})",
+        root.display(),
+        config.display(),
+        super::install::INSTALL_DEFAULT
+    )]
+    NoInstall {
+        /// The install root looked at.
+        root: PathBuf,
+        /// Its `config.toml`.
+        config: PathBuf,
+        /// What is wrong with it: "does not exist", "is not a file".
+        problem: &'static str,
+    },
     /// `config.toml` could not be read.
     #[error("could not read {path}")]
     ReadConfig {

@@ -20,6 +20,35 @@ use super::error::AgentError;
 use super::layout::CONFIG_FILE;
 use super::value::{Node, Table};
 
+/// Where the install is when `--install` is not given, in the one wording every `--help` that
+/// takes `--install` and every "no install" error use ([`install_root`] is the rule).
+pub const INSTALL_DEFAULT: &str =
+    "$ZEROCLAW_CONFIG_DIR, else the install $ZEROCLAW_DATA_DIR belongs to, else ~/.zeroclaw";
+
+/// Fails with [`AgentError::NoInstall`] when `root` has no `config.toml` (or a directory by
+/// that name). Any other kind of file (a FIFO, a device) is left to the config's reader, which
+/// refuses it by kind without waiting on it.
+pub fn require_install(root: &Path) -> Result<(), AgentError> {
+    let config = root.join(CONFIG_FILE);
+    match std::fs::metadata(&config) {
+        Ok(m) if m.is_dir() => Err(AgentError::NoInstall {
+            root: root.to_path_buf(),
+            config,
+            problem: "is a directory",
+        }),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(AgentError::NoInstall {
+            root: root.to_path_buf(),
+            config,
+            problem: "does not exist",
+        }),
+        Err(source) => Err(AgentError::ReadConfig {
+            path: config,
+            source,
+        }),
+    }
+}
+
 /// Where the install is, as ZeroClaw 0.8.7 finds its own (`schema.rs`:
 /// `resolve_runtime_config_dirs`): `--install`, else `$ZEROCLAW_CONFIG_DIR` (trimmed, `~`
 /// expanded), else the install `$ZEROCLAW_DATA_DIR` (or the deprecated `$ZEROCLAW_WORKSPACE`)

@@ -36,16 +36,17 @@ mod plan;
 #[cfg(test)]
 mod render;
 mod schema;
+mod unknown;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
-pub use compare::{compare_bundles, mask_secrets, SemanticChange};
+pub use compare::{compare_bundles, mask_manifest_secrets, mask_secrets, SemanticChange};
 pub use error::AgentError;
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
 pub use grants::{bundle_grants, Grant, GrantKind};
 pub(crate) use install::CONFIG_CAP;
-pub use install::{install_root, Install};
+pub use install::{install_root, require_install, Install, INSTALL_DEFAULT};
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
     manifests_differ_only_in_export_time, rfc3339_utc, secret_story, Dropped, Manifest, Provenance,

@@ -107,6 +107,7 @@ pub struct ExportPlan {
     pub(crate) config_findings: Vec<CredentialFinding>,
     pub(crate) degraded_sections: Vec<String>,
     pub(crate) degraded_reason: Option<String>,
+    pub(crate) unknown_keys: Vec<String>,
     /// `zeroclaw.config` as this module's tree (read by the tests).
     #[cfg_attr(not(test), allow(dead_code))]
     closure: Table,
@@ -141,6 +142,12 @@ impl ExportPlan {
     /// the export sees the install as ZeroClaw does, without them.
     pub fn degraded_sections(&self) -> &[String] {
         &self.degraded_sections
+    }
+
+    /// Keys of the exported entries that ZeroClaw's schema does not know (dotted paths): its
+    /// loader ignores them, so the bundle does not carry them (a typo such as `base_urll`).
+    pub fn unknown_keys(&self) -> &[String] {
+        &self.unknown_keys
     }
 
     /// The closure as planned (ZeroClaw's, with our scrub applied), as this module's tree.
@@ -351,6 +358,7 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
         });
     }
     let mut zeroclaw = zc::plan_export(&install.typed, alias).map_err(from_zeroclaw)?;
+    let unknown_keys = super::unknown::unknown_keys(install, &zeroclaw.config);
 
     // Our stricter layers, on ZeroClaw's closure.
     let mut closure = table_from_zeroclaw(&zeroclaw.config)?;
@@ -422,6 +430,7 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
         config_findings,
         degraded_sections: install.degraded_sections().to_vec(),
         degraded_reason: install.degraded_reason().map(str::to_string),
+        unknown_keys,
         closure,
     })
 }

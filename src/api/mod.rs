@@ -1163,9 +1163,11 @@ impl Bundles {
             .map_err(|e| Error::new(Verb::Import, plan.install.display().to_string(), e.into()))
     }
 
-    /// Signs snapshot `reference` with the OpenSSH private key file `key` (sshsig, as
-    /// `ssh-keygen -Y sign` makes it, over the snapshot id in this tool's namespace). The
-    /// signature is kept beside the snapshot and travels in packs and on remotes.
+    /// Signs snapshot `reference` with the OpenSSH key file `key` (sshsig, as
+    /// `ssh-keygen -Y sign` makes it, over the snapshot id in this tool's namespace): a private
+    /// key file, or a public key, whose signing is handed to `ssh-keygen -Y sign` (its private
+    /// half in ssh-agent, on a security key, or beside it). The signature is kept beside the
+    /// snapshot and travels in packs and on remotes.
     ///
     /// ```
     /// use zeroclaw_bundle::{Bundles, Silent};

@@ -108,6 +108,7 @@ pub fn report(
             "personal_files": c.personal_files,
             "skipped_config_sections": c.degraded_sections,
             "skipped_config_reason": c.degraded_reason,
+            "unknown_keys": c.unknown_keys,
             "set_secrets": m.required_secrets.iter().map(|p| format!("zeroclaw config set {p}")).collect::<Vec<_>>(),
             "dropped": m.dropped,
             "work": c.stats,
@@ -179,6 +180,12 @@ pub fn report(
         }
         if let Some(reason) = &c.degraded_reason {
             out += &format!("  ZeroClaw's strict loader says: {}\n", escape_text(reason));
+        }
+    }
+    if !c.unknown_keys.is_empty() {
+        out += "\nKeys ZeroClaw's schema does not know (ZeroClaw ignores them, so they were left out; a typo?):\n";
+        for key in &c.unknown_keys {
+            out += &format!("  - {}\n", escape_text(key));
         }
     }
     if !m.required_secrets.is_empty() {

@@ -24,14 +24,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         .map(|m| MapArg::parse(m))
         .collect::<Result<Vec<_>, _>>()?;
     let install = crate::agent::install_root(args.install.as_deref())?;
-    let config = install.join(crate::agent::CONFIG_FILE);
-    if !config.is_file() {
-        bail!(
-            "no ZeroClaw install at {}: {} is not a file (pass --install DIR to name the install)",
-            install.display(),
-            config.display()
-        );
-    }
+    crate::agent::require_install(&install)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if !args.dry_run && args.expect.is_none() && !args.yes && !interactive {
         bail!(

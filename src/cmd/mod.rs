@@ -5,8 +5,10 @@
 //! A closed stdout (the reader went away: `... | head -1`) is not an error: the write fails
 //! with EPIPE (Rust ignores SIGPIPE), [`crate::outln!`] turns that into [`StdoutClosed`], and `main`
 //! exits 0 without a message, as ripgrep does. (git is killed by SIGPIPE instead, status 141;
-//! 0 keeps `set -o pipefail` scripts that only wanted the first lines working.) Notes on
-//! stderr are best-effort: a closed stderr never fails a command.
+//! 0 keeps `set -o pipefail` scripts that only wanted the first lines working.) The exception
+//! is `pack --out -`: a pack cut short is no pack, so a reader that leaves early fails it
+//! (`pack::pack_to_stdout`). Notes on stderr are best-effort: a closed stderr never fails a
+//! command.
 
 pub mod cat;
 pub mod checkout;

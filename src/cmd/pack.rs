@@ -8,6 +8,7 @@
 use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, IsTerminal, Read, Write};
+use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
@@ -18,7 +19,7 @@ use zeroclaw_bundle_store::{
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
-use crate::cmd::{count, human_bytes, Ctx, Outcome, StdoutClosed};
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 use crate::source::{classify, Takes};
 
 /// Runs `pack`.
@@ -55,19 +56,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     let stats = if to_stdout {
         let total = store.read_snapshot(&id)?.bytes();
         let bar = ctx.progress(Some(total), "packing", true);
-        let stdout = io::stdout();
-        let mut out = io::BufWriter::new(stdout.lock());
-        // A reader that went away (`| head -c`) ends the command quietly, like every other
-        // output (see `cmd::StdoutClosed`); the reader's side reports a truncated pack.
-        let stats =
-            write_pack(&store, &id, options, &mut out, &mut |n| bar.inc(n)).map_err(|e| match e {
-                StoreError::PackOutput { ref error, .. }
-                    if error.kind() == io::ErrorKind::BrokenPipe =>
-                {
-                    anyhow::Error::new(StdoutClosed)
-                }
-                e => anyhow::Error::new(e).context("could not write the pack to stdout"),
-            });
+        let stats = pack_to_stdout(&store, &id, options, ctx, &mut |n| bar.inc(n));
         bar.finish_and_clear();
         stats?
     } else {
@@ -92,6 +81,87 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         &stats,
         (!to_stdout).then_some(args.out.as_path()),
     )
+}
+
+/// Writes the pack to stdout, and succeeds only once its reader took every byte. A reader
+/// that goes away first (`| head -c 100`) fails the command (exit 1, "packed" is never
+/// said): the pack it got is cut short. A write after the reader left fails with EPIPE (Rust
+/// ignores SIGPIPE), but the last bytes fit in the pipe's buffer and never fail, so the last
+/// byte is held back until the reader took all the others, and then the command waits until
+/// the reader took that one too ([`crate::sys::wait_pipe_taken`]): a reader that stopped
+/// short cannot have taken the last byte. A file or a socket on stdout is not waited on.
+fn pack_to_stdout(
+    store: &Store,
+    id: &ObjectId,
+    options: PackOptions,
+    ctx: &Ctx,
+    progress: &mut dyn FnMut(u64),
+) -> Result<PackStats> {
+    let stdout = io::stdout();
+    let fd = stdout.as_fd();
+    let cut = |what: String| {
+        anyhow::anyhow!(
+            "could not write the pack to stdout: {what}; what it read is not a whole pack"
+        )
+    };
+    let broken = |e: io::Error| match e.kind() {
+        io::ErrorKind::BrokenPipe => cut("its reader closed the pipe before the end".into()),
+        _ => anyhow::Error::new(e).context("could not write the pack to stdout"),
+    };
+    let taken = || -> Result<()> {
+        let stop = || ctx.cancel.is_cancelled();
+        match crate::sys::wait_pipe_taken(fd, &stop) {
+            Ok(crate::sys::PipeReader::Gone { unread }) => Err(cut(format!(
+                "its reader closed the pipe with {} of the pack unread",
+                human_bytes(unread)
+            ))),
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                bail!("interrupted: the pack to stdout was not taken whole by its reader")
+            }
+            Err(e) => Err(e).context("could not wait for the reader of stdout"),
+        }
+    };
+    let mut out = HoldLast {
+        inner: io::BufWriter::new(stdout.lock()),
+        held: None,
+    };
+    let stats = write_pack(store, id, options, &mut out, progress).map_err(|e| match e {
+        StoreError::PackOutput { error, .. } => broken(error),
+        e => anyhow::Error::new(e).context("could not write the pack to stdout"),
+    })?;
+    out.inner.flush().map_err(broken)?;
+    taken()?;
+    if let Some(last) = out.held.take() {
+        out.inner.write_all(&[last]).map_err(broken)?;
+        out.inner.flush().map_err(broken)?;
+    }
+    taken()?;
+    Ok(stats)
+}
+
+/// A writer that holds back the last byte written through it (see [`pack_to_stdout`]).
+struct HoldLast<W: Write> {
+    inner: W,
+    held: Option<u8>,
+}
+
+impl<W: Write> Write for HoldLast<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let Some((&last, rest)) = buf.split_last() else {
+            return Ok(0);
+        };
+        if let Some(held) = self.held.take() {
+            self.inner.write_all(&[held])?;
+        }
+        self.inner.write_all(rest)?;
+        self.held = Some(last);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// The report of a `pack` that wrote `stats` (to `out`, or to stdout when `None`).
@@ -139,8 +209,6 @@ fn report(
 pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     // A pack file that is not there, or not a pack, creates no store (a typo must not leave
     // one behind): it is opened first. A pack from stdin is spooled into the store first.
-    let failed =
-        |what: &dyn std::fmt::Display| format!("could not unpack {what}; nothing was imported");
     let opened = if args.pack.as_os_str() == "-" {
         None
     } else {
@@ -156,13 +224,64 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         super::sign::gate_blobs(ctx, &pack.root, &sigs, &trust)
             .with_context(|| failed(&args.pack.display()))?;
     }
-    let store = ctx.create_store()?;
+    // A store this unpack creates exists only once the unpack succeeded: a pack that fails
+    // (an incremental one whose base is missing, a damaged one) leaves nothing behind.
+    let fresh = FreshStore::prepare(&ctx.store_path)?;
+    let store = match &fresh {
+        FreshStore::Staged { staged, .. } => crate::Bundles::create(staged)?.into_store(),
+        _ => ctx.create_store()?,
+    };
+    let unpacked = unpack_into(&store, opened, &trust, &args, ctx, &fresh);
+    drop(store);
+    let (report, objects) = match unpacked {
+        Ok(done) => {
+            fresh.commit()?;
+            done
+        }
+        Err(e) => {
+            fresh.discard();
+            return Err(e);
+        }
+    };
+    let id = report.id;
+    if ctx.json {
+        ctx.print_json(&json!({
+            "snapshot": id,
+            "objects": objects,
+            "read": report.read,
+            "already_present": report.present,
+        }))?;
+    } else {
+        if !ctx.quiet {
+            crate::note!("{}", unpacked_line(&report));
+        }
+        crate::outln!("{id}")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// The message of an unpack that imported nothing.
+fn failed(what: &dyn std::fmt::Display) -> String {
+    format!("could not unpack {what}; nothing was imported")
+}
+
+/// The unpack itself, into `store`: the pack (`opened`, or stdin spooled into the store),
+/// its trust gate, and every object it needs. Returns the report and how many objects the
+/// pack lists.
+fn unpack_into(
+    store: &Store,
+    opened: Option<PackReader>,
+    trust: &crate::sign::Trust,
+    args: &UnpackArgs,
+    ctx: &Ctx,
+    fresh: &FreshStore,
+) -> Result<(UnpackReport, usize)> {
     // Held (shared) from the spooled copy in tmp/ to the catalog entry: a gc waits instead
     // of removing the spool, or objects this import is about to reference.
     let _lock = store.write_lock()?;
     let spooled = match opened {
         Some(_) => None,
-        None => Some(spool_stdin(&store, &ctx.cancel)?),
+        None => Some(spool_stdin(store, &ctx.cancel)?),
     };
     let progress = ctx.term_progress();
     let watch = crate::progress::ImportProgress::new(&progress);
@@ -174,12 +293,12 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
                 let spool = spooled.as_deref().expect("stdin was spooled");
                 let pack = PackReader::open(spool).map_err(|e| named_stdin(e, spool))?;
                 let sigs = pack.signatures().map_err(|e| named_stdin(e, spool))?;
-                super::sign::gate_blobs(ctx, &pack.root, &sigs, &trust)?;
+                super::sign::gate_blobs(ctx, &pack.root, &sigs, trust)?;
                 pack
             }
         };
         root.set(Some(pack.root));
-        let report = unpack_counted(&store, &pack, &watch).map_err(|e| match &spooled {
+        let report = unpack_counted(store, &pack, &watch).map_err(|e| match &spooled {
             Some(spool) => named_stdin(e, spool),
             None => e,
         })?;
@@ -197,30 +316,143 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
         // The import stopped before its objects landed: its staging directory is gone.
         bail!("interrupted: the unpack stopped; nothing was imported from {what}");
     }
-    let (report, objects) = result.with_context(|| match root.get() {
-        Some(root) if recorded_not_listed(&store, &root) => format!(
+    result.with_context(|| match root.get() {
+        Some(root) if fresh.existed() && recorded_not_listed(store, &root) => format!(
             "could not unpack {what}: its snapshot record {} was written but not catalogued, so \
              `list` does not show it and `gc` keeps its objects; once the cause below is fixed, \
              `zeroclaw-bundle reindex` lists it (then `forget` it if unwanted)",
             root.short(12)
         ),
         _ => failed(&what),
-    })?;
-    let id = report.id;
-    if ctx.json {
-        ctx.print_json(&json!({
-            "snapshot": id,
-            "objects": objects,
-            "read": report.read,
-            "already_present": report.present,
-        }))?;
-    } else {
-        if !ctx.quiet {
-            crate::note!("{}", unpacked_line(&report));
+    })
+}
+
+/// The store `unpack` writes into, and what a failure must undo.
+enum FreshStore {
+    /// A store existed (or the path is something `open` will refuse by name).
+    Existing,
+    /// The path is an empty directory: the store is made in it, and a failed unpack empties
+    /// it again.
+    EmptyDir(PathBuf),
+    /// Nothing is at the path: the store is made at `staged` beside it (same directory, so
+    /// the same filesystem) and renamed to `dest` once the unpack succeeded. `made` are the
+    /// missing parent directories this unpack created, outermost first.
+    Staged {
+        staged: PathBuf,
+        dest: PathBuf,
+        made: Vec<PathBuf>,
+    },
+}
+
+impl FreshStore {
+    fn prepare(dest: &Path) -> Result<FreshStore> {
+        match fs::symlink_metadata(dest) {
+            Ok(m) if m.is_dir() => {
+                let empty = fs::read_dir(dest)
+                    .with_context(|| format!("could not read the store {}", dest.display()))?
+                    .next()
+                    .is_none();
+                return Ok(if empty {
+                    FreshStore::EmptyDir(dest.to_path_buf())
+                } else {
+                    FreshStore::Existing
+                });
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            _ => return Ok(FreshStore::Existing),
         }
-        crate::outln!("{id}")?;
+        let Some(name) = dest.file_name() else {
+            return Ok(FreshStore::Existing);
+        };
+        let parent = match dest.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut missing = Vec::new();
+        let mut up = Some(parent.as_path());
+        while let Some(dir) = up.filter(|d| !d.as_os_str().is_empty()) {
+            if fs::symlink_metadata(dir).is_ok() {
+                break;
+            }
+            missing.push(dir.to_path_buf());
+            up = dir.parent();
+        }
+        let mut made = Vec::new();
+        for dir in missing.into_iter().rev() {
+            match fs::create_dir(&dir) {
+                Ok(()) => made.push(dir),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => {
+                    remove_made(&made);
+                    return Err(e).with_context(|| format!("could not create {}", dir.display()));
+                }
+            }
+        }
+        let staged = parent.join(format!(
+            ".{}.unpack-{}",
+            name.to_string_lossy(),
+            zeroclaw_bundle_store::random_token()
+        ));
+        Ok(FreshStore::Staged {
+            staged,
+            dest: dest.to_path_buf(),
+            made,
+        })
     }
-    Ok(Outcome::Success)
+
+    /// Whether the store existed before this unpack.
+    fn existed(&self) -> bool {
+        matches!(self, FreshStore::Existing)
+    }
+
+    /// After a successful unpack: a staged store is moved into place.
+    fn commit(self) -> Result<()> {
+        let FreshStore::Staged { staged, dest, made } = &self else {
+            return Ok(());
+        };
+        if let Err(e) = fs::rename(staged, dest) {
+            let _ = fs::remove_dir_all(staged);
+            remove_made(made);
+            return Err(e).with_context(|| {
+                format!(
+                    "could not move the new store into place at {} (did another process create \
+                     it meanwhile? then run the unpack again); nothing was imported",
+                    dest.display()
+                )
+            });
+        }
+        Ok(())
+    }
+
+    /// After a failed unpack: whatever it created is removed.
+    fn discard(self) {
+        match self {
+            FreshStore::Existing => {}
+            FreshStore::EmptyDir(dir) => {
+                if let Ok(entries) = fs::read_dir(&dir) {
+                    for entry in entries.flatten() {
+                        let path = entry.path();
+                        let _ = match entry.file_type() {
+                            Ok(t) if t.is_dir() => fs::remove_dir_all(&path),
+                            _ => fs::remove_file(&path),
+                        };
+                    }
+                }
+            }
+            FreshStore::Staged { staged, made, .. } => {
+                let _ = fs::remove_dir_all(&staged);
+                remove_made(&made);
+            }
+        }
+    }
+}
+
+/// Removes the directories an unpack created (outermost first), innermost first; one that
+/// is no longer empty stays.
+fn remove_made(made: &[PathBuf]) {
+    for dir in made.iter().rev() {
+        let _ = fs::remove_dir(dir);
+    }
 }
 
 /// What `unpack` says it did: objects the store already held were not read from the pack, so

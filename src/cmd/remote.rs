@@ -398,31 +398,6 @@ fn print_remote_rows(
     bad: usize,
     ctx: &Ctx,
 ) -> Result<()> {
-    if ctx.json {
-        let v: Vec<_> = rows
-            .iter()
-            .map(|(id, s)| {
-                json!({
-                    "snapshot": id,
-                    "remote": name,
-                    "created_unix_ns": s.created_unix_ns,
-                    "created": crate::clock::rfc3339_utc(s.created_unix_ns),
-                    "kind": s.kind,
-                    "name": s.name,
-                    "agent": s.agent,
-                    "source": s.source,
-                    "files": s.files(),
-                    "bytes": s.bytes(),
-                    "root": s.root,
-                })
-            })
-            .collect();
-        ctx.print_json(&json!(v))?;
-        return Ok(());
-    }
-    if rows.is_empty() && bad == 0 {
-        crate::outln!("no snapshots on {name}")?;
-    }
     // `agent/<alias>` resolves to the newest of that agent's snapshots (by creation time,
     // ties by id, as `Remote::resolve` picks): only that row carries it.
     let mut newest: std::collections::HashMap<&str, (i128, zeroclaw_bundle_store::ObjectId)> =
@@ -436,20 +411,46 @@ fn print_remote_rows(
             }
         }
     }
-    let table: Vec<[String; 6]> = rows
+    let latest = |id: &zeroclaw_bundle_store::ObjectId, s: &zeroclaw_bundle_store::Snapshot| {
+        s.agent
+            .as_deref()
+            .and_then(|a| newest.get(a))
+            .is_some_and(|b| b.1 == *id)
+    };
+    if ctx.json {
+        let v: Vec<_> = rows
+            .iter()
+            .map(|(id, s)| {
+                json!({
+                    "snapshot": id,
+                    "remote": name,
+                    "created_unix_ns": s.created_unix_ns,
+                    "created": crate::clock::rfc3339_utc(s.created_unix_ns),
+                    "kind": s.kind,
+                    "name": s.name,
+                    "agent": s.agent,
+                    "agent_latest": latest(id, s),
+                    "source": s.source,
+                    "files": s.files(),
+                    "bytes": s.bytes(),
+                    "root": s.root,
+                })
+            })
+            .collect();
+        ctx.print_json(&json!(v))?;
+        return Ok(());
+    }
+    if rows.is_empty() && bad == 0 {
+        crate::outln!("no snapshots on {name}")?;
+    }
+    let table: Vec<[String; super::list::COLUMNS]> = rows
         .iter()
         .map(|(id, s)| {
-            let label = match (&s.name, &s.agent) {
-                (Some(n), _) => zeroclaw_bundle_store::escape_text(n),
-                (None, Some(a)) if newest.get(a.as_str()).is_some_and(|b| b.1 == *id) => {
-                    format!("agent/{}", zeroclaw_bundle_store::escape_text(a))
-                }
-                _ => "-".into(),
-            };
             [
                 id.short(16),
                 crate::clock::rfc3339_utc(s.created_unix_ns),
-                label,
+                super::list::name_cell(s.name.as_deref()),
+                super::list::agent_cell(s.agent.as_deref(), latest(id, s)),
                 s.files().to_string(),
                 crate::cmd::human_bytes(s.bytes()),
                 zeroclaw_bundle_store::escape_text(&s.source),

@@ -6,7 +6,7 @@
 
 use similar::TextDiff;
 
-use crate::agent::mask_secrets;
+use crate::agent::{mask_manifest_secrets, mask_secrets};
 use crate::diff::side::Side;
 use crate::diff::{Change, EntryInfo, Status};
 
@@ -96,8 +96,13 @@ pub fn patch(a: &Side, b: &Side, c: &Change) -> Option<Patch> {
     let old = read(a, c.old.as_ref());
     let new = read(b, c.new.as_ref());
     let too_large = matches!(old, Some(None)) || matches!(new, Some(None));
+    // A manifest's `required_secrets` lists config paths, not values: shown as written.
+    let manifest = std::path::Path::new(&c.path)
+        .file_name()
+        .is_some_and(|n| n == crate::agent::MANIFEST_FILE);
     let mask = |bytes: Option<Vec<u8>>| match bytes {
         Some(b) if c.path.ends_with(".toml") => match String::from_utf8(b) {
+            Ok(text) if manifest => Some(mask_manifest_secrets(&text).into_bytes()),
             Ok(text) => Some(mask_secrets(&text, &[]).into_bytes()),
             Err(e) => Some(e.into_bytes()),
         },

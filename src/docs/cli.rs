@@ -69,7 +69,9 @@
 //!   the path or config field, then its causes.
 //! - A closed stdout is not an error: `zeroclaw-bundle ls -r agent/x | head -1` ends quietly
 //!   with exit 0 (ripgrep's choice; git is killed by SIGPIPE instead, 141, which
-//!   `set -o pipefail` scripts would see as a failure).
+//!   `set -o pipefail` scripts would see as a failure). Except `pack --out -`: a pack cut
+//!   short is no pack, so a reader that leaves before the last byte fails it (exit 1, and it
+//!   never says `packed`).
 //! - Every name, path, label and source printed goes through one escaper: bytes that are not
 //!   UTF-8 and ASCII control characters as `\xNN` (`caf\xe9`, `\x1b`), other invisible or
 //!   terminal-active characters (U+0080 to U+009F, bidi overrides, zero-width) as `\u{NNNN}`,

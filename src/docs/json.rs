@@ -22,10 +22,10 @@
 //!
 //! | command | document |
 //! |---|---|
-//! | `export`, `snapshot ALIAS` | `{snapshot, agent, destination` (null for `snapshot`)`, reused_files, replaced, files, bytes, skills_carried, skill_bundles, tallies, skipped, risk_flags:[{kind, path, detail}], required_secrets, scrubbed_by_name:[{path, rule}], credential_looking_values:[{location, reason}], personal_files, skipped_config_sections, skipped_config_reason, set_secrets, dropped:[{path, reason, detail}], work}` |
+//! | `export`, `snapshot ALIAS` | `{snapshot, agent, destination` (null for `snapshot`)`, reused_files, replaced, files, bytes, skills_carried, skill_bundles, tallies, skipped, risk_flags:[{kind, path, detail}], required_secrets, scrubbed_by_name:[{path, rule}], credential_looking_values:[{location, reason}], personal_files, skipped_config_sections, skipped_config_reason, unknown_keys, set_secrets, dropped:[{path, reason, detail}], work}` |
 //! | `snapshot --dir` | `{snapshot, root, files, bytes, report:{trees, skipped}, work}` |
-//! | `list` | `[{snapshot, created_unix_ns, created, kind, source, agent, name, files, bytes, root}]` |
-//! | `list --remote NAME` | `[{snapshot, remote, created_unix_ns, created, kind, source, agent, name, files, bytes, root}]` |
+//! | `list` | `[{snapshot, created_unix_ns, created, kind, source, agent, agent_latest, name, files, bytes, root}]` (`agent_latest`: the snapshot `agent/<alias>` names) |
+//! | `list --remote NAME` | `[{snapshot, remote, created_unix_ns, created, kind, source, agent, agent_latest, name, files, bytes, root}]` |
 //! | `show` | `{snapshot, root, created_unix_ns, created, host, kind, source, agent, name, parent, report}` |
 //! | `ls` | `[{path, path_bytes?, display, kind, mode, size, object}]` |
 //! | `cat` | refused: it writes the file's bytes (`ls --json SNAP:PATH` describes the file) |

@@ -17,8 +17,11 @@
 //! and every object passed are the objects moved into place and the record and catalog entry
 //! written. A failure at any object removes the staging directory, so nothing is imported; a
 //! kill leaves at most that directory, which `gc` removes. An update pack whose base is missing
-//! is refused naming the base, before anything is staged. `unpack` reports how many objects the
-//! pack lists, how many it read, and how many the store already held.
+//! is refused naming the base, before anything is staged. A store the unpack creates is made
+//! beside its path and moved there only once the unpack succeeded: a failed unpack leaves no
+//! store behind (nor the directories above it; an empty directory stays empty). `unpack`
+//! reports how many objects the pack lists, how many it read, and how many the store already
+//! held.
 //!
 //! A received snapshot never takes over a name this store uses: one whose `--name` already
 //! names another local snapshot is refused, and so is one whose creation time lies more than a

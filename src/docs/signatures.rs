@@ -73,6 +73,11 @@
 //!   allowed_signers file set, or one that cannot be read, fails closed.
 //! - **Keys never leak.** Only public keys and fingerprints are printed or stored. A
 //!   passphrase-protected key is asked for on the terminal (not echoed); without one (a pipe, cron)
-//!   the command fails saying so. ssh-agent is not used: the key must be a file (`--key`).
+//!   the command fails saying so. A public key (`--key KEY.pub`, or git's `user.signingkey`
+//!   naming one or holding one as `key::ssh-ed25519 AAAA...`) hands the signing to
+//!   `ssh-keygen -Y sign`, as git does: the private half may then be in ssh-agent, on a
+//!   security key (`sk-ssh-ed25519`) or in a password manager's agent (else the file beside the
+//!   `.pub`). The signature it makes is checked (by that key, over this snapshot, in this
+//!   namespace) before it is stored.
 //! - Cost: signing or verifying a snapshot is a fraction of a millisecond of crypto plus a small
 //!   file read or write, the same for any bundle size (it signs the id, not the content).

@@ -170,7 +170,7 @@ pub struct ImportPlan {
     encrypt: bool,
     /// Set when this install already holds this bundle: an earlier import of the same content
     /// made the agent, which is still configured. The plan then changes nothing (no entries,
-    /// trees, secrets or grants; `new_config` is `old_config`) and [`apply`] writes nothing.
+    /// trees, secrets or grants; `new_config` is `old_config`) and `Bundles::import` writes nothing.
     pub up_to_date: Option<UpToDate>,
 }
 

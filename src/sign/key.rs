@@ -1,9 +1,11 @@
-//! The private key a signature is made with: which file (`--key`, else the SSH key git signs
-//! with, else `~/.ssh/id_ed25519`), and opening it, asking for its passphrase on the terminal
-//! when it is protected. The key's secret bytes never leave this module's return value: no
-//! message, report or file ever holds them (ssh-key zeroizes them on drop).
-//!
-//! ssh-agent is not used: the key must be readable as a file (see `crate::docs::signatures`).
+//! The key a signature is made with: which one (`--key`, else the SSH key git signs with,
+//! else `~/.ssh/id_ed25519`), and opening it. A private key file is opened here, asking for
+//! its passphrase on the terminal when it is protected; its secret bytes never leave this
+//! module's return value: no message, report or file ever holds them (ssh-key zeroizes them
+//! on drop). A public key (a `.pub` file, or git's `user.signingkey` holding the key itself)
+//! means the private half is held elsewhere (ssh-agent, a security key, a password manager's
+//! agent): the signing is handed to `ssh-keygen -Y sign`, as git does ([`super::ssh_keygen`];
+//! see `crate::docs::signatures`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,13 +15,45 @@ use ssh_key::PrivateKey;
 use super::ecdsa_width::{self, Decrypted};
 use super::SignError;
 
-/// Where the default key comes from, for messages.
+/// Which key signs, and where that choice came from (for messages).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyChoice {
-    /// The private key file.
+    /// The key file: a private key, or a public key whose private half ssh-keygen finds (in
+    /// ssh-agent, else in the file beside it without `.pub`).
     pub path: PathBuf,
     /// Why this one (`--key`, `git config user.signingkey`, `~/.ssh/id_ed25519`).
     pub from: String,
+    /// A public key given as text (git's `user.signingkey = key::ssh-ed25519 AAAA...`) rather
+    /// than in a file; `path` then only names where it came from.
+    pub literal: Option<String>,
+}
+
+/// Whether `text` is an OpenSSH public key line (`ssh-ed25519 AAAA...`, `ecdsa-sha2-...`,
+/// `sk-ssh-ed25519@openssh.com ...`), not a private key.
+pub fn looks_public(text: &[u8]) -> bool {
+    [&b"ssh-"[..], b"ecdsa-", b"sk-ssh-", b"sk-ecdsa-"]
+        .iter()
+        .any(|p| text.starts_with(p))
+}
+
+/// The public key in file `choice.path` when it holds one (`None`: it holds something else,
+/// a private key presumably), or in `choice.literal`. A file that cannot be read is left to
+/// [`open_key`], which says why.
+pub fn public_key_of(choice: &KeyChoice) -> Result<Option<ssh_key::PublicKey>, SignError> {
+    let text = match &choice.literal {
+        Some(text) => text.clone().into_bytes(),
+        None => match crate::sys::read_small_file(&choice.path, KEY_CAP, "an SSH key") {
+            Ok(bytes) if looks_public(&bytes) => bytes,
+            _ => return Ok(None),
+        },
+    };
+    let text = String::from_utf8_lossy(&text);
+    ssh_key::PublicKey::from_openssh(text.trim())
+        .map(Some)
+        .map_err(|e| SignError::Key {
+            path: choice.path.clone(),
+            why: format!("is not an OpenSSH public key ({e})"),
+        })
 }
 
 fn git_config(key: &str) -> Option<String> {
@@ -43,36 +77,31 @@ fn expand_home(path: &str) -> PathBuf {
 }
 
 /// The key to sign with: `explicit` when given, else the SSH key git would sign commits with
-/// (`git config gpg.format` is `ssh` and `user.signingkey` names a key file; a `.pub` path
-/// means the private key beside it), else `~/.ssh/id_ed25519`.
+/// (`git config gpg.format` is `ssh` and `user.signingkey` names a key file, or holds a public
+/// key as `key::ssh-ed25519 AAAA...` or `ssh-ed25519 AAAA...`), else `~/.ssh/id_ed25519`.
 pub fn choose_key(explicit: Option<&Path>) -> Result<KeyChoice, SignError> {
     if let Some(p) = explicit {
         return Ok(KeyChoice {
             path: p.to_path_buf(),
             from: "--key".into(),
+            literal: None,
         });
     }
     if git_config("gpg.format").as_deref() == Some("ssh") {
         if let Some(v) = git_config("user.signingkey") {
-            let literal =
-                v.starts_with("key::") || v.starts_with("ssh-") || v.starts_with("ecdsa-");
-            if literal {
-                return Err(SignError::Key {
-                    path: PathBuf::from("git config user.signingkey"),
-                    why: "it holds a public key, not a key file; git signs with it through \
-                          ssh-agent, which zeroclaw-bundle does not use: pass --key FILE (the \
-                          private key file)"
-                        .into(),
+            let from = "git config user.signingkey".to_string();
+            let text = v.strip_prefix("key::").unwrap_or(&v);
+            if looks_public(text.as_bytes()) {
+                return Ok(KeyChoice {
+                    path: PathBuf::from(&from),
+                    from,
+                    literal: Some(text.to_string()),
                 });
             }
-            let p = expand_home(&v);
-            let private = match p.to_str().and_then(|s| s.strip_suffix(".pub")) {
-                Some(stem) => PathBuf::from(stem),
-                None => p,
-            };
             return Ok(KeyChoice {
-                path: private,
-                from: "git config user.signingkey".into(),
+                path: expand_home(&v),
+                from,
+                literal: None,
             });
         }
     }
@@ -83,6 +112,7 @@ pub fn choose_key(explicit: Option<&Path>) -> Result<KeyChoice, SignError> {
     Ok(KeyChoice {
         path: Path::new(&home).join(".ssh/id_ed25519"),
         from: "the default ~/.ssh/id_ed25519".into(),
+        literal: None,
     })
 }
 
@@ -110,9 +140,10 @@ pub fn open_key(choice: &KeyChoice) -> Result<PrivateKey, SignError> {
             })
         })?,
     );
-    if text.starts_with(b"ssh-") || text.starts_with(b"ecdsa-") {
+    if looks_public(&text) {
         return Err(key_err(
-            "is a public key; signing needs the private key file (the same path without .pub)"
+            "is a public key: its signing is handed to ssh-keygen (`sign` does that), not \
+             opened here"
                 .into(),
         ));
     }

@@ -26,6 +26,7 @@ pub mod allowed;
 pub mod config;
 mod ecdsa_width;
 pub mod key;
+mod ssh_keygen;
 
 use std::path::{Path, PathBuf};
 
@@ -407,30 +408,54 @@ pub struct SignReport {
     pub added: bool,
 }
 
-/// A private key opened ahead of the work it signs (so a wrong passphrase or a missing key
-/// stops `export --sign` before it captures anything).
+/// A key opened ahead of the work it signs (so a wrong passphrase or a missing key stops
+/// `export --sign` before it captures anything): a private key, or a public key whose signing
+/// is handed to ssh-keygen ([`ssh_keygen`]).
 pub struct OpenedKey {
-    key: ssh_key::PrivateKey,
+    key: Opened,
     path: PathBuf,
+}
+
+enum Opened {
+    /// A private key file, opened here.
+    Private(Box<ssh_key::PrivateKey>),
+    /// A public key: ssh-keygen signs with its private half, read from `file` (the key's own
+    /// file, or `None` for a key given as text).
+    Public {
+        key: ssh_key::PublicKey,
+        file: Option<PathBuf>,
+    },
 }
 
 impl std::fmt::Debug for OpenedKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         // Never the key: its file and fingerprint only.
+        let data = match &self.key {
+            Opened::Private(key) => key.public_key().key_data().clone(),
+            Opened::Public { key, .. } => key.key_data().clone(),
+        };
         write!(
             f,
             "OpenedKey({}, {})",
             self.path.display(),
-            fingerprint(self.key.public_key().key_data())
+            fingerprint(&data)
         )
     }
 }
 
 impl OpenedKey {
-    /// Opens the key `choice` names (see [`open_key`]).
+    /// Opens the key `choice` names: a public key is read (its signing goes to ssh-keygen),
+    /// a private key is opened (see [`open_key`]).
     pub fn open(choice: &KeyChoice) -> Result<OpenedKey, SignError> {
+        let key = match key::public_key_of(choice)? {
+            Some(key) => Opened::Public {
+                key,
+                file: choice.literal.is_none().then(|| choice.path.clone()),
+            },
+            None => Opened::Private(Box::new(open_key(choice)?)),
+        };
         Ok(OpenedKey {
-            key: open_key(choice)?,
+            key,
             path: choice.path.clone(),
         })
     }
@@ -439,7 +464,8 @@ impl OpenedKey {
 /// What to sign with.
 #[derive(Debug)]
 pub enum SignWith {
-    /// A private key file (see [`choose_key`]), opened when signing.
+    /// A key file (see [`choose_key`]), opened when signing: a private key, or a public key
+    /// whose signing ssh-keygen does.
     Key(KeyChoice),
     /// A key opened already.
     Opened(Box<OpenedKey>),
@@ -488,14 +514,20 @@ pub fn sign(
     })
 }
 
-fn sign_with_key(key: &OpenedKey, id: &ObjectId) -> Result<(SshSig, Vec<u8>), SignError> {
+fn sign_with_key(opened: &OpenedKey, id: &ObjectId) -> Result<(SshSig, Vec<u8>), SignError> {
+    let key = match &opened.key {
+        Opened::Private(key) => key,
+        Opened::Public { key, file } => {
+            return ssh_keygen::sign(key, file.as_deref(), &opened.path, id)
+        }
+    };
     let key_err = |why: String| SignError::Key {
-        path: key.path.clone(),
+        path: opened.path.clone(),
         why,
     };
-    let sig = match key.key.key_data() {
+    let sig = match key.key_data() {
         ssh_key::private::KeypairData::Rsa(rsa) => rsa_sign(rsa, id),
-        _ => key.key.sign(NAMESPACE, HashAlg::Sha512, &message(id)),
+        _ => key.sign(NAMESPACE, HashAlg::Sha512, &message(id)),
     }
     .map_err(|e| key_err(format!("could not sign: {e}")))?;
     let pem = sig

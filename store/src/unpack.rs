@@ -295,8 +295,9 @@ fn check_foreign_record(
                     format!(
                         "carries a snapshot named `{name}`, which already names snapshot {} in \
                          this store; a received snapshot does not take over a local name \
-                         (forget or rename the local one first, or mount and diff the pack \
-                         without unpacking it)",
+                         (`zeroclaw-bundle forget {name}` drops the local one, its data kept \
+                         until `gc`; or unpack into another store with `--store DIR`; or \
+                         `mount` or `diff` the pack without unpacking it)",
                         local.short(12)
                     ),
                 ));

@@ -218,7 +218,19 @@ fn an_unpack_out_of_space_says_whether_its_record_was_written() {
         ) else {
             return;
         };
+        // Into a store that exists (made by `remote add`, so its catalog is made by the
+        // unpack, as in a new store): a store the unpack was to create is removed whole when
+        // it fails (first_run.rs), so only an existing one can keep a record.
         let store = fs.path.join("store");
+        env.run(&[
+            "--store",
+            &store.to_string_lossy(),
+            "remote",
+            "add",
+            "origin",
+            &format!("file://{}", env.path("remote").display()),
+        ])
+        .ok();
         let run = env.run(&[
             "--store",
             &store.to_string_lossy(),

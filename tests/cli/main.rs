@@ -9,6 +9,7 @@ mod crash_campaign;
 mod diff;
 mod export;
 mod file_modes;
+mod first_run;
 mod full_disk;
 mod grammar;
 mod help_text;

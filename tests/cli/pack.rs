@@ -227,15 +227,35 @@ fn a_pack_damaged_in_its_last_object_imports_nothing() {
         "{}",
         r.describe()
     );
+    // The store it was to create is not there at all (first_run.rs pins that).
+    assert!(!Path::new(&b).exists(), "a failed unpack created {b}");
+    // Into an existing store: nothing lands there either.
+    let tiny = env.path("tiny");
+    write(&tiny.join("t"), b"t");
+    let tiny_id = env
+        .run(&[
+            "--store",
+            &b,
+            "-q",
+            "snapshot",
+            "--dir",
+            &tiny.to_string_lossy(),
+        ])
+        .ok()
+        .last_line();
+    let held = walk_count(&Path::new(&b).join("objects"));
+    let r = env.run(&["--store", &b, "unpack", &pack.to_string_lossy()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
     assert_eq!(
         walk_count(&Path::new(&b).join("objects")),
-        0,
+        held,
         "objects landed"
     );
     let tmp = fs::read_dir(Path::new(&b).join("tmp")).unwrap().count();
     assert_eq!(tmp, 0, "staging left");
     let listed = env.run(&["--store", &b, "--json", "list"]).ok().json();
-    assert!(listed.as_array().unwrap().is_empty(), "{listed}");
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["snapshot"], tiny_id.as_str(), "{listed}");
     fs::write(&pack, &good).unwrap();
     let r = env
         .run(&["--store", &b, "unpack", &pack.to_string_lossy()])
@@ -451,6 +471,11 @@ fn gc_waits_for_an_unpack_reading_stdin() {
         .ok();
     let bytes = fs::read(&pack).unwrap();
     let b = other(&env, "store-b");
+    // An existing store (an unpack that creates one stages it beside its path, out of gc's
+    // sight, until it succeeds).
+    let remote = format!("file://{}", env.path("remote").display());
+    env.run(&["--store", &b, "remote", "add", "origin", &remote])
+        .ok();
     let mut child = env
         .cmd()
         .args(["--store", &b, "unpack", "-"])
@@ -516,10 +541,8 @@ fn a_truncated_pack_on_stdin_is_named_as_stdin() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("pack from standard input"), "{err}");
     assert!(!err.contains("/tmp/unpack-"), "names the spool: {err}");
-    let tmp = Path::new(&b).join("tmp");
-    assert_eq!(fs::read_dir(&tmp).map(|d| d.count()).unwrap_or(0), 0);
-    let listed = env.run(&["--store", &b, "list"]).ok().stdout();
-    assert!(!listed.contains(&id[..12]), "{listed}");
+    // The store it was to create (where the spool went) is not there at all.
+    assert!(!Path::new(&b).exists(), "a failed unpack created {b}");
 }
 
 /// An update (`--since` pack) is diffed and mounted before it is unpacked: what it does not

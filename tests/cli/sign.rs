@@ -7,7 +7,9 @@
 //! before anything is visible;
 //! signatures survive pack, unpack, push, pull, gc and reindex, and gc drops those of a
 //! forgotten snapshot; a passphrase-protected key fails clearly without a terminal; no private
-//! key bytes reach the store, a pack, a remote or any output.
+//! key bytes reach the store, a pack, a remote or any output; a key held only by ssh-agent
+//! signs through `ssh-keygen -Y sign` when `--key` or git's `user.signingkey` gives its public
+//! half.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -626,14 +628,8 @@ fn keys_never_leak_and_a_protected_key_needs_a_terminal() {
     )
     .fails(1, "passphrase");
     assert_eq!(env.snapshot_count(), before);
-    // A public key given as --key is named as such; a missing default key says how to fix it.
-    env.run(&[
-        "sign",
-        &other,
-        "--key",
-        alice.with_extension("pub").to_str().unwrap(),
-    ])
-    .fails(1, "is a public key");
+    // A missing default key says how to fix it (a public key given as --key signs through
+    // ssh-keygen: `a_key_in_ssh_agent_signs_through_ssh_keygen`).
     let home = env.path("home");
     fs::create_dir_all(&home).unwrap();
     env.run_with(
@@ -1322,4 +1318,147 @@ fn ecdsa_keys_openssh_wrote_with_a_short_scalar_sign_plain_and_behind_a_passphra
     let done = sign_on_a_terminal(&env, &id, &locked, "correct horse").unwrap();
     assert!(done.contains("EXIT=0"), "{done}");
     assert_eq!(stored(&env.store, &id).len(), 1);
+}
+
+/// An `ssh-agent` started for one test on its own socket, stopped (by its process) when
+/// dropped.
+struct Agent {
+    child: std::process::Child,
+    sock: PathBuf,
+}
+
+impl Agent {
+    fn start(dir: &Path) -> Agent {
+        let sock = dir.join("agent.sock");
+        let child = Command::new("ssh-agent")
+            .arg("-D")
+            .arg("-a")
+            .arg(&sock)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("ssh-agent is required (scripts/setup.sh installs openssh-client)");
+        let agent = Agent { child, sock };
+        for _ in 0..500 {
+            if agent.sock.exists() {
+                return agent;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        panic!("ssh-agent did not open {}", agent.sock.display());
+    }
+
+    fn add(&self, key: &Path) {
+        let out = Command::new("ssh-add")
+            .arg("-q")
+            .arg(key)
+            .env("SSH_AUTH_SOCK", &self.sock)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "ssh-add failed: {out:?}");
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A key held only by ssh-agent (its private key file is gone) signs when `--key` names its
+/// public key, or git's `user.signingkey` holds that key as text: the signing goes to
+/// `ssh-keygen -Y sign`, as git's does, and the signature it makes is stored, verifies with
+/// OpenSSH, and passes `--require-signed`. Without the agent, the refusal says where the key
+/// was looked for, and nothing is stored.
+#[test]
+fn a_key_in_ssh_agent_signs_through_ssh_keygen() {
+    let env = TestEnv::new();
+    let keys = env.path("keys");
+    fs::create_dir_all(&keys).unwrap();
+    let carol = keygen(&keys, "carol", "");
+    let agent = Agent::start(env.dir.path());
+    agent.add(&carol);
+    fs::remove_file(&carol).unwrap();
+    let public_file = carol.with_extension("pub");
+    let public_line = public(&carol);
+    let sock = agent.sock.to_str().unwrap().to_string();
+    let with_agent = [
+        ("SSH_AUTH_SOCK", sock.as_str()),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ];
+    let allowed = env.path("allowed_signers");
+    fs::write(&allowed, format!("carol {public_line}\n")).unwrap();
+
+    // --key naming the public key.
+    let id = env.snapshot(&tree(&env, "a", "one"));
+    let r = env
+        .run_with(
+            &[
+                "--json",
+                "sign",
+                &id,
+                "--key",
+                public_file.to_str().unwrap(),
+            ],
+            &with_agent,
+        )
+        .ok();
+    assert_eq!(r.json()["key_type"], "ssh-ed25519", "{}", r.describe());
+    let sigs = stored(&env.store, &id);
+    assert_eq!(sigs.len(), 1, "{}", r.describe());
+    let (ok, said) = ssh_verify(
+        env.dir.path(),
+        &allowed,
+        "carol",
+        &sigs[0],
+        format!("{id}\n").as_bytes(),
+    );
+    assert!(ok, "OpenSSH does not verify the stored signature: {said}");
+    env.run(&[
+        "checkout",
+        &id,
+        "--out",
+        env.path("co").to_str().unwrap(),
+        "--require-signed",
+        "--allowed-signers",
+        allowed.to_str().unwrap(),
+    ])
+    .ok();
+
+    // `--sign` of another command, and git's user.signingkey holding the key as text.
+    let gitconfig = env.path("gitconfig");
+    fs::write(
+        &gitconfig,
+        format!("[gpg]\n\tformat = ssh\n[user]\n\tsigningkey = key::{public_line}\n"),
+    )
+    .unwrap();
+    let git = [
+        ("SSH_AUTH_SOCK", sock.as_str()),
+        ("GIT_CONFIG_GLOBAL", gitconfig.to_str().unwrap()),
+    ];
+    let b = env.path("b");
+    write(&b.join("f"), b"two");
+    let r = env
+        .run_with(&["snapshot", "--dir", b.to_str().unwrap(), "--sign"], &git)
+        .ok();
+    let second = r.last_line();
+    assert_eq!(stored(&env.store, &second).len(), 1, "{}", r.describe());
+    let c = env.path("c");
+    write(&c.join("f"), b"three");
+    let third = env.snapshot(&c);
+    env.run_with(&["sign", &third], &git).ok();
+    assert_eq!(stored(&env.store, &third).len(), 1);
+
+    // No agent: refused, saying where the key was looked for; nothing stored.
+    drop(agent);
+    let d = env.path("d");
+    write(&d.join("f"), b"four");
+    let fourth = env.snapshot(&d);
+    env.run_with(
+        &["sign", &fourth, "--key", public_file.to_str().unwrap()],
+        &with_agent,
+    )
+    .fails(1, "ssh-agent");
+    assert!(stored(&env.store, &fourth).is_empty());
 }

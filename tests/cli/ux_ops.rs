@@ -219,6 +219,11 @@ fn an_interrupted_unpack_stops_cleanly_and_gc_says_what_it_freed_from_tmp() {
     let target = env.path("target-store");
     let store_arg = target.to_string_lossy().into_owned();
     let unpack = ["--store", &store_arg, "unpack", file.to_str().unwrap()];
+    // Into an existing store: one the unpack creates is staged beside its path and removed
+    // whole when it stops (first_run.rs).
+    let remote = format!("file://{}", env.path("remote").display());
+    env.run(&["--store", &store_arg, "remote", "add", "origin", &remote])
+        .ok();
     for signal in ["INT", "TERM"] {
         let cmd = format!("kill -{signal} $PPID");
         let r = env.run_with(
@@ -443,7 +448,7 @@ fn list_labels_agent_alias_on_the_snapshot_it_resolves_to_only() {
     assert!(shown.stdout().contains(&resolved), "{}", shown.describe());
     let labelled = |out: &str| -> Vec<String> {
         out.lines()
-            .filter(|l| l.contains("agent/researcher"))
+            .filter(|l| l.contains("researcher (latest)"))
             .map(|l| l.to_string())
             .collect()
     };
@@ -460,7 +465,9 @@ fn list_labels_agent_alias_on_the_snapshot_it_resolves_to_only() {
     assert!(rows[0].starts_with(&resolved[..16]), "{}", list.describe());
     // The same table as `list`: a header, then files and size on every row (issue 22, 19).
     let header = list.stdout().lines().next().unwrap_or_default().to_string();
-    for column in ["SNAPSHOT", "CREATED", "NAME", "FILES", "SIZE", "SOURCE"] {
+    for column in [
+        "SNAPSHOT", "CREATED", "NAME", "AGENT", "FILES", "SIZE", "SOURCE",
+    ] {
         assert!(header.contains(column), "{}", list.describe());
     }
     assert_eq!(
