@@ -269,56 +269,13 @@ pub fn config_entries(text: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// The dotted paths of the aliased entries of a config table: `agents.<a>`, the profiles and
-/// bundles by alias, `providers.<section>.<family>.<entry>`, `mcp.servers.<name>`.
+/// The dotted paths of the aliased entries of a config table (the one enumeration of
+/// entries, `unknown::entries`, which the unknown-key report walks too).
 fn entry_paths(config: &toml::Table) -> std::collections::BTreeSet<String> {
-    let mut out = std::collections::BTreeSet::new();
-    let table = |path: &[&str]| -> Option<&toml::Table> {
-        let mut node = config;
-        for seg in path {
-            node = node.get(*seg)?.as_table()?;
-        }
-        Some(node)
-    };
-    for section in [
-        "agents",
-        "risk_profiles",
-        "runtime_profiles",
-        "skill_bundles",
-        "knowledge_bundles",
-        "mcp_bundles",
-    ] {
-        for alias in table(&[section]).into_iter().flat_map(|t| t.keys()) {
-            out.insert(format!("{section}.{alias}"));
-        }
-    }
-    for section in ["models", "tts", "transcription"] {
-        for (family, entries) in table(&["providers", section])
-            .into_iter()
-            .flat_map(|t| t.iter())
-        {
-            for entry in entries.as_table().into_iter().flat_map(|t| t.keys()) {
-                out.insert(format!("providers.{section}.{family}.{entry}"));
-            }
-        }
-    }
-    match table(&["mcp"]).and_then(|t| t.get("servers")) {
-        Some(toml::Value::Array(servers)) => {
-            for (i, server) in servers.iter().enumerate() {
-                match server.get("name").and_then(toml::Value::as_str) {
-                    Some(name) => out.insert(format!("mcp.servers.{name}")),
-                    None => out.insert(format!("mcp.servers[{i}]")),
-                };
-            }
-        }
-        Some(toml::Value::Table(t)) => {
-            for name in t.keys() {
-                out.insert(format!("mcp.servers.{name}"));
-            }
-        }
-        _ => {}
-    }
-    out
+    super::unknown::entries(config)
+        .into_iter()
+        .map(|(_, path, _)| path)
+        .collect()
 }
 
 /// Plan the export of agent `alias` with ZeroClaw's planner, then apply our stricter layers.

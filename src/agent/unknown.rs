@@ -54,7 +54,7 @@ pub(crate) fn unknown_keys(install: &Install, closure: &toml::Table) -> Vec<Stri
 }
 
 /// Where an entry sits in a config: a table path, or an element of `mcp.servers` by name.
-enum Place {
+pub(super) enum Place {
     Table(Vec<String>),
     McpServer(String),
 }
@@ -129,7 +129,7 @@ fn mcp_servers(config: &toml::Table) -> Vec<(String, &toml::Table)> {
 }
 
 /// The aliased entries of the closure: where each sits, its dotted path, and its table.
-fn entries(closure: &toml::Table) -> Vec<(Place, String, &toml::Table)> {
+pub(super) fn entries(closure: &toml::Table) -> Vec<(Place, String, &toml::Table)> {
     let mut out = Vec::new();
     let table = |path: &[&str]| -> Option<&toml::Table> {
         let mut node = closure;
