@@ -27,7 +27,7 @@
 #                            capture, checkout, export), so tools that fsync and tools that leave
 #                            dirty pages are compared on durable data; 0 = leave it out
 #   BENCH_VERIFY=1           compare our checkout/export/mount output with the peers' (untimed)
-#   ZB=path                  binary under test (zeroclaw-bundle-full beside it); default
+#   ZB=path                  binary under test; default
 #                            target/release/zeroclaw-bundle, built
 #                            with `cargo build --release` from the repo root unless BENCH_BUILD=0;
 #                            both are copied to BENCH_DIR/bin and run from there (install_ours)
@@ -318,18 +318,15 @@ build_ours() {
 	fi
 }
 
-# install_ours: copies the binary under test and zeroclaw-bundle-full beside it into $W/bin, as
-#   an install puts them in one directory (the peers run from /usr/bin), and runs that copy: a
+# install_ours: copies the binary under test into $W/bin, as an install puts it in a
+#   directory (the peers run from /usr/bin), and runs that copy: a
 #   cold start then looks up one directory the store's path walks anyway, not the build tree
 #   (target/release is four directories deep, each a cold inode and directory-block read: 1 ms
 #   of a 20 ms cold mount, measured in alternating rounds).
 install_ours() {
 	[[ -x $ZB ]] || return 0
-	local dir
-	dir=$(dirname "$ZB")
 	mkdir -p "$W/bin"
 	cp "$ZB" "$W/bin/zeroclaw-bundle" || return 0
-	[[ -x $dir/zeroclaw-bundle-full ]] && cp "$dir/zeroclaw-bundle-full" "$W/bin/"
 	log "ours: $ZB, run as its copy in $W/bin"
 	ZB=$W/bin/zeroclaw-bundle
 }

@@ -13,8 +13,7 @@ echo "demo: checking for the tools it uses (fuse3, attr)"
 scripts/setup.sh --demo
 echo "demo: building zeroclaw-bundle (cargo build --release: the first build compiles every"
 echo "      dependency and can take several minutes; later runs take seconds)"
-# Both binaries: zeroclaw-bundle serves mounts and hands every other command to
-# zeroclaw-bundle-full beside it. The binary's path comes from cargo itself, so CARGO_TARGET_DIR or a `build.target-dir` in a
+# The binary's path comes from cargo itself, so CARGO_TARGET_DIR or a `build.target-dir` in a
 # cargo config is followed: never assume ./target.
 zb=$(cargo build --release --bins --message-format=json-render-diagnostics \
   | sed -n 's/.*"executable":"\([^"]*zeroclaw-bundle\)".*/\1/p' | tail -n 1)

@@ -14,7 +14,7 @@
 #
 # Usage:  scripts/scale.sh                     (also: BENCH_SECTIONS=scale scripts/bench.sh)
 # Environment:
-#   ZB=path              binary (zeroclaw-bundle-full beside it); default
+#   ZB=path              binary; default
 #                        target/release/zeroclaw-bundle (built unless
 #                        SCALE_BUILD=0)
 #   SCALE_DIR=/tmp/zb-scale   work dir; removed and recreated

@@ -396,7 +396,7 @@ pub fn classify(store_root: &Path, arg: &OsStr, takes: Takes) -> Result<Referenc
 
 /// [`classify`], with `remote` saying which configured remote (if any) a name is: asked only
 /// for an argument with a `/` that names no existing path. A caller that cannot read the
-/// store's remotes (the front binary, which links no TOML) answers with an error of its own.
+/// store's remotes answers with an error of its own.
 pub fn classify_with<E: From<ReferenceError>>(
     arg: &OsStr,
     takes: Takes,

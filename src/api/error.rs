@@ -193,7 +193,8 @@ impl Error {
 
     /// The library error this one wraps, for a caller that downcasts the chain (the binary's
     /// hints do).
-    pub(crate) fn inner(&self) -> &anyhow::Error {
+    #[doc(hidden)] // TRANSITION
+    pub fn inner(&self) -> &anyhow::Error {
         &self.inner
     }
 }

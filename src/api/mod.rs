@@ -250,7 +250,8 @@ impl Bundles {
 
     /// The store at `path` when there is one: a missing path or an empty directory is no
     /// store; anything else is opened (and refused when it is not a store).
-    pub(crate) fn open_existing(path: &Path) -> Result<Option<Bundles>> {
+    #[doc(hidden)] // TRANSITION
+    pub fn open_existing(path: &Path) -> Result<Option<Bundles>> {
         match std::fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Ok(m) if m.is_dir() && is_empty_dir(path) => Ok(None),
@@ -290,7 +291,8 @@ impl Bundles {
     }
 
     /// The handle of a store the command layer opened already.
-    pub(crate) fn from_store(store: Store) -> Bundles {
+    #[doc(hidden)] // TRANSITION
+    pub fn from_store(store: Store) -> Bundles {
         Bundles {
             store,
             trust: TrustPolicy::Store,
@@ -345,12 +347,14 @@ impl Bundles {
     }
 
     /// The store itself, for the command layer's reads below the verbs.
-    pub(crate) fn store(&self) -> &Store {
+    #[doc(hidden)] // TRANSITION
+    pub fn store(&self) -> &Store {
         &self.store
     }
 
     /// The store, for a command layer that works below the verbs.
-    pub(crate) fn into_store(self) -> Store {
+    #[doc(hidden)] // TRANSITION
+    pub fn into_store(self) -> Store {
         self.store
     }
 
@@ -1240,7 +1244,8 @@ impl DiffSink for Collect {
 }
 
 /// Refuses a mountpoint inside the store: a mount there would hide the store's own files.
-pub(crate) fn refuse_mountpoint_in_store(mountpoint: &Path, store: &Path) -> anyhow::Result<()> {
+#[doc(hidden)] // TRANSITION
+pub fn refuse_mountpoint_in_store(mountpoint: &Path, store: &Path) -> anyhow::Result<()> {
     let canonical = std::fs::canonicalize(mountpoint)
         .with_context(|| format!("could not resolve {}", mountpoint.display()))?;
     if crate::publish::lies_inside(&canonical, store) {

@@ -32,20 +32,17 @@
 //!   `publish::file` is the one staged single-file writer (`pack --out`).
 //! - `src/diff/` resolves both sides (`side.rs`: snapshot, `SNAP:PATH`, directory captured on the
 //!   fly, pack, remote ref), runs the comparison with its semantic section (`compare.rs`) and
-//!   reads patches (`content.rs`); `src/cmd/diff.rs` only parses and prints.
+//!   reads patches (`content.rs`); the binary's `cmd/diff.rs` only parses and prints.
 //! - `src/statmatch.rs` is the one stat-match and racy-timestamp rule of capture and publish.
 //! - `src/progress.rs` is the `Progress` trait the library reports to; the terminal bar
-//!   (indicatif) is `cmd::TermProgress`, so nothing below `src/cmd/` draws.
+//!   (indicatif) is the binary's `cmd::TermProgress`, so nothing in the library draws.
 //! - `store/` owns objects, trees, records, packs and the catalog (the only sled user, with
 //!   typed `SourceKey`/`DestKey` keys and a format version); `mount/` is a thin FUSE adapter.
-//! - `src/cmd/<verb>.rs` parses nothing and computes little: it calls the library, prints, and
-//!   adds CLI hints to library errors (`cmd::hint`).
-//! - `src/cmd/entry.rs` is both binaries' entry (parse, run, the one place errors are printed
-//!   and exit codes picked) and the front's hand-over: `src/front.rs` (`zeroclaw-bundle`) runs
-//!   `mount`/`umount`, `src/main.rs` (`zeroclaw-bundle-full`) everything. The front must not
-//!   reach the agent or remote code: a mount of a remote ref reaches it only through a function
-//!   the full binary passes in (`cmd::mount::run` against `run_front`), and
-//!   `tests/cli/binaries.rs` reads the front's symbol table to hold that.
+//! - `src/bin/zeroclaw-bundle/` is the binary, the library's first client, built with the
+//!   default `cli` feature (clap, indicatif, signal-hook): `cli.rs` parses, `cmd/<verb>.rs`
+//!   calls the library and prints, `cmd/entry.rs` is the one place errors are printed and exit
+//!   codes picked, `interrupt.rs` maps SIGINT/SIGTERM onto the library's cancel token. A
+//!   program that links the library with `default-features = false` builds none of it.
 //! - `src/api/` is the public API ([`super::library`]); `src/docs/` holds these chapters; every
 //!   other module is private to the crate.
 //! - The release profile aborts on a panic and strips symbols, so a cold start reads a smaller

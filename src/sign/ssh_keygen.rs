@@ -76,7 +76,7 @@ pub(super) fn sign(
             if line.trim() == "Signing data on standard input" {
                 continue;
             }
-            crate::note!("ssh-keygen: {line}");
+            eprintln!("ssh-keygen: {line}"); // TRANSITION
             said.push(line);
         }
         said

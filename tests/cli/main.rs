@@ -1,7 +1,6 @@
 //! Integration tests: the real `zeroclaw-bundle` binary against temp dirs. One binary, one
 //! module per area; each module says which failures it pins.
 
-mod binaries;
 mod breakit;
 mod capture_depth;
 mod capture_races;

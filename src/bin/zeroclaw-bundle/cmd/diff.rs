@@ -7,7 +7,7 @@
 //! pass. A manifest that differs only in its export time is not a change unless
 //! `--export-time` asks for it: two exports of an unchanged agent compare equal.
 //!
-//! The verb is `crate::diff::side` (what each side names) and `crate::diff::compare` (the
+//! The verb is `zeroclaw_bundle::diff::side` (what each side names) and `zeroclaw_bundle::diff::compare` (the
 //! whole diff); this file parses, calls them, and prints: name-status, `--stat`, `-p`, `--json`
 //! lines, the notes on stderr, and the exit code.
 
@@ -16,17 +16,17 @@ use std::io::Write;
 use anyhow::{bail, Result};
 use serde_json::json;
 
-use crate::agent::{SemanticChange, MANIFEST_FILE};
 use crate::cli::DiffArgs;
 use crate::cmd::{escape_message, stdout_error, Ctx, Outcome, StdoutClosed};
-use crate::diff::compare::{
+use zeroclaw_bundle::agent::{SemanticChange, MANIFEST_FILE};
+use zeroclaw_bundle::diff::compare::{
     compare_sides, CompareError, DiffOptions, DiffSink, Semantic, SinkError,
 };
-use crate::diff::content::{patch, Patch, Shown, CONTENT_CAP};
-use crate::diff::side::{
+use zeroclaw_bundle::diff::content::{patch, Patch, Shown, CONTENT_CAP};
+use zeroclaw_bundle::diff::side::{
     paths_only, refuse_missing_path, resolve_side, scratch_store, Side, SideKind, SideStats,
 };
-use crate::diff::{Change, Status};
+use zeroclaw_bundle::diff::{Change, Status};
 
 /// Runs `diff`.
 pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -370,7 +370,7 @@ impl<W: Write> Printer<'_, W> {
         }
     }
 
-    fn summary(&mut self, s: &crate::diff::Summary, grants: bool) -> std::io::Result<()> {
+    fn summary(&mut self, s: &zeroclaw_bundle::diff::Summary, grants: bool) -> std::io::Result<()> {
         match self.mode {
             Mode::Quiet => Ok(()),
             Mode::Json => {
@@ -389,7 +389,7 @@ impl<W: Write> Printer<'_, W> {
                 writeln!(
                     self.out,
                     " {} changed: {} added, {} modified, {} deleted, {} renamed, {} kind, {} mode; +{} -{} bytes",
-                    crate::words::count(
+                    zeroclaw_bundle::words::count(
                         s.added + s.deleted + s.modified + s.renamed + s.kind_changed + s.mode_changed,
                         "file"
                     ),
@@ -446,8 +446,8 @@ fn mode(c: &Change, old: bool) -> &str {
 /// `{"type":"signatures",...}` line per side), or `None` when neither side carries one.
 fn signatures_lines(
     store: &zeroclaw_bundle_store::Store,
-    a: &crate::diff::side::Side,
-    b: &crate::diff::side::Side,
+    a: &zeroclaw_bundle::diff::side::Side,
+    b: &zeroclaw_bundle::diff::side::Side,
     args: &DiffArgs,
     json_lines: bool,
 ) -> Result<Option<String>> {

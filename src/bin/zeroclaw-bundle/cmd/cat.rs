@@ -1,6 +1,6 @@
 //! `cat SNAPSHOT:PATH`: write a file's bytes to stdout, after checking its hash (a corrupt
 //! object prints nothing and fails). The snapshot is any the grammar names
-//! (`crate::source`): of the store, of a pack file, of a remote (the file fetched, verified).
+//! (`zeroclaw_bundle::source`): of the store, of a pack file, of a remote (the file fetched, verified).
 
 use std::io::{Read, Write};
 
@@ -9,7 +9,7 @@ use zeroclaw_bundle_store::{escape_name, resolve_path};
 
 use crate::cli::CatArgs;
 use crate::cmd::{stdout_error, Ctx, Outcome};
-use crate::source::{self, classify, Takes, Target};
+use zeroclaw_bundle::source::{self, classify, Takes, Target};
 
 /// Runs `cat`.
 pub fn run(args: CatArgs, ctx: &Ctx) -> Result<Outcome> {

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::cli::RecoverArgs;
 use crate::cmd::{host_path, Ctx, Outcome};
-use crate::publish::recover;
+use zeroclaw_bundle::publish::recover;
 
 /// Runs `recover`.
 pub fn run(args: RecoverArgs, ctx: &Ctx) -> Result<Outcome> {

@@ -1,4 +1,4 @@
-//! `remote add|list|remove`, `push`, `pull` and `list --remote`: thin wrappers over `crate::remote`
+//! `remote add|list|remove`, `push`, `pull` and `list --remote`: thin wrappers over `zeroclaw_bundle::remote`
 //! that resolve names and print. Nothing here sees a credential: the object store reads them
 //! from the environment.
 
@@ -9,7 +9,7 @@ use crate::cli::{
     PullArgs, PushArgs, RemoteAddArgs, RemoteCommand, RemoteForgetArgs, RemoteGcArgs,
 };
 use crate::cmd::{human_bytes, Ctx, Outcome};
-use crate::remote::{self, Remote, RemoteSpec};
+use zeroclaw_bundle::remote::{self, Remote, RemoteSpec};
 use zeroclaw_bundle_store::escape_text;
 
 /// Runs `remote add|list|remove`.
@@ -188,10 +188,10 @@ fn pick(store_root: &std::path::Path, name: Option<&str>) -> Result<RemoteSpec> 
 /// Runs `push`.
 pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = crate::source::classify(
+    let id = zeroclaw_bundle::source::classify(
         store.root(),
         std::ffi::OsStr::new(&args.snapshot),
-        crate::source::Takes::stored("push"),
+        zeroclaw_bundle::source::Takes::stored("push"),
     )?
     .stored_id(&store)?;
     let spec = pick(store.root(), args.remote.as_deref())?;
@@ -242,27 +242,13 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
-/// Pulls the remote ref `target` (`NAME/<id|name|agent/alias>`) into `store`: its id and
-/// what the pull did.
-pub fn pull_ref(
-    store: &zeroclaw_bundle_store::Store,
-    target: &str,
-    ctx: &Ctx,
-) -> Result<(
-    zeroclaw_bundle_store::ObjectId,
-    RemoteSpec,
-    remote::PullReport,
-)> {
-    pull_ref_checked(store, target, ctx, None)
-}
-
-/// [`pull_ref`], refusing a snapshot no key of `require` signed (`--require-signed`) before
+/// Pulls the remote ref `target` (`NAME/<id|name|agent/alias>`) into `store`, refusing a snapshot no key of `require` signed (`--require-signed`) before
 /// anything is downloaded.
 pub fn pull_ref_checked(
     store: &zeroclaw_bundle_store::Store,
     target: &str,
     ctx: &Ctx,
-    require: Option<&crate::sign::AllowedSigners>,
+    require: Option<&zeroclaw_bundle::sign::AllowedSigners>,
 ) -> Result<(
     zeroclaw_bundle_store::ObjectId,
     RemoteSpec,
@@ -425,7 +411,7 @@ fn print_remote_rows(
                     "snapshot": id,
                     "remote": name,
                     "created_unix_ns": s.created_unix_ns,
-                    "created": crate::clock::rfc3339_utc(s.created_unix_ns),
+                    "created": zeroclaw_bundle::clock::rfc3339_utc(s.created_unix_ns),
                     "kind": s.kind,
                     "name": s.name,
                     "agent": s.agent,
@@ -448,7 +434,7 @@ fn print_remote_rows(
         .map(|(id, s)| {
             [
                 id.short(16),
-                crate::clock::rfc3339_utc(s.created_unix_ns),
+                zeroclaw_bundle::clock::rfc3339_utc(s.created_unix_ns),
                 super::list::name_cell(s.name.as_deref()),
                 super::list::agent_cell(s.agent.as_deref(), latest(id, s)),
                 s.files().to_string(),

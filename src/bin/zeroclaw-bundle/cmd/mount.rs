@@ -15,9 +15,6 @@
 //! an expansion record is not walked before the mount answers (the store's `expansion_record`
 //! says why that is sound); a pack file and a remote snapshot always are.
 //!
-//! Both binaries serve mounts: the front only those it links everything for (`Front`: a
-//! full id or a pack file, unsigned, no trust asked for); it hands the rest to the full
-//! binary before anything is leased or mounted.
 
 use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
@@ -39,9 +36,9 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
-use crate::remote::{Remote, RemoteSpec, RemoteView};
-use crate::sign::Trust;
-use crate::source::{classify, classify_with, Reference, Takes, Target};
+use zeroclaw_bundle::remote::{Remote, RemoteSpec, RemoteView};
+use zeroclaw_bundle::sign::Trust;
+use zeroclaw_bundle::source::{classify, Reference, Takes, Target};
 
 /// The largest tree index a mount reads whole; a larger one is read tree by tree (positioned
 /// reads) and never held. A mount that walks every tree before it answers (the expansion
@@ -70,19 +67,6 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     serve::<Full>(args, ctx)
 }
 
-/// Runs `mount` in the front binary (`src/front.rs`), which links neither the remote stack,
-/// the catalog, signature checks nor TOML: a mount that needs one of them fails with
-/// [`HandOff`] before anything is mounted, and the front hands the whole command to the full
-/// binary (see `Front`).
-pub fn run_front(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
-    serve::<Front>(args, ctx)
-}
-
-/// The error [`run_front`] returns for a mount only the full binary can serve.
-#[derive(Debug, thiserror::Error)]
-#[error("this mount is served by the full binary (a remote snapshot, a snapshot named by other than its full id, signatures or trust settings)")]
-pub struct HandOff;
-
 /// What a mount asks that the two binaries answer differently. [`serve`] is built once for
 /// each, so the front binary links only [`Front`]'s answers: nothing of the remote stack, the
 /// catalog (sled), signature checks (ssh-key and its curves) or TOML, which made up about a
@@ -92,7 +76,7 @@ trait Binary {
     /// The trust the mount checks against (`--allowed-signers`, `--require-signed`, the
     /// store's `trust.toml`).
     fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust>;
-    /// What the argument names (`crate::source`, the grammar every verb reads).
+    /// What the argument names (`zeroclaw_bundle::source`, the grammar every verb reads).
     fn classify(store_root: &Path, arg: &str) -> Result<Reference>;
     /// The snapshot of the store a reference names.
     fn resolve(store: &Store, reference: &Reference) -> Result<ObjectId>;
@@ -205,78 +189,6 @@ impl Binary for Full {
     }
 }
 
-/// The front binary: a store snapshot named by its full id or an unambiguous id prefix (found
-/// without the catalog: `Store::resolve_abbreviation_indexed`), or a pack file, unsigned, with
-/// no trust asked for on the command line or set in the store. Anything else is [`HandOff`],
-/// decided before the mount takes its lease or mounts, so the full binary starts from
-/// nothing done. What it serves it shows as the full binary would: "unsigned" at the root.
-struct Front;
-
-impl Binary for Front {
-    fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust> {
-        if args.trust.require_signed || args.trust.allowed_signers.is_some() {
-            return Err(HandOff.into());
-        }
-        // Anything at the settings' path (even what cannot be read) is the full binary's to
-        // read and judge.
-        match std::fs::symlink_metadata(crate::sign::config::file_of(store_root)) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Trust::default()),
-            _ => Err(HandOff.into()),
-        }
-    }
-
-    fn classify(_: &Path, arg: &str) -> Result<Reference> {
-        // Whether a name before a `/` is a remote is in remotes.toml, the full binary's to
-        // read (a full id holds no `/`).
-        classify_with(OsStr::new(arg), Takes::MOUNT, |_| Err(HandOff.into()))
-    }
-
-    fn resolve(store: &Store, reference: &Reference) -> Result<ObjectId> {
-        let Target::Stored { reference, .. } = &reference.target else {
-            return Err(HandOff.into());
-        };
-        store
-            .resolve_full_indexed(reference)
-            .or_else(|| store.resolve_abbreviation_indexed(reference))
-            .ok_or_else(|| HandOff.into())
-    }
-
-    fn open_remote(
-        _: &MountArgs,
-        _: &Ctx,
-        _: &Store,
-        _: RemoteSpec,
-        _: String,
-        _: &Trust,
-    ) -> Result<RemoteServed> {
-        Err(HandOff.into())
-    }
-
-    fn stored_signatures(_: &Ctx, store: &Store, id: &ObjectId, _: &Trust) -> Result<String> {
-        // Not read here (the full binary reads them, and says once what it skips): whatever
-        // is there, even an empty directory, is the full binary's to judge.
-        match store.signatures_present(id) {
-            false => Ok(crate::sign::UNSIGNED.to_string()),
-            true => Err(HandOff.into()),
-        }
-    }
-
-    fn before_pack_check(pack: &PackReader) -> Result<()> {
-        // Before the pack is hashed whole: the full binary hashes it again.
-        match pack.signatures()?.is_empty() {
-            true => Ok(()),
-            false => Err(HandOff.into()),
-        }
-    }
-
-    fn carried_signatures(_: &Ctx, _: &ObjectId, sigs: &[Vec<u8>], _: &Trust) -> Result<String> {
-        match sigs.is_empty() {
-            true => Ok(crate::sign::UNSIGNED.to_string()),
-            false => Err(HandOff.into()),
-        }
-    }
-}
-
 /// What a mount of a remote snapshot ref serves, from [`Binary::open_remote`]. Only trait objects, so
 /// that holding and dropping one links nothing of the remote stack.
 struct RemoteServed {
@@ -381,7 +293,9 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         };
     // `mount` checks the mountpoint itself (empty directory, not mounted, FUSE usable); one
     // that cannot even be resolved is reported as that check words it.
-    if let Err(e) = crate::api::refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path) {
+    if let Err(e) =
+        zeroclaw_bundle::api::refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)
+    {
         check_mountpoint(&args.mountpoint)?;
         return Err(e);
     }
@@ -395,7 +309,7 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     };
     if args.daemon_child {
         // Where a test interrupts the waiting parent (no-op in normal builds).
-        crate::hooks::seam(
+        zeroclaw_bundle::hooks::seam(
             "mount-daemon-before-mounting",
             &args.mountpoint.to_string_lossy(),
         );
@@ -440,7 +354,7 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         let _ = writeln!(out, "{READY} {} {id}", std::process::id());
         let _ = out.flush();
         drop(out);
-        crate::sys::detach_stdio().context("could not detach from the terminal")?;
+        zeroclaw_bundle::sys::detach_stdio().context("could not detach from the terminal")?;
     } else if ctx.json {
         ctx.print_json(&json!({
             "snapshot": id,
@@ -612,7 +526,7 @@ fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
         let _ = std::fs::symlink_metadata(probe);
     });
     zeroclaw_bundle_store::warm_for_mount_ref(&ctx.store_path, &args.snapshot);
-    let _ = std::fs::symlink_metadata(crate::sign::config::file_of(&ctx.store_path));
+    let _ = std::fs::symlink_metadata(zeroclaw_bundle::sign::config::file_of(&ctx.store_path));
     let _ = mountpoint.join();
 }
 

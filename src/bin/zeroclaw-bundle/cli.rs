@@ -432,7 +432,7 @@ pub struct RemoteGcArgs {
     pub name: String,
     /// Delete a marked pack only when its mark is older than this many seconds (at least
     /// twice the push window: 43200)
-    #[arg(long, default_value_t = crate::remote::DEFAULT_GRACE_SECS, value_name = "SECONDS")]
+    #[arg(long, default_value_t = zeroclaw_bundle::remote::DEFAULT_GRACE_SECS, value_name = "SECONDS")]
     pub grace: u64,
 }
 
@@ -889,9 +889,6 @@ pub const STORE_ENV: &str = "ZEROCLAW_BUNDLE_STORE";
 /// it (or says why it cannot). `store_env` is `$ZEROCLAW_BUNDLE_STORE`, read by the caller. A
 /// test holds the two parsers equal.
 ///
-/// The front binary reads its command line with this alone and hands every line it declines
-/// to the full binary, which parses it with clap: the front links no clap (a third of a MB of
-/// its code, read from the disk whole when a mount starts cold).
 pub fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli> {
     /// Sets a flag once; a second time is clap's error to report.
     fn once(flag: &mut bool) -> Option<()> {
@@ -989,7 +986,7 @@ pub struct ReviewArgs {
     #[arg(long, value_name = "DIR", help = format!(
         "ZeroClaw install to compare with: an agent it imported from an earlier version of this \
          bundle is diffed [default: {}]",
-        crate::agent::INSTALL_DEFAULT
+        zeroclaw_bundle::agent::INSTALL_DEFAULT
     ))]
     pub install: Option<PathBuf>,
     /// Who signed
@@ -997,12 +994,12 @@ pub struct ReviewArgs {
     pub signers: SignersArgs,
 }
 
-/// The help of `--install` ([`crate::agent::INSTALL_DEFAULT`] is its default, in the words
+/// The help of `--install` ([`zeroclaw_bundle::agent::INSTALL_DEFAULT`] is its default, in the words
 /// every "no install" error uses too).
 fn install_help() -> String {
     format!(
         "ZeroClaw install [default: {}]",
-        crate::agent::INSTALL_DEFAULT
+        zeroclaw_bundle::agent::INSTALL_DEFAULT
     )
 }
 

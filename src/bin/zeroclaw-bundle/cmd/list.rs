@@ -13,8 +13,8 @@ use anyhow::Result;
 use zeroclaw_bundle_store::{escape_text, ObjectId};
 
 use crate::cli::SignersArgs;
-use crate::clock::rfc3339_utc;
 use crate::cmd::{human_bytes, Ctx, Outcome};
+use zeroclaw_bundle::clock::rfc3339_utc;
 
 /// Runs `list`.
 pub fn run(ctx: &Ctx, signers: &SignersArgs) -> Result<Outcome> {

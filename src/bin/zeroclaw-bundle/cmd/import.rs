@@ -1,6 +1,6 @@
 //! `import <SOURCE> [--install DIR] [--as ALIAS] [--map KIND.OLD=NEW]... [--dry-run]
-//! [--expect ID] [--yes] [--force] [--replace PATH]...`: parses, calls `crate::import::plan` and
-//! `crate::import::apply`, and prints (text or `--json`). The confirmation (a terminal is
+//! [--expect ID] [--yes] [--force] [--replace PATH]...`: parses, calls `zeroclaw_bundle::import::plan` and
+//! `zeroclaw_bundle::import::apply`, and prints (text or `--json`). The confirmation (a terminal is
 //! shown [`summary`] and asked; a pipe needs `--expect` or `--yes`) and the hidden secret
 //! prompts live here, never in the library.
 
@@ -10,11 +10,11 @@ use anyhow::{bail, Context as _, Result};
 use serde_json::{json, Value};
 use zeroclaw_bundle_store::{escape_message, escape_name, escape_text};
 
-use crate::agent::shown_detail;
 use crate::cli::ImportArgs;
 use crate::cmd::{count, host_path, human_bytes, Ctx, Outcome};
-use crate::import::{self, Action, ImportPlan, ImportRequest, Imported, MapArg};
-use crate::progress::Progress as _;
+use zeroclaw_bundle::agent::shown_detail;
+use zeroclaw_bundle::import::{self, Action, ImportPlan, ImportRequest, Imported, MapArg};
+use zeroclaw_bundle::progress::Progress as _;
 
 /// Runs `import`.
 pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -23,8 +23,8 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         .iter()
         .map(|m| MapArg::parse(m))
         .collect::<Result<Vec<_>, _>>()?;
-    let install = crate::agent::install_root(args.install.as_deref())?;
-    crate::agent::require_install(&install)?;
+    let install = zeroclaw_bundle::agent::install_root(args.install.as_deref())?;
+    zeroclaw_bundle::agent::require_install(&install)?;
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     if !args.dry_run && args.expect.is_none() && !args.yes && !interactive {
         bail!(
@@ -88,14 +88,14 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.expect.is_none() && !args.yes {
         // The whole review of what is about to be imported (the snapshot captured above, not
         // the directory again), then what the import does with it.
-        let options = crate::review::ReviewOptions {
+        let options = zeroclaw_bundle::review::ReviewOptions {
             install: Some(plan.install.clone()),
             install_named: true,
             allowed: trust.allowed.clone(),
             ..Default::default()
         };
         let progress = ctx.term_progress();
-        let review = crate::review::review(
+        let review = zeroclaw_bundle::review::review(
             &store,
             std::ffi::OsStr::new(&plan.snapshot.to_hex()),
             &options,
@@ -103,7 +103,8 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         );
         drop(progress);
         let mut screen = Vec::new();
-        crate::review::render(&review?, &mut screen).context("could not render the review")?;
+        zeroclaw_bundle::review::render(&review?, &mut screen)
+            .context("could not render the review")?;
         let _ = std::io::stderr().write_all(&screen);
         eprint!("{}", summary(&plan));
         if !ask(&format!(
@@ -135,7 +136,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
             count(plan.secrets.len() as u64, "credential"),
         );
         for s in &plan.secrets {
-            let line = match crate::sys::read_hidden_line(&format!("  {}: ", s.path)) {
+            let line = match zeroclaw_bundle::sys::read_hidden_line(&format!("  {}: ", s.path)) {
                 Ok(Some(line)) => line,
                 Ok(None) => bail!("no terminal to ask for the value of {} on", s.path),
                 // Ctrl-D (or the terminal's input closed): no more values; the rest are left

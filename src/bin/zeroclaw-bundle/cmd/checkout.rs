@@ -1,5 +1,5 @@
 //! `checkout SNAPSHOT --out DIR [--force]`: publish a stored snapshot (staged, atomic swap).
-//! The argument is read by the grammar every verb reads (`crate::source`): a remote ref
+//! The argument is read by the grammar every verb reads (`zeroclaw_bundle::source`): a remote ref
 //! (`NAME/<id|name|agent/alias>`, NAME a configured remote) is pulled into the store first
 //! (verified, as `pull` does), a pack file unpacked first (every object verified, as `unpack`
 //! does), then published from there: what is published is always what the store holds. A
@@ -14,9 +14,9 @@ use zeroclaw_bundle_store::{ObjectId, Store};
 
 use crate::cli::CheckoutArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use crate::sign::Trust;
-use crate::source::{classify, Takes, Target};
-use crate::{CheckedOut, Replace};
+use zeroclaw_bundle::sign::Trust;
+use zeroclaw_bundle::source::{classify, Takes, Target};
+use zeroclaw_bundle::{CheckedOut, Replace};
 
 /// After a publish to the current directory (`--out .`): the directory the shell is in was
 /// swapped out (and removed), so say how to enter the published one.
@@ -39,8 +39,8 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     // else needs the store that holds it or names its remote.
     let bundles = match &reference.target {
         Target::Pack { .. } => match ctx.existing_store()? {
-            Some(store) => crate::Bundles::from_store(store),
-            None => crate::Bundles::from_store(ctx.create_store()?),
+            Some(store) => zeroclaw_bundle::Bundles::from_store(store),
+            None => zeroclaw_bundle::Bundles::from_store(ctx.create_store()?),
         },
         _ => ctx.bundles()?,
     };
@@ -69,10 +69,10 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     // library applies the same decision (flags over the store's trust.toml) again.
     super::sign::gate(ctx, store, &id, &trust)?;
     let policy = match trust.enforcing(&args.snapshot)? {
-        Some(allowed) => crate::TrustPolicy::Require(allowed.clone()),
-        None => crate::TrustPolicy::Off,
+        Some(allowed) => zeroclaw_bundle::TrustPolicy::Require(allowed.clone()),
+        None => zeroclaw_bundle::TrustPolicy::Off,
     };
-    let bundles = crate::Bundles::from_store(store.clone()).with_trust_policy(policy);
+    let bundles = zeroclaw_bundle::Bundles::from_store(store.clone()).with_trust_policy(policy);
     let CheckedOut {
         published,
         replaced,
@@ -120,11 +120,11 @@ pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
 /// anything is written, as `unpack` does) and returns the snapshot it carried.
 fn unpack(ctx: &Ctx, store: &Store, path: &Path, trust: &Trust) -> Result<ObjectId> {
     let policy = match trust.enforcing(&path.display().to_string())? {
-        Some(allowed) => crate::TrustPolicy::Require(allowed.clone()),
-        None => crate::TrustPolicy::Off,
+        Some(allowed) => zeroclaw_bundle::TrustPolicy::Require(allowed.clone()),
+        None => zeroclaw_bundle::TrustPolicy::Off,
     };
     let progress = ctx.term_progress();
-    let unpacked = crate::Bundles::from_store(store.clone())
+    let unpacked = zeroclaw_bundle::Bundles::from_store(store.clone())
         .with_trust_policy(policy)
         .unpack(path, &progress)
         .with_context(|| format!("could not check out {}", path.display()));

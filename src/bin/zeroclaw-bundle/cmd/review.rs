@@ -1,6 +1,6 @@
 //! `review <BUNDLE-DIR|SNAPSHOT|PACK|REMOTE/REF> [--install DIR]`: what an operator must accept
 //! before import, on one screen (or one `--json` document; `-q` prints the content id only).
-//! The verb is `crate::review`; this file resolves the store and the install, calls it and
+//! The verb is `zeroclaw_bundle::review`; this file resolves the store and the install, calls it and
 //! prints. Exit 0 whenever the review was produced, whatever it found.
 
 use std::path::Path;
@@ -9,8 +9,8 @@ use anyhow::Result;
 
 use crate::cli::ReviewArgs;
 use crate::cmd::{Ctx, Outcome};
-use crate::review::{render, review, ReviewOptions, SCAN_CAP};
-use crate::source::refuse_missing_path;
+use zeroclaw_bundle::review::{render, review, ReviewOptions, SCAN_CAP};
+use zeroclaw_bundle::source::refuse_missing_path;
 
 /// Runs `review`.
 pub fn run(args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -18,7 +18,7 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {
     refuse_missing_path(&args.source)?;
     let named = args.install.is_some();
     // A default install that cannot even be located (no HOME) only means nothing to compare.
-    let install = match crate::agent::install_root(args.install.as_deref()) {
+    let install = match zeroclaw_bundle::agent::install_root(args.install.as_deref()) {
         Ok(path) => Some(path),
         Err(_) if !named => None,
         Err(e) => return Err(e.into()),

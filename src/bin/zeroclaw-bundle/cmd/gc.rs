@@ -104,10 +104,10 @@ fn indexes(n: u64) -> String {
 /// Runs `forget`.
 pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = crate::source::classify(
+    let id = zeroclaw_bundle::source::classify(
         store.root(),
         std::ffi::OsStr::new(&args.snapshot),
-        crate::source::Takes::stored("forget"),
+        zeroclaw_bundle::source::Takes::stored("forget"),
     )?
     .stored_id(&store)?;
     let served = store.forget(&id)?.served_by_a_mount;

@@ -38,9 +38,9 @@ use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zeroclaw_bundle_store::Store;
 
-use crate::cancel::Cancel;
 use crate::cli::{Cli, Command};
-use crate::progress::{Progress, Totals};
+use zeroclaw_bundle::cancel::Cancel;
+use zeroclaw_bundle::progress::{Progress, Totals};
 
 /// Clears `bars` (any of them may be hidden). After a Ctrl-C typed while one was drawn, also
 /// erases the frame the terminal's `^C` echo left behind: indicatif leaves the cursor at the
@@ -51,7 +51,9 @@ pub fn clear_progress(bars: &[&ProgressBar]) {
     for b in bars {
         b.finish_and_clear();
     }
-    if drawn && crate::interrupt::by_sigint() && crate::sys::echoes_control_chars(std::io::stderr())
+    if drawn
+        && crate::interrupt::by_sigint()
+        && zeroclaw_bundle::sys::echoes_control_chars(std::io::stderr())
     {
         use std::io::Write as _;
         let mut err = std::io::stderr();
@@ -293,7 +295,7 @@ impl Ctx {
     /// Opens the store, creating it if needed: only for the commands that add to it
     /// (`snapshot`, `export`, `unpack`, `remote add`; README, "CLI").
     pub fn create_store(&self) -> Result<Store> {
-        Ok(crate::Bundles::create(&self.store_path)?.into_store())
+        Ok(zeroclaw_bundle::Bundles::create(&self.store_path)?.into_store())
     }
 
     /// Opens an existing store; fails with "no store at PATH" when there is none (commands
@@ -303,14 +305,15 @@ impl Ctx {
     }
 
     /// [`Ctx::store`] as the public API's handle: the commands that are one call into it.
-    pub fn bundles(&self) -> Result<crate::Bundles> {
-        Ok(crate::Bundles::open(&self.store_path)?)
+    pub fn bundles(&self) -> Result<zeroclaw_bundle::Bundles> {
+        Ok(zeroclaw_bundle::Bundles::open(&self.store_path)?)
     }
 
     /// The store, when one exists at the store path. A missing path or an empty directory
     /// is no store; anything else is opened (and refused when it is not a store).
     pub fn existing_store(&self) -> Result<Option<Store>> {
-        Ok(crate::Bundles::open_existing(&self.store_path)?.map(crate::Bundles::into_store))
+        Ok(zeroclaw_bundle::Bundles::open_existing(&self.store_path)?
+            .map(zeroclaw_bundle::Bundles::into_store))
     }
 
     /// True when progress may be drawn: stderr is a terminal and neither `--quiet` nor
@@ -373,10 +376,10 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
     use zeroclaw_bundle_store::StoreError;
     err.chain().find_map(|e| {
         // An error of the public API carries the library's chain whole: look into it.
-        if let Some(e) = e.downcast_ref::<crate::Error>() {
+        if let Some(e) = e.downcast_ref::<zeroclaw_bundle::Error>() {
             return hint(e.inner());
         }
-        if let Some(e) = crate::source::store_error(e) {
+        if let Some(e) = zeroclaw_bundle::source::store_error(e) {
             return match e {
                 StoreError::UnknownSnapshot { .. } => {
                     Some("`zeroclaw-bundle list` shows the snapshots".to_string())
@@ -393,7 +396,7 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
         match e.downcast_ref::<MountError>() {
             Some(MountError::StaleMount(path)) => Some(format!(
                 "`zeroclaw-bundle umount {}` clears it",
-                crate::publish::shell_quote(path)
+                zeroclaw_bundle::publish::shell_quote(path)
             )),
             _ => None,
         }
@@ -454,9 +457,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
     }
 }
 
-pub use crate::source::split_target;
-
-pub use crate::words::{count, human_bytes};
+pub use zeroclaw_bundle::words::{count, human_bytes};
 
 /// Puts a name into a `--json` object under the README's "JSON output" rules: `key` holds the
 /// real name when it is UTF-8 (JSON escapes what it must itself) and `null` when it is not;

@@ -1,7 +1,7 @@
 //! `sign` and `trust`, and what the other commands share about signatures: `--sign` after a
 //! command made or picked its snapshot ([`sign_after`]), the trust a command checks against
 //! ([`trust_of`]), the `--require-signed` gate ([`gate`]) and the one-line "who signed"
-//! ([`signed_by`]). The logic is `crate::sign`'s; this file parses and prints.
+//! ([`signed_by`]). The logic is `zeroclaw_bundle::sign`'s; this file parses and prints.
 
 use std::path::Path;
 
@@ -11,15 +11,15 @@ use zeroclaw_bundle_store::{ObjectId, Store};
 
 use crate::cli::{RequireArgs, SignArgs, SignFlags, TrustSetArgs};
 use crate::cmd::{Ctx, Outcome};
-use crate::sign::{self, SignReport, SignWith, Trust, TrustSettings};
+use zeroclaw_bundle::sign::{self, SignReport, SignWith, Trust, TrustSettings};
 
 /// Runs `sign`.
 pub fn run(args: SignArgs, ctx: &Ctx) -> Result<Outcome> {
     let store = ctx.store()?;
-    let id = crate::source::classify(
+    let id = zeroclaw_bundle::source::classify(
         store.root(),
         std::ffi::OsStr::new(&args.snapshot),
-        crate::source::Takes::stored("sign"),
+        zeroclaw_bundle::source::Takes::stored("sign"),
     )?
     .stored_id(&store)?;
     let with = match &args.signature {

@@ -7,10 +7,10 @@ use serde_json::json;
 use crate::cli::ExportArgs;
 use zeroclaw_bundle_store::{escape_text, Tally};
 
-use crate::agent::{install_root, shown_detail};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use crate::export::{AgentCaptureOptions, AgentSnapshot, ExportJob};
-use crate::publish::{Published, Replace, Replaced};
+use zeroclaw_bundle::agent::{install_root, shown_detail};
+use zeroclaw_bundle::export::{AgentCaptureOptions, AgentSnapshot, ExportJob};
+use zeroclaw_bundle::publish::{Published, Replace, Replaced};
 
 /// Runs `export`: the install and the destination are checked (and the destination
 /// claimed) before the store is opened or created, so a typo creates nothing.
@@ -224,7 +224,7 @@ pub fn report(
         }
     }
     // The same words as the bundle's own headers: one story about secrets.
-    out += &format!("\nNote: {}\n", crate::agent::secret_story());
+    out += &format!("\nNote: {}\n", zeroclaw_bundle::agent::secret_story());
     if let Some(p) = published {
         out += &format!(
             "Bundle: {} ({} written, {}{})\n",

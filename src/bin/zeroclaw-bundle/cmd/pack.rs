@@ -20,7 +20,7 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use crate::source::{classify, Takes};
+use zeroclaw_bundle::source::{classify, Takes};
 
 /// Runs `pack`.
 pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -63,7 +63,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         // The public API's pack: staged and renamed into place; created 0600 when the snapshot
         // holds a file others may not read.
         let progress = ctx.term_progress();
-        let packed = crate::Bundles::from_store(store.clone()).pack(
+        let packed = zeroclaw_bundle::Bundles::from_store(store.clone()).pack(
             &id.to_hex(),
             &args.out,
             options,
@@ -88,7 +88,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
 /// said): the pack it got is cut short. A write after the reader left fails with EPIPE (Rust
 /// ignores SIGPIPE), but the last bytes fit in the pipe's buffer and never fail, so the last
 /// byte is held back until the reader took all the others, and then the command waits until
-/// the reader took that one too ([`crate::sys::wait_pipe_taken`]): a reader that stopped
+/// the reader took that one too ([`zeroclaw_bundle::sys::wait_pipe_taken`]): a reader that stopped
 /// short cannot have taken the last byte. A file or a socket on stdout is not waited on.
 fn pack_to_stdout(
     store: &Store,
@@ -110,8 +110,8 @@ fn pack_to_stdout(
     };
     let taken = || -> Result<()> {
         let stop = || ctx.cancel.is_cancelled();
-        match crate::sys::wait_pipe_taken(fd, &stop) {
-            Ok(crate::sys::PipeReader::Gone { unread }) => Err(cut(format!(
+        match zeroclaw_bundle::sys::wait_pipe_taken(fd, &stop) {
+            Ok(zeroclaw_bundle::sys::PipeReader::Gone { unread }) => Err(cut(format!(
                 "its reader closed the pipe with {} of the pack unread",
                 human_bytes(unread)
             ))),
@@ -228,7 +228,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     // (an incremental one whose base is missing, a damaged one) leaves nothing behind.
     let fresh = FreshStore::prepare(&ctx.store_path)?;
     let store = match &fresh {
-        FreshStore::Staged { staged, .. } => crate::Bundles::create(staged)?.into_store(),
+        FreshStore::Staged { staged, .. } => zeroclaw_bundle::Bundles::create(staged)?.into_store(),
         _ => ctx.create_store()?,
     };
     let unpacked = unpack_into(&store, opened, &trust, &args, ctx, &fresh);
@@ -271,7 +271,7 @@ fn failed(what: &dyn std::fmt::Display) -> String {
 fn unpack_into(
     store: &Store,
     opened: Option<PackReader>,
-    trust: &crate::sign::Trust,
+    trust: &zeroclaw_bundle::sign::Trust,
     args: &UnpackArgs,
     ctx: &Ctx,
     fresh: &FreshStore,
@@ -284,7 +284,7 @@ fn unpack_into(
         None => Some(spool_stdin(store, &ctx.cancel)?),
     };
     let progress = ctx.term_progress();
-    let watch = crate::progress::ImportProgress::new(&progress);
+    let watch = zeroclaw_bundle::progress::ImportProgress::new(&progress);
     let root = std::cell::Cell::new(None);
     let result = (|| -> Result<_> {
         let pack = match opened {
@@ -495,7 +495,7 @@ fn named_stdin(err: StoreError, spool: &Path) -> StoreError {
 }
 
 /// Copies stdin into a file under the store's tmp/ (a pack is read from its end first).
-fn spool_stdin(store: &Store, cancel: &crate::cancel::Cancel) -> Result<PathBuf> {
+fn spool_stdin(store: &Store, cancel: &zeroclaw_bundle::cancel::Cancel) -> Result<PathBuf> {
     let dir = store.objects().tmp_dir().to_path_buf();
     fs::create_dir_all(&dir).with_context(|| format!("could not create {}", dir.display()))?;
     let path = dir.join(format!("unpack-{}", zeroclaw_bundle_store::random_token()));

@@ -1,6 +1,6 @@
 //! `ls SNAPSHOT[:PATH] [-r]`: list a directory of a snapshot (kind, size, name; `-v` adds the
 //! mode and the id, `--json` has them all). The snapshot is any the grammar names
-//! (`crate::source`): of the store, of a pack file (read in place), of a remote (its trees
+//! (`zeroclaw_bundle::source`): of the store, of a pack file (read in place), of a remote (its trees
 //! only, in place).
 
 use anyhow::Result;
@@ -12,7 +12,7 @@ use zeroclaw_bundle_store::{
 
 use crate::cli::LsArgs;
 use crate::cmd::{Ctx, Outcome};
-use crate::source::{self, classify, Reference, Takes, Target};
+use zeroclaw_bundle::source::{self, classify, Reference, Takes, Target};
 
 /// Runs `ls`.
 pub fn run(args: LsArgs, ctx: &Ctx) -> Result<Outcome> {

@@ -1,6 +1,6 @@
 //! `show SNAPSHOT`: the snapshot record, with its tallies and skipped entries, and who signed
 //! it (checked against the allowed signers: `--allowed-signers` or the store's `trust`). The
-//! snapshot is any the grammar names (`crate::source`): of the store, of a pack file, of a
+//! snapshot is any the grammar names (`zeroclaw_bundle::source`): of the store, of a pack file, of a
 //! remote (its record and signatures, read in place).
 
 use std::ffi::OsStr;
@@ -11,9 +11,9 @@ use serde_json::json;
 use zeroclaw_bundle_store::escape_text;
 
 use crate::cli::ShowArgs;
-use crate::clock::rfc3339_utc;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use crate::source::{self, classify, Takes, Target};
+use zeroclaw_bundle::clock::rfc3339_utc;
+use zeroclaw_bundle::source::{self, classify, Takes, Target};
 
 /// Runs `show`.
 pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -30,7 +30,7 @@ pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
             let store = bundles.store();
             let id = reference.stored_id(store)?;
             let (id, snap) = bundles.show(&id.to_hex())?;
-            let checked = crate::sign::check_stored(store, &id, trust.allowed.as_ref())?;
+            let checked = zeroclaw_bundle::sign::check_stored(store, &id, trust.allowed.as_ref())?;
             (id, snap, checked)
         }
         // A pack's or a remote's record, read where it is.
@@ -38,7 +38,8 @@ pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
             let store = super::ls::store_for(ctx, &reference)?;
             let opened = source::open(store.as_ref(), &reference, false)?;
             let sigs = opened.signatures()?;
-            let checked = crate::sign::check_all(&opened.id, &sigs, trust.allowed.as_ref());
+            let checked =
+                zeroclaw_bundle::sign::check_all(&opened.id, &sigs, trust.allowed.as_ref());
             (opened.id, opened.snapshot, checked)
         }
     };
@@ -79,7 +80,7 @@ pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::outln!("signature none (unsigned)")?;
     }
     for c in &checked {
-        crate::outln!("signature {}", crate::sign::describe(&c.verdict))?;
+        crate::outln!("signature {}", zeroclaw_bundle::sign::describe(&c.verdict))?;
     }
     if !snap.report.trees.is_empty() {
         crate::outln!(

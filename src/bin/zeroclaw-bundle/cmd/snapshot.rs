@@ -7,7 +7,7 @@ use zeroclaw_bundle_store::{ObjectId, Store};
 
 use crate::cli::SnapshotArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use crate::export::DirSnapshot;
+use zeroclaw_bundle::export::DirSnapshot;
 
 /// Runs `snapshot`.
 pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -19,18 +19,18 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             .alias
             .as_deref()
             .expect("clap requires an alias without --dir");
-        let install = crate::agent::install_root(args.install.as_deref())?;
-        let (install, plan) = crate::export::load_agent(&install, alias)?;
+        let install = zeroclaw_bundle::agent::install_root(args.install.as_deref())?;
+        let (install, plan) = zeroclaw_bundle::export::load_agent(&install, alias)?;
         let signing = super::sign::key_for(&args.sign)?;
         let store = ctx.create_store()?;
         let named = name_holder(&store, args.name.as_deref());
         let name_copy = args.name.clone();
         let progress = ctx.term_progress();
-        let captured = crate::export::capture_loaded(
+        let captured = zeroclaw_bundle::export::capture_loaded(
             &store,
             &install,
             &plan,
-            crate::export::AgentCaptureOptions {
+            zeroclaw_bundle::export::AgentCaptureOptions {
                 name: args.name.as_deref(),
                 zeroclaw_version: args.zeroclaw_version.as_deref(),
                 excludes: &args.exclude,
@@ -44,12 +44,13 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         note_moved_name(ctx, name_copy.as_deref(), named, &captured.id);
         return Ok(outcome);
     };
-    let dir = crate::export::SourceDir::open(&dir)?;
+    let dir = zeroclaw_bundle::export::SourceDir::open(&dir)?;
     let signing = super::sign::key_for(&args.sign)?;
     let store = ctx.create_store()?;
     let named = name_holder(&store, args.name.as_deref());
     let progress = ctx.term_progress();
-    let captured = crate::export::capture_dir(&store, dir, args.name.as_deref(), &progress);
+    let captured =
+        zeroclaw_bundle::export::capture_dir(&store, dir, args.name.as_deref(), &progress);
     drop(progress);
     let DirSnapshot {
         id,
