@@ -87,8 +87,7 @@ pub mod source; // TRANSITION: the binary still reaches in
 pub mod statmatch; // TRANSITION: the binary still reaches in
 #[doc(hidden)]
 pub mod sys; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod words; // TRANSITION: the binary still reaches in
+pub mod words;
 #[doc(hidden)]
 pub mod workers; // TRANSITION: the binary still reaches in
 

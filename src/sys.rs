@@ -613,16 +613,6 @@ pub fn umask_alters(mode: u32) -> bool {
     umask().is_none_or(|mask| mask & mode != 0)
 }
 
-/// True when `fd` is a terminal that echoes control characters (`ECHO` and `ECHOCTL`): a
-/// Ctrl-C typed there was echoed as `^C`.
-pub fn echoes_control_chars(fd: impl AsFd) -> bool {
-    use rustix::termios::LocalModes;
-    rustix::termios::tcgetattr(fd).is_ok_and(|t| {
-        t.local_modes
-            .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
-    })
-}
-
 /// Reads one line from the controlling terminal (`/dev/tty`) with echo off, after writing
 /// `prompt` to it (a passphrase: never echoed, never on stdout). The terminal is put in
 /// non-canonical mode without signals for the read, so Ctrl-C is seen here as a byte: the

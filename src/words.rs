@@ -1,5 +1,6 @@
 //! How counts and sizes read in messages (`1 file`, `3 entries`, `1.5 KiB`): one wording for
-//! the command layer and the library's own text (the review screen).
+//! the command line and the library's own text (the review screen), public so that a
+//! program linking the library words its own output the same way.
 
 /// `n` and `noun`, plural when `n != 1` (`1 file`, `2 files`, `3 entries`).
 pub fn count(n: u64, noun: &str) -> String {

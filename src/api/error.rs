@@ -191,11 +191,27 @@ impl Error {
         self.inner.chain().map(|e| e.to_string())
     }
 
-    /// The library error this one wraps, for a caller that downcasts the chain (the binary's
-    /// hints do).
-    #[doc(hidden)] // TRANSITION
-    pub fn inner(&self) -> &anyhow::Error {
-        &self.inner
+    /// The first cause of type `T` in the chain, outermost first: how a caller tells causes
+    /// apart beyond [`Error::kind`] (a store's [`zeroclaw_bundle_store::StoreError`], a
+    /// mount's [`zeroclaw_bundle_mount::MountError`], an [`std::io::Error`]).
+    ///
+    /// ```
+    /// # use zeroclaw_bundle::Bundles;
+    /// use zeroclaw_bundle_store::StoreError;
+    /// let dir = tempfile::tempdir()?;
+    /// let bundles = Bundles::create(dir.path().join("store"))?;
+    /// let err = bundles.show("0123456789abcdef").unwrap_err();
+    /// assert!(matches!(err.store_error(), Some(StoreError::UnknownSnapshot { .. })));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn find<T: std::error::Error + Send + Sync + 'static>(&self) -> Option<&T> {
+        self.inner.chain().find_map(|e| e.downcast_ref::<T>())
+    }
+
+    /// The store's error in the chain, also where a reference or an opened snapshot carries
+    /// it inside its own error.
+    pub fn store_error(&self) -> Option<&zeroclaw_bundle_store::StoreError> {
+        self.inner.chain().find_map(crate::source::store_error)
     }
 }
 

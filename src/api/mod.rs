@@ -14,14 +14,17 @@
 //! prints, as data.
 
 mod error;
+mod json;
+mod read;
 
 use std::ffi::OsStr;
 use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context as _;
-use zeroclaw_bundle_store::{resolve_path, EntryKind, ObjectSource, Store};
+use zeroclaw_bundle_store::{ObjectSource, Store};
 
+pub use crate::agent::INSTALL_DEFAULT;
 pub use crate::agent::{Grant, GrantKind, Manifest, RenderedBundle, RiskKind, SemanticChange};
 pub use crate::cancel::{Cancel, Interrupted};
 pub use crate::capture::CaptureStats;
@@ -31,14 +34,19 @@ pub use crate::diff::{Change, Status, Summary};
 pub use crate::export::{AgentSnapshot, DirSnapshot};
 pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
 pub use crate::progress::{Cancellable, Progress, Silent, Totals};
-pub use crate::publish::{Published, Replace, Replaced};
+pub use crate::publish::{shell_quote, Published, Replace, Replaced};
+/// How old an unreferenced object of a remote must be before its `gc` deletes it: another
+/// host may be pushing a snapshot that will reference it.
+pub use crate::remote::DEFAULT_GRACE_SECS as REMOTE_GC_GRACE_SECS;
 pub use crate::remote::{PullReport, PushReport};
 pub use crate::review::{Review, ReviewOptions};
-pub use crate::sign::{AllowedSigners, SignReport, Signer};
+pub use crate::sign::{AllowedSigners, Checked, SignReport, Signer, Verdict};
 pub use error::{Error, ErrorKind, Verb};
+pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, Shown};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
-    GcReport, ObjectId, PackOptions, PackStats, Snapshot, SnapshotSummary, TreeEntry, VerifyReport,
+    EntryKind, GcReport, ObjectId, PackOptions, PackStats, Snapshot, SnapshotKind, SnapshotSummary,
+    TreeEntry, VerifyReport,
 };
 
 use crate::diff::compare::{compare_sides, DiffSink, Report, SinkError};
@@ -600,6 +608,7 @@ impl Bundles {
     }
 
     /// The snapshot `reference` names: its id and its record (source, host, time, report).
+    /// Any form [`Bundles::open_snapshot`] reads with [`ReadVerb::Show`].
     ///
     /// ```
     /// use zeroclaw_bundle::{Bundles, Silent};
@@ -613,17 +622,12 @@ impl Bundles {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn show(&self, reference: &str) -> Result<(ObjectId, Snapshot)> {
-        let fail =
-            |e: zeroclaw_bundle_store::StoreError| Error::new(Verb::Read, reference, e.into());
-        let id = self
-            .stored("show", reference)
-            .map_err(|e| Error::new(Verb::Read, reference, e.into()))?;
-        let snap = self.store.read_snapshot(&id).map_err(fail)?;
-        Ok((id, snap))
+        let opened = self.open_snapshot(OsStr::new(reference), ReadVerb::Show)?;
+        Ok((opened.id(), opened.record().clone()))
     }
 
-    /// The entries of the directory at `path` (bytes, `/`-separated; empty for the root) in
-    /// snapshot `reference`, in name order; for a file, that one entry.
+    /// The entries of `reference` (`SNAPSHOT[:PATH]`, any form [`Bundles::open_snapshot`]
+    /// reads): the directory's, in name order, or that one file.
     ///
     /// ```
     /// use zeroclaw_bundle::{Bundles, Silent};
@@ -633,28 +637,17 @@ impl Bundles {
     /// # std::fs::write(tree.join("docs/a.md"), "a\n")?;
     /// let bundles = Bundles::create(dir.path().join("store"))?;
     /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
-    /// let entries = bundles.ls(&snap.id.to_hex(), b"docs")?;
-    /// assert_eq!(entries[0].name, b"a.md");
+    /// let entries = bundles.ls(&format!("{}:docs", snap.id), false)?;
+    /// assert_eq!(entries[0].path, b"docs/a.md");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn ls(&self, reference: &str, path: &[u8]) -> Result<Vec<TreeEntry>> {
-        let fail =
-            |e: zeroclaw_bundle_store::StoreError| Error::new(Verb::Read, reference, e.into());
-        let id = self
-            .stored("ls", reference)
-            .map_err(|e| Error::new(Verb::Read, reference, e.into()))?;
-        let snap = self.store.read_snapshot(&id).map_err(fail)?;
-        let reader = self.store.snapshot_source(&id);
-        let entry = resolve_path(&reader, &snap.root, path, &id.short(12)).map_err(fail)?;
-        if entry.kind != EntryKind::Dir {
-            return Ok(vec![entry]);
-        }
-        let tree = reader.tree(&entry.id).map_err(fail)?;
-        Ok(tree.entries().to_vec())
+    pub fn ls(&self, reference: &str, recursive: bool) -> Result<Vec<Listed>> {
+        self.open_snapshot(OsStr::new(reference), ReadVerb::Ls)?
+            .ls(recursive)
     }
 
-    /// Writes the bytes of the file at `path` in snapshot `reference` to `out`, verified
-    /// against its id as they are read; returns the byte count.
+    /// Writes the bytes of the file `reference` names (`SNAPSHOT:PATH`) to `out`, verified
+    /// against its id; returns the byte count.
     ///
     /// ```
     /// use zeroclaw_bundle::{Bundles, Silent};
@@ -665,43 +658,13 @@ impl Bundles {
     /// let bundles = Bundles::create(dir.path().join("store"))?;
     /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
     /// let mut bytes = Vec::new();
-    /// bundles.cat(&snap.id.to_hex(), b"a.txt", &mut bytes)?;
+    /// bundles.cat(&format!("{}:a.txt", snap.id), &mut bytes)?;
     /// assert_eq!(bytes, b"hello\n");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn cat(&self, reference: &str, path: &[u8], out: &mut dyn Write) -> Result<u64> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Read, reference, e);
-        let id = self.stored("cat", reference).map_err(|e| fail(e.into()))?;
-        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
-        let reader = self.store.snapshot_source(&id);
-        let entry =
-            resolve_path(&reader, &snap.root, path, &id.short(12)).map_err(|e| fail(e.into()))?;
-        if entry.kind == EntryKind::Dir {
-            return Err(fail(anyhow::anyhow!(
-                "{} is a directory in snapshot {}",
-                zeroclaw_bundle_store::escape_name(path),
-                id.short(12)
-            )));
-        }
-        let blob = self
-            .store
-            .objects()
-            .open_blob(&entry.id)
-            .map_err(|e| fail(e.into()))?;
-        let shown = zeroclaw_bundle_store::escape_name(path);
-        // Checked whole first: a damaged file writes nothing rather than a prefix.
-        blob.verify(&entry.id)
-            .with_context(|| format!("could not read {shown}"))
-            .map_err(fail)?;
-        std::io::copy(&mut blob.verifying_reader(entry.id), out)
-            .with_context(|| {
-                format!(
-                    "could not read {} of snapshot {}",
-                    zeroclaw_bundle_store::escape_name(path),
-                    id.short(12)
-                )
-            })
-            .map_err(fail)
+    pub fn cat(&self, reference: &str, out: &mut dyn Write) -> Result<u64> {
+        self.open_snapshot(OsStr::new(reference), ReadVerb::Cat)?
+            .cat(out)
     }
 
     /// Compares two sides, each a snapshot reference, a bundle directory (captured on the fly

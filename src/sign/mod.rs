@@ -348,6 +348,13 @@ pub fn require_signed(
     require_signed_blobs(snapshot_id, &sigs, allowed)
 }
 
+/// One line for a verdict (its [`std::fmt::Display`]).
+impl std::fmt::Display for Verdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&describe(self))
+    }
+}
+
 /// One line for a verdict: `alice@example.com (SHA256:...)`, `unknown key SHA256:...`, ...
 pub fn describe(v: &Verdict) -> String {
     match v {

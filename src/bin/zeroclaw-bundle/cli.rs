@@ -432,7 +432,7 @@ pub struct RemoteGcArgs {
     pub name: String,
     /// Delete a marked pack only when its mark is older than this many seconds (at least
     /// twice the push window: 43200)
-    #[arg(long, default_value_t = zeroclaw_bundle::remote::DEFAULT_GRACE_SECS, value_name = "SECONDS")]
+    #[arg(long, default_value_t = zeroclaw_bundle::REMOTE_GC_GRACE_SECS, value_name = "SECONDS")]
     pub grace: u64,
 }
 
@@ -986,7 +986,7 @@ pub struct ReviewArgs {
     #[arg(long, value_name = "DIR", help = format!(
         "ZeroClaw install to compare with: an agent it imported from an earlier version of this \
          bundle is diffed [default: {}]",
-        zeroclaw_bundle::agent::INSTALL_DEFAULT
+        zeroclaw_bundle::INSTALL_DEFAULT
     ))]
     pub install: Option<PathBuf>,
     /// Who signed
@@ -994,12 +994,12 @@ pub struct ReviewArgs {
     pub signers: SignersArgs,
 }
 
-/// The help of `--install` ([`zeroclaw_bundle::agent::INSTALL_DEFAULT`] is its default, in the words
+/// The help of `--install` ([`zeroclaw_bundle::INSTALL_DEFAULT`] is its default, in the words
 /// every "no install" error uses too).
 fn install_help() -> String {
     format!(
         "ZeroClaw install [default: {}]",
-        zeroclaw_bundle::agent::INSTALL_DEFAULT
+        zeroclaw_bundle::INSTALL_DEFAULT
     )
 }
 

@@ -16,7 +16,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::flag;
 use signal_hook::iterator::Signals;
 
-use zeroclaw_bundle::cancel::Cancel;
+use zeroclaw_bundle::Cancel;
 
 /// Set when a SIGINT (what Ctrl-C sends) arrived, for the terminal's `^C` echo cleanup.
 static SIGINT_SEEN: OnceLock<Arc<AtomicBool>> = OnceLock::new();
@@ -40,7 +40,7 @@ pub fn install(cancel: Cancel) -> std::io::Result<()> {
             let hint = cancel.publishing_to().map(|d| {
                 format!(
                     "; finish the interrupted publish with: zeroclaw-bundle recover {}",
-                    zeroclaw_bundle::publish::shell_quote(&d)
+                    zeroclaw_bundle::shell_quote(&d)
                 )
             });
             crate::note!(

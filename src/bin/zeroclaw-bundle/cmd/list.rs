@@ -6,76 +6,41 @@
 //! by who signed the snapshot (checked against the allowed signers: `--allowed-signers` or the
 //! store's `trust` setting).
 
-use std::collections::HashMap;
-
 use anyhow::Result;
-
-use zeroclaw_bundle_store::{escape_text, ObjectId};
+use zeroclaw_bundle::words::human_bytes;
+use zeroclaw_bundle_store::escape_text;
 
 use crate::cli::SignersArgs;
-use crate::cmd::{human_bytes, Ctx, Outcome};
-use zeroclaw_bundle::clock::rfc3339_utc;
+use crate::cmd::{Ctx, Outcome};
 
 /// Runs `list`.
 pub fn run(ctx: &Ctx, signers: &SignersArgs) -> Result<Outcome> {
     let bundles = ctx.bundles()?;
-    let store = bundles.store();
-    let snaps = bundles.list()?;
     let trust = match ctx.verbose {
         true => Some(super::sign::trust_of(
-            store.root(),
+            bundles.root(),
             signers.allowed_signers.as_deref(),
             false,
         )?),
         false => None,
     };
-    // `agent/<alias>` resolves to the agent's newest snapshot (the last of the list, which is
-    // oldest first by creation time, then id): only that row is its latest.
-    let mut newest: HashMap<&str, ObjectId> = HashMap::new();
-    for s in &snaps {
-        if let Some(a) = &s.agent {
-            newest.insert(a.as_str(), s.id);
-        }
-    }
-    let latest = |s: &zeroclaw_bundle_store::SnapshotSummary| {
-        s.agent
-            .as_deref()
-            .is_some_and(|a| newest.get(a) == Some(&s.id))
-    };
+    let allowed = trust.as_ref().and_then(|t| t.allowed.as_ref());
+    let snaps = bundles.list_entries(trust.is_some(), allowed)?;
     if ctx.json {
-        // The catalog's own field is `id`; `--json` names a snapshot id `snapshot` everywhere.
-        let mut rows = Vec::with_capacity(snaps.len());
-        for s in &snaps {
-            let mut v = serde_json::to_value(s)?;
-            if let Some(m) = v.as_object_mut() {
-                m.remove("id");
-                m.insert("snapshot".into(), serde_json::json!(s.id));
-                m.insert(
-                    "created".into(),
-                    serde_json::json!(rfc3339_utc(s.created_unix_ns)),
-                );
-                m.insert("agent_latest".into(), serde_json::json!(latest(s)));
-                if let Some(trust) = &trust {
-                    let (_, checked) = super::sign::signed_by(store, &s.id, trust)?;
-                    m.insert("signatures".into(), checked);
-                }
-            }
-            rows.push(v);
-        }
-        ctx.print_json(&serde_json::Value::Array(rows))?;
+        ctx.print_json(&serde_json::to_value(&snaps)?)?;
         return Ok(Outcome::Success);
     }
     if ctx.quiet {
         // Only the ids, oldest first: what a script loops over.
         for s in &snaps {
-            crate::outln!("{}", s.id)?;
+            crate::outln!("{}", s.snapshot)?;
         }
         return Ok(Outcome::Success);
     }
     if snaps.is_empty() {
         crate::outln!(
             "no snapshots in {} (`zeroclaw-bundle snapshot` or `export` makes one)",
-            store.root().display()
+            bundles.root().display()
         )?;
         return Ok(Outcome::Success);
     }
@@ -83,29 +48,23 @@ pub fn run(ctx: &Ctx, signers: &SignersArgs) -> Result<Outcome> {
         .iter()
         .map(|s| {
             [
-                s.id.short(16),
-                rfc3339_utc(s.created_unix_ns),
+                s.snapshot.short(16),
+                s.created.clone(),
                 name_cell(s.name.as_deref()),
-                agent_cell(s.agent.as_deref(), latest(s)),
+                agent_cell(s.agent.as_deref(), s.agent_latest),
                 s.files.to_string(),
                 human_bytes(s.bytes),
                 escape_text(&s.source),
             ]
         })
         .collect();
-    match &trust {
-        None => print_snapshot_table(&rows)?,
-        Some(trust) => {
-            let mut extra = Vec::with_capacity(snaps.len());
-            for s in &snaps {
-                extra.push(format!(
-                    "signatures: {}",
-                    super::sign::signed_by(store, &s.id, trust)?.0
-                ));
-            }
-            print_table(&rows, Some(&extra))?;
-        }
-    }
+    let extra: Option<Vec<String>> = trust.as_ref().map(|_| {
+        snaps
+            .iter()
+            .map(|s| format!("signatures: {}", s.signed_by().unwrap_or_default()))
+            .collect()
+    });
+    print_table(&rows, extra.as_deref())?;
     Ok(Outcome::Success)
 }
 

@@ -39,8 +39,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use zeroclaw_bundle_store::Store;
 
 use crate::cli::{Cli, Command};
-use zeroclaw_bundle::cancel::Cancel;
-use zeroclaw_bundle::progress::{Progress, Totals};
+use zeroclaw_bundle::{Cancel, Progress, Totals};
 
 /// Clears `bars` (any of them may be hidden). After a Ctrl-C typed while one was drawn, also
 /// erases the frame the terminal's `^C` echo left behind: indicatif leaves the cursor at the
@@ -51,10 +50,7 @@ pub fn clear_progress(bars: &[&ProgressBar]) {
     for b in bars {
         b.finish_and_clear();
     }
-    if drawn
-        && crate::interrupt::by_sigint()
-        && zeroclaw_bundle::sys::echoes_control_chars(std::io::stderr())
-    {
+    if drawn && crate::interrupt::by_sigint() && echoes_control_chars(std::io::stderr()) {
         use std::io::Write as _;
         let mut err = std::io::stderr();
         let _ = err.write_all(b"\x1b[1A\r\x1b[2K");
@@ -376,27 +372,27 @@ pub fn hint(err: &anyhow::Error) -> Option<String> {
     use zeroclaw_bundle_store::StoreError;
     err.chain().find_map(|e| {
         // An error of the public API carries the library's chain whole: look into it.
-        if let Some(e) = e.downcast_ref::<zeroclaw_bundle::Error>() {
-            return hint(e.inner());
-        }
-        if let Some(e) = zeroclaw_bundle::source::store_error(e) {
-            return match e {
-                StoreError::UnknownSnapshot { .. } => {
-                    Some("`zeroclaw-bundle list` shows the snapshots".to_string())
-                }
-                StoreError::CorruptObject { .. } | StoreError::Undecodable { .. } => {
-                    Some("`zeroclaw-bundle verify` checks the whole store".to_string())
-                }
-                StoreError::Catalog { .. } => Some(
-                    "`zeroclaw-bundle reindex` rebuilds the catalog from the objects".to_string(),
-                ),
-                _ => None,
-            };
-        }
-        match e.downcast_ref::<MountError>() {
-            Some(MountError::StaleMount(path)) => Some(format!(
+        let (store, mount) = match e.downcast_ref::<zeroclaw_bundle::Error>() {
+            Some(e) => (e.store_error(), e.find::<MountError>()),
+            None => (
+                e.downcast_ref::<StoreError>()
+                    .or_else(|| e.downcast_ref::<Box<StoreError>>().map(|b| &**b)),
+                e.downcast_ref::<MountError>(),
+            ),
+        };
+        match (store, mount) {
+            (Some(StoreError::UnknownSnapshot { .. }), _) => {
+                Some("`zeroclaw-bundle list` shows the snapshots".to_string())
+            }
+            (Some(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }), _) => {
+                Some("`zeroclaw-bundle verify` checks the whole store".to_string())
+            }
+            (Some(StoreError::Catalog { .. }), _) => {
+                Some("`zeroclaw-bundle reindex` rebuilds the catalog from the objects".to_string())
+            }
+            (_, Some(MountError::StaleMount(path))) => Some(format!(
                 "`zeroclaw-bundle umount {}` clears it",
-                zeroclaw_bundle::publish::shell_quote(path)
+                zeroclaw_bundle::shell_quote(path)
             )),
             _ => None,
         }
@@ -458,6 +454,16 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
 }
 
 pub use zeroclaw_bundle::words::{count, human_bytes};
+
+/// True when `fd` is a terminal that echoes control characters (`ECHO` and `ECHOCTL`): a
+/// Ctrl-C typed there was echoed as `^C`.
+fn echoes_control_chars(fd: impl std::os::fd::AsFd) -> bool {
+    use rustix::termios::LocalModes;
+    rustix::termios::tcgetattr(fd).is_ok_and(|t| {
+        t.local_modes
+            .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
+    })
+}
 
 /// Puts a name into a `--json` object under the README's "JSON output" rules: `key` holds the
 /// real name when it is UTF-8 (JSON escapes what it must itself) and `null` when it is not;

@@ -1,68 +1,44 @@
 //! `show SNAPSHOT`: the snapshot record, with its tallies and skipped entries, and who signed
 //! it (checked against the allowed signers: `--allowed-signers` or the store's `trust`). The
-//! snapshot is any the grammar names (`zeroclaw_bundle::source`): of the store, of a pack file, of a
+//! snapshot is any the grammar names: of the store, of a pack file, of a
 //! remote (its record and signatures, read in place).
 
 use std::ffi::OsStr;
 
 use anyhow::Result;
-use serde_json::json;
-
+use zeroclaw_bundle::{Bundles, ReadVerb, SnapshotKind};
 use zeroclaw_bundle_store::escape_text;
 
 use crate::cli::ShowArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
-use zeroclaw_bundle::clock::rfc3339_utc;
-use zeroclaw_bundle::source::{self, classify, Takes, Target};
 
 /// Runs `show`.
 pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
-    let reference = classify(&ctx.store_path, OsStr::new(&args.snapshot), Takes::SHOW)?;
+    let opened =
+        Bundles::open_snapshot_at(&ctx.store_path, OsStr::new(&args.snapshot), ReadVerb::Show)?;
     let trust = super::sign::trust_of(
         &ctx.store_path,
         args.signers.allowed_signers.as_deref(),
         false,
     )?;
-    let (id, snap, checked) = match &reference.target {
-        // A snapshot of the store: the public API's `show`.
-        Target::Stored { .. } => {
-            let bundles = ctx.bundles()?;
-            let store = bundles.store();
-            let id = reference.stored_id(store)?;
-            let (id, snap) = bundles.show(&id.to_hex())?;
-            let checked = zeroclaw_bundle::sign::check_stored(store, &id, trust.allowed.as_ref())?;
-            (id, snap, checked)
-        }
-        // A pack's or a remote's record, read where it is.
-        _ => {
-            let store = super::ls::store_for(ctx, &reference)?;
-            let opened = source::open(store.as_ref(), &reference, false)?;
-            let sigs = opened.signatures()?;
-            let checked =
-                zeroclaw_bundle::sign::check_all(&opened.id, &sigs, trust.allowed.as_ref());
-            (opened.id, opened.snapshot, checked)
-        }
-    };
+    let shown = opened.show(trust.allowed.as_ref())?;
     if ctx.json {
-        let mut v = serde_json::to_value(&snap)?;
-        v["snapshot"] = json!(id);
-        v["signatures"] = serde_json::to_value(&checked)?;
-        v["created"] = json!(rfc3339_utc(snap.created_unix_ns));
-        ctx.print_json(&v)?;
+        ctx.print_json(&serde_json::to_value(&shown)?)?;
         return Ok(Outcome::Success);
     }
+    let (id, snap, checked) = (shown.snapshot, &shown.record, &shown.signatures);
     if ctx.quiet {
         crate::outln!("{id}")?;
         return Ok(Outcome::Success);
     }
     crate::outln!("snapshot  {id}")?;
-    crate::outln!("created   {}", rfc3339_utc(snap.created_unix_ns))?;
+    crate::outln!("created   {}", shown.created)?;
     crate::outln!("host      {}", escape_text(&snap.host))?;
     crate::outln!(
         "kind      {}",
         match snap.kind {
-            zeroclaw_bundle_store::SnapshotKind::Tree => "tree",
-            zeroclaw_bundle_store::SnapshotKind::AgentBundle => "agent bundle",
+            SnapshotKind::Tree => "tree",
+            SnapshotKind::AgentBundle => "agent bundle",
         }
     )?;
     crate::outln!("source    {}", escape_text(&snap.source))?;
@@ -79,8 +55,8 @@ pub fn run(args: ShowArgs, ctx: &Ctx) -> Result<Outcome> {
     if checked.is_empty() {
         crate::outln!("signature none (unsigned)")?;
     }
-    for c in &checked {
-        crate::outln!("signature {}", zeroclaw_bundle::sign::describe(&c.verdict))?;
+    for c in checked {
+        crate::outln!("signature {}", c.verdict)?;
     }
     if !snap.report.trees.is_empty() {
         crate::outln!(
