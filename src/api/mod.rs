@@ -16,6 +16,7 @@
 mod error;
 mod json;
 mod read;
+mod trust;
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -40,7 +41,10 @@ pub use crate::publish::{shell_quote, Published, Replace, Replaced};
 pub use crate::remote::DEFAULT_GRACE_SECS as REMOTE_GC_GRACE_SECS;
 pub use crate::remote::{PullReport, PushReport};
 pub use crate::review::{Review, ReviewOptions};
-pub use crate::sign::{AllowedSigners, Checked, SignReport, Signer, Verdict};
+pub use crate::sign::{
+    AllowedSigners, Checked, KeyChoice, OpenedKey, SignReport, SignWith, Signer, Trust,
+    TrustSettings, Verdict,
+};
 pub use error::{Error, ErrorKind, Verb};
 pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, Shown};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
@@ -1157,11 +1161,8 @@ impl Bundles {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sign(&self, reference: &str, key: &Path) -> Result<SignReport> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Sign, reference, e);
-        let id = self.stored("sign", reference).map_err(|e| fail(e.into()))?;
-        let choice = crate::sign::key::choose_key(Some(key)).map_err(|e| fail(e.into()))?;
-        crate::sign::sign(&self.store, &id, &crate::sign::SignWith::Key(choice))
-            .map_err(|e| fail(e.into()))
+        let choice = KeyChoice::choose(Some(key))?;
+        self.sign_with(reference, &SignWith::Key(choice))
     }
 
     /// Who signed snapshot `reference` with a key the `allowed_signers` file (git's format)

@@ -11,22 +11,17 @@ use zeroclaw_bundle_store::{ObjectId, Store};
 
 use crate::cli::{RequireArgs, SignArgs, SignFlags, TrustSetArgs};
 use crate::cmd::{Ctx, Outcome};
-use zeroclaw_bundle::sign::{self, SignReport, SignWith, Trust, TrustSettings};
+use zeroclaw_bundle::sign::{self, Trust};
+use zeroclaw_bundle::{KeyChoice, OpenedKey, SignReport, SignWith, TrustSettings};
 
 /// Runs `sign`.
 pub fn run(args: SignArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
-    let id = zeroclaw_bundle::source::classify(
-        store.root(),
-        std::ffi::OsStr::new(&args.snapshot),
-        zeroclaw_bundle::source::Takes::stored("sign"),
-    )?
-    .stored_id(&store)?;
+    let bundles = ctx.bundles()?;
     let with = match &args.signature {
         Some(path) => SignWith::Signature(path.clone()),
-        None => SignWith::Key(sign::choose_key(args.key.as_deref())?),
+        None => SignWith::Key(KeyChoice::choose(args.key.as_deref())?),
     };
-    let report = sign::sign(&store, &id, &with)?;
+    let report = bundles.sign_with(&args.snapshot, &with)?;
     print_report(ctx, &report)?;
     Ok(Outcome::Success)
 }
@@ -56,8 +51,8 @@ pub fn key_for(flags: &SignFlags) -> Result<Option<sign::OpenedKey>> {
     if !flags.sign {
         return Ok(None);
     }
-    let choice = sign::choose_key(flags.key.as_deref())?;
-    Ok(Some(sign::OpenedKey::open(&choice)?))
+    let choice = KeyChoice::choose(flags.key.as_deref())?;
+    Ok(Some(OpenedKey::open(&choice)?))
 }
 
 /// `--sign`, second half: signs `id` with the key [`key_for`] opened, with a note on stderr
@@ -180,29 +175,11 @@ pub fn signed_by_blobs(
 
 /// Runs `trust`: sets what is given, then prints the settings.
 pub fn run_trust(args: TrustSetArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
-    let mut settings = sign::load_trust(store.root())?;
-    let changing = args.allowed_signers.is_some() || args.require_signed.is_some();
-    if let Some(p) = &args.allowed_signers {
-        // Checked now, so a typo is found here and not at the next unpack.
-        let parsed = sign::AllowedSigners::load(p)?;
-        for n in &parsed.notes {
-            crate::note!("notice: {n}");
-        }
-        let abs = std::path::absolute(p)
-            .with_context(|| format!("could not make {} absolute", p.display()))?;
-        settings.allowed_signers = Some(abs);
-    }
-    if let Some(r) = args.require_signed {
-        settings.require_signed = r;
-    }
-    if settings.require_signed && settings.allowed_signers.is_none() {
-        anyhow::bail!(
-            "require_signed needs an allowed_signers file: pass --allowed-signers FILE too"
-        );
-    }
-    if changing {
-        sign::save_trust(store.root(), &settings)?;
+    let bundles = ctx.bundles()?;
+    let (settings, notes) =
+        bundles.set_trust(args.allowed_signers.as_deref(), args.require_signed)?;
+    for n in notes {
+        crate::note!("notice: {n}");
     }
     print_settings(ctx, &settings)?;
     Ok(Outcome::Success)
