@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::error::{Error, Verb};
 use super::{Bundles, Result};
-use crate::sign::{AllowedSigners, KeyChoice, SignReport, SignWith, TrustSettings};
+use crate::sign::{AllowedSigners, KeyChoice, SignReport, SignWith, Trust, TrustSettings};
 
 impl KeyChoice {
     /// The key to sign with: `explicit` (`--key`) when given, else git's
@@ -73,5 +73,38 @@ impl Bundles {
             crate::sign::save_trust(self.store.root(), &settings).map_err(|e| fail(e.into()))?;
         }
         Ok((settings, notes))
+    }
+}
+
+impl TrustSettings {
+    /// The trust settings of the store at `store_root` (`trust.toml`; the defaults when there
+    /// is none), read without opening the store.
+    pub fn load(store_root: &Path) -> Result<TrustSettings> {
+        crate::sign::load_trust(store_root)
+            .map_err(|e| Error::new(Verb::Sign, store_root.display().to_string(), e.into()))
+    }
+}
+
+impl Trust {
+    /// What a command's `--allowed-signers FILE` and `--require-signed` mean over the store's
+    /// settings at `store_root` ([`Trust`]), and the notes of reading the file.
+    pub fn from_flags(
+        store_root: &Path,
+        allowed_signers: Option<&Path>,
+        require_signed: bool,
+    ) -> Result<(Trust, Vec<String>)> {
+        Trust::resolve(store_root, allowed_signers, require_signed)
+            .map_err(|e| Error::new(Verb::Sign, store_root.display().to_string(), e.into()))
+    }
+
+    /// The policy a handle applies for this trust: signatures by these allowed signers when
+    /// they are required, else none. Requiring signatures with no allowed_signers file is an
+    /// error naming `what`.
+    pub fn policy(&self, what: &str) -> Result<super::TrustPolicy> {
+        match self.enforcing(what) {
+            Ok(Some(allowed)) => Ok(super::TrustPolicy::Require(allowed.clone())),
+            Ok(None) => Ok(super::TrustPolicy::Off),
+            Err(e) => Err(Error::new(Verb::Sign, what, e.into())),
+        }
     }
 }

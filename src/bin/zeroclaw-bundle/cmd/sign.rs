@@ -87,9 +87,11 @@ pub fn sign_after(
 /// who signed (the signers then show as unknown keys, with a notice); it does stop one that
 /// requires signatures, and a file given on the command line always does.
 pub fn trust_of(store_root: &Path, file: Option<&Path>, require: bool) -> Result<Trust> {
-    let (trust, notes) = match Trust::resolve(store_root, file, require) {
+    let (trust, notes) = match Trust::from_flags(store_root, file, require) {
         Ok(found) => found,
-        Err(e) if file.is_none() && !require && !sign::load_trust(store_root)?.require_signed => {
+        Err(e)
+            if file.is_none() && !require && !TrustSettings::load(store_root)?.require_signed =>
+        {
             crate::note!(
                 "notice: {e}; signatures are shown as by unknown keys (fix it with \
                  `zeroclaw-bundle trust --allowed-signers FILE`)"
