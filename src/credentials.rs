@@ -327,7 +327,7 @@ impl FileKind {
                 !value.is_empty()
                     && !value.starts_with('$')
                     && !value.starts_with('<')
-                    && crate::agent::credential_key_rule(key.trim()).is_some()
+                    && crate::credential_keys::credential_key_rule(key.trim()).is_some()
             }
             FileKind::GitConfig => line
                 .split_once('=')

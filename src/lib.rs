@@ -32,10 +32,11 @@
 //! - `capture`: the descriptor-verified walker; `export`: agent and directory capture and their
 //!   commit; `publish`: destination check, staged publish, reuse and recovery; `statmatch`: the
 //!   stat-match and racy rule of both; `diff`: the Merkle-pruned tree diff and the semantic
-//!   section; `credentials`: the credential-looking value detector; `provenance`: what an
-//!   import recorded about the agent it created; `remote`: remote stores; `review`: what an
-//!   operator must accept before import; `import`: the config merge and staged files of an
-//!   import; `sign`: SSH signatures of snapshots (sshsig) and who is trusted;
+//!   section; `credentials`: the credential-looking value detector; `credential_keys`: the
+//!   credential-name rule both it and `agent` read; `provenance`: what an import recorded
+//!   about the agent it created; `remote`: remote stores; `review`: what an operator must
+//!   accept before import; `import`: the config merge and staged files of an import; `sign`:
+//!   SSH signatures of snapshots (sshsig) and who is trusted;
 //! - `sys`: every rustix call of this crate; `hooks`: test-only race seams; `workers`: the I/O
 //!   worker pool; `clock`: timestamps; `words`: how counts and sizes read; `cancel`: the
 //!   token; `progress`: the progress trait;
@@ -57,6 +58,7 @@ pub mod cancel; // TRANSITION: the binary still reaches in
 pub mod capture; // TRANSITION: the binary still reaches in
 #[doc(hidden)]
 pub mod clock; // TRANSITION: the binary still reaches in
+mod credential_keys;
 mod credential_scan;
 #[doc(hidden)]
 pub mod credentials; // TRANSITION: the binary still reaches in

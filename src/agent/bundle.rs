@@ -90,7 +90,7 @@ impl ExportPlan {
             zc::record_missing_identity_document(&mut plan);
         }
         plan.dropped
-            .extend(outcome.excluded.iter().map(super::plan::dropped_to));
+            .extend(outcome.excluded.iter().map(super::bridge::dropped_to));
         let not_carried = |alias: &&str| !outcome.carried_skill_bundles.iter().any(|c| c == alias);
         // Left out by the operator (`--exclude`): listed as such already, so not also
         // `source_missing`; like a missing one, no longer advertised or flagged.
@@ -121,7 +121,8 @@ impl ExportPlan {
         };
         let manifest_toml = with_header(
             MANIFEST_HEADER,
-            &zc::render_manifest_toml(&plan, &zc_provenance).map_err(super::plan::from_zeroclaw)?,
+            &zc::render_manifest_toml(&plan, &zc_provenance)
+                .map_err(super::bridge::from_zeroclaw)?,
         );
         let manifest = Manifest::from_toml_str(&manifest_toml)?;
         Ok(RenderedBundle {
@@ -137,7 +138,7 @@ impl ExportPlan {
     /// a reference to a skipped section reads as "not configured", which misleads unless the
     /// skip is said.
     fn with_skipped_sections(&self, err: zc::ExportError) -> AgentError {
-        match super::plan::from_zeroclaw(err) {
+        match super::bridge::from_zeroclaw(err) {
             AgentError::ClosureInvalid { alias, problem } if !self.degraded_sections.is_empty() => {
                 AgentError::ClosureInvalid {
                     alias,

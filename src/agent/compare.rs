@@ -21,8 +21,9 @@ use super::error::AgentError;
 use super::flags::config_flags;
 use super::grants::{key_grant, keyed, leaves, Flags};
 use super::manifest::{Manifest, RiskFlag, RiskKind};
-use super::schema::{credential_key_rule, hidden_in_display};
-use super::value::{join_path, Node, Table};
+use super::schema::hidden_in_display;
+use super::value::{inline_text, join_path, Node, Table};
+use crate::credential_keys::credential_key_rule;
 
 /// One semantic change.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -409,7 +410,7 @@ fn show(path: &str, node: &Node, secrets: &[&str]) -> SideValue {
         };
     }
     SideValue {
-        text: render(node),
+        text: inline_text(node),
         json: to_json(node),
     }
 }
@@ -430,28 +431,6 @@ fn to_json(node: &Node) -> serde_json::Value {
         Node::Table(t) => {
             Value::Object(t.iter().map(|(k, v)| (k.to_string(), to_json(v))).collect())
         }
-    }
-}
-
-pub(crate) fn render(node: &Node) -> String {
-    match node {
-        // Raw: the printer escapes what reaches a terminal, JSON escapes for itself.
-        Node::Str(s) => format!("\"{s}\""),
-        Node::Int(i) => i.to_string(),
-        Node::Float(f) => f.to_string(),
-        Node::Bool(b) => b.to_string(),
-        Node::Datetime(d) => d.to_string(),
-        Node::Array(items) => format!(
-            "[{}]",
-            items.iter().map(render).collect::<Vec<_>>().join(", ")
-        ),
-        Node::Table(t) => format!(
-            "{{{}}}",
-            t.iter()
-                .map(|(k, v)| format!("{k} = {}", render(v)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
     }
 }
 

@@ -1,7 +1,14 @@
 //! The one error enum of the agent module. Every message is lowercase and names the file, the
 //! config field (as a dotted path) or the alias it is about, so the CLI can print it as is.
+//! The words for where the install is by default ([`INSTALL_DEFAULT`]) live here too: the
+//! "no install" errors print them, and so does every `--help` that takes `--install`.
 
 use std::path::PathBuf;
+
+/// Where the install is when `--install` is not given, in the one wording every `--help` that
+/// takes `--install` and every "no install" error use ([`super::install_root`] is the rule).
+pub const INSTALL_DEFAULT: &str =
+    "$ZEROCLAW_CONFIG_DIR, else the install $ZEROCLAW_DATA_DIR belongs to, else ~/.zeroclaw";
 
 /// What can go wrong while reading an install, planning an export or rendering a bundle.
 #[derive(Debug, thiserror::Error)]
@@ -9,7 +16,7 @@ pub enum AgentError {
     /// Neither `--install`, the environment nor `$HOME` says where the install is.
     #[error(
         "no install location: $HOME is not set; pass --install DIR (without it, the install is {})",
-        super::install::INSTALL_DEFAULT
+        INSTALL_DEFAULT
     )]
     NoInstallLocation,
     /// The install path holds no `config.toml` file.
@@ -18,7 +25,7 @@ pub enum AgentError {
          without it, the install is {})",
         root.display(),
         config.display(),
-        super::install::INSTALL_DEFAULT
+        INSTALL_DEFAULT
     )]
     NoInstall {
         /// The install root looked at.

@@ -29,11 +29,11 @@ pub(crate) fn config_flags(
         })?;
     let mut flags: Vec<RiskFlag> = if typed.agents.contains_key(root_agent) {
         zeroclaw_config::agent_bundle::plan_export(&typed, root_agent)
-            .map_err(super::plan::from_zeroclaw)?
+            .map_err(super::bridge::from_zeroclaw)?
             .risk_flags
             .iter()
             .filter(|f| f.kind != zeroclaw_config::agent_bundle::RiskKind::CarriedSkills)
-            .map(super::plan::flag_from)
+            .map(super::bridge::flag_from)
             .collect()
     } else {
         Vec::new()
@@ -162,7 +162,7 @@ pub fn shown_detail(detail: &str) -> String {
 fn credential_flag(word: &str) -> Option<&'static str> {
     let name = word.strip_prefix('-')?.trim_start_matches('-');
     (!name.is_empty())
-        .then(|| super::schema::credential_key_rule(name))
+        .then(|| crate::credential_keys::credential_key_rule(name))
         .flatten()
 }
 

@@ -503,6 +503,6 @@ fn risk_profile_default(field: &str) -> Vec<String> {
 fn plain(node: &Node) -> String {
     match node {
         Node::Str(s) => s.clone(),
-        other => super::compare::render(other),
+        other => super::value::inline_text(other),
     }
 }

@@ -20,11 +20,6 @@ use super::error::AgentError;
 use super::layout::CONFIG_FILE;
 use super::value::{Node, Table};
 
-/// Where the install is when `--install` is not given, in the one wording every `--help` that
-/// takes `--install` and every "no install" error use ([`install_root`] is the rule).
-pub const INSTALL_DEFAULT: &str =
-    "$ZEROCLAW_CONFIG_DIR, else the install $ZEROCLAW_DATA_DIR belongs to, else ~/.zeroclaw";
-
 /// Fails with [`AgentError::NoInstall`] when `root` has no `config.toml` (or a directory by
 /// that name). Any other kind of file (a FIFO, a device) is left to the config's reader, which
 /// refuses it by kind without waiting on it.
@@ -212,7 +207,7 @@ impl Install {
     }
 
     /// The schema version `config.toml` declares (1 when it has no `schema_version` key).
-    /// Versions older than [`super::SUPPORTED_SCHEMA_VERSION`] are migrated in memory.
+    /// Versions older than [`super::schema::SUPPORTED_SCHEMA_VERSION`] are migrated in memory.
     pub fn schema_version(&self) -> u32 {
         self.schema_version
     }

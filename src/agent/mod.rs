@@ -18,6 +18,7 @@
 //! let bundle = plan.render(&outcome, &Provenance::for_export(None, std::time::SystemTime::now()))?;
 //! ```
 
+mod bridge;
 mod bundle;
 mod compare;
 mod error;
@@ -41,12 +42,12 @@ mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
 pub use compare::{compare_bundles, mask_manifest_secrets, mask_secrets, SemanticChange};
-pub use error::AgentError;
+pub use error::{AgentError, INSTALL_DEFAULT};
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
 pub use grants::{bundle_grants, Grant, GrantKind};
 pub(crate) use install::CONFIG_CAP;
-pub use install::{install_root, require_install, Install, INSTALL_DEFAULT};
+pub use install::{install_root, require_install, Install};
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
     manifests_differ_only_in_export_time, rfc3339_utc, secret_story, Dropped, Manifest, Provenance,
@@ -56,7 +57,6 @@ pub use plan::{
     config_entries, fragment_drops, legacy_entry_travels, outside_closure, plan_export, ExportPlan,
     TreeSource,
 };
-pub(crate) use schema::credential_key_rule;
 pub use schema::SUPPORTED_SCHEMA_VERSION;
 #[cfg(test)]
 pub use {

@@ -21,10 +21,11 @@ use std::path::{Component, Path, PathBuf};
 
 use zeroclaw_config::agent_bundle as zc;
 
+use super::bridge::{dropped_from, flag_to, from_zeroclaw, table_from_zeroclaw, table_to_zeroclaw};
 use super::error::AgentError;
 use super::flags::provider_flags;
 use super::install::Install;
-use super::manifest::{DropReason, Dropped, RiskFlag, RiskKind};
+use super::manifest::Dropped;
 use super::schema;
 use super::value::{Node, Table};
 use crate::credentials::CredentialFinding;
@@ -172,8 +173,12 @@ impl ExportPlan {
     /// policy and server flags, then ours. Rendering removes the skill flags of bundles that
     /// carried nothing.
     #[cfg(test)]
-    pub fn risk_flags(&self) -> Vec<RiskFlag> {
-        self.zeroclaw.risk_flags.iter().map(flag_from).collect()
+    pub fn risk_flags(&self) -> Vec<super::manifest::RiskFlag> {
+        self.zeroclaw
+            .risk_flags
+            .iter()
+            .map(super::bridge::flag_from)
+            .collect()
     }
 }
 
@@ -224,8 +229,11 @@ pub fn fragment_drops(text: &str, root_agent: &str) -> Result<Vec<Dropped>, Agen
         .dropped
         .iter()
         .filter(|d| {
-            !d.path.starts_with(&format!("{}/", super::WORKSPACE_DIR))
-                && !d.path.starts_with(&format!("{}/", super::SKILLS_DIR))
+            !d.path
+                .starts_with(&format!("{}/", super::layout::WORKSPACE_DIR))
+                && !d
+                    .path
+                    .starts_with(&format!("{}/", super::layout::SKILLS_DIR))
                 && !is_content_drop(&d.path)
         })
         .map(dropped_from)
@@ -371,7 +379,7 @@ pub fn plan_export(install: &Install, alias: &str) -> Result<ExportPlan, AgentEr
         .collect::<Result<Vec<_>, AgentError>>()?;
     let default_anchored = matches!(&workspace, TreeSource::Anchored { components, .. }
         if components == &["agents", "default", "workspace"]);
-    let legacy_workspace = (install.schema_version() < super::SUPPORTED_SCHEMA_VERSION
+    let legacy_workspace = (install.schema_version() < super::schema::SUPPORTED_SCHEMA_VERSION
         && default_anchored)
         .then(|| TreeSource::Anchored {
             anchor: root.to_path_buf(),
@@ -449,108 +457,4 @@ fn credential_findings(closure: &Table) -> Vec<CredentialFinding> {
         }
     });
     found
-}
-
-/// ZeroClaw's planner errors, in this module's words (the field or alias named).
-pub(crate) fn from_zeroclaw(err: zc::ExportError) -> AgentError {
-    match err {
-        zc::ExportError::UnknownAgent(alias) => AgentError::UnknownAgent {
-            alias,
-            configured: Vec::new(),
-        },
-        zc::ExportError::Serialize(problem) => AgentError::InvalidField {
-            field: "config.toml".to_string(),
-            problem: format!("could not be serialized by ZeroClaw's schema: {problem}"),
-        },
-        zc::ExportError::UnscrubbedSecret { path } => AgentError::CiphertextSurvived { path },
-        zc::ExportError::ClosureInvalid { alias, error } => AgentError::ClosureInvalid {
-            alias,
-            problem: error.replace('\n', " "),
-        },
-    }
-}
-
-/// ZeroClaw's closure table as this module's ordered tree (through its TOML text, so key
-/// order and every value type survive exactly).
-pub(crate) fn table_from_zeroclaw(table: &toml::Table) -> Result<Table, AgentError> {
-    let text = toml::to_string(table).map_err(|e| AgentError::InvalidField {
-        field: "config.toml".to_string(),
-        problem: format!("could not be serialized: {e}"),
-    })?;
-    let doc: toml_edit::DocumentMut =
-        text.parse()
-            .map_err(|e: toml_edit::TomlError| AgentError::InvalidField {
-                field: "config.toml".to_string(),
-                problem: format!("does not re-parse: {}", e.message()),
-            })?;
-    Ok(Table::from_toml_edit(doc.as_table()))
-}
-
-/// This module's tree back as ZeroClaw's table, value for value.
-pub(crate) fn table_to_zeroclaw(table: &Table) -> toml::Table {
-    fn value(node: &Node) -> toml::Value {
-        match node {
-            Node::Str(s) => toml::Value::String(s.clone()),
-            Node::Int(i) => toml::Value::Integer(*i),
-            Node::Float(f) => toml::Value::Float(*f),
-            Node::Bool(b) => toml::Value::Boolean(*b),
-            Node::Datetime(d) => toml::Value::Datetime(*d),
-            Node::Array(items) => toml::Value::Array(items.iter().map(value).collect()),
-            Node::Table(t) => toml::Value::Table(table_to_zeroclaw(t)),
-        }
-    }
-    table
-        .iter()
-        .map(|(k, v)| (k.to_string(), value(v)))
-        .collect()
-}
-
-pub(crate) fn dropped_from(d: &zc::DroppedRef) -> Dropped {
-    Dropped::new(
-        d.path.clone(),
-        DropReason::from_wire(d.reason.as_wire()).unwrap_or(DropReason::NotYetPortable),
-        d.detail.clone(),
-    )
-}
-
-pub(crate) fn dropped_to(d: &Dropped) -> zc::DroppedRef {
-    zc::DroppedRef {
-        path: d.path.clone(),
-        reason: match d.reason {
-            DropReason::HostSpecific => zc::DropReason::HostSpecific,
-            DropReason::Relational => zc::DropReason::Relational,
-            DropReason::DefaultClosed => zc::DropReason::DefaultClosed,
-            DropReason::PrivateData => zc::DropReason::PrivateData,
-            DropReason::NotYetPortable => zc::DropReason::NotYetPortable,
-            DropReason::SourceMissing => zc::DropReason::SourceMissing,
-        },
-        detail: d.detail.clone(),
-    }
-}
-
-pub(crate) fn flag_from(f: &zc::RiskFlag) -> RiskFlag {
-    RiskFlag::new(
-        RiskKind::from_wire(f.kind.as_wire()).unwrap_or(RiskKind::ProcessSpawn),
-        f.path.clone(),
-        f.detail.clone(),
-    )
-}
-
-pub(crate) fn flag_to(f: &RiskFlag) -> zc::RiskFlag {
-    zc::RiskFlag {
-        kind: match f.kind {
-            RiskKind::CarriedSkills => zc::RiskKind::CarriedSkills,
-            RiskKind::FullAutonomy => zc::RiskKind::FullAutonomy,
-            RiskKind::FilesystemEscape => zc::RiskKind::FilesystemEscape,
-            RiskKind::SandboxDisabled => zc::RiskKind::SandboxDisabled,
-            RiskKind::ApprovalBypass => zc::RiskKind::ApprovalBypass,
-            RiskKind::EnvPassthrough => zc::RiskKind::EnvPassthrough,
-            RiskKind::ExtraFilesystemRoots => zc::RiskKind::ExtraFilesystemRoots,
-            RiskKind::DelegationEnabled => zc::RiskKind::DelegationEnabled,
-            RiskKind::ProcessSpawn => zc::RiskKind::ProcessSpawn,
-            RiskKind::UntrustedStartupContext => zc::RiskKind::UntrustedStartupContext,
-        },
-        path: f.path.clone(),
-        detail: f.detail.clone(),
-    }
 }

@@ -15,14 +15,14 @@
 
 use zeroclaw_config::schema::Config;
 
+use super::bridge::table_to_zeroclaw;
 use super::install::Install;
-use super::plan::table_to_zeroclaw;
 use super::value::join_path;
 
 /// The dotted paths of keys in the install's entries that the closure lacks because ZeroClaw's
 /// schema does not know them, sorted.
 pub(crate) fn unknown_keys(install: &Install, closure: &toml::Table) -> Vec<String> {
-    if install.schema_version() != super::SUPPORTED_SCHEMA_VERSION {
+    if install.schema_version() != super::schema::SUPPORTED_SCHEMA_VERSION {
         return Vec::new();
     }
     let raw = table_to_zeroclaw(&install.config);
@@ -81,7 +81,7 @@ impl Place {
         let mut config = toml::Table::new();
         config.insert(
             "schema_version".into(),
-            toml::Value::Integer(i64::from(super::SUPPORTED_SCHEMA_VERSION)),
+            toml::Value::Integer(i64::from(super::schema::SUPPORTED_SCHEMA_VERSION)),
         );
         match self {
             Place::Table(path) => {

@@ -154,6 +154,29 @@ fn node_from_value(value: &Value) -> Node {
     }
 }
 
+/// A value as one line of TOML-like text: `"s"`, `[1, 2]`, `{k = v}`.
+pub(crate) fn inline_text(node: &Node) -> String {
+    match node {
+        // Raw: the printer escapes what reaches a terminal, JSON escapes for itself.
+        Node::Str(s) => format!("\"{s}\""),
+        Node::Int(i) => i.to_string(),
+        Node::Float(f) => f.to_string(),
+        Node::Bool(b) => b.to_string(),
+        Node::Datetime(d) => d.to_string(),
+        Node::Array(items) => format!(
+            "[{}]",
+            items.iter().map(inline_text).collect::<Vec<_>>().join(", ")
+        ),
+        Node::Table(t) => format!(
+            "{{{}}}",
+            t.iter()
+                .map(|(k, v)| format!("{k} = {}", inline_text(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// Dotted path helper: `join_path("a.b", "c") == "a.b.c"`, and `join_path("", "c") == "c"`.
 pub(crate) fn join_path(prefix: &str, key: &str) -> String {
     if prefix.is_empty() {
