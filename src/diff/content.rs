@@ -10,8 +10,8 @@ use crate::agent::{mask_manifest_secrets, mask_secrets};
 use crate::diff::side::Side;
 use crate::diff::{Change, EntryInfo, Status};
 
-/// Files larger than this (on either side) are named, not printed.
-pub const CONTENT_CAP: u64 = 256 * 1024;
+/// The side's cap on what it holds, which is what `-p` shows (the command layer reads it here).
+pub use crate::diff::side::CONTENT_CAP;
 
 /// What `-p` shows for one file.
 #[derive(Debug, PartialEq, Eq)]

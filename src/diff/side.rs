@@ -23,7 +23,6 @@ use crate::capture::{
     keep_everything, root, Capture, CaptureError, CaptureStats, KeepBytes, MemoryObjects,
     RootError, Sink,
 };
-use crate::diff::content::CONTENT_CAP;
 use crate::diff::{MemorySide, Root, SourceSide, TreeSide};
 use crate::progress::Progress;
 use crate::remote::RemoteError;
@@ -31,6 +30,9 @@ use crate::source::{self, classify, Held, OpenError, Opened, ReferenceError, Tak
 
 /// Bundle files above this are not read for the semantic section.
 pub const BUNDLE_FILE_CAP: u64 = 4 << 20;
+
+/// Files larger than this (on either side) are not held for `-p`: they are named, not printed.
+pub const CONTENT_CAP: u64 = 256 * 1024;
 
 /// Why a side could not be resolved.
 #[derive(Debug, thiserror::Error)]
