@@ -24,7 +24,7 @@ use std::path::{Component, Path, PathBuf};
 
 use zeroclaw_bundle_store::{ObjectId, Store};
 
-use super::ImportError;
+use super::error::ImportError;
 use crate::progress::Silent;
 use crate::publish;
 

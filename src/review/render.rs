@@ -10,7 +10,7 @@ use zeroclaw_bundle_store::escape_text;
 
 use crate::words::{count, human_bytes};
 
-use super::{BaselineKind, Review};
+use super::report::{BaselineKind, Review};
 
 /// Writes the review screen of `review` to `out`.
 pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
