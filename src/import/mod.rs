@@ -257,8 +257,88 @@ pub fn plan(
     req: &ImportRequest<'_>,
     progress: &dyn Progress,
 ) -> Result<ImportPlan, ImportError> {
-    let root = std::path::absolute(req.install).unwrap_or_else(|_| req.install.to_path_buf());
-    let config_path = root.join(CONFIG_FILE);
+    let expect = check_arguments(req)?;
+    let target = read_target(req.install)?;
+    let bundle = read_bundle(store, req, expect.as_deref(), progress)?;
+    if let Some(done) = earlier_import(store, &target.root, &target.install, &bundle, req.agent_as)?
+    {
+        return Ok(up_to_date_plan(req, target, &bundle, done));
+    }
+    check_fragment(req, &bundle)?;
+    let merged = merge_fragment(store, req, &target, &bundle)?;
+    // After the merge, so a reference that names nothing is reported as itself first.
+    check_closure(&bundle)?;
+    let alias = merged
+        .local(Kind::Agent, &bundle.manifest.root_agent)
+        .expect("the merge decided the root agent")
+        .local
+        .clone();
+    let new_config = with_line_endings_of(&target.old_config, merged.text.clone());
+    let after = check_merged(
+        &target.install,
+        &target.root,
+        &target.config_path,
+        &new_config,
+    )?;
+    let (places, without_content) = places(&target, &after, &bundle, &merged, &alias)?;
+    check_overlaps(&target, &places)?;
+    let trees = tree_plans(store, req, places)?;
+    let secrets = secret_plans(&bundle, &merged);
+    let grants = local_grants(&bundle, &merged)?;
+    let Target {
+        root,
+        config_path,
+        config_target,
+        old_config,
+        install: _,
+    } = target;
+    Ok(ImportPlan {
+        source: match bundle.kind {
+            SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
+                .unwrap_or_else(|_| req.source.into())
+                .to_string_lossy()
+                .into_owned(),
+            _ => req.source.to_string_lossy().into_owned(),
+        },
+        source_kind: bundle.kind.clone(),
+        snapshot: bundle.snapshot,
+        content_id: bundle.content_id(),
+        bundle_alias: bundle.manifest.root_agent.clone(),
+        alias,
+        backup: backup_path(&config_path),
+        install: root,
+        config_path,
+        config_target,
+        decisions: merged.decisions,
+        notes: merged.notes.into_iter().chain(without_content).collect(),
+        old_config,
+        new_config,
+        trees,
+        secrets,
+        grants,
+        dropped: bundle.manifest.dropped.clone(),
+        encrypt: after.typed.secrets.encrypt,
+        up_to_date: None,
+    })
+}
+
+/// The install an import plans against, as read before the source is.
+struct Target {
+    /// The install root, absolute.
+    root: PathBuf,
+    /// Its `config.toml`.
+    config_path: PathBuf,
+    /// The file written: `config_path`, or the file its symlink resolves to.
+    config_target: PathBuf,
+    /// `config.toml` as read.
+    old_config: String,
+    /// The install it loads as.
+    install: Install,
+}
+
+/// Checks the arguments that need nothing read: `--as` is a plain name, `--expect` a content
+/// id (returned).
+fn check_arguments(req: &ImportRequest<'_>) -> Result<Option<String>, ImportError> {
     if let Some(name) = req.agent_as {
         if !zeroclaw_config::agent_bundle::is_safe_path_component(name) || name.contains('.') {
             return Err(ImportError::BadArgument {
@@ -268,7 +348,14 @@ pub fn plan(
             });
         }
     }
-    let expect = req.expect.map(source::check_expect).transpose()?;
+    req.expect.map(source::check_expect).transpose()
+}
+
+/// Reads and loads the install's `config.toml` (through its symlink), which must be at the
+/// schema version this build writes.
+fn read_target(install: &Path) -> Result<Target, ImportError> {
+    let root = std::path::absolute(install).unwrap_or_else(|_| install.to_path_buf());
+    let config_path = root.join(CONFIG_FILE);
     let config_target = config_target(&config_path)?;
     // A regular file only, capped: a FIFO or a device in its place is refused, not waited on.
     let old_config =
@@ -290,43 +377,81 @@ pub fn plan(
             supported,
         });
     }
+    Ok(Target {
+        root,
+        config_path,
+        config_target,
+        old_config,
+        install,
+    })
+}
 
+/// Captures the source into the store, reads the bundle from that snapshot, and checks it is
+/// the content `--expect` names.
+fn read_bundle(
+    store: &Store,
+    req: &ImportRequest<'_>,
+    expect: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<source::StoredBundle, ImportError> {
     let (snapshot, kind) = source::capture(store, req.source, req.require, progress)?;
     let bundle = source::read(store, snapshot, kind)?;
-    if let Some(expect) = &expect {
+    if let Some(expect) = expect {
         if !source::matches_expect(&bundle, expect)? {
             return Err(ImportError::NotExpected {
                 arg: req.source.to_string_lossy().into_owned(),
-                expected: expect.clone(),
+                expected: expect.to_string(),
                 actual: bundle.content_id(),
             });
         }
     }
+    Ok(bundle)
+}
 
-    if let Some(done) = earlier_import(store, &root, &install, &bundle, req.agent_as)? {
-        return Ok(ImportPlan {
-            source: req.source.to_string_lossy().into_owned(),
-            source_kind: bundle.kind.clone(),
-            snapshot: bundle.snapshot,
-            content_id: bundle.content_id(),
-            bundle_alias: bundle.manifest.root_agent.clone(),
-            alias: done.alias.clone(),
-            backup: backup_path(&config_path),
-            install: root,
-            config_path,
-            config_target,
-            decisions: Vec::new(),
-            notes: Vec::new(),
-            new_config: old_config.clone(),
-            old_config,
-            trees: Vec::new(),
-            secrets: Vec::new(),
-            grants: Vec::new(),
-            dropped: Vec::new(),
-            encrypt: install.typed.secrets.encrypt,
-            up_to_date: Some(done),
-        });
+/// The plan of an import this install already holds (`done`): it changes nothing.
+fn up_to_date_plan(
+    req: &ImportRequest<'_>,
+    target: Target,
+    bundle: &source::StoredBundle,
+    done: UpToDate,
+) -> ImportPlan {
+    let Target {
+        root,
+        config_path,
+        config_target,
+        old_config,
+        install,
+    } = target;
+    ImportPlan {
+        source: req.source.to_string_lossy().into_owned(),
+        source_kind: bundle.kind.clone(),
+        snapshot: bundle.snapshot,
+        content_id: bundle.content_id(),
+        bundle_alias: bundle.manifest.root_agent.clone(),
+        alias: done.alias.clone(),
+        backup: backup_path(&config_path),
+        install: root,
+        config_path,
+        config_target,
+        decisions: Vec::new(),
+        notes: Vec::new(),
+        new_config: old_config.clone(),
+        old_config,
+        trees: Vec::new(),
+        secrets: Vec::new(),
+        grants: Vec::new(),
+        dropped: Vec::new(),
+        encrypt: install.typed.secrets.encrypt,
+        up_to_date: Some(done),
     }
+}
+
+/// Refuses a fragment this import must not take: a root agent whose alias is not a plain name
+/// (without `--as`), or config ZeroClaw's exporter never carries.
+fn check_fragment(
+    req: &ImportRequest<'_>,
+    bundle: &source::StoredBundle,
+) -> Result<(), ImportError> {
     if req.agent_as.is_none() {
         let name = &bundle.manifest.root_agent;
         if !zeroclaw_config::agent_bundle::is_safe_path_component(name) || name.contains('.') {
@@ -361,21 +486,36 @@ pub fn plan(
             ),
         });
     }
-    let skill_tree = |alias: &str| {
-        bundle
-            .skills
-            .iter()
-            .find(|(a, _)| a == alias)
-            .map(|(_, t)| *t)
-    };
+    Ok(())
+}
+
+/// The tree the bundle carries for skill bundle `alias`, when it carries one.
+fn skill_tree(bundle: &source::StoredBundle, alias: &str) -> Option<source::Tree> {
+    bundle
+        .skills
+        .iter()
+        .find(|(a, _)| a == alias)
+        .map(|(_, t)| *t)
+}
+
+/// Merges the bundle's fragment into the install's config text (`merge`), telling it where a
+/// local skill bundle's content differs from the bundle's.
+fn merge_fragment(
+    store: &Store,
+    req: &ImportRequest<'_>,
+    target: &Target,
+    bundle: &source::StoredBundle,
+) -> Result<merge::Merged, ImportError> {
     let skill_content_differs =
         |bundle_alias: &str, local: &str| -> Result<Option<String>, ImportError> {
-            let Some(tree) = skill_tree(bundle_alias) else {
+            let Some(tree) = skill_tree(bundle, bundle_alias) else {
                 return Ok(None);
             };
-            let Ok(dir) =
-                zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &root, local)
-            else {
+            let Ok(dir) = zeroclaw_config::skill_bundles::resolve_directory(
+                &target.install.typed,
+                &target.root,
+                local,
+            ) else {
                 return Ok(Some("its directory (it does not resolve)".to_string()));
             };
             if !dir.is_dir() {
@@ -394,17 +534,20 @@ pub fn plan(
                     .unwrap_or_else(|| dir.display().to_string()),
             ))
         };
-    let merged = merge::merge(&merge::MergeInput {
-        install: &old_config,
+    merge::merge(&merge::MergeInput {
+        install: &target.old_config,
         fragment: &bundle.fragment,
         root_agent: &bundle.manifest.root_agent,
         required_secrets: &bundle.manifest.required_secrets,
         agent_as: req.agent_as,
         maps: req.maps,
         skill_content_differs: &skill_content_differs,
-        config_path: &config_path,
-    })?;
-    // After the merge, so a reference that names nothing is reported as itself first.
+        config_path: &target.config_path,
+    })
+}
+
+/// Refuses a fragment with entries outside the closure of its root agent.
+fn check_closure(bundle: &source::StoredBundle) -> Result<(), ImportError> {
     let outside = crate::agent::outside_closure(&bundle.fragment, &bundle.manifest.root_agent)
         .map_err(|source| ImportError::Bundle {
             file: CONFIG_FILE,
@@ -424,25 +567,29 @@ pub fn plan(
             ),
         });
     }
-    let alias = merged
-        .local(Kind::Agent, &bundle.manifest.root_agent)
-        .expect("the merge decided the root agent")
-        .local
-        .clone();
-    let new_config = with_line_endings_of(&old_config, merged.text.clone());
-    let after = check_merged(&install, &root, &config_path, &new_config)?;
+    Ok(())
+}
 
-    // Where each tree goes: inside the install's place for it (`dest`), ...
-    let homes = dest::Homes::of(&root)?;
+/// Where each tree goes, inside the install's place for it (`dest`): the agent's workspace,
+/// then each skill bundle the import adds. A skill bundle the bundle carries no content for
+/// gets a note (returned) instead of a place.
+fn places(
+    target: &Target,
+    after: &Install,
+    bundle: &source::StoredBundle,
+    merged: &merge::Merged,
+    alias: &str,
+) -> Result<(Vec<Place>, Vec<String>), ImportError> {
+    let homes = dest::Homes::of(&target.root)?;
     let mut places: Vec<Place> = Vec::new();
     if let Some(ws) = bundle.workspace {
         let what = format!("the workspace of agent {alias}");
-        let dest = after.typed.agent_workspace_dir(&alias);
+        let dest = after.typed.agent_workspace_dir(alias);
         let field = format!("agents.{}.workspace.path", bundle.manifest.root_agent);
         let raw = after
             .typed
             .agents
-            .get(&alias)
+            .get(alias)
             .and_then(|a| a.workspace.path.as_ref())
             .map(|p| p.to_string_lossy().into_owned());
         let configured = raw.as_deref().map(|raw| (field.as_str(), raw));
@@ -460,11 +607,12 @@ pub fn plan(
             continue;
         }
         let what = format!("skill bundle {}", d.local);
-        let dest = zeroclaw_config::skill_bundles::resolve_directory(&after.typed, &root, &d.local)
-            .map_err(|e| ImportError::Invalid {
-                path: config_path.clone(),
-                problem: e.to_string(),
-            })?;
+        let dest =
+            zeroclaw_config::skill_bundles::resolve_directory(&after.typed, &target.root, &d.local)
+                .map_err(|e| ImportError::Invalid {
+                    path: target.config_path.clone(),
+                    problem: e.to_string(),
+                })?;
         // Confined whether or not content comes with it: the entry names where skills go.
         let field = format!("skill_bundles.{}.directory", d.bundle);
         let raw = after
@@ -474,7 +622,7 @@ pub fn plan(
             .and_then(|b| b.directory.clone());
         let configured = raw.as_deref().map(|raw| (field.as_str(), raw));
         homes.confine_skill(&dest, &what, configured)?;
-        let Some(tree) = skill_tree(&d.bundle) else {
+        let Some(tree) = skill_tree(bundle, &d.bundle) else {
             // The entry arrives alone (its source had no content, or ZeroClaw's exporter left
             // it behind, as for an alias that is a Windows device name): say so and where the
             // skills belong.
@@ -502,13 +650,18 @@ pub fn plan(
             tree: tree.id,
         });
     }
-    // ... of its own: never into (or around) the directory of a skill bundle or the
-    // workspace of an agent the install already has (a `directory` inside another bundle's
-    // would add skills to every agent using that bundle), nor another tree, ...
+    Ok((places, without_content))
+}
+
+/// Refuses a place that is not the tree's own: one in (or around) the directory of a skill
+/// bundle or the workspace of an agent the install already has (a `directory` inside another
+/// bundle's would add skills to every agent using that bundle), or another tree's.
+fn check_overlaps(target: &Target, places: &[Place]) -> Result<(), ImportError> {
+    let install = &target.install;
     let mut taken: Vec<(String, PathBuf)> = Vec::new();
     for name in install.typed.skill_bundles.keys() {
         if let Ok(dir) =
-            zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &root, name)
+            zeroclaw_config::skill_bundles::resolve_directory(&install.typed, &target.root, name)
         {
             taken.push((format!("skill bundle {name}"), dir));
         }
@@ -531,15 +684,27 @@ pub fn plan(
             }
         }
     }
-    // ... and replacing only what the operator allowed.
+    Ok(())
+}
+
+/// The trees published, each replacing only what the operator allowed (`--force`,
+/// `--replace`).
+fn tree_plans(
+    store: &Store,
+    req: &ImportRequest<'_>,
+    places: Vec<Place>,
+) -> Result<Vec<TreePlan>, ImportError> {
     let dests: Vec<&Path> = places.iter().map(|p| p.dest.as_path()).collect();
     let replace = dest::Replace::new(req.force, req.replace, &dests)?;
-    let trees = places
+    places
         .into_iter()
         .map(|p| tree_plan(store, p, &replace))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect()
+}
 
-    let secrets = bundle
+/// The credentials to fill: those of entries this import adds, in local names.
+fn secret_plans(bundle: &source::StoredBundle, merged: &merge::Merged) -> Vec<SecretPlan> {
+    bundle
         .manifest
         .required_secrets
         .iter()
@@ -555,52 +720,32 @@ pub fn plan(
                 _ => None,
             }
         })
-        .collect();
-    // The same grants a review lists (one computation), in local names; those of entries that
-    // do not land (mapped to a local entry, or left out) are not this import's to grant.
-    let grants = crate::agent::bundle_grants(&bundle.manifest, &bundle.fragment)
-        .map_err(|source| ImportError::Bundle {
-            file: CONFIG_FILE,
-            source,
-        })?
-        .into_iter()
-        .filter(|g| !g.stale)
-        .filter_map(|g| {
-            let (path, owner) = merged.localize(&g.path);
-            match owner.map(|d| d.action) {
-                Some(Action::Map | Action::LeftOut) => None,
-                _ => Some(Grant { path, ..g }),
-            }
-        })
-        .collect();
-    Ok(ImportPlan {
-        source: match bundle.kind {
-            SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
-                .unwrap_or_else(|_| req.source.into())
-                .to_string_lossy()
-                .into_owned(),
-            _ => req.source.to_string_lossy().into_owned(),
-        },
-        source_kind: bundle.kind.clone(),
-        snapshot: bundle.snapshot,
-        content_id: bundle.content_id(),
-        bundle_alias: bundle.manifest.root_agent.clone(),
-        alias,
-        backup: backup_path(&config_path),
-        install: root,
-        config_path,
-        config_target,
-        decisions: merged.decisions,
-        notes: merged.notes.into_iter().chain(without_content).collect(),
-        old_config,
-        new_config,
-        trees,
-        secrets,
-        grants,
-        dropped: bundle.manifest.dropped.clone(),
-        encrypt: after.typed.secrets.encrypt,
-        up_to_date: None,
-    })
+        .collect()
+}
+
+/// The same grants a review lists (one computation), in local names; those of entries that
+/// do not land (mapped to a local entry, or left out) are not this import's to grant.
+fn local_grants(
+    bundle: &source::StoredBundle,
+    merged: &merge::Merged,
+) -> Result<Vec<Grant>, ImportError> {
+    Ok(
+        crate::agent::bundle_grants(&bundle.manifest, &bundle.fragment)
+            .map_err(|source| ImportError::Bundle {
+                file: CONFIG_FILE,
+                source,
+            })?
+            .into_iter()
+            .filter(|g| !g.stale)
+            .filter_map(|g| {
+                let (path, owner) = merged.localize(&g.path);
+                match owner.map(|d| d.action) {
+                    Some(Action::Map | Action::LeftOut) => None,
+                    _ => Some(Grant { path, ..g }),
+                }
+            })
+            .collect(),
+    )
 }
 
 /// The earlier import of exactly this content whose agent the install still configures (under
