@@ -813,6 +813,37 @@ impl Merged {
 
 /// Merges the fragment into the install's text (see the module doc).
 pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
+    let (fragment, mut doc) = parse_texts(input)?;
+    let sides = read_sides(&fragment, &doc)?;
+    check_incoming(input, &sides)?;
+    let mut decisions = first_guess(input, &sides)?;
+    settle(input, &sides, &mut decisions)?;
+    leave_out_unreached(&mut decisions, &sides.incoming, input.root_agent);
+    let notes = write_entries(&mut doc, &sides, &decisions)?;
+    Ok(Merged {
+        text: doc.to_string(),
+        decisions,
+        notes,
+    })
+}
+
+/// The two sides of a merge, read: the fragment's entries and what the install already names.
+struct Sides {
+    /// The fragment's entries, in its own order.
+    incoming: Vec<Entry>,
+    /// The MCP servers the fragment's MCP bundles exclude.
+    excluded: BTreeSet<String>,
+    /// The aliases the install defines, by kind.
+    taken: BTreeMap<Kind, BTreeSet<String>>,
+    /// The install's entries.
+    local_items: BTreeMap<(Kind, String), Item>,
+    /// Names a local entry references and the install does not define.
+    dangling: BTreeSet<(Kind, String)>,
+}
+
+/// Parses the fragment and the install's text (the fragment first, so a broken bundle is
+/// named before a broken install).
+fn parse_texts(input: &MergeInput<'_>) -> Result<(DocumentMut, DocumentMut), ImportError> {
     let fragment: DocumentMut =
         input
             .fragment
@@ -821,7 +852,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 path: "config.toml".into(),
                 problem: format!("is not TOML: {}", e.message().trim()),
             })?;
-    let mut doc: DocumentMut =
+    let doc: DocumentMut =
         input
             .install
             .parse()
@@ -829,9 +860,14 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 path: input.config_path.to_path_buf(),
                 problem: format!("it is not TOML: {}", e.message().trim()),
             })?;
-    let incoming = collect(&fragment, true)?;
+    Ok((fragment, doc))
+}
+
+/// Collects the entries of both sides and what the install's own entries name.
+fn read_sides(fragment: &DocumentMut, doc: &DocumentMut) -> Result<Sides, ImportError> {
+    let incoming = collect(fragment, true)?;
     let excluded = excluded_servers(&incoming);
-    let local = collect(&doc, false)?;
+    let local = collect(doc, false)?;
     let mut taken: BTreeMap<Kind, BTreeSet<String>> = BTreeMap::new();
     let mut local_items: BTreeMap<(Kind, String), Item> = BTreeMap::new();
     for e in &local {
@@ -850,6 +886,19 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             }
         }
     }
+    Ok(Sides {
+        incoming,
+        excluded,
+        taken,
+        local_items,
+        dangling,
+    })
+}
+
+/// Refuses a fragment that does not hold exactly its root agent or holds an entry twice, and
+/// a `--map` that names an entry either side lacks.
+fn check_incoming(input: &MergeInput<'_>, sides: &Sides) -> Result<(), ImportError> {
+    let incoming = &sides.incoming;
     let agents: Vec<&Entry> = incoming.iter().filter(|e| e.kind == Kind::Agent).collect();
     if agents.len() != 1 || agents[0].alias != input.root_agent {
         return Err(ImportError::Fragment {
@@ -866,7 +915,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
         });
     }
     let mut seen = BTreeSet::new();
-    for e in &incoming {
+    for e in incoming {
         if !seen.insert((e.kind, e.alias.clone())) {
             return Err(ImportError::Fragment {
                 path: e.kind.path_of(&e.alias),
@@ -886,7 +935,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 ),
             });
         }
-        if !taken.get(&m.kind).is_some_and(|t| t.contains(&m.new)) {
+        if !sides.taken.get(&m.kind).is_some_and(|t| t.contains(&m.new)) {
             return Err(ImportError::BadArgument {
                 arg: format!("--map {}", m.arg),
                 problem: format!(
@@ -897,18 +946,20 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             });
         }
     }
+    Ok(())
+}
 
-    // First guess: every colliding entry is reused; the loop below namespaces the ones that
-    // turn out different (which can make others different: a reference changed), until
-    // nothing changes. Only ever reuse -> namespace, so it ends.
+/// The first guess, kind by kind: a mapped entry is mapped, the agent added (or namespaced),
+/// every other colliding entry reused, one a local entry dangles to namespaced.
+fn first_guess(input: &MergeInput<'_>, sides: &Sides) -> Result<Vec<Decision>, ImportError> {
     let mut decisions: Vec<Decision> = Vec::new();
     for kind in KINDS {
-        for e in incoming.iter().filter(|e| e.kind == kind) {
+        for e in sides.incoming.iter().filter(|e| e.kind == kind) {
             let map = input
                 .maps
                 .iter()
                 .find(|m| m.kind == kind && m.old == e.alias);
-            let exists = |alias: &str| taken.get(&kind).is_some_and(|t| t.contains(alias));
+            let exists = |alias: &str| sides.taken.get(&kind).is_some_and(|t| t.contains(alias));
             let (local, action) = if let Some(m) = map {
                 (m.new.clone(), Action::Map)
             } else if kind == Kind::Agent {
@@ -925,7 +976,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
                 }
             } else if exists(&e.alias) {
                 (e.alias.clone(), Action::Reuse)
-            } else if dangling.contains(&(kind, e.alias.clone())) {
+            } else if sides.dangling.contains(&(kind, e.alias.clone())) {
                 (String::new(), Action::Namespace)
             } else {
                 (e.alias.clone(), Action::Add)
@@ -946,86 +997,27 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             });
         }
     }
-    let item_of = |kind: Kind, alias: &str| -> &Item {
-        &incoming
-            .iter()
-            .find(|e| e.kind == kind && e.alias == alias)
-            .expect("a decision is about an incoming entry")
-            .item
-    };
-    let blank_of = |kind: Kind, alias: &str| -> Vec<String> {
-        let prefix = format!("{}.", kind.path_of(alias));
-        input
-            .required_secrets
-            .iter()
-            .filter_map(|p| p.strip_prefix(&prefix).map(str::to_string))
-            .collect()
-    };
-    // The incoming entry of decision `d` with its references in local names.
-    let rewritten =
-        |d: &Decision, names: &BTreeMap<(Kind, String), String>| -> Result<Item, ImportError> {
-            let mut item = item_of(d.kind, &d.bundle).clone();
-            rewrite_refs(
-                d.kind,
-                &d.kind.path_of(&d.bundle),
-                &mut item,
-                names,
-                &excluded,
-            )?;
-            Ok(item)
-        };
+    Ok(decisions)
+}
+
+/// From the first guess (every colliding entry reused), namespaces the reused entries that turn
+/// out different (which can make others different: a reference changed), until nothing
+/// changes. Only ever reuse -> namespace, so it ends.
+fn settle(
+    input: &MergeInput<'_>,
+    sides: &Sides,
+    decisions: &mut [Decision],
+) -> Result<(), ImportError> {
     loop {
-        // Names for namespaced entries that have none yet.
-        for i in 0..decisions.len() {
-            if decisions[i].action == Action::Namespace && decisions[i].local.is_empty() {
-                let kind = decisions[i].kind;
-                let used: BTreeSet<String> = decisions
-                    .iter()
-                    .filter(|d| {
-                        d.kind == kind && matches!(d.action, Action::Add | Action::Namespace)
-                    })
-                    .map(|d| d.local.clone())
-                    .chain(taken.get(&kind).into_iter().flatten().cloned())
-                    .chain(
-                        dangling
-                            .iter()
-                            .filter(|(k, _)| *k == kind)
-                            .map(|(_, n)| n.clone()),
-                    )
-                    .collect();
-                decisions[i].local = fresh(&decisions[i].bundle, &used);
-            }
-        }
-        let names: BTreeMap<(Kind, String), String> = decisions
-            .iter()
-            .map(|d| ((d.kind, d.bundle.clone()), d.local.clone()))
-            .collect();
+        name_namespaced(sides, decisions);
+        let names = local_names(decisions);
         let mut changed = false;
         for slot in decisions.iter_mut() {
             if slot.action != Action::Reuse {
                 continue;
             }
             let d = slot.clone();
-            let item = rewritten(&d, &names)?;
-            let blank = blank_of(d.kind, &d.bundle);
-            let theirs = typed(d.kind, &d.local, &item, &blank);
-            let mine = local_items
-                .get(&(d.kind, d.local.clone()))
-                .map(|local| typed(d.kind, &d.local, local, &blank));
-            let config_differs = match (theirs, mine) {
-                (Ok(a), Some(Ok(b))) => first_difference(&a, &b, &d.kind.path_of(&d.local)),
-                (Err(e), _) | (_, Some(Err(e))) => Some(format!("(not comparable: {e})")),
-                (_, None) => Some("(no local entry to compare)".to_string()),
-            };
-            let differs = match config_differs {
-                Some(key) => Some(format!("the local entry differs at {key}")),
-                None if d.kind == Kind::SkillBundle => {
-                    (input.skill_content_differs)(&d.bundle, &d.local)?
-                        .map(|file| format!("the local skill content differs at {file}"))
-                }
-                None => None,
-            };
-            if let Some(why) = differs {
+            if let Some(why) = reuse_differs(input, sides, &d, &names)? {
                 slot.action = Action::Namespace;
                 slot.local = String::new();
                 slot.why = Some(why);
@@ -1033,18 +1025,114 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             }
         }
         if !changed {
-            break;
+            return Ok(());
         }
     }
+}
 
-    leave_out_unreached(&mut decisions, &incoming, input.root_agent);
-    let names: BTreeMap<(Kind, String), String> = decisions
+/// Names for namespaced entries that have none yet.
+fn name_namespaced(sides: &Sides, decisions: &mut [Decision]) {
+    for i in 0..decisions.len() {
+        if decisions[i].action == Action::Namespace && decisions[i].local.is_empty() {
+            let kind = decisions[i].kind;
+            let used: BTreeSet<String> = decisions
+                .iter()
+                .filter(|d| d.kind == kind && matches!(d.action, Action::Add | Action::Namespace))
+                .map(|d| d.local.clone())
+                .chain(sides.taken.get(&kind).into_iter().flatten().cloned())
+                .chain(
+                    sides
+                        .dangling
+                        .iter()
+                        .filter(|(k, _)| *k == kind)
+                        .map(|(_, n)| n.clone()),
+                )
+                .collect();
+            decisions[i].local = fresh(&decisions[i].bundle, &used);
+        }
+    }
+}
+
+/// Each decided entry's local name, by (kind, bundle alias).
+fn local_names(decisions: &[Decision]) -> BTreeMap<(Kind, String), String> {
+    decisions
         .iter()
         .map(|d| ((d.kind, d.bundle.clone()), d.local.clone()))
-        .collect();
+        .collect()
+}
+
+/// Why the reused entry of decision `d` is not the local entry of its name: where its config
+/// (references in local `names`, secrets blanked) first differs, or, for a skill bundle, its
+/// content; `None` when it is the same.
+fn reuse_differs(
+    input: &MergeInput<'_>,
+    sides: &Sides,
+    d: &Decision,
+    names: &BTreeMap<(Kind, String), String>,
+) -> Result<Option<String>, ImportError> {
+    let item = rewritten(sides, d, names)?;
+    let blank = blank_of(input, d.kind, &d.bundle);
+    let theirs = typed(d.kind, &d.local, &item, &blank);
+    let mine = sides
+        .local_items
+        .get(&(d.kind, d.local.clone()))
+        .map(|local| typed(d.kind, &d.local, local, &blank));
+    let config_differs = match (theirs, mine) {
+        (Ok(a), Some(Ok(b))) => first_difference(&a, &b, &d.kind.path_of(&d.local)),
+        (Err(e), _) | (_, Some(Err(e))) => Some(format!("(not comparable: {e})")),
+        (_, None) => Some("(no local entry to compare)".to_string()),
+    };
+    Ok(match config_differs {
+        Some(key) => Some(format!("the local entry differs at {key}")),
+        None if d.kind == Kind::SkillBundle => (input.skill_content_differs)(&d.bundle, &d.local)?
+            .map(|file| format!("the local skill content differs at {file}")),
+        None => None,
+    })
+}
+
+/// The incoming entry of decision `d` with its references in local names.
+fn rewritten(
+    sides: &Sides,
+    d: &Decision,
+    names: &BTreeMap<(Kind, String), String>,
+) -> Result<Item, ImportError> {
+    let mut item = sides
+        .incoming
+        .iter()
+        .find(|e| e.kind == d.kind && e.alias == d.bundle)
+        .expect("a decision is about an incoming entry")
+        .item
+        .clone();
+    rewrite_refs(
+        d.kind,
+        &d.kind.path_of(&d.bundle),
+        &mut item,
+        names,
+        &sides.excluded,
+    )?;
+    Ok(item)
+}
+
+/// The keys below entry (`kind`, `alias`) that the bundle's `required_secrets` lists.
+fn blank_of(input: &MergeInput<'_>, kind: Kind, alias: &str) -> Vec<String> {
+    let prefix = format!("{}.", kind.path_of(alias));
+    input
+        .required_secrets
+        .iter()
+        .filter_map(|p| p.strip_prefix(&prefix).map(str::to_string))
+        .collect()
+}
+
+/// Writes each added or namespaced entry into `doc` under its local name, in the fragment's
+/// own order (ZeroClaw's renderer's, so the new tables read like it); returns the notes.
+fn write_entries(
+    doc: &mut DocumentMut,
+    sides: &Sides,
+    decisions: &[Decision],
+) -> Result<Vec<String>, ImportError> {
+    let names = local_names(decisions);
     let mut notes = Vec::new();
-    // In the fragment's own order (ZeroClaw's renderer's), so the new tables read like it.
-    for e in &incoming {
+    for e in &sides.incoming {
         let d = decisions
             .iter()
             .find(|d| d.kind == e.kind && d.bundle == e.alias)
@@ -1052,7 +1140,7 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
         if !matches!(d.action, Action::Add | Action::Namespace) {
             continue;
         }
-        let mut item = rewritten(d, &names)?;
+        let mut item = rewritten(sides, d, &names)?;
         if d.kind == Kind::SkillBundle && d.action == Action::Namespace {
             let had = item
                 .as_table_like_mut()
@@ -1067,13 +1155,9 @@ pub fn merge(input: &MergeInput<'_>) -> Result<Merged, ImportError> {
             }
         }
         reset_layout(&mut item);
-        insert(&mut doc, d.kind, &d.local, item)?;
+        insert(doc, d.kind, &d.local, item)?;
     }
-    Ok(Merged {
-        text: doc.to_string(),
-        decisions,
-        notes,
-    })
+    Ok(notes)
 }
 
 /// The hard references of entry `item` of `kind`: (target kind, alias), trimmed, non-empty.
