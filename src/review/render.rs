@@ -10,11 +10,26 @@ use zeroclaw_bundle_store::escape_text;
 
 use crate::words::{count, human_bytes};
 
-use super::report::{BaselineKind, Review};
+use super::report::{BaselineKind, BundleReview, InstallReview, Review, UpdateReview};
 
 /// Writes the review screen of `review` to `out`.
 pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
     let r = review;
+    source_section(r, out)?;
+    if let Some(b) = &r.bundle {
+        writeln!(out)?;
+        grants_section(b, out)?;
+        statements_section(b, out)?;
+    }
+    files_section(r, out)?;
+    if let Some(install) = &r.install {
+        install_section(r, install, out)?;
+    }
+    footer(r, out)
+}
+
+/// What was reviewed: the source, the agent, the totals by part, what the capture skipped.
+fn source_section(r: &Review, out: &mut dyn Write) -> io::Result<()> {
     let how = match r.source.kind {
         "directory" => "directory, captured into the store",
         "pack" => "pack, unpacked into the store",
@@ -72,94 +87,108 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
+    Ok(())
+}
 
-    if let Some(b) = &r.bundle {
-        writeln!(out)?;
-        if b.risk_flags.is_empty() {
-            writeln!(out, "Capabilities the agent is granted: none flagged")?;
-        } else {
+/// The capabilities the bundle grants, each to accept, with what the manifest does not list
+/// marked.
+fn grants_section(b: &BundleReview, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    if b.risk_flags.is_empty() {
+        writeln!(out, "Capabilities the agent is granted: none flagged")?;
+    } else {
+        writeln!(
+            out,
+            "Capabilities the agent is granted (accept each; ! marks what the manifest does not list):"
+        )?;
+        for g in &b.risk_flags {
+            let (mark, note) = match (g.listed, g.stale) {
+                _ if g.rule => ("-", ""),
+                (false, _) => (
+                    "!",
+                    " [config.toml grants this; the manifest does not list it]",
+                ),
+                (true, true) => (
+                    "-",
+                    " [listed in the manifest; config.toml does not grant it]",
+                ),
+                _ => ("-", ""),
+            };
             writeln!(
                 out,
-                "Capabilities the agent is granted (accept each; ! marks what the manifest does not list):"
-            )?;
-            for g in &b.risk_flags {
-                let (mark, note) = match (g.listed, g.stale) {
-                    _ if g.rule => ("-", ""),
-                    (false, _) => (
-                        "!",
-                        " [config.toml grants this; the manifest does not list it]",
-                    ),
-                    (true, true) => (
-                        "-",
-                        " [listed in the manifest; config.toml does not grant it]",
-                    ),
-                    _ => ("-", ""),
-                };
-                writeln!(
-                    out,
-                    "  {mark} {} at {}: {}{note}",
-                    g.kind.as_str(),
-                    escape_text(&g.path),
-                    escape_text(&g.detail)
-                )?;
-            }
-        }
-        if let Some(why) = &b.grants_unchecked {
-            writeln!(out, "  warning: {}", escape_text(why))?;
-        }
-        if !b.not_exported.is_empty() {
-            writeln!(
-                out,
-                "\nConfig no export carries (the bundle was edited by hand; import refuses it):"
-            )?;
-            for d in &b.not_exported {
-                writeln!(
-                    out,
-                    "  ! {}: {}",
-                    escape_text(&d.path),
-                    escape_text(&d.detail)
-                )?;
-            }
-        }
-        if !b.outside_closure.is_empty() {
-            writeln!(
-                out,
-                "\nConfig outside the agent's closure (nothing agent {} references reaches it; a \
-                 local agent naming it would start using it; import refuses it):",
-                escape_text(&b.agent)
-            )?;
-            for path in &b.outside_closure {
-                writeln!(out, "  ! {}", escape_text(path))?;
-            }
-        }
-        if !b.required_secrets.is_empty() {
-            writeln!(out, "\nSecrets to fill after import (scrubbed on export):")?;
-            for s in &b.set_secrets {
-                writeln!(out, "  {}", escape_text(s))?;
-            }
-        }
-        if !b.dropped.is_empty() {
-            writeln!(out, "\nCould not travel (not in the bundle):")?;
-            for d in &b.dropped {
-                writeln!(
-                    out,
-                    "  - {} ({}): {}",
-                    escape_text(&d.path),
-                    d.reason.as_str(),
-                    escape_text(&d.detail)
-                )?;
-            }
-        }
-        if !b.skill_bundles.is_empty() {
-            let shown: Vec<String> = b.skill_bundles.iter().map(|s| escape_text(s)).collect();
-            writeln!(
-                out,
-                "\nSkill bundles carried (instructions the agent follows): {}",
-                shown.join(", ")
+                "  {mark} {} at {}: {}{note}",
+                g.kind.as_str(),
+                escape_text(&g.path),
+                escape_text(&g.detail)
             )?;
         }
     }
+    if let Some(why) = &b.grants_unchecked {
+        writeln!(out, "  warning: {}", escape_text(why))?;
+    }
+    Ok(())
+}
 
+/// The bundle's other statements: config no export carries or outside the closure, secrets to
+/// fill, what could not travel, the skill bundles carried.
+fn statements_section(b: &BundleReview, out: &mut dyn Write) -> io::Result<()> {
+    if !b.not_exported.is_empty() {
+        writeln!(
+            out,
+            "\nConfig no export carries (the bundle was edited by hand; import refuses it):"
+        )?;
+        for d in &b.not_exported {
+            writeln!(
+                out,
+                "  ! {}: {}",
+                escape_text(&d.path),
+                escape_text(&d.detail)
+            )?;
+        }
+    }
+    if !b.outside_closure.is_empty() {
+        writeln!(
+            out,
+            "\nConfig outside the agent's closure (nothing agent {} references reaches it; a \
+             local agent naming it would start using it; import refuses it):",
+            escape_text(&b.agent)
+        )?;
+        for path in &b.outside_closure {
+            writeln!(out, "  ! {}", escape_text(path))?;
+        }
+    }
+    if !b.required_secrets.is_empty() {
+        writeln!(out, "\nSecrets to fill after import (scrubbed on export):")?;
+        for s in &b.set_secrets {
+            writeln!(out, "  {}", escape_text(s))?;
+        }
+    }
+    if !b.dropped.is_empty() {
+        writeln!(out, "\nCould not travel (not in the bundle):")?;
+        for d in &b.dropped {
+            writeln!(
+                out,
+                "  - {} ({}): {}",
+                escape_text(&d.path),
+                d.reason.as_str(),
+                escape_text(&d.detail)
+            )?;
+        }
+    }
+    if !b.skill_bundles.is_empty() {
+        let shown: Vec<String> = b.skill_bundles.iter().map(|s| escape_text(s)).collect();
+        writeln!(
+            out,
+            "\nSkill bundles carried (instructions the agent follows): {}",
+            shown.join(", ")
+        )?;
+    }
+    Ok(())
+}
+
+/// What the files hold: credential-looking files and lines, what was not scanned,
+/// executables, scripts in skills, personal files.
+fn files_section(r: &Review, out: &mut dyn Write) -> io::Result<()> {
     let s = &r.scan;
     writeln!(out)?;
     if s.credentials.is_empty() {
@@ -227,66 +256,78 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, "  - {}", p.display())?;
         }
     }
+    Ok(())
+}
 
-    if let Some(install) = &r.install {
-        writeln!(out)?;
-        let shown = escape_text(&install.path.to_string_lossy());
-        if !install.found {
-            writeln!(
+/// The install compared with: not found, a new agent, or one update per earlier import.
+fn install_section(r: &Review, install: &InstallReview, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out)?;
+    let shown = escape_text(&install.path.to_string_lossy());
+    if !install.found {
+        writeln!(
+            out,
+            "Install {shown}: not found, so there is no earlier import to compare with"
+        )?;
+    } else if r.updates.is_empty() {
+        match &r.bundle {
+            Some(b) => writeln!(
                 out,
-                "Install {shown}: not found, so there is no earlier import to compare with"
-            )?;
-        } else if r.updates.is_empty() {
-            match &r.bundle {
-                Some(b) => writeln!(
-                    out,
-                    "Install {shown}: no agent imported from a bundle of `{}`: a new agent",
-                    escape_text(&b.agent)
-                )?,
-                None => writeln!(out, "Install {shown}: not compared (not an agent bundle)")?,
-            }
-        }
-        for u in &r.updates {
-            writeln!(
-                out,
-                "Update of agent `{}` (imported {} from snapshot {}):",
-                escape_text(&u.alias),
-                escape_text(&u.imported_at),
-                u.imported_snapshot.short(12)
-            )?;
-            if let Some(note) = &u.note {
-                writeln!(out, "  note: {}", escape_text(note))?;
-            }
-            if u.baseline_kind == BaselineKind::None {
-                continue;
-            }
-            if u.changes.is_empty() {
-                writeln!(out, "  no change in what the agent may do")?;
-            } else {
-                writeln!(out, "  lines marked ! grant something new:")?;
-                for c in &u.changes {
-                    writeln!(out, "  {}", c.line())?;
-                }
-            }
-            let t = &u.summary;
-            writeln!(
-                out,
-                "  files: {} added, {} modified, {} deleted, {} renamed, {} mode changed",
-                t.added,
-                t.modified,
-                t.deleted,
-                t.renamed,
-                t.mode_changed + t.kind_changed
-            )?;
-            if u.new_grants {
-                writeln!(
-                    out,
-                    "  this update grants the agent something new (marked !)"
-                )?;
-            }
+                "Install {shown}: no agent imported from a bundle of `{}`: a new agent",
+                escape_text(&b.agent)
+            )?,
+            None => writeln!(out, "Install {shown}: not compared (not an agent bundle)")?,
         }
     }
+    for u in &r.updates {
+        update_section(u, out)?;
+    }
+    Ok(())
+}
 
+/// One update: the earlier import, its semantic changes, the file totals, new grants.
+fn update_section(u: &UpdateReview, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "Update of agent `{}` (imported {} from snapshot {}):",
+        escape_text(&u.alias),
+        escape_text(&u.imported_at),
+        u.imported_snapshot.short(12)
+    )?;
+    if let Some(note) = &u.note {
+        writeln!(out, "  note: {}", escape_text(note))?;
+    }
+    if u.baseline_kind == BaselineKind::None {
+        return Ok(());
+    }
+    if u.changes.is_empty() {
+        writeln!(out, "  no change in what the agent may do")?;
+    } else {
+        writeln!(out, "  lines marked ! grant something new:")?;
+        for c in &u.changes {
+            writeln!(out, "  {}", c.line())?;
+        }
+    }
+    let t = &u.summary;
+    writeln!(
+        out,
+        "  files: {} added, {} modified, {} deleted, {} renamed, {} mode changed",
+        t.added,
+        t.modified,
+        t.deleted,
+        t.renamed,
+        t.mode_changed + t.kind_changed
+    )?;
+    if u.new_grants {
+        writeln!(
+            out,
+            "  this update grants the agent something new (marked !)"
+        )?;
+    }
+    Ok(())
+}
+
+/// The closing lines: the heuristic's caveat, who signed, the content id, the mount command.
+fn footer(r: &Review, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)?;
     writeln!(
         out,
