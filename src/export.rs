@@ -22,7 +22,7 @@ use crate::agent::{
     Provenance, RenderedBundle, TreeSource, CONFIG_FILE, MANIFEST_FILE, MANIFEST_HEADER,
     SKILLS_DIR, WORKSPACE_DIR,
 };
-use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats, Walked};
+use crate::capture::{keep_everything, root, Capture, CaptureError, CaptureStats, Keep, Walked};
 use crate::credentials::CredentialFinding;
 use crate::progress::Progress;
 use crate::publish::{
@@ -139,51 +139,7 @@ pub fn capture_loaded(
     let mut top = Vec::new();
 
     // `--exclude workspace` (or `skills/<alias>`) leaves a whole tree out: it is not opened.
-    let workspace = if keep(WORKSPACE_DIR) {
-        let opened = open_source(&plan.workspace)
-            .with_context(|| format!("could not open the workspace of agent {alias}"))?;
-        // A pre-v3 install ZeroClaw has not started since: its agent entries still sit in
-        // `<install>/workspace`, where ZeroClaw's first load would move them from (each
-        // top-level entry whose place in `agents/default/workspace` is free; it never clobbers).
-        let legacy = match &plan.legacy_workspace {
-            Some(source) => open_source(source)
-                .with_context(|| format!("could not open the pre-v3 workspace of agent {alias}"))?,
-            None => None,
-        };
-        let walk_legacy = |capture: &mut Capture, fd, taken: &HashSet<String>| {
-            let keep_legacy = |path: &str| {
-                let rel = path.strip_prefix("workspace/").unwrap_or("");
-                let top = rel.split('/').next().unwrap_or(rel);
-                keep(path)
-                    && (rel.is_empty() || (legacy_entry_travels(top) && !taken.contains(top)))
-            };
-            capture.walk(fd, WORKSPACE_DIR, &keep_legacy)
-        };
-        match (opened, legacy) {
-            (Some(fd), None) => Some(capture.walk(fd, WORKSPACE_DIR, &keep)?),
-            (Some(fd), Some(legacy)) => {
-                let moved = capture.walk(fd, WORKSPACE_DIR, &keep)?;
-                let moved_tree = store.read_tree(&moved.id)?;
-                let taken: HashSet<String> = moved_tree
-                    .entries()
-                    .iter()
-                    .map(|e| escape_name(&e.name))
-                    .collect();
-                let left = walk_legacy(&mut capture, legacy, &taken)?;
-                let mut entries = moved_tree.entries().to_vec();
-                entries.extend(store.read_tree(&left.id)?.entries().iter().cloned());
-                Some(Walked {
-                    id: store.write_tree(&Tree::from_entries(entries)?)?,
-                    size: moved.size + left.size,
-                    files: moved.files + left.files,
-                })
-            }
-            (None, Some(legacy)) => Some(walk_legacy(&mut capture, legacy, &HashSet::new())?),
-            (None, None) => None,
-        }
-    } else {
-        None
-    };
+    let workspace = capture_workspace(store, &mut capture, plan, &keep)?;
     let mut outcome = CaptureOutcome::default();
     if let Some(w) = workspace.filter(|w| w.files > 0) {
         top.push(w.entry(WORKSPACE_DIR.as_bytes().to_vec()));
@@ -192,79 +148,17 @@ pub fn capture_loaded(
             outcome.identity_document_carried = matches!(found, Ok(e) if e.kind.is_file());
         }
     }
-
-    let mut skill_entries = Vec::new();
-    let mut skills_carried = 0;
-    for skill in &plan.skills {
-        let label = format!("{SKILLS_DIR}/{}", skill.alias);
-        let fd = if keep(&label) {
-            open_source(&skill.source)
-                .with_context(|| format!("could not open skill bundle `{}`", skill.alias))?
-        } else {
-            None
-        };
-        let walked = match fd {
-            Some(fd) => capture.walk_skill_bundle(fd, &label, &|n| skill.admits(n), &keep)?,
-            None => None,
-        };
-        match walked {
-            Some(w) => {
-                skills_carried += store.read_tree(&w.id)?.entries().len() as u64;
-                skill_entries.push(w.entry(skill.alias.as_bytes().to_vec()));
-                outcome.carried_skill_bundles.push(skill.alias.clone());
-            }
-            None => outcome.missing_skill_bundles.push(skill.alias.clone()),
-        }
-    }
-    if !skill_entries.is_empty() {
-        let size = skill_entries.iter().map(|e| e.size).sum();
-        let id = store.write_tree(&Tree::from_entries(skill_entries)?)?;
-        top.push(TreeEntry::dir(SKILLS_DIR.as_bytes().to_vec(), size, id));
-    }
-
-    let unmatched = filter.unmatched();
-    if !unmatched.is_empty() {
-        bail!(
-            "--exclude '{}' matched nothing in the bundle of agent {alias}, so nothing was \
-             written (a misspelt pattern would let the file travel); check the spelling: \
-             patterns are bundle paths such as workspace/USER.md",
-            unmatched.join("', '")
-        );
-    }
+    let (skills, skills_carried) = capture_skills(store, &mut capture, plan, &keep, &mut outcome)?;
+    top.extend(skills);
+    check_excludes_matched(&filter, alias)?;
     outcome.excluded = filter.dropped();
-    let personal_files = match &workspace {
-        Some(w) if w.files > 0 => {
-            let tree = store.read_tree(&w.id)?;
-            PERSONAL_FILES
-                .iter()
-                .filter(|f| {
-                    tree.entries()
-                        .iter()
-                        .any(|e| e.name == f.as_bytes() && e.kind.is_file())
-                })
-                .map(|f| format!("{WORKSPACE_DIR}/{f}"))
-                .collect()
-        }
-        _ => Vec::new(),
-    };
+    let personal_files = personal_files(store, workspace.as_ref())?;
 
     let provenance = Provenance::for_export(options.zeroclaw_version, std::time::SystemTime::now());
     let bundle = plan
         .render(&outcome, &provenance)
         .with_context(|| format!("could not render the bundle of agent {alias}"))?;
-    for (file, text) in [
-        (CONFIG_FILE, &bundle.config_toml),
-        (MANIFEST_FILE, &bundle.manifest_toml),
-    ] {
-        let id = store.objects().write_bytes(text.as_bytes())?;
-        // Rendered here, not copied: 0644, as a plain write of them would leave them.
-        top.push(TreeEntry::file(
-            file.as_bytes().to_vec(),
-            0o644,
-            text.len() as u64,
-            id,
-        ));
-    }
+    top.extend(rendered_entries(store, &bundle)?);
     let root = store.write_tree(&Tree::from_entries(top)?)?;
     let mut credential_findings = plan.config_findings().to_vec();
     credential_findings.extend(crate::credential_scan::scan_files(store, &root)?);
@@ -311,6 +205,157 @@ pub fn capture_loaded(
         degraded_reason: plan.degraded_reason().map(str::to_string),
         unknown_keys: plan.unknown_keys().to_vec(),
     })
+}
+
+/// Captures the agent's workspace, unless `keep` leaves it out, together with what a pre-v3
+/// install still holds for it; `None` when there is neither.
+fn capture_workspace(
+    store: &Store,
+    capture: &mut Capture<'_>,
+    plan: &ExportPlan,
+    keep: Keep<'_>,
+) -> Result<Option<Walked>> {
+    let alias = plan.alias.as_str();
+    if !keep(WORKSPACE_DIR) {
+        return Ok(None);
+    }
+    let opened = open_source(&plan.workspace)
+        .with_context(|| format!("could not open the workspace of agent {alias}"))?;
+    // A pre-v3 install ZeroClaw has not started since: its agent entries still sit in
+    // `<install>/workspace`, where ZeroClaw's first load would move them from (each
+    // top-level entry whose place in `agents/default/workspace` is free; it never clobbers).
+    let legacy = match &plan.legacy_workspace {
+        Some(source) => open_source(source)
+            .with_context(|| format!("could not open the pre-v3 workspace of agent {alias}"))?,
+        None => None,
+    };
+    let walk_legacy = |capture: &mut Capture, fd, taken: &HashSet<String>| {
+        let keep_legacy = |path: &str| {
+            let rel = path.strip_prefix("workspace/").unwrap_or("");
+            let top = rel.split('/').next().unwrap_or(rel);
+            keep(path) && (rel.is_empty() || (legacy_entry_travels(top) && !taken.contains(top)))
+        };
+        capture.walk(fd, WORKSPACE_DIR, &keep_legacy)
+    };
+    Ok(match (opened, legacy) {
+        (Some(fd), None) => Some(capture.walk(fd, WORKSPACE_DIR, keep)?),
+        (Some(fd), Some(legacy)) => {
+            let moved = capture.walk(fd, WORKSPACE_DIR, keep)?;
+            let moved_tree = store.read_tree(&moved.id)?;
+            let taken: HashSet<String> = moved_tree
+                .entries()
+                .iter()
+                .map(|e| escape_name(&e.name))
+                .collect();
+            let left = walk_legacy(capture, legacy, &taken)?;
+            let mut entries = moved_tree.entries().to_vec();
+            entries.extend(store.read_tree(&left.id)?.entries().iter().cloned());
+            Some(Walked {
+                id: store.write_tree(&Tree::from_entries(entries)?)?,
+                size: moved.size + left.size,
+                files: moved.files + left.files,
+            })
+        }
+        (None, Some(legacy)) => Some(walk_legacy(capture, legacy, &HashSet::new())?),
+        (None, None) => None,
+    })
+}
+
+/// Captures each skill bundle of the plan that `keep` does not leave out, noting in `outcome`
+/// which were carried and which were missing; returns the `skills/` entry (none when nothing
+/// was carried) and how many skill directories were carried.
+fn capture_skills(
+    store: &Store,
+    capture: &mut Capture<'_>,
+    plan: &ExportPlan,
+    keep: Keep<'_>,
+    outcome: &mut CaptureOutcome,
+) -> Result<(Option<TreeEntry>, u64)> {
+    let mut skill_entries = Vec::new();
+    let mut skills_carried = 0;
+    for skill in &plan.skills {
+        let label = format!("{SKILLS_DIR}/{}", skill.alias);
+        let fd = if keep(&label) {
+            open_source(&skill.source)
+                .with_context(|| format!("could not open skill bundle `{}`", skill.alias))?
+        } else {
+            None
+        };
+        let walked = match fd {
+            Some(fd) => capture.walk_skill_bundle(fd, &label, &|n| skill.admits(n), keep)?,
+            None => None,
+        };
+        match walked {
+            Some(w) => {
+                skills_carried += store.read_tree(&w.id)?.entries().len() as u64;
+                skill_entries.push(w.entry(skill.alias.as_bytes().to_vec()));
+                outcome.carried_skill_bundles.push(skill.alias.clone());
+            }
+            None => outcome.missing_skill_bundles.push(skill.alias.clone()),
+        }
+    }
+    if skill_entries.is_empty() {
+        return Ok((None, skills_carried));
+    }
+    let size = skill_entries.iter().map(|e| e.size).sum();
+    let id = store.write_tree(&Tree::from_entries(skill_entries)?)?;
+    Ok((
+        Some(TreeEntry::dir(SKILLS_DIR.as_bytes().to_vec(), size, id)),
+        skills_carried,
+    ))
+}
+
+/// Refuses an `--exclude` pattern that matched nothing: a misspelt one would let the file
+/// travel.
+fn check_excludes_matched(filter: &BundleFilter, alias: &str) -> Result<()> {
+    let unmatched = filter.unmatched();
+    if !unmatched.is_empty() {
+        bail!(
+            "--exclude '{}' matched nothing in the bundle of agent {alias}, so nothing was \
+             written (a misspelt pattern would let the file travel); check the spelling: \
+             patterns are bundle paths such as workspace/USER.md",
+            unmatched.join("', '")
+        );
+    }
+    Ok(())
+}
+
+/// The [`PERSONAL_FILES`] the captured workspace carries, as bundle paths.
+fn personal_files(store: &Store, workspace: Option<&Walked>) -> Result<Vec<String>> {
+    Ok(match workspace {
+        Some(w) if w.files > 0 => {
+            let tree = store.read_tree(&w.id)?;
+            PERSONAL_FILES
+                .iter()
+                .filter(|f| {
+                    tree.entries()
+                        .iter()
+                        .any(|e| e.name == f.as_bytes() && e.kind.is_file())
+                })
+                .map(|f| format!("{WORKSPACE_DIR}/{f}"))
+                .collect()
+        }
+        _ => Vec::new(),
+    })
+}
+
+/// Writes the rendered `config.toml` and manifest to the store; returns their tree entries.
+fn rendered_entries(store: &Store, bundle: &RenderedBundle) -> Result<Vec<TreeEntry>> {
+    let mut entries = Vec::new();
+    for (file, text) in [
+        (CONFIG_FILE, &bundle.config_toml),
+        (MANIFEST_FILE, &bundle.manifest_toml),
+    ] {
+        let id = store.objects().write_bytes(text.as_bytes())?;
+        // Rendered here, not copied: 0644, as a plain write of them would leave them.
+        entries.push(TreeEntry::file(
+            file.as_bytes().to_vec(),
+            0o644,
+            text.len() as u64,
+            id,
+        ));
+    }
+    Ok(entries)
 }
 
 /// Where a snapshot came from; [`commit`] stamps the time and the host.
