@@ -141,58 +141,106 @@ pub(crate) fn key_grant(
     new_server: bool,
 ) -> Option<(GrantKind, String)> {
     let field = key.rsplit('.').next().unwrap_or("");
-    let mut out = None;
-    if (key.starts_with("providers.") || key.starts_with("mcp.servers."))
-        && ENDPOINT_FIELDS.contains(&field)
+    [
+        endpoint_grant(key, field, old, new),
+        new_server_grant(key, new, new_server),
+        process_env_grant(key, old, new),
+        sandbox_grant(key, field, old, new),
+        gained_entries_grant(key, field, old, new),
+        risk_list_grant(key, field, old, new),
+    ]
+    .into_iter()
+    .flatten()
+    .last()
+}
+
+/// A provider's or MCP server's endpoint set or changed: the agent's requests go elsewhere.
+fn endpoint_grant(
+    key: &str,
+    field: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+) -> Option<(GrantKind, String)> {
+    if !((key.starts_with("providers.") || key.starts_with("mcp.servers."))
+        && ENDPOINT_FIELDS.contains(&field))
     {
-        if let Some(n) = new {
-            out = Some((
-                GrantKind::Endpoint,
-                match old {
-                    Some(_) => "the agent's requests go to a different endpoint".to_string(),
-                    None => format!("the agent's requests go to {}", plain(n)),
-                },
-            ));
-        }
+        return None;
     }
-    if let Some(server) = key
+    let n = new?;
+    Some((
+        GrantKind::Endpoint,
+        match old {
+            Some(_) => "the agent's requests go to a different endpoint".to_string(),
+            None => format!("the agent's requests go to {}", plain(n)),
+        },
+    ))
+}
+
+/// A key of an MCP server the old side did not have: the new server.
+fn new_server_grant(
+    key: &str,
+    new: Option<&Node>,
+    new_server: bool,
+) -> Option<(GrantKind, String)> {
+    let server = key
         .strip_prefix("mcp.servers.")
-        .and_then(|r| r.split('.').next())
-    {
-        if new_server && new.is_some() {
-            out = Some((GrantKind::McpServer, format!("new MCP server `{server}`")));
-        }
-    }
-    // A variable set in a server's environment (an export blanks every one, so a bundle's
-    // non-blank value was written by hand): it changes what the shown command runs. Named,
-    // never its value (a secret field). A changed value that was already set is not a grant.
-    if let Some((server, var)) = key
+        .and_then(|r| r.split('.').next())?;
+    (new_server && new.is_some())
+        .then(|| (GrantKind::McpServer, format!("new MCP server `{server}`")))
+}
+
+/// A variable set in a server's environment (an export blanks every one, so a bundle's
+/// non-blank value was written by hand): it changes what the shown command runs. Named,
+/// never its value (a secret field). A changed value that was already set is not a grant.
+fn process_env_grant(
+    key: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+) -> Option<(GrantKind, String)> {
+    let (server, var) = key
         .strip_prefix("mcp.servers.")
-        .and_then(|r| r.split_once(".env."))
-    {
-        let set = |n: Option<&Node>| n.is_some_and(|n| !plain(n).is_empty());
-        if set(new) && !set(old) {
-            out = Some((
-                GrantKind::ProcessEnv,
-                format!(
-                    "the process of MCP server `{server}` runs with {var} set by the config \
-                     (it can change what the command runs; value not shown)"
-                ),
-            ));
-        }
+        .and_then(|r| r.split_once(".env."))?;
+    let set = |n: Option<&Node>| n.is_some_and(|n| !plain(n).is_empty());
+    (set(new) && !set(old)).then(|| {
+        (
+            GrantKind::ProcessEnv,
+            format!(
+                "the process of MCP server `{server}` runs with {var} set by the config \
+                 (it can change what the command runs; value not shown)"
+            ),
+        )
+    })
+}
+
+/// ZeroClaw's planner flags `sandbox_enabled = false` only; `sandbox_backend = "none"`
+/// (matched as ZeroClaw parses it, case-insensitively) runs the shell unsandboxed as well.
+fn sandbox_grant(
+    key: &str,
+    field: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+) -> Option<(GrantKind, String)> {
+    if !(key.starts_with("risk_profiles.") && field == "sandbox_backend") {
+        return None;
     }
-    // ZeroClaw's planner flags `sandbox_enabled = false` only; `sandbox_backend = "none"`
-    // (matched as ZeroClaw parses it, case-insensitively) runs the shell unsandboxed as well.
-    if key.starts_with("risk_profiles.") && field == "sandbox_backend" {
-        let none = |n: Option<&Node>| n.is_some_and(|n| plain(n).eq_ignore_ascii_case("none"));
-        if none(new) && !none(old) {
-            out = Some((
-                GrantKind::Flag(RiskKind::SandboxDisabled),
-                "shell execution runs unsandboxed on the host (sandbox_backend = \"none\")"
-                    .to_string(),
-            ));
-        }
-    }
+    let none = |n: Option<&Node>| n.is_some_and(|n| plain(n).eq_ignore_ascii_case("none"));
+    (none(new) && !none(old)).then(|| {
+        (
+            GrantKind::Flag(RiskKind::SandboxDisabled),
+            "shell execution runs unsandboxed on the host (sandbox_backend = \"none\")".to_string(),
+        )
+    })
+}
+
+/// A list that reaches further when it gains an entry: an MCP bundle's servers (a bundle an
+/// agent loads that gains a server starts that server), a provider's fallbacks, a knowledge
+/// bundle's sources.
+fn gained_entries_grant(
+    key: &str,
+    field: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+) -> Option<(GrantKind, String)> {
     let gained = || -> Vec<String> {
         let before = strings(old);
         strings(new)
@@ -200,7 +248,7 @@ pub(crate) fn key_grant(
             .filter(|v| !before.contains(v))
             .collect()
     };
-    // A bundle of MCP servers an agent loads that gains a server starts that server.
+    let mut out = None;
     if key.starts_with("mcp_bundles.") && field == "servers" {
         let gained = gained();
         if !gained.is_empty() {
@@ -232,99 +280,146 @@ pub(crate) fn key_grant(
             ));
         }
     }
-    if key.starts_with("risk_profiles.")
-        && (ALLOW_LISTS.contains(&field) || DENY_LISTS.contains(&field))
-    {
-        // An absent list is ZeroClaw's default for it, not an empty one: a profile that drops
-        // `forbidden_paths` or sets `auto_approve` is read against what ZeroClaw would apply.
-        let side = |node: Option<&Node>| match node {
-            Some(n) => strings(Some(n)),
-            None => risk_profile_default(field),
-        };
-        let (before, after) = (side(old), side(new));
-        let gone = old.is_some() && new.is_none();
-        let gone_note = |what: &str, change: &str| {
-            if gone {
-                format!("the {what} is gone (ZeroClaw's default applies): {change}")
-            } else {
-                change.to_string()
-            }
-        };
-        if field == "allowed_tools" {
-            // Empty means unrestricted (ZeroClaw's schema): emptying a list widens it to every
-            // tool, and entries added to a non-empty one widen it.
-            let gained: Vec<&String> = after.iter().filter(|v| !before.contains(v)).collect();
-            if after.is_empty() && !before.is_empty() {
-                out = Some((
-                    GrantKind::WidenedAllowlist,
-                    gone_note(
-                        "allowlist",
-                        "every tool may be called (an empty list is unrestricted)",
-                    ),
-                ));
-            } else if !before.is_empty() && !gained.is_empty() {
-                out = Some((
-                    GrantKind::WidenedAllowlist,
-                    gone_note(
-                        "allowlist",
-                        &format!(
-                            "widens the allowlist: adds {}",
-                            gained
-                                .iter()
-                                .map(|s| s.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    ),
-                ));
-            }
-        } else if ALLOW_LISTS.contains(&field) {
-            let kind = match field {
-                "auto_approve" => GrantKind::AutoApprove,
-                "allowed_commands" => GrantKind::AllowedCommands,
-                "shell_env_passthrough" => GrantKind::Flag(RiskKind::EnvPassthrough),
-                _ => GrantKind::WidenedAllowlist,
-            };
-            let gained: Vec<&String> = after.iter().filter(|v| !before.contains(v)).collect();
-            if !gained.is_empty() {
-                let what = match kind {
-                    GrantKind::AutoApprove => "runs without asking:",
-                    GrantKind::AllowedCommands => "may run:",
-                    GrantKind::Flag(RiskKind::EnvPassthrough) => "passes host variables:",
-                    _ => "widens the allowlist: adds",
-                };
-                let list = gained
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                // Against ZeroClaw's default when the other side has no list at all.
-                let beyond = if old.is_none() && !before.is_empty() {
-                    " (beyond ZeroClaw's default)"
-                } else {
-                    ""
-                };
-                out = Some((
-                    kind,
-                    gone_note("allowlist", &format!("{what} {list}{beyond}")),
-                ));
-            }
-        } else {
-            let lost: Vec<&String> = before.iter().filter(|v| !after.contains(v)).collect();
-            if !lost.is_empty() {
-                let list = lost
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ");
-                out = Some((
-                    GrantKind::NarrowedDenylist,
-                    gone_note("denylist", &format!("narrows the denylist: removes {list}")),
-                ));
-            }
-        }
-    }
     out
+}
+
+/// A risk profile's allowlist widened or denylist narrowed. An absent list is ZeroClaw's
+/// default for it, not an empty one: a profile that drops `forbidden_paths` or sets
+/// `auto_approve` is read against what ZeroClaw would apply.
+fn risk_list_grant(
+    key: &str,
+    field: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+) -> Option<(GrantKind, String)> {
+    if !(key.starts_with("risk_profiles.")
+        && (ALLOW_LISTS.contains(&field) || DENY_LISTS.contains(&field)))
+    {
+        return None;
+    }
+    let side = |node: Option<&Node>| match node {
+        Some(n) => strings(Some(n)),
+        None => risk_profile_default(field),
+    };
+    let (before, after) = (side(old), side(new));
+    let gone = old.is_some() && new.is_none();
+    if field == "allowed_tools" {
+        allowed_tools_grant(&before, &after, gone)
+    } else if ALLOW_LISTS.contains(&field) {
+        allowlist_grant(field, &before, &after, old.is_none(), gone)
+    } else {
+        denylist_grant(&before, &after, gone)
+    }
+}
+
+/// `change`, said as the effect of the list being gone when it is (`gone`).
+fn gone_note(gone: bool, what: &str, change: &str) -> String {
+    if gone {
+        format!("the {what} is gone (ZeroClaw's default applies): {change}")
+    } else {
+        change.to_string()
+    }
+}
+
+/// `allowed_tools`: empty means unrestricted (ZeroClaw's schema), so emptying the list widens
+/// it to every tool, and entries added to a non-empty one widen it.
+fn allowed_tools_grant(
+    before: &[String],
+    after: &[String],
+    gone: bool,
+) -> Option<(GrantKind, String)> {
+    let gained: Vec<&String> = after.iter().filter(|v| !before.contains(v)).collect();
+    if after.is_empty() && !before.is_empty() {
+        Some((
+            GrantKind::WidenedAllowlist,
+            gone_note(
+                gone,
+                "allowlist",
+                "every tool may be called (an empty list is unrestricted)",
+            ),
+        ))
+    } else if !before.is_empty() && !gained.is_empty() {
+        Some((
+            GrantKind::WidenedAllowlist,
+            gone_note(
+                gone,
+                "allowlist",
+                &format!(
+                    "widens the allowlist: adds {}",
+                    gained
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+        ))
+    } else {
+        None
+    }
+}
+
+/// Any other allowlist (`auto_approve`, `allowed_commands`, `shell_env_passthrough`, ...)
+/// that gains an entry; `old_absent`: the old side has no list, so it is ZeroClaw's default.
+fn allowlist_grant(
+    field: &str,
+    before: &[String],
+    after: &[String],
+    old_absent: bool,
+    gone: bool,
+) -> Option<(GrantKind, String)> {
+    let kind = match field {
+        "auto_approve" => GrantKind::AutoApprove,
+        "allowed_commands" => GrantKind::AllowedCommands,
+        "shell_env_passthrough" => GrantKind::Flag(RiskKind::EnvPassthrough),
+        _ => GrantKind::WidenedAllowlist,
+    };
+    let gained: Vec<&String> = after.iter().filter(|v| !before.contains(v)).collect();
+    if gained.is_empty() {
+        return None;
+    }
+    let what = match kind {
+        GrantKind::AutoApprove => "runs without asking:",
+        GrantKind::AllowedCommands => "may run:",
+        GrantKind::Flag(RiskKind::EnvPassthrough) => "passes host variables:",
+        _ => "widens the allowlist: adds",
+    };
+    let list = gained
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    // Against ZeroClaw's default when the other side has no list at all.
+    let beyond = if old_absent && !before.is_empty() {
+        " (beyond ZeroClaw's default)"
+    } else {
+        ""
+    };
+    Some((
+        kind,
+        gone_note(gone, "allowlist", &format!("{what} {list}{beyond}")),
+    ))
+}
+
+/// A denylist (`forbidden_paths`, `always_ask`, `excluded_tools`) that loses an entry.
+fn denylist_grant(before: &[String], after: &[String], gone: bool) -> Option<(GrantKind, String)> {
+    let lost: Vec<&String> = before.iter().filter(|v| !after.contains(v)).collect();
+    if lost.is_empty() {
+        return None;
+    }
+    let list = lost
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Some((
+        GrantKind::NarrowedDenylist,
+        gone_note(
+            gone,
+            "denylist",
+            &format!("narrows the denylist: removes {list}"),
+        ),
+    ))
 }
 
 /// What a bundle grants: its manifest's risk flags, checked against the flags its own
