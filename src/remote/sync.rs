@@ -9,10 +9,10 @@ use std::time::Instant;
 
 use zeroclaw_bundle_store::{
     closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, EntryKind,
-    IdHasher, ObjectId, PackOptions, PackReader, Snapshot, Store, StoreError,
+    IdHasher, ObjectId, PackOptions, PackReader, PackStats, Snapshot, Store, StoreError,
 };
 
-use super::client::encode_index;
+use super::client::{encode_index, IndexScan};
 use super::{Remote, RemoteError};
 use crate::progress::{Cancellable, ImportProgress, Progress, Totals};
 
@@ -191,11 +191,59 @@ pub fn push(
     let held = verified_held(remote, &closure, &marks)?;
     let tmp = tmp_path(store, "push")?;
     let _cleanup = TempFiles(vec![tmp.clone()]);
+    let (stats, pack_id) = write_push_pack(store, id, &held, &closure, &tmp, progress)?;
+    remote.check_cancel()?;
+    if listed && stats.objects <= 1 {
+        report.already = true;
+        // Pushed by an older build, without its trees pack: add it (derived from the record's
+        // trees, so writing it after the record breaks no ordering guarantee).
+        if remote.size(&trees_key)?.is_none() {
+            upload_trees_pack(store, remote, id, &trees_key)?;
+        }
+        // Signatures made since the last push are added to what the remote keeps.
+        report.signatures = upload_signatures(store, remote, id)?;
+        return Ok(report);
+    }
+    // Only the record: the remote holds every object already.
+    if stats.objects > 1 {
+        upload_pack(remote, &tmp, &pack_id, &marks, stats.pack_bytes, progress)?;
+        report.objects = stats.objects - 1;
+        report.pack_bytes = stats.pack_bytes;
+        report.pack = Some(pack_id);
+    }
+    // The trees-only pack (what a remote diff or mount reads first): named by the snapshot,
+    // its bytes a function of the snapshot alone, so a second writer stores the same bytes.
+    // Before the record, like every object the record reaches.
+    upload_trees_pack(store, remote, id, &trees_key)?;
+    crate::hooks::seam("remote-after-trees", &trees_key);
+    remote.check_cancel()?;
+    check_window(remote, started)?;
+    // The signatures before the record, so a puller that sees the record sees them too.
+    report.signatures = upload_signatures(store, remote, id)?;
+    remote.check_cancel()?;
+    // Conditional (the record under an id never changes once written); a record already
+    // there holds the same bytes (it hashes to its name).
+    let record_key = format!("snapshots/{}", id.to_hex());
+    remote.put_new(&record_key, record)?;
+    crate::hooks::seam("remote-after-record", &record_key);
+    Ok(report)
+}
+
+/// Writes the pack of every object of `closure` the remote does not hold (`held`) to the new
+/// file `tmp`, synced, hearing the `packing` phase; returns its stats and its id.
+fn write_push_pack(
+    store: &Store,
+    id: &ObjectId,
+    held: &HashSet<ObjectId>,
+    closure: &HashMap<ObjectId, u64>,
+    tmp: &Path,
+    progress: &dyn Progress,
+) -> Result<(PackStats, String), RemoteError> {
     let file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
-        .open(&tmp)
-        .map_err(|e| io_err("create", &tmp, e))?;
+        .open(tmp)
+        .map_err(|e| io_err("create", tmp, e))?;
     let mut w = Hashing {
         inner: BufWriter::new(file),
         hasher: IdHasher::new(),
@@ -223,70 +271,65 @@ pub fn push(
     let file = w
         .inner
         .into_inner()
-        .map_err(|e| io_err("write", &tmp, e.into_error()))?;
-    file.sync_all().map_err(|e| io_err("sync", &tmp, e))?;
+        .map_err(|e| io_err("write", tmp, e.into_error()))?;
+    file.sync_all().map_err(|e| io_err("sync", tmp, e))?;
     drop(file);
-    remote.check_cancel()?;
-    if listed && stats.objects <= 1 {
-        report.already = true;
-        // Pushed by an older build, without its trees pack: add it (derived from the record's
-        // trees, so writing it after the record breaks no ordering guarantee).
-        if remote.size(&trees_key)?.is_none() {
-            upload_trees_pack(store, remote, id, &trees_key)?;
-        }
-        // Signatures made since the last push are added to what the remote keeps.
-        report.signatures = upload_signatures(store, remote, id)?;
-        return Ok(report);
+    Ok((stats, pack_id))
+}
+
+/// Uploads the pack in `tmp` (id `pack_id`, `pack_bytes` long), hearing the `uploading`
+/// phase, then its index: refused when a remote gc has marked a pack of that name.
+fn upload_pack(
+    remote: &Remote,
+    tmp: &Path,
+    pack_id: &str,
+    marks: &HashSet<String>,
+    pack_bytes: u64,
+    progress: &dyn Progress,
+) -> Result<(), RemoteError> {
+    // The same bytes as a pack a gc has marked: relying on it could lose the race with
+    // that gc's delete (see `gc`), and a pack's name is its hash, so it cannot be renamed.
+    if marks.contains(pack_id) {
+        return Err(RemoteError::Invalid {
+            name: remote.name().to_string(),
+            why: format!(
+                "this push's pack packs/{pack_id}.zcpack is marked for deletion by a remote gc                      (the same objects were pushed before, then forgotten); run `remote gc`                      after its grace period, then push again"
+            ),
+        });
     }
-    // Only the record: the remote holds every object already.
-    if stats.objects > 1 {
-        // The same bytes as a pack a gc has marked: relying on it could lose the race with
-        // that gc's delete (see `gc`), and a pack's name is its hash, so it cannot be renamed.
-        if marks.contains(&pack_id) {
-            return Err(RemoteError::Invalid {
-                name: remote.name().to_string(),
-                why: format!(
-                    "this push's pack packs/{pack_id}.zcpack is marked for deletion by a remote gc                      (the same objects were pushed before, then forgotten); run `remote gc`                      after its grace period, then push again"
-                ),
-            });
-        }
-        let reader = PackReader::open(&tmp)?;
-        let ids: Vec<ObjectId> = reader.entries().iter().map(|e| e.id).collect();
-        let pack_key = format!("packs/{pack_id}.zcpack");
-        let mut ends: Vec<u64> = reader
-            .entries()
-            .iter()
-            .map(|e| e.offset + e.stored_len)
-            .collect();
-        ends.sort_unstable();
-        progress.begin_objects(
-            "uploading",
-            Some(Totals {
-                files: ends.len() as u64,
-                bytes: stats.pack_bytes,
-            }),
-        );
-        let sent = remote.put_file(&pack_key, &tmp, &transfer_progress(progress, &ends));
-        crate::hooks::seam("push-uploaded", &pack_key);
-        progress.finish();
-        sent?;
-        crate::hooks::seam("remote-after-pack", &pack_key);
-        remote.check_cancel()?;
-        // A plain write: it replaces a lying index of the same name with the pack's truth.
-        let index_key = format!("index/{pack_id}.idx");
-        remote.put_bytes(&index_key, encode_index(&ids))?;
-        crate::hooks::seam("remote-after-index", &index_key);
-        remote.check_cancel()?;
-        report.objects = stats.objects - 1;
-        report.pack_bytes = stats.pack_bytes;
-        report.pack = Some(pack_id);
-    }
-    // The trees-only pack (what a remote diff or mount reads first): named by the snapshot,
-    // its bytes a function of the snapshot alone, so a second writer stores the same bytes.
-    // Before the record, like every object the record reaches.
-    upload_trees_pack(store, remote, id, &trees_key)?;
-    crate::hooks::seam("remote-after-trees", &trees_key);
+    let reader = PackReader::open(tmp)?;
+    let ids: Vec<ObjectId> = reader.entries().iter().map(|e| e.id).collect();
+    let pack_key = format!("packs/{pack_id}.zcpack");
+    let mut ends: Vec<u64> = reader
+        .entries()
+        .iter()
+        .map(|e| e.offset + e.stored_len)
+        .collect();
+    ends.sort_unstable();
+    progress.begin_objects(
+        "uploading",
+        Some(Totals {
+            files: ends.len() as u64,
+            bytes: pack_bytes,
+        }),
+    );
+    let sent = remote.put_file(&pack_key, tmp, &transfer_progress(progress, &ends));
+    crate::hooks::seam("push-uploaded", &pack_key);
+    progress.finish();
+    sent?;
+    crate::hooks::seam("remote-after-pack", &pack_key);
     remote.check_cancel()?;
+    // A plain write: it replaces a lying index of the same name with the pack's truth.
+    let index_key = format!("index/{pack_id}.idx");
+    remote.put_bytes(&index_key, encode_index(&ids))?;
+    crate::hooks::seam("remote-after-index", &index_key);
+    remote.check_cancel()?;
+    Ok(())
+}
+
+/// Refuses to write the record when the push took longer than [`super::gc::push_window`]
+/// since it read the gc marks (`started`).
+fn check_window(remote: &Remote, started: Instant) -> Result<(), RemoteError> {
     let window = super::gc::push_window();
     if started.elapsed() > window {
         return Err(RemoteError::Invalid {
@@ -297,15 +340,7 @@ pub fn push(
             ),
         });
     }
-    // The signatures before the record, so a puller that sees the record sees them too.
-    report.signatures = upload_signatures(store, remote, id)?;
-    remote.check_cancel()?;
-    // Conditional (the record under an id never changes once written); a record already
-    // there holds the same bytes (it hashes to its name).
-    let record_key = format!("snapshots/{}", id.to_hex());
-    remote.put_new(&record_key, record)?;
-    crate::hooks::seam("remote-after-record", &record_key);
-    Ok(report)
+    Ok(())
 }
 
 /// Adds every signature `store` keeps for snapshot `id` that the remote lacks; returns how many.
@@ -390,14 +425,14 @@ pub fn pull_checked(
     // Held (shared) from before the first downloaded pack in tmp/ to the catalog entry: a gc
     // waits instead of removing a pack being read (the import takes it again, shared).
     let lock = store.write_lock()?;
-    let mut packs: Vec<PackReader> = Vec::new();
-    // Packs downloaded (or found gone): never fetched twice.
-    let mut tried: HashSet<String> = HashSet::new();
-    let mut temps = TempFiles(Vec::new());
-    // Each downloaded pack's remote key, to name it instead of its temporary file.
-    let mut keys: HashMap<PathBuf, String> = HashMap::new();
+    let mut got = Downloads {
+        keys: HashMap::new(),
+        temps: TempFiles(Vec::new()),
+        tried: HashSet::new(),
+        packs: Vec::new(),
+    };
     loop {
-        let (missing, _) = closure_needs(store, &packs, &snap.root)?;
+        let (missing, _) = closure_needs(store, &got.packs, &snap.root)?;
         if missing.is_empty() {
             break;
         }
@@ -406,69 +441,8 @@ pub fn pull_checked(
         // so far reads them again).
         let wanted: HashSet<ObjectId> = missing.iter().copied().collect();
         let scan = remote.scan_indexes(&|o| wanted.contains(o), None)?;
-        let mut want = BTreeSet::new();
-        for m in &missing {
-            let candidates = scan.found.get(m);
-            // Every pack whose index lists it is a candidate: one that turned out not to hold
-            // it (a lying index) is passed over for the next.
-            match candidates.and_then(|c| c.iter().find(|p| !tried.contains(*p))) {
-                Some(p) => {
-                    want.insert(p.clone());
-                }
-                None => {
-                    return Err(match candidates.and_then(|c| c.first()) {
-                        Some(p) => remote.corrupt(
-                            &format!("index/{p}.idx"),
-                            format!("lists object {} but its pack does not hold it", m.short(12)),
-                        ),
-                        None => remote.corrupt(
-                            &record_key,
-                            format!("reaches object {} that no index lists", m.short(12)),
-                        ),
-                    })
-                }
-            }
-        }
-        // The sizes of the packs to fetch, for the progress (one listing per round).
-        let sizes = remote.packs()?;
-        let total = Totals {
-            files: want
-                .iter()
-                .map(|p| scan.listed.get(p).copied().unwrap_or(0))
-                .sum(),
-            bytes: want
-                .iter()
-                .map(|p| sizes.get(p).map_or(0, |l| l.size))
-                .sum(),
-        };
-        progress.begin_objects("downloading", Some(total));
-        let mut before = Totals::default();
-        for p in want {
-            tried.insert(p.clone());
-            let local = tmp_path(store, "pull")?;
-            temps.0.push(local.clone());
-            let key = format!("packs/{p}.zcpack");
-            // Listed by an index, then gone (a remote gc): another candidate may hold it.
-            let fetched = remote.get_file(&key, &local, &|bytes| {
-                progress.advance(Totals {
-                    files: before.files,
-                    bytes: before.bytes + bytes,
-                })
-            });
-            let Some(n) = fetched? else {
-                continue;
-            };
-            // Objects are counted per pack, once it is whole (its index is at its end).
-            before.files += scan.listed.get(&p).copied().unwrap_or(0);
-            before.bytes += n;
-            progress.advance(before);
-            report.bytes += n;
-            keys.insert(local.clone(), key.clone());
-            crate::hooks::seam("remote-after-fetch", &key);
-            report.packs += 1;
-            packs.push(PackReader::open(&local).map_err(|e| named(remote, &keys, e))?);
-        }
-        progress.finish();
+        let want = packs_to_fetch(remote, &scan, &missing, &got.tried, &record_key)?;
+        download(store, remote, &scan, want, &mut got, &mut report, progress)?;
     }
     remote.check_cancel()?;
     // Beside the record before it is committed (under this pull's lock: gc cannot sweep them
@@ -477,15 +451,119 @@ pub fn pull_checked(
     // The import stops on the remote's token, as the transfers before it did.
     let watched = Cancellable::new(progress, remote.cancel().clone());
     let watch = ImportProgress::new(&watched);
-    let imported = import_from_packs(store, id, &record, &packs, &watch);
+    let imported = import_from_packs(store, id, &record, &got.packs, &watch);
     progress.finish();
     imported.map_err(|e| match e {
         StoreError::Interrupted => RemoteError::Interrupted,
-        e => named(remote, &keys, e),
+        e => named(remote, &got.keys, e),
     })?;
-    drop(packs);
-    drop(temps);
+    drop(got.packs);
+    drop(got.temps);
     Ok(report)
+}
+
+/// What a pull has downloaded so far. The fields drop in this order, as the pull's own
+/// variables did: the keys, the temporary files, the tried packs, then the open packs.
+struct Downloads {
+    /// Each downloaded pack's remote key, to name it instead of its temporary file.
+    keys: HashMap<PathBuf, String>,
+    /// The temporary files the packs were downloaded into, removed on drop.
+    temps: TempFiles,
+    /// Packs downloaded (or found gone): never fetched twice.
+    tried: HashSet<String>,
+    /// The packs downloaded, open.
+    packs: Vec<PackReader>,
+}
+
+/// The packs to fetch for the `missing` objects: for each, the first candidate of `scan` not
+/// `tried` yet; an object no untried pack's index lists is an error naming the index or the
+/// record (`record_key`).
+fn packs_to_fetch(
+    remote: &Remote,
+    scan: &IndexScan,
+    missing: &[ObjectId],
+    tried: &HashSet<String>,
+    record_key: &str,
+) -> Result<BTreeSet<String>, RemoteError> {
+    let mut want = BTreeSet::new();
+    for m in missing {
+        let candidates = scan.found.get(m);
+        // Every pack whose index lists it is a candidate: one that turned out not to hold
+        // it (a lying index) is passed over for the next.
+        match candidates.and_then(|c| c.iter().find(|p| !tried.contains(*p))) {
+            Some(p) => {
+                want.insert(p.clone());
+            }
+            None => {
+                return Err(match candidates.and_then(|c| c.first()) {
+                    Some(p) => remote.corrupt(
+                        &format!("index/{p}.idx"),
+                        format!("lists object {} but its pack does not hold it", m.short(12)),
+                    ),
+                    None => remote.corrupt(
+                        record_key,
+                        format!("reaches object {} that no index lists", m.short(12)),
+                    ),
+                })
+            }
+        }
+    }
+    Ok(want)
+}
+
+/// Downloads one round of packs (`want`) into `got`, hearing a `downloading` phase; a pack
+/// listed by an index and gone from the remote is passed over.
+fn download(
+    store: &Store,
+    remote: &Remote,
+    scan: &IndexScan,
+    want: BTreeSet<String>,
+    got: &mut Downloads,
+    report: &mut PullReport,
+    progress: &dyn Progress,
+) -> Result<(), RemoteError> {
+    // The sizes of the packs to fetch, for the progress (one listing per round).
+    let sizes = remote.packs()?;
+    let total = Totals {
+        files: want
+            .iter()
+            .map(|p| scan.listed.get(p).copied().unwrap_or(0))
+            .sum(),
+        bytes: want
+            .iter()
+            .map(|p| sizes.get(p).map_or(0, |l| l.size))
+            .sum(),
+    };
+    progress.begin_objects("downloading", Some(total));
+    let mut before = Totals::default();
+    for p in want {
+        got.tried.insert(p.clone());
+        let local = tmp_path(store, "pull")?;
+        got.temps.0.push(local.clone());
+        let key = format!("packs/{p}.zcpack");
+        // Listed by an index, then gone (a remote gc): another candidate may hold it.
+        let fetched = remote.get_file(&key, &local, &|bytes| {
+            progress.advance(Totals {
+                files: before.files,
+                bytes: before.bytes + bytes,
+            })
+        });
+        let Some(n) = fetched? else {
+            continue;
+        };
+        // Objects are counted per pack, once it is whole (its index is at its end).
+        before.files += scan.listed.get(&p).copied().unwrap_or(0);
+        before.bytes += n;
+        progress.advance(before);
+        report.bytes += n;
+        got.keys.insert(local.clone(), key.clone());
+        crate::hooks::seam("remote-after-fetch", &key);
+        report.packs += 1;
+        got.packs
+            .push(PackReader::open(&local).map_err(|e| named(remote, &got.keys, e))?);
+    }
+    progress.finish();
+    Ok(())
 }
 
 /// A bad downloaded pack named by its remote key (`packs/<id>.zcpack` on the remote), not by
