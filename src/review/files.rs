@@ -14,7 +14,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 
 use serde::{Serialize, Serializer};
-use zeroclaw_bundle_store::{escape_name, EntryKind, ObjectId, StoreError};
+use zeroclaw_bundle_store::{escape_name, EntryKind, ObjectId, StoreError, TreeEntry};
 
 use crate::agent::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 use crate::credentials::{scan_file, CredentialReason, FileKind};
@@ -208,6 +208,7 @@ pub fn scan(
     result
 }
 
+/// The walk of [`scan`]: every file of the tree, depth first, counted into its part.
 fn walk(
     side: &dyn TreeSide,
     root: &ObjectId,
@@ -245,96 +246,138 @@ fn walk(
             let part = part_of(&mut parts, &path);
             part.files += 1;
             part.bytes += entry.size;
-            let shown = String::from_utf8_lossy(&path.0).into_owned();
-            let kind = FileKind::of(&shown);
-            let outcome = if entry.size > cap {
-                out.not_scanned.push(NotScanned {
-                    path: path.clone(),
-                    size: entry.size,
-                });
-                None
-            } else {
-                // A blob is read again only when it is met under a name of another kind
-                // (whose line rule differs): rare, and each read is bounded by the cap.
-                if let Entry::Vacant(slot) = read.entry((entry.id, kind)) {
-                    let bytes = side.bytes(&entry.id, entry.size, cap)?.unwrap_or_default();
-                    let binary = bytes[..bytes.len().min(BINARY_PROBE)].contains(&0);
-                    let text = (!binary).then(|| String::from_utf8_lossy(&bytes));
-                    let mut findings: Vec<(Option<u64>, CredentialReason)> =
-                        scan_file(&shown, text.as_deref())
-                            .into_iter()
-                            .map(|f| (f.line, f.reason))
-                            .collect();
-                    let more = findings.len().saturating_sub(FINDINGS_PER_FILE) as u64;
-                    findings.truncate(FINDINGS_PER_FILE);
-                    slot.insert(Read {
-                        findings,
-                        more,
-                        binary,
-                        shebang: bytes.starts_with(b"#!"),
-                    });
-                }
-                read.get(&(entry.id, kind))
-            };
-            // The name rules hold for a file that was not read too (a key over the cap).
-            let findings: Vec<(Option<u64>, CredentialReason)> = match outcome {
-                Some(r) => {
-                    if r.binary {
-                        out.binary_files += 1;
-                    } else {
-                        out.scanned_files += 1;
-                    }
-                    if r.more > 0 {
-                        out.credentials_more.push(MoreFindings {
-                            path: path.clone(),
-                            more_lines: r.more,
-                        });
-                    }
-                    r.findings.clone()
-                }
-                None => scan_file(&shown, None)
-                    .into_iter()
-                    .map(|f| (f.line, f.reason))
-                    .collect(),
-            };
-            out.credentials
-                .extend(findings.into_iter().map(|(line, reason)| CredentialFile {
-                    path: path.clone(),
-                    line,
-                    reason,
-                }));
-            if entry.kind == EntryKind::ExecFile {
-                out.executables.push(path.clone());
-            }
-            if path.0.starts_with(format!("{SKILLS_DIR}/").as_bytes()) {
-                let extension = std::path::Path::new(&shown)
-                    .extension()
-                    .and_then(|e| e.to_str())
-                    .map(str::to_ascii_lowercase);
-                let why = if entry.kind == EntryKind::ExecFile {
-                    Some("executable")
-                } else if outcome.is_some_and(|r| r.shebang) {
-                    Some("shebang")
-                } else if extension.is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e.as_str())) {
-                    Some("extension")
-                } else {
-                    None
-                };
-                if let Some(why) = why {
-                    out.skill_scripts.push(SkillScript {
-                        path: path.clone(),
-                        why,
-                    });
-                }
-            }
-            if PERSONAL_FILES
-                .iter()
-                .any(|f| path.0 == format!("{WORKSPACE_DIR}/{f}").as_bytes())
-            {
-                out.personal_files.push(path.clone());
-            }
+            scan_entry(side, cap, entry, &path, &mut read, &mut out)?;
         }
     }
+    sort(&mut out, parts);
+    Ok(out)
+}
+
+/// Scans one file at `path`: reads it (at most `cap` bytes, once per blob and kind of name) and
+/// records in `out` its credential findings, whether it was scanned or binary, and whether it
+/// is executable, a script in a skill or a personal file.
+fn scan_entry(
+    side: &dyn TreeSide,
+    cap: u64,
+    entry: &TreeEntry,
+    path: &BundlePath,
+    read: &mut HashMap<(ObjectId, Option<FileKind>), Read>,
+    out: &mut FileScan,
+) -> Result<(), ScanError> {
+    let shown = String::from_utf8_lossy(&path.0).into_owned();
+    let kind = FileKind::of(&shown);
+    let outcome = if entry.size > cap {
+        out.not_scanned.push(NotScanned {
+            path: path.clone(),
+            size: entry.size,
+        });
+        None
+    } else {
+        read_blob(side, cap, entry, kind, &shown, read)?
+    };
+    // The name rules hold for a file that was not read too (a key over the cap).
+    let findings: Vec<(Option<u64>, CredentialReason)> = match outcome {
+        Some(r) => {
+            if r.binary {
+                out.binary_files += 1;
+            } else {
+                out.scanned_files += 1;
+            }
+            if r.more > 0 {
+                out.credentials_more.push(MoreFindings {
+                    path: path.clone(),
+                    more_lines: r.more,
+                });
+            }
+            r.findings.clone()
+        }
+        None => scan_file(&shown, None)
+            .into_iter()
+            .map(|f| (f.line, f.reason))
+            .collect(),
+    };
+    out.credentials
+        .extend(findings.into_iter().map(|(line, reason)| CredentialFile {
+            path: path.clone(),
+            line,
+            reason,
+        }));
+    if entry.kind == EntryKind::ExecFile {
+        out.executables.push(path.clone());
+    }
+    if path.0.starts_with(format!("{SKILLS_DIR}/").as_bytes()) {
+        if let Some(why) = skill_script_why(entry, &shown, outcome) {
+            out.skill_scripts.push(SkillScript {
+                path: path.clone(),
+                why,
+            });
+        }
+    }
+    if PERSONAL_FILES
+        .iter()
+        .any(|f| path.0 == format!("{WORKSPACE_DIR}/{f}").as_bytes())
+    {
+        out.personal_files.push(path.clone());
+    }
+    Ok(())
+}
+
+/// What the blob of `entry` said under a name of `kind` (`shown`), read on first meeting.
+fn read_blob<'r>(
+    side: &dyn TreeSide,
+    cap: u64,
+    entry: &TreeEntry,
+    kind: Option<FileKind>,
+    shown: &str,
+    read: &'r mut HashMap<(ObjectId, Option<FileKind>), Read>,
+) -> Result<Option<&'r Read>, ScanError> {
+    // A blob is read again only when it is met under a name of another kind
+    // (whose line rule differs): rare, and each read is bounded by the cap.
+    if let Entry::Vacant(slot) = read.entry((entry.id, kind)) {
+        let bytes = side.bytes(&entry.id, entry.size, cap)?.unwrap_or_default();
+        let binary = bytes[..bytes.len().min(BINARY_PROBE)].contains(&0);
+        let text = (!binary).then(|| String::from_utf8_lossy(&bytes));
+        let mut findings: Vec<(Option<u64>, CredentialReason)> = scan_file(shown, text.as_deref())
+            .into_iter()
+            .map(|f| (f.line, f.reason))
+            .collect();
+        let more = findings.len().saturating_sub(FINDINGS_PER_FILE) as u64;
+        findings.truncate(FINDINGS_PER_FILE);
+        slot.insert(Read {
+            findings,
+            more,
+            binary,
+            shebang: bytes.starts_with(b"#!"),
+        });
+    }
+    Ok(read.get(&(entry.id, kind)))
+}
+
+/// Why a file in `skills/` is a script the agent may run: executable, a shebang (`outcome`:
+/// what its bytes said, when read), or a script extension.
+fn skill_script_why(
+    entry: &TreeEntry,
+    shown: &str,
+    outcome: Option<&Read>,
+) -> Option<&'static str> {
+    let extension = std::path::Path::new(shown)
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    if entry.kind == EntryKind::ExecFile {
+        Some("executable")
+    } else if outcome.is_some_and(|r| r.shebang) {
+        Some("shebang")
+    } else if extension.is_some_and(|e| SCRIPT_EXTENSIONS.contains(&e.as_str())) {
+        Some("extension")
+    } else {
+        None
+    }
+}
+
+/// Sorts every list of `out` by path (findings by path and line) and sets its parts, in
+/// their rank.
+fn sort(out: &mut FileScan, mut parts: Vec<Part>) {
     out.credentials
         .sort_by(|a, b| (&a.path, a.line).cmp(&(&b.path, b.line)));
     out.credentials_more.sort_by(|a, b| a.path.cmp(&b.path));
@@ -344,7 +387,6 @@ fn walk(
     out.not_scanned.sort_by(|a, b| a.path.cmp(&b.path));
     parts.sort_by(|a, b| part_rank(&a.part).cmp(&part_rank(&b.part)));
     out.parts = parts;
-    Ok(out)
 }
 
 /// The part a file at `path` belongs to (created on first use).
