@@ -480,13 +480,7 @@ impl<'s> Capture<'s> {
                         self.cached(path.as_bytes(), &classified)
                     };
                     if let Some((position, hit)) = hit {
-                        self.old_cache.keep(position);
-                        self.stats.cached_files += 1;
-                        done.files += 1;
-                        done.size += hit.size;
-                        tally.files += 1;
-                        tally.bytes += hit.size;
-                        self.advance(hit.size);
+                        self.count_cached(position, hit.size, &mut done, tally);
                         // The mode of this walk's own no-follow stat of the entry (through its
                         // directory's fd), never one from the cache: the record matched its
                         // identity and ctime, and a chmod moves the ctime.
@@ -534,6 +528,38 @@ impl<'s> Capture<'s> {
             }
         }
         drop(reply_tx);
+        self.finish_dir(&reply_rx, pending, done, tally, prefix)
+    }
+
+    /// Counts a file the stat cache vouches for (entry `position` of the old cache, `size`
+    /// bytes) as carried: kept in the new cache, in the work stats, the directory's results,
+    /// the tally and the progress.
+    fn count_cached(
+        &mut self,
+        position: usize,
+        size: u64,
+        done: &mut DirResults,
+        tally: &mut Tally,
+    ) {
+        self.old_cache.keep(position);
+        self.stats.cached_files += 1;
+        done.files += 1;
+        done.size += size;
+        tally.files += 1;
+        tally.bytes += size;
+        self.advance(size);
+    }
+
+    /// Finishes one directory: applies the `pending` results still with the workers, fails
+    /// with the earliest slot's failure, reports the skips in listing order, writes the tree.
+    fn finish_dir(
+        &mut self,
+        reply_rx: &mpsc::Receiver<(FileJob, FileOutcome)>,
+        pending: usize,
+        mut done: DirResults,
+        tally: &mut Tally,
+        prefix: &str,
+    ) -> Result<Walked, CaptureError> {
         for _ in 0..pending {
             let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
             self.apply(reply, &mut done, tally);
