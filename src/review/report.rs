@@ -1,4 +1,4 @@
-//! What a review found: the [`Review`] the verb returns, [`render`](super::render) prints and
+//! What a review found: the [`Review`] the verb returns, [`render`](super::render()) prints and
 //! `--json` serializes, and its parts (the bundle's statements, the install compared with, one
 //! update diff per earlier import). Plain data: nothing here reads the store.
 
