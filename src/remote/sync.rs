@@ -293,7 +293,7 @@ fn upload_pack(
         return Err(RemoteError::Invalid {
             name: remote.name().to_string(),
             why: format!(
-                "this push's pack packs/{pack_id}.zcpack is marked for deletion by a remote gc                      (the same objects were pushed before, then forgotten); run `remote gc`                      after its grace period, then push again"
+                "this push's pack packs/{pack_id}.zcpack is marked for deletion by a remote gc (the same objects were pushed before, then forgotten); run `remote gc` after its grace period, then push again"
             ),
         });
     }
@@ -335,7 +335,7 @@ fn check_window(remote: &Remote, started: Instant) -> Result<(), RemoteError> {
         return Err(RemoteError::Invalid {
             name: remote.name().to_string(),
             why: format!(
-                "this push took longer than {} s since it read the remote's gc marks, so a                  remote gc may have deleted what it relies on; its pack is uploaded: push again                  (it will be quick)",
+                "this push took longer than {} s since it read the remote's gc marks, so a remote gc may have deleted what it relies on; its pack is uploaded: push again (it will be quick)",
                 window.as_secs()
             ),
         });
