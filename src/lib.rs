@@ -87,6 +87,7 @@ pub mod sign; // TRANSITION: the binary still reaches in
 pub mod source; // TRANSITION: the binary still reaches in
 #[doc(hidden)]
 pub mod statmatch; // TRANSITION: the binary still reaches in
+mod sync;
 #[doc(hidden)]
 pub mod sys; // TRANSITION: the binary still reaches in
 pub mod words;
