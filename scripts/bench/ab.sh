@@ -13,6 +13,8 @@
 #   checkout  checkout of that snapshot into a new directory
 #   diff      diff of the snapshot against the corpus directory (a stat walk)
 #   pack      pack of the snapshot to a file
+#   mount     `mount NAME DIR --daemon` by the snapshot's name until `ls` of the mount answers,
+#             caches dropped first when root can (what a person mounting to review feels)
 set -euo pipefail
 export LC_ALL=C
 A=${1:?usage: ab.sh OLD_BINARY NEW_BINARY}
@@ -45,6 +47,15 @@ seconds() {
 		rm -f "$d/p.zbpack"
 		timed "$bin" --store "$d/store" -q pack "$(last "$bin" "$d")" --out "$d/p.zbpack"
 		;;
+	mount)
+		"$bin" --store "$d/store" -q snapshot --dir "$W/corpus" --name ab-mount >/dev/null 2>&1 || true
+		mkdir -p "$d/mnt"
+		sync
+		{ echo 3 >/proc/sys/vm/drop_caches; } 2>/dev/null || true
+		timed bash -c '"$0" --store "$1" -q mount ab-mount "$2" --daemon && ls "$2" >/dev/null' \
+			"$bin" "$d/store" "$d/mnt"
+		"$bin" --store "$d/store" -q umount "$d/mnt" >/dev/null 2>&1 || umount "$d/mnt"
+		;;
 	esac
 }
 
@@ -60,7 +71,7 @@ timed() {
 
 median() { sort -g | awk '{a[NR]=$1} END {m=(NR%2)?a[(NR+1)/2]:(a[NR/2]+a[NR/2+1])/2; printf "%.3f", m}'; }
 
-phases=(capture no-op checkout diff pack)
+phases=(capture no-op checkout diff pack mount)
 declare -A times
 for ((r = 1; r <= ROUNDS; r++)); do
 	# Alternate which binary goes first, so neither always gets the warmer cache.
