@@ -740,7 +740,7 @@ impl Store {
         let dir = self.root().join(TREES_DIR);
         let mut removed = 0;
         let mut synced = true;
-        for ent in crate::list_dir(&dir)? {
+        for ent in crate::sys::list_dir(&dir)? {
             let ent = ent?;
             let name = ent.file_name();
             let Some(name) = name.to_str() else {

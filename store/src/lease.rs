@@ -282,7 +282,7 @@ impl Store {
         self.leases_dir_checked()?;
         let dir = self.leases_dir();
         let mut out = Vec::new();
-        for ent in crate::list_dir(&dir)? {
+        for ent in crate::sys::list_dir(&dir)? {
             let ent = ent?;
             let name = ent.file_name().to_string_lossy().into_owned();
             let path = ent.path();
@@ -352,7 +352,7 @@ mod tests {
     use crate::maintenance::tests::{future_dated_snapshot, make_fifo, snapshot_of};
 
     fn held_files(store: &Store) -> Vec<String> {
-        crate::list_dir(&store.leases_dir())
+        crate::sys::list_dir(&store.leases_dir())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect()

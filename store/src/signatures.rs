@@ -193,7 +193,7 @@ impl Store {
     pub fn signatures(&self, snapshot: &ObjectId) -> Result<Vec<StoredSignature>, StoreError> {
         let dir = self.signatures_dir(snapshot);
         let mut out = Vec::new();
-        for ent in crate::list_dir(&dir)? {
+        for ent in crate::sys::list_dir(&dir)? {
             let ent = ent?;
             let name = ent.file_name();
             let Some(id) = name
@@ -245,7 +245,7 @@ impl Store {
     ) -> Result<u64, StoreError> {
         let top = self.root().join(SIGNATURES_DIR);
         let mut removed = 0;
-        for ent in crate::list_dir(&top)? {
+        for ent in crate::sys::list_dir(&top)? {
             let ent = ent?;
             let Some(id) = ent
                 .file_name()

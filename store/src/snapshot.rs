@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, StoreError};
 use crate::escape::is_hidden;
 use crate::id::ObjectId;
 
@@ -31,6 +31,15 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
         Some("it is longer than 255 bytes")
     } else {
         None
+    }
+}
+
+/// Checks a `--name`: it must not be mistaken for an id prefix or an `agent/` ref, nor
+/// contain whitespace or control characters (see [`name_problem`]).
+pub fn validate_name(name: &str) -> Result<(), StoreError> {
+    match name_problem(name) {
+        Some(why) => Err(StoreError::BadName(name.to_string(), why)),
+        None => Ok(()),
     }
 }
 

@@ -49,7 +49,7 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
         store.read_index_head(snapshot, &snap.root);
     }
     // The store's own files, which do not depend on the record.
-    read_small(&root.join(crate::MARKER));
+    read_small(&root.join(crate::handle::MARKER));
     for path in [
         store.signatures_dir(snapshot),
         root.join(crate::lock::LOCK_FILE),
