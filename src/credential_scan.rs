@@ -100,7 +100,7 @@ fn walk_carried(
 ) -> Result<(), StoreError> {
     let mut stack = vec![(String::new(), *root)];
     while let Some((prefix, id)) = stack.pop() {
-        let tree = store.read_tree(&id)?;
+        let tree = store.objects().read_tree(&id)?;
         for entry in tree.entries() {
             match entry.kind {
                 EntryKind::Dir => {
@@ -231,6 +231,7 @@ mod tests {
             entries.push(TreeEntry::file(name.as_bytes().to_vec(), 0o644, size, id));
         }
         let ws = store
+            .objects()
             .write_tree(&zeroclaw_bundle_store::Tree::from_entries(entries).unwrap())
             .unwrap();
         let top = b"Authorization: Bearer abcdefghijklmnop\n";
@@ -240,7 +241,7 @@ mod tests {
             TreeEntry::file(b"manifest.toml".to_vec(), 0o644, top.len() as u64, top_id),
         ])
         .unwrap();
-        store.write_tree(&tree).unwrap()
+        store.objects().write_tree(&tree).unwrap()
     }
 
     #[test]

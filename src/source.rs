@@ -689,7 +689,7 @@ pub fn open(
         Target::Stored { .. } | Target::Dir(_) => {
             let store = need_store()?;
             let id = reference.stored_id(store)?;
-            let snapshot = store.read_snapshot(&id)?;
+            let snapshot = store.objects().read_snapshot(&id)?;
             let held = Held::Store(store.snapshot_source(&id));
             (id, snapshot, held, id.short(12))
         }

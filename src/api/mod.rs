@@ -566,7 +566,11 @@ impl Bundles {
         };
         // The trust policy, before the destination is touched.
         self.gate_stored(&id).with_context(context).map_err(fail)?;
-        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        let snap = self
+            .store
+            .objects()
+            .read_snapshot(&id)
+            .map_err(|e| fail(e.into()))?;
         let admitted = check(&PublishRequest {
             dest: out,
             force: replace != Replace::Nothing,
@@ -784,7 +788,11 @@ impl Bundles {
         let id = self
             .stored("mount", reference)
             .map_err(|e| fail(e.into()))?;
-        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        let snap = self
+            .store
+            .objects()
+            .read_snapshot(&id)
+            .map_err(|e| fail(e.into()))?;
         self.gate_stored(&id)
             .with_context(|| format!("could not mount snapshot {}", id.short(12)))
             .map_err(fail)?;
@@ -844,6 +852,7 @@ impl Bundles {
         let id = self.stored("pack", reference).map_err(|e| fail(e.into()))?;
         let total = self
             .store
+            .objects()
             .read_snapshot(&id)
             .map_err(|e| fail(e.into()))?
             .bytes();

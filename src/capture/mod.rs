@@ -915,7 +915,7 @@ mod tests {
 
     #[cfg(feature = "test-hooks")]
     fn subtree(store: &Store, root: &ObjectId, name: &str) -> ObjectId {
-        let tree = store.read_tree(root).unwrap();
+        let tree = store.objects().read_tree(root).unwrap();
         let entry = tree.entries().iter().find(|e| e.name == name.as_bytes());
         entry.expect("entry present").id
     }

@@ -125,10 +125,10 @@ pub fn reaches_private_file(
     store: &Store,
     id: &zeroclaw_bundle_store::ObjectId,
 ) -> Result<bool, zeroclaw_bundle_store::StoreError> {
-    let root = store.read_snapshot(id)?.root;
+    let root = store.objects().read_snapshot(id)?.root;
     let mut trees = vec![root];
     while let Some(tree) = trees.pop() {
-        for entry in store.read_tree(&tree)?.entries() {
+        for entry in store.objects().read_tree(&tree)?.entries() {
             if entry.kind.is_file() {
                 if entry.mode & 0o004 == 0 {
                     return Ok(true);

@@ -99,7 +99,7 @@ fn closure_ids(
     let mut all = HashMap::from([(*id, 0), (*root, 0)]);
     let mut stack = vec![*root];
     while let Some(t) = stack.pop() {
-        for e in store.read_tree(&t)?.entries() {
+        for e in store.objects().read_tree(&t)?.entries() {
             let size = if e.kind == EntryKind::Dir { 0 } else { e.size };
             if all.insert(e.id, size).is_none() && e.kind == EntryKind::Dir {
                 stack.push(e.id);
@@ -174,7 +174,7 @@ pub fn push(
     progress: &dyn Progress,
 ) -> Result<PushReport, RemoteError> {
     let record = store.objects().read_verified(id)?;
-    let snap = store.read_snapshot(id)?;
+    let snap = store.objects().read_snapshot(id)?;
     let mut report = PushReport {
         snapshot: Some(*id),
         ..PushReport::default()

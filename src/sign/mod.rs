@@ -490,7 +490,7 @@ pub fn sign(
     with: &SignWith,
 ) -> Result<SignReport, SignError> {
     // The snapshot must exist here: a signature of a missing snapshot would be invisible.
-    store.read_snapshot(snapshot_id)?;
+    store.objects().read_snapshot(snapshot_id)?;
     let (sig, bytes) = match with {
         SignWith::Key(choice) => sign_with_key(&OpenedKey::open(choice)?, snapshot_id)?,
         SignWith::Opened(key) => sign_with_key(key, snapshot_id)?,

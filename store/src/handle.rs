@@ -15,10 +15,9 @@ use crate::id::ObjectId;
 use crate::inner::Inner;
 use crate::keys::SourceKey;
 use crate::lock::{self, WriteLock};
-use crate::objects::{Blob, ObjectDir};
+use crate::objects::ObjectDir;
 use crate::snapshot::{validate_name, Snapshot};
-use crate::source::{self, ObjectSource};
-use crate::tree::Tree;
+use crate::source::ObjectSource;
 use crate::{dircache, index, signatures, sys};
 
 /// The mode of a store's root: only its owner may enter it.
@@ -305,31 +304,6 @@ impl Store {
         Ok(catalog)
     }
 
-    /// Writes a tree object.
-    pub fn write_tree(&self, tree: &Tree) -> Result<ObjectId, StoreError> {
-        self.objects().write_bytes(&tree.encode())
-    }
-
-    /// Reads, verifies and decodes a tree object.
-    pub fn read_tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        let bytes = self.objects().read_verified(id)?;
-        Tree::decode(&bytes).map_err(|why| StoreError::Malformed {
-            id: *id,
-            what: "tree",
-            why,
-        })
-    }
-
-    /// Reads, verifies and decodes a snapshot record.
-    pub fn read_snapshot(&self, id: &ObjectId) -> Result<Snapshot, StoreError> {
-        let bytes = self.objects().read_verified_loose_first(id)?;
-        Snapshot::decode(&bytes).map_err(|why| StoreError::Malformed {
-            id: *id,
-            what: "snapshot record",
-            why,
-        })
-    }
-
     /// Takes the store lock shared for a writer (see the crate doc, "gc and writers"): hold
     /// it from before the first object a capture reuses or writes until its snapshot is
     /// committed. Waits while a gc or reindex runs.
@@ -489,40 +463,6 @@ impl Store {
     pub fn resolve(&self, reference: &str) -> Result<ObjectId, StoreError> {
         self.catalog()?.resolve(reference)
     }
-
-    /// A read-only view for mounts and readers: no catalog, only immutable objects.
-    pub fn reader(&self) -> StoreReader {
-        StoreReader {
-            store: self.clone(),
-        }
-    }
-}
-
-/// A store seen only through its immutable objects (what a mount serves).
-#[derive(Debug, Clone)]
-pub struct StoreReader {
-    store: Store,
-}
-
-impl ObjectSource for StoreReader {
-    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        self.store.read_tree(id)
-    }
-
-    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
-        self.store.objects().open_blob(id)
-    }
-
-    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
-        let blob = self.store.objects().open_blob_of_len(id, size)?;
-        source::of_recorded_size(id, blob, size)
-    }
-
-    fn prefetch(&self, ids: &[ObjectId]) {
-        for id in ids {
-            self.store.objects().will_need(id);
-        }
-    }
 }
 
 #[cfg(test)]
@@ -647,7 +587,7 @@ mod tests {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
             let store = Store::open_or_create(&root).unwrap();
-            let read = store.read_snapshot(&snap).map(|_| ());
+            let read = store.objects().read_snapshot(&snap).map(|_| ());
             let verified = store.verify(&mut |_, _| {}).map(|_| ());
             tx.send((read, verified)).unwrap();
         });
@@ -696,7 +636,7 @@ mod tests {
     }
 
     fn one_snapshot(store: &Store) -> ObjectId {
-        let root = store.write_tree(&Tree::default()).unwrap();
+        let root = store.objects().write_tree(&Tree::default()).unwrap();
         let snap = Snapshot {
             root,
             created_unix_ns: 5,
@@ -776,7 +716,7 @@ mod tests {
         cache.keep(at);
         cache.put(b"c.md", &entry(3));
         let lock = store.write_lock().unwrap();
-        let root = store.write_tree(&Tree::default()).unwrap();
+        let root = store.objects().write_tree(&Tree::default()).unwrap();
         let snap = Snapshot {
             root,
             created_unix_ns: 5,

@@ -293,7 +293,7 @@ impl Store {
     fn is_indexed_snapshot(&self, id: &ObjectId) -> bool {
         let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
         // The record is read, not only found: a tree's id names a shared index too.
-        self.read_snapshot(id).is_ok_and(|snap| {
+        self.objects().read_snapshot(id).is_ok_and(|snap| {
             is_file(&self.tree_index_path(&snap.root)) || is_file(&self.snapshot_index_path(id))
         })
     }
@@ -389,7 +389,7 @@ impl Store {
     /// renamed into `trees/`, the directory fsynced. A failure leaves no partial index (the
     /// temp file is removed). This is `reindex`'s: it never reads the index it replaces.
     pub fn write_tree_index(&self, snapshot: &ObjectId) -> Result<PackStats, StoreError> {
-        let snap = self.read_snapshot(snapshot)?;
+        let snap = self.objects().read_snapshot(snapshot)?;
         self.write_root_index(snapshot, &snap.root, snap.parent, None)
     }
 
@@ -401,7 +401,7 @@ impl Store {
         snapshot: &ObjectId,
         trees: Option<&dyn ObjectSource>,
     ) -> Result<Option<PackStats>, StoreError> {
-        let snap = self.read_snapshot(snapshot)?;
+        let snap = self.objects().read_snapshot(snapshot)?;
         // Present is enough: a bad one is every reader's to drop (with a notice) and
         // `verify`'s to report, as a bad one of the snapshot's own would be.
         if fs::symlink_metadata(self.tree_index_path(&snap.root)).is_ok() {
@@ -471,7 +471,7 @@ impl Store {
                 let source = self.snapshot_source_within(&parent, WRITER_IN_MEMORY);
                 write_tree_pack(&source, root, &mut out)
             } else {
-                write_tree_pack(&self.reader(), root, &mut out)
+                write_tree_pack(&self.objects().reader(), root, &mut out)
             }?;
             let file = out
                 .into_inner()
@@ -520,7 +520,7 @@ impl Store {
     /// trees once and must stay small (a checkout).
     pub fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
         // The record names the root, and so the index; without it nothing can be read anyway.
-        match self.read_snapshot(snapshot) {
+        match self.objects().read_snapshot(snapshot) {
             Ok(snap) => self.source_at(snapshot, self.index_file(snapshot, &snap.root), in_memory),
             Err(_) => self.source_without_index(snapshot),
         }
@@ -554,7 +554,7 @@ impl Store {
     /// that (an older build's index rooted at the record, a damaged file) only means the root
     /// is read as any other tree.
     pub fn snapshot_source_answering(&self, snapshot: &ObjectId) -> SnapshotSource {
-        let Ok(snap) = self.read_snapshot(snapshot) else {
+        let Ok(snap) = self.objects().read_snapshot(snapshot) else {
             return self.source_without_index(snapshot);
         };
         let file = self.index_file(snapshot, &snap.root);
@@ -573,7 +573,7 @@ impl Store {
 
     fn source_without_index(&self, snapshot: &ObjectId) -> SnapshotSource {
         SnapshotSource {
-            reader: self.reader(),
+            reader: self.objects().reader(),
             snapshot: *snapshot,
             index: OnceLock::from(None),
             pending: None,
@@ -649,7 +649,7 @@ impl Store {
             // A tree the store cannot read (corrupt, missing) is verify's own finding. The
             // index's copy was just verified against its id, so the walk goes on through it:
             // a good index is never blamed for a damaged object.
-            let tree = match self.read_tree(&id) {
+            let tree = match self.objects().read_tree(&id) {
                 Ok(tree) => tree,
                 Err(_) => match pack.tree(&id) {
                     Ok(tree) => tree,
@@ -895,7 +895,7 @@ mod tests {
             kind: EntryKind::Dir,
             mode: 0o755,
             size: tree.total_size(),
-            id: store.write_tree(tree).unwrap(),
+            id: store.objects().write_tree(tree).unwrap(),
         };
         let mut top = Vec::new();
         for i in 0..dirs {
@@ -909,7 +909,7 @@ mod tests {
             top.push(dir(format!("d{i:03}"), &mid));
         }
         let root_tree = Tree::from_entries(top).unwrap();
-        let root = store.write_tree(&root_tree).unwrap();
+        let root = store.objects().write_tree(&root_tree).unwrap();
         let snap = Snapshot::for_test(root, salt);
         let lock = store.write_lock().unwrap();
         (store.commit_snapshot(&lock, &snap, None).unwrap(), root)
@@ -921,7 +921,7 @@ mod tests {
         let mut n = 0;
         while let Some(id) = stack.pop() {
             let tree = source.tree(&id).unwrap();
-            assert_eq!(tree, store.read_tree(&id).unwrap());
+            assert_eq!(tree, store.objects().read_tree(&id).unwrap());
             n += 1;
             stack.extend(
                 tree.entries()
@@ -1030,15 +1030,16 @@ mod tests {
         let (parent, root) = snapshot(&store, 5, "a");
         // A subtree object gone from the object directory: only the parent's index still
         // holds it, so the child's index can be complete only if it was read from there.
-        let sub = store.read_tree(&root).unwrap().entries()[2].id;
+        let sub = store.objects().read_tree(&root).unwrap().entries()[2].id;
         fs::remove_file(store.objects().file_of(&sub).unwrap()).unwrap();
         // The child adds a file at the top: a new root, every subtree shared.
-        let mut entries = store.read_tree(&root).unwrap().entries().to_vec();
+        let mut entries = store.objects().read_tree(&root).unwrap().entries().to_vec();
         entries.push(store.file_entry_for_test("zz.txt", b"new"));
         let child_root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
-        let mut snap = store.read_snapshot(&parent).unwrap();
+        let mut snap = store.objects().read_snapshot(&parent).unwrap();
         snap.root = child_root;
         snap.created_unix_ns = 2;
         snap.parent = Some(parent);
@@ -1193,7 +1194,7 @@ mod tests {
         let (_, keep) = snapshot(&store, 3, "keep");
         let (gone_id, gone) = snapshot(&store, 2, "gone");
         for root in [keep, gone] {
-            let walked = check_expansion(&store.reader(), &root, "test").unwrap();
+            let walked = check_expansion(&store.objects().reader(), &root, "test").unwrap();
             assert_eq!(store.recorded_expansion(&root), Some(walked));
         }
         // 3 dirs, each of a file and a dir of a file: 3 + 3 * 2 + 3 * 1 entries.
@@ -1292,7 +1293,7 @@ mod tests {
         // A chain one directory deeper than the limit.
         let mut tree = Tree::from_entries(Vec::new()).unwrap();
         for _ in 0..=crate::limits::MAX_DEPTH {
-            let id = store.write_tree(&tree).unwrap();
+            let id = store.objects().write_tree(&tree).unwrap();
             tree = Tree::from_entries(vec![TreeEntry {
                 name: b"d".to_vec(),
                 kind: EntryKind::Dir,
@@ -1302,7 +1303,7 @@ mod tests {
             }])
             .unwrap();
         }
-        let root = store.write_tree(&tree).unwrap();
+        let root = store.objects().write_tree(&tree).unwrap();
         let lock = store.write_lock().unwrap();
         store
             .commit_snapshot(&lock, &Snapshot::for_test(root, "deep"), None)
@@ -1310,7 +1311,7 @@ mod tests {
         drop(lock);
         assert!(store.tree_index_path(&root).is_file());
         assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
-        assert!(check_expansion(&store.reader(), &root, "deep").is_err());
+        assert!(check_expansion(&store.objects().reader(), &root, "deep").is_err());
         // A forged record that says it is small is the store's word until verify flags it;
         // reindex, which cannot write a true one, removes it rather than leave the lie.
         let small = Expansion {
@@ -1364,7 +1365,7 @@ mod tests {
         assert!(answering.index.get().is_none(), "not opened yet");
         assert_eq!(
             answering.tree(&root).unwrap(),
-            store.read_tree(&root).unwrap()
+            store.objects().read_tree(&root).unwrap()
         );
         assert!(answering.index.get().is_none(), "the root needs no index");
         // The index goes: the source that opened it at once still reads from it, the one
@@ -1424,7 +1425,7 @@ mod tests {
 
     /// Commits a snapshot with the same root as `of` (a no-op capture), child of `of`.
     fn same_root(store: &Store, of: &ObjectId, created: i128) -> ObjectId {
-        let mut snap = store.read_snapshot(of).unwrap();
+        let mut snap = store.objects().read_snapshot(of).unwrap();
         snap.created_unix_ns = created;
         snap.parent = Some(*of);
         let lock = store.write_lock().unwrap();

@@ -363,7 +363,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, blob) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
         let lease = store.lease(&snap, &root).unwrap();
         assert!(lease.holds_the_record());
         assert!(
@@ -410,7 +410,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (kept, _) = snapshot_of(&store, b"kept", "k");
-        let kept_root = store.read_snapshot(&kept).unwrap().root;
+        let kept_root = store.objects().read_snapshot(&kept).unwrap().root;
         let (future, root, blob) = future_dated_snapshot(&store, b"other");
         let lease = store.lease(&future, &root).unwrap();
         assert!(lease.holds_the_record());
@@ -419,7 +419,10 @@ mod tests {
         drop(lease);
         assert_eq!(store.gc(0).unwrap().removed, 3, "record, tree and blob");
         assert!(!store.objects().has(&blob));
-        assert_eq!(store.read_snapshot(&kept).unwrap().root, kept_root);
+        assert_eq!(
+            store.objects().read_snapshot(&kept).unwrap().root,
+            kept_root
+        );
     }
 
     #[test]
@@ -427,7 +430,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, _) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
         drop(store.lease(&snap, &root).unwrap());
         store.forget(&snap).unwrap();
         assert!(store.objects().file_of(&snap).is_none());
@@ -442,7 +445,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, _) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
         let path = store.objects().path_of(&snap);
         // What forget does: lock exclusively, remove, release.
         let RecordLock::Free(locked) = try_exclusive(&path).unwrap() else {
@@ -480,7 +483,7 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open_or_create(dir.path()).unwrap();
             let (snap, _) = snapshot_of(&store, b"data", "s");
-            let root = store.read_snapshot(&snap).unwrap().root;
+            let root = store.objects().read_snapshot(&snap).unwrap().root;
             let lease = store.lease(&snap, &root).unwrap();
             let leases = store.leases_dir();
             match kind {
@@ -558,7 +561,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, blob) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
         // A tree leased as itself (a library user mounting a tree), and a record named with
         // another root.
         for (leased, with_root) in [(root, root), (snap, blob)] {

@@ -70,8 +70,8 @@
 //! let (blob, len) = store.objects().write_from(&mut &b"hello"[..]).unwrap();
 //! let tree = Tree::from_entries(vec![TreeEntry::file(b"hello.txt".to_vec(), 0o600, len, blob)])
 //!     .unwrap();
-//! let root = store.write_tree(&tree).unwrap();
-//! assert_eq!(store.read_tree(&root).unwrap(), tree);
+//! let root = store.objects().write_tree(&tree).unwrap();
+//! assert_eq!(store.objects().read_tree(&root).unwrap(), tree);
 //! ```
 #![deny(missing_docs)]
 
@@ -116,14 +116,14 @@ pub use escape::{
     c1_alternative, escape_message, escape_name, escape_text, is_hidden, unescape_name,
 };
 pub use expansion_record::RecordState;
-pub use handle::{Store, StoreReader, STORE_VERSION};
+pub use handle::{Store, STORE_VERSION};
 pub use id::{IdHasher, ObjectId};
 pub use index::{IndexState, SnapshotSource, TreeSourceStats};
 pub use keys::{DestKey, SourceKey};
 pub use lease::Lease;
 pub use lock::WriteLock;
 pub use maintenance::{Forgotten, GcReport, ReindexReport, VerifyProblem, VerifyReport};
-pub use objects::{Blob, ListedObject, ObjectDir, VerifyingReader};
+pub use objects::{Blob, ListedObject, ObjectDir, StoreReader, VerifyingReader};
 pub use pack::{
     decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackLayout,
     PackOptions, PackOverStore, PackReader, PackStats,

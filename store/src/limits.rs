@@ -238,6 +238,7 @@ mod tests {
             id: blob,
         };
         store
+            .objects()
             .write_tree(&Tree::from_entries(vec![file]).unwrap())
             .unwrap()
     }
@@ -247,9 +248,10 @@ mod tests {
         let (_t, store) = store();
         let l = leaf(&store, 6);
         let mid = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", l)]).unwrap())
             .unwrap();
-        let got = check_expansion(&store.reader(), &mid, "snapshot x").unwrap();
+        let got = check_expansion(&store.objects().reader(), &mid, "snapshot x").unwrap();
         assert_eq!(
             got,
             Expansion {
@@ -266,10 +268,11 @@ mod tests {
         let mut id = leaf(&store, 6);
         for _ in 0..64 {
             id = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![dir("a", id), dir("b", id)]).unwrap())
                 .unwrap();
         }
-        let err = check_expansion(&store.reader(), &id, "snapshot dia").unwrap_err();
+        let err = check_expansion(&store.objects().reader(), &id, "snapshot dia").unwrap_err();
         let msg = err.to_string();
         assert!(
             msg.contains("snapshot dia") && msg.contains("entry count"),
@@ -283,10 +286,11 @@ mod tests {
         let mut id = leaf(&store, 6);
         for _ in 0..20_000 {
             id = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![dir("d", id)]).unwrap())
                 .unwrap();
         }
-        let err = check_expansion(&store.reader(), &id, "snapshot deep").unwrap_err();
+        let err = check_expansion(&store.objects().reader(), &id, "snapshot deep").unwrap_err();
         assert!(err.to_string().contains("directory depth"), "{err}");
     }
 
@@ -297,14 +301,16 @@ mod tests {
         let mut chain = l;
         for _ in 0..3 {
             chain = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![dir("d", chain)]).unwrap())
                 .unwrap();
         }
         // The leaf is reached first at depth 1 (memoized), then at depth 4 through the chain.
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", chain)]).unwrap())
             .unwrap();
-        let src = store.reader();
+        let src = store.objects().reader();
         let got = check_expansion_within(&src, &root, "s", 4, 100, 100).unwrap();
         assert_eq!(got.depth, 4);
         assert!(check_expansion_within(&src, &root, "s", 3, 100, 100).is_err());
@@ -318,11 +324,12 @@ mod tests {
         let (_t, store) = store();
         let l = leaf(&store, 6);
         let root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![dir("a", l), dir("b", ObjectId::of(b"gone"))]).unwrap(),
             )
             .unwrap();
-        let got = check_expansion(&store.reader(), &root, "s").unwrap();
+        let got = check_expansion(&store.objects().reader(), &root, "s").unwrap();
         assert_eq!(got.entries, 3);
     }
 
@@ -331,9 +338,10 @@ mod tests {
         let (_t, store) = store();
         let l = leaf(&store, u64::MAX / 2);
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", l), dir("c", l)]).unwrap())
             .unwrap();
-        let err = check_expansion(&store.reader(), &root, "s").unwrap_err();
+        let err = check_expansion(&store.objects().reader(), &root, "s").unwrap_err();
         assert!(err.to_string().contains("total file size"), "{err}");
     }
 }

@@ -365,7 +365,7 @@ impl Store {
         let mut stack = vec![(root, 0usize)];
         marked.insert(root);
         while let Some((tree_id, at)) = stack.pop() {
-            let tree = match self.read_tree(&tree_id) {
+            let tree = match self.objects().read_tree(&tree_id) {
                 Ok(t) => t,
                 Err(StoreError::MissingObject(id)) => {
                     problems.push(VerifyProblem::Missing {
@@ -473,7 +473,7 @@ impl Store {
                     damaged(tree_id, path);
                     continue;
                 }
-                let Ok(tree) = self.read_tree(&tree_id) else {
+                let Ok(tree) = self.objects().read_tree(&tree_id) else {
                     continue; // reported by the marking walk
                 };
                 for e in tree.entries() {
@@ -548,7 +548,7 @@ impl Store {
         let mut shared_checked: HashMap<ObjectId, IndexState> = HashMap::new();
         for s in listed {
             report.snapshots += 1;
-            match self.read_snapshot(&s.id) {
+            match self.objects().read_snapshot(&s.id) {
                 Ok(snap) => {
                     roots.push((s.id, snap.root));
                     self.mark(
@@ -932,7 +932,7 @@ impl Store {
             if !seen.insert(tree_id) {
                 continue;
             }
-            let Ok(tree) = self.read_tree(&tree_id) else {
+            let Ok(tree) = self.objects().read_tree(&tree_id) else {
                 continue; // verify reports it
             };
             for e in tree.entries() {
@@ -1040,7 +1040,7 @@ pub(crate) mod tests {
             id: blob,
         }])
         .unwrap();
-        let root = store.write_tree(&tree).unwrap();
+        let root = store.objects().write_tree(&tree).unwrap();
         let snap = Snapshot {
             name: Some(name.into()),
             ..Snapshot::for_test(root, "s")
@@ -1178,7 +1178,7 @@ pub(crate) mod tests {
         assert_eq!(store.reindex().unwrap().snapshots, 1);
         assert_eq!(store.resolve("s").unwrap(), snap);
         // A lease keeps a forgotten snapshot's data while the mount lives.
-        let root = store.read_snapshot(&snap).unwrap().root;
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
         let lease = store.lease(&snap, &root).unwrap();
         store.forget(&snap).unwrap();
         assert_eq!(store.gc(0).unwrap().removed, 0);
@@ -1235,6 +1235,7 @@ pub(crate) mod tests {
                 id: blob,
             };
             let sub = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![file(file_size)]).unwrap())
                 .unwrap();
             // The same blob once more with its true size: sizes are checked per reference.
@@ -1252,7 +1253,7 @@ pub(crate) mod tests {
                 },
             ])
             .unwrap();
-            let root = store.write_tree(&root).unwrap();
+            let root = store.objects().write_tree(&root).unwrap();
             let snap = Snapshot::for_test(root, "s");
             let lock = store.write_lock().unwrap();
             let id = store.commit_snapshot(&lock, &snap, None).unwrap();
@@ -1301,7 +1302,7 @@ pub(crate) mod tests {
             kind: crate::SnapshotKind::AgentBundle,
             created_unix_ns: 7,
             name: None,
-            ..store.read_snapshot(&local).unwrap()
+            ..store.objects().read_snapshot(&local).unwrap()
         };
         let lock = store.write_lock().unwrap();
         let local_agent = store.commit_snapshot(&lock, &agent_snap, None).unwrap();
@@ -1309,6 +1310,7 @@ pub(crate) mod tests {
         // The planted tree: reached by the planted records only.
         let (planted_blob, len) = store.objects().write_from(&mut &b"planted"[..]).unwrap();
         let planted_root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![TreeEntry {
                     name: b"f".to_vec(),
@@ -1336,6 +1338,7 @@ pub(crate) mod tests {
             .map(|(name, bytes)| store.file_entry_for_test(name, bytes))
             .collect();
         let carrier_root = store
+            .objects()
             .write_tree(&Tree::from_entries(files).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();
@@ -1346,6 +1349,7 @@ pub(crate) mod tests {
         // A commit cut short before its catalog entry: a valid record, found, listed.
         let (orphan_blob, len) = store.objects().write_from(&mut &b"orphan"[..]).unwrap();
         let orphan_root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![TreeEntry {
                     name: b"o".to_vec(),
@@ -1416,6 +1420,7 @@ pub(crate) mod tests {
     ) -> (ObjectId, ObjectId, ObjectId) {
         let (blob, len) = store.objects().write_from(&mut &content[..]).unwrap();
         let root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![TreeEntry::file(b"g".to_vec(), 0o644, len, blob)])
                     .unwrap(),
@@ -1442,7 +1447,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (local, _) = snapshot_of(&store, b"local", "prod");
-        let root = store.read_snapshot(&local).unwrap().root;
+        let root = store.objects().read_snapshot(&local).unwrap().root;
         let (future, other_root, _) = future_dated_snapshot(&store, b"other");
         let taker = store
             .objects()
@@ -1499,9 +1504,10 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (leaf, _) = snapshot_of(&store, b"leaf", "leaf");
-        let mut id = store.read_snapshot(&leaf).unwrap().root;
+        let mut id = store.objects().read_snapshot(&leaf).unwrap().root;
         for _ in 0..20_000 {
             id = store
+                .objects()
                 .write_tree(
                     &Tree::from_entries(vec![TreeEntry {
                         name: b"d".to_vec(),

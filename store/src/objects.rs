@@ -38,7 +38,10 @@ use crate::compressed;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
 use crate::packed::{self, Found, Packed};
+use crate::snapshot::Snapshot;
+use crate::source::ObjectSource;
 use crate::sys;
+use crate::tree::Tree;
 
 /// Inputs below this size are hashed in memory before anything is written (and may be stored
 /// compressed: see `compressed`).
@@ -253,6 +256,38 @@ impl ObjectDir {
         [self.path_of(id), self.compressed_path_of(id)]
             .into_iter()
             .find(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+    }
+
+    /// Writes a tree object.
+    pub fn write_tree(&self, tree: &Tree) -> Result<ObjectId, StoreError> {
+        self.write_bytes(&tree.encode())
+    }
+
+    /// Reads, verifies and decodes a tree object.
+    pub fn read_tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        let bytes = self.read_verified(id)?;
+        Tree::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        })
+    }
+
+    /// Reads, verifies and decodes a snapshot record.
+    pub fn read_snapshot(&self, id: &ObjectId) -> Result<Snapshot, StoreError> {
+        let bytes = self.read_verified_loose_first(id)?;
+        Snapshot::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "snapshot record",
+            why,
+        })
+    }
+
+    /// A read-only view for mounts and readers: no catalog, only immutable objects.
+    pub fn reader(&self) -> StoreReader {
+        StoreReader {
+            objects: self.clone(),
+        }
     }
 
     /// The `tmp/` directory.
@@ -1062,6 +1097,33 @@ fn verified_bytes(id: &ObjectId, stored: Stored) -> Result<Vec<u8>, StoreError> 
     Ok(bytes)
 }
 
+/// A store seen only through its immutable objects (what a mount serves).
+#[derive(Debug, Clone)]
+pub struct StoreReader {
+    objects: ObjectDir,
+}
+
+impl ObjectSource for StoreReader {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        self.objects.read_tree(id)
+    }
+
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        self.objects.open_blob(id)
+    }
+
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        let blob = self.objects.open_blob_of_len(id, size)?;
+        crate::source::of_recorded_size(id, blob, size)
+    }
+
+    fn prefetch(&self, ids: &[ObjectId]) {
+        for id in ids {
+            self.objects.will_need(id);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1287,6 +1349,7 @@ mod tests {
             })
             .collect();
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();

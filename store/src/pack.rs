@@ -159,10 +159,10 @@ pub(crate) fn write_pack_tuned(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
-    let snapshot = store.read_snapshot(snapshot_id)?;
+    let snapshot = store.objects().read_snapshot(snapshot_id)?;
     let base: HashSet<ObjectId> = match &options.since {
         Some(base_id) => {
-            let base = store.read_snapshot(base_id)?;
+            let base = store.objects().read_snapshot(base_id)?;
             let trees = reachable_trees(&store.snapshot_source(base_id), &base.root)?;
             let mut ids: HashSet<ObjectId> = trees.iter().map(|(id, _)| *id).collect();
             for (_, tree) in &trees {
@@ -240,7 +240,7 @@ pub fn write_pack_excluding(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
-    let snapshot = store.read_snapshot(snapshot_id)?;
+    let snapshot = store.objects().read_snapshot(snapshot_id)?;
     // Every tree from the snapshot's tree index when it has a usable one (one file read).
     let source = store.snapshot_source(snapshot_id);
     let mut trees = Vec::new();
@@ -1126,7 +1126,9 @@ impl PackOverStore {
     /// snapshot's record.
     pub fn new(pack: PackReader, store: Option<&Store>) -> PackOverStore {
         let store = match (pack.base, store) {
-            (Some(base), Some(store)) if store.read_snapshot(&base).is_ok() => Some(store.reader()),
+            (Some(base), Some(store)) if store.objects().read_snapshot(&base).is_ok() => {
+                Some(store.objects().reader())
+            }
             _ => None,
         };
         PackOverStore { pack, store }
@@ -1224,7 +1226,7 @@ mod tests {
         let small = b"hello\n".to_vec();
         let file = |name: &str, bytes: &[u8]| store.file_entry_for_test(name, bytes);
         let sub = Tree::from_entries(vec![file("s.txt", &small), file("empty", b"")]).unwrap();
-        let sub_id = store.write_tree(&sub).unwrap();
+        let sub_id = store.objects().write_tree(&sub).unwrap();
         let root = Tree::from_entries(vec![
             file("big.txt", &big),
             file("hello.txt", &small),
@@ -1237,7 +1239,7 @@ mod tests {
             },
         ])
         .unwrap();
-        let root_id = store.write_tree(&root).unwrap();
+        let root_id = store.objects().write_tree(&root).unwrap();
         let snap = Snapshot::for_test(root_id, "test");
         let lock = store.write_lock().unwrap();
         let id = store.commit_snapshot(&lock, &snap, None).unwrap();
@@ -1293,11 +1295,11 @@ mod tests {
     #[test]
     fn excluding_packs_split_a_snapshot_and_import_from_several() {
         let (dir, store, id) = fixture();
-        let snap = store.read_snapshot(&id).unwrap();
-        let root = store.read_tree(&snap.root).unwrap();
+        let snap = store.objects().read_snapshot(&id).unwrap();
+        let root = store.objects().read_tree(&snap.root).unwrap();
         let sub = root.entries().iter().find(|e| e.name == b"sub").unwrap().id;
         // First pack: everything but the subtree and what only it holds.
-        let sub_tree = store.read_tree(&sub).unwrap();
+        let sub_tree = store.objects().read_tree(&sub).unwrap();
         let only_sub: Vec<ObjectId> = sub_tree
             .entries()
             .iter()
@@ -1480,8 +1482,8 @@ mod tests {
     #[test]
     fn since_leaves_out_what_the_base_has() {
         let (dir, store, base) = fixture();
-        let snap = store.read_snapshot(&base).unwrap();
-        let tree = store.read_tree(&snap.root).unwrap();
+        let snap = store.objects().read_snapshot(&base).unwrap();
+        let tree = store.objects().read_tree(&snap.root).unwrap();
         let mut entries = tree.entries().to_vec();
         entries.push(TreeEntry {
             name: b"new.txt".to_vec(),
@@ -1491,6 +1493,7 @@ mod tests {
             id: store.objects().write_bytes(b"new").unwrap(),
         });
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();
@@ -1533,7 +1536,7 @@ mod tests {
     #[test]
     fn a_received_record_does_not_take_over_local_refs() {
         let (dir, store, id) = fixture();
-        let snap = store.read_snapshot(&id).unwrap();
+        let snap = store.objects().read_snapshot(&id).unwrap();
         let lock = store.write_lock().unwrap();
         let named = store
             .commit_snapshot(

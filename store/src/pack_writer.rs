@@ -688,7 +688,7 @@ mod tests {
                 kind: EntryKind::Dir,
                 mode: 0o755,
                 size: 0,
-                id: store.write_tree(&tree).unwrap(),
+                id: store.objects().write_tree(&tree).unwrap(),
             });
         }
         for (name, bytes) in extra {
@@ -696,6 +696,7 @@ mod tests {
         }
         root.sort_by(|a, b| a.name.cmp(&b.name));
         let root_id = store
+            .objects()
             .write_tree(&Tree::from_entries(root).unwrap())
             .unwrap();
         let snap = Snapshot::for_test(root_id, "test");
@@ -714,7 +715,7 @@ mod tests {
         let mut progressed = 0;
         write_pack_tuned(
             &f.store,
-            &f.store.reader(),
+            &f.store.objects().reader(),
             &f.snapshot,
             PackOptions::default(),
             tuning,
@@ -954,7 +955,7 @@ mod tests {
             let mut out = Closing { left };
             let r = write_pack_tuned(
                 &f.store,
-                &f.store.reader(),
+                &f.store.objects().reader(),
                 &f.snapshot,
                 PackOptions::default(),
                 &small,
@@ -976,9 +977,9 @@ mod tests {
         // gone from objects/, only the snapshot's tree index can supply it: one read instead
         // of one object file per tree, which is most of a cold pack's start.
         let f = fixture(5, &mixed_files(), &[]);
-        let root = f.store.read_snapshot(&f.snapshot).unwrap().root;
+        let root = f.store.objects().read_snapshot(&f.snapshot).unwrap().root;
         assert!(f.store.tree_index_path(&root).exists());
-        let sub = f.store.read_tree(&root).unwrap().entries()[2].id;
+        let sub = f.store.objects().read_tree(&root).unwrap().entries()[2].id;
         std::fs::remove_file(f.store.objects().file_of(&sub).unwrap()).unwrap();
         let mut out = Vec::new();
         crate::pack::write_pack(

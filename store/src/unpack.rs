@@ -401,7 +401,7 @@ pub fn unpack_counted(
     store.add_received_signatures(&lock, &pack.root, &signatures)?;
     let trees = ReceivedTrees {
         packs,
-        store: store.reader(),
+        store: store.objects().reader(),
     };
     let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
     if id != pack.root {
@@ -434,7 +434,7 @@ fn check_received_limits(
 ) -> Result<(), StoreError> {
     let trees = ReceivedTrees {
         packs,
-        store: store.reader(),
+        store: store.objects().reader(),
     };
     crate::limits::check_expansion(&trees, root, label).map(|_| ())
 }
@@ -496,7 +496,7 @@ fn closure_walk(
         // A tree the store holds damaged (`verify` names it) is taken from the packs like a
         // missing one, so unpacking or pulling the snapshot again replaces it.
         let held = match store.objects().has(&id) {
-            true => match store.read_tree(&id) {
+            true => match store.objects().read_tree(&id) {
                 Ok(tree) => Some(tree),
                 Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => None,
                 Err(e) => return Err(e),
@@ -577,7 +577,7 @@ pub fn import_from_packs(
     land_objects(store, packs, jobs, watch)?;
     let trees = ReceivedTrees {
         packs,
-        store: store.reader(),
+        store: store.objects().reader(),
     };
     let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
     if id != *snapshot_id {
@@ -613,6 +613,7 @@ mod tests {
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
         let snap = Snapshot::for_test(root, "test");

@@ -43,7 +43,7 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
     // The record, then what it names: the root's expansion record and tree index. Their
     // lookups read the store's root directory and its first inodes, where the marker and
     // the lock sit (next to the root: see `Store::create`), so these come cheap after.
-    if let Ok(snap) = store.read_snapshot(snapshot) {
+    if let Ok(snap) = store.objects().read_snapshot(snapshot) {
         read_small(&store.expansion_record_path(&snap.root));
         // The index's first page (its header and the root tree): what a mount reads first.
         store.read_index_head(snapshot, &snap.root);
@@ -129,6 +129,7 @@ mod tests {
             id: store.objects().write_bytes(text).unwrap(),
         };
         let tree = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![file]).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();

@@ -266,7 +266,7 @@ fn seeds_pack() -> Vec<Vec<u8>> {
     };
     let zeros = vec![0u8; 20_000];
     let root = Tree::from_entries(vec![file(b"a", b"hello\n"), file(b"z", &zeros)]).unwrap();
-    let root = store.write_tree(&root).unwrap();
+    let root = store.objects().write_tree(&root).unwrap();
     let snap = Snapshot {
         root,
         created_unix_ns: 1,

@@ -81,7 +81,7 @@ fn record(root: ObjectId, at: i128, name: Option<&str>, source: &str) -> Snapsho
 fn crafted_records_are_left_out_reported_and_never_printed_raw() {
     let env = TestEnv::new();
     let store = Store::open_or_create(&env.store).unwrap();
-    let root = store.write_tree(&Tree::default()).unwrap();
+    let root = store.objects().write_tree(&Tree::default()).unwrap();
     let t = 1_700_000_000_000_000_000;
     let bad = [
         record(root, t, Some("agent/researcher"), "a"),
@@ -152,8 +152,8 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
     let id = env.snapshot(&src);
     env.run(&["verify"]).ok();
     let store = Store::open_or_create(&env.store).unwrap();
-    let snap = store.read_snapshot(&id.parse().unwrap()).unwrap();
-    let blob = store.read_tree(&snap.root).unwrap().entries()[0].id;
+    let snap = store.objects().read_snapshot(&id.parse().unwrap()).unwrap();
+    let blob = store.objects().read_tree(&snap.root).unwrap().entries()[0].id;
     for size in [1_000_000_000_000u64, 1, 0] {
         let tree = Tree::from_entries(vec![TreeEntry {
             name: b"six".to_vec(),
@@ -163,7 +163,7 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
             id: blob,
         }])
         .unwrap();
-        let root = store.write_tree(&tree).unwrap();
+        let root = store.objects().write_tree(&tree).unwrap();
         let lock = store.write_lock().unwrap();
         let rec = record(
             root,

@@ -41,6 +41,7 @@ fn leaf(store: &Store) -> ObjectId {
         id: blob,
     };
     store
+        .objects()
         .write_tree(&Tree::from_entries(vec![file]).unwrap())
         .unwrap()
 }
@@ -68,6 +69,7 @@ fn chain(env: &TestEnv, depth: usize) -> String {
     let mut id = leaf(&store);
     for _ in 0..depth {
         id = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("d", id, LEAF_BYTES)]).unwrap())
             .unwrap();
     }
@@ -81,6 +83,7 @@ fn diamond(env: &TestEnv, levels: usize) -> String {
     let mut size = LEAF_BYTES;
     for _ in 0..levels {
         id = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", id, size), dir("b", id, size)]).unwrap())
             .unwrap();
         size *= 2;

@@ -262,7 +262,7 @@ fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
 /// Two committed snapshot records whose ids share their first 8 hex digits.
 fn colliding_snapshots(env: &TestEnv) -> (ObjectId, ObjectId) {
     let store = Store::open_or_create(&env.store).unwrap();
-    let root = store.write_tree(&Tree::default()).unwrap();
+    let root = store.objects().write_tree(&Tree::default()).unwrap();
     let record = |i: i128| Snapshot {
         root,
         created_unix_ns: 1_700_000_000_000_000_000 + i,

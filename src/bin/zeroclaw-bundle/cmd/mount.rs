@@ -271,7 +271,7 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     // largest part of a mount's start).
                     let id = B::resolve(&store, &reference)?;
                     root_note = B::stored_signatures(&note_ctx, &store, &id, &trust)?;
-                    let snap = store.read_snapshot(&id)?;
+                    let snap = store.objects().read_snapshot(&id)?;
                     let lease = store.lease(&id, &snap.root)?;
                     // Listings come from the snapshot's tree index (one file) when it has one.
                     // With the root's expansion recorded, nothing walks every tree before

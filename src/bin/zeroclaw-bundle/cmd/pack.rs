@@ -54,7 +54,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         bail!("refusing to write a pack to a terminal; redirect it or pass --out FILE");
     }
     let stats = if to_stdout {
-        let total = store.read_snapshot(&id)?.bytes();
+        let total = store.objects().read_snapshot(&id)?.bytes();
         let bar = ctx.progress(Some(total), "packing", true);
         let stats = pack_to_stdout(&store, &id, options, ctx, &mut |n| bar.inc(n));
         bar.finish_and_clear();
