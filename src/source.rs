@@ -690,7 +690,7 @@ pub fn open(
             let store = need_store()?;
             let id = reference.stored_id(store)?;
             let snapshot = store.objects().read_snapshot(&id)?;
-            let held = Held::Store(store.snapshot_source(&id));
+            let held = Held::Store(store.index().snapshot_source(&id));
             (id, snapshot, held, id.short(12))
         }
     };

@@ -811,7 +811,7 @@ impl Bundles {
             ..options
         };
         let source: std::sync::Arc<dyn ObjectSource> =
-            std::sync::Arc::new(self.store.snapshot_source(&id));
+            std::sync::Arc::new(self.store.index().snapshot_source(&id));
         let mut handle = zeroclaw_bundle_mount::mount(source, snap.root, mountpoint, &options)
             .with_context(|| format!("could not mount snapshot {}", id.short(12)))
             .map_err(fail)?;

@@ -53,7 +53,7 @@ pub fn publish_snapshot(
     // the destination record each walk every tree: on the benchmark corpus (2,305 trees),
     // cold, the first walk (the bound check) took about 0.33 s on the tree objects, 3 ms on
     // the index.
-    let reader = store.snapshot_source_within(id, INDEX_IN_MEMORY);
+    let reader = store.index().snapshot_source_within(id, INDEX_IN_MEMORY);
     // Marked on the token, so whoever stops the process at once can name what `recover`
     // repairs.
     let publishing = progress.cancel().map(|c| c.publishing(admitted.given()));

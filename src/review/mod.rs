@@ -141,7 +141,7 @@ pub fn review(
         source,
     };
     let record = store.objects().read_snapshot(&snapshot).map_err(read_err)?;
-    let reader = store.snapshot_source(&snapshot);
+    let reader = store.index().snapshot_source(&snapshot);
     let side = SourceSide(&reader);
     let total = crate::progress::Totals {
         files: record.files(),

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::catalog::{Catalog, DestRecord, SourceStatCache, StatCacheUpdate};
 use crate::error::StoreError;
 use crate::id::ObjectId;
+use crate::index::Index;
 use crate::inner::Inner;
 use crate::keys::SourceKey;
 use crate::lock::{self, WriteLock};
@@ -244,6 +245,35 @@ impl Store {
         self.inner.objects()
     }
 
+    /// The index room: tree indexes and expansion records (`trees/`).
+    pub fn index(&self) -> Index<'_> {
+        Index::new(&self.inner)
+    }
+
+    /// Resolves `reference` as [`Store::resolve`] does, except that a full snapshot id (64
+    /// hex digits) whose record is present and which has a tree index is answered without
+    /// opening the catalog. Opening sled costs a mount's start more than everything else it
+    /// does before it answers (measured: 6 ms of 24 ms warm, about 70 ms cold); a reader that
+    /// is going to read the objects anyway asks this instead.
+    ///
+    /// Why that is sound: an index exists only for what the catalog has listed. A commit
+    /// writes it after the catalog entry, `reindex` only for listed snapshots, and `gc`
+    /// removes it once no snapshot it keeps has its root. An older build's per-snapshot index
+    /// names a listed snapshot itself (`forget` removes the record with the catalog entry, so
+    /// a forgotten one fails the record check). A shared index names a root tree: the record,
+    /// read from the objects, names that root, so what is served is the tree of a listed
+    /// snapshot. A record that is not listed itself (a commit cut short before its catalog
+    /// entry, which `reindex` would list; a record that arrived as a file's content) brings
+    /// only its own fields to such a tree: its creation time and its id, by which signatures
+    /// are still checked (`--require-signed`). A record whose root has no index goes to the
+    /// catalog, which refuses it.
+    pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
+        match self.index().resolve_full_indexed(reference) {
+            Some(id) => Ok(id),
+            None => self.resolve(reference),
+        }
+    }
+
     /// Opens the catalog; drop the result as soon as the work with it is done.
     ///
     /// A catalog that cannot be opened (a torn log after a full disk or a crash) is a cache
@@ -450,7 +480,7 @@ impl Store {
     /// absence is never an error (readers use the objects), so a failure here does not fail
     /// the commit.
     fn index_committed(&self, id: &ObjectId, trees: Option<&dyn ObjectSource>) {
-        if let Err(e) = self.ensure_tree_index(id, trees) {
+        if let Err(e) = self.index().ensure_tree_index(id, trees) {
             eprintln!(
                 "notice: could not write the tree index of snapshot {} ({e}); readers use the \
                  objects instead (`zeroclaw-bundle reindex` writes it)",
@@ -483,6 +513,7 @@ mod tests {
     use crate::catalog::StatEntry;
     use crate::keys::SourceKey;
     use crate::snapshot::{validate_name, CaptureReport, SnapshotKind};
+    use crate::tree::Tree;
 
     #[test]
     fn refuses_file_foreign_dir_and_newer_version() {

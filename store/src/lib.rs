@@ -81,7 +81,6 @@ mod dircache;
 pub mod docs;
 mod error;
 mod escape;
-mod expansion_record;
 mod id;
 mod index;
 mod keys;
@@ -115,10 +114,9 @@ pub use error::{DecodeError, ModeProblem, StoreError};
 pub use escape::{
     c1_alternative, escape_message, escape_name, escape_text, is_hidden, unescape_name,
 };
-pub use expansion_record::RecordState;
 pub use handle::{Store, STORE_VERSION};
 pub use id::{IdHasher, ObjectId};
-pub use index::{IndexState, SnapshotSource, TreeSourceStats};
+pub use index::{Index, IndexState, RecordState, SnapshotSource, TreeSourceStats};
 pub use keys::{DestKey, SourceKey};
 pub use lease::Lease;
 pub use lock::WriteLock;

@@ -22,9 +22,9 @@ use std::io;
 use std::path::Path;
 
 use crate::error::StoreError;
-use crate::expansion_record::RecordState;
 use crate::id::ObjectId;
 use crate::index::IndexState;
+use crate::index::RecordState;
 use crate::objects::ListedObject;
 use crate::snapshot::RECORD_PREFIX;
 use crate::tree::EntryKind;
@@ -562,8 +562,8 @@ impl Store {
                     let state = match shared_checked.get(&snap.root) {
                         Some(state) => state.clone(),
                         None => {
-                            let state = self.check_tree_index(&s.id, &snap.root)?;
-                            if self.tree_index_path(&snap.root).exists() {
+                            let state = self.index().check_tree_index(&s.id, &snap.root)?;
+                            if self.index().tree_index_path(&snap.root).exists() {
                                 shared_checked.insert(snap.root, state.clone());
                             }
                             state
@@ -749,7 +749,7 @@ impl Store {
         self.objects().sync()?;
         // After the objects: an index is a cache of the trees of kept snapshots, and goes
         // when none of them has its root (an older build's per-snapshot one: with its record).
-        report.tree_indexes_removed = self.remove_orphan_indexes(&records, &roots)?;
+        report.tree_indexes_removed = self.index().remove_orphan_indexes(&records, &roots)?;
         // So do its signatures (kept beside the record, outside the objects).
         report.signatures_removed = self.remove_orphan_signatures(&records)?;
         // A destination's record is only good for the next publish to it: once the directory
@@ -784,21 +784,21 @@ impl Store {
                 continue;
             };
             if !good_roots.contains(&snap.root) {
-                let shared = self.tree_index_path(&snap.root);
+                let shared = self.index().tree_index_path(&snap.root);
                 let state = if fs::symlink_metadata(&shared).is_ok() {
-                    self.check_tree_index(&rec.id, &snap.root)?
+                    self.index().check_tree_index(&rec.id, &snap.root)?
                 } else {
                     IndexState::Missing
                 };
                 match state {
                     // An index of an older build has no expansion record: it gets one.
                     IndexState::Good => {
-                        if self.read_expansion_record(&snap.root) == RecordState::Missing {
-                            self.record_expansion_from_index(&snap.root);
+                        if self.index().read_expansion_record(&snap.root) == RecordState::Missing {
+                            self.index().record_expansion_from_index(&snap.root);
                         }
                     }
                     IndexState::Missing | IndexState::Bad(_) => {
-                        match self.write_tree_index(&rec.id) {
+                        match self.index().write_tree_index(&rec.id) {
                             Ok(_) => report.tree_indexes_written += 1,
                             Err(e) => {
                                 report.problems.push(format!(
@@ -812,7 +812,7 @@ impl Store {
                 }
                 good_roots.insert(snap.root);
             }
-            let own = self.snapshot_index_path(&rec.id);
+            let own = self.index().snapshot_index_path(&rec.id);
             match fs::remove_file(&own) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -1392,16 +1392,16 @@ pub(crate) mod tests {
         assert_eq!(listed, [local, local_agent, carrier, orphan].into());
         // Only the roots of listed snapshots have a tree index, so a planted record's full id
         // does not resolve through one either.
-        assert!(!store.tree_index_path(&planted_root).exists());
+        assert!(!store.index().tree_index_path(&planted_root).exists());
         for bytes in [&named, &future, &newer] {
             let id = ObjectId::of(bytes);
-            assert!(!store.snapshot_index_path(&id).exists(), "{id}");
+            assert!(!store.index().snapshot_index_path(&id).exists(), "{id}");
             assert!(matches!(
                 store.resolve_indexed(&id.to_hex()),
                 Err(StoreError::UnknownSnapshot { .. })
             ));
         }
-        assert!(store.tree_index_path(&orphan_root).is_file());
+        assert!(store.index().tree_index_path(&orphan_root).is_file());
         assert_eq!(store.resolve_indexed(&orphan.to_hex()).unwrap(), orphan);
         // gc: the planted records are content (kept as such), not roots: their tree goes.
         store.gc(0).unwrap();

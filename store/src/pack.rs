@@ -122,7 +122,7 @@ pub fn write_pack(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<PackStats, StoreError> {
-    let source = store.snapshot_source(snapshot_id);
+    let source = store.index().snapshot_source(snapshot_id);
     write_pack_reading(store, &source, snapshot_id, options, out, progress)
 }
 
@@ -163,7 +163,7 @@ pub(crate) fn write_pack_tuned(
     let base: HashSet<ObjectId> = match &options.since {
         Some(base_id) => {
             let base = store.objects().read_snapshot(base_id)?;
-            let trees = reachable_trees(&store.snapshot_source(base_id), &base.root)?;
+            let trees = reachable_trees(&store.index().snapshot_source(base_id), &base.root)?;
             let mut ids: HashSet<ObjectId> = trees.iter().map(|(id, _)| *id).collect();
             for (_, tree) in &trees {
                 ids.extend(tree.entries().iter().map(|e| e.id));
@@ -242,7 +242,7 @@ pub fn write_pack_excluding(
 ) -> Result<PackStats, StoreError> {
     let snapshot = store.objects().read_snapshot(snapshot_id)?;
     // Every tree from the snapshot's tree index when it has a usable one (one file read).
-    let source = store.snapshot_source(snapshot_id);
+    let source = store.index().snapshot_source(snapshot_id);
     let mut trees = Vec::new();
     let mut blobs = Vec::new();
     let mut seen = HashSet::new();

@@ -978,7 +978,7 @@ mod tests {
         // of one object file per tree, which is most of a cold pack's start.
         let f = fixture(5, &mixed_files(), &[]);
         let root = f.store.objects().read_snapshot(&f.snapshot).unwrap().root;
-        assert!(f.store.tree_index_path(&root).exists());
+        assert!(f.store.index().tree_index_path(&root).exists());
         let sub = f.store.objects().read_tree(&root).unwrap().entries()[2].id;
         std::fs::remove_file(f.store.objects().file_of(&sub).unwrap()).unwrap();
         let mut out = Vec::new();

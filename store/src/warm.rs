@@ -44,9 +44,9 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
     // lookups read the store's root directory and its first inodes, where the marker and
     // the lock sit (next to the root: see `Store::create`), so these come cheap after.
     if let Ok(snap) = store.objects().read_snapshot(snapshot) {
-        read_small(&store.expansion_record_path(&snap.root));
+        read_small(&store.index().expansion_record_path(&snap.root));
         // The index's first page (its header and the root tree): what a mount reads first.
-        store.read_index_head(snapshot, &snap.root);
+        store.index().read_index_head(snapshot, &snap.root);
     }
     // The store's own files, which do not depend on the record.
     read_small(&root.join(crate::handle::MARKER));
@@ -65,7 +65,10 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
 pub fn warm_for_mount_ref(root: &Path, reference: &str) {
     let id = match ObjectId::from_full_ref(reference) {
         Some(id) => id,
-        None => match Store::unopened(root).resolve_abbreviation_indexed(reference) {
+        None => match Store::unopened(root)
+            .index()
+            .resolve_abbreviation_indexed(reference)
+        {
             Some(id) => id,
             None => return,
         },
@@ -137,7 +140,7 @@ mod tests {
             .commit_snapshot(&lock, &Snapshot::for_test(tree, "warm"), None)
             .unwrap();
         drop(lock);
-        assert!(store.recorded_expansion(&tree).is_some());
+        assert!(store.index().recorded_expansion(&tree).is_some());
         // The lock file and the lease directory are what a mount creates: absent here, they
         // must stay absent.
         let _ = fs::remove_file(root.join(crate::lock::LOCK_FILE));

@@ -277,12 +277,12 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     // With the root's expansion recorded, nothing walks every tree before
                     // the mount answers: the index is opened for positioned reads (its
                     // header and entries) and read whole once the mount answers.
-                    known_expansion = store.recorded_expansion(&snap.root);
+                    known_expansion = store.index().recorded_expansion(&snap.root);
                     let source = Arc::new(match known_expansion {
                         // Only the root is read before answering (off the index's first
                         // page); the rest of the index once the mount answers.
-                        Some(_) => store.snapshot_source_answering(&id),
-                        None => store.snapshot_source_within(&id, INDEX_IN_MEMORY),
+                        Some(_) => store.index().snapshot_source_answering(&id),
+                        None => store.index().snapshot_source_within(&id, INDEX_IN_MEMORY),
                     });
                     if known_expansion.is_some() {
                         index_after_answering = Some(Arc::clone(&source));

@@ -38,14 +38,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use crate::error::StoreError;
-use crate::expansion_record::{self, RecordState};
 use crate::id::ObjectId;
+use crate::inner::Inner;
 use crate::limits::{complete_expansion, Expansion, MAX_INDEX_IN_MEMORY};
-use crate::objects::Blob;
+use crate::objects::{Blob, ObjectDir, StoreReader};
 use crate::pack::{write_tree_pack, PackReader, PackStats};
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree, TreeShape};
-use crate::{Store, StoreReader};
+
+mod expansion;
+
+pub use expansion::RecordState;
 
 /// The largest parent index a commit reads whole to write its own (see
 /// `write_root_index`); a larger one is read tree by tree.
@@ -254,29 +257,28 @@ impl ObjectSource for SnapshotSource {
     }
 }
 
-impl Store {
-    /// Resolves `reference` as [`Store::resolve`] does, except that a full snapshot id (64
-    /// hex digits) whose record is present and which has a tree index is answered without
-    /// opening the catalog. Opening sled costs a mount's start more than everything else it
-    /// does before it answers (measured: 6 ms of 24 ms warm, about 70 ms cold); a reader that
-    /// is going to read the objects anyway asks this instead.
-    ///
-    /// Why that is sound: an index exists only for what the catalog has listed. A commit
-    /// writes it after the catalog entry, `reindex` only for listed snapshots, and `gc`
-    /// removes it once no snapshot it keeps has its root. An older build's per-snapshot index
-    /// names a listed snapshot itself (`forget` removes the record with the catalog entry, so
-    /// a forgotten one fails the record check). A shared index names a root tree: the record,
-    /// read from the objects, names that root, so what is served is the tree of a listed
-    /// snapshot. A record that is not listed itself (a commit cut short before its catalog
-    /// entry, which `reindex` would list; a record that arrived as a file's content) brings
-    /// only its own fields to such a tree: its creation time and its id, by which signatures
-    /// are still checked (`--require-signed`). A record whose root has no index goes to the
-    /// catalog, which refuses it.
-    pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
-        match self.resolve_full_indexed(reference) {
-            Some(id) => Ok(id),
-            None => self.resolve(reference),
-        }
+/// The index room: the tree index of every committed snapshot's root tree and the record of
+/// what that tree expands to, both under `<store>/trees/` (see the module doc). Reached
+/// through [`crate::Store::index`].
+#[derive(Debug, Clone, Copy)]
+pub struct Index<'s> {
+    inner: &'s Inner,
+}
+
+impl<'s> Index<'s> {
+    /// The index room of the store whose shared state is `inner`.
+    pub(crate) fn new(inner: &'s Inner) -> Index<'s> {
+        Index { inner }
+    }
+
+    /// The store directory.
+    fn root(&self) -> &'s Path {
+        self.inner.root()
+    }
+
+    /// The object directory, where the trees an index holds come from.
+    fn objects(&self) -> &'s ObjectDir {
+        self.inner.objects()
     }
 
     /// The part of [`Store::resolve_indexed`] that needs no catalog: the snapshot a full id
@@ -749,7 +751,7 @@ impl Store {
             // An index counts; a record goes with its index, uncounted.
             let (hex, counted) = match name.strip_suffix(SUFFIX) {
                 Some(hex) => (hex, true),
-                None => match name.strip_suffix(expansion_record::SUFFIX) {
+                None => match name.strip_suffix(expansion::SUFFIX) {
                     Some(hex) => (hex, false),
                     None => continue,
                 },
@@ -875,10 +877,11 @@ fn check_header(pack: &PackReader, root: &ObjectId) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Store;
     use crate::limits::check_expansion;
+    use crate::maintenance::VerifyProblem;
     use crate::snapshot::Snapshot;
     use crate::tree::TreeEntry;
-    use crate::VerifyProblem;
 
     /// A snapshot of `dirs` directories, each holding a file and a subdirectory with a file;
     /// `salt` makes the content differ between snapshots.
@@ -939,7 +942,7 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 2, "a");
         let hex = id.to_hex();
-        let resolve = |r: &str| store.resolve_abbreviation_indexed(r);
+        let resolve = |r: &str| store.index().resolve_abbreviation_indexed(r);
         assert_eq!(resolve(&hex[..8]), Some(id));
         assert_eq!(resolve(&hex[..16].to_ascii_uppercase()), Some(id));
         assert_eq!(resolve(&hex[..63]), Some(id));
@@ -981,7 +984,7 @@ mod tests {
         assert_eq!(resolve(&hex[..20]), Some(id), "one record, one FIFO");
         fs::remove_file(&fifo).unwrap();
         // Without its root's index the record is the catalog's to answer.
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(resolve(&hex[..16]), None);
         assert_eq!(store.resolve(&hex[..16]).unwrap(), id);
     }
@@ -991,13 +994,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 20, "a");
-        assert!(store.tree_index_path(&root).is_file());
-        assert!(!store.snapshot_index_path(&id).exists());
+        assert!(store.index().tree_index_path(&root).is_file());
+        assert!(!store.index().snapshot_index_path(&id).exists());
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         check_expansion(&source, &root, "test").unwrap();
         let trees = same_trees(&store, &source, &root);
         assert_eq!(trees, 41, "the root, 20 directories, 20 inner ones");
@@ -1006,19 +1009,19 @@ mod tests {
         assert_eq!(s.trees_from_objects, 0, "{s:?}");
         assert_eq!(s.trees_from_index, 2 * 41, "{s:?}");
         // With no index at all (an older store), the same answers come from the objects.
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Missing
         );
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         assert_eq!(same_trees(&store, &source, &root), 41);
         let s = source.stats();
         assert!(!s.index_used && s.trees_from_index == 0 && s.trees_from_objects == 41);
         // reindex writes it back.
         assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
     }
@@ -1046,7 +1049,7 @@ mod tests {
         let lock = store.write_lock().unwrap();
         let child = store.commit_snapshot(&lock, &snap, None).unwrap();
         drop(lock);
-        let pack = PackReader::open(&store.tree_index_path(&child_root)).unwrap();
+        let pack = PackReader::open(&store.index().tree_index_path(&child_root)).unwrap();
         pack.verify_objects().unwrap();
         assert_eq!(pack.root, child_root, "rooted at the tree");
         assert!(pack.trees_only && pack.base.is_none());
@@ -1072,7 +1075,7 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 3, "a");
         let (_, other_root) = snapshot(&store, 4, "b");
-        let path = store.tree_index_path(&root);
+        let path = store.index().tree_index_path(&root);
         let good = fs::read(&path).unwrap();
         let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
         for i in 0..good.len() {
@@ -1090,7 +1093,7 @@ mod tests {
         }
         cases.push((
             "another snapshot's index".into(),
-            fs::read(store.tree_index_path(&other_root)).unwrap(),
+            fs::read(store.index().tree_index_path(&other_root)).unwrap(),
         ));
         // An older build's index of this very snapshot, at the root's name.
         let mut legacy = Vec::new();
@@ -1106,11 +1109,12 @@ mod tests {
         )
         .unwrap();
         cases.push(("a per-snapshot index at the root's name".into(), legacy));
-        let expansion = check_expansion(&store.snapshot_source(&id), &root, "test").unwrap();
+        let expansion =
+            check_expansion(&store.index().snapshot_source(&id), &root, "test").unwrap();
         let mut bad_found = 0;
         for (what, bytes) in &cases {
             fs::write(&path, bytes).unwrap();
-            let source = store.snapshot_source(&id);
+            let source = store.index().snapshot_source(&id);
             assert_eq!(
                 check_expansion(&source, &root, "test").unwrap(),
                 expansion,
@@ -1118,9 +1122,9 @@ mod tests {
             );
             assert_eq!(same_trees(&store, &source, &root), 7, "{what}");
             // Nor the root a mount reads off the index's first page.
-            let answering = store.snapshot_source_answering(&id);
+            let answering = store.index().snapshot_source_answering(&id);
             assert_eq!(same_trees(&store, &answering, &root), 7, "{what}");
-            let state = store.check_tree_index(&id, &root).unwrap();
+            let state = store.index().check_tree_index(&id, &root).unwrap();
             if bytes != &good {
                 // A flip in a field nothing reads (an unused flag bit is refused; padding
                 // does not exist) must still be caught by the check.
@@ -1147,7 +1151,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 2, "a");
-        let path = store.tree_index_path(&root);
+        let path = store.index().tree_index_path(&root);
         fs::remove_file(&path).unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(&path)
@@ -1155,18 +1159,18 @@ mod tests {
             .unwrap();
         assert!(made.success());
         // Opening a FIFO with no writer would block forever.
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         assert_eq!(same_trees(&store, &source, &root), 5);
         assert!(!source.stats().index_used);
         assert!(matches!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Bad(_)
         ));
         fs::remove_file(&path).unwrap();
         fs::create_dir(&path).unwrap();
-        assert!(!store.snapshot_source(&id).stats().index_used);
+        assert!(!store.index().snapshot_source(&id).stats().index_used);
         assert!(matches!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Bad(_)
         ));
     }
@@ -1179,11 +1183,11 @@ mod tests {
         let (gone_id, gone) = snapshot(&store, 2, "gone");
         fs::write(store.root().join(TREES_DIR).join("notes.txt"), "mine").unwrap();
         store.forget(&gone_id).unwrap();
-        assert!(store.tree_index_path(&gone).is_file());
+        assert!(store.index().tree_index_path(&gone).is_file());
         let r = store.gc(3600).unwrap();
         assert_eq!(r.tree_indexes_removed, 1, "{r:?}");
-        assert!(!store.tree_index_path(&gone).exists());
-        assert!(store.tree_index_path(&keep).is_file());
+        assert!(!store.index().tree_index_path(&gone).exists());
+        assert!(store.index().tree_index_path(&keep).is_file());
         assert!(store.root().join(TREES_DIR).join("notes.txt").is_file());
         assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
     }
@@ -1195,18 +1199,18 @@ mod tests {
         let (gone_id, gone) = snapshot(&store, 2, "gone");
         for root in [keep, gone] {
             let walked = check_expansion(&store.objects().reader(), &root, "test").unwrap();
-            assert_eq!(store.recorded_expansion(&root), Some(walked));
+            assert_eq!(store.index().recorded_expansion(&root), Some(walked));
         }
         // 3 dirs, each of a file and a dir of a file: 3 + 3 * 2 + 3 * 1 entries.
-        assert_eq!(store.recorded_expansion(&keep).unwrap().entries, 12);
+        assert_eq!(store.index().recorded_expansion(&keep).unwrap().entries, 12);
         store.forget(&gone_id).unwrap();
         let r = store.gc(3600).unwrap();
         assert_eq!(
             r.tree_indexes_removed, 1,
             "a record is not counted as an index"
         );
-        assert!(!store.expansion_record_path(&gone).exists());
-        assert!(store.expansion_record_path(&keep).is_file());
+        assert!(!store.index().expansion_record_path(&gone).exists());
+        assert!(store.index().expansion_record_path(&keep).is_file());
     }
 
     #[test]
@@ -1214,8 +1218,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 2, "r");
-        let good = store.recorded_expansion(&root).unwrap();
-        let path = store.expansion_record_path(&root);
+        let good = store.index().recorded_expansion(&root).unwrap();
+        let path = store.index().expansion_record_path(&root);
         let verify_says = |store: &Store| -> Vec<String> {
             store
                 .verify(&mut |_, _| {})
@@ -1231,7 +1235,7 @@ mod tests {
         let mut bytes = fs::read(&path).unwrap();
         bytes[40] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        assert_eq!(store.recorded_expansion(&root), None);
+        assert_eq!(store.index().recorded_expansion(&root), None);
         let said = verify_says(&store);
         assert!(
             said.iter()
@@ -1245,8 +1249,8 @@ mod tests {
             entries: good.entries + 1,
             ..good
         };
-        fs::write(&path, expansion_record::encode(&root, &lie)).unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(lie));
+        fs::write(&path, expansion::encode(&root, &lie)).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), Some(lie));
         let said = verify_says(&store);
         assert!(
             said.iter().any(
@@ -1264,26 +1268,29 @@ mod tests {
             entries: crate::limits::MAX_ENTRIES + 1,
             ..good
         };
-        fs::write(&path, expansion_record::encode(&root, &huge)).unwrap();
-        assert_eq!(store.recorded_expansion(&root), None);
+        fs::write(&path, expansion::encode(&root, &huge)).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), None);
 
         // Another root's record under this name: not used.
         let (_, other) = snapshot(&store, 1, "other");
-        fs::copy(store.expansion_record_path(&other), &path).unwrap();
-        assert_eq!(store.recorded_expansion(&root), None);
+        fs::copy(store.index().expansion_record_path(&other), &path).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), None);
 
         // reindex replaces the bad one, and writes a missing one.
         store.reindex().unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(good));
+        assert_eq!(store.index().recorded_expansion(&root), Some(good));
         fs::remove_file(&path).unwrap();
-        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
+        assert_eq!(
+            store.index().read_expansion_record(&root),
+            RecordState::Missing
+        );
         assert!(
             verify_says(&store).is_empty(),
             "a missing record is no problem"
         );
         store.reindex().unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(good));
-        assert!(store.snapshot_source(&id).stats().index_used);
+        assert_eq!(store.index().recorded_expansion(&root), Some(good));
+        assert!(store.index().snapshot_source(&id).stats().index_used);
     }
 
     #[test]
@@ -1309,8 +1316,11 @@ mod tests {
             .commit_snapshot(&lock, &Snapshot::for_test(root, "deep"), None)
             .unwrap();
         drop(lock);
-        assert!(store.tree_index_path(&root).is_file());
-        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
+        assert!(store.index().tree_index_path(&root).is_file());
+        assert_eq!(
+            store.index().read_expansion_record(&root),
+            RecordState::Missing
+        );
         assert!(check_expansion(&store.objects().reader(), &root, "deep").is_err());
         // A forged record that says it is small is the store's word until verify flags it;
         // reindex, which cannot write a true one, removes it rather than leave the lie.
@@ -1319,9 +1329,9 @@ mod tests {
             entries: 1,
             bytes: 0,
         };
-        let path = store.expansion_record_path(&root);
-        fs::write(&path, expansion_record::encode(&root, &small)).unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(small));
+        let path = store.index().expansion_record_path(&root);
+        fs::write(&path, expansion::encode(&root, &small)).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), Some(small));
         let said: Vec<String> = (store.verify(&mut |_, _| {}).unwrap().problems)
             .iter()
             .map(|p| p.to_string())
@@ -1331,8 +1341,11 @@ mod tests {
             "{said:?}"
         );
         store.reindex().unwrap();
-        assert!(store.tree_index_path(&root).is_file());
-        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
+        assert!(store.index().tree_index_path(&root).is_file());
+        assert_eq!(
+            store.index().read_expansion_record(&root),
+            RecordState::Missing
+        );
     }
 
     #[test]
@@ -1340,13 +1353,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 4, "held");
-        let source = store.snapshot_source_within(&id, 0);
+        let source = store.index().snapshot_source_within(&id, 0);
         let before = same_trees(&store, &source, &root);
         assert!(!source.hold_index_in_memory(10), "larger than the limit");
         assert!(source.hold_index_in_memory(1 << 20));
         assert!(source.hold_index_in_memory(1 << 20), "held already");
         // The file may go: the copy in memory answers.
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(same_trees(&store, &source, &root), before);
         let stats = source.stats();
         assert_eq!(stats.trees_from_objects, 0, "{stats:?}");
@@ -1358,8 +1371,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 4, "answering");
-        let eager = store.snapshot_source_within(&id, 0);
-        let answering = store.snapshot_source_answering(&id);
+        let eager = store.index().snapshot_source_within(&id, 0);
+        let answering = store.index().snapshot_source_answering(&id);
         assert!(answering.stats().index_used);
         assert_eq!(answering.head_root.as_deref().map(|(r, _)| *r), Some(root));
         assert!(answering.index.get().is_none(), "not opened yet");
@@ -1370,8 +1383,8 @@ mod tests {
         assert!(answering.index.get().is_none(), "the root needs no index");
         // The index goes: the source that opened it at once still reads from it, the one
         // that did not finds it gone at its first other tree and reads the objects.
-        let held = store.snapshot_source_answering(&id);
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        let held = store.index().snapshot_source_answering(&id);
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(same_trees(&store, &eager, &root), 9);
         assert_eq!(eager.stats().trees_from_objects, 0);
         assert_eq!(same_trees(&store, &answering, &root), 9);
@@ -1379,12 +1392,12 @@ mod tests {
         assert!(!stats.index_used, "{stats:?}");
         assert_eq!((stats.trees_from_index, stats.trees_from_objects), (2, 8));
         // Held in memory before it went, from the file it had not opened: every tree.
-        let again = store.snapshot_source_answering(&id);
+        let again = store.index().snapshot_source_answering(&id);
         assert!(again.head_root.is_none() && !again.stats().index_used);
         let (id2, root2) = snapshot(&store, 4, "held whole");
-        let whole = store.snapshot_source_answering(&id2);
+        let whole = store.index().snapshot_source_answering(&id2);
         assert!(whole.hold_index_in_memory(1 << 20));
-        fs::remove_file(store.tree_index_path(&root2)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root2)).unwrap();
         assert_eq!(same_trees(&store, &whole, &root2), 9);
         assert_eq!(whole.stats().trees_from_objects, 0);
         drop(held);
@@ -1405,7 +1418,7 @@ mod tests {
         }
         // A short id, or a full one without an index, goes through the catalog.
         assert_eq!(store.resolve_indexed(&id.short(12)).unwrap(), id);
-        fs::remove_file(store.tree_index_path(&other_root)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&other_root)).unwrap();
         assert_eq!(store.resolve_indexed(&other.to_hex()).unwrap(), other);
         // A tree's id names its index, but it is no snapshot: the catalog answers.
         assert!(matches!(
@@ -1414,7 +1427,7 @@ mod tests {
         ));
         // Forgotten: the index waits for gc, but the record is gone, so the catalog answers.
         store.forget(&id).unwrap();
-        assert!(store.tree_index_path(&root).is_file());
+        assert!(store.index().tree_index_path(&root).is_file());
         assert!(matches!(
             store.resolve_indexed(&id.to_hex()),
             Err(StoreError::UnknownSnapshot { .. })
@@ -1468,10 +1481,10 @@ mod tests {
         assert_eq!(index_files(&store), before);
         for id in [first, second, third] {
             assert_eq!(
-                store.check_tree_index(&id, &root).unwrap(),
+                store.index().check_tree_index(&id, &root).unwrap(),
                 IndexState::Good
             );
-            let source = store.snapshot_source(&id);
+            let source = store.index().snapshot_source(&id);
             assert_eq!(same_trees(&store, &source, &root), 13);
             let s = source.stats();
             assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
@@ -1493,18 +1506,18 @@ mod tests {
         let second = same_root(&store, &first, 2);
         store.forget(&first).unwrap();
         assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
-        assert!(store.tree_index_path(&root).is_file());
-        let source = store.snapshot_source(&second);
+        assert!(store.index().tree_index_path(&root).is_file());
+        let source = store.index().snapshot_source(&second);
         assert_eq!(same_trees(&store, &source, &root), 5);
         assert_eq!(source.stats().trees_from_objects, 0);
         // A mount's lease keeps it too, after its snapshot is forgotten.
         let lease = store.lease(&second, &root).unwrap();
         store.forget(&second).unwrap();
         assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
-        assert!(store.tree_index_path(&root).is_file());
+        assert!(store.index().tree_index_path(&root).is_file());
         drop(lease);
         assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
-        assert!(!store.tree_index_path(&root).exists());
+        assert!(!store.index().tree_index_path(&root).exists());
     }
 
     /// What an older build wrote: `trees/<snapshot-id>.pack`, rooted at the record.
@@ -1521,7 +1534,7 @@ mod tests {
             &mut |_| {},
         )
         .unwrap();
-        fs::write(store.snapshot_index_path(id), bytes).unwrap();
+        fs::write(store.index().snapshot_index_path(id), bytes).unwrap();
     }
 
     #[test]
@@ -1532,15 +1545,15 @@ mod tests {
         let (gone, gone_root) = snapshot(&store, 2, "gone");
         for (id, root) in [(id, root), (gone, gone_root)] {
             write_legacy_index(&store, &id);
-            fs::remove_file(store.tree_index_path(&root)).unwrap();
+            fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         }
         // Every tree from the old index, none from the objects.
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         assert_eq!(same_trees(&store, &source, &root), 9);
         let s = source.stats();
         assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
         {
@@ -1550,16 +1563,16 @@ mod tests {
         // gc keeps it while its snapshot lives, and removes the forgotten one's.
         store.forget(&gone).unwrap();
         assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
-        assert!(store.snapshot_index_path(&id).is_file());
-        assert!(!store.snapshot_index_path(&gone).exists());
+        assert!(store.index().snapshot_index_path(&id).is_file());
+        assert!(!store.index().snapshot_index_path(&gone).exists());
         // reindex converts it: the root's index written (from it), the old one removed.
         assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
-        assert!(!store.snapshot_index_path(&id).exists());
+        assert!(!store.index().snapshot_index_path(&id).exists());
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
-        let pack = PackReader::open(&store.tree_index_path(&root)).unwrap();
+        let pack = PackReader::open(&store.index().tree_index_path(&root)).unwrap();
         assert_eq!((pack.root, pack.entries().len()), (root, 9));
     }
 }

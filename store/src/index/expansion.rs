@@ -36,10 +36,10 @@ use std::path::PathBuf;
 
 use crate::error::StoreError;
 use crate::id::ObjectId;
-use crate::index::TREES_DIR;
 use crate::limits::{complete_expansion, within_limits, Expansion};
 use crate::source::ObjectSource;
-use crate::Store;
+
+use super::{Index, TREES_DIR};
 
 /// The file name suffix of a record, after the root's id.
 pub(crate) const SUFFIX: &str = ".expansion";
@@ -124,7 +124,7 @@ pub(crate) fn decode(bytes: &[u8], root: &ObjectId) -> Result<Expansion, String>
     Ok(expansion)
 }
 
-impl Store {
+impl Index<'_> {
     /// Where the expansion record of root tree `root` lives (it may be absent).
     pub fn expansion_record_path(&self, root: &ObjectId) -> PathBuf {
         self.root()
