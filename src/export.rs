@@ -410,6 +410,7 @@ fn commit(
         .map_err(|_| CaptureError::Interrupted)?;
     crate::hooks::seam("before-commit", &snapshot.source);
     store
+        .catalog()
         .commit_snapshot_of_source(lock, snapshot, Some(cache_update))
         .context("could not record the snapshot")
 }

@@ -509,6 +509,7 @@ impl Reference {
     pub fn stored_id(&self, store: &Store) -> Result<ObjectId, ReferenceError> {
         match &self.target {
             Target::Stored { reference, .. } => store
+                .catalog()
                 .resolve_indexed(reference)
                 .map_err(|e| self.unresolved(e)),
             Target::Dir(_) => Err(self.not_taken(Form::Dir)),
@@ -638,6 +639,7 @@ impl Opened {
     pub fn signatures(&self) -> Result<Vec<Vec<u8>>, OpenError> {
         Ok(match (&self.held, &self.store) {
             (Held::Store(_), Some(store)) => store
+                .catalog()
                 .signatures(&self.id)?
                 .into_iter()
                 .map(|s| s.bytes)

@@ -611,6 +611,7 @@ impl Bundles {
         let root = self.store.root().display().to_string();
         self.store
             .catalog()
+            .session()
             .and_then(|c| c.snapshots())
             .map_err(|e| Error::new(Verb::Read, root, e.into()))
     }

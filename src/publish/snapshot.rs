@@ -42,12 +42,13 @@ pub fn publish_snapshot(
     let load = || {
         store
             .catalog()
+            .session()
             .and_then(|c| c.load_dest_cache(&key))
             .ok()
             .flatten()
     };
     // Filled as the files are staged; its time is set when they all are.
-    let mut record = store.dest_record(0);
+    let mut record = store.catalog().dest_record(0);
     // Trees from the snapshot's tree index (one sequential read) rather than one object
     // file per directory; blobs from the objects. The bound check, the staging walk and
     // the destination record each walk every tree: on the benchmark corpus (2,305 trees),
@@ -92,11 +93,15 @@ pub fn publish_snapshot(
         Some(record)
     } else {
         drop(record);
-        record_destination(&reader, root, &published.dest, &|at| store.dest_record(at)).ok()
+        record_destination(&reader, root, &published.dest, &|at| {
+            store.catalog().dest_record(at)
+        })
+        .ok()
     };
     if let Some(record) = record {
         let _ = store
             .catalog()
+            .session()
             .and_then(|c| c.store_dest_cache(&key, &record));
     }
     Ok(published)

@@ -332,7 +332,7 @@ fn the_record_taken_while_staging_is_what_the_published_tree_shows() {
         &DestRecord::new,
     )
     .unwrap();
-    let catalog = env.store.catalog().unwrap();
+    let catalog = env.store.catalog().session().unwrap();
     let (staged_key, after_key) = (DestKey::new(&env.path("a")), DestKey::new(&env.path("b")));
     catalog.store_dest_cache(&staged_key, &record).unwrap();
     catalog.store_dest_cache(&after_key, &after).unwrap();

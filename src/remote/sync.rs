@@ -346,7 +346,7 @@ fn check_window(remote: &Remote, started: Instant) -> Result<(), RemoteError> {
 /// Adds every signature `store` keeps for snapshot `id` that the remote lacks; returns how many.
 fn upload_signatures(store: &Store, remote: &Remote, id: &ObjectId) -> Result<u64, RemoteError> {
     let mut added = 0;
-    for sig in store.signatures(id)? {
+    for sig in store.catalog().signatures(id)? {
         if remote.put_signature(id, &sig.bytes)? {
             added += 1;
         }
@@ -447,7 +447,9 @@ pub fn pull_checked(
     remote.check_cancel()?;
     // Beside the record before it is committed (under this pull's lock: gc cannot sweep them
     // in between); an import that fails leaves them for a snapshot gc does not keep.
-    store.add_received_signatures(&lock, id, &signatures)?;
+    store
+        .catalog()
+        .add_received_signatures(&lock, id, &signatures)?;
     // The import stops on the remote's token, as the transfers before it did.
     let watched = Cancellable::new(progress, remote.cancel().clone());
     let watch = ImportProgress::new(&watched);

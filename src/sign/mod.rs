@@ -296,7 +296,12 @@ pub fn check_stored(
     id: &ObjectId,
     allowed: Option<&AllowedSigners>,
 ) -> Result<Vec<Checked>, SignError> {
-    let sigs: Vec<Vec<u8>> = store.signatures(id)?.into_iter().map(|s| s.bytes).collect();
+    let sigs: Vec<Vec<u8>> = store
+        .catalog()
+        .signatures(id)?
+        .into_iter()
+        .map(|s| s.bytes)
+        .collect();
     Ok(check_all(id, &sigs, allowed))
 }
 
@@ -341,6 +346,7 @@ pub fn require_signed(
     allowed: &AllowedSigners,
 ) -> Result<Vec<Signer>, SignError> {
     let sigs: Vec<Vec<u8>> = store
+        .catalog()
         .signatures(snapshot_id)?
         .into_iter()
         .map(|s| s.bytes)
@@ -511,7 +517,7 @@ pub fn sign(
             (sig, bytes)
         }
     };
-    let (signature, added) = store.add_signature(snapshot_id, &bytes)?;
+    let (signature, added) = store.catalog().add_signature(snapshot_id, &bytes)?;
     Ok(SignReport {
         snapshot: *snapshot_id,
         signature,

@@ -388,7 +388,7 @@ mod tests {
             0,
             "reindex does not list it"
         );
-        assert!(store.resolve(&snap.to_hex()).is_err());
+        assert!(store.catalog().resolve(&snap.to_hex()).is_err());
         assert!(matches!(
             store.lease(&snap, &root),
             Err(StoreError::MissingObject(_))
@@ -499,7 +499,7 @@ mod tests {
             let err = store.forget(&snap).unwrap_err().to_string();
             assert!(err.contains("not a directory"), "{kind}: {err}");
             assert_eq!(
-                store.resolve(&snap.to_hex()).unwrap(),
+                store.catalog().resolve(&snap.to_hex()).unwrap(),
                 snap,
                 "{kind}: still listed"
             );

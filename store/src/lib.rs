@@ -77,13 +77,11 @@
 
 mod catalog;
 mod compressed;
-mod dircache;
 pub mod docs;
 mod error;
 mod escape;
 mod id;
 mod index;
-mod keys;
 mod lease;
 pub mod limits;
 mod lock;
@@ -93,22 +91,20 @@ mod pack;
 mod pack_format;
 mod pack_writer;
 mod packed;
-mod records;
-mod signatures;
 mod snapshot;
 mod source;
 mod sys;
 mod tree;
 mod unpack;
-mod verdicts;
 mod warm;
 
 mod handle;
 mod inner;
 
 pub use catalog::{
-    Catalog, DestCache, DestRecord, SnapshotSummary, SourceStatCache, StatCache, StatCacheUpdate,
-    StatEntry,
+    check_signature_size, Catalog, CatalogSession, DestCache, DestKey, DestRecord, SnapshotSummary,
+    SourceKey, SourceStatCache, StatCache, StatCacheUpdate, StatEntry, StoredSignature, Verdicts,
+    MAX_SIGNATURES, MAX_SIGNATURE_BYTES,
 };
 pub use error::{DecodeError, ModeProblem, StoreError};
 pub use escape::{
@@ -117,7 +113,6 @@ pub use escape::{
 pub use handle::{Store, STORE_VERSION};
 pub use id::{IdHasher, ObjectId};
 pub use index::{Index, IndexState, RecordState, SnapshotSource, TreeSourceStats};
-pub use keys::{DestKey, SourceKey};
 pub use lease::Lease;
 pub use lock::WriteLock;
 pub use maintenance::{Forgotten, GcReport, ReindexReport, VerifyProblem, VerifyReport};
@@ -127,7 +122,6 @@ pub use pack::{
     PackOptions, PackOverStore, PackReader, PackStats,
 };
 pub use pack_format::{PackEntry, PACK_VERSION};
-pub use signatures::{check_signature_size, StoredSignature, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
 pub use snapshot::validate_name;
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
@@ -141,5 +135,4 @@ pub use unpack::{
     closure_needs, import_from_packs, unpack, unpack_counted, unpack_watched, ImportWatch, NoWatch,
     UnpackReport,
 };
-pub use verdicts::Verdicts;
 pub use warm::{warm_for_mount, warm_for_mount_ref, WARM_PROBE_NAME};

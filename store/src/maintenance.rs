@@ -3,16 +3,8 @@
 //! period), `reindex` (rebuild the catalog from snapshot records) and `forget`; the leases a
 //! mount holds, which both honour, are `lease`'s.
 //!
-//! **Which records are snapshots.** A snapshot record is an object, and objects arrive from
-//! other hosts: a file's bytes can be a record (a pack or a remote sends it as a blob of an
-//! innocent snapshot). So a record found among the objects is not trusted for being there.
-//! `gc`'s roots and `reindex`'s catalog are the same set ([`Store::admit_records`]): every
-//! record the catalog lists (committed here, or received under `unpack`'s rules), plus each
-//! other valid record that passes the received-record rules `unpack` applies: it is not the
-//! content of a file of another snapshot, it is not dated more than a day in the future (it
-//! would stay `agent/<alias>` over every later local export), and its name does not name
-//! another snapshot the catalog lists. A lost catalog is rebuilt under the same rules before
-//! gc marks, so a damaged catalog never makes gc delete a snapshot that reindex would list.
+//! gc's roots and reindex's catalog are the same set of snapshot records: which records are
+//! snapshots of this store is the catalog room's rule (`catalog::admission`), applied by both.
 //! Before it removes anything, gc drops the stat caches (captures trust a cache hit without a
 //! blob lookup).
 
@@ -26,9 +18,8 @@ use crate::id::ObjectId;
 use crate::index::IndexState;
 use crate::index::RecordState;
 use crate::objects::ListedObject;
-use crate::snapshot::RECORD_PREFIX;
 use crate::tree::EntryKind;
-use crate::{Catalog, Snapshot, Store};
+use crate::Store;
 
 /// One problem found by `verify`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -274,83 +265,7 @@ pub struct Forgotten {
     pub served_by_a_mount: bool,
 }
 
-/// What [`Store::admit_records`] decided.
-#[derive(Default)]
-pub(crate) struct Admission {
-    /// The snapshots of this store: gc's roots, reindex's catalog.
-    pub(crate) admitted: Vec<(ObjectId, Snapshot)>,
-    /// Why each other record was left out, one sentence each.
-    pub(crate) refused: Vec<String>,
-    /// The names the catalog gave, and to which snapshot.
-    pub(crate) held: HashMap<String, ObjectId>,
-    /// Snapshots the catalog lists without the name their record carries: the name moved
-    /// to a later snapshot (see [`Catalog::add_snapshot`]), and stays off them even once that
-    /// later snapshot is forgotten.
-    pub(crate) unnamed: HashSet<ObjectId>,
-}
-
-pub(crate) struct ScannedRecord {
-    id: ObjectId,
-    snap: Option<Snapshot>,
-    problem: Option<String>,
-}
-
 impl Store {
-    /// Every snapshot record among the objects, each parsed (syntax only) and validated:
-    /// `(id, parsed, why it fails validation)`. A record that does not even parse is skipped.
-    fn scan_records(&self) -> Result<Vec<ScannedRecord>, StoreError> {
-        let mut out = Vec::new();
-        for listed in self.objects().list()? {
-            let id = listed.id;
-            if !listed.compressed && listed.stored_len < RECORD_PREFIX.len() as u64 {
-                continue;
-            }
-            let head = match self.objects().peek(&id, RECORD_PREFIX.len()) {
-                Ok(head) => head,
-                // Forgotten since the listing (forget runs beside a verify or a reindex scan).
-                Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
-                    continue
-                }
-                // A compressed object that does not decode: whatever it was, it is no readable
-                // record (`verify` names it).
-                Err(StoreError::Undecodable { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            if head != RECORD_PREFIX {
-                continue;
-            }
-            let bytes = match self.objects().read_verified(&id) {
-                Ok(b) => b,
-                Err(StoreError::MissingObject(_)) => continue,
-                Err(e @ StoreError::CorruptObject { .. }) => {
-                    out.push(ScannedRecord {
-                        id,
-                        snap: None,
-                        problem: Some(e.to_string()),
-                    });
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            match Snapshot::parse(&bytes) {
-                Ok(snap) => {
-                    let problem = snap.validate().err().map(|e| e.to_string());
-                    out.push(ScannedRecord {
-                        id,
-                        snap: Some(snap),
-                        problem,
-                    });
-                }
-                Err(e) => out.push(ScannedRecord {
-                    id,
-                    snap: None,
-                    problem: Some(e.to_string()),
-                }),
-            }
-        }
-        Ok(out)
-    }
-
     /// Marks everything reachable from `root`, recording absent objects as problems (paths
     /// as nodes of `paths`, see [`Paths`]).
     fn mark(
@@ -536,7 +451,7 @@ impl Store {
         // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
         // after the listing, so a missing record is reported only if it is still listed.
         let _lock = crate::lock::shared(self.root(), "verify")?;
-        let listed = self.catalog()?.snapshots()?;
+        let listed = self.catalog().session()?.snapshots()?;
         let mut marked = HashSet::new();
         let mut sizes = SizeCheck {
             blob_len,
@@ -579,7 +494,12 @@ impl Store {
                     }
                 }
                 Err(StoreError::MissingObject(_)) => {
-                    let still_listed = self.catalog()?.snapshots()?.iter().any(|x| x.id == s.id);
+                    let still_listed = self
+                        .catalog()
+                        .session()?
+                        .snapshots()?
+                        .iter()
+                        .any(|x| x.id == s.id);
                     if still_listed {
                         report
                             .problems
@@ -627,13 +547,13 @@ impl Store {
         let mut roots = HashSet::new();
         // The roots are the snapshots reindex would list (see the module doc): a record that
         // is only found among the objects (a file's content, a planted record) is not one.
-        let catalog = self.catalog()?;
-        let scanned = self.scan_records()?;
+        let catalog = self.catalog().session()?;
+        let scanned = self.catalog().scan_records()?;
         let scanned_roots: Vec<(ObjectId, ObjectId)> = scanned
             .iter()
             .filter_map(|rec| Some((rec.id, rec.snap.as_ref()?.root)))
             .collect();
-        let admission = self.admit_records(&catalog, scanned)?;
+        let admission = self.catalog().admit_records(&catalog, scanned)?;
         drop(catalog);
         for (id, snap) in &admission.admitted {
             marked.insert(*id);
@@ -696,7 +616,7 @@ impl Store {
             // Stat caches may name these blobs and trees, and captures trust a cache hit
             // without looking the object up: drop the caches first (the next capture rehashes
             // once).
-            self.clear_stat_caches()?;
+            self.catalog().clear_stat_caches()?;
         }
         let mut ids = HashSet::with_capacity(doomed.len());
         for (id, len) in doomed {
@@ -751,10 +671,10 @@ impl Store {
         // when none of them has its root (an older build's per-snapshot one: with its record).
         report.tree_indexes_removed = self.index().remove_orphan_indexes(&records, &roots)?;
         // So do its signatures (kept beside the record, outside the objects).
-        report.signatures_removed = self.remove_orphan_signatures(&records)?;
+        report.signatures_removed = self.catalog().remove_orphan_signatures(&records)?;
         // A destination's record is only good for the next publish to it: once the directory
         // is gone (a review checkout deleted, say), so is the record.
-        report.dest_records_removed = self.catalog()?.remove_dest_records(&|path| {
+        report.dest_records_removed = self.catalog().session()?.remove_dest_records(&|path| {
             matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
         })?;
         Ok(report)
@@ -768,8 +688,13 @@ impl Store {
         // Exclusive: a record committed or forgotten between the scan and the rebuild would
         // otherwise be missing from, or listed in, the new index.
         let _lock = crate::lock::exclusive(self.root(), "reindex")?;
-        let catalog = self.catalog()?;
-        let mut report = self.rebuild_index(&catalog)?;
+        let catalog = self.catalog().session()?;
+        let rebuilt = self.catalog().rebuild_index(&catalog)?;
+        let mut report = ReindexReport {
+            snapshots: rebuilt.snapshots,
+            problems: rebuilt.problems,
+            ..ReindexReport::default()
+        };
         // Only what the catalog now lists gets an index: a record left out (a file's content,
         // a planted record) never does, so an index always names a listed snapshot (which
         // `Store::resolve_indexed` relies on).
@@ -779,7 +704,7 @@ impl Store {
         // all the snapshots sharing it), and an older build's per-snapshot index, read to
         // write it, is removed once the root's is good.
         let mut good_roots: HashSet<ObjectId> = HashSet::new();
-        for rec in self.scan_records()? {
+        for rec in self.catalog().scan_records()? {
             let (Some(snap), None, true) = (rec.snap, rec.problem, listed.contains(&rec.id)) else {
                 continue;
             };
@@ -826,163 +751,13 @@ impl Store {
         Ok(report)
     }
 
-    /// Replaces `catalog`'s index with one built from the records (the caller holds what
-    /// keeps the records still: the exclusive lock, or the catalog itself while it is new).
-    pub(crate) fn rebuild_index(&self, catalog: &Catalog) -> Result<ReindexReport, StoreError> {
-        let mut report = ReindexReport::default();
-        let admission = self.admit_records(catalog, self.scan_records()?)?;
-        report.problems = admission.refused;
-        let mut records = admission.admitted;
-        // Newest last, so the newest holder of a name is the one that keeps it, unless the
-        // catalog already gives the name to one of them (a local name stays where it is).
-        records.sort_by_key(|r| (r.1.created_unix_ns, r.0));
-        // A name that moved away from a snapshot never comes back to it: the catalog listed
-        // it without the name (its record, immutable, still carries it), so it is no
-        // candidate, even once the snapshot the name moved to is forgotten.
-        let mut holder: HashMap<String, ObjectId> = HashMap::new();
-        for (id, snap) in &records {
-            if let (Some(name), false) = (&snap.name, admission.unnamed.contains(id)) {
-                holder.insert(name.clone(), *id);
-            }
-        }
-        for (name, id) in &admission.held {
-            if records.iter().any(|(r, _)| r == id) {
-                holder.insert(name.clone(), *id);
-            }
-        }
-        catalog.clear_index()?;
-        for (id, snap) in &mut records {
-            if let Some(name) = &snap.name {
-                let Some(&newest) = holder.get(name) else {
-                    // Only snapshots the name moved away from carry it: none gets it back.
-                    snap.name = None;
-                    catalog.add_snapshot(*id, snap)?;
-                    continue;
-                };
-                if newest != *id {
-                    report.problems.push(format!(
-                        "snapshot {} is also named {}: the name stays on {}",
-                        id.short(16),
-                        crate::escape::escape_text(name),
-                        newest.short(16)
-                    ));
-                    snap.name = None;
-                }
-            }
-            catalog.add_snapshot(*id, snap)?;
-        }
-        report.snapshots = records.len() as u64;
-        Ok(report)
-    }
-
-    /// Sorts the scanned records into the snapshots of this store and the rest (see the
-    /// module doc, "Which records are snapshots"): every valid record `catalog` lists, and
-    /// every other valid one that passes the received-record rules. `refused` says, one
-    /// sentence each (escaped), why each other record was left out.
-    pub(crate) fn admit_records(
-        &self,
-        catalog: &Catalog,
-        scanned: Vec<ScannedRecord>,
-    ) -> Result<Admission, StoreError> {
-        let listed = if catalog.is_fresh() {
-            Vec::new()
-        } else {
-            catalog.snapshots()?
-        };
-        let listed_ids: HashSet<ObjectId> = listed.iter().map(|s| s.id).collect();
-        let held: HashMap<String, ObjectId> = listed
-            .iter()
-            .filter_map(|s| Some((s.name.clone()?, s.id)))
-            .collect();
-        let unnamed: HashSet<ObjectId> = listed
-            .iter()
-            .filter(|s| s.name.is_none())
-            .map(|s| s.id)
-            .collect();
-        let mut admission = Admission {
-            held,
-            unnamed,
-            ..Admission::default()
-        };
-        let mut found = Vec::new();
-        for rec in scanned {
-            match (rec.snap, rec.problem) {
-                (Some(snap), None) if listed_ids.contains(&rec.id) => {
-                    admission.admitted.push((rec.id, snap))
-                }
-                (Some(snap), None) => found.push((rec.id, snap)),
-                (_, problem) => admission.refused.push(format!(
-                    "snapshot record {} left out: {}",
-                    rec.id,
-                    problem.unwrap_or_default()
-                )),
-            }
-        }
-        if found.is_empty() {
-            return Ok(admission);
-        }
-        // Which found records are a file's content in some snapshot (one walk over every
-        // valid record's trees, each tree once; only needed when a record is not listed).
-        let found_ids: HashSet<ObjectId> = found.iter().map(|(id, _)| *id).collect();
-        let mut content = HashSet::new();
-        let mut seen = HashSet::new();
-        let roots = admission.admitted.iter().chain(found.iter());
-        let mut stack: Vec<ObjectId> = roots.map(|(_, s)| s.root).collect();
-        while let Some(tree_id) = stack.pop() {
-            if !seen.insert(tree_id) {
-                continue;
-            }
-            let Ok(tree) = self.objects().read_tree(&tree_id) else {
-                continue; // verify reports it
-            };
-            for e in tree.entries() {
-                if e.kind == EntryKind::Dir {
-                    stack.push(e.id);
-                } else if found_ids.contains(&e.id) {
-                    content.insert(e.id);
-                }
-            }
-        }
-        for (id, snap) in found {
-            let why = if content.contains(&id) {
-                Some(
-                    "it is the content of a file in a snapshot, not a snapshot of this store"
-                        .to_string(),
-                )
-            } else if crate::unpack::future_dated(&snap) {
-                Some(
-                    "it is dated more than a day in the future and would shadow every later \
-                     local snapshot of its agent"
-                        .to_string(),
-                )
-            } else {
-                snap.name.as_ref().and_then(|name| {
-                    let local = admission.held.get(name).filter(|l| **l != id)?;
-                    Some(format!(
-                        "it is named {}, which already names snapshot {} in this store; a \
-                         record found among the objects does not take over a local name",
-                        crate::escape::escape_text(name),
-                        local.short(16)
-                    ))
-                })
-            };
-            match why {
-                Some(why) => admission
-                    .refused
-                    .push(format!("snapshot record {id} left out: {why}")),
-                None => admission.admitted.push((id, snap)),
-            }
-        }
-        Ok(admission)
-    }
-
     /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`,
     /// or, when a running mount still serves it, at the first `gc` after that mount ends.
     pub fn forget(&self, snapshot: &ObjectId) -> Result<Forgotten, StoreError> {
         let _lock = crate::lock::shared(self.root(), "forget")?;
         // Both steps inside one catalog session: a catalog being rebuilt (which holds the
         // catalog while it scans records) sees either both or neither.
-        let catalog = self.catalog()?;
+        let catalog = self.catalog().session()?;
         // A record a mount holds is set aside, not removed (see `lease`); what that needs is
         // checked before the catalog entry goes, so a refusal changes nothing.
         let record = self.prepare_record_removal(snapshot)?;
@@ -1015,6 +790,7 @@ fn tree_bytes(dir: &Path) -> u64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::snapshot::Snapshot;
     use crate::{Tree, TreeEntry};
 
     /// A FIFO at `path` (what a hostile store plants where a file is expected).
@@ -1046,7 +822,10 @@ pub(crate) mod tests {
             ..Snapshot::for_test(root, "s")
         };
         let lock = store.write_lock().unwrap();
-        (store.commit_snapshot(&lock, &snap, None).unwrap(), blob)
+        (
+            store.catalog().commit_snapshot(&lock, &snap, None).unwrap(),
+            blob,
+        )
     }
 
     /// A blob stored loose (as an import lands it) and packed by a later capture: gc drops
@@ -1135,12 +914,15 @@ pub(crate) mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (a, _) = snapshot_of(&store, b"first", "prod");
         let (b, _) = snapshot_of(&store, b"second", "prod");
-        assert_eq!(store.resolve("prod").unwrap(), b);
+        assert_eq!(store.catalog().resolve("prod").unwrap(), b);
         store.forget(&b).unwrap();
-        assert!(store.resolve("prod").is_err());
+        assert!(store.catalog().resolve("prod").is_err());
         store.reindex().unwrap();
-        assert!(store.resolve("prod").is_err(), "the name came back to a");
-        let listed = store.catalog().unwrap().snapshots().unwrap();
+        assert!(
+            store.catalog().resolve("prod").is_err(),
+            "the name came back to a"
+        );
+        let listed = store.catalog().session().unwrap().snapshots().unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!((listed[0].id, listed[0].name.clone()), (a, None));
     }
@@ -1176,7 +958,7 @@ pub(crate) mod tests {
         store.gc(0).unwrap();
         assert!(store.objects().has(&blob));
         assert_eq!(store.reindex().unwrap().snapshots, 1);
-        assert_eq!(store.resolve("s").unwrap(), snap);
+        assert_eq!(store.catalog().resolve("s").unwrap(), snap);
         // A lease keeps a forgotten snapshot's data while the mount lives.
         let root = store.objects().read_snapshot(&snap).unwrap().root;
         let lease = store.lease(&snap, &root).unwrap();
@@ -1256,7 +1038,7 @@ pub(crate) mod tests {
             let root = store.objects().write_tree(&root).unwrap();
             let snap = Snapshot::for_test(root, "s");
             let lock = store.write_lock().unwrap();
-            let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+            let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
             drop(lock);
             let v = store.verify(&mut |_, _| {}).unwrap();
             let mut want = Vec::new();
@@ -1305,7 +1087,10 @@ pub(crate) mod tests {
             ..store.objects().read_snapshot(&local).unwrap()
         };
         let lock = store.write_lock().unwrap();
-        let local_agent = store.commit_snapshot(&lock, &agent_snap, None).unwrap();
+        let local_agent = store
+            .catalog()
+            .commit_snapshot(&lock, &agent_snap, None)
+            .unwrap();
         drop(lock);
         // The planted tree: reached by the planted records only.
         let (planted_blob, len) = store.objects().write_from(&mut &b"planted"[..]).unwrap();
@@ -1343,6 +1128,7 @@ pub(crate) mod tests {
             .unwrap();
         let lock = store.write_lock().unwrap();
         let carrier = store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(carrier_root, "carrier"), None)
             .unwrap();
         drop(lock);
@@ -1379,10 +1165,11 @@ pub(crate) mod tests {
                 report.problems
             );
         }
-        assert_eq!(store.resolve("prod").unwrap(), local);
-        assert_eq!(store.resolve("agent/ops").unwrap(), local_agent);
+        assert_eq!(store.catalog().resolve("prod").unwrap(), local);
+        assert_eq!(store.catalog().resolve("agent/ops").unwrap(), local_agent);
         let listed: HashSet<ObjectId> = store
             .catalog()
+            .session()
             .unwrap()
             .snapshots()
             .unwrap()
@@ -1397,12 +1184,15 @@ pub(crate) mod tests {
             let id = ObjectId::of(bytes);
             assert!(!store.index().snapshot_index_path(&id).exists(), "{id}");
             assert!(matches!(
-                store.resolve_indexed(&id.to_hex()),
+                store.catalog().resolve_indexed(&id.to_hex()),
                 Err(StoreError::UnknownSnapshot { .. })
             ));
         }
         assert!(store.index().tree_index_path(&orphan_root).is_file());
-        assert_eq!(store.resolve_indexed(&orphan.to_hex()).unwrap(), orphan);
+        assert_eq!(
+            store.catalog().resolve_indexed(&orphan.to_hex()).unwrap(),
+            orphan
+        );
         // gc: the planted records are content (kept as such), not roots: their tree goes.
         store.gc(0).unwrap();
         assert!(!store.objects().has(&planted_root) && !store.objects().has(&planted_blob));
@@ -1479,8 +1269,17 @@ pub(crate) mod tests {
             "{:?}",
             report.problems
         );
-        assert_eq!(store.resolve("prod").unwrap(), local);
-        assert_eq!(store.catalog().unwrap().snapshots().unwrap().len(), 1);
+        assert_eq!(store.catalog().resolve("prod").unwrap(), local);
+        assert_eq!(
+            store
+                .catalog()
+                .session()
+                .unwrap()
+                .snapshots()
+                .unwrap()
+                .len(),
+            1
+        );
         store.gc(0).unwrap();
         assert!(!store.objects().has(&other_root) && !store.objects().has(&future));
         assert!(store.objects().has(&root));
@@ -1522,6 +1321,7 @@ pub(crate) mod tests {
         }
         let lock = store.write_lock().unwrap();
         store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(id, "deep"), None)
             .unwrap();
         drop(lock);

@@ -1354,6 +1354,7 @@ mod tests {
             .unwrap();
         let lock = store.write_lock().unwrap();
         store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
             .unwrap()
     }

@@ -206,6 +206,7 @@ pub(crate) fn write_pack_tuned(
         Vec::new()
     } else {
         store
+            .catalog()
             .signatures(snapshot_id)?
             .into_iter()
             .map(|s| s.bytes)
@@ -1242,7 +1243,7 @@ mod tests {
         let root_id = store.objects().write_tree(&root).unwrap();
         let snap = Snapshot::for_test(root_id, "test");
         let lock = store.write_lock().unwrap();
-        let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         (dir, store, id)
     }
 
@@ -1348,7 +1349,13 @@ mod tests {
             import_from_packs(&other, &id, &record, std::slice::from_ref(&p1), &crate::NoWatch),
             Err(StoreError::MissingObject(m)) if m == sub
         ));
-        assert!(other.catalog().unwrap().snapshots().unwrap().is_empty());
+        assert!(other
+            .catalog()
+            .session()
+            .unwrap()
+            .snapshots()
+            .unwrap()
+            .is_empty());
         // A record that is not the id's is refused before anything.
         let mut lie = record.clone();
         lie.push(b' ');
@@ -1359,7 +1366,16 @@ mod tests {
             id
         );
         assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
-        assert_eq!(other.catalog().unwrap().snapshots().unwrap().len(), 1);
+        assert_eq!(
+            other
+                .catalog()
+                .session()
+                .unwrap()
+                .snapshots()
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]
@@ -1498,6 +1514,7 @@ mod tests {
             .unwrap();
         let lock = store.write_lock().unwrap();
         let next = store
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1523,7 +1540,13 @@ mod tests {
         let empty = Store::open_or_create(&dir.path().join("empty")).unwrap();
         let err = unpack(&empty, &reader).expect_err("base missing");
         assert!(err.to_string().contains(&base.short(12)), "{err}");
-        assert!(empty.catalog().unwrap().snapshots().unwrap().is_empty());
+        assert!(empty
+            .catalog()
+            .session()
+            .unwrap()
+            .snapshots()
+            .unwrap()
+            .is_empty());
         let full = pack_bytes(&store, &base, PackOptions::default());
         unpack(&empty, &open_bytes(dir.path(), &full).unwrap()).unwrap();
         let reader = open_bytes(dir.path(), &bytes).unwrap();
@@ -1539,6 +1562,7 @@ mod tests {
         let snap = store.objects().read_snapshot(&id).unwrap();
         let lock = store.write_lock().unwrap();
         let named = store
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1550,6 +1574,7 @@ mod tests {
             )
             .unwrap();
         let future = store
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1563,6 +1588,7 @@ mod tests {
         let other = Store::open_or_create(&dir.path().join("other")).unwrap();
         let lock = other.write_lock().unwrap();
         let local = other
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1579,7 +1605,7 @@ mod tests {
             let err = unpack(&other, &open_bytes(dir.path(), &bytes).unwrap()).expect_err(needle);
             assert!(err.to_string().contains(needle), "{err}");
         }
-        let cat = other.catalog().unwrap();
+        let cat = other.catalog().session().unwrap();
         assert_eq!(cat.snapshots().unwrap().len(), 1);
         assert_eq!(cat.name_target("prod").unwrap(), Some(local));
     }

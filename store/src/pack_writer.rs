@@ -701,7 +701,7 @@ mod tests {
             .unwrap();
         let snap = Snapshot::for_test(root_id, "test");
         let lock = store.write_lock().unwrap();
-        let snapshot = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let snapshot = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         Fixture {
             _dir: dir,
             store,

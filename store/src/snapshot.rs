@@ -43,6 +43,20 @@ pub fn validate_name(name: &str) -> Result<(), StoreError> {
     }
 }
 
+/// How far in the future a received record's creation time may lie (clock skew between
+/// hosts).
+const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
+
+/// True when `snapshot` claims a creation time more than [`FUTURE_SKEW_NS`] ahead of this
+/// host's clock: it would stay `agent/<alias>` over every later local export.
+pub(crate) fn future_dated(snapshot: &Snapshot) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+        .unwrap_or(0);
+    snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS)
+}
+
 const MAGIC: &[u8; 4] = b"ZCBS";
 const VERSION: u8 = 1;
 

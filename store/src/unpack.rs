@@ -136,7 +136,7 @@ pub(crate) fn land_objects(
             // objects/ is still empty, and after the objects landed it read each one again
             // (measured: a third of a cold unpack of 6,000 objects). Nothing lands in objects/
             // before this scope ends.
-            if let Err(e) = store.catalog() {
+            if let Err(e) = store.catalog().session() {
                 fail(e);
             }
         });
@@ -255,20 +255,6 @@ fn land_one(
     staging.put_verified(&e.id, bytes)
 }
 
-/// How far in the future a received record's creation time may lie (clock skew between
-/// hosts).
-const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
-
-/// True when `snapshot` claims a creation time more than [`FUTURE_SKEW_NS`] ahead of this
-/// host's clock: it would stay `agent/<alias>` over every later local export.
-pub(crate) fn future_dated(snapshot: &Snapshot) -> bool {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
-        .unwrap_or(0);
-    snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS)
-}
-
 /// A received record must not take over this store's refs: its name must not already name
 /// another snapshot here (the record's bytes, and so its id, carry the name, so it cannot be
 /// renamed on the way in), and its creation time must not lie in the future, where it would
@@ -279,7 +265,7 @@ fn check_foreign_record(
     id: &ObjectId,
     snapshot: &Snapshot,
 ) -> Result<(), StoreError> {
-    if future_dated(snapshot) {
+    if crate::snapshot::future_dated(snapshot) {
         return Err(bad(
             origin,
             "carries a snapshot created more than a day in the future; it would shadow every \
@@ -288,7 +274,7 @@ fn check_foreign_record(
         ));
     }
     if let Some(name) = &snapshot.name {
-        if let Some(local) = store.catalog()?.name_target(name)? {
+        if let Some(local) = store.catalog().session()?.name_target(name)? {
             if local != *id {
                 return Err(bad(
                     origin,
@@ -398,12 +384,16 @@ pub fn unpack_counted(
     // The record is read and hashed by `snapshot()` and written by the commit.
     let jobs = jobs_for(packs, &from_pack);
     land_objects(store, packs, jobs, watch)?;
-    store.add_received_signatures(&lock, &pack.root, &signatures)?;
+    store
+        .catalog()
+        .add_received_signatures(&lock, &pack.root, &signatures)?;
     let trees = ReceivedTrees {
         packs,
         store: store.objects().reader(),
     };
-    let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
+    let id = store
+        .catalog()
+        .commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
     if id != pack.root {
         return Err(bad(
             pack.path(),
@@ -579,7 +569,9 @@ pub fn import_from_packs(
         packs,
         store: store.objects().reader(),
     };
-    let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
+    let id = store
+        .catalog()
+        .commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
     if id != *snapshot_id {
         return Err(StoreError::Malformed {
             id: *snapshot_id,
@@ -618,7 +610,7 @@ mod tests {
             .unwrap();
         let snap = Snapshot::for_test(root, "test");
         let lock = store.write_lock().unwrap();
-        let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         let mut out = Vec::new();
         write_pack(&store, &id, PackOptions::default(), &mut out, &mut |_| {}).unwrap();
         (id, out)
@@ -671,7 +663,13 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert!(tmp.is_empty(), "left in tmp/: {tmp:?}");
-        assert!(store.catalog().unwrap().snapshots().unwrap().is_empty());
+        assert!(store
+            .catalog()
+            .session()
+            .unwrap()
+            .snapshots()
+            .unwrap()
+            .is_empty());
     }
 
     fn many_files() -> Vec<(String, Vec<u8>)> {
@@ -704,7 +702,16 @@ mod tests {
         let again = PackReader::open(&dir.path().join("b.zcpack")).unwrap();
         assert_eq!(unpack(&store, &again).unwrap(), id);
         assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
-        assert_eq!(store.catalog().unwrap().snapshots().unwrap().len(), 1);
+        assert_eq!(
+            store
+                .catalog()
+                .session()
+                .unwrap()
+                .snapshots()
+                .unwrap()
+                .len(),
+            1
+        );
         assert_eq!(
             std::fs::read_dir(store.objects().tmp_dir())
                 .unwrap()
@@ -845,6 +852,7 @@ mod tests {
         let (local_root, _) = tree_of(&dst, &[("f", b"local")]);
         let lock = dst.write_lock().unwrap();
         let local = dst
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -887,9 +895,16 @@ mod tests {
         dst.reindex().unwrap();
         dst.gc(0).unwrap();
         for (reference, want) in [("prod", local), ("agent/ops", local)] {
-            assert_eq!(dst.resolve(reference).unwrap(), want, "{reference}");
+            assert_eq!(
+                dst.catalog().resolve(reference).unwrap(),
+                want,
+                "{reference}"
+            );
         }
-        assert_eq!(dst.catalog().unwrap().snapshots().unwrap().len(), 2);
+        assert_eq!(
+            dst.catalog().session().unwrap().snapshots().unwrap().len(),
+            2
+        );
         assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
     }
 

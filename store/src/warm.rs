@@ -51,7 +51,7 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
     // The store's own files, which do not depend on the record.
     read_small(&root.join(crate::handle::MARKER));
     for path in [
-        store.signatures_dir(snapshot),
+        store.catalog().signatures_dir(snapshot),
         root.join(crate::lock::LOCK_FILE),
     ] {
         let _ = fs::symlink_metadata(path);
@@ -137,6 +137,7 @@ mod tests {
             .unwrap();
         let lock = store.write_lock().unwrap();
         let id = store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(tree, "warm"), None)
             .unwrap();
         drop(lock);

@@ -279,7 +279,7 @@ fn seeds_pack() -> Vec<Vec<u8>> {
         report: CaptureReport::default(),
     };
     let lock = store.write_lock().unwrap();
-    let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+    let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
     drop(lock);
     [false, true]
         .iter()

@@ -360,7 +360,11 @@ fn a_store_of_format_1_trees_still_reads_publishes_and_packs() {
         report: CaptureReport::default(),
     };
     let lock = store.write_lock().unwrap();
-    let id = store.commit_snapshot(&lock, &snap, None).unwrap().to_hex();
+    let id = store
+        .catalog()
+        .commit_snapshot(&lock, &snap, None)
+        .unwrap()
+        .to_hex();
     drop(lock);
 
     // Published with the modes the kinds imply.

@@ -171,7 +171,7 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
             None,
             "x",
         );
-        store.commit_snapshot(&lock, &rec, None).unwrap();
+        store.catalog().commit_snapshot(&lock, &rec, None).unwrap();
         drop(lock);
         let r = env.run(&["verify"]);
         assert_eq!(r.code(), 1, "size {size}: {}", r.describe());
@@ -220,7 +220,11 @@ fn impossible_directory_sizes_are_a_clear_decoding_error_everywhere() {
             .unwrap();
         let rec = record(root, 1_700_000_000_000_000_000, None, "crafted");
         let lock = store.write_lock().unwrap();
-        let id = store.commit_snapshot(&lock, &rec, None).unwrap().to_hex();
+        let id = store
+            .catalog()
+            .commit_snapshot(&lock, &rec, None)
+            .unwrap()
+            .to_hex();
         drop(lock);
         let out = env.path("out");
         for args in [
@@ -281,7 +285,11 @@ fn a_mount_survives_a_directory_with_impossible_sizes() {
         .unwrap();
     let rec = record(root, 1_700_000_000_000_000_000, None, "crafted");
     let lock = store.write_lock().unwrap();
-    let id = store.commit_snapshot(&lock, &rec, None).unwrap().to_hex();
+    let id = store
+        .catalog()
+        .commit_snapshot(&lock, &rec, None)
+        .unwrap()
+        .to_hex();
     drop(lock);
     let mnt = env.path("mnt");
     std::fs::create_dir(&mnt).unwrap();

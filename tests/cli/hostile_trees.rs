@@ -60,7 +60,11 @@ fn commit(store: &Store, root: ObjectId, what: &str) -> String {
         report: CaptureReport::default(),
     };
     let lock = store.write_lock().unwrap();
-    store.commit_snapshot(&lock, &snap, None).unwrap().to_hex()
+    store
+        .catalog()
+        .commit_snapshot(&lock, &snap, None)
+        .unwrap()
+        .to_hex()
 }
 
 /// A chain of `depth` nested directories `d/d/.../d/f`.

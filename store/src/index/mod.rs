@@ -915,7 +915,10 @@ mod tests {
         let root = store.objects().write_tree(&root_tree).unwrap();
         let snap = Snapshot::for_test(root, salt);
         let lock = store.write_lock().unwrap();
-        (store.commit_snapshot(&lock, &snap, None).unwrap(), root)
+        (
+            store.catalog().commit_snapshot(&lock, &snap, None).unwrap(),
+            root,
+        )
     }
 
     /// Every tree of the snapshot through `source`, compared with the store's objects.
@@ -986,7 +989,7 @@ mod tests {
         // Without its root's index the record is the catalog's to answer.
         fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(resolve(&hex[..16]), None);
-        assert_eq!(store.resolve(&hex[..16]).unwrap(), id);
+        assert_eq!(store.catalog().resolve(&hex[..16]).unwrap(), id);
     }
 
     #[test]
@@ -1047,7 +1050,7 @@ mod tests {
         snap.created_unix_ns = 2;
         snap.parent = Some(parent);
         let lock = store.write_lock().unwrap();
-        let child = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let child = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         drop(lock);
         let pack = PackReader::open(&store.index().tree_index_path(&child_root)).unwrap();
         pack.verify_objects().unwrap();
@@ -1313,6 +1316,7 @@ mod tests {
         let root = store.objects().write_tree(&tree).unwrap();
         let lock = store.write_lock().unwrap();
         store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(root, "deep"), None)
             .unwrap();
         drop(lock);
@@ -1411,29 +1415,32 @@ mod tests {
         let (other, other_root) = snapshot(&store, 2, "other");
         {
             // sled locks its directory: were the catalog opened, this would wait and fail.
-            let _held = store.catalog().unwrap();
-            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+            let _held = store.catalog().session().unwrap();
+            assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
             let upper = id.to_hex().to_ascii_uppercase();
-            assert_eq!(store.resolve_indexed(&upper).unwrap(), id);
+            assert_eq!(store.catalog().resolve_indexed(&upper).unwrap(), id);
         }
         // A short id, or a full one without an index, goes through the catalog.
-        assert_eq!(store.resolve_indexed(&id.short(12)).unwrap(), id);
+        assert_eq!(store.catalog().resolve_indexed(&id.short(12)).unwrap(), id);
         fs::remove_file(store.index().tree_index_path(&other_root)).unwrap();
-        assert_eq!(store.resolve_indexed(&other.to_hex()).unwrap(), other);
+        assert_eq!(
+            store.catalog().resolve_indexed(&other.to_hex()).unwrap(),
+            other
+        );
         // A tree's id names its index, but it is no snapshot: the catalog answers.
         assert!(matches!(
-            store.resolve_indexed(&root.to_hex()),
+            store.catalog().resolve_indexed(&root.to_hex()),
             Err(StoreError::UnknownSnapshot { .. })
         ));
         // Forgotten: the index waits for gc, but the record is gone, so the catalog answers.
         store.forget(&id).unwrap();
         assert!(store.index().tree_index_path(&root).is_file());
         assert!(matches!(
-            store.resolve_indexed(&id.to_hex()),
+            store.catalog().resolve_indexed(&id.to_hex()),
             Err(StoreError::UnknownSnapshot { .. })
         ));
         // Not an id at all.
-        assert!(store.resolve_indexed(&"z".repeat(64)).is_err());
+        assert!(store.catalog().resolve_indexed(&"z".repeat(64)).is_err());
     }
 
     /// Commits a snapshot with the same root as `of` (a no-op capture), child of `of`.
@@ -1442,7 +1449,7 @@ mod tests {
         snap.created_unix_ns = created;
         snap.parent = Some(*of);
         let lock = store.write_lock().unwrap();
-        store.commit_snapshot(&lock, &snap, None).unwrap()
+        store.catalog().commit_snapshot(&lock, &snap, None).unwrap()
     }
 
     /// The names in `trees/`, with each file's inode and modification time.
@@ -1488,7 +1495,7 @@ mod tests {
             assert_eq!(same_trees(&store, &source, &root), 13);
             let s = source.stats();
             assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
-            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+            assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
         }
         let v = store.verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
@@ -1557,8 +1564,8 @@ mod tests {
             IndexState::Good
         );
         {
-            let _held = store.catalog().unwrap();
-            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+            let _held = store.catalog().session().unwrap();
+            assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
         }
         // gc keeps it while its snapshot lives, and removes the forgotten one's.
         store.forget(&gone).unwrap();

@@ -478,6 +478,7 @@ fn recorded_not_listed(store: &Store, root: &ObjectId) -> bool {
     store.objects().has(root)
         && store
             .catalog()
+            .session()
             .and_then(|c| c.resolve(&root.to_hex()))
             .is_err()
 }

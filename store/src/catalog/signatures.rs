@@ -28,10 +28,10 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
+use super::Catalog;
 use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::lock::WriteLock;
-use crate::Store;
 
 /// The directory under the store root.
 pub(crate) const SIGNATURES_DIR: &str = "signatures";
@@ -67,7 +67,7 @@ pub fn check_signature_size(bytes: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-impl Store {
+impl Catalog<'_> {
     pub(crate) fn signatures_dir(&self, snapshot: &ObjectId) -> PathBuf {
         self.root().join(SIGNATURES_DIR).join(snapshot.to_hex())
     }
@@ -80,7 +80,7 @@ impl Store {
         snapshot: &ObjectId,
         bytes: &[u8],
     ) -> Result<(ObjectId, bool), StoreError> {
-        let lock = self.write_lock()?;
+        let lock = self.inner.write_lock()?;
         self.add_signature_locked(&lock, snapshot, bytes)
     }
 
@@ -276,32 +276,35 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Store;
 
     #[test]
     fn add_is_idempotent_and_listing_is_sorted_and_checked() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let snap = ObjectId::of(b"a snapshot");
-        assert!(store.signatures(&snap).unwrap().is_empty());
-        let (a, new_a) = store.add_signature(&snap, b"first").unwrap();
-        let (again, new_again) = store.add_signature(&snap, b"first").unwrap();
+        assert!(store.catalog().signatures(&snap).unwrap().is_empty());
+        let (a, new_a) = store.catalog().add_signature(&snap, b"first").unwrap();
+        let (again, new_again) = store.catalog().add_signature(&snap, b"first").unwrap();
         assert!(new_a && !new_again);
         assert_eq!(a, again);
-        store.add_signature(&snap, b"second").unwrap();
-        let listed = store.signatures(&snap).unwrap();
+        store.catalog().add_signature(&snap, b"second").unwrap();
+        let listed = store.catalog().signatures(&snap).unwrap();
         assert_eq!(listed.len(), 2);
         assert!(listed[0].id < listed[1].id);
         // A damaged copy is ignored, not returned.
         fs::write(
             store
+                .catalog()
                 .signatures_dir(&snap)
                 .join(format!("{}{SUFFIX}", a.to_hex())),
             b"other",
         )
         .unwrap();
-        assert_eq!(store.signatures(&snap).unwrap().len(), 1);
-        assert!(store.add_signature(&snap, b"").is_err());
+        assert_eq!(store.catalog().signatures(&snap).unwrap().len(), 1);
+        assert!(store.catalog().add_signature(&snap, b"").is_err());
         assert!(store
+            .catalog()
             .add_signature(&snap, &vec![b'x'; MAX_SIGNATURE_BYTES + 1])
             .is_err());
         // Received signatures past the bound are left out, not an error.
@@ -311,12 +314,19 @@ mod tests {
             .collect();
         let lock = store.write_lock().unwrap();
         assert_eq!(
-            store.add_received_signatures(&lock, &full, &many).unwrap(),
+            store
+                .catalog()
+                .add_received_signatures(&lock, &full, &many)
+                .unwrap(),
             2
         );
-        assert_eq!(store.signatures(&full).unwrap().len(), MAX_SIGNATURES);
+        assert_eq!(
+            store.catalog().signatures(&full).unwrap().len(),
+            MAX_SIGNATURES
+        );
         assert_eq!(
             store
+                .catalog()
                 .add_received_signatures(&lock, &full, &many[..1])
                 .unwrap(),
             0,
@@ -327,24 +337,29 @@ mod tests {
         let extra = b"one too many".to_vec();
         fs::write(
             store
+                .catalog()
                 .signatures_dir(&full)
                 .join(format!("{}{SUFFIX}", ObjectId::of(&extra).to_hex())),
             &extra,
         )
         .unwrap();
-        assert_eq!(store.signatures(&full).unwrap().len(), MAX_SIGNATURES);
+        assert_eq!(
+            store.catalog().signatures(&full).unwrap().len(),
+            MAX_SIGNATURES
+        );
         // gc's sweep keeps what it is told to keep.
         let other = ObjectId::of(b"another");
-        store.add_signature(&other, b"x").unwrap();
+        store.catalog().add_signature(&other, b"x").unwrap();
         assert_eq!(
             store
+                .catalog()
                 .remove_orphan_signatures(&HashSet::from([snap]))
                 .unwrap(),
             2 + MAX_SIGNATURES as u64
         );
-        assert!(store.signatures(&other).unwrap().is_empty());
-        assert!(store.signatures(&full).unwrap().is_empty());
-        assert_eq!(store.signatures(&snap).unwrap().len(), 1);
+        assert!(store.catalog().signatures(&other).unwrap().is_empty());
+        assert!(store.catalog().signatures(&full).unwrap().is_empty());
+        assert_eq!(store.catalog().signatures(&snap).unwrap().len(), 1);
         // No object was written: signatures live outside objects/.
         assert!(store.objects().list().unwrap().is_empty());
     }
