@@ -671,7 +671,7 @@ pub fn open(
             (
                 id,
                 snapshot,
-                Held::Pack(PackOverStore::new(pack, store)),
+                Held::Pack(PackOverStore::new(pack, store.map(|s| s.objects()))),
                 label,
             )
         }

@@ -878,7 +878,7 @@ impl Bundles {
         );
         let mut done = 0;
         let stats = crate::publish::publish_file(&req, |w| {
-            zeroclaw_bundle_store::write_pack(&self.store, &id, options, w, &mut |n| {
+            self.store.packs().write(&id, options, w, &mut |n| {
                 done += n;
                 progress.advance(Totals {
                     files: 0,
@@ -913,7 +913,10 @@ impl Bundles {
         .map_err(fail)?;
         let _lock = self.store.write_lock().map_err(|e| fail(e.into()))?;
         let watch = crate::progress::ImportProgress::new(progress);
-        let report = zeroclaw_bundle_store::unpack_counted(&self.store, &reader, &watch)
+        let report = self
+            .store
+            .packs()
+            .unpack_counted(&reader, &watch)
             .with_context(context)
             .map_err(fail)?;
         Ok(Unpacked {

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use zeroclaw_bundle_store::{
-    closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, EntryKind,
-    IdHasher, ObjectId, PackOptions, PackReader, PackStats, Snapshot, Store, StoreError,
+    random_token, EntryKind, IdHasher, ObjectId, PackOptions, PackReader, PackStats, Snapshot,
+    Store, StoreError,
 };
 
 use super::client::{encode_index, IndexScan};
@@ -260,12 +260,14 @@ fn write_push_pack(
         }),
     );
     let mut done = Totals::default();
-    let stats = write_pack_excluding(store, id, &|o| held.contains(o), &mut w, &mut |n| {
-        done.files += 1;
-        done.bytes += n;
-        progress.advance(done);
-        crate::hooks::seam("push-packed", &format!("object-{}", done.files));
-    })?;
+    let stats = store
+        .packs()
+        .write_excluding(id, &|o| held.contains(o), &mut w, &mut |n| {
+            done.files += 1;
+            done.bytes += n;
+            progress.advance(done);
+            crate::hooks::seam("push-packed", &format!("object-{}", done.files));
+        })?;
     progress.finish();
     let pack_id = w.hasher.finish().to_hex();
     let file = w
@@ -376,8 +378,7 @@ fn write_trees_pack(store: &Store, id: &ObjectId, path: &Path) -> Result<(), Rem
         .open(path)
         .map_err(|e| io_err("create", path, e))?;
     let mut w = BufWriter::new(file);
-    write_pack(
-        store,
+    store.packs().write(
         id,
         PackOptions {
             since: None,
@@ -432,7 +433,7 @@ pub fn pull_checked(
         packs: Vec::new(),
     };
     loop {
-        let (missing, _) = closure_needs(store, &got.packs, &snap.root)?;
+        let (missing, _) = store.packs().closure_needs(&got.packs, &snap.root)?;
         if missing.is_empty() {
             break;
         }
@@ -453,7 +454,7 @@ pub fn pull_checked(
     // The import stops on the remote's token, as the transfers before it did.
     let watched = Cancellable::new(progress, remote.cancel().clone());
     let watch = ImportProgress::new(&watched);
-    let imported = import_from_packs(store, id, &record, &got.packs, &watch);
+    let imported = store.packs().import(id, &record, &got.packs, &watch);
     progress.finish();
     imported.map_err(|e| match e {
         StoreError::Interrupted => RemoteError::Interrupted,

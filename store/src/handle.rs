@@ -15,6 +15,7 @@ use crate::index::{self, Index};
 use crate::inner::Inner;
 use crate::lock::{self, WriteLock};
 use crate::objects::ObjectDir;
+use crate::packs::Packs;
 use crate::sys;
 
 /// The mode of a store's root: only its owner may enter it.
@@ -250,6 +251,11 @@ impl Store {
     /// signatures (`catalog/`, `dircache/`, `signatures/`).
     pub fn catalog(&self) -> Catalog<'_> {
         Catalog::new(&self.inner)
+    }
+
+    /// The packs room: a snapshot written out as a pack, packs unpacked and imported.
+    pub fn packs(&self) -> Packs<'_> {
+        Packs::new(&self.inner)
     }
 
     /// Takes the store lock shared for a writer (see the crate doc, "gc and writers"): hold

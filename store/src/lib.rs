@@ -91,11 +91,11 @@ mod pack;
 mod pack_format;
 mod pack_writer;
 mod packed;
+mod packs;
 mod snapshot;
 mod source;
 mod sys;
 mod tree;
-mod unpack;
 mod warm;
 
 mod handle;
@@ -118,10 +118,11 @@ pub use lock::WriteLock;
 pub use maintenance::{Forgotten, GcReport, ReindexReport, VerifyProblem, VerifyReport};
 pub use objects::{Blob, ListedObject, ObjectDir, StoreReader, VerifyingReader};
 pub use pack::{
-    decode_pack_object, read_pack_layout, write_pack, write_pack_excluding, PackLayout,
-    PackOptions, PackOverStore, PackReader, PackStats,
+    decode_pack_object, read_pack_layout, PackLayout, PackOptions, PackOverStore, PackReader,
+    PackStats,
 };
 pub use pack_format::{PackEntry, PACK_VERSION};
+pub use packs::{ImportWatch, NoWatch, Packs, UnpackReport};
 pub use snapshot::validate_name;
 pub use snapshot::{
     name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
@@ -130,9 +131,5 @@ pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;
 pub use tree::{
     invalid_name_reason, EntryKind, Tree, TreeEntry, TreeShape, DIR_MODE, MAX_SIZE, MODE_BITS,
-};
-pub use unpack::{
-    closure_needs, import_from_packs, unpack, unpack_counted, unpack_watched, ImportWatch, NoWatch,
-    UnpackReport,
 };
 pub use warm::{warm_for_mount, warm_for_mount_ref, WARM_PROBE_NAME};

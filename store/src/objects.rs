@@ -1323,7 +1323,10 @@ mod tests {
                 .count();
             assert_eq!(compressed, if raw { 0 } else { 3 });
             let mut out = Vec::new();
-            crate::write_pack(&store, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
+            store
+                .packs()
+                .write(&snap, Default::default(), &mut out, &mut |_| {})
+                .unwrap();
             out
         };
         assert_eq!(pack_of(false), pack_of(true));
@@ -1369,11 +1372,15 @@ mod tests {
         });
         let path = dir.path().join("p.zcpack");
         let mut out = Vec::new();
-        crate::write_pack(&src, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
+        src.packs()
+            .write(&snap, Default::default(), &mut out, &mut |_| {})
+            .unwrap();
         fs::write(&path, &out).unwrap();
         let (_d, dst) = store();
         assert_eq!(
-            crate::unpack(&dst, &PackReader::open(&path).unwrap()).unwrap(),
+            dst.packs()
+                .unpack(&PackReader::open(&path).unwrap())
+                .unwrap(),
             snap
         );
         let form = |s: &Store| {

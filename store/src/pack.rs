@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use crate::error::{DecodeError, StoreError};
 use crate::id::{IdHasher, ObjectId};
-use crate::objects::Blob;
+use crate::objects::{Blob, ObjectDir, StoreReader};
 #[cfg(test)]
 use crate::pack_format::ZSTD_LEVEL;
 use crate::pack_format::{
@@ -38,7 +38,6 @@ use crate::pack_writer::{write_blobs, write_err, HashingWriter, Tuning};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree, TreeShape};
-use crate::{Store, StoreReader};
 
 /// Largest tree or record [`PackReader::read`] reads into memory (64 MiB, the size of the
 /// largest tree index read whole: [`crate::limits::MAX_INDEX_IN_MEMORY`]).
@@ -89,7 +88,7 @@ pub struct PackOptions {
 }
 
 /// Every tree id reachable from `root` (iteratively; each tree read once).
-fn reachable_trees(
+pub(crate) fn reachable_trees(
     source: &dyn ObjectSource,
     root: &ObjectId,
 ) -> Result<Vec<(ObjectId, Tree)>, StoreError> {
@@ -111,196 +110,22 @@ fn reachable_trees(
     Ok(out)
 }
 
-/// Writes snapshot `snapshot_id` of `store` as a pack to `out`, calling `progress` with the
-/// uncompressed bytes of each object written. The trees come from the snapshot's tree index
-/// when it has a usable one (one sequential read instead of one object file per tree: most
-/// of a cold pack's start), else from the objects.
-pub fn write_pack(
-    store: &Store,
-    snapshot_id: &ObjectId,
-    options: PackOptions,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let source = store.index().snapshot_source(snapshot_id);
-    write_pack_reading(store, &source, snapshot_id, options, out, progress)
-}
-
-/// [`write_pack`], reading the snapshot's trees through `trees` (a tree index that already
-/// holds most of them: the parent snapshot's, when a commit writes its own index).
-pub(crate) fn write_pack_reading(
-    store: &Store,
-    trees_from: &dyn ObjectSource,
-    snapshot_id: &ObjectId,
-    options: PackOptions,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let tuning = Tuning::for_host();
-    write_pack_tuned(
-        store,
-        trees_from,
-        snapshot_id,
-        options,
-        &tuning,
-        out,
-        progress,
-    )
-}
-
-/// [`write_pack_reading`] with the blob pipeline's `tuning` (tests vary the workers and the
-/// streaming threshold).
-pub(crate) fn write_pack_tuned(
-    store: &Store,
-    trees_from: &dyn ObjectSource,
-    snapshot_id: &ObjectId,
-    options: PackOptions,
-    tuning: &Tuning,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let snapshot = store.objects().read_snapshot(snapshot_id)?;
-    let base: HashSet<ObjectId> = match &options.since {
-        Some(base_id) => {
-            let base = store.objects().read_snapshot(base_id)?;
-            let trees = reachable_trees(&store.index().snapshot_source(base_id), &base.root)?;
-            let mut ids: HashSet<ObjectId> = trees.iter().map(|(id, _)| *id).collect();
-            for (_, tree) in &trees {
-                ids.extend(tree.entries().iter().map(|e| e.id));
-            }
-            ids
-        }
-        None => HashSet::new(),
-    };
-    // Trees the base has are skipped whole: everything below them is in the base too.
-    let mut trees = Vec::new();
-    let mut blobs = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack = vec![snapshot.root];
-    while let Some(id) = stack.pop() {
-        if base.contains(&id) || !seen.insert(id) {
-            continue;
-        }
-        let tree = trees_from.tree(&id)?;
-        for e in tree.entries().iter().rev() {
-            match e.kind {
-                EntryKind::Dir => stack.push(e.id),
-                _ if options.trees_only || base.contains(&e.id) => {}
-                _ => {
-                    if seen.insert(e.id) {
-                        blobs.push((e.id, e.size));
-                    }
-                }
-            }
-        }
-        trees.push((id, tree.encode()));
-    }
-
-    let flags = if options.trees_only {
-        FLAG_TREES_ONLY
-    } else {
-        0
-    };
-    // A full pack carries the snapshot's signatures; a digest (or a tree index) does not.
-    let signatures: Vec<Vec<u8>> = if options.trees_only {
-        Vec::new()
-    } else {
-        store
-            .catalog()
-            .signatures(snapshot_id)?
-            .into_iter()
-            .map(|s| s.bytes)
-            .collect()
-    };
-    emit(
-        store,
-        Emit {
-            snapshot_id,
-            flags,
-            base: options.since,
-            trees: &trees,
-            blobs: &blobs,
-            signatures: &signatures,
-        },
-        tuning,
-        out,
-        progress,
-    )
-}
-
-/// Writes snapshot `snapshot_id` of `store` as a pack of the record, every tree and every blob
-/// it reaches except those `skip` says the other side already holds (a remote push: `skip`
-/// tests the remote's indexes). Unlike `--since`, every tree is descended even when skipped,
-/// so nothing below a skipped tree is assumed; the record is always written (it names the
-/// pack's root). The pack has no base: [`PackReader::missing`] lists what it leaves out.
-/// The walk reads the trees from the snapshot's tree index ([`Store::snapshot_source`]).
-pub fn write_pack_excluding(
-    store: &Store,
-    snapshot_id: &ObjectId,
-    skip: &dyn Fn(&ObjectId) -> bool,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let snapshot = store.objects().read_snapshot(snapshot_id)?;
-    // Every tree from the snapshot's tree index when it has a usable one (one file read).
-    let source = store.index().snapshot_source(snapshot_id);
-    let mut trees = Vec::new();
-    let mut blobs = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack = vec![snapshot.root];
-    while let Some(id) = stack.pop() {
-        if !seen.insert(id) {
-            continue;
-        }
-        let tree = source.tree(&id)?;
-        for e in tree.entries().iter().rev() {
-            match e.kind {
-                EntryKind::Dir => stack.push(e.id),
-                _ => {
-                    if !skip(&e.id) && seen.insert(e.id) {
-                        blobs.push((e.id, e.size));
-                    }
-                }
-            }
-        }
-        if !skip(&id) {
-            trees.push((id, tree.encode()));
-        }
-    }
-    let tuning = Tuning::for_host();
-    // No signatures: a remote keeps them beside its records, not in its packs.
-    emit(
-        store,
-        Emit {
-            snapshot_id,
-            flags: 0,
-            base: None,
-            trees: &trees,
-            blobs: &blobs,
-            signatures: &[],
-        },
-        &tuning,
-        out,
-        progress,
-    )
-}
-
 /// What [`emit`] writes.
-struct Emit<'a> {
-    snapshot_id: &'a ObjectId,
-    flags: u32,
-    base: Option<ObjectId>,
-    trees: &'a [(ObjectId, Vec<u8>)],
-    blobs: &'a [(ObjectId, u64)],
+pub(crate) struct Emit<'a> {
+    pub(crate) snapshot_id: &'a ObjectId,
+    pub(crate) flags: u32,
+    pub(crate) base: Option<ObjectId>,
+    pub(crate) trees: &'a [(ObjectId, Vec<u8>)],
+    pub(crate) blobs: &'a [(ObjectId, u64)],
     /// The signature section's content (none: no section).
-    signatures: &'a [Vec<u8>],
+    pub(crate) signatures: &'a [Vec<u8>],
 }
 
 /// Writes the header, the record, `trees`, `blobs` (read from the store, verified and
 /// compressed ahead on worker threads: [`crate::pack_writer`]), the signature section when
 /// there are signatures, the index and the trailer.
-fn emit(
-    store: &Store,
+pub(crate) fn emit(
+    objects: &ObjectDir,
     what: Emit<'_>,
     tuning: &Tuning,
     out: &mut dyn Write,
@@ -320,7 +145,7 @@ fn emit(
 
     let mut index: Vec<PackEntry> = Vec::new();
     let mut stats = PackStats::default();
-    let record = store.objects().read_verified(snapshot_id)?;
+    let record = objects.read_verified(snapshot_id)?;
     put(&mut w, &mut index, *snapshot_id, &record)?;
     progress(record.len() as u64);
     for (id, bytes) in trees {
@@ -328,7 +153,7 @@ fn emit(
         stats.trees += 1;
         progress(bytes.len() as u64);
     }
-    write_blobs(store, blobs, tuning, &mut w, &mut index, progress)?;
+    write_blobs(objects, blobs, tuning, &mut w, &mut index, progress)?;
     stats.blobs = blobs.len() as u64;
     stats.objects = index.len() as u64;
     stats.bytes = index.iter().map(|e| e.len).sum();
@@ -1123,12 +948,12 @@ pub struct PackOverStore {
 }
 
 impl PackOverStore {
-    /// `pack`, over `store` when the pack is incremental and the store holds its base
-    /// snapshot's record.
-    pub fn new(pack: PackReader, store: Option<&Store>) -> PackOverStore {
-        let store = match (pack.base, store) {
-            (Some(base), Some(store)) if store.objects().read_snapshot(&base).is_ok() => {
-                Some(store.objects().reader())
+    /// `pack`, over the store whose objects are `objects` when the pack is incremental and
+    /// the store holds its base snapshot's record.
+    pub fn new(pack: PackReader, objects: Option<&ObjectDir>) -> PackOverStore {
+        let store = match (pack.base, objects) {
+            (Some(base), Some(objects)) if objects.read_snapshot(&base).is_ok() => {
+                Some(objects.reader())
             }
             _ => None,
         };
@@ -1215,8 +1040,8 @@ fn tempfile_in_tmp() -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Store;
     use crate::tree::TreeEntry;
-    use crate::unpack::{closure_needs, import_from_packs, unpack};
 
     /// A store with one snapshot: a tree holding a compressible file, a small one and a
     /// subdirectory.
@@ -1249,7 +1074,10 @@ mod tests {
 
     fn pack_bytes(store: &Store, id: &ObjectId, options: PackOptions) -> Vec<u8> {
         let mut out = Vec::new();
-        write_pack(store, id, options, &mut out, &mut |_| {}).unwrap();
+        store
+            .packs()
+            .write(id, options, &mut out, &mut |_| {})
+            .unwrap();
         out
     }
 
@@ -1277,7 +1105,7 @@ mod tests {
             "the 10 kB file compresses"
         );
         let other = Store::open_or_create(&dir.path().join("other")).unwrap();
-        assert_eq!(unpack(&other, &reader).unwrap(), id);
+        assert_eq!(other.packs().unpack(&reader).unwrap(), id);
         assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
         // A digest pack has the record and trees only.
         let digest = pack_bytes(
@@ -1309,14 +1137,10 @@ mod tests {
             .chain([sub])
             .collect();
         let mut first = Vec::new();
-        write_pack_excluding(
-            &store,
-            &id,
-            &|o| only_sub.contains(o),
-            &mut first,
-            &mut |_| {},
-        )
-        .unwrap();
+        store
+            .packs()
+            .write_excluding(&id, &|o| only_sub.contains(o), &mut first, &mut |_| {})
+            .unwrap();
         let p1_path = dir.path().join("p1");
         std::fs::write(&p1_path, &first).unwrap();
         let p1 = PackReader::open(&p1_path).unwrap();
@@ -1324,14 +1148,10 @@ mod tests {
         let in_first: Vec<ObjectId> = p1.entries().iter().map(|e| e.id).collect();
         // Second pack: what the first lacks (descended through every tree, record included).
         let mut second = Vec::new();
-        let stats = write_pack_excluding(
-            &store,
-            &id,
-            &|o| in_first.contains(o),
-            &mut second,
-            &mut |_| {},
-        )
-        .unwrap();
+        let stats = store
+            .packs()
+            .write_excluding(&id, &|o| in_first.contains(o), &mut second, &mut |_| {})
+            .unwrap();
         assert_eq!(stats.objects, 1 + only_sub.len() as u64, "{stats:?}");
         let p2_path = dir.path().join("p2");
         std::fs::write(&p2_path, &second).unwrap();
@@ -1339,14 +1159,17 @@ mod tests {
         let record = store.objects().read_verified(&id).unwrap();
 
         let other = Store::open_or_create(&dir.path().join("other")).unwrap();
-        let (missing, _) = closure_needs(&other, std::slice::from_ref(&p1), &snap.root).unwrap();
+        let (missing, _) = other
+            .packs()
+            .closure_needs(std::slice::from_ref(&p1), &snap.root)
+            .unwrap();
         assert_eq!(
             missing,
             vec![sub],
             "the subtree is found nowhere, not descended"
         );
         assert!(matches!(
-            import_from_packs(&other, &id, &record, std::slice::from_ref(&p1), &crate::NoWatch),
+            other.packs().import(&id, &record, std::slice::from_ref(&p1), &crate::NoWatch),
             Err(StoreError::MissingObject(m)) if m == sub
         ));
         assert!(other
@@ -1359,10 +1182,16 @@ mod tests {
         // A record that is not the id's is refused before anything.
         let mut lie = record.clone();
         lie.push(b' ');
-        assert!(import_from_packs(&other, &id, &lie, &[], &crate::NoWatch).is_err());
+        assert!(other
+            .packs()
+            .import(&id, &lie, &[], &crate::NoWatch)
+            .is_err());
         let packs = [p1, p2];
         assert_eq!(
-            import_from_packs(&other, &id, &record, &packs, &crate::NoWatch).unwrap(),
+            other
+                .packs()
+                .import(&id, &record, &packs, &crate::NoWatch)
+                .unwrap(),
             id
         );
         assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
@@ -1538,7 +1367,7 @@ mod tests {
         assert_eq!(reader.entries().len(), 3);
         assert_eq!(reader.base, Some(base));
         let empty = Store::open_or_create(&dir.path().join("empty")).unwrap();
-        let err = unpack(&empty, &reader).expect_err("base missing");
+        let err = empty.packs().unpack(&reader).expect_err("base missing");
         assert!(err.to_string().contains(&base.short(12)), "{err}");
         assert!(empty
             .catalog()
@@ -1548,9 +1377,12 @@ mod tests {
             .unwrap()
             .is_empty());
         let full = pack_bytes(&store, &base, PackOptions::default());
-        unpack(&empty, &open_bytes(dir.path(), &full).unwrap()).unwrap();
+        empty
+            .packs()
+            .unpack(&open_bytes(dir.path(), &full).unwrap())
+            .unwrap();
         let reader = open_bytes(dir.path(), &bytes).unwrap();
-        assert_eq!(unpack(&empty, &reader).unwrap(), next);
+        assert_eq!(empty.packs().unpack(&reader).unwrap(), next);
         assert!(empty.verify(&mut |_, _| {}).unwrap().problems.is_empty());
     }
 
@@ -1602,7 +1434,10 @@ mod tests {
         drop(lock);
         for (id, needle) in [(named, "already names"), (future, "in the future")] {
             let bytes = pack_bytes(&store, &id, PackOptions::default());
-            let err = unpack(&other, &open_bytes(dir.path(), &bytes).unwrap()).expect_err(needle);
+            let err = other
+                .packs()
+                .unpack(&open_bytes(dir.path(), &bytes).unwrap())
+                .expect_err(needle);
             assert!(err.to_string().contains(needle), "{err}");
         }
         let cat = other.catalog().session().unwrap();

@@ -254,7 +254,7 @@ fn fuzz_record_decoder() {
 
 /// Packs written by the store itself: one with a compressed blob, a digest pack.
 fn seeds_pack() -> Vec<Vec<u8>> {
-    use zeroclaw_bundle_store::{write_pack, PackOptions, Store};
+    use zeroclaw_bundle_store::{PackOptions, Store};
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_or_create(dir.path()).unwrap();
     let file = |name: &[u8], bytes: &[u8]| TreeEntry {
@@ -289,7 +289,10 @@ fn seeds_pack() -> Vec<Vec<u8>> {
                 since: None,
                 trees_only,
             };
-            write_pack(&store, &id, options, &mut out, &mut |_| {}).unwrap();
+            store
+                .packs()
+                .write(&id, options, &mut out, &mut |_| {})
+                .unwrap();
             out
         })
         .collect()

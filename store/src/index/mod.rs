@@ -1100,17 +1100,18 @@ mod tests {
         ));
         // An older build's index of this very snapshot, at the root's name.
         let mut legacy = Vec::new();
-        crate::pack::write_pack(
-            &store,
-            &id,
-            crate::PackOptions {
-                since: None,
-                trees_only: true,
-            },
-            &mut legacy,
-            &mut |_| {},
-        )
-        .unwrap();
+        store
+            .packs()
+            .write(
+                &id,
+                crate::PackOptions {
+                    since: None,
+                    trees_only: true,
+                },
+                &mut legacy,
+                &mut |_| {},
+            )
+            .unwrap();
         cases.push(("a per-snapshot index at the root's name".into(), legacy));
         let expansion =
             check_expansion(&store.index().snapshot_source(&id), &root, "test").unwrap();
@@ -1530,17 +1531,18 @@ mod tests {
     /// What an older build wrote: `trees/<snapshot-id>.pack`, rooted at the record.
     fn write_legacy_index(store: &Store, id: &ObjectId) {
         let mut bytes = Vec::new();
-        crate::pack::write_pack(
-            store,
-            id,
-            crate::PackOptions {
-                since: None,
-                trees_only: true,
-            },
-            &mut bytes,
-            &mut |_| {},
-        )
-        .unwrap();
+        store
+            .packs()
+            .write(
+                id,
+                crate::PackOptions {
+                    since: None,
+                    trees_only: true,
+                },
+                &mut bytes,
+                &mut |_| {},
+            )
+            .unwrap();
         fs::write(store.index().snapshot_index_path(id), bytes).unwrap();
     }
 

@@ -238,7 +238,8 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             // An incremental pack serves what it does not carry from this store, when the
             // store holds its base. Without the base, every directory and file it does not
             // carry would answer EIO: refused here, naming the base, before anything mounts.
-            let source = PackOverStore::new(pack, ctx.existing_store()?.as_ref());
+            let existing = ctx.existing_store()?;
+            let source = PackOverStore::new(pack, existing.as_ref().map(|s| s.objects()));
             if let (Some(base), false) = (source.pack().base, source.layered()) {
                 bail!(
                     "refusing to mount {}: it is an update (`pack --since`) on snapshot {}, \
