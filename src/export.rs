@@ -563,7 +563,7 @@ impl ExportJob {
         {
             Ok(published) => Ok((captured, published, self.replaced)),
             Err(e) => {
-                let kept = match store.forget(&captured.id) {
+                let kept = match store.maintenance().forget(&captured.id) {
                     Ok(_) => String::new(),
                     Err(f) => format!(
                         " (and its snapshot {} could not be forgotten: {f}; \

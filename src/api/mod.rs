@@ -801,6 +801,7 @@ impl Bundles {
         refuse_mountpoint_in_store(mountpoint, self.store.root()).map_err(fail)?;
         let lease = self
             .store
+            .maintenance()
             .lease(&id, &snap.root)
             .map_err(|e| fail(e.into()))?;
         let options = MountOptions {
@@ -1017,7 +1018,7 @@ impl Bundles {
         let root = self.store.root().display().to_string();
         // The phase begins once its total is known (no `0 B/0 B` before it).
         let mut begun = false;
-        let report = self.store.verify(&mut |done, total| {
+        let report = self.store.maintenance().verify(&mut |done, total| {
             if total == 0 {
                 return;
             }
@@ -1052,6 +1053,7 @@ impl Bundles {
     pub fn gc(&self, grace_secs: u64) -> Result<GcReport> {
         let root = self.store.root().display().to_string();
         self.store
+            .maintenance()
             .gc(grace_secs)
             .map_err(|e| Error::new(Verb::Gc, root, e.into()))
     }

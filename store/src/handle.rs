@@ -14,6 +14,7 @@ use crate::error::StoreError;
 use crate::index::{self, Index};
 use crate::inner::Inner;
 use crate::lock::{self, WriteLock};
+use crate::maintenance::Maintenance;
 use crate::objects::ObjectDir;
 use crate::packs::Packs;
 use crate::sys;
@@ -258,6 +259,12 @@ impl Store {
         Packs::new(&self.inner)
     }
 
+    /// The maintenance room: verify, gc, reindex, forget, and the leases of mounts
+    /// (`leases/`).
+    pub fn maintenance(&self) -> Maintenance<'_> {
+        Maintenance::new(&self.inner)
+    }
+
     /// Takes the store lock shared for a writer (see the crate doc, "gc and writers"): hold
     /// it from before the first object a capture reuses or writes until its snapshot is
     /// committed. Waits while a gc or reindex runs.
@@ -388,7 +395,7 @@ mod tests {
         std::thread::spawn(move || {
             let store = Store::open_or_create(&root).unwrap();
             let read = store.objects().read_snapshot(&snap).map(|_| ());
-            let verified = store.verify(&mut |_, _| {}).map(|_| ());
+            let verified = store.maintenance().verify(&mut |_, _| {}).map(|_| ());
             tx.send((read, verified)).unwrap();
         });
         let (read, verified) = rx

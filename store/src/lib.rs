@@ -82,7 +82,6 @@ mod error;
 mod escape;
 mod id;
 mod index;
-mod lease;
 pub mod limits;
 mod lock;
 mod maintenance;
@@ -113,9 +112,10 @@ pub use escape::{
 pub use handle::{Store, STORE_VERSION};
 pub use id::{IdHasher, ObjectId};
 pub use index::{Index, IndexState, RecordState, SnapshotSource, TreeSourceStats};
-pub use lease::Lease;
 pub use lock::WriteLock;
-pub use maintenance::{Forgotten, GcReport, ReindexReport, VerifyProblem, VerifyReport};
+pub use maintenance::{
+    Forgotten, GcReport, Lease, Maintenance, ReindexReport, VerifyProblem, VerifyReport,
+};
 pub use objects::{Blob, ListedObject, ObjectDir, StoreReader, VerifyingReader};
 pub use pack::{
     decode_pack_object, read_pack_layout, PackLayout, PackOptions, PackOverStore, PackReader,

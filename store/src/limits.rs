@@ -209,7 +209,8 @@ fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EntryKind, Store, Tree, TreeEntry};
+    use crate::handle::Store;
+    use crate::tree::{EntryKind, Tree, TreeEntry};
 
     fn dir(name: &str, id: ObjectId) -> TreeEntry {
         TreeEntry {

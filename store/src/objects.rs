@@ -1127,7 +1127,7 @@ impl ObjectSource for StoreReader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::handle::Store;
     use std::os::unix::fs::PermissionsExt;
 
     fn text(len: usize) -> Vec<u8> {
@@ -1294,7 +1294,7 @@ mod tests {
                 assert!(err.is_corruption(), "{err}");
             }
         }
-        let report = store.verify(&mut |_, _| {}).unwrap();
+        let report = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert_eq!(
             report.problems,
             [crate::VerifyProblem::Corrupt { id }],
@@ -1402,6 +1402,11 @@ mod tests {
                 *bytes
             );
         }
-        assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(dst
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 }

@@ -1106,7 +1106,12 @@ mod tests {
         );
         let other = Store::open_or_create(&dir.path().join("other")).unwrap();
         assert_eq!(other.packs().unpack(&reader).unwrap(), id);
-        assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(other
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
         // A digest pack has the record and trees only.
         let digest = pack_bytes(
             &store,
@@ -1194,7 +1199,12 @@ mod tests {
                 .unwrap(),
             id
         );
-        assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(other
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
         assert_eq!(
             other
                 .catalog()
@@ -1383,7 +1393,12 @@ mod tests {
             .unwrap();
         let reader = open_bytes(dir.path(), &bytes).unwrap();
         assert_eq!(empty.packs().unpack(&reader).unwrap(), next);
-        assert!(empty.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(empty
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     /// A received snapshot never takes over a local name, and one dated in the future (which

@@ -145,7 +145,7 @@ mod tests {
         // The lock file and the lease directory are what a mount creates: absent here, they
         // must stay absent.
         let _ = fs::remove_file(root.join(crate::lock::LOCK_FILE));
-        let _ = fs::remove_dir_all(store.leases_dir());
+        let _ = fs::remove_dir_all(store.maintenance().leases_dir());
         let before = state(dir.path());
         warm_for_mount(&root, &id);
         warm_for_mount(&root, &tree);

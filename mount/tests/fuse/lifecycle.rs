@@ -58,7 +58,7 @@ fn a_kept_lease_lives_until_unmount() {
         return;
     };
     let leases = env.store.root().join("leases");
-    let lease = env.store.lease(&root, &root).unwrap();
+    let lease = env.store.maintenance().lease(&root, &root).unwrap();
     m.handle().keep_lease(lease);
     assert_eq!(fs::read_dir(&leases).unwrap().count(), 1);
     m.handle().unmount().unwrap();

@@ -364,7 +364,7 @@ mod tests {
         // the old catalog either.
         Store::open_or_create(dir.path()).unwrap();
         garble_catalog(dir.path());
-        assert_eq!(store.reindex().unwrap().snapshots, 1);
+        assert_eq!(store.maintenance().reindex().unwrap().snapshots, 1);
         assert_eq!(store.catalog().resolve("kept").unwrap(), id);
     }
 

@@ -1022,7 +1022,10 @@ mod tests {
         let s = source.stats();
         assert!(!s.index_used && s.trees_from_index == 0 && s.trees_from_objects == 41);
         // reindex writes it back.
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
+        assert_eq!(
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            1
+        );
         assert_eq!(
             store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
@@ -1138,14 +1141,17 @@ mod tests {
         }
         assert_eq!(bad_found, cases.len());
         // verify names it; reindex rebuilds it; verify is clean again.
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(
             matches!(v.problems.as_slice(), [VerifyProblem::BadTreeIndex { snapshot, .. }] if *snapshot == id),
             "{:?}",
             v.problems
         );
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert_eq!(
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            1
+        );
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
         assert_eq!((v.tree_indexes, v.tree_indexes_missing), (2, 0));
     }
@@ -1186,14 +1192,14 @@ mod tests {
         let (_, keep) = snapshot(&store, 2, "keep");
         let (gone_id, gone) = snapshot(&store, 2, "gone");
         fs::write(store.root().join(TREES_DIR).join("notes.txt"), "mine").unwrap();
-        store.forget(&gone_id).unwrap();
+        store.maintenance().forget(&gone_id).unwrap();
         assert!(store.index().tree_index_path(&gone).is_file());
-        let r = store.gc(3600).unwrap();
+        let r = store.maintenance().gc(3600).unwrap();
         assert_eq!(r.tree_indexes_removed, 1, "{r:?}");
         assert!(!store.index().tree_index_path(&gone).exists());
         assert!(store.index().tree_index_path(&keep).is_file());
         assert!(store.root().join(TREES_DIR).join("notes.txt").is_file());
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 0);
     }
     #[test]
     fn a_commit_records_what_its_root_expands_to_and_gc_removes_it_with_the_index() {
@@ -1207,8 +1213,8 @@ mod tests {
         }
         // 3 dirs, each of a file and a dir of a file: 3 + 3 * 2 + 3 * 1 entries.
         assert_eq!(store.index().recorded_expansion(&keep).unwrap().entries, 12);
-        store.forget(&gone_id).unwrap();
-        let r = store.gc(3600).unwrap();
+        store.maintenance().forget(&gone_id).unwrap();
+        let r = store.maintenance().gc(3600).unwrap();
         assert_eq!(
             r.tree_indexes_removed, 1,
             "a record is not counted as an index"
@@ -1226,6 +1232,7 @@ mod tests {
         let path = store.index().expansion_record_path(&root);
         let verify_says = |store: &Store| -> Vec<String> {
             store
+                .maintenance()
                 .verify(&mut |_, _| {})
                 .unwrap()
                 .problems
@@ -1281,7 +1288,7 @@ mod tests {
         assert_eq!(store.index().recorded_expansion(&root), None);
 
         // reindex replaces the bad one, and writes a missing one.
-        store.reindex().unwrap();
+        store.maintenance().reindex().unwrap();
         assert_eq!(store.index().recorded_expansion(&root), Some(good));
         fs::remove_file(&path).unwrap();
         assert_eq!(
@@ -1292,7 +1299,7 @@ mod tests {
             verify_says(&store).is_empty(),
             "a missing record is no problem"
         );
-        store.reindex().unwrap();
+        store.maintenance().reindex().unwrap();
         assert_eq!(store.index().recorded_expansion(&root), Some(good));
         assert!(store.index().snapshot_source(&id).stats().index_used);
     }
@@ -1337,7 +1344,7 @@ mod tests {
         let path = store.index().expansion_record_path(&root);
         fs::write(&path, expansion::encode(&root, &small)).unwrap();
         assert_eq!(store.index().recorded_expansion(&root), Some(small));
-        let said: Vec<String> = (store.verify(&mut |_, _| {}).unwrap().problems)
+        let said: Vec<String> = (store.maintenance().verify(&mut |_, _| {}).unwrap().problems)
             .iter()
             .map(|p| p.to_string())
             .collect();
@@ -1345,7 +1352,7 @@ mod tests {
             said.iter().any(|p| p.contains("directory depth")),
             "{said:?}"
         );
-        store.reindex().unwrap();
+        store.maintenance().reindex().unwrap();
         assert!(store.index().tree_index_path(&root).is_file());
         assert_eq!(
             store.index().read_expansion_record(&root),
@@ -1434,7 +1441,7 @@ mod tests {
             Err(StoreError::UnknownSnapshot { .. })
         ));
         // Forgotten: the index waits for gc, but the record is gone, so the catalog answers.
-        store.forget(&id).unwrap();
+        store.maintenance().forget(&id).unwrap();
         assert!(store.index().tree_index_path(&root).is_file());
         assert!(matches!(
             store.catalog().resolve_indexed(&id.to_hex()),
@@ -1498,11 +1505,14 @@ mod tests {
             assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
             assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
         }
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
         assert_eq!((v.tree_indexes, v.tree_indexes_missing), (3, 0));
         // reindex finds it good for all three: nothing written.
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 0);
+        assert_eq!(
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            0
+        );
         assert_eq!(index_files(&store), before);
     }
 
@@ -1512,19 +1522,19 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (first, root) = snapshot(&store, 2, "a");
         let second = same_root(&store, &first, 2);
-        store.forget(&first).unwrap();
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+        store.maintenance().forget(&first).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 0);
         assert!(store.index().tree_index_path(&root).is_file());
         let source = store.index().snapshot_source(&second);
         assert_eq!(same_trees(&store, &source, &root), 5);
         assert_eq!(source.stats().trees_from_objects, 0);
         // A mount's lease keeps it too, after its snapshot is forgotten.
-        let lease = store.lease(&second, &root).unwrap();
-        store.forget(&second).unwrap();
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+        let lease = store.maintenance().lease(&second, &root).unwrap();
+        store.maintenance().forget(&second).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 0);
         assert!(store.index().tree_index_path(&root).is_file());
         drop(lease);
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 1);
         assert!(!store.index().tree_index_path(&root).exists());
     }
 
@@ -1570,12 +1580,15 @@ mod tests {
             assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
         }
         // gc keeps it while its snapshot lives, and removes the forgotten one's.
-        store.forget(&gone).unwrap();
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
+        store.maintenance().forget(&gone).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 1);
         assert!(store.index().snapshot_index_path(&id).is_file());
         assert!(!store.index().snapshot_index_path(&gone).exists());
         // reindex converts it: the root's index written (from it), the old one removed.
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
+        assert_eq!(
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            1
+        );
         assert!(!store.index().snapshot_index_path(&id).exists());
         assert_eq!(
             store.index().check_tree_index(&id, &root).unwrap(),

@@ -708,7 +708,12 @@ mod tests {
         assert_eq!(result.unwrap(), id);
         let again = PackReader::open(&dir.path().join("b.zcpack")).unwrap();
         assert_eq!(store.packs().unpack(&again).unwrap(), id);
-        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
         assert_eq!(
             store
                 .catalog()
@@ -757,7 +762,12 @@ mod tests {
         assert!(entries.iter().any(|(_, e)| !e.zstd && e.len > IN_MEMORY));
         let (store, result) = unpack_into(dir.path(), "ok", &pack);
         assert_eq!(result.unwrap(), id);
-        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
         let zeros = ObjectId::of(&files[1].1);
         assert_eq!(store.objects().read_verified(&zeros).unwrap(), files[1].1);
 
@@ -902,8 +912,8 @@ mod tests {
             bytes_in_objects < 1 << 20,
             "{bytes_in_objects} bytes landed"
         );
-        dst.reindex().unwrap();
-        dst.gc(0).unwrap();
+        dst.maintenance().reindex().unwrap();
+        dst.maintenance().gc(0).unwrap();
         for (reference, want) in [("prod", local), ("agent/ops", local)] {
             assert_eq!(
                 dst.catalog().resolve(reference).unwrap(),
@@ -915,7 +925,12 @@ mod tests {
             dst.catalog().session().unwrap().snapshots().unwrap().len(),
             2
         );
-        assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(dst
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     /// Issue 18, item 4: what the store's own limits refuse (a chain 257 directories deep),

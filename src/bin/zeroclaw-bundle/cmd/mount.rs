@@ -273,7 +273,7 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     let id = B::resolve(&store, &reference)?;
                     root_note = B::stored_signatures(&note_ctx, &store, &id, &trust)?;
                     let snap = store.objects().read_snapshot(&id)?;
-                    let lease = store.lease(&id, &snap.root)?;
+                    let lease = store.maintenance().lease(&id, &snap.root)?;
                     // Listings come from the snapshot's tree index (one file) when it has one.
                     // With the root's expansion recorded, nothing walks every tree before
                     // the mount answers: the index is opened for positioned reads (its

@@ -1,7 +1,10 @@
-//! Store maintenance: `verify` (rehash every object, check every snapshot's reachability),
-//! `gc` (mark from snapshot records and live mount leases, sweep the rest past a grace
-//! period), `reindex` (rebuild the catalog from snapshot records) and `forget`; the leases a
-//! mount holds, which both honour, are `lease`'s.
+//! The maintenance room: the verbs that walk every other room. `verify` (rehash every object,
+//! check every snapshot's reachability and tree index), `gc` (mark from snapshot records and
+//! live mount leases, sweep the rest past a grace period: objects, temp files, tree indexes,
+//! signatures, destination records), `reindex` (rebuild the catalog from snapshot records,
+//! write missing tree indexes) and `forget`. It owns `<store>/leases/`: the leases a mount
+//! holds, which `gc` and `forget` honour, are `lease`'s. `gc` and `reindex` hold the store
+//! lock exclusive for their whole run.
 //!
 //! gc's roots and reindex's catalog are the same set of snapshot records: which records are
 //! snapshots of this store is the catalog room's rule (`catalog::admission`), applied by both.
@@ -13,13 +16,17 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use crate::catalog::Catalog;
 use crate::error::StoreError;
 use crate::id::ObjectId;
-use crate::index::IndexState;
-use crate::index::RecordState;
-use crate::objects::ListedObject;
+use crate::index::{Index, IndexState, RecordState};
+use crate::inner::Inner;
+use crate::objects::{ListedObject, ObjectDir};
 use crate::tree::EntryKind;
-use crate::Store;
+
+mod lease;
+
+pub use lease::Lease;
 
 /// One problem found by `verify`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -265,7 +272,38 @@ pub struct Forgotten {
     pub served_by_a_mount: bool,
 }
 
-impl Store {
+/// The maintenance room (see the module doc). Reached through [`crate::Store::maintenance`].
+#[derive(Debug, Clone, Copy)]
+pub struct Maintenance<'s> {
+    inner: &'s Inner,
+}
+
+impl<'s> Maintenance<'s> {
+    /// The maintenance room of the store whose shared state is `inner`.
+    pub(crate) fn new(inner: &'s Inner) -> Maintenance<'s> {
+        Maintenance { inner }
+    }
+
+    /// The store directory (its lock, `leases/`).
+    fn root(&self) -> &'s Path {
+        self.inner.root()
+    }
+
+    /// The object directory: what `verify` rehashes and `gc` sweeps.
+    fn objects(&self) -> &'s ObjectDir {
+        self.inner.objects()
+    }
+
+    /// The catalog room: the snapshots `verify` walks and `gc` keeps, rebuilt by `reindex`.
+    fn catalog(&self) -> Catalog<'s> {
+        Catalog::new(self.inner)
+    }
+
+    /// The index room: the tree indexes `verify` checks, `gc` trims and `reindex` writes.
+    fn index(&self) -> Index<'s> {
+        Index::new(self.inner)
+    }
+
     /// Marks everything reachable from `root`, recording absent objects as problems (paths
     /// as nodes of `paths`, see [`Paths`]).
     fn mark(
@@ -790,8 +828,9 @@ fn tree_bytes(dir: &Path) -> u64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::handle::Store;
     use crate::snapshot::Snapshot;
-    use crate::{Tree, TreeEntry};
+    use crate::tree::{Tree, TreeEntry};
 
     /// A FIFO at `path` (what a hostile store plants where a file is expected).
     pub(crate) fn make_fifo(path: &Path) {
@@ -869,19 +908,28 @@ pub(crate) mod tests {
         damaged[at] ^= 1;
         fs::set_permissions(&pack, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
         fs::write(&pack, &damaged).unwrap();
-        let r = Store::open_or_create(dir.path()).unwrap().gc(0).unwrap();
+        let r = Store::open_or_create(dir.path())
+            .unwrap()
+            .maintenance()
+            .gc(0)
+            .unwrap();
         assert_eq!(r.duplicates_removed, 0, "{r:?}");
         assert!(again.objects().file_of(&blob).is_some());
 
         // Intact again: the loose copy goes, the object reads from the pack.
         fs::write(&pack, &bytes).unwrap();
         let fresh = Store::open_or_create(dir.path()).unwrap();
-        let r = fresh.gc(0).unwrap();
+        let r = fresh.maintenance().gc(0).unwrap();
         assert_eq!((r.duplicates_removed, r.removed), (1, 0), "{r:?}");
         assert!(fresh.objects().file_of(&blob).is_none());
         assert_eq!(fresh.objects().read_verified(&blob).unwrap(), content);
         assert_eq!(copies(&fresh), 1);
-        assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(fresh
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     #[test]
@@ -891,16 +939,16 @@ pub(crate) mod tests {
         let (keep, keep_blob) = snapshot_of(&store, b"kept", "keep");
         let (gone, gone_blob) = snapshot_of(&store, b"forgotten", "gone");
         let (orphan, _) = store.objects().write_from(&mut &b"orphan"[..]).unwrap();
-        store.forget(&gone).unwrap();
+        store.maintenance().forget(&gone).unwrap();
         // Young objects survive a gc with a grace period.
-        let young = store.gc(3600).unwrap();
+        let young = store.maintenance().gc(3600).unwrap();
         assert_eq!(young.removed, 0);
         assert!(store.objects().has(&orphan));
-        let r = store.gc(0).unwrap();
+        let r = store.maintenance().gc(0).unwrap();
         assert_eq!(r.removed, 3, "{r:?}"); // gone's blob, gone's tree, the orphan
         assert!(store.objects().has(&keep) && store.objects().has(&keep_blob));
         assert!(!store.objects().has(&gone_blob) && !store.objects().has(&orphan));
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
     }
 
@@ -915,9 +963,9 @@ pub(crate) mod tests {
         let (a, _) = snapshot_of(&store, b"first", "prod");
         let (b, _) = snapshot_of(&store, b"second", "prod");
         assert_eq!(store.catalog().resolve("prod").unwrap(), b);
-        store.forget(&b).unwrap();
+        store.maintenance().forget(&b).unwrap();
         assert!(store.catalog().resolve("prod").is_err());
-        store.reindex().unwrap();
+        store.maintenance().reindex().unwrap();
         assert!(
             store.catalog().resolve("prod").is_err(),
             "the name came back to a"
@@ -942,7 +990,7 @@ pub(crate) mod tests {
         assert!(!store.objects().has(&id), "a staged object is not visible");
         let young = store.objects().tmp_dir().join("obj-young");
         fs::write(&young, b"x").unwrap();
-        let r = store.gc(3600).unwrap();
+        let r = store.maintenance().gc(3600).unwrap();
         assert_eq!(r.temp_removed, 1, "{r:?}");
         assert_eq!(r.temp_freed_bytes, bytes.len() as u64, "{r:?}");
         assert!(!staged.exists());
@@ -955,18 +1003,18 @@ pub(crate) mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, blob) = snapshot_of(&store, b"data", "s");
         fs::remove_dir_all(dir.path().join("catalog")).unwrap();
-        store.gc(0).unwrap();
+        store.maintenance().gc(0).unwrap();
         assert!(store.objects().has(&blob));
-        assert_eq!(store.reindex().unwrap().snapshots, 1);
+        assert_eq!(store.maintenance().reindex().unwrap().snapshots, 1);
         assert_eq!(store.catalog().resolve("s").unwrap(), snap);
         // A lease keeps a forgotten snapshot's data while the mount lives.
         let root = store.objects().read_snapshot(&snap).unwrap().root;
-        let lease = store.lease(&snap, &root).unwrap();
-        store.forget(&snap).unwrap();
-        assert_eq!(store.gc(0).unwrap().removed, 0);
+        let lease = store.maintenance().lease(&snap, &root).unwrap();
+        store.maintenance().forget(&snap).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 0);
         assert!(store.objects().has(&blob) && store.objects().has(&root));
         drop(lease);
-        assert_eq!(store.gc(0).unwrap().removed, 2);
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 2);
         assert!(!store.objects().has(&blob));
     }
 
@@ -981,7 +1029,7 @@ pub(crate) mod tests {
         perms.set_readonly(false);
         fs::set_permissions(&path, perms).unwrap();
         fs::write(&path, b"tampered").unwrap();
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         // The object, and the snapshot that reaches it.
         assert_eq!(
             v.problems,
@@ -995,7 +1043,7 @@ pub(crate) mod tests {
             ]
         );
         fs::remove_file(&path).unwrap();
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(matches!(
             v.problems.as_slice(),
             [VerifyProblem::Missing { snapshot, id, path }] if *snapshot == snap && *id == blob && path == "/f"
@@ -1040,7 +1088,7 @@ pub(crate) mod tests {
             let lock = store.write_lock().unwrap();
             let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
             drop(lock);
-            let v = store.verify(&mut |_, _| {}).unwrap();
+            let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
             let mut want = Vec::new();
             if file_size != 6 {
                 want.push(VerifyProblem::WrongSize {
@@ -1152,7 +1200,7 @@ pub(crate) mod tests {
             .write_bytes(&Snapshot::for_test(orphan_root, "cut-short").encode())
             .unwrap();
 
-        let report = store.reindex().unwrap();
+        let report = store.maintenance().reindex().unwrap();
         let content = "is the content of a file in a snapshot";
         for bytes in [&named, &future, &newer] {
             let id = ObjectId::of(bytes);
@@ -1194,11 +1242,16 @@ pub(crate) mod tests {
             orphan
         );
         // gc: the planted records are content (kept as such), not roots: their tree goes.
-        store.gc(0).unwrap();
+        store.maintenance().gc(0).unwrap();
         assert!(!store.objects().has(&planted_root) && !store.objects().has(&planted_blob));
         assert!(store.objects().has(&ObjectId::of(&named)));
         assert!(store.objects().has(&orphan_root) && store.objects().has(&orphan_blob));
-        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     /// A snapshot record of one file `g` holding `content`, dated far in the future (so the
@@ -1256,7 +1309,7 @@ pub(crate) mod tests {
                 .encode(),
             )
             .unwrap();
-        let report = store.reindex().unwrap();
+        let report = store.maintenance().reindex().unwrap();
         let said = |id: ObjectId, why: &str| {
             report
                 .problems
@@ -1280,7 +1333,7 @@ pub(crate) mod tests {
                 .len(),
             1
         );
-        store.gc(0).unwrap();
+        store.maintenance().gc(0).unwrap();
         assert!(!store.objects().has(&other_root) && !store.objects().has(&future));
         assert!(store.objects().has(&root));
     }
@@ -1326,7 +1379,9 @@ pub(crate) mod tests {
             .unwrap();
         drop(lock);
         let mut report = None;
-        let peak = peak_rss_after_reset(|| report = Some(store.verify(&mut |_, _| {}).unwrap()));
+        let peak = peak_rss_after_reset(|| {
+            report = Some(store.maintenance().verify(&mut |_, _| {}).unwrap())
+        });
         let report = report.unwrap();
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert!(peak < 150 << 20, "verify peaked at {} MiB", peak >> 20);
