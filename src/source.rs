@@ -504,7 +504,7 @@ impl Reference {
     }
 
     /// The snapshot a [`Target::Stored`] reference names: a full id with a tree index
-    /// directly (no catalog session: `Store::resolve_indexed` says why that is sound), else
+    /// directly (no catalog session: `Catalog::resolve_indexed` says why that is sound), else
     /// through the catalog. Any other target is refused naming its form.
     pub fn stored_id(&self, store: &Store) -> Result<ObjectId, ReferenceError> {
         match &self.target {

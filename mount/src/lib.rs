@@ -38,7 +38,8 @@
 //! #   assert!(std::env::var_os("CI").is_none(), "CI must be able to mount: {e}");
 //!     return;
 //! }
-//! let mut handle = mount(Arc::new(store.objects().reader()), root, &mnt, &MountOptions::default()).unwrap();
+//! let source = Arc::new(store.objects().reader());
+//! let mut handle = mount(source, root, &mnt, &MountOptions::default()).unwrap();
 //! assert_eq!(std::fs::read(mnt.join("hello.txt")).unwrap(), b"hello\n");
 //! handle.unmount().unwrap();
 //! ```

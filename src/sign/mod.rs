@@ -584,7 +584,7 @@ fn rsa_sign(key: &ssh_key::private::RsaKeypair, id: &ObjectId) -> ssh_key::Resul
 /// `-`), at most the store's signature size.
 fn read_limited(path: &Path) -> Result<Vec<u8>, SignError> {
     use std::io::Read;
-    let limit = zeroclaw_bundle_store::MAX_SIGNATURE_BYTES as u64;
+    let limit = zeroclaw_bundle_store::limits::MAX_SIGNATURE_BYTES as u64;
     let read = if path == Path::new("-") {
         let mut out = Vec::new();
         std::io::stdin()

@@ -139,14 +139,6 @@ impl Store {
         })
     }
 
-    /// The store at `root` as paths only, for reads that must not open it (see `warm`): no
-    /// marker is read or raised, nothing is created.
-    pub(crate) fn unopened(root: &Path) -> Store {
-        Store {
-            inner: Inner::at(root),
-        }
-    }
-
     /// Makes the store's root owner-only (0700) when it is open to others: the objects hold the
     /// bytes of every captured file, including those no other user may read at their source.
     /// Best effort: a store the caller does not own keeps its mode.
@@ -238,7 +230,8 @@ impl Store {
         self.inner.root()
     }
 
-    /// The object directory (writes and reads of raw objects).
+    /// The objects room: blobs, trees and snapshot records, and readers over them
+    /// (`objects/`, `tmp/`).
     pub fn objects(&self) -> &ObjectDir {
         self.inner.objects()
     }
@@ -289,7 +282,6 @@ impl Store {
 mod tests {
     use super::*;
     use crate::id::ObjectId;
-    use crate::snapshot::validate_name;
 
     #[test]
     fn refuses_file_foreign_dir_and_newer_version() {
@@ -422,14 +414,5 @@ mod tests {
         assert_eq!(store.objects().list().unwrap().len(), 2);
         assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
         assert_eq!(fs::read(store.objects().path_of(&a)).unwrap(), big);
-    }
-
-    #[test]
-    fn names_that_look_like_refs_are_refused() {
-        assert!(validate_name("release-1").is_ok());
-        assert!(validate_name("deadbeef").is_err());
-        assert!(validate_name("agent/x").is_err());
-        assert!(validate_name("a b").is_err());
-        assert!(validate_name("").is_err());
     }
 }

@@ -1,6 +1,22 @@
 //! The zeroclaw-bundle store: content-addressed objects named by their blake3, tree and
 //! snapshot objects, and a rebuildable catalog.
 //!
+//! **A handle and five rooms.** [`Store`] is the handle: it opens or creates a store
+//! directory, owns its `STORE` marker and its `lock` ([`Store::write_lock`]), and hands out
+//! five rooms, each a small value borrowing the handle's shared state and owning its own files:
+//! [`Store::objects`] ([`ObjectDir`]: blobs, trees and snapshot records, loose, compressed or
+//! packed, and a reader over them; `objects/`, `tmp/`), [`Store::index`] ([`Index`]: the tree
+//! index of each snapshot's root and the record of what it expands to; `trees/`),
+//! [`Store::catalog`] ([`Catalog`]: the commit, snapshots and names, the stat caches of
+//! captures, destination records, verdicts and signatures; `catalog/`, `dircache/`,
+//! `signatures/`), [`Store::packs`] ([`Packs`]: a snapshot written out as a pack, packs
+//! unpacked and imported; no directory of its own) and [`Store::maintenance`]
+//! ([`Maintenance`]: verify, gc, reindex, forget and the leases of mounts; `leases/`). A room
+//! reaches a lower one directly (packs and maintenance use the catalog, index and objects;
+//! the catalog uses the index and objects; the index uses the objects), never through the
+//! handle or this crate root. The formats every room shares (trees, snapshot records, the pack
+//! codec, limits) sit below them all.
+//!
 //! Layout of a store directory:
 //!
 //! ```text
@@ -30,7 +46,7 @@
 //! to `tmp/` and renamed into place), then [`ObjectDir::sync`] makes them durable, then the
 //! snapshot record (an object), synced again, and only then the catalog entry, flushed. A
 //! crash at any point leaves at most unreferenced objects (which `gc` removes), never a
-//! record or catalog entry that points at missing data. [`Store::commit_snapshot`] is the one
+//! record or catalog entry that points at missing data. [`Catalog::commit_snapshot`] is the one
 //! place that enforces the order; `verify` checks its result.
 //! Last, the commit writes the tree index of the snapshot's root tree unless that root has one
 //! (see [`SnapshotSource`]): a cache derived from committed objects, whose absence is never an
@@ -51,7 +67,7 @@
 //!
 //! We take restic's: a `flock(2)` on `<store>/lock` ([`Store::write_lock`]). A capture holds
 //! it shared from before it loads the stat cache until its catalog entry is flushed
-//! ([`Store::commit_snapshot`] and the CLI's capture require the guard, so a writer cannot
+//! ([`Catalog::commit_snapshot`] and the CLI's capture require the guard, so a writer cannot
 //! forget it); `forget` and a mount registering its lease hold it shared too; `gc` and
 //! `reindex` hold it exclusive for their whole run, so two gcs serialize and a catalog can
 //! never list a record gc removed. Captures run concurrently with each other; gc waits for
@@ -75,57 +91,60 @@
 //! ```
 #![deny(missing_docs)]
 
+// The handle and the state its rooms share.
+mod handle;
+mod inner;
+
+// The five rooms.
 mod catalog;
-mod compressed;
+mod index;
+mod maintenance;
+mod objects;
+mod packs;
+
+// What every room shares: formats, codecs, limits and system calls.
 pub mod docs;
 mod error;
 mod escape;
 mod id;
-mod index;
 pub mod limits;
 mod lock;
-mod maintenance;
-mod objects;
 mod pack;
 mod pack_format;
 mod pack_writer;
-mod packed;
-mod packs;
 mod snapshot;
 mod source;
 mod sys;
 mod tree;
 mod warm;
 
-mod handle;
-mod inner;
+pub use handle::{Store, STORE_VERSION};
+pub use lock::WriteLock;
 
 pub use catalog::{
-    check_signature_size, Catalog, CatalogSession, DestCache, DestKey, DestRecord, SnapshotSummary,
-    SourceKey, SourceStatCache, StatCache, StatCacheUpdate, StatEntry, StoredSignature, Verdicts,
-    MAX_SIGNATURES, MAX_SIGNATURE_BYTES,
+    Catalog, CatalogSession, DestCache, DestKey, DestRecord, SnapshotSummary, SourceKey,
+    SourceStatCache, StatCache, StatCacheUpdate, StatEntry, StoredSignature, Verdicts,
 };
-pub use error::{DecodeError, ModeProblem, StoreError};
-pub use escape::{
-    c1_alternative, escape_message, escape_name, escape_text, is_hidden, unescape_name,
-};
-pub use handle::{Store, STORE_VERSION};
-pub use id::{IdHasher, ObjectId};
 pub use index::{Index, IndexState, RecordState, SnapshotSource, TreeSourceStats};
-pub use lock::WriteLock;
 pub use maintenance::{
     Forgotten, GcReport, Lease, Maintenance, ReindexReport, VerifyProblem, VerifyReport,
 };
 pub use objects::{Blob, ListedObject, ObjectDir, StoreReader, VerifyingReader};
+pub use packs::{ImportWatch, NoWatch, Packs, UnpackReport};
+
+pub use error::{DecodeError, ModeProblem, StoreError};
+pub use escape::{
+    c1_alternative, escape_message, escape_name, escape_text, is_hidden, unescape_name,
+};
+pub use id::{IdHasher, ObjectId};
 pub use pack::{
     decode_pack_object, read_pack_layout, PackLayout, PackOptions, PackOverStore, PackReader,
     PackStats,
 };
 pub use pack_format::{PackEntry, PACK_VERSION};
-pub use packs::{ImportWatch, NoWatch, Packs, UnpackReport};
-pub use snapshot::validate_name;
 pub use snapshot::{
-    name_problem, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally, RECORD_PREFIX,
+    name_problem, validate_name, CaptureReport, Skipped, Snapshot, SnapshotKind, Tally,
+    RECORD_PREFIX,
 };
 pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;

@@ -1,5 +1,7 @@
 //! Expansion limits: how deep and how large a snapshot tree may expand before any reader
-//! (`checkout`, `export`, `ls -r`, `mount`) walks it. The one place the limits live.
+//! (`checkout`, `export`, `ls -r`, `mount`) walks it. The one place the limits live, the
+//! bounds of the signatures a snapshot carries ([`MAX_SIGNATURES`] of at most
+//! [`MAX_SIGNATURE_BYTES`], shared by the store, packs and remotes) included.
 //!
 //! Trees are content-addressed, so a few hostile objects can describe an enormous tree: a
 //! chain of 20,000 trees each holding the next, or a "diamond" of 40 trees each naming the
@@ -40,6 +42,27 @@ pub const MAX_BYTES: u64 = 1 << 40;
 /// positioned reads. A tree costs about 80 bytes per entry, so 64 MiB holds the trees of some
 /// 800,000 entries: the 300,000-file scale target is read in one go.
 pub const MAX_INDEX_IN_MEMORY: u64 = 64 << 20;
+
+/// Largest signature kept, read or carried, in bytes (an armored RSA-16384 sshsig is under
+/// 6 KiB).
+pub const MAX_SIGNATURE_BYTES: usize = 64 << 10;
+/// Most signatures kept, read or carried for one snapshot.
+pub const MAX_SIGNATURES: usize = 256;
+
+/// Checks the bounds every carrier of signatures (store, pack, remote) shares: not empty, at
+/// most [`MAX_SIGNATURE_BYTES`]. The error completes "the signature ...".
+pub fn check_signature_size(bytes: &[u8]) -> Result<(), String> {
+    if bytes.is_empty() {
+        return Err("is empty".into());
+    }
+    if bytes.len() > MAX_SIGNATURE_BYTES {
+        return Err(format!(
+            "is {} bytes; a signature is at most {MAX_SIGNATURE_BYTES} bytes",
+            bytes.len()
+        ));
+    }
+    Ok(())
+}
 
 /// What a tree expands to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -78,7 +78,7 @@ pub struct PackStats {
     pub pack_bytes: u64,
 }
 
-/// Options of [`write_pack`].
+/// Options of [`crate::Packs::write`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PackOptions {
     /// Leave out every object this snapshot reaches (an incremental pack).
@@ -672,7 +672,9 @@ impl PackReader {
         let Some((offset, len)) = self.signatures_at else {
             return Ok(Vec::new());
         };
-        let most = 12 + crate::MAX_SIGNATURES as u64 * (4 + crate::MAX_SIGNATURE_BYTES as u64);
+        let most = 12
+            + crate::limits::MAX_SIGNATURES as u64
+                * (4 + crate::limits::MAX_SIGNATURE_BYTES as u64);
         if len > most {
             return Err(bad(
                 &self.path,
@@ -1174,7 +1176,7 @@ mod tests {
             "the subtree is found nowhere, not descended"
         );
         assert!(matches!(
-            other.packs().import(&id, &record, std::slice::from_ref(&p1), &crate::NoWatch),
+            other.packs().import(&id, &record, std::slice::from_ref(&p1), &crate::packs::NoWatch),
             Err(StoreError::MissingObject(m)) if m == sub
         ));
         assert!(other
@@ -1189,13 +1191,13 @@ mod tests {
         lie.push(b' ');
         assert!(other
             .packs()
-            .import(&id, &lie, &[], &crate::NoWatch)
+            .import(&id, &lie, &[], &crate::packs::NoWatch)
             .is_err());
         let packs = [p1, p2];
         assert_eq!(
             other
                 .packs()
-                .import(&id, &record, &packs, &crate::NoWatch)
+                .import(&id, &record, &packs, &crate::packs::NoWatch)
                 .unwrap(),
             id
         );

@@ -735,7 +735,7 @@ mod tests {
         let path = f
             ._dir
             .path()
-            .join(format!("p{}.zcpack", crate::random_token()));
+            .join(format!("p{}.zcpack", crate::sys::random_token()));
         std::fs::write(&path, bytes).unwrap();
         let reader = PackReader::open(&path).unwrap();
         reader.verify().unwrap();

@@ -297,6 +297,15 @@ mod tests {
     }
 
     #[test]
+    fn names_that_look_like_refs_are_refused() {
+        assert!(validate_name("release-1").is_ok());
+        assert!(validate_name("deadbeef").is_err());
+        assert!(validate_name("agent/x").is_err());
+        assert!(validate_name("a b").is_err());
+        assert!(validate_name("").is_err());
+    }
+
+    #[test]
     fn round_trip_and_prefix() {
         let s = sample();
         let bytes = s.encode();

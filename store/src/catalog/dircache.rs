@@ -16,7 +16,7 @@
 //! format) or fails its checksum reads as an empty cache: the next capture hashes the
 //! directory again and rewrites it. A source whose cache an older version kept in the
 //! catalog is read from there until its next commit writes the file (see
-//! `Store::load_source_cache`).
+//! `Catalog::load_source_cache`).
 //!
 //! Format: [`MAGIC`], the key's length (u32 big-endian) and bytes, the records (the catalog's
 //! `{path_len:u16 path entry}` encoding), then the blake3 of everything before it (32 bytes).

@@ -35,7 +35,7 @@ pub use session::{
     CatalogSession, DestCache, DestRecord, SnapshotSummary, SourceStatCache, StatCache,
     StatCacheUpdate, StatEntry,
 };
-pub use signatures::{check_signature_size, StoredSignature, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
+pub use signatures::StoredSignature;
 pub use verdicts::Verdicts;
 
 /// The catalog room (see the module doc). Reached through [`crate::Store::catalog`].

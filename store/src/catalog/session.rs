@@ -230,7 +230,7 @@ impl DestCache {
 
 /// What a publish records at its destination, being made (see [`DestCache`]): the records
 /// packed as they are stored, about 75 bytes plus the path per file, in memory or, past a
-/// bound, in an unnamed file under the store's `tmp/` (see [`crate::Store::dest_record`]).
+/// bound, in an unnamed file under the store's `tmp/` (see [`crate::Catalog::dest_record`]).
 #[derive(Debug)]
 pub struct DestRecord {
     records: Records,
@@ -326,7 +326,7 @@ impl StatCacheUpdate {
 /// `{path_len:u16 path entry}`, see `encode_stat_cache`) with an index of record offsets
 /// sorted by path, one bit per record for "seen again unchanged", and the new or changed
 /// records packed the same way (spilled to an unnamed file past a bound when the cache was
-/// loaded through [`crate::Store::load_source_cache`]). About 4 bytes per file beyond the
+/// loaded through [`crate::Catalog::load_source_cache`]). About 4 bytes per file beyond the
 /// stored record, where a map of owned paths took about 3 times the record (580 bytes per
 /// file in all at 300,000 files).
 pub struct SourceStatCache {
@@ -848,7 +848,7 @@ impl CatalogSession {
     }
 
     /// Removes the copy of `update`'s source cache an older version kept here, if any (the
-    /// cache now lives in a file: see `Store::load_source_cache`). Not flushed: the caller's
+    /// cache now lives in a file: see `Catalog::load_source_cache`). Not flushed: the caller's
     /// session flushes, and a copy that outlives a crash is still a valid cache.
     pub(crate) fn remove_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
         self.remove_chunked(&self.stat, update.key())
@@ -1454,7 +1454,7 @@ mod tests {
             agent: agent.map(str::to_string),
             name: name.map(str::to_string),
             parent: None,
-            report: crate::CaptureReport::default(),
+            report: crate::snapshot::CaptureReport::default(),
         }
     }
 

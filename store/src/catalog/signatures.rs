@@ -20,7 +20,7 @@
 //!   notice); a file whose bytes do not hash to its name is skipped with a notice (it is a
 //!   damaged copy, not a signature of the store).
 //! - Signatures received with an unpack or a pull never fail it: past the bound they are left
-//!   out with a notice ([`Store::add_received_signatures`]), so a pack or remote stuffed with
+//!   out with a notice ([`Catalog::add_received_signatures`]), so a pack or remote stuffed with
 //!   junk once cannot block every later import of that snapshot.
 
 use std::collections::HashSet;
@@ -31,17 +31,12 @@ use std::path::PathBuf;
 use super::Catalog;
 use crate::error::StoreError;
 use crate::id::ObjectId;
+use crate::limits::{check_signature_size, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
 use crate::lock::WriteLock;
 
 /// The directory under the store root.
 pub(crate) const SIGNATURES_DIR: &str = "signatures";
 const SUFFIX: &str = ".sig";
-
-/// Largest signature kept, read or carried, in bytes (an armored RSA-16384 sshsig is under
-/// 6 KiB).
-pub const MAX_SIGNATURE_BYTES: usize = 64 << 10;
-/// Most signatures kept, read or carried for one snapshot.
-pub const MAX_SIGNATURES: usize = 256;
 
 /// One signature of a snapshot, as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,21 +45,6 @@ pub struct StoredSignature {
     pub id: ObjectId,
     /// Its bytes, opaque to the store.
     pub bytes: Vec<u8>,
-}
-
-/// Checks the bounds every carrier of signatures (store, pack, remote) shares: not empty, at
-/// most [`MAX_SIGNATURE_BYTES`]. The error completes "the signature ...".
-pub fn check_signature_size(bytes: &[u8]) -> Result<(), String> {
-    if bytes.is_empty() {
-        return Err("is empty".into());
-    }
-    if bytes.len() > MAX_SIGNATURE_BYTES {
-        return Err(format!(
-            "is {} bytes; a signature is at most {MAX_SIGNATURE_BYTES} bytes",
-            bytes.len()
-        ));
-    }
-    Ok(())
 }
 
 impl Catalog<'_> {
@@ -84,7 +64,7 @@ impl Catalog<'_> {
         self.add_signature_locked(&lock, snapshot, bytes)
     }
 
-    /// [`Store::add_signature`] for a writer that holds the write lock already (an unpack or a
+    /// [`Catalog::add_signature`] for a writer that holds the write lock already (an unpack or a
     /// pull adds what it received before it commits the record).
     pub fn add_signature_locked(
         &self,

@@ -47,7 +47,7 @@ const FIRST_LINE: &str = "zeroclaw-bundle expansion 1";
 /// Longer than any record (six short lines); a larger file is not one.
 const MAX_LEN: u64 = 512;
 
-/// What [`Store::read_expansion_record`] found.
+/// What [`Index::read_expansion_record`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordState {
     /// No record (an index written by an older build, or none at all).

@@ -18,9 +18,9 @@
 //! one (its `gc` removes the shared indexes as orphans; they are a cache).
 //!
 //! **A derived cache.** The index is written after the snapshot's record and catalog entry
-//! ([`Store::commit_snapshot`] calls `ensure_tree_index` last), to `tmp/`, fsynced, renamed
+//! ([`crate::Catalog::commit_snapshot`] calls `ensure_tree_index` last), to `tmp/`, fsynced, renamed
 //! into `trees/`, and the directory fsynced: a crash leaves either no index or a whole one.
-//! Its absence is never an error: [`Store::snapshot_source`] then answers from the objects,
+//! Its absence is never an error: [`Index::snapshot_source`] then answers from the objects,
 //! silently. `reindex` rebuilds missing and bad indexes, `verify` checks each snapshot's
 //! against the objects, and `gc` removes those no live snapshot (a record it keeps, or a
 //! mount's lease) uses: a shared index stays while any snapshot with its root lives.
@@ -58,7 +58,7 @@ const WRITER_IN_MEMORY: u64 = 1 << 20;
 pub(crate) const TREES_DIR: &str = "trees";
 const SUFFIX: &str = ".pack";
 
-/// What [`Store::check_tree_index`] found.
+/// What [`Index::check_tree_index`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IndexState {
     /// No index file (never written, or removed): readers use the objects.
@@ -95,13 +95,13 @@ struct IndexFile {
 
 /// One snapshot's trees from its tree index (when usable), blobs and anything else from the
 /// store's objects. An [`ObjectSource`], as the store and a pack are; built by
-/// [`Store::snapshot_source`].
+/// [`Index::snapshot_source`].
 #[derive(Debug)]
 pub struct SnapshotSource {
     reader: StoreReader,
     snapshot: ObjectId,
     /// The index, opened for positioned reads (`None`: none usable). Set when the source
-    /// is made, or at its first use for one made by [`Store::snapshot_source_answering`].
+    /// is made, or at its first use for one made by [`Index::snapshot_source_answering`].
     index: OnceLock<Option<PackReader>>,
     /// The index file to open at first use, when `index` is not set yet.
     pending: Option<Box<IndexFile>>,
@@ -281,7 +281,7 @@ impl<'s> Index<'s> {
         self.inner.objects()
     }
 
-    /// The part of [`Store::resolve_indexed`] that needs no catalog: the snapshot a full id
+    /// The part of [`crate::Catalog::resolve_indexed`] that needs no catalog: the snapshot a full id
     /// with a present record and a tree index names, else None (the catalog's to answer). A
     /// caller that does not link the catalog (the front binary) asks this alone.
     pub fn resolve_full_indexed(&self, reference: &str) -> Option<ObjectId> {
@@ -290,7 +290,7 @@ impl<'s> Index<'s> {
     }
 
     /// Whether `id` names a snapshot record whose root (or, from an older build, the snapshot
-    /// itself) has a tree index: what [`Store::resolve_full_indexed`] answers without the
+    /// itself) has a tree index: what [`Index::resolve_full_indexed`] answers without the
     /// catalog.
     fn is_indexed_snapshot(&self, id: &ObjectId) -> bool {
         let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
@@ -300,14 +300,14 @@ impl<'s> Index<'s> {
         })
     }
 
-    /// [`Store::resolve_full_indexed`] for an id prefix (8 to 63 hex digits, any case), without
+    /// [`Index::resolve_full_indexed`] for an id prefix (8 to 63 hex digits, any case), without
     /// the catalog: the one snapshot record stored loose under `objects/` whose id starts with
     /// it and whose root has a tree index. None when there is no such record or more than one
     /// candidate (a name, an unknown or an ambiguous reference is the catalog's to answer).
     /// For the front binary, which links no catalog: `list` shows 16-digit ids, the usual way
     /// to name a snapshot to mount.
     ///
-    /// A record is served here as [`Store::resolve_full_indexed`] serves a full id, by the same
+    /// A record is served here as [`Index::resolve_full_indexed`] serves a full id, by the same
     /// argument: its root's index exists only for a listed snapshot's tree. Unlike the
     /// catalog's match (listed snapshots only), a record left by a forgotten snapshot that
     /// `gc` has not removed yet counts here as a candidate: with a listed one beside it the
@@ -515,7 +515,7 @@ impl<'s> Index<'s> {
         self.snapshot_source_within(snapshot, MAX_INDEX_IN_MEMORY)
     }
 
-    /// [`Store::snapshot_source`], reading an index of more than `in_memory` bytes by
+    /// [`Index::snapshot_source`], reading an index of more than `in_memory` bytes by
     /// positioned reads instead of whole (0: always by positioned reads; each tree read when
     /// asked for, every one still verified). A long-lived reader (a mount) asks for positioned
     /// reads: a whole index stays in its memory for its life; so does a reader that walks the
@@ -540,13 +540,13 @@ impl<'s> Index<'s> {
         }
     }
 
-    /// Reads what [`Store::snapshot_source_answering`] reads of the index of `snapshot`
+    /// Reads what [`Index::snapshot_source_answering`] reads of the index of `snapshot`
     /// (root `root`): its first page. For the warm-up of a mount another process starts.
     pub(crate) fn read_index_head(&self, snapshot: &ObjectId, root: &ObjectId) {
         let _ = read_head(&self.index_file(snapshot, root));
     }
 
-    /// A [`Store::snapshot_source_within`] of `snapshot` (0 bytes in memory) for a reader
+    /// A [`Index::snapshot_source_within`] of `snapshot` (0 bytes in memory) for a reader
     /// that must answer before it reads anything but the root tree: a mount whose root's
     /// expansion is recorded. The index's end (its entry table and trailer, which lie past
     /// everything else) is read at the first tree other than the root; the root comes off
@@ -601,7 +601,7 @@ impl<'s> Index<'s> {
         self.check_index_file(&file, snapshot, root)
     }
 
-    /// [`Store::check_tree_index`] of a known index file (`verify` checks a shared one once).
+    /// [`Index::check_tree_index`] of a known index file (`verify` checks a shared one once).
     fn check_index_file(
         &self,
         file: &IndexFile,
@@ -1107,7 +1107,7 @@ mod tests {
             .packs()
             .write(
                 &id,
-                crate::PackOptions {
+                crate::pack::PackOptions {
                     since: None,
                     trees_only: true,
                 },
@@ -1545,7 +1545,7 @@ mod tests {
             .packs()
             .write(
                 id,
-                crate::PackOptions {
+                crate::pack::PackOptions {
                     since: None,
                     trees_only: true,
                 },

@@ -328,7 +328,7 @@ impl Maintenance<'_> {
     }
 }
 
-/// What [`Store::prepare_record_removal`] decided, for [`Store::finish_record_removal`].
+/// What [`Maintenance::prepare_record_removal`] decided, for [`Maintenance::finish_record_removal`].
 pub(crate) struct RecordRemoval(Removal);
 
 enum Removal {

@@ -264,7 +264,7 @@ impl Paths {
     }
 }
 
-/// What [`Store::forget`] did.
+/// What [`Maintenance::forget`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Forgotten {
     /// A running mount still serves the snapshot: its record waits in `leases/`, and its data
@@ -720,7 +720,7 @@ impl<'s> Maintenance<'s> {
 
     /// Rebuilds the catalog's snapshot list and names from the snapshot records. Invalid
     /// records are left out and reported; a name on several records stays on the newest.
-    /// An unreadable catalog is set aside first (see [`Store::catalog`]): reindex never needs
+    /// An unreadable catalog is set aside first (see [`Catalog::session`]): reindex never needs
     /// the old one to open.
     pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
         // Exclusive: a record committed or forgotten between the scan and the rebuild would
@@ -735,7 +735,7 @@ impl<'s> Maintenance<'s> {
         };
         // Only what the catalog now lists gets an index: a record left out (a file's content,
         // a planted record) never does, so an index always names a listed snapshot (which
-        // `Store::resolve_indexed` relies on).
+        // `Catalog::resolve_indexed` relies on).
         let listed: HashSet<ObjectId> = catalog.snapshots()?.iter().map(|s| s.id).collect();
         drop(catalog);
         // Then the tree indexes: each root's is written where it is missing or bad (once for
@@ -1129,7 +1129,7 @@ pub(crate) mod tests {
         let (local, _) = snapshot_of(&store, b"local", "prod");
         let agent_snap = Snapshot {
             agent: Some("ops".into()),
-            kind: crate::SnapshotKind::AgentBundle,
+            kind: crate::snapshot::SnapshotKind::AgentBundle,
             created_unix_ns: 7,
             name: None,
             ..store.objects().read_snapshot(&local).unwrap()
@@ -1158,7 +1158,7 @@ pub(crate) mod tests {
         let planted = |name: Option<&str>, agent: Option<&str>, created: i128| Snapshot {
             name: name.map(str::to_string),
             agent: agent.map(str::to_string),
-            kind: crate::SnapshotKind::AgentBundle,
+            kind: crate::snapshot::SnapshotKind::AgentBundle,
             created_unix_ns: created,
             ..Snapshot::for_test(planted_root, "sender")
         };

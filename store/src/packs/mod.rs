@@ -164,7 +164,7 @@ impl<'s> Packs<'s> {
     /// it reaches except those `skip` says the other side already holds (a remote push: `skip`
     /// tests the remote's indexes). Unlike `--since`, every tree is descended even when skipped,
     /// so nothing below a skipped tree is assumed; the record is always written (it names the
-    /// pack's root). The pack has no base: [`PackReader::missing`] lists what it leaves out.
+    /// pack's root). The pack has no base: [`crate::PackReader::missing`] lists what it leaves out.
     /// The walk reads the trees from the snapshot's tree index ([`Index::snapshot_source`]).
     pub fn write_excluding(
         &self,

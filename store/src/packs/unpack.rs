@@ -1,6 +1,6 @@
 //! Importing packs into the store: `unpack` of one pack, and `pull`'s import of a snapshot
 //! from the packs a remote sent. Both import exactly what the snapshot reaches and the store
-//! lacks ([`closure_needs`]), refuse a snapshot past the store's expansion limits, and verify
+//! lacks ([`Packs::closure_needs`]), refuse a snapshot past the store's expansion limits, and verify
 //! and write every object in one pass
 //! ([`land_objects`]) and make nothing visible until everything verified.
 //!
@@ -14,7 +14,7 @@
 //! allocation follows a declared length above that. Meanwhile one more thread checks each
 //! pack's trailer hash with one sequential read. Only when the trailer and every object
 //! passed are the staged files renamed into `objects/` (cheap), then
-//! [`Store::commit_snapshot`] syncs the filesystem once (`syncfs`, no fsync per object) and
+//! [`crate::Catalog::commit_snapshot`] syncs the filesystem once (`syncfs`, no fsync per object) and
 //! writes the record, then the catalog entry. A failure anywhere removes the staging
 //! directory: nothing is imported. A kill leaves at most that directory (which `gc` removes)
 //! or, during the renames, unreferenced objects: never a snapshot that lists missing objects.
@@ -249,7 +249,7 @@ fn land_one(
     if have {
         return Ok(());
     }
-    if e.zstd && crate::compressed::storable(&bufs.stored, bytes.len()) {
+    if e.zstd && crate::objects::compressed::storable(&bufs.stored, bytes.len()) {
         // The pack's frame is what the store would write for these bytes: it lands as it is
         // (no recompression, and the unpacked store is as small as a captured one).
         return staging.put_verified_frame(&e.id, &bufs.stored);
@@ -297,11 +297,11 @@ fn check_foreign_record(
 
 impl Packs<'_> {
     /// Imports pack `pack` into `store`: exactly the objects its snapshot reaches that the store
-    /// lacks (found by [`closure_needs`], as `pull` finds them; whatever else the pack lists is
+    /// lacks (found by [`Packs::closure_needs`], as `pull` finds them; whatever else the pack lists is
     /// ignored, never written: an extra snapshot record planted beside the snapshot never lands
     /// where `reindex` or `gc` could find it), each verified and staged in one pass
     /// (see the `unpack` module), lands in `objects/` only once all verified (and the trailer too), then
-    /// the record and the catalog entry are committed through [`Store::commit_snapshot`]. So an
+    /// the record and the catalog entry are committed through [`crate::Catalog::commit_snapshot`]. So an
     /// interrupted unpack leaves at most unreferenced objects (and a staging directory for gc),
     /// and a pack that fails verification imports nothing. Fails before staging anything when the
     /// pack is a digest pack, (incremental) needs objects the store lacks, or its snapshot passes
@@ -310,7 +310,7 @@ impl Packs<'_> {
         self.unpack_watched(pack, &NoWatch)
     }
 
-    /// [`unpack`], telling `watch` how the verification goes and stopping when it asks.
+    /// [`Packs::unpack`], telling `watch` how the verification goes and stopping when it asks.
     pub fn unpack_watched(
         &self,
         pack: &PackReader,
@@ -319,7 +319,7 @@ impl Packs<'_> {
         self.unpack_counted(pack, watch).map(|r| r.id)
     }
 
-    /// [`unpack_watched`], saying how many objects came from the pack and how many the store
+    /// [`Packs::unpack_watched`], saying how many objects came from the pack and how many the store
     /// already held (see [`UnpackReport`]).
     pub fn unpack_counted(
         &self,
@@ -415,8 +415,8 @@ impl Packs<'_> {
 
     /// Imports snapshot `snapshot_id` (its record is `record`, hashed here against the id) from
     /// `packs` into `store` (each pack's trailer checked, every object it provides verified): every object the store lacks lands, then the
-    /// record and the catalog entry through [`Store::commit_snapshot`], the same order as
-    /// [`unpack`]. Fails before writing anything when an object is found nowhere.
+    /// record and the catalog entry through [`crate::Catalog::commit_snapshot`], the same order as
+    /// [`Packs::unpack`]. Fails before writing anything when an object is found nowhere.
     pub fn import(
         &self,
         snapshot_id: &ObjectId,
@@ -537,7 +537,7 @@ struct ClosureWalk {
     reached: usize,
 }
 
-/// [`closure_needs`], counting what it reached too.
+/// [`Packs::closure_needs`], counting what it reached too.
 fn closure_walk(
     store: &Packs<'_>,
     packs: &[PackReader],
@@ -597,7 +597,10 @@ mod tests {
 
     /// Bytes that do not compress (the store's test generator, seeded from `seed`).
     fn noise(seed: u64, len: usize) -> Vec<u8> {
-        crate::compressed::tests::random_seeded(len, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        crate::objects::compressed::tests::random_seeded(
+            len,
+            seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        )
     }
 
     /// A store with one snapshot of `files` (name, bytes) and its pack.
@@ -846,7 +849,7 @@ mod tests {
         .encode();
         let future = Snapshot {
             agent: Some("ops".into()),
-            kind: crate::SnapshotKind::AgentBundle,
+            kind: crate::snapshot::SnapshotKind::AgentBundle,
             created_unix_ns: i128::from(i64::MAX),
             ..Snapshot::for_test(planted_root, "sender")
         }
@@ -875,7 +878,7 @@ mod tests {
                 &Snapshot {
                     name: Some("prod".into()),
                     agent: Some("ops".into()),
-                    kind: crate::SnapshotKind::AgentBundle,
+                    kind: crate::snapshot::SnapshotKind::AgentBundle,
                     created_unix_ns: 5,
                     ..Snapshot::for_test(local_root, "local")
                 },

@@ -10,7 +10,7 @@
 //! it mounted, detached if something holds it: nobody was told of it) and exits 130, killing
 //! a server that does not stop within 5 s and removing its stale mount. The catalog is only
 //! opened to resolve the snapshot, and not at all for a full snapshot id with a tree index
-//! (`Store::resolve_indexed`); while mounted, a store lease tells `gc` to keep everything the
+//! (`Catalog::resolve_indexed`); while mounted, a store lease tells `gc` to keep everything the
 //! mount serves. A store snapshot whose root has
 //! an expansion record is not walked before the mount answers (the store's `expansion_record`
 //! says why that is sound); a pack file and a remote snapshot always are.

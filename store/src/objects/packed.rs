@@ -60,7 +60,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use crate::compressed;
+use super::compressed;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
 use crate::pack_format::{
@@ -851,8 +851,8 @@ fn check_entry(raw: &[u8], objects_end: u64) -> Result<PackEntry, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::compressed::tests::random_seeded;
     use super::*;
-    use crate::compressed::tests::random_seeded;
     use crate::handle::Store;
     use crate::maintenance::VerifyProblem;
 

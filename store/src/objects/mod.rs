@@ -1,4 +1,6 @@
-//! The object directory: the only code that writes under `<store>/objects/`.
+//! The objects room, the object directory: the only code that writes under `<store>/objects/`
+//! (loose, compressed and packed objects: see `packed` and `compressed`), and what reads
+//! blobs, trees and snapshot records back ([`ObjectDir::reader`]).
 //!
 //! Writes hash while they write: bytes go to a fresh file in `<store>/tmp/`, which is then
 //! made read-only and renamed to `objects/<2 hex>/<62 hex>`. An object that already exists
@@ -34,14 +36,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::compressed;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
-use crate::packed::{self, Found, Packed};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::sys;
 use crate::tree::Tree;
+
+pub(crate) mod compressed;
+mod packed;
+
+use packed::{Found, Packed};
 
 /// Inputs below this size are hashed in memory before anything is written (and may be stored
 /// compressed: see `compressed`).
@@ -57,8 +62,9 @@ pub(crate) const STAGING_PREFIX: &str = "stage-";
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Handle on `<store>/objects` and `<store>/tmp`. Clones share the store's packs and the
-/// packer of a capture in progress.
+/// The objects room: handle on `<store>/objects` and `<store>/tmp`, reached through
+/// [`crate::Store::objects`]. Clones share the store's packs and the packer of a capture in
+/// progress.
 #[derive(Debug, Clone)]
 pub struct ObjectDir {
     objects: PathBuf,
@@ -1139,7 +1145,7 @@ mod tests {
             .collect()
     }
 
-    use crate::compressed::tests::random_seeded as random;
+    use super::compressed::tests::random_seeded as random;
 
     fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -1297,7 +1303,7 @@ mod tests {
         let report = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert_eq!(
             report.problems,
-            [crate::VerifyProblem::Corrupt { id }],
+            [crate::maintenance::VerifyProblem::Corrupt { id }],
             "verify names it and goes on"
         );
     }
@@ -1338,7 +1344,8 @@ mod tests {
         files: &[Vec<u8>],
         write: impl Fn(&[u8]) -> ObjectId,
     ) -> ObjectId {
-        use crate::{Snapshot, Tree, TreeEntry};
+        use crate::snapshot::Snapshot;
+        use crate::tree::{Tree, TreeEntry};
         let entries = files
             .iter()
             .enumerate()
@@ -1364,7 +1371,7 @@ mod tests {
 
     #[test]
     fn unpack_lands_a_packs_frames_as_compressed_objects() {
-        use crate::PackReader;
+        use crate::pack::PackReader;
         let files = [text(5_000), text(70_000), random(9_000, 7), text(200_000)];
         let (dir, src) = store();
         let snap = snapshot_of_files(&src, &files, |bytes| {
