@@ -44,7 +44,7 @@ fn rules() -> &'static [u8; 8] {
 /// by location. A file carried at several paths is scanned once and reported at each.
 pub fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFinding>> {
     let rules = rules();
-    let mut known = store.load_verdicts(rules);
+    let mut known = store.catalog().load_verdicts(rules);
     let mut verdicts: HashMap<ObjectId, Lines> = HashMap::new();
     let mut unknown: Vec<ObjectId> = Vec::new();
     let mut seen = HashSet::new();
@@ -65,7 +65,7 @@ pub fn scan_files(store: &Store, root: &ObjectId) -> Result<Vec<CredentialFindin
             known.insert(*id, encode(lines));
         }
         // Only a cache: a verdict that cannot be saved is checked again next time.
-        let _ = store.save_verdicts(rules, &mut known);
+        let _ = store.catalog().save_verdicts(rules, &mut known);
     }
     drop((known, seen));
     verdicts.extend(fresh);
@@ -100,7 +100,7 @@ fn walk_carried(
 ) -> Result<(), StoreError> {
     let mut stack = vec![(String::new(), *root)];
     while let Some((prefix, id)) = stack.pop() {
-        let tree = store.read_tree(&id)?;
+        let tree = store.objects().read_tree(&id)?;
         for entry in tree.entries() {
             match entry.kind {
                 EntryKind::Dir => {
@@ -231,6 +231,7 @@ mod tests {
             entries.push(TreeEntry::file(name.as_bytes().to_vec(), 0o644, size, id));
         }
         let ws = store
+            .objects()
             .write_tree(&zeroclaw_bundle_store::Tree::from_entries(entries).unwrap())
             .unwrap();
         let top = b"Authorization: Bearer abcdefghijklmnop\n";
@@ -240,7 +241,7 @@ mod tests {
             TreeEntry::file(b"manifest.toml".to_vec(), 0o644, top.len() as u64, top_id),
         ])
         .unwrap();
-        store.write_tree(&tree).unwrap()
+        store.objects().write_tree(&tree).unwrap()
     }
 
     #[test]
@@ -260,7 +261,7 @@ mod tests {
             "the top level is not scanned"
         );
         let (secret_id, plain_id) = (ObjectId::of(secret), ObjectId::of(b"plain"));
-        let mut known = store.load_verdicts(rules());
+        let mut known = store.catalog().load_verdicts(rules());
         assert_eq!(
             known.get(&secret_id).and_then(decode),
             Some(vec![(2, CredentialReason::Bearer)])
@@ -269,7 +270,7 @@ mod tests {
         // A recorded verdict is what the next scan reports, without reading the file: one
         // planted for the plain file shows.
         known.insert(plain_id, encode(&vec![(9, CredentialReason::Netrc)]));
-        store.save_verdicts(rules(), &mut known).unwrap();
+        store.catalog().save_verdicts(rules(), &mut known).unwrap();
         let again = scan_files(&store, &root).unwrap();
         let at: Vec<_> = again.iter().map(|f| f.location.as_str()).collect();
         assert_eq!(

@@ -144,7 +144,12 @@ pub fn capture_loaded(
     if let Some(w) = workspace.filter(|w| w.files > 0) {
         top.push(w.entry(WORKSPACE_DIR.as_bytes().to_vec()));
         if let Some(doc) = plan.identity_document() {
-            let found = resolve_path(&store.reader(), &w.id, doc.as_bytes(), "workspace");
+            let found = resolve_path(
+                &store.objects().reader(),
+                &w.id,
+                doc.as_bytes(),
+                "workspace",
+            );
             outcome.identity_document_carried = matches!(found, Ok(e) if e.kind.is_file());
         }
     }
@@ -159,7 +164,7 @@ pub fn capture_loaded(
         .render(&outcome, &provenance)
         .with_context(|| format!("could not render the bundle of agent {alias}"))?;
     top.extend(rendered_entries(store, &bundle)?);
-    let root = store.write_tree(&Tree::from_entries(top)?)?;
+    let root = store.objects().write_tree(&Tree::from_entries(top)?)?;
     let mut credential_findings = plan.config_findings().to_vec();
     credential_findings.extend(crate::credential_scan::scan_files(store, &root)?);
     let stats = capture.stats();
@@ -241,7 +246,7 @@ fn capture_workspace(
         (Some(fd), None) => Some(capture.walk(fd, WORKSPACE_DIR, keep)?),
         (Some(fd), Some(legacy)) => {
             let moved = capture.walk(fd, WORKSPACE_DIR, keep)?;
-            let moved_tree = store.read_tree(&moved.id)?;
+            let moved_tree = store.objects().read_tree(&moved.id)?;
             let taken: HashSet<String> = moved_tree
                 .entries()
                 .iter()
@@ -249,9 +254,16 @@ fn capture_workspace(
                 .collect();
             let left = walk_legacy(capture, legacy, &taken)?;
             let mut entries = moved_tree.entries().to_vec();
-            entries.extend(store.read_tree(&left.id)?.entries().iter().cloned());
+            entries.extend(
+                store
+                    .objects()
+                    .read_tree(&left.id)?
+                    .entries()
+                    .iter()
+                    .cloned(),
+            );
             Some(Walked {
-                id: store.write_tree(&Tree::from_entries(entries)?)?,
+                id: store.objects().write_tree(&Tree::from_entries(entries)?)?,
                 size: moved.size + left.size,
                 files: moved.files + left.files,
             })
@@ -287,7 +299,7 @@ fn capture_skills(
         };
         match walked {
             Some(w) => {
-                skills_carried += store.read_tree(&w.id)?.entries().len() as u64;
+                skills_carried += store.objects().read_tree(&w.id)?.entries().len() as u64;
                 skill_entries.push(w.entry(skill.alias.as_bytes().to_vec()));
                 outcome.carried_skill_bundles.push(skill.alias.clone());
             }
@@ -298,7 +310,9 @@ fn capture_skills(
         return Ok((None, skills_carried));
     }
     let size = skill_entries.iter().map(|e| e.size).sum();
-    let id = store.write_tree(&Tree::from_entries(skill_entries)?)?;
+    let id = store
+        .objects()
+        .write_tree(&Tree::from_entries(skill_entries)?)?;
     Ok((
         Some(TreeEntry::dir(SKILLS_DIR.as_bytes().to_vec(), size, id)),
         skills_carried,
@@ -324,7 +338,7 @@ fn check_excludes_matched(filter: &BundleFilter, alias: &str) -> Result<()> {
 fn personal_files(store: &Store, workspace: Option<&Walked>) -> Result<Vec<String>> {
     Ok(match workspace {
         Some(w) if w.files > 0 => {
-            let tree = store.read_tree(&w.id)?;
+            let tree = store.objects().read_tree(&w.id)?;
             PERSONAL_FILES
                 .iter()
                 .filter(|f| {
@@ -396,6 +410,7 @@ fn commit(
         .map_err(|_| CaptureError::Interrupted)?;
     crate::hooks::seam("before-commit", &snapshot.source);
     store
+        .catalog()
         .commit_snapshot_of_source(lock, snapshot, Some(cache_update))
         .context("could not record the snapshot")
 }
@@ -548,7 +563,7 @@ impl ExportJob {
         {
             Ok(published) => Ok((captured, published, self.replaced)),
             Err(e) => {
-                let kept = match store.forget(&captured.id) {
+                let kept = match store.maintenance().forget(&captured.id) {
                     Ok(_) => String::new(),
                     Err(f) => format!(
                         " (and its snapshot {} could not be forgotten: {f}; \

@@ -504,11 +504,12 @@ impl Reference {
     }
 
     /// The snapshot a [`Target::Stored`] reference names: a full id with a tree index
-    /// directly (no catalog session: `Store::resolve_indexed` says why that is sound), else
+    /// directly (no catalog session: `Catalog::resolve_indexed` says why that is sound), else
     /// through the catalog. Any other target is refused naming its form.
     pub fn stored_id(&self, store: &Store) -> Result<ObjectId, ReferenceError> {
         match &self.target {
             Target::Stored { reference, .. } => store
+                .catalog()
                 .resolve_indexed(reference)
                 .map_err(|e| self.unresolved(e)),
             Target::Dir(_) => Err(self.not_taken(Form::Dir)),
@@ -638,6 +639,7 @@ impl Opened {
     pub fn signatures(&self) -> Result<Vec<Vec<u8>>, OpenError> {
         Ok(match (&self.held, &self.store) {
             (Held::Store(_), Some(store)) => store
+                .catalog()
                 .signatures(&self.id)?
                 .into_iter()
                 .map(|s| s.bytes)
@@ -669,7 +671,7 @@ pub fn open(
             (
                 id,
                 snapshot,
-                Held::Pack(PackOverStore::new(pack, store)),
+                Held::Pack(PackOverStore::new(pack, store.map(|s| s.objects()))),
                 label,
             )
         }
@@ -689,8 +691,8 @@ pub fn open(
         Target::Stored { .. } | Target::Dir(_) => {
             let store = need_store()?;
             let id = reference.stored_id(store)?;
-            let snapshot = store.read_snapshot(&id)?;
-            let held = Held::Store(store.snapshot_source(&id));
+            let snapshot = store.objects().read_snapshot(&id)?;
+            let held = Held::Store(store.index().snapshot_source(&id));
             (id, snapshot, held, id.short(12))
         }
     };

@@ -29,7 +29,7 @@
 //! let (blob, len) = store.objects().write_from(&mut &b"hello\n"[..]).unwrap();
 //! let tree = Tree::from_entries(vec![TreeEntry::file(b"hello.txt".to_vec(), 0o600, len, blob)])
 //!     .unwrap();
-//! let root = store.write_tree(&tree).unwrap();
+//! let root = store.objects().write_tree(&tree).unwrap();
 //!
 //! let mnt = dir.path().join("mnt");
 //! std::fs::create_dir(&mnt).unwrap();
@@ -38,7 +38,8 @@
 //! #   assert!(std::env::var_os("CI").is_none(), "CI must be able to mount: {e}");
 //!     return;
 //! }
-//! let mut handle = mount(Arc::new(store.reader()), root, &mnt, &MountOptions::default()).unwrap();
+//! let source = Arc::new(store.objects().reader());
+//! let mut handle = mount(source, root, &mnt, &MountOptions::default()).unwrap();
 //! assert_eq!(std::fs::read(mnt.join("hello.txt")).unwrap(), b"hello\n");
 //! handle.unmount().unwrap();
 //! ```

@@ -259,7 +259,7 @@ impl MountHandle {
         }
     }
 
-    /// Keeps the store's lease (see `Store::lease`) until the mount is gone (released by a
+    /// Keeps the store's lease (see `Maintenance::lease`) until the mount is gone (released by a
     /// successful [`MountHandle::unmount`], the end of [`MountHandle::wait`], or drop), so gc
     /// keeps every object this mount serves. Take the lease *before* calling [`mount`].
     pub fn keep_lease(&mut self, lease: Lease) {

@@ -566,7 +566,11 @@ impl Bundles {
         };
         // The trust policy, before the destination is touched.
         self.gate_stored(&id).with_context(context).map_err(fail)?;
-        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        let snap = self
+            .store
+            .objects()
+            .read_snapshot(&id)
+            .map_err(|e| fail(e.into()))?;
         let admitted = check(&PublishRequest {
             dest: out,
             force: replace != Replace::Nothing,
@@ -607,6 +611,7 @@ impl Bundles {
         let root = self.store.root().display().to_string();
         self.store
             .catalog()
+            .session()
             .and_then(|c| c.snapshots())
             .map_err(|e| Error::new(Verb::Read, root, e.into()))
     }
@@ -784,7 +789,11 @@ impl Bundles {
         let id = self
             .stored("mount", reference)
             .map_err(|e| fail(e.into()))?;
-        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
+        let snap = self
+            .store
+            .objects()
+            .read_snapshot(&id)
+            .map_err(|e| fail(e.into()))?;
         self.gate_stored(&id)
             .with_context(|| format!("could not mount snapshot {}", id.short(12)))
             .map_err(fail)?;
@@ -792,6 +801,7 @@ impl Bundles {
         refuse_mountpoint_in_store(mountpoint, self.store.root()).map_err(fail)?;
         let lease = self
             .store
+            .maintenance()
             .lease(&id, &snap.root)
             .map_err(|e| fail(e.into()))?;
         let options = MountOptions {
@@ -803,7 +813,7 @@ impl Bundles {
             ..options
         };
         let source: std::sync::Arc<dyn ObjectSource> =
-            std::sync::Arc::new(self.store.snapshot_source(&id));
+            std::sync::Arc::new(self.store.index().snapshot_source(&id));
         let mut handle = zeroclaw_bundle_mount::mount(source, snap.root, mountpoint, &options)
             .with_context(|| format!("could not mount snapshot {}", id.short(12)))
             .map_err(fail)?;
@@ -844,6 +854,7 @@ impl Bundles {
         let id = self.stored("pack", reference).map_err(|e| fail(e.into()))?;
         let total = self
             .store
+            .objects()
             .read_snapshot(&id)
             .map_err(|e| fail(e.into()))?
             .bytes();
@@ -868,7 +879,7 @@ impl Bundles {
         );
         let mut done = 0;
         let stats = crate::publish::publish_file(&req, |w| {
-            zeroclaw_bundle_store::write_pack(&self.store, &id, options, w, &mut |n| {
+            self.store.packs().write(&id, options, w, &mut |n| {
                 done += n;
                 progress.advance(Totals {
                     files: 0,
@@ -903,7 +914,10 @@ impl Bundles {
         .map_err(fail)?;
         let _lock = self.store.write_lock().map_err(|e| fail(e.into()))?;
         let watch = crate::progress::ImportProgress::new(progress);
-        let report = zeroclaw_bundle_store::unpack_counted(&self.store, &reader, &watch)
+        let report = self
+            .store
+            .packs()
+            .unpack_counted(&reader, &watch)
             .with_context(context)
             .map_err(fail)?;
         Ok(Unpacked {
@@ -1004,7 +1018,7 @@ impl Bundles {
         let root = self.store.root().display().to_string();
         // The phase begins once its total is known (no `0 B/0 B` before it).
         let mut begun = false;
-        let report = self.store.verify(&mut |done, total| {
+        let report = self.store.maintenance().verify(&mut |done, total| {
             if total == 0 {
                 return;
             }
@@ -1039,6 +1053,7 @@ impl Bundles {
     pub fn gc(&self, grace_secs: u64) -> Result<GcReport> {
         let root = self.store.root().display().to_string();
         self.store
+            .maintenance()
             .gc(grace_secs)
             .map_err(|e| Error::new(Verb::Gc, root, e.into()))
     }

@@ -211,7 +211,7 @@ impl<'s> Capture<'s> {
         progress: &'s dyn Progress,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
-        let old_cache = store.load_source_cache(&cache_key)?;
+        let old_cache = store.catalog().load_source_cache(&cache_key)?;
         // Small objects go into one pack, finished by the commit's sync.
         store.objects().pack_until_sync();
         // Followed: the store path may be a symlink; its target is what must not be carried.
@@ -890,7 +890,12 @@ mod tests {
             let (report, update) = capture.finish();
             let skipped: Vec<String> = report.skipped.iter().map(|s| s.path.clone()).collect();
             assert_eq!(skipped, want_skipped, "{round}: skips in listing order");
-            store.catalog().unwrap().update_stat_cache(&update).unwrap();
+            store
+                .catalog()
+                .session()
+                .unwrap()
+                .update_stat_cache(&update)
+                .unwrap();
         }
     }
     /// One capture of `src` as source `key`, its stat cache recorded: the root tree's id.
@@ -909,13 +914,13 @@ mod tests {
         let (_, update) = capture.finish();
         // As a commit does before anything names the objects: the capture's pack is finished.
         store.objects().sync().unwrap();
-        store.update_source_cache(&update).unwrap();
+        store.catalog().update_source_cache(&update).unwrap();
         walked.id
     }
 
     #[cfg(feature = "test-hooks")]
     fn subtree(store: &Store, root: &ObjectId, name: &str) -> ObjectId {
-        let tree = store.read_tree(root).unwrap();
+        let tree = store.objects().read_tree(root).unwrap();
         let entry = tree.entries().iter().find(|e| e.name == name.as_bytes());
         entry.expect("entry present").id
     }

@@ -110,7 +110,7 @@ impl Sink {
     /// Stores (or hashes) one tree.
     pub(crate) fn put_tree(&self, store: &Store, tree: Tree) -> Result<ObjectId, StoreError> {
         match self {
-            Sink::Store => store.write_tree(&tree),
+            Sink::Store => store.objects().write_tree(&tree),
             Sink::Memory(objects, _) => {
                 let id = ObjectId::of(&tree.encode());
                 lock(&objects.trees).insert(id, tree);

@@ -358,7 +358,7 @@ fn capture_dir(
     let (report, update) = capture.finish();
     // Only an optimisation: a failure to record it never fails the diff, and an unchanged
     // cache costs no catalog write.
-    let _ = store.update_source_cache(&update);
+    let _ = store.catalog().update_source_cache(&update);
     let entry = TreeEntry::dir(Vec::new(), walked.size, walked.id);
     Ok(Side {
         label: abs.display().to_string(),

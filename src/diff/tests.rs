@@ -46,6 +46,7 @@ fn write_modes(store: &Store, spec: ModeSpec<'_>) -> ObjectId {
             }
         }
         let id = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
         (id, total)
@@ -86,7 +87,7 @@ fn run(store: &Store, a: Spec<'_>, b: Spec<'_>) -> (Vec<String>, Summary) {
 }
 
 fn run_ids(store: &Store, ia: ObjectId, ib: ObjectId) -> (Vec<String>, Summary) {
-    let reader = store.reader();
+    let reader = store.objects().reader();
     let mut seen = Vec::new();
     let summary = diff(
         &SourceSide(&reader),
@@ -195,7 +196,7 @@ fn a_mode_only_change_is_an_x_with_both_modes() {
     let (seen, summary) = run_ids(&s, a, b);
     assert_eq!(seen, ["M c", "X k/.env"]);
     assert_eq!((summary.mode_changed, summary.modified), (1, 1));
-    let reader = s.reader();
+    let reader = s.objects().reader();
     let mut changes = Vec::new();
     diff(
         &SourceSide(&reader),
@@ -254,6 +255,7 @@ fn a_deep_chain_is_walked_without_recursion_and_bounded() {
     // 5,000 nested directories differing only at the bottom: no stack overflow, and refused
     // past the store's depth limit.
     let mut a = s
+        .objects()
         .write_tree(
             &Tree::from_entries(vec![TreeEntry::file(
                 b"f".to_vec(),
@@ -265,6 +267,7 @@ fn a_deep_chain_is_walked_without_recursion_and_bounded() {
         )
         .unwrap();
     let mut b = s
+        .objects()
         .write_tree(
             &Tree::from_entries(vec![TreeEntry::file(
                 b"f".to_vec(),
@@ -278,13 +281,14 @@ fn a_deep_chain_is_walked_without_recursion_and_bounded() {
     for _ in 0..5_000 {
         for id in [&mut a, &mut b] {
             *id = s
+                .objects()
                 .write_tree(
                     &Tree::from_entries(vec![TreeEntry::dir(b"d".to_vec(), 1, *id)]).unwrap(),
                 )
                 .unwrap();
         }
     }
-    let reader = s.reader();
+    let reader = s.objects().reader();
     let err = diff(
         &SourceSide(&reader),
         &root(a),
@@ -307,7 +311,7 @@ fn a_deep_chain_is_walked_without_recursion_and_bounded() {
 fn content_bytes_stop_at_the_size_the_tree_records() {
     let (_dir, store) = store();
     let id = store.objects().write_bytes(&[b'x'; 1000]).unwrap();
-    let reader = store.reader();
+    let reader = store.objects().reader();
     let side = SourceSide(&reader);
     match side.bytes(&id, 10, 1 << 20) {
         Err(StoreError::WrongLength { len, recorded, .. }) => {

@@ -765,6 +765,7 @@ fn earlier_import(
         .find(|r| {
             r.snapshot == bundle.snapshot
                 || store
+                    .objects()
                     .read_snapshot(&r.snapshot)
                     .is_ok_and(|s| s.root == bundle.content_id())
         })
@@ -840,7 +841,10 @@ fn first_tree_difference(
     b: &ObjectId,
     prefix: &str,
 ) -> Option<String> {
-    let (ta, tb) = (store.read_tree(a).ok()?, store.read_tree(b).ok()?);
+    let (ta, tb) = (
+        store.objects().read_tree(a).ok()?,
+        store.objects().read_tree(b).ok()?,
+    );
     let mut names: Vec<&[u8]> = ta
         .entries()
         .iter()
@@ -1007,7 +1011,7 @@ fn count(store: &Store, tree: &ObjectId) -> Result<(u64, u64), ImportError> {
     let (mut files, mut bytes) = (0, 0);
     let mut stack = vec![*tree];
     while let Some(id) = stack.pop() {
-        for e in store.read_tree(&id)?.entries() {
+        for e in store.objects().read_tree(&id)?.entries() {
             if e.kind == EntryKind::Dir {
                 stack.push(e.id);
             } else if e.kind.is_file() {
@@ -1197,7 +1201,7 @@ fn write_all(
 
     progress.check_cancel().map_err(interrupted)?;
     hooks::seam("import-step", "trees");
-    let reader = store.reader();
+    let reader = store.objects().reader();
     for t in &plan.trees {
         progress.check_cancel().map_err(interrupted)?;
         let req = PublishRequest {

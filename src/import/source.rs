@@ -109,12 +109,12 @@ pub fn capture(
 
 /// Reads the bundle of snapshot `id` from the store's objects.
 pub fn read(store: &Store, id: ObjectId, kind: SourceKind) -> Result<StoredBundle, ImportError> {
-    let record = store.read_snapshot(&id)?;
+    let record = store.objects().read_snapshot(&id)?;
     let not = |problem: String| ImportError::NotABundle {
         snapshot: id,
         problem,
     };
-    let root = store.read_tree(&record.root)?;
+    let root = store.objects().read_tree(&record.root)?;
     let file = |name: &str| -> Result<String, ImportError> {
         let entry = root
             .get(name.as_bytes())
@@ -144,7 +144,7 @@ pub fn read(store: &Store, id: ObjectId, kind: SourceKind) -> Result<StoredBundl
     let workspace = dir(&root, WORKSPACE_DIR, WORKSPACE_DIR)?;
     let mut skills = Vec::new();
     if let Some(skills_dir) = dir(&root, SKILLS_DIR, SKILLS_DIR)? {
-        let tree = store.read_tree(&skills_dir.id)?;
+        let tree = store.objects().read_tree(&skills_dir.id)?;
         for entry in tree.entries() {
             let alias = String::from_utf8(entry.name.clone())
                 .map_err(|_| not("a skills/ entry is not UTF-8".to_string()))?;

@@ -352,7 +352,7 @@ pub fn publish_to(
 /// Stats every file of tree `root` as published at `dest` (through dir fds, never following a
 /// symlink), for the next publish there to reuse ([`PublishRequest::reuse`]). A file that is
 /// missing or not what the tree says is left out. `new_record` makes the empty record from
-/// the time the stats start (`Store::dest_record`, which spills a large one to a file).
+/// the time the stats start (`Catalog::dest_record`, which spills a large one to a file).
 pub fn record_destination(
     source: &dyn ObjectSource,
     root: &ObjectId,

@@ -133,6 +133,7 @@ pub fn check_replacement(
     }
     let recorded = store.is_some_and(|s| {
         s.catalog()
+            .session()
             .ok()
             .and_then(|c| c.load_dest_cache(&dest_key(admitted)).ok()?)
             .is_some()

@@ -42,18 +42,19 @@ pub fn publish_snapshot(
     let load = || {
         store
             .catalog()
+            .session()
             .and_then(|c| c.load_dest_cache(&key))
             .ok()
             .flatten()
     };
     // Filled as the files are staged; its time is set when they all are.
-    let mut record = store.dest_record(0);
+    let mut record = store.catalog().dest_record(0);
     // Trees from the snapshot's tree index (one sequential read) rather than one object
     // file per directory; blobs from the objects. The bound check, the staging walk and
     // the destination record each walk every tree: on the benchmark corpus (2,305 trees),
     // cold, the first walk (the bound check) took about 0.33 s on the tree objects, 3 ms on
     // the index.
-    let reader = store.snapshot_source_within(id, INDEX_IN_MEMORY);
+    let reader = store.index().snapshot_source_within(id, INDEX_IN_MEMORY);
     // Marked on the token, so whoever stops the process at once can name what `recover`
     // repairs.
     let publishing = progress.cancel().map(|c| c.publishing(admitted.given()));
@@ -92,11 +93,15 @@ pub fn publish_snapshot(
         Some(record)
     } else {
         drop(record);
-        record_destination(&reader, root, &published.dest, &|at| store.dest_record(at)).ok()
+        record_destination(&reader, root, &published.dest, &|at| {
+            store.catalog().dest_record(at)
+        })
+        .ok()
     };
     if let Some(record) = record {
         let _ = store
             .catalog()
+            .session()
             .and_then(|c| c.store_dest_cache(&key, &record));
     }
     Ok(published)
@@ -125,10 +130,10 @@ pub fn reaches_private_file(
     store: &Store,
     id: &zeroclaw_bundle_store::ObjectId,
 ) -> Result<bool, zeroclaw_bundle_store::StoreError> {
-    let root = store.read_snapshot(id)?.root;
+    let root = store.objects().read_snapshot(id)?.root;
     let mut trees = vec![root];
     while let Some(tree) = trees.pop() {
-        for entry in store.read_tree(&tree)?.entries() {
+        for entry in store.objects().read_tree(&tree)?.entries() {
             if entry.kind.is_file() {
                 if entry.mode & 0o004 == 0 {
                     return Ok(true);

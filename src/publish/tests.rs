@@ -82,7 +82,10 @@ fn write_tree(store: &Store, dir: &BTreeMap<String, Node>) -> (ObjectId, u64) {
         });
     }
     let tree = Tree::from_entries(entries).unwrap();
-    (store.write_tree(&tree).unwrap(), tree.total_size())
+    (
+        store.objects().write_tree(&tree).unwrap(),
+        tree.total_size(),
+    )
 }
 
 /// What a directory holds: relative path -> (mode, bytes or `None` for a directory).
@@ -220,7 +223,7 @@ impl Env {
         force: bool,
     ) -> Result<Published, PublishError> {
         publish(
-            &self.store.reader(),
+            &self.store.objects().reader(),
             root,
             &PublishRequest {
                 dest,
@@ -257,7 +260,7 @@ fn fresh_publish_is_byte_for_byte_with_modes() {
         bundle: crate::export::BUNDLE,
     };
     let p = publish_with_progress(
-        &env.store.reader(),
+        &env.store.objects().reader(),
         &env.new_id,
         &req,
         &|t: crate::progress::Totals| seen.lock().unwrap().push((t.files, t.bytes)),
@@ -310,7 +313,7 @@ fn the_record_taken_while_staging_is_what_the_published_tree_shows() {
     };
     let mut record = DestRecord::new(0);
     let p = publish_to(
-        &env.store.reader(),
+        &env.store.objects().reader(),
         &env.new_id,
         &admitted,
         Some(DestState {
@@ -322,9 +325,14 @@ fn the_record_taken_while_staging_is_what_the_published_tree_shows() {
     .unwrap();
     assert_eq!(loads.get(), 0, "a new destination has no record to read");
     assert_eq!((p.files, p.reused), (8, 0));
-    let after =
-        record_destination(&env.store.reader(), &env.new_id, &p.dest, &DestRecord::new).unwrap();
-    let catalog = env.store.catalog().unwrap();
+    let after = record_destination(
+        &env.store.objects().reader(),
+        &env.new_id,
+        &p.dest,
+        &DestRecord::new,
+    )
+    .unwrap();
+    let catalog = env.store.catalog().session().unwrap();
     let (staged_key, after_key) = (DestKey::new(&env.path("a")), DestKey::new(&env.path("b")));
     catalog.store_dest_cache(&staged_key, &record).unwrap();
     catalog.store_dest_cache(&after_key, &after).unwrap();
@@ -352,7 +360,7 @@ fn the_record_taken_while_staging_is_what_the_published_tree_shows() {
     // Over the published tree, the record is read once.
     let mut again = DestRecord::new(0);
     publish_to(
-        &env.store.reader(),
+        &env.store.objects().reader(),
         &env.new_id,
         &admitted,
         Some(DestState {
@@ -444,7 +452,7 @@ fn overlap_with_a_source_is_refused_both_ways() {
     let sources = [ws.clone()];
     let try_dest = |dest: &Path| {
         publish(
-            &env.store.reader(),
+            &env.store.objects().reader(),
             &env.new_id,
             &PublishRequest {
                 dest,

@@ -725,12 +725,12 @@ impl Remote {
                 self.ignore(&key, "not named by a signature id");
                 continue;
             };
-            if fetched >= zeroclaw_bundle_store::MAX_SIGNATURES {
+            if fetched >= zeroclaw_bundle_store::limits::MAX_SIGNATURES {
                 self.ignore(&key, "more signatures than a snapshot carries");
                 continue;
             }
             fetched += 1;
-            let max = zeroclaw_bundle_store::MAX_SIGNATURE_BYTES as u64;
+            let max = zeroclaw_bundle_store::limits::MAX_SIGNATURE_BYTES as u64;
             let bytes = match self.get(&key, max) {
                 Ok(Some(b)) => b,
                 Ok(None) => continue,

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use zeroclaw_bundle_store::{
-    closure_needs, import_from_packs, random_token, write_pack, write_pack_excluding, EntryKind,
-    IdHasher, ObjectId, PackOptions, PackReader, PackStats, Snapshot, Store, StoreError,
+    random_token, EntryKind, IdHasher, ObjectId, PackOptions, PackReader, PackStats, Snapshot,
+    Store, StoreError,
 };
 
 use super::client::{encode_index, IndexScan};
@@ -99,7 +99,7 @@ fn closure_ids(
     let mut all = HashMap::from([(*id, 0), (*root, 0)]);
     let mut stack = vec![*root];
     while let Some(t) = stack.pop() {
-        for e in store.read_tree(&t)?.entries() {
+        for e in store.objects().read_tree(&t)?.entries() {
             let size = if e.kind == EntryKind::Dir { 0 } else { e.size };
             if all.insert(e.id, size).is_none() && e.kind == EntryKind::Dir {
                 stack.push(e.id);
@@ -174,7 +174,7 @@ pub fn push(
     progress: &dyn Progress,
 ) -> Result<PushReport, RemoteError> {
     let record = store.objects().read_verified(id)?;
-    let snap = store.read_snapshot(id)?;
+    let snap = store.objects().read_snapshot(id)?;
     let mut report = PushReport {
         snapshot: Some(*id),
         ..PushReport::default()
@@ -260,12 +260,14 @@ fn write_push_pack(
         }),
     );
     let mut done = Totals::default();
-    let stats = write_pack_excluding(store, id, &|o| held.contains(o), &mut w, &mut |n| {
-        done.files += 1;
-        done.bytes += n;
-        progress.advance(done);
-        crate::hooks::seam("push-packed", &format!("object-{}", done.files));
-    })?;
+    let stats = store
+        .packs()
+        .write_excluding(id, &|o| held.contains(o), &mut w, &mut |n| {
+            done.files += 1;
+            done.bytes += n;
+            progress.advance(done);
+            crate::hooks::seam("push-packed", &format!("object-{}", done.files));
+        })?;
     progress.finish();
     let pack_id = w.hasher.finish().to_hex();
     let file = w
@@ -346,7 +348,7 @@ fn check_window(remote: &Remote, started: Instant) -> Result<(), RemoteError> {
 /// Adds every signature `store` keeps for snapshot `id` that the remote lacks; returns how many.
 fn upload_signatures(store: &Store, remote: &Remote, id: &ObjectId) -> Result<u64, RemoteError> {
     let mut added = 0;
-    for sig in store.signatures(id)? {
+    for sig in store.catalog().signatures(id)? {
         if remote.put_signature(id, &sig.bytes)? {
             added += 1;
         }
@@ -376,8 +378,7 @@ fn write_trees_pack(store: &Store, id: &ObjectId, path: &Path) -> Result<(), Rem
         .open(path)
         .map_err(|e| io_err("create", path, e))?;
     let mut w = BufWriter::new(file);
-    write_pack(
-        store,
+    store.packs().write(
         id,
         PackOptions {
             since: None,
@@ -432,7 +433,7 @@ pub fn pull_checked(
         packs: Vec::new(),
     };
     loop {
-        let (missing, _) = closure_needs(store, &got.packs, &snap.root)?;
+        let (missing, _) = store.packs().closure_needs(&got.packs, &snap.root)?;
         if missing.is_empty() {
             break;
         }
@@ -447,11 +448,13 @@ pub fn pull_checked(
     remote.check_cancel()?;
     // Beside the record before it is committed (under this pull's lock: gc cannot sweep them
     // in between); an import that fails leaves them for a snapshot gc does not keep.
-    store.add_received_signatures(&lock, id, &signatures)?;
+    store
+        .catalog()
+        .add_received_signatures(&lock, id, &signatures)?;
     // The import stops on the remote's token, as the transfers before it did.
     let watched = Cancellable::new(progress, remote.cancel().clone());
     let watch = ImportProgress::new(&watched);
-    let imported = import_from_packs(store, id, &record, &got.packs, &watch);
+    let imported = store.packs().import(id, &record, &got.packs, &watch);
     progress.finish();
     imported.map_err(|e| match e {
         StoreError::Interrupted => RemoteError::Interrupted,

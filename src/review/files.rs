@@ -461,6 +461,7 @@ mod tests {
             }
             let size = entries.iter().map(|e| e.size).sum();
             let id = store
+                .objects()
                 .write_tree(&Tree::from_entries(entries).unwrap())
                 .unwrap();
             (id, size)
@@ -498,7 +499,7 @@ mod tests {
                 ("skills/tools/web/SKILL.md", 0o644, b"# web\n"),
             ],
         );
-        let source = store.reader();
+        let source = store.objects().reader();
         let scan = scan(
             &SourceSide(&source),
             &root,
@@ -572,7 +573,7 @@ mod tests {
         let store = Store::open_or_create(&dir.path().join("store")).unwrap();
         let dump = "export GH=ghp_aB3dE5gH7jK9mN1pQ3sT5vX7zA9cE1gI3kM5\n".repeat(15);
         let root = tree(&store, &[("workspace/dump.sh", 0o644, dump.as_bytes())]);
-        let source = store.reader();
+        let source = store.objects().reader();
         let scan = scan(
             &SourceSide(&source),
             &root,

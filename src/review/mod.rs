@@ -140,8 +140,8 @@ pub fn review(
         snapshot: snapshot.short(12),
         source,
     };
-    let record = store.read_snapshot(&snapshot).map_err(read_err)?;
-    let reader = store.snapshot_source(&snapshot);
+    let record = store.objects().read_snapshot(&snapshot).map_err(read_err)?;
+    let reader = store.index().snapshot_source(&snapshot);
     let side = SourceSide(&reader);
     let total = crate::progress::Totals {
         files: record.files(),
@@ -347,7 +347,7 @@ fn update_review(
         new_grants: false,
         summary: Summary::default(),
     };
-    if store.read_snapshot(&record.snapshot).is_ok() {
+    if store.objects().read_snapshot(&record.snapshot).is_ok() {
         out.baseline_kind = BaselineKind::Imported;
         out.baseline = Some(record.snapshot);
     } else {

@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use zeroclaw_bundle_store::{unpack_watched, ObjectId, PackReader, Store, StoreError};
+use zeroclaw_bundle_store::{ObjectId, PackReader, Store, StoreError};
 
 use crate::export::{capture_dir, SourceDir};
 use crate::progress::{ImportProgress, Progress};
@@ -178,5 +178,8 @@ fn unpack(
     // Held (shared) until the catalog entry: a gc waits instead of removing objects this
     // import is about to reference.
     let _lock = store.write_lock().map_err(failed)?;
-    unpack_watched(store, &opened, &ImportProgress::new(progress)).map_err(failed)
+    store
+        .packs()
+        .unpack_watched(&opened, &ImportProgress::new(progress))
+        .map_err(failed)
 }

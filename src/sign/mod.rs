@@ -296,7 +296,12 @@ pub fn check_stored(
     id: &ObjectId,
     allowed: Option<&AllowedSigners>,
 ) -> Result<Vec<Checked>, SignError> {
-    let sigs: Vec<Vec<u8>> = store.signatures(id)?.into_iter().map(|s| s.bytes).collect();
+    let sigs: Vec<Vec<u8>> = store
+        .catalog()
+        .signatures(id)?
+        .into_iter()
+        .map(|s| s.bytes)
+        .collect();
     Ok(check_all(id, &sigs, allowed))
 }
 
@@ -341,6 +346,7 @@ pub fn require_signed(
     allowed: &AllowedSigners,
 ) -> Result<Vec<Signer>, SignError> {
     let sigs: Vec<Vec<u8>> = store
+        .catalog()
         .signatures(snapshot_id)?
         .into_iter()
         .map(|s| s.bytes)
@@ -490,7 +496,7 @@ pub fn sign(
     with: &SignWith,
 ) -> Result<SignReport, SignError> {
     // The snapshot must exist here: a signature of a missing snapshot would be invisible.
-    store.read_snapshot(snapshot_id)?;
+    store.objects().read_snapshot(snapshot_id)?;
     let (sig, bytes) = match with {
         SignWith::Key(choice) => sign_with_key(&OpenedKey::open(choice)?, snapshot_id)?,
         SignWith::Opened(key) => sign_with_key(key, snapshot_id)?,
@@ -511,7 +517,7 @@ pub fn sign(
             (sig, bytes)
         }
     };
-    let (signature, added) = store.add_signature(snapshot_id, &bytes)?;
+    let (signature, added) = store.catalog().add_signature(snapshot_id, &bytes)?;
     Ok(SignReport {
         snapshot: *snapshot_id,
         signature,
@@ -578,7 +584,7 @@ fn rsa_sign(key: &ssh_key::private::RsaKeypair, id: &ObjectId) -> ssh_key::Resul
 /// `-`), at most the store's signature size.
 fn read_limited(path: &Path) -> Result<Vec<u8>, SignError> {
     use std::io::Read;
-    let limit = zeroclaw_bundle_store::MAX_SIGNATURE_BYTES as u64;
+    let limit = zeroclaw_bundle_store::limits::MAX_SIGNATURE_BYTES as u64;
     let read = if path == Path::new("-") {
         let mut out = Vec::new();
         std::io::stdin()

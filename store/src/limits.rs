@@ -1,5 +1,7 @@
 //! Expansion limits: how deep and how large a snapshot tree may expand before any reader
-//! (`checkout`, `export`, `ls -r`, `mount`) walks it. The one place the limits live.
+//! (`checkout`, `export`, `ls -r`, `mount`) walks it. The one place the limits live, the
+//! bounds of the signatures a snapshot carries ([`MAX_SIGNATURES`] of at most
+//! [`MAX_SIGNATURE_BYTES`], shared by the store, packs and remotes) included.
 //!
 //! Trees are content-addressed, so a few hostile objects can describe an enormous tree: a
 //! chain of 20,000 trees each holding the next, or a "diamond" of 40 trees each naming the
@@ -40,6 +42,27 @@ pub const MAX_BYTES: u64 = 1 << 40;
 /// positioned reads. A tree costs about 80 bytes per entry, so 64 MiB holds the trees of some
 /// 800,000 entries: the 300,000-file scale target is read in one go.
 pub const MAX_INDEX_IN_MEMORY: u64 = 64 << 20;
+
+/// Largest signature kept, read or carried, in bytes (an armored RSA-16384 sshsig is under
+/// 6 KiB).
+pub const MAX_SIGNATURE_BYTES: usize = 64 << 10;
+/// Most signatures kept, read or carried for one snapshot.
+pub const MAX_SIGNATURES: usize = 256;
+
+/// Checks the bounds every carrier of signatures (store, pack, remote) shares: not empty, at
+/// most [`MAX_SIGNATURE_BYTES`]. The error completes "the signature ...".
+pub fn check_signature_size(bytes: &[u8]) -> Result<(), String> {
+    if bytes.is_empty() {
+        return Err("is empty".into());
+    }
+    if bytes.len() > MAX_SIGNATURE_BYTES {
+        return Err(format!(
+            "is {} bytes; a signature is at most {MAX_SIGNATURE_BYTES} bytes",
+            bytes.len()
+        ));
+    }
+    Ok(())
+}
 
 /// What a tree expands to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -209,7 +232,8 @@ fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{EntryKind, Store, Tree, TreeEntry};
+    use crate::handle::Store;
+    use crate::tree::{EntryKind, Tree, TreeEntry};
 
     fn dir(name: &str, id: ObjectId) -> TreeEntry {
         TreeEntry {
@@ -238,6 +262,7 @@ mod tests {
             id: blob,
         };
         store
+            .objects()
             .write_tree(&Tree::from_entries(vec![file]).unwrap())
             .unwrap()
     }
@@ -247,9 +272,10 @@ mod tests {
         let (_t, store) = store();
         let l = leaf(&store, 6);
         let mid = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", l)]).unwrap())
             .unwrap();
-        let got = check_expansion(&store.reader(), &mid, "snapshot x").unwrap();
+        let got = check_expansion(&store.objects().reader(), &mid, "snapshot x").unwrap();
         assert_eq!(
             got,
             Expansion {
@@ -266,10 +292,11 @@ mod tests {
         let mut id = leaf(&store, 6);
         for _ in 0..64 {
             id = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![dir("a", id), dir("b", id)]).unwrap())
                 .unwrap();
         }
-        let err = check_expansion(&store.reader(), &id, "snapshot dia").unwrap_err();
+        let err = check_expansion(&store.objects().reader(), &id, "snapshot dia").unwrap_err();
         let msg = err.to_string();
         assert!(
             msg.contains("snapshot dia") && msg.contains("entry count"),
@@ -283,10 +310,11 @@ mod tests {
         let mut id = leaf(&store, 6);
         for _ in 0..20_000 {
             id = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![dir("d", id)]).unwrap())
                 .unwrap();
         }
-        let err = check_expansion(&store.reader(), &id, "snapshot deep").unwrap_err();
+        let err = check_expansion(&store.objects().reader(), &id, "snapshot deep").unwrap_err();
         assert!(err.to_string().contains("directory depth"), "{err}");
     }
 
@@ -297,14 +325,16 @@ mod tests {
         let mut chain = l;
         for _ in 0..3 {
             chain = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![dir("d", chain)]).unwrap())
                 .unwrap();
         }
         // The leaf is reached first at depth 1 (memoized), then at depth 4 through the chain.
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", chain)]).unwrap())
             .unwrap();
-        let src = store.reader();
+        let src = store.objects().reader();
         let got = check_expansion_within(&src, &root, "s", 4, 100, 100).unwrap();
         assert_eq!(got.depth, 4);
         assert!(check_expansion_within(&src, &root, "s", 3, 100, 100).is_err());
@@ -318,11 +348,12 @@ mod tests {
         let (_t, store) = store();
         let l = leaf(&store, 6);
         let root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![dir("a", l), dir("b", ObjectId::of(b"gone"))]).unwrap(),
             )
             .unwrap();
-        let got = check_expansion(&store.reader(), &root, "s").unwrap();
+        let got = check_expansion(&store.objects().reader(), &root, "s").unwrap();
         assert_eq!(got.entries, 3);
     }
 
@@ -331,9 +362,10 @@ mod tests {
         let (_t, store) = store();
         let l = leaf(&store, u64::MAX / 2);
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", l), dir("b", l), dir("c", l)]).unwrap())
             .unwrap();
-        let err = check_expansion(&store.reader(), &root, "s").unwrap_err();
+        let err = check_expansion(&store.objects().reader(), &root, "s").unwrap_err();
         assert!(err.to_string().contains("total file size"), "{err}");
     }
 }

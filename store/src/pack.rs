@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use crate::error::{DecodeError, StoreError};
 use crate::id::{IdHasher, ObjectId};
-use crate::objects::Blob;
+use crate::objects::{Blob, ObjectDir, StoreReader};
 #[cfg(test)]
 use crate::pack_format::ZSTD_LEVEL;
 use crate::pack_format::{
@@ -38,7 +38,6 @@ use crate::pack_writer::{write_blobs, write_err, HashingWriter, Tuning};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree, TreeShape};
-use crate::{Store, StoreReader};
 
 /// Largest tree or record [`PackReader::read`] reads into memory (64 MiB, the size of the
 /// largest tree index read whole: [`crate::limits::MAX_INDEX_IN_MEMORY`]).
@@ -79,7 +78,7 @@ pub struct PackStats {
     pub pack_bytes: u64,
 }
 
-/// Options of [`write_pack`].
+/// Options of [`crate::Packs::write`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PackOptions {
     /// Leave out every object this snapshot reaches (an incremental pack).
@@ -89,7 +88,7 @@ pub struct PackOptions {
 }
 
 /// Every tree id reachable from `root` (iteratively; each tree read once).
-fn reachable_trees(
+pub(crate) fn reachable_trees(
     source: &dyn ObjectSource,
     root: &ObjectId,
 ) -> Result<Vec<(ObjectId, Tree)>, StoreError> {
@@ -111,195 +110,22 @@ fn reachable_trees(
     Ok(out)
 }
 
-/// Writes snapshot `snapshot_id` of `store` as a pack to `out`, calling `progress` with the
-/// uncompressed bytes of each object written. The trees come from the snapshot's tree index
-/// when it has a usable one (one sequential read instead of one object file per tree: most
-/// of a cold pack's start), else from the objects.
-pub fn write_pack(
-    store: &Store,
-    snapshot_id: &ObjectId,
-    options: PackOptions,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let source = store.snapshot_source(snapshot_id);
-    write_pack_reading(store, &source, snapshot_id, options, out, progress)
-}
-
-/// [`write_pack`], reading the snapshot's trees through `trees` (a tree index that already
-/// holds most of them: the parent snapshot's, when a commit writes its own index).
-pub(crate) fn write_pack_reading(
-    store: &Store,
-    trees_from: &dyn ObjectSource,
-    snapshot_id: &ObjectId,
-    options: PackOptions,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let tuning = Tuning::for_host();
-    write_pack_tuned(
-        store,
-        trees_from,
-        snapshot_id,
-        options,
-        &tuning,
-        out,
-        progress,
-    )
-}
-
-/// [`write_pack_reading`] with the blob pipeline's `tuning` (tests vary the workers and the
-/// streaming threshold).
-pub(crate) fn write_pack_tuned(
-    store: &Store,
-    trees_from: &dyn ObjectSource,
-    snapshot_id: &ObjectId,
-    options: PackOptions,
-    tuning: &Tuning,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let snapshot = store.read_snapshot(snapshot_id)?;
-    let base: HashSet<ObjectId> = match &options.since {
-        Some(base_id) => {
-            let base = store.read_snapshot(base_id)?;
-            let trees = reachable_trees(&store.snapshot_source(base_id), &base.root)?;
-            let mut ids: HashSet<ObjectId> = trees.iter().map(|(id, _)| *id).collect();
-            for (_, tree) in &trees {
-                ids.extend(tree.entries().iter().map(|e| e.id));
-            }
-            ids
-        }
-        None => HashSet::new(),
-    };
-    // Trees the base has are skipped whole: everything below them is in the base too.
-    let mut trees = Vec::new();
-    let mut blobs = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack = vec![snapshot.root];
-    while let Some(id) = stack.pop() {
-        if base.contains(&id) || !seen.insert(id) {
-            continue;
-        }
-        let tree = trees_from.tree(&id)?;
-        for e in tree.entries().iter().rev() {
-            match e.kind {
-                EntryKind::Dir => stack.push(e.id),
-                _ if options.trees_only || base.contains(&e.id) => {}
-                _ => {
-                    if seen.insert(e.id) {
-                        blobs.push((e.id, e.size));
-                    }
-                }
-            }
-        }
-        trees.push((id, tree.encode()));
-    }
-
-    let flags = if options.trees_only {
-        FLAG_TREES_ONLY
-    } else {
-        0
-    };
-    // A full pack carries the snapshot's signatures; a digest (or a tree index) does not.
-    let signatures: Vec<Vec<u8>> = if options.trees_only {
-        Vec::new()
-    } else {
-        store
-            .signatures(snapshot_id)?
-            .into_iter()
-            .map(|s| s.bytes)
-            .collect()
-    };
-    emit(
-        store,
-        Emit {
-            snapshot_id,
-            flags,
-            base: options.since,
-            trees: &trees,
-            blobs: &blobs,
-            signatures: &signatures,
-        },
-        tuning,
-        out,
-        progress,
-    )
-}
-
-/// Writes snapshot `snapshot_id` of `store` as a pack of the record, every tree and every blob
-/// it reaches except those `skip` says the other side already holds (a remote push: `skip`
-/// tests the remote's indexes). Unlike `--since`, every tree is descended even when skipped,
-/// so nothing below a skipped tree is assumed; the record is always written (it names the
-/// pack's root). The pack has no base: [`PackReader::missing`] lists what it leaves out.
-/// The walk reads the trees from the snapshot's tree index ([`Store::snapshot_source`]).
-pub fn write_pack_excluding(
-    store: &Store,
-    snapshot_id: &ObjectId,
-    skip: &dyn Fn(&ObjectId) -> bool,
-    out: &mut dyn Write,
-    progress: &mut dyn FnMut(u64),
-) -> Result<PackStats, StoreError> {
-    let snapshot = store.read_snapshot(snapshot_id)?;
-    // Every tree from the snapshot's tree index when it has a usable one (one file read).
-    let source = store.snapshot_source(snapshot_id);
-    let mut trees = Vec::new();
-    let mut blobs = Vec::new();
-    let mut seen = HashSet::new();
-    let mut stack = vec![snapshot.root];
-    while let Some(id) = stack.pop() {
-        if !seen.insert(id) {
-            continue;
-        }
-        let tree = source.tree(&id)?;
-        for e in tree.entries().iter().rev() {
-            match e.kind {
-                EntryKind::Dir => stack.push(e.id),
-                _ => {
-                    if !skip(&e.id) && seen.insert(e.id) {
-                        blobs.push((e.id, e.size));
-                    }
-                }
-            }
-        }
-        if !skip(&id) {
-            trees.push((id, tree.encode()));
-        }
-    }
-    let tuning = Tuning::for_host();
-    // No signatures: a remote keeps them beside its records, not in its packs.
-    emit(
-        store,
-        Emit {
-            snapshot_id,
-            flags: 0,
-            base: None,
-            trees: &trees,
-            blobs: &blobs,
-            signatures: &[],
-        },
-        &tuning,
-        out,
-        progress,
-    )
-}
-
 /// What [`emit`] writes.
-struct Emit<'a> {
-    snapshot_id: &'a ObjectId,
-    flags: u32,
-    base: Option<ObjectId>,
-    trees: &'a [(ObjectId, Vec<u8>)],
-    blobs: &'a [(ObjectId, u64)],
+pub(crate) struct Emit<'a> {
+    pub(crate) snapshot_id: &'a ObjectId,
+    pub(crate) flags: u32,
+    pub(crate) base: Option<ObjectId>,
+    pub(crate) trees: &'a [(ObjectId, Vec<u8>)],
+    pub(crate) blobs: &'a [(ObjectId, u64)],
     /// The signature section's content (none: no section).
-    signatures: &'a [Vec<u8>],
+    pub(crate) signatures: &'a [Vec<u8>],
 }
 
 /// Writes the header, the record, `trees`, `blobs` (read from the store, verified and
 /// compressed ahead on worker threads: [`crate::pack_writer`]), the signature section when
 /// there are signatures, the index and the trailer.
-fn emit(
-    store: &Store,
+pub(crate) fn emit(
+    objects: &ObjectDir,
     what: Emit<'_>,
     tuning: &Tuning,
     out: &mut dyn Write,
@@ -319,7 +145,7 @@ fn emit(
 
     let mut index: Vec<PackEntry> = Vec::new();
     let mut stats = PackStats::default();
-    let record = store.objects().read_verified(snapshot_id)?;
+    let record = objects.read_verified(snapshot_id)?;
     put(&mut w, &mut index, *snapshot_id, &record)?;
     progress(record.len() as u64);
     for (id, bytes) in trees {
@@ -327,7 +153,7 @@ fn emit(
         stats.trees += 1;
         progress(bytes.len() as u64);
     }
-    write_blobs(store, blobs, tuning, &mut w, &mut index, progress)?;
+    write_blobs(objects, blobs, tuning, &mut w, &mut index, progress)?;
     stats.blobs = blobs.len() as u64;
     stats.objects = index.len() as u64;
     stats.bytes = index.iter().map(|e| e.len).sum();
@@ -846,7 +672,9 @@ impl PackReader {
         let Some((offset, len)) = self.signatures_at else {
             return Ok(Vec::new());
         };
-        let most = 12 + crate::MAX_SIGNATURES as u64 * (4 + crate::MAX_SIGNATURE_BYTES as u64);
+        let most = 12
+            + crate::limits::MAX_SIGNATURES as u64
+                * (4 + crate::limits::MAX_SIGNATURE_BYTES as u64);
         if len > most {
             return Err(bad(
                 &self.path,
@@ -1122,11 +950,13 @@ pub struct PackOverStore {
 }
 
 impl PackOverStore {
-    /// `pack`, over `store` when the pack is incremental and the store holds its base
-    /// snapshot's record.
-    pub fn new(pack: PackReader, store: Option<&Store>) -> PackOverStore {
-        let store = match (pack.base, store) {
-            (Some(base), Some(store)) if store.read_snapshot(&base).is_ok() => Some(store.reader()),
+    /// `pack`, over the store whose objects are `objects` when the pack is incremental and
+    /// the store holds its base snapshot's record.
+    pub fn new(pack: PackReader, objects: Option<&ObjectDir>) -> PackOverStore {
+        let store = match (pack.base, objects) {
+            (Some(base), Some(objects)) if objects.read_snapshot(&base).is_ok() => {
+                Some(objects.reader())
+            }
             _ => None,
         };
         PackOverStore { pack, store }
@@ -1212,8 +1042,8 @@ fn tempfile_in_tmp() -> io::Result<File> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Store;
     use crate::tree::TreeEntry;
-    use crate::unpack::{closure_needs, import_from_packs, unpack};
 
     /// A store with one snapshot: a tree holding a compressible file, a small one and a
     /// subdirectory.
@@ -1224,7 +1054,7 @@ mod tests {
         let small = b"hello\n".to_vec();
         let file = |name: &str, bytes: &[u8]| store.file_entry_for_test(name, bytes);
         let sub = Tree::from_entries(vec![file("s.txt", &small), file("empty", b"")]).unwrap();
-        let sub_id = store.write_tree(&sub).unwrap();
+        let sub_id = store.objects().write_tree(&sub).unwrap();
         let root = Tree::from_entries(vec![
             file("big.txt", &big),
             file("hello.txt", &small),
@@ -1237,16 +1067,19 @@ mod tests {
             },
         ])
         .unwrap();
-        let root_id = store.write_tree(&root).unwrap();
+        let root_id = store.objects().write_tree(&root).unwrap();
         let snap = Snapshot::for_test(root_id, "test");
         let lock = store.write_lock().unwrap();
-        let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         (dir, store, id)
     }
 
     fn pack_bytes(store: &Store, id: &ObjectId, options: PackOptions) -> Vec<u8> {
         let mut out = Vec::new();
-        write_pack(store, id, options, &mut out, &mut |_| {}).unwrap();
+        store
+            .packs()
+            .write(id, options, &mut out, &mut |_| {})
+            .unwrap();
         out
     }
 
@@ -1274,8 +1107,13 @@ mod tests {
             "the 10 kB file compresses"
         );
         let other = Store::open_or_create(&dir.path().join("other")).unwrap();
-        assert_eq!(unpack(&other, &reader).unwrap(), id);
-        assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert_eq!(other.packs().unpack(&reader).unwrap(), id);
+        assert!(other
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
         // A digest pack has the record and trees only.
         let digest = pack_bytes(
             &store,
@@ -1293,11 +1131,11 @@ mod tests {
     #[test]
     fn excluding_packs_split_a_snapshot_and_import_from_several() {
         let (dir, store, id) = fixture();
-        let snap = store.read_snapshot(&id).unwrap();
-        let root = store.read_tree(&snap.root).unwrap();
+        let snap = store.objects().read_snapshot(&id).unwrap();
+        let root = store.objects().read_tree(&snap.root).unwrap();
         let sub = root.entries().iter().find(|e| e.name == b"sub").unwrap().id;
         // First pack: everything but the subtree and what only it holds.
-        let sub_tree = store.read_tree(&sub).unwrap();
+        let sub_tree = store.objects().read_tree(&sub).unwrap();
         let only_sub: Vec<ObjectId> = sub_tree
             .entries()
             .iter()
@@ -1306,14 +1144,10 @@ mod tests {
             .chain([sub])
             .collect();
         let mut first = Vec::new();
-        write_pack_excluding(
-            &store,
-            &id,
-            &|o| only_sub.contains(o),
-            &mut first,
-            &mut |_| {},
-        )
-        .unwrap();
+        store
+            .packs()
+            .write_excluding(&id, &|o| only_sub.contains(o), &mut first, &mut |_| {})
+            .unwrap();
         let p1_path = dir.path().join("p1");
         std::fs::write(&p1_path, &first).unwrap();
         let p1 = PackReader::open(&p1_path).unwrap();
@@ -1321,14 +1155,10 @@ mod tests {
         let in_first: Vec<ObjectId> = p1.entries().iter().map(|e| e.id).collect();
         // Second pack: what the first lacks (descended through every tree, record included).
         let mut second = Vec::new();
-        let stats = write_pack_excluding(
-            &store,
-            &id,
-            &|o| in_first.contains(o),
-            &mut second,
-            &mut |_| {},
-        )
-        .unwrap();
+        let stats = store
+            .packs()
+            .write_excluding(&id, &|o| in_first.contains(o), &mut second, &mut |_| {})
+            .unwrap();
         assert_eq!(stats.objects, 1 + only_sub.len() as u64, "{stats:?}");
         let p2_path = dir.path().join("p2");
         std::fs::write(&p2_path, &second).unwrap();
@@ -1336,28 +1166,57 @@ mod tests {
         let record = store.objects().read_verified(&id).unwrap();
 
         let other = Store::open_or_create(&dir.path().join("other")).unwrap();
-        let (missing, _) = closure_needs(&other, std::slice::from_ref(&p1), &snap.root).unwrap();
+        let (missing, _) = other
+            .packs()
+            .closure_needs(std::slice::from_ref(&p1), &snap.root)
+            .unwrap();
         assert_eq!(
             missing,
             vec![sub],
             "the subtree is found nowhere, not descended"
         );
         assert!(matches!(
-            import_from_packs(&other, &id, &record, std::slice::from_ref(&p1), &crate::NoWatch),
+            other.packs().import(&id, &record, std::slice::from_ref(&p1), &crate::packs::NoWatch),
             Err(StoreError::MissingObject(m)) if m == sub
         ));
-        assert!(other.catalog().unwrap().snapshots().unwrap().is_empty());
+        assert!(other
+            .catalog()
+            .session()
+            .unwrap()
+            .snapshots()
+            .unwrap()
+            .is_empty());
         // A record that is not the id's is refused before anything.
         let mut lie = record.clone();
         lie.push(b' ');
-        assert!(import_from_packs(&other, &id, &lie, &[], &crate::NoWatch).is_err());
+        assert!(other
+            .packs()
+            .import(&id, &lie, &[], &crate::packs::NoWatch)
+            .is_err());
         let packs = [p1, p2];
         assert_eq!(
-            import_from_packs(&other, &id, &record, &packs, &crate::NoWatch).unwrap(),
+            other
+                .packs()
+                .import(&id, &record, &packs, &crate::packs::NoWatch)
+                .unwrap(),
             id
         );
-        assert!(other.verify(&mut |_, _| {}).unwrap().problems.is_empty());
-        assert_eq!(other.catalog().unwrap().snapshots().unwrap().len(), 1);
+        assert!(other
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
+        assert_eq!(
+            other
+                .catalog()
+                .session()
+                .unwrap()
+                .snapshots()
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[test]
@@ -1480,8 +1339,8 @@ mod tests {
     #[test]
     fn since_leaves_out_what_the_base_has() {
         let (dir, store, base) = fixture();
-        let snap = store.read_snapshot(&base).unwrap();
-        let tree = store.read_tree(&snap.root).unwrap();
+        let snap = store.objects().read_snapshot(&base).unwrap();
+        let tree = store.objects().read_tree(&snap.root).unwrap();
         let mut entries = tree.entries().to_vec();
         entries.push(TreeEntry {
             name: b"new.txt".to_vec(),
@@ -1491,10 +1350,12 @@ mod tests {
             id: store.objects().write_bytes(b"new").unwrap(),
         });
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();
         let next = store
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1518,14 +1379,28 @@ mod tests {
         assert_eq!(reader.entries().len(), 3);
         assert_eq!(reader.base, Some(base));
         let empty = Store::open_or_create(&dir.path().join("empty")).unwrap();
-        let err = unpack(&empty, &reader).expect_err("base missing");
+        let err = empty.packs().unpack(&reader).expect_err("base missing");
         assert!(err.to_string().contains(&base.short(12)), "{err}");
-        assert!(empty.catalog().unwrap().snapshots().unwrap().is_empty());
+        assert!(empty
+            .catalog()
+            .session()
+            .unwrap()
+            .snapshots()
+            .unwrap()
+            .is_empty());
         let full = pack_bytes(&store, &base, PackOptions::default());
-        unpack(&empty, &open_bytes(dir.path(), &full).unwrap()).unwrap();
+        empty
+            .packs()
+            .unpack(&open_bytes(dir.path(), &full).unwrap())
+            .unwrap();
         let reader = open_bytes(dir.path(), &bytes).unwrap();
-        assert_eq!(unpack(&empty, &reader).unwrap(), next);
-        assert!(empty.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert_eq!(empty.packs().unpack(&reader).unwrap(), next);
+        assert!(empty
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     /// A received snapshot never takes over a local name, and one dated in the future (which
@@ -1533,9 +1408,10 @@ mod tests {
     #[test]
     fn a_received_record_does_not_take_over_local_refs() {
         let (dir, store, id) = fixture();
-        let snap = store.read_snapshot(&id).unwrap();
+        let snap = store.objects().read_snapshot(&id).unwrap();
         let lock = store.write_lock().unwrap();
         let named = store
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1547,6 +1423,7 @@ mod tests {
             )
             .unwrap();
         let future = store
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1560,6 +1437,7 @@ mod tests {
         let other = Store::open_or_create(&dir.path().join("other")).unwrap();
         let lock = other.write_lock().unwrap();
         let local = other
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
@@ -1573,10 +1451,13 @@ mod tests {
         drop(lock);
         for (id, needle) in [(named, "already names"), (future, "in the future")] {
             let bytes = pack_bytes(&store, &id, PackOptions::default());
-            let err = unpack(&other, &open_bytes(dir.path(), &bytes).unwrap()).expect_err(needle);
+            let err = other
+                .packs()
+                .unpack(&open_bytes(dir.path(), &bytes).unwrap())
+                .expect_err(needle);
             assert!(err.to_string().contains(needle), "{err}");
         }
-        let cat = other.catalog().unwrap();
+        let cat = other.catalog().session().unwrap();
         assert_eq!(cat.snapshots().unwrap().len(), 1);
         assert_eq!(cat.name_target("prod").unwrap(), Some(local));
     }

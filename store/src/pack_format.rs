@@ -123,7 +123,7 @@ pub(crate) fn encode_signatures(signatures: &[Vec<u8>]) -> Vec<u8> {
 }
 
 /// Decodes a signature section (the whole gap between the objects and the index): at most
-/// [`crate::MAX_SIGNATURES`] signatures of at most [`crate::MAX_SIGNATURE_BYTES`] each, filling
+/// [`crate::limits::MAX_SIGNATURES`] signatures of at most [`crate::limits::MAX_SIGNATURE_BYTES`] each, filling
 /// the gap exactly. The error says what is wrong with it.
 pub(crate) fn decode_signatures(section: &[u8]) -> Result<Vec<Vec<u8>>, String> {
     let rest = section
@@ -133,10 +133,10 @@ pub(crate) fn decode_signatures(section: &[u8]) -> Result<Vec<Vec<u8>>, String> 
         .split_first_chunk::<4>()
         .ok_or("has a truncated signature section")?;
     let count = u32::from_le_bytes(*count) as usize;
-    if count > crate::MAX_SIGNATURES {
+    if count > crate::limits::MAX_SIGNATURES {
         return Err(format!(
             "claims {count} signatures; a snapshot carries at most {}",
-            crate::MAX_SIGNATURES
+            crate::limits::MAX_SIGNATURES
         ));
     }
     let mut out = Vec::with_capacity(count);
@@ -149,7 +149,7 @@ pub(crate) fn decode_signatures(section: &[u8]) -> Result<Vec<Vec<u8>>, String> 
             return Err(format!("has a truncated signature section (signature {i})"));
         }
         let (sig, after) = after.split_at(len);
-        crate::check_signature_size(sig)
+        crate::limits::check_signature_size(sig)
             .map_err(|why| format!("carries a signature that {why}"))?;
         out.push(sig.to_vec());
         rest = after;

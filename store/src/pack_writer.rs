@@ -39,9 +39,8 @@ use std::sync::{Condvar, Mutex};
 
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
-use crate::objects::{Blob, Stored};
+use crate::objects::{Blob, ObjectDir, Stored};
 use crate::pack_format::{PackEntry, ZSTD_LEVEL};
-use crate::Store;
 
 /// How many leading bytes of a blob decide whether it is worth compressing.
 const PROBE: usize = 128 * 1024;
@@ -195,7 +194,7 @@ impl Budget {
 /// zstd frame) to `w` in the given order, adding their index entries and calling `progress`
 /// with each object's uncompressed length once it is written.
 pub(crate) fn write_blobs(
-    store: &Store,
+    objects: &ObjectDir,
     blobs: &[(ObjectId, u64)],
     tuning: &Tuning,
     w: &mut HashingWriter<'_>,
@@ -217,7 +216,7 @@ pub(crate) fn write_blobs(
     std::thread::scope(|scope| {
         for _ in 0..tuning.workers.max(1) {
             let (job_rx, stop) = (&job_rx, &stop);
-            scope.spawn(move || worker(store, tuning, job_rx, stop));
+            scope.spawn(move || worker(objects, tuning, job_rx, stop));
         }
         let (budget_ref, stop_ref) = (&budget, &stop);
         scope.spawn(move || {
@@ -304,7 +303,7 @@ fn write_in_order(
 }
 
 /// One worker: takes jobs until the queue closes, skipping them once the writer stopped.
-fn worker(store: &Store, tuning: &Tuning, jobs: &Mutex<Receiver<Job>>, stop: &AtomicBool) {
+fn worker(objects: &ObjectDir, tuning: &Tuning, jobs: &Mutex<Receiver<Job>>, stop: &AtomicBool) {
     // A context per worker, reused for every object (creating one per object costs more than
     // compressing a small file).
     let mut zstd = zstd::bulk::Compressor::new(ZSTD_LEVEL).map_err(|e| e.to_string());
@@ -330,9 +329,9 @@ fn worker(store: &Store, tuning: &Tuning, jobs: &Mutex<Receiver<Job>>, stop: &At
             }
         };
         let result = if job.size > tuning.stream_over {
-            stream(store, &job, tuning, z, &mut probe_buf, stop)
+            stream(objects, &job, tuning, z, &mut probe_buf, stop)
         } else {
-            whole(store, &job, z, &mut probe_buf)
+            whole(objects, &job, z, &mut probe_buf)
                 .and_then(|piece| job.to_writer.send(piece).map_err(|_| Sent::WriterGone))
         };
         if let Err(Sent::Failed(e)) = result {
@@ -356,8 +355,8 @@ impl From<StoreError> for Sent {
 }
 
 /// Opens a blob and checks its length against the tree's.
-fn open(store: &Store, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
-    check_len(store.objects().open_blob(id)?, id, size)
+fn open(objects: &ObjectDir, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+    check_len(objects.open_blob(id)?, id, size)
 }
 
 /// `blob`, when it has the length the tree records.
@@ -402,12 +401,12 @@ fn worth_compressing(z: &mut zstd::bulk::Compressor<'_>, head: &[u8], buf: &mut 
 
 /// A blob up to the streaming threshold: read whole, verified, compressed when that pays.
 fn whole(
-    store: &Store,
+    objects: &ObjectDir,
     job: &Job,
     z: &mut zstd::bulk::Compressor<'_>,
     probe_buf: &mut Vec<u8>,
 ) -> Result<Piece, Sent> {
-    let blob = match store.objects().open_stored_of_len(&job.id, job.size)? {
+    let blob = match objects.open_stored_of_len(&job.id, job.size)? {
         Stored::Compressed { frame, bytes } if job.size <= PROBE as u64 => {
             return copy_frame(job, frame, &bytes)
         }
@@ -471,14 +470,14 @@ fn copy_frame(job: &Job, frame: Vec<u8>, bytes: &[u8]) -> Result<Piece, Sent> {
 /// A blob over the streaming threshold: read, hashed and (when its first bytes compress)
 /// compressed into one zstd frame a chunk at a time, each chunk sent as soon as it is ready.
 fn stream(
-    store: &Store,
+    objects: &ObjectDir,
     job: &Job,
     tuning: &Tuning,
     z: &mut zstd::bulk::Compressor<'_>,
     probe_buf: &mut Vec<u8>,
     stop: &AtomicBool,
 ) -> Result<(), Sent> {
-    let blob = open(store, &job.id, job.size)?;
+    let blob = open(objects, &job.id, job.size)?;
     let chunk = tuning.chunk.max(PROBE);
     let mut buf = vec![0u8; chunk];
     let first = chunk.min(usize::try_from(job.size).unwrap_or(usize::MAX));
@@ -613,7 +612,8 @@ mod tests {
     //! the pack's error, the first in walk order.
 
     use super::*;
-    use crate::pack::{write_pack_tuned, PackOptions, PackReader};
+    use crate::handle::Store;
+    use crate::pack::{PackOptions, PackReader};
     use crate::snapshot::Snapshot;
     use crate::tree::{EntryKind, Tree, TreeEntry};
     use std::collections::HashMap;
@@ -688,7 +688,7 @@ mod tests {
                 kind: EntryKind::Dir,
                 mode: 0o755,
                 size: 0,
-                id: store.write_tree(&tree).unwrap(),
+                id: store.objects().write_tree(&tree).unwrap(),
             });
         }
         for (name, bytes) in extra {
@@ -696,11 +696,12 @@ mod tests {
         }
         root.sort_by(|a, b| a.name.cmp(&b.name));
         let root_id = store
+            .objects()
             .write_tree(&Tree::from_entries(root).unwrap())
             .unwrap();
         let snap = Snapshot::for_test(root_id, "test");
         let lock = store.write_lock().unwrap();
-        let snapshot = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let snapshot = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         Fixture {
             _dir: dir,
             store,
@@ -712,9 +713,8 @@ mod tests {
     fn pack(f: &Fixture, tuning: &Tuning) -> Result<Vec<u8>, StoreError> {
         let mut out = Vec::new();
         let mut progressed = 0;
-        write_pack_tuned(
-            &f.store,
-            &f.store.reader(),
+        f.store.packs().write_tuned(
+            &f.store.objects().reader(),
             &f.snapshot,
             PackOptions::default(),
             tuning,
@@ -735,7 +735,7 @@ mod tests {
         let path = f
             ._dir
             .path()
-            .join(format!("p{}.zcpack", crate::random_token()));
+            .join(format!("p{}.zcpack", crate::sys::random_token()));
         std::fs::write(&path, bytes).unwrap();
         let reader = PackReader::open(&path).unwrap();
         reader.verify().unwrap();
@@ -952,9 +952,8 @@ mod tests {
         };
         for left in [0, 100, 300_000, 2_000_000, 5_000_000] {
             let mut out = Closing { left };
-            let r = write_pack_tuned(
-                &f.store,
-                &f.store.reader(),
+            let r = f.store.packs().write_tuned(
+                &f.store.objects().reader(),
                 &f.snapshot,
                 PackOptions::default(),
                 &small,
@@ -976,19 +975,15 @@ mod tests {
         // gone from objects/, only the snapshot's tree index can supply it: one read instead
         // of one object file per tree, which is most of a cold pack's start.
         let f = fixture(5, &mixed_files(), &[]);
-        let root = f.store.read_snapshot(&f.snapshot).unwrap().root;
-        assert!(f.store.tree_index_path(&root).exists());
-        let sub = f.store.read_tree(&root).unwrap().entries()[2].id;
+        let root = f.store.objects().read_snapshot(&f.snapshot).unwrap().root;
+        assert!(f.store.index().tree_index_path(&root).exists());
+        let sub = f.store.objects().read_tree(&root).unwrap().entries()[2].id;
         std::fs::remove_file(f.store.objects().file_of(&sub).unwrap()).unwrap();
         let mut out = Vec::new();
-        crate::pack::write_pack(
-            &f.store,
-            &f.snapshot,
-            PackOptions::default(),
-            &mut out,
-            &mut |_| {},
-        )
-        .unwrap();
+        f.store
+            .packs()
+            .write(&f.snapshot, PackOptions::default(), &mut out, &mut |_| {})
+            .unwrap();
         assert!(open(&f, &out).entry(&sub).is_some());
     }
 }

@@ -12,7 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::DecodeError;
+use crate::error::{DecodeError, StoreError};
 use crate::escape::is_hidden;
 use crate::id::ObjectId;
 
@@ -32,6 +32,29 @@ pub fn name_problem(name: &str) -> Option<&'static str> {
     } else {
         None
     }
+}
+
+/// Checks a `--name`: it must not be mistaken for an id prefix or an `agent/` ref, nor
+/// contain whitespace or control characters (see [`name_problem`]).
+pub fn validate_name(name: &str) -> Result<(), StoreError> {
+    match name_problem(name) {
+        Some(why) => Err(StoreError::BadName(name.to_string(), why)),
+        None => Ok(()),
+    }
+}
+
+/// How far in the future a received record's creation time may lie (clock skew between
+/// hosts).
+const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
+
+/// True when `snapshot` claims a creation time more than [`FUTURE_SKEW_NS`] ahead of this
+/// host's clock: it would stay `agent/<alias>` over every later local export.
+pub(crate) fn future_dated(snapshot: &Snapshot) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
+        .unwrap_or(0);
+    snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS)
 }
 
 const MAGIC: &[u8; 4] = b"ZCBS";
@@ -271,6 +294,15 @@ mod tests {
                 }],
             },
         }
+    }
+
+    #[test]
+    fn names_that_look_like_refs_are_refused() {
+        assert!(validate_name("release-1").is_ok());
+        assert!(validate_name("deadbeef").is_err());
+        assert!(validate_name("agent/x").is_err());
+        assert!(validate_name("a b").is_err());
+        assert!(validate_name("").is_err());
     }
 
     #[test]

@@ -1,9 +1,12 @@
 //! The store crate's only use of rustix: `syncfs(2)`, read-ahead hints, a random token for
-//! temp names, no-follow opens of the store's own files, and unnamed temporary files.
+//! temp names, no-follow opens of the store's own files, and unnamed temporary files; and the
+//! listing of a store directory that may not exist yet.
 
-use std::fs::File;
+use std::fs::{self, File};
 use std::io;
 use std::path::Path;
+
+use crate::error::StoreError;
 
 /// Flushes the whole filesystem holding `path` (data and metadata); reports writeback errors.
 pub fn syncfs(path: &Path) -> io::Result<()> {
@@ -114,4 +117,22 @@ pub fn unnamed_file(dir: &Path) -> io::Result<File> {
         .open(&path)?;
     std::fs::remove_file(&path)?;
     Ok(file)
+}
+
+/// The entries of directory `dir`, read as they are asked for (a reader may stop early), none
+/// when it does not exist (a store directory made on first use: `signatures/`, `trees/`,
+/// `leases/`); any other failure names the directory.
+pub(crate) fn list_dir(
+    dir: &Path,
+) -> Result<impl Iterator<Item = Result<fs::DirEntry, StoreError>>, StoreError> {
+    let rd = match fs::read_dir(dir) {
+        Ok(rd) => Some(rd),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        Err(e) => return Err(StoreError::io("list", dir, e)),
+    };
+    let dir = dir.to_path_buf();
+    Ok(rd
+        .into_iter()
+        .flatten()
+        .map(move |ent| ent.map_err(|e| StoreError::io("list", &dir, e))))
 }

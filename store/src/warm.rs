@@ -12,7 +12,7 @@
 //! five threads (one per chain of reads) was no faster than two. One chain, record first,
 //! on the thread that waits for the server, is faster still: it starts a thread's start
 //! sooner, and after its first lookup the store's root directory and its first inodes (the
-//! marker and the lock sit next to the root: see `Store::create`) are in memory. Nor did
+//! marker and the lock sit next to the root: see `Store::open_or_create`) are in memory. Nor did
 //! asking for a tree index's end ahead (`posix_fadvise`) help, as a larger read queued before
 //! the small ones the server waits on.
 //!
@@ -27,7 +27,10 @@
 use std::fs;
 use std::path::Path;
 
-use crate::{ObjectId, Store};
+use crate::catalog::Catalog;
+use crate::id::ObjectId;
+use crate::index::Index;
+use crate::inner::Inner;
 
 /// The most this reads of one small file (the marker, an expansion record).
 const SMALL: u64 = 4096;
@@ -39,19 +42,21 @@ pub const WARM_PROBE_NAME: &str = ".zeroclaw-bundle-warm";
 /// Reads, and drops, what a mount of `snapshot` from the store at `root` reads before it
 /// answers (see the module doc). Returns when done; never fails.
 pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
-    let store = Store::unopened(root);
+    // The store as paths only: no marker is read or raised, nothing is created.
+    let inner = Inner::at(root);
+    let index = Index::new(&inner);
     // The record, then what it names: the root's expansion record and tree index. Their
     // lookups read the store's root directory and its first inodes, where the marker and
-    // the lock sit (next to the root: see `Store::create`), so these come cheap after.
-    if let Ok(snap) = store.read_snapshot(snapshot) {
-        read_small(&store.expansion_record_path(&snap.root));
+    // the lock sit (next to the root: see `Store::open_or_create`), so these come cheap after.
+    if let Ok(snap) = inner.objects().read_snapshot(snapshot) {
+        read_small(&index.expansion_record_path(&snap.root));
         // The index's first page (its header and the root tree): what a mount reads first.
-        store.read_index_head(snapshot, &snap.root);
+        index.read_index_head(snapshot, &snap.root);
     }
     // The store's own files, which do not depend on the record.
-    read_small(&root.join(crate::MARKER));
+    read_small(&root.join(crate::handle::MARKER));
     for path in [
-        store.signatures_dir(snapshot),
+        Catalog::new(&inner).signatures_dir(snapshot),
         root.join(crate::lock::LOCK_FILE),
     ] {
         let _ = fs::symlink_metadata(path);
@@ -59,13 +64,13 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
 }
 
 /// [`warm_for_mount`] of the snapshot `reference` names when it is a full id or an id prefix
-/// the store's records resolve without the catalog ([`Store::resolve_abbreviation_indexed`],
+/// the store's records resolve without the catalog ([`Index::resolve_abbreviation_indexed`],
 /// itself read-only: a directory listing and the candidates' records); anything else is left
 /// to the server (a name is the catalog's, which is the server's to open).
 pub fn warm_for_mount_ref(root: &Path, reference: &str) {
     let id = match ObjectId::from_full_ref(reference) {
         Some(id) => id,
-        None => match Store::unopened(root).resolve_abbreviation_indexed(reference) {
+        None => match Index::new(&Inner::at(root)).resolve_abbreviation_indexed(reference) {
             Some(id) => id,
             None => return,
         },
@@ -85,9 +90,9 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
+    use crate::handle::Store;
     use crate::snapshot::Snapshot;
-    use crate::tree::{Tree, TreeEntry};
-    use crate::EntryKind;
+    use crate::tree::{EntryKind, Tree, TreeEntry};
 
     /// Every path under `dir` (itself included) with its inode, size and change time: what
     /// any write, creation or removal under it would change.
@@ -129,18 +134,20 @@ mod tests {
             id: store.objects().write_bytes(text).unwrap(),
         };
         let tree = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![file]).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();
         let id = store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(tree, "warm"), None)
             .unwrap();
         drop(lock);
-        assert!(store.recorded_expansion(&tree).is_some());
+        assert!(store.index().recorded_expansion(&tree).is_some());
         // The lock file and the lease directory are what a mount creates: absent here, they
         // must stay absent.
         let _ = fs::remove_file(root.join(crate::lock::LOCK_FILE));
-        let _ = fs::remove_dir_all(store.leases_dir());
+        let _ = fs::remove_dir_all(store.maintenance().leases_dir());
         let before = state(dir.path());
         warm_for_mount(&root, &id);
         warm_for_mount(&root, &tree);

@@ -254,7 +254,7 @@ fn fuzz_record_decoder() {
 
 /// Packs written by the store itself: one with a compressed blob, a digest pack.
 fn seeds_pack() -> Vec<Vec<u8>> {
-    use zeroclaw_bundle_store::{write_pack, PackOptions, Store};
+    use zeroclaw_bundle_store::{PackOptions, Store};
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_or_create(dir.path()).unwrap();
     let file = |name: &[u8], bytes: &[u8]| TreeEntry {
@@ -266,7 +266,7 @@ fn seeds_pack() -> Vec<Vec<u8>> {
     };
     let zeros = vec![0u8; 20_000];
     let root = Tree::from_entries(vec![file(b"a", b"hello\n"), file(b"z", &zeros)]).unwrap();
-    let root = store.write_tree(&root).unwrap();
+    let root = store.objects().write_tree(&root).unwrap();
     let snap = Snapshot {
         root,
         created_unix_ns: 1,
@@ -279,7 +279,7 @@ fn seeds_pack() -> Vec<Vec<u8>> {
         report: CaptureReport::default(),
     };
     let lock = store.write_lock().unwrap();
-    let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+    let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
     drop(lock);
     [false, true]
         .iter()
@@ -289,7 +289,10 @@ fn seeds_pack() -> Vec<Vec<u8>> {
                 since: None,
                 trees_only,
             };
-            write_pack(&store, &id, options, &mut out, &mut |_| {}).unwrap();
+            store
+                .packs()
+                .write(&id, options, &mut out, &mut |_| {})
+                .unwrap();
             out
         })
         .collect()

@@ -334,9 +334,18 @@ fn a_store_of_format_1_trees_still_reads_publishes_and_packs() {
             (3, "sub", run_len, sub),
         ]))
         .unwrap();
-    assert_eq!(store.read_tree(&root).unwrap().format_version(), 1);
     assert_eq!(
-        store.read_tree(&root).unwrap().get(b"sub").unwrap().kind,
+        store.objects().read_tree(&root).unwrap().format_version(),
+        1
+    );
+    assert_eq!(
+        store
+            .objects()
+            .read_tree(&root)
+            .unwrap()
+            .get(b"sub")
+            .unwrap()
+            .kind,
         EntryKind::Dir
     );
     let snap = Snapshot {
@@ -351,7 +360,11 @@ fn a_store_of_format_1_trees_still_reads_publishes_and_packs() {
         report: CaptureReport::default(),
     };
     let lock = store.write_lock().unwrap();
-    let id = store.commit_snapshot(&lock, &snap, None).unwrap().to_hex();
+    let id = store
+        .catalog()
+        .commit_snapshot(&lock, &snap, None)
+        .unwrap()
+        .to_hex();
     drop(lock);
 
     // Published with the modes the kinds imply.
@@ -386,7 +399,10 @@ fn a_store_of_format_1_trees_still_reads_publishes_and_packs() {
     ])
     .ok();
     let theirs = Store::open_or_create(&other).unwrap();
-    assert_eq!(theirs.read_tree(&root).unwrap().format_version(), 1);
+    assert_eq!(
+        theirs.objects().read_tree(&root).unwrap().format_version(),
+        1
+    );
 
     // A re-capture of the published copy is format 2 (another root id), yet diffs equal:
     // the same names, contents and modes.

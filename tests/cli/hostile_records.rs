@@ -81,7 +81,7 @@ fn record(root: ObjectId, at: i128, name: Option<&str>, source: &str) -> Snapsho
 fn crafted_records_are_left_out_reported_and_never_printed_raw() {
     let env = TestEnv::new();
     let store = Store::open_or_create(&env.store).unwrap();
-    let root = store.write_tree(&Tree::default()).unwrap();
+    let root = store.objects().write_tree(&Tree::default()).unwrap();
     let t = 1_700_000_000_000_000_000;
     let bad = [
         record(root, t, Some("agent/researcher"), "a"),
@@ -152,8 +152,8 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
     let id = env.snapshot(&src);
     env.run(&["verify"]).ok();
     let store = Store::open_or_create(&env.store).unwrap();
-    let snap = store.read_snapshot(&id.parse().unwrap()).unwrap();
-    let blob = store.read_tree(&snap.root).unwrap().entries()[0].id;
+    let snap = store.objects().read_snapshot(&id.parse().unwrap()).unwrap();
+    let blob = store.objects().read_tree(&snap.root).unwrap().entries()[0].id;
     for size in [1_000_000_000_000u64, 1, 0] {
         let tree = Tree::from_entries(vec![TreeEntry {
             name: b"six".to_vec(),
@@ -163,7 +163,7 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
             id: blob,
         }])
         .unwrap();
-        let root = store.write_tree(&tree).unwrap();
+        let root = store.objects().write_tree(&tree).unwrap();
         let lock = store.write_lock().unwrap();
         let rec = record(
             root,
@@ -171,7 +171,7 @@ fn verify_fails_on_recorded_sizes_that_are_not_true() {
             None,
             "x",
         );
-        store.commit_snapshot(&lock, &rec, None).unwrap();
+        store.catalog().commit_snapshot(&lock, &rec, None).unwrap();
         drop(lock);
         let r = env.run(&["verify"]);
         assert_eq!(r.code(), 1, "size {size}: {}", r.describe());
@@ -220,7 +220,11 @@ fn impossible_directory_sizes_are_a_clear_decoding_error_everywhere() {
             .unwrap();
         let rec = record(root, 1_700_000_000_000_000_000, None, "crafted");
         let lock = store.write_lock().unwrap();
-        let id = store.commit_snapshot(&lock, &rec, None).unwrap().to_hex();
+        let id = store
+            .catalog()
+            .commit_snapshot(&lock, &rec, None)
+            .unwrap()
+            .to_hex();
         drop(lock);
         let out = env.path("out");
         for args in [
@@ -281,7 +285,11 @@ fn a_mount_survives_a_directory_with_impossible_sizes() {
         .unwrap();
     let rec = record(root, 1_700_000_000_000_000_000, None, "crafted");
     let lock = store.write_lock().unwrap();
-    let id = store.commit_snapshot(&lock, &rec, None).unwrap().to_hex();
+    let id = store
+        .catalog()
+        .commit_snapshot(&lock, &rec, None)
+        .unwrap()
+        .to_hex();
     drop(lock);
     let mnt = env.path("mnt");
     std::fs::create_dir(&mnt).unwrap();

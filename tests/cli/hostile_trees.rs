@@ -41,6 +41,7 @@ fn leaf(store: &Store) -> ObjectId {
         id: blob,
     };
     store
+        .objects()
         .write_tree(&Tree::from_entries(vec![file]).unwrap())
         .unwrap()
 }
@@ -59,7 +60,11 @@ fn commit(store: &Store, root: ObjectId, what: &str) -> String {
         report: CaptureReport::default(),
     };
     let lock = store.write_lock().unwrap();
-    store.commit_snapshot(&lock, &snap, None).unwrap().to_hex()
+    store
+        .catalog()
+        .commit_snapshot(&lock, &snap, None)
+        .unwrap()
+        .to_hex()
 }
 
 /// A chain of `depth` nested directories `d/d/.../d/f`.
@@ -68,6 +73,7 @@ fn chain(env: &TestEnv, depth: usize) -> String {
     let mut id = leaf(&store);
     for _ in 0..depth {
         id = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("d", id, LEAF_BYTES)]).unwrap())
             .unwrap();
     }
@@ -81,6 +87,7 @@ fn diamond(env: &TestEnv, levels: usize) -> String {
     let mut size = LEAF_BYTES;
     for _ in 0..levels {
         id = store
+            .objects()
             .write_tree(&Tree::from_entries(vec![dir("a", id, size), dir("b", id, size)]).unwrap())
             .unwrap();
         size *= 2;

@@ -262,7 +262,7 @@ fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
 /// Two committed snapshot records whose ids share their first 8 hex digits.
 fn colliding_snapshots(env: &TestEnv) -> (ObjectId, ObjectId) {
     let store = Store::open_or_create(&env.store).unwrap();
-    let root = store.write_tree(&Tree::default()).unwrap();
+    let root = store.objects().write_tree(&Tree::default()).unwrap();
     let record = |i: i128| Snapshot {
         root,
         created_unix_ns: 1_700_000_000_000_000_000 + i,
@@ -280,8 +280,14 @@ fn colliding_snapshots(env: &TestEnv) -> (ObjectId, ObjectId) {
         let key: [u8; 4] = id.as_bytes()[..4].try_into().unwrap();
         if let Some(&j) = seen.get(&key) {
             let lock = store.write_lock().unwrap();
-            let a = store.commit_snapshot(&lock, &record(j), None).unwrap();
-            let b = store.commit_snapshot(&lock, &record(i), None).unwrap();
+            let a = store
+                .catalog()
+                .commit_snapshot(&lock, &record(j), None)
+                .unwrap();
+            let b = store
+                .catalog()
+                .commit_snapshot(&lock, &record(i), None)
+                .unwrap();
             return (a, b);
         }
         seen.insert(key, i);
@@ -625,7 +631,7 @@ fn a_held_catalog_gives_a_clear_busy_message_not_a_lock_error() {
     write(&src.join("a"), b"a");
     env.snapshot(&src);
     let store = zeroclaw_bundle_store::Store::open_or_create(&env.store).unwrap();
-    let held = store.catalog().unwrap();
+    let held = store.catalog().session().unwrap();
     env.run_with(&["list"], &[("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "300")])
         .fails(1, "is in use by another zeroclaw-bundle process");
     drop(held);

@@ -105,7 +105,7 @@ fn unreadable_root_refuses_the_mount() {
     fs::remove_file(env.store.objects().path_of(&root)).unwrap();
     let mnt = tempfile::tempdir().unwrap();
     match mount(
-        Arc::new(env.store.reader()),
+        Arc::new(env.store.objects().reader()),
         root,
         mnt.path(),
         &MountOptions::default(),

@@ -31,7 +31,7 @@ impl ObjectSource for Counting {
 
 fn counting(env: &Env) -> Arc<Counting> {
     Arc::new(Counting {
-        inner: env.store.reader(),
+        inner: env.store.objects().reader(),
         trees: AtomicU64::new(0),
     })
 }
@@ -46,7 +46,7 @@ fn a_known_expansion_within_the_limits_skips_the_walk_and_none_walks() {
         )
     };
     let (root, _) = env.build((0..5).map(sub).collect());
-    let known = check_expansion(&env.store.reader(), &root, "test").unwrap();
+    let known = check_expansion(&env.store.objects().reader(), &root, "test").unwrap();
 
     let skipping = counting(&env);
     let opts = MountOptions {
@@ -78,6 +78,7 @@ fn a_known_expansion_past_the_limits_is_walked_and_a_bomb_refused() {
     // A diamond: 40 trees, each naming the next twice (2^40 paths).
     let mut id = env
         .store
+        .objects()
         .write_tree(&Tree::from_entries(Vec::new()).unwrap())
         .unwrap();
     for _ in 0..40 {
@@ -86,7 +87,7 @@ fn a_known_expansion_past_the_limits_is_walked_and_a_bomb_refused() {
             TreeEntry::dir(b"b".to_vec(), 0, id),
         ])
         .unwrap();
-        id = env.store.write_tree(&tree).unwrap();
+        id = env.store.objects().write_tree(&tree).unwrap();
     }
     let past = Expansion {
         depth: 40,
@@ -99,7 +100,12 @@ fn a_known_expansion_past_the_limits_is_walked_and_a_bomb_refused() {
             known_expansion: known,
             ..MountOptions::default()
         };
-        match mount(Arc::new(env.store.reader()), id, mnt.path(), &opts) {
+        match mount(
+            Arc::new(env.store.objects().reader()),
+            id,
+            mnt.path(),
+            &opts,
+        ) {
             Err(MountError::TooLarge(e)) => {
                 assert!(e.to_string().contains("entry count"), "{e}")
             }

@@ -58,7 +58,7 @@ fn a_kept_lease_lives_until_unmount() {
         return;
     };
     let leases = env.store.root().join("leases");
-    let lease = env.store.lease(&root, &root).unwrap();
+    let lease = env.store.maintenance().lease(&root, &root).unwrap();
     m.handle().keep_lease(lease);
     assert_eq!(fs::read_dir(&leases).unwrap().count(), 1);
     m.handle().unmount().unwrap();
@@ -106,7 +106,7 @@ fn a_mounted_path_is_refused() {
     assert!(matches!(err, MountError::AlreadyMounted { .. }), "{err}");
     assert!(err.to_string().contains("zeroclaw-bundle"), "{err}");
     let err = mount(
-        Arc::new(env.store.reader()),
+        Arc::new(env.store.objects().reader()),
         root,
         &m.path,
         &MountOptions::default(),
@@ -143,7 +143,7 @@ fn stale_child() {
     let env = Env::new_in(Path::new(&work));
     let (root, _) = env.build(sample());
     match mount(
-        Arc::new(env.store.reader()),
+        Arc::new(env.store.objects().reader()),
         root,
         Path::new(&mnt),
         &MountOptions::default(),
@@ -253,7 +253,7 @@ fn an_ended_session_never_unmounts_the_next_mount_at_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let at = dir.path().join("mnt");
     fs::create_dir(&at).unwrap();
-    let source = || Arc::new(env.store.reader());
+    let source = || Arc::new(env.store.objects().reader());
     let first = match mount(source(), root, &at, &MountOptions::default()) {
         Ok(handle) => handle,
         Err(e) => return skip_or_fail(&e.to_string()),
@@ -284,7 +284,8 @@ fn mounts_of_one_directory_at_once_make_one_mount() {
         let start = Arc::new(std::sync::Barrier::new(4));
         let results: Vec<_> = (0..4)
             .map(|_| {
-                let (start, at, source) = (Arc::clone(&start), at.clone(), env.store.reader());
+                let (start, at, source) =
+                    (Arc::clone(&start), at.clone(), env.store.objects().reader());
                 std::thread::spawn(move || {
                     start.wait();
                     mount(Arc::new(source), root, &at, &MountOptions::default())
@@ -324,7 +325,7 @@ fn a_lock_somebody_keeps_on_the_mountpoint_never_hangs_a_mount() {
     let held = fs::File::open(&at).unwrap();
     rustix::fs::flock(&held, rustix::fs::FlockOperation::LockExclusive).unwrap();
     let handle = match mount(
-        Arc::new(env.store.reader()),
+        Arc::new(env.store.objects().reader()),
         root,
         &at,
         &MountOptions::default(),

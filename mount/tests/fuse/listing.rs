@@ -41,7 +41,7 @@ fn stat_after_a_listing_sends_no_lookup() {
     let (root, expected) = env.build(vec![dir("many", many), dir("other", vec![file("x", "x")])]);
     let watched: ObjectId = expected[&b"many"[..]].id.parse().unwrap();
     let source = Arc::new(Counting {
-        inner: env.store.reader(),
+        inner: env.store.objects().reader(),
         watched,
         reads: AtomicU64::new(0),
     });

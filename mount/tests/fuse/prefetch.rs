@@ -68,7 +68,7 @@ fn listing_hints_subtrees_and_reading_hints_sibling_files() {
         dir("later", vec![file("f.md", "foxtrot")]),
     ]);
     let source = Arc::new(Recording {
-        inner: env.store.reader(),
+        inner: env.store.objects().reader(),
         hinted: Mutex::new(Vec::new()),
     });
     let Some(m) = env.mount_source(source.clone(), root, &MountOptions::default()) else {

@@ -116,7 +116,7 @@ impl Env {
                     })
                     .collect();
                 let tree = Tree::from_entries(entries).expect("valid tree");
-                let id = self.store.write_tree(&tree).expect("write tree");
+                let id = self.store.objects().write_tree(&tree).expect("write tree");
                 (
                     TreeEntry::dir(name.to_vec(), tree.total_size(), id),
                     0o755,
@@ -141,7 +141,7 @@ impl Env {
 
     /// Mounts `root`; None (after printing why) when this host cannot mount, outside CI.
     pub fn mount(&self, root: ObjectId, opts: &MountOptions) -> Option<Mounted> {
-        self.mount_source(Arc::new(self.store.reader()), root, opts)
+        self.mount_source(Arc::new(self.store.objects().reader()), root, opts)
     }
 
     /// Mounts `root` read through `source` (a wrapper around the store's reader, say).

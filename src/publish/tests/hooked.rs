@@ -38,7 +38,7 @@ fn child_entry() {
         store: None,
         bundle: crate::export::BUNDLE,
     };
-    match publish(&store.reader(), &root, &req) {
+    match publish(&store.objects().reader(), &root, &req) {
         Ok(p) => {
             // What the publish left behind, for the tests that check it (`$TMPROOT/child-left`).
             if let (Some(left), Ok(tmp)) = (&p.retired_left, std::env::var("TMPROOT")) {

@@ -34,7 +34,7 @@
 //! ## Write order
 //!
 //! Blobs, trees, `syncfs`, the snapshot record, `syncfs`, the catalog entry
-//! ([`crate::Store::commit_snapshot`] is the one place that enforces it): a crash leaves at most
+//! ([`crate::Catalog::commit_snapshot`] is the one place that enforces it): a crash leaves at most
 //! unreferenced objects, which `gc` removes. Every object is written to `tmp/`, made read-only
 //! and renamed into place; "already exists" is success (dedup). Last, the commit writes the
 //! tree index of the snapshot's root unless it has one ([`super::tree_index`]): a derived

@@ -78,7 +78,7 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// Runs `reindex`.
 pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
-    let r = ctx.store()?.reindex()?;
+    let r = ctx.store()?.maintenance().reindex()?;
     if ctx.json {
         ctx.print_json(&json!(r))?;
     } else {
@@ -110,7 +110,7 @@ pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
         zeroclaw_bundle::source::Takes::stored("forget"),
     )?
     .stored_id(&store)?;
-    let served = store.forget(&id)?.served_by_a_mount;
+    let served = store.maintenance().forget(&id)?.served_by_a_mount;
     if ctx.json {
         ctx.print_json(&json!({ "snapshot": id, "served_by_a_mount": served }))?;
     } else if served {

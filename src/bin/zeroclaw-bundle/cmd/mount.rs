@@ -10,7 +10,7 @@
 //! it mounted, detached if something holds it: nobody was told of it) and exits 130, killing
 //! a server that does not stop within 5 s and removing its stale mount. The catalog is only
 //! opened to resolve the snapshot, and not at all for a full snapshot id with a tree index
-//! (`Store::resolve_indexed`); while mounted, a store lease tells `gc` to keep everything the
+//! (`Catalog::resolve_indexed`); while mounted, a store lease tells `gc` to keep everything the
 //! mount serves. A store snapshot whose root has
 //! an expansion record is not walked before the mount answers (the store's `expansion_record`
 //! says why that is sound); a pack file and a remote snapshot always are.
@@ -238,7 +238,8 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             // An incremental pack serves what it does not carry from this store, when the
             // store holds its base. Without the base, every directory and file it does not
             // carry would answer EIO: refused here, naming the base, before anything mounts.
-            let source = PackOverStore::new(pack, ctx.existing_store()?.as_ref());
+            let existing = ctx.existing_store()?;
+            let source = PackOverStore::new(pack, existing.as_ref().map(|s| s.objects()));
             if let (Some(base), false) = (source.pack().base, source.layered()) {
                 bail!(
                     "refusing to mount {}: it is an update (`pack --since`) on snapshot {}, \
@@ -271,18 +272,18 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
                     // largest part of a mount's start).
                     let id = B::resolve(&store, &reference)?;
                     root_note = B::stored_signatures(&note_ctx, &store, &id, &trust)?;
-                    let snap = store.read_snapshot(&id)?;
-                    let lease = store.lease(&id, &snap.root)?;
+                    let snap = store.objects().read_snapshot(&id)?;
+                    let lease = store.maintenance().lease(&id, &snap.root)?;
                     // Listings come from the snapshot's tree index (one file) when it has one.
                     // With the root's expansion recorded, nothing walks every tree before
                     // the mount answers: the index is opened for positioned reads (its
                     // header and entries) and read whole once the mount answers.
-                    known_expansion = store.recorded_expansion(&snap.root);
+                    known_expansion = store.index().recorded_expansion(&snap.root);
                     let source = Arc::new(match known_expansion {
                         // Only the root is read before answering (off the index's first
                         // page); the rest of the index once the mount answers.
-                        Some(_) => store.snapshot_source_answering(&id),
-                        None => store.snapshot_source_within(&id, INDEX_IN_MEMORY),
+                        Some(_) => store.index().snapshot_source_answering(&id),
+                        None => store.index().snapshot_source_within(&id, INDEX_IN_MEMORY),
                     });
                     if known_expansion.is_some() {
                         index_after_answering = Some(Arc::clone(&source));

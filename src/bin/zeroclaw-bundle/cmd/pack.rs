@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde_json::json;
 use zeroclaw_bundle_store::{
-    unpack_counted, write_pack, ObjectId, PackOptions, PackReader, PackStats, Store, StoreError,
-    UnpackReport,
+    ObjectId, PackOptions, PackReader, PackStats, Store, StoreError, UnpackReport,
 };
 
 use crate::cli::{PackArgs, UnpackArgs};
@@ -54,7 +53,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
         bail!("refusing to write a pack to a terminal; redirect it or pass --out FILE");
     }
     let stats = if to_stdout {
-        let total = store.read_snapshot(&id)?.bytes();
+        let total = store.objects().read_snapshot(&id)?.bytes();
         let bar = ctx.progress(Some(total), "packing", true);
         let stats = pack_to_stdout(&store, &id, options, ctx, &mut |n| bar.inc(n));
         bar.finish_and_clear();
@@ -126,10 +125,13 @@ fn pack_to_stdout(
         inner: io::BufWriter::new(stdout.lock()),
         held: None,
     };
-    let stats = write_pack(store, id, options, &mut out, progress).map_err(|e| match e {
-        StoreError::PackOutput { error, .. } => broken(error),
-        e => anyhow::Error::new(e).context("could not write the pack to stdout"),
-    })?;
+    let stats = store
+        .packs()
+        .write(id, options, &mut out, progress)
+        .map_err(|e| match e {
+            StoreError::PackOutput { error, .. } => broken(error),
+            e => anyhow::Error::new(e).context("could not write the pack to stdout"),
+        })?;
     out.inner.flush().map_err(broken)?;
     taken()?;
     if let Some(last) = out.held.take() {
@@ -298,10 +300,13 @@ fn unpack_into(
             }
         };
         root.set(Some(pack.root));
-        let report = unpack_counted(store, &pack, &watch).map_err(|e| match &spooled {
-            Some(spool) => named_stdin(e, spool),
-            None => e,
-        })?;
+        let report = store
+            .packs()
+            .unpack_counted(&pack, &watch)
+            .map_err(|e| match &spooled {
+                Some(spool) => named_stdin(e, spool),
+                None => e,
+            })?;
         Ok((report, pack.entries().len()))
     })();
     drop(progress);
@@ -478,6 +483,7 @@ fn recorded_not_listed(store: &Store, root: &ObjectId) -> bool {
     store.objects().has(root)
         && store
             .catalog()
+            .session()
             .and_then(|c| c.resolve(&root.to_hex()))
             .is_err()
 }

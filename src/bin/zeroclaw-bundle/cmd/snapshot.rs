@@ -105,7 +105,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
 /// catalog is not opened (an open of sled costs a log replay and an fsync).
 fn name_holder(store: &Store, name: Option<&str>) -> Option<ObjectId> {
     let name = name?;
-    store.catalog().ok()?.name_target(name).ok()?
+    store.catalog().session().ok()?.name_target(name).ok()?
 }
 
 /// Says so when `--name` moved from another snapshot to this one (on stderr: stdout ends

@@ -18,9 +18,9 @@
 //! one (its `gc` removes the shared indexes as orphans; they are a cache).
 //!
 //! **A derived cache.** The index is written after the snapshot's record and catalog entry
-//! ([`Store::commit_snapshot`] calls `ensure_tree_index` last), to `tmp/`, fsynced, renamed
+//! ([`crate::Catalog::commit_snapshot`] calls `ensure_tree_index` last), to `tmp/`, fsynced, renamed
 //! into `trees/`, and the directory fsynced: a crash leaves either no index or a whole one.
-//! Its absence is never an error: [`Store::snapshot_source`] then answers from the objects,
+//! Its absence is never an error: [`Index::snapshot_source`] then answers from the objects,
 //! silently. `reindex` rebuilds missing and bad indexes, `verify` checks each snapshot's
 //! against the objects, and `gc` removes those no live snapshot (a record it keeps, or a
 //! mount's lease) uses: a shared index stays while any snapshot with its root lives.
@@ -38,14 +38,17 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::OnceLock;
 
 use crate::error::StoreError;
-use crate::expansion_record::{self, RecordState};
 use crate::id::ObjectId;
+use crate::inner::Inner;
 use crate::limits::{complete_expansion, Expansion, MAX_INDEX_IN_MEMORY};
-use crate::objects::Blob;
+use crate::objects::{Blob, ObjectDir, StoreReader};
 use crate::pack::{write_tree_pack, PackReader, PackStats};
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree, TreeShape};
-use crate::{Store, StoreReader};
+
+mod expansion;
+
+pub use expansion::RecordState;
 
 /// The largest parent index a commit reads whole to write its own (see
 /// `write_root_index`); a larger one is read tree by tree.
@@ -55,7 +58,7 @@ const WRITER_IN_MEMORY: u64 = 1 << 20;
 pub(crate) const TREES_DIR: &str = "trees";
 const SUFFIX: &str = ".pack";
 
-/// What [`Store::check_tree_index`] found.
+/// What [`Index::check_tree_index`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum IndexState {
     /// No index file (never written, or removed): readers use the objects.
@@ -92,13 +95,13 @@ struct IndexFile {
 
 /// One snapshot's trees from its tree index (when usable), blobs and anything else from the
 /// store's objects. An [`ObjectSource`], as the store and a pack are; built by
-/// [`Store::snapshot_source`].
+/// [`Index::snapshot_source`].
 #[derive(Debug)]
 pub struct SnapshotSource {
     reader: StoreReader,
     snapshot: ObjectId,
     /// The index, opened for positioned reads (`None`: none usable). Set when the source
-    /// is made, or at its first use for one made by [`Store::snapshot_source_answering`].
+    /// is made, or at its first use for one made by [`Index::snapshot_source_answering`].
     index: OnceLock<Option<PackReader>>,
     /// The index file to open at first use, when `index` is not set yet.
     pending: Option<Box<IndexFile>>,
@@ -254,32 +257,31 @@ impl ObjectSource for SnapshotSource {
     }
 }
 
-impl Store {
-    /// Resolves `reference` as [`Store::resolve`] does, except that a full snapshot id (64
-    /// hex digits) whose record is present and which has a tree index is answered without
-    /// opening the catalog. Opening sled costs a mount's start more than everything else it
-    /// does before it answers (measured: 6 ms of 24 ms warm, about 70 ms cold); a reader that
-    /// is going to read the objects anyway asks this instead.
-    ///
-    /// Why that is sound: an index exists only for what the catalog has listed. A commit
-    /// writes it after the catalog entry, `reindex` only for listed snapshots, and `gc`
-    /// removes it once no snapshot it keeps has its root. An older build's per-snapshot index
-    /// names a listed snapshot itself (`forget` removes the record with the catalog entry, so
-    /// a forgotten one fails the record check). A shared index names a root tree: the record,
-    /// read from the objects, names that root, so what is served is the tree of a listed
-    /// snapshot. A record that is not listed itself (a commit cut short before its catalog
-    /// entry, which `reindex` would list; a record that arrived as a file's content) brings
-    /// only its own fields to such a tree: its creation time and its id, by which signatures
-    /// are still checked (`--require-signed`). A record whose root has no index goes to the
-    /// catalog, which refuses it.
-    pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
-        match self.resolve_full_indexed(reference) {
-            Some(id) => Ok(id),
-            None => self.resolve(reference),
-        }
+/// The index room: the tree index of every committed snapshot's root tree and the record of
+/// what that tree expands to, both under `<store>/trees/` (see the module doc). Reached
+/// through [`crate::Store::index`].
+#[derive(Debug, Clone, Copy)]
+pub struct Index<'s> {
+    inner: &'s Inner,
+}
+
+impl<'s> Index<'s> {
+    /// The index room of the store whose shared state is `inner`.
+    pub(crate) fn new(inner: &'s Inner) -> Index<'s> {
+        Index { inner }
     }
 
-    /// The part of [`Store::resolve_indexed`] that needs no catalog: the snapshot a full id
+    /// The store directory.
+    fn root(&self) -> &'s Path {
+        self.inner.root()
+    }
+
+    /// The object directory, where the trees an index holds come from.
+    fn objects(&self) -> &'s ObjectDir {
+        self.inner.objects()
+    }
+
+    /// The part of [`crate::Catalog::resolve_indexed`] that needs no catalog: the snapshot a full id
     /// with a present record and a tree index names, else None (the catalog's to answer). A
     /// caller that does not link the catalog (the front binary) asks this alone.
     pub fn resolve_full_indexed(&self, reference: &str) -> Option<ObjectId> {
@@ -288,24 +290,24 @@ impl Store {
     }
 
     /// Whether `id` names a snapshot record whose root (or, from an older build, the snapshot
-    /// itself) has a tree index: what [`Store::resolve_full_indexed`] answers without the
+    /// itself) has a tree index: what [`Index::resolve_full_indexed`] answers without the
     /// catalog.
     fn is_indexed_snapshot(&self, id: &ObjectId) -> bool {
         let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
         // The record is read, not only found: a tree's id names a shared index too.
-        self.read_snapshot(id).is_ok_and(|snap| {
+        self.objects().read_snapshot(id).is_ok_and(|snap| {
             is_file(&self.tree_index_path(&snap.root)) || is_file(&self.snapshot_index_path(id))
         })
     }
 
-    /// [`Store::resolve_full_indexed`] for an id prefix (8 to 63 hex digits, any case), without
+    /// [`Index::resolve_full_indexed`] for an id prefix (8 to 63 hex digits, any case), without
     /// the catalog: the one snapshot record stored loose under `objects/` whose id starts with
     /// it and whose root has a tree index. None when there is no such record or more than one
     /// candidate (a name, an unknown or an ambiguous reference is the catalog's to answer).
     /// For the front binary, which links no catalog: `list` shows 16-digit ids, the usual way
     /// to name a snapshot to mount.
     ///
-    /// A record is served here as [`Store::resolve_full_indexed`] serves a full id, by the same
+    /// A record is served here as [`Index::resolve_full_indexed`] serves a full id, by the same
     /// argument: its root's index exists only for a listed snapshot's tree. Unlike the
     /// catalog's match (listed snapshots only), a record left by a forgotten snapshot that
     /// `gc` has not removed yet counts here as a candidate: with a listed one beside it the
@@ -389,7 +391,7 @@ impl Store {
     /// renamed into `trees/`, the directory fsynced. A failure leaves no partial index (the
     /// temp file is removed). This is `reindex`'s: it never reads the index it replaces.
     pub fn write_tree_index(&self, snapshot: &ObjectId) -> Result<PackStats, StoreError> {
-        let snap = self.read_snapshot(snapshot)?;
+        let snap = self.objects().read_snapshot(snapshot)?;
         self.write_root_index(snapshot, &snap.root, snap.parent, None)
     }
 
@@ -401,7 +403,7 @@ impl Store {
         snapshot: &ObjectId,
         trees: Option<&dyn ObjectSource>,
     ) -> Result<Option<PackStats>, StoreError> {
-        let snap = self.read_snapshot(snapshot)?;
+        let snap = self.objects().read_snapshot(snapshot)?;
         // Present is enough: a bad one is every reader's to drop (with a notice) and
         // `verify`'s to report, as a bad one of the snapshot's own would be.
         if fs::symlink_metadata(self.tree_index_path(&snap.root)).is_ok() {
@@ -471,7 +473,7 @@ impl Store {
                 let source = self.snapshot_source_within(&parent, WRITER_IN_MEMORY);
                 write_tree_pack(&source, root, &mut out)
             } else {
-                write_tree_pack(&self.reader(), root, &mut out)
+                write_tree_pack(&self.objects().reader(), root, &mut out)
             }?;
             let file = out
                 .into_inner()
@@ -513,14 +515,14 @@ impl Store {
         self.snapshot_source_within(snapshot, MAX_INDEX_IN_MEMORY)
     }
 
-    /// [`Store::snapshot_source`], reading an index of more than `in_memory` bytes by
+    /// [`Index::snapshot_source`], reading an index of more than `in_memory` bytes by
     /// positioned reads instead of whole (0: always by positioned reads; each tree read when
     /// asked for, every one still verified). A long-lived reader (a mount) asks for positioned
     /// reads: a whole index stays in its memory for its life; so does a reader that walks the
     /// trees once and must stay small (a checkout).
     pub fn snapshot_source_within(&self, snapshot: &ObjectId, in_memory: u64) -> SnapshotSource {
         // The record names the root, and so the index; without it nothing can be read anyway.
-        match self.read_snapshot(snapshot) {
+        match self.objects().read_snapshot(snapshot) {
             Ok(snap) => self.source_at(snapshot, self.index_file(snapshot, &snap.root), in_memory),
             Err(_) => self.source_without_index(snapshot),
         }
@@ -538,13 +540,13 @@ impl Store {
         }
     }
 
-    /// Reads what [`Store::snapshot_source_answering`] reads of the index of `snapshot`
+    /// Reads what [`Index::snapshot_source_answering`] reads of the index of `snapshot`
     /// (root `root`): its first page. For the warm-up of a mount another process starts.
     pub(crate) fn read_index_head(&self, snapshot: &ObjectId, root: &ObjectId) {
         let _ = read_head(&self.index_file(snapshot, root));
     }
 
-    /// A [`Store::snapshot_source_within`] of `snapshot` (0 bytes in memory) for a reader
+    /// A [`Index::snapshot_source_within`] of `snapshot` (0 bytes in memory) for a reader
     /// that must answer before it reads anything but the root tree: a mount whose root's
     /// expansion is recorded. The index's end (its entry table and trailer, which lie past
     /// everything else) is read at the first tree other than the root; the root comes off
@@ -554,7 +556,7 @@ impl Store {
     /// that (an older build's index rooted at the record, a damaged file) only means the root
     /// is read as any other tree.
     pub fn snapshot_source_answering(&self, snapshot: &ObjectId) -> SnapshotSource {
-        let Ok(snap) = self.read_snapshot(snapshot) else {
+        let Ok(snap) = self.objects().read_snapshot(snapshot) else {
             return self.source_without_index(snapshot);
         };
         let file = self.index_file(snapshot, &snap.root);
@@ -573,7 +575,7 @@ impl Store {
 
     fn source_without_index(&self, snapshot: &ObjectId) -> SnapshotSource {
         SnapshotSource {
-            reader: self.reader(),
+            reader: self.objects().reader(),
             snapshot: *snapshot,
             index: OnceLock::from(None),
             pending: None,
@@ -599,7 +601,7 @@ impl Store {
         self.check_index_file(&file, snapshot, root)
     }
 
-    /// [`Store::check_tree_index`] of a known index file (`verify` checks a shared one once).
+    /// [`Index::check_tree_index`] of a known index file (`verify` checks a shared one once).
     fn check_index_file(
         &self,
         file: &IndexFile,
@@ -649,7 +651,7 @@ impl Store {
             // A tree the store cannot read (corrupt, missing) is verify's own finding. The
             // index's copy was just verified against its id, so the walk goes on through it:
             // a good index is never blamed for a damaged object.
-            let tree = match self.read_tree(&id) {
+            let tree = match self.objects().read_tree(&id) {
                 Ok(tree) => tree,
                 Err(_) => match pack.tree(&id) {
                     Ok(tree) => tree,
@@ -740,7 +742,7 @@ impl Store {
         let dir = self.root().join(TREES_DIR);
         let mut removed = 0;
         let mut synced = true;
-        for ent in crate::list_dir(&dir)? {
+        for ent in crate::sys::list_dir(&dir)? {
             let ent = ent?;
             let name = ent.file_name();
             let Some(name) = name.to_str() else {
@@ -749,7 +751,7 @@ impl Store {
             // An index counts; a record goes with its index, uncounted.
             let (hex, counted) = match name.strip_suffix(SUFFIX) {
                 Some(hex) => (hex, true),
-                None => match name.strip_suffix(expansion_record::SUFFIX) {
+                None => match name.strip_suffix(expansion::SUFFIX) {
                     Some(hex) => (hex, false),
                     None => continue,
                 },
@@ -875,10 +877,11 @@ fn check_header(pack: &PackReader, root: &ObjectId) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Store;
     use crate::limits::check_expansion;
+    use crate::maintenance::VerifyProblem;
     use crate::snapshot::Snapshot;
     use crate::tree::TreeEntry;
-    use crate::VerifyProblem;
 
     /// A snapshot of `dirs` directories, each holding a file and a subdirectory with a file;
     /// `salt` makes the content differ between snapshots.
@@ -895,7 +898,7 @@ mod tests {
             kind: EntryKind::Dir,
             mode: 0o755,
             size: tree.total_size(),
-            id: store.write_tree(tree).unwrap(),
+            id: store.objects().write_tree(tree).unwrap(),
         };
         let mut top = Vec::new();
         for i in 0..dirs {
@@ -909,10 +912,13 @@ mod tests {
             top.push(dir(format!("d{i:03}"), &mid));
         }
         let root_tree = Tree::from_entries(top).unwrap();
-        let root = store.write_tree(&root_tree).unwrap();
+        let root = store.objects().write_tree(&root_tree).unwrap();
         let snap = Snapshot::for_test(root, salt);
         let lock = store.write_lock().unwrap();
-        (store.commit_snapshot(&lock, &snap, None).unwrap(), root)
+        (
+            store.catalog().commit_snapshot(&lock, &snap, None).unwrap(),
+            root,
+        )
     }
 
     /// Every tree of the snapshot through `source`, compared with the store's objects.
@@ -921,7 +927,7 @@ mod tests {
         let mut n = 0;
         while let Some(id) = stack.pop() {
             let tree = source.tree(&id).unwrap();
-            assert_eq!(tree, store.read_tree(&id).unwrap());
+            assert_eq!(tree, store.objects().read_tree(&id).unwrap());
             n += 1;
             stack.extend(
                 tree.entries()
@@ -939,7 +945,7 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 2, "a");
         let hex = id.to_hex();
-        let resolve = |r: &str| store.resolve_abbreviation_indexed(r);
+        let resolve = |r: &str| store.index().resolve_abbreviation_indexed(r);
         assert_eq!(resolve(&hex[..8]), Some(id));
         assert_eq!(resolve(&hex[..16].to_ascii_uppercase()), Some(id));
         assert_eq!(resolve(&hex[..63]), Some(id));
@@ -981,9 +987,9 @@ mod tests {
         assert_eq!(resolve(&hex[..20]), Some(id), "one record, one FIFO");
         fs::remove_file(&fifo).unwrap();
         // Without its root's index the record is the catalog's to answer.
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(resolve(&hex[..16]), None);
-        assert_eq!(store.resolve(&hex[..16]).unwrap(), id);
+        assert_eq!(store.catalog().resolve(&hex[..16]).unwrap(), id);
     }
 
     #[test]
@@ -991,13 +997,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 20, "a");
-        assert!(store.tree_index_path(&root).is_file());
-        assert!(!store.snapshot_index_path(&id).exists());
+        assert!(store.index().tree_index_path(&root).is_file());
+        assert!(!store.index().snapshot_index_path(&id).exists());
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         check_expansion(&source, &root, "test").unwrap();
         let trees = same_trees(&store, &source, &root);
         assert_eq!(trees, 41, "the root, 20 directories, 20 inner ones");
@@ -1006,19 +1012,22 @@ mod tests {
         assert_eq!(s.trees_from_objects, 0, "{s:?}");
         assert_eq!(s.trees_from_index, 2 * 41, "{s:?}");
         // With no index at all (an older store), the same answers come from the objects.
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Missing
         );
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         assert_eq!(same_trees(&store, &source, &root), 41);
         let s = source.stats();
         assert!(!s.index_used && s.trees_from_index == 0 && s.trees_from_objects == 41);
         // reindex writes it back.
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            1
+        );
+        assert_eq!(
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
     }
@@ -1030,22 +1039,23 @@ mod tests {
         let (parent, root) = snapshot(&store, 5, "a");
         // A subtree object gone from the object directory: only the parent's index still
         // holds it, so the child's index can be complete only if it was read from there.
-        let sub = store.read_tree(&root).unwrap().entries()[2].id;
+        let sub = store.objects().read_tree(&root).unwrap().entries()[2].id;
         fs::remove_file(store.objects().file_of(&sub).unwrap()).unwrap();
         // The child adds a file at the top: a new root, every subtree shared.
-        let mut entries = store.read_tree(&root).unwrap().entries().to_vec();
+        let mut entries = store.objects().read_tree(&root).unwrap().entries().to_vec();
         entries.push(store.file_entry_for_test("zz.txt", b"new"));
         let child_root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
-        let mut snap = store.read_snapshot(&parent).unwrap();
+        let mut snap = store.objects().read_snapshot(&parent).unwrap();
         snap.root = child_root;
         snap.created_unix_ns = 2;
         snap.parent = Some(parent);
         let lock = store.write_lock().unwrap();
-        let child = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let child = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         drop(lock);
-        let pack = PackReader::open(&store.tree_index_path(&child_root)).unwrap();
+        let pack = PackReader::open(&store.index().tree_index_path(&child_root)).unwrap();
         pack.verify_objects().unwrap();
         assert_eq!(pack.root, child_root, "rooted at the tree");
         assert!(pack.trees_only && pack.base.is_none());
@@ -1071,7 +1081,7 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 3, "a");
         let (_, other_root) = snapshot(&store, 4, "b");
-        let path = store.tree_index_path(&root);
+        let path = store.index().tree_index_path(&root);
         let good = fs::read(&path).unwrap();
         let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
         for i in 0..good.len() {
@@ -1089,27 +1099,29 @@ mod tests {
         }
         cases.push((
             "another snapshot's index".into(),
-            fs::read(store.tree_index_path(&other_root)).unwrap(),
+            fs::read(store.index().tree_index_path(&other_root)).unwrap(),
         ));
         // An older build's index of this very snapshot, at the root's name.
         let mut legacy = Vec::new();
-        crate::pack::write_pack(
-            &store,
-            &id,
-            crate::PackOptions {
-                since: None,
-                trees_only: true,
-            },
-            &mut legacy,
-            &mut |_| {},
-        )
-        .unwrap();
+        store
+            .packs()
+            .write(
+                &id,
+                crate::pack::PackOptions {
+                    since: None,
+                    trees_only: true,
+                },
+                &mut legacy,
+                &mut |_| {},
+            )
+            .unwrap();
         cases.push(("a per-snapshot index at the root's name".into(), legacy));
-        let expansion = check_expansion(&store.snapshot_source(&id), &root, "test").unwrap();
+        let expansion =
+            check_expansion(&store.index().snapshot_source(&id), &root, "test").unwrap();
         let mut bad_found = 0;
         for (what, bytes) in &cases {
             fs::write(&path, bytes).unwrap();
-            let source = store.snapshot_source(&id);
+            let source = store.index().snapshot_source(&id);
             assert_eq!(
                 check_expansion(&source, &root, "test").unwrap(),
                 expansion,
@@ -1117,9 +1129,9 @@ mod tests {
             );
             assert_eq!(same_trees(&store, &source, &root), 7, "{what}");
             // Nor the root a mount reads off the index's first page.
-            let answering = store.snapshot_source_answering(&id);
+            let answering = store.index().snapshot_source_answering(&id);
             assert_eq!(same_trees(&store, &answering, &root), 7, "{what}");
-            let state = store.check_tree_index(&id, &root).unwrap();
+            let state = store.index().check_tree_index(&id, &root).unwrap();
             if bytes != &good {
                 // A flip in a field nothing reads (an unused flag bit is refused; padding
                 // does not exist) must still be caught by the check.
@@ -1129,14 +1141,17 @@ mod tests {
         }
         assert_eq!(bad_found, cases.len());
         // verify names it; reindex rebuilds it; verify is clean again.
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(
             matches!(v.problems.as_slice(), [VerifyProblem::BadTreeIndex { snapshot, .. }] if *snapshot == id),
             "{:?}",
             v.problems
         );
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        assert_eq!(
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            1
+        );
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
         assert_eq!((v.tree_indexes, v.tree_indexes_missing), (2, 0));
     }
@@ -1146,7 +1161,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 2, "a");
-        let path = store.tree_index_path(&root);
+        let path = store.index().tree_index_path(&root);
         fs::remove_file(&path).unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(&path)
@@ -1154,18 +1169,18 @@ mod tests {
             .unwrap();
         assert!(made.success());
         // Opening a FIFO with no writer would block forever.
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         assert_eq!(same_trees(&store, &source, &root), 5);
         assert!(!source.stats().index_used);
         assert!(matches!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Bad(_)
         ));
         fs::remove_file(&path).unwrap();
         fs::create_dir(&path).unwrap();
-        assert!(!store.snapshot_source(&id).stats().index_used);
+        assert!(!store.index().snapshot_source(&id).stats().index_used);
         assert!(matches!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Bad(_)
         ));
     }
@@ -1177,14 +1192,14 @@ mod tests {
         let (_, keep) = snapshot(&store, 2, "keep");
         let (gone_id, gone) = snapshot(&store, 2, "gone");
         fs::write(store.root().join(TREES_DIR).join("notes.txt"), "mine").unwrap();
-        store.forget(&gone_id).unwrap();
-        assert!(store.tree_index_path(&gone).is_file());
-        let r = store.gc(3600).unwrap();
+        store.maintenance().forget(&gone_id).unwrap();
+        assert!(store.index().tree_index_path(&gone).is_file());
+        let r = store.maintenance().gc(3600).unwrap();
         assert_eq!(r.tree_indexes_removed, 1, "{r:?}");
-        assert!(!store.tree_index_path(&gone).exists());
-        assert!(store.tree_index_path(&keep).is_file());
+        assert!(!store.index().tree_index_path(&gone).exists());
+        assert!(store.index().tree_index_path(&keep).is_file());
         assert!(store.root().join(TREES_DIR).join("notes.txt").is_file());
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 0);
     }
     #[test]
     fn a_commit_records_what_its_root_expands_to_and_gc_removes_it_with_the_index() {
@@ -1193,19 +1208,19 @@ mod tests {
         let (_, keep) = snapshot(&store, 3, "keep");
         let (gone_id, gone) = snapshot(&store, 2, "gone");
         for root in [keep, gone] {
-            let walked = check_expansion(&store.reader(), &root, "test").unwrap();
-            assert_eq!(store.recorded_expansion(&root), Some(walked));
+            let walked = check_expansion(&store.objects().reader(), &root, "test").unwrap();
+            assert_eq!(store.index().recorded_expansion(&root), Some(walked));
         }
         // 3 dirs, each of a file and a dir of a file: 3 + 3 * 2 + 3 * 1 entries.
-        assert_eq!(store.recorded_expansion(&keep).unwrap().entries, 12);
-        store.forget(&gone_id).unwrap();
-        let r = store.gc(3600).unwrap();
+        assert_eq!(store.index().recorded_expansion(&keep).unwrap().entries, 12);
+        store.maintenance().forget(&gone_id).unwrap();
+        let r = store.maintenance().gc(3600).unwrap();
         assert_eq!(
             r.tree_indexes_removed, 1,
             "a record is not counted as an index"
         );
-        assert!(!store.expansion_record_path(&gone).exists());
-        assert!(store.expansion_record_path(&keep).is_file());
+        assert!(!store.index().expansion_record_path(&gone).exists());
+        assert!(store.index().expansion_record_path(&keep).is_file());
     }
 
     #[test]
@@ -1213,10 +1228,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 2, "r");
-        let good = store.recorded_expansion(&root).unwrap();
-        let path = store.expansion_record_path(&root);
+        let good = store.index().recorded_expansion(&root).unwrap();
+        let path = store.index().expansion_record_path(&root);
         let verify_says = |store: &Store| -> Vec<String> {
             store
+                .maintenance()
                 .verify(&mut |_, _| {})
                 .unwrap()
                 .problems
@@ -1230,7 +1246,7 @@ mod tests {
         let mut bytes = fs::read(&path).unwrap();
         bytes[40] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        assert_eq!(store.recorded_expansion(&root), None);
+        assert_eq!(store.index().recorded_expansion(&root), None);
         let said = verify_says(&store);
         assert!(
             said.iter()
@@ -1244,8 +1260,8 @@ mod tests {
             entries: good.entries + 1,
             ..good
         };
-        fs::write(&path, expansion_record::encode(&root, &lie)).unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(lie));
+        fs::write(&path, expansion::encode(&root, &lie)).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), Some(lie));
         let said = verify_says(&store);
         assert!(
             said.iter().any(
@@ -1263,26 +1279,29 @@ mod tests {
             entries: crate::limits::MAX_ENTRIES + 1,
             ..good
         };
-        fs::write(&path, expansion_record::encode(&root, &huge)).unwrap();
-        assert_eq!(store.recorded_expansion(&root), None);
+        fs::write(&path, expansion::encode(&root, &huge)).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), None);
 
         // Another root's record under this name: not used.
         let (_, other) = snapshot(&store, 1, "other");
-        fs::copy(store.expansion_record_path(&other), &path).unwrap();
-        assert_eq!(store.recorded_expansion(&root), None);
+        fs::copy(store.index().expansion_record_path(&other), &path).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), None);
 
         // reindex replaces the bad one, and writes a missing one.
-        store.reindex().unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(good));
+        store.maintenance().reindex().unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), Some(good));
         fs::remove_file(&path).unwrap();
-        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
+        assert_eq!(
+            store.index().read_expansion_record(&root),
+            RecordState::Missing
+        );
         assert!(
             verify_says(&store).is_empty(),
             "a missing record is no problem"
         );
-        store.reindex().unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(good));
-        assert!(store.snapshot_source(&id).stats().index_used);
+        store.maintenance().reindex().unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), Some(good));
+        assert!(store.index().snapshot_source(&id).stats().index_used);
     }
 
     #[test]
@@ -1292,7 +1311,7 @@ mod tests {
         // A chain one directory deeper than the limit.
         let mut tree = Tree::from_entries(Vec::new()).unwrap();
         for _ in 0..=crate::limits::MAX_DEPTH {
-            let id = store.write_tree(&tree).unwrap();
+            let id = store.objects().write_tree(&tree).unwrap();
             tree = Tree::from_entries(vec![TreeEntry {
                 name: b"d".to_vec(),
                 kind: EntryKind::Dir,
@@ -1302,15 +1321,19 @@ mod tests {
             }])
             .unwrap();
         }
-        let root = store.write_tree(&tree).unwrap();
+        let root = store.objects().write_tree(&tree).unwrap();
         let lock = store.write_lock().unwrap();
         store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(root, "deep"), None)
             .unwrap();
         drop(lock);
-        assert!(store.tree_index_path(&root).is_file());
-        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
-        assert!(check_expansion(&store.reader(), &root, "deep").is_err());
+        assert!(store.index().tree_index_path(&root).is_file());
+        assert_eq!(
+            store.index().read_expansion_record(&root),
+            RecordState::Missing
+        );
+        assert!(check_expansion(&store.objects().reader(), &root, "deep").is_err());
         // A forged record that says it is small is the store's word until verify flags it;
         // reindex, which cannot write a true one, removes it rather than leave the lie.
         let small = Expansion {
@@ -1318,10 +1341,10 @@ mod tests {
             entries: 1,
             bytes: 0,
         };
-        let path = store.expansion_record_path(&root);
-        fs::write(&path, expansion_record::encode(&root, &small)).unwrap();
-        assert_eq!(store.recorded_expansion(&root), Some(small));
-        let said: Vec<String> = (store.verify(&mut |_, _| {}).unwrap().problems)
+        let path = store.index().expansion_record_path(&root);
+        fs::write(&path, expansion::encode(&root, &small)).unwrap();
+        assert_eq!(store.index().recorded_expansion(&root), Some(small));
+        let said: Vec<String> = (store.maintenance().verify(&mut |_, _| {}).unwrap().problems)
             .iter()
             .map(|p| p.to_string())
             .collect();
@@ -1329,9 +1352,12 @@ mod tests {
             said.iter().any(|p| p.contains("directory depth")),
             "{said:?}"
         );
-        store.reindex().unwrap();
-        assert!(store.tree_index_path(&root).is_file());
-        assert_eq!(store.read_expansion_record(&root), RecordState::Missing);
+        store.maintenance().reindex().unwrap();
+        assert!(store.index().tree_index_path(&root).is_file());
+        assert_eq!(
+            store.index().read_expansion_record(&root),
+            RecordState::Missing
+        );
     }
 
     #[test]
@@ -1339,13 +1365,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 4, "held");
-        let source = store.snapshot_source_within(&id, 0);
+        let source = store.index().snapshot_source_within(&id, 0);
         let before = same_trees(&store, &source, &root);
         assert!(!source.hold_index_in_memory(10), "larger than the limit");
         assert!(source.hold_index_in_memory(1 << 20));
         assert!(source.hold_index_in_memory(1 << 20), "held already");
         // The file may go: the copy in memory answers.
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(same_trees(&store, &source, &root), before);
         let stats = source.stats();
         assert_eq!(stats.trees_from_objects, 0, "{stats:?}");
@@ -1357,20 +1383,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (id, root) = snapshot(&store, 4, "answering");
-        let eager = store.snapshot_source_within(&id, 0);
-        let answering = store.snapshot_source_answering(&id);
+        let eager = store.index().snapshot_source_within(&id, 0);
+        let answering = store.index().snapshot_source_answering(&id);
         assert!(answering.stats().index_used);
         assert_eq!(answering.head_root.as_deref().map(|(r, _)| *r), Some(root));
         assert!(answering.index.get().is_none(), "not opened yet");
         assert_eq!(
             answering.tree(&root).unwrap(),
-            store.read_tree(&root).unwrap()
+            store.objects().read_tree(&root).unwrap()
         );
         assert!(answering.index.get().is_none(), "the root needs no index");
         // The index goes: the source that opened it at once still reads from it, the one
         // that did not finds it gone at its first other tree and reads the objects.
-        let held = store.snapshot_source_answering(&id);
-        fs::remove_file(store.tree_index_path(&root)).unwrap();
+        let held = store.index().snapshot_source_answering(&id);
+        fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         assert_eq!(same_trees(&store, &eager, &root), 9);
         assert_eq!(eager.stats().trees_from_objects, 0);
         assert_eq!(same_trees(&store, &answering, &root), 9);
@@ -1378,12 +1404,12 @@ mod tests {
         assert!(!stats.index_used, "{stats:?}");
         assert_eq!((stats.trees_from_index, stats.trees_from_objects), (2, 8));
         // Held in memory before it went, from the file it had not opened: every tree.
-        let again = store.snapshot_source_answering(&id);
+        let again = store.index().snapshot_source_answering(&id);
         assert!(again.head_root.is_none() && !again.stats().index_used);
         let (id2, root2) = snapshot(&store, 4, "held whole");
-        let whole = store.snapshot_source_answering(&id2);
+        let whole = store.index().snapshot_source_answering(&id2);
         assert!(whole.hold_index_in_memory(1 << 20));
-        fs::remove_file(store.tree_index_path(&root2)).unwrap();
+        fs::remove_file(store.index().tree_index_path(&root2)).unwrap();
         assert_eq!(same_trees(&store, &whole, &root2), 9);
         assert_eq!(whole.stats().trees_from_objects, 0);
         drop(held);
@@ -1397,38 +1423,41 @@ mod tests {
         let (other, other_root) = snapshot(&store, 2, "other");
         {
             // sled locks its directory: were the catalog opened, this would wait and fail.
-            let _held = store.catalog().unwrap();
-            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+            let _held = store.catalog().session().unwrap();
+            assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
             let upper = id.to_hex().to_ascii_uppercase();
-            assert_eq!(store.resolve_indexed(&upper).unwrap(), id);
+            assert_eq!(store.catalog().resolve_indexed(&upper).unwrap(), id);
         }
         // A short id, or a full one without an index, goes through the catalog.
-        assert_eq!(store.resolve_indexed(&id.short(12)).unwrap(), id);
-        fs::remove_file(store.tree_index_path(&other_root)).unwrap();
-        assert_eq!(store.resolve_indexed(&other.to_hex()).unwrap(), other);
+        assert_eq!(store.catalog().resolve_indexed(&id.short(12)).unwrap(), id);
+        fs::remove_file(store.index().tree_index_path(&other_root)).unwrap();
+        assert_eq!(
+            store.catalog().resolve_indexed(&other.to_hex()).unwrap(),
+            other
+        );
         // A tree's id names its index, but it is no snapshot: the catalog answers.
         assert!(matches!(
-            store.resolve_indexed(&root.to_hex()),
+            store.catalog().resolve_indexed(&root.to_hex()),
             Err(StoreError::UnknownSnapshot { .. })
         ));
         // Forgotten: the index waits for gc, but the record is gone, so the catalog answers.
-        store.forget(&id).unwrap();
-        assert!(store.tree_index_path(&root).is_file());
+        store.maintenance().forget(&id).unwrap();
+        assert!(store.index().tree_index_path(&root).is_file());
         assert!(matches!(
-            store.resolve_indexed(&id.to_hex()),
+            store.catalog().resolve_indexed(&id.to_hex()),
             Err(StoreError::UnknownSnapshot { .. })
         ));
         // Not an id at all.
-        assert!(store.resolve_indexed(&"z".repeat(64)).is_err());
+        assert!(store.catalog().resolve_indexed(&"z".repeat(64)).is_err());
     }
 
     /// Commits a snapshot with the same root as `of` (a no-op capture), child of `of`.
     fn same_root(store: &Store, of: &ObjectId, created: i128) -> ObjectId {
-        let mut snap = store.read_snapshot(of).unwrap();
+        let mut snap = store.objects().read_snapshot(of).unwrap();
         snap.created_unix_ns = created;
         snap.parent = Some(*of);
         let lock = store.write_lock().unwrap();
-        store.commit_snapshot(&lock, &snap, None).unwrap()
+        store.catalog().commit_snapshot(&lock, &snap, None).unwrap()
     }
 
     /// The names in `trees/`, with each file's inode and modification time.
@@ -1467,20 +1496,23 @@ mod tests {
         assert_eq!(index_files(&store), before);
         for id in [first, second, third] {
             assert_eq!(
-                store.check_tree_index(&id, &root).unwrap(),
+                store.index().check_tree_index(&id, &root).unwrap(),
                 IndexState::Good
             );
-            let source = store.snapshot_source(&id);
+            let source = store.index().snapshot_source(&id);
             assert_eq!(same_trees(&store, &source, &root), 13);
             let s = source.stats();
             assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
-            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+            assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
         }
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
         assert_eq!((v.tree_indexes, v.tree_indexes_missing), (3, 0));
         // reindex finds it good for all three: nothing written.
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 0);
+        assert_eq!(
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            0
+        );
         assert_eq!(index_files(&store), before);
     }
 
@@ -1490,37 +1522,38 @@ mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (first, root) = snapshot(&store, 2, "a");
         let second = same_root(&store, &first, 2);
-        store.forget(&first).unwrap();
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
-        assert!(store.tree_index_path(&root).is_file());
-        let source = store.snapshot_source(&second);
+        store.maintenance().forget(&first).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 0);
+        assert!(store.index().tree_index_path(&root).is_file());
+        let source = store.index().snapshot_source(&second);
         assert_eq!(same_trees(&store, &source, &root), 5);
         assert_eq!(source.stats().trees_from_objects, 0);
         // A mount's lease keeps it too, after its snapshot is forgotten.
-        let lease = store.lease(&second, &root).unwrap();
-        store.forget(&second).unwrap();
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 0);
-        assert!(store.tree_index_path(&root).is_file());
+        let lease = store.maintenance().lease(&second, &root).unwrap();
+        store.maintenance().forget(&second).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 0);
+        assert!(store.index().tree_index_path(&root).is_file());
         drop(lease);
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
-        assert!(!store.tree_index_path(&root).exists());
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 1);
+        assert!(!store.index().tree_index_path(&root).exists());
     }
 
     /// What an older build wrote: `trees/<snapshot-id>.pack`, rooted at the record.
     fn write_legacy_index(store: &Store, id: &ObjectId) {
         let mut bytes = Vec::new();
-        crate::pack::write_pack(
-            store,
-            id,
-            crate::PackOptions {
-                since: None,
-                trees_only: true,
-            },
-            &mut bytes,
-            &mut |_| {},
-        )
-        .unwrap();
-        fs::write(store.snapshot_index_path(id), bytes).unwrap();
+        store
+            .packs()
+            .write(
+                id,
+                crate::pack::PackOptions {
+                    since: None,
+                    trees_only: true,
+                },
+                &mut bytes,
+                &mut |_| {},
+            )
+            .unwrap();
+        fs::write(store.index().snapshot_index_path(id), bytes).unwrap();
     }
 
     #[test]
@@ -1531,34 +1564,37 @@ mod tests {
         let (gone, gone_root) = snapshot(&store, 2, "gone");
         for (id, root) in [(id, root), (gone, gone_root)] {
             write_legacy_index(&store, &id);
-            fs::remove_file(store.tree_index_path(&root)).unwrap();
+            fs::remove_file(store.index().tree_index_path(&root)).unwrap();
         }
         // Every tree from the old index, none from the objects.
-        let source = store.snapshot_source(&id);
+        let source = store.index().snapshot_source(&id);
         assert_eq!(same_trees(&store, &source, &root), 9);
         let s = source.stats();
         assert!(s.index_used && s.trees_from_objects == 0, "{s:?}");
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
         {
-            let _held = store.catalog().unwrap();
-            assert_eq!(store.resolve_indexed(&id.to_hex()).unwrap(), id);
+            let _held = store.catalog().session().unwrap();
+            assert_eq!(store.catalog().resolve_indexed(&id.to_hex()).unwrap(), id);
         }
         // gc keeps it while its snapshot lives, and removes the forgotten one's.
-        store.forget(&gone).unwrap();
-        assert_eq!(store.gc(0).unwrap().tree_indexes_removed, 1);
-        assert!(store.snapshot_index_path(&id).is_file());
-        assert!(!store.snapshot_index_path(&gone).exists());
+        store.maintenance().forget(&gone).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().tree_indexes_removed, 1);
+        assert!(store.index().snapshot_index_path(&id).is_file());
+        assert!(!store.index().snapshot_index_path(&gone).exists());
         // reindex converts it: the root's index written (from it), the old one removed.
-        assert_eq!(store.reindex().unwrap().tree_indexes_written, 1);
-        assert!(!store.snapshot_index_path(&id).exists());
         assert_eq!(
-            store.check_tree_index(&id, &root).unwrap(),
+            store.maintenance().reindex().unwrap().tree_indexes_written,
+            1
+        );
+        assert!(!store.index().snapshot_index_path(&id).exists());
+        assert_eq!(
+            store.index().check_tree_index(&id, &root).unwrap(),
             IndexState::Good
         );
-        let pack = PackReader::open(&store.tree_index_path(&root)).unwrap();
+        let pack = PackReader::open(&store.index().tree_index_path(&root)).unwrap();
         assert_eq!((pack.root, pack.entries().len()), (root, 9));
     }
 }

@@ -36,10 +36,10 @@ use std::path::PathBuf;
 
 use crate::error::StoreError;
 use crate::id::ObjectId;
-use crate::index::TREES_DIR;
 use crate::limits::{complete_expansion, within_limits, Expansion};
 use crate::source::ObjectSource;
-use crate::Store;
+
+use super::{Index, TREES_DIR};
 
 /// The file name suffix of a record, after the root's id.
 pub(crate) const SUFFIX: &str = ".expansion";
@@ -47,7 +47,7 @@ const FIRST_LINE: &str = "zeroclaw-bundle expansion 1";
 /// Longer than any record (six short lines); a larger file is not one.
 const MAX_LEN: u64 = 512;
 
-/// What [`Store::read_expansion_record`] found.
+/// What [`Index::read_expansion_record`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordState {
     /// No record (an index written by an older build, or none at all).
@@ -124,7 +124,7 @@ pub(crate) fn decode(bytes: &[u8], root: &ObjectId) -> Result<Expansion, String>
     Ok(expansion)
 }
 
-impl Store {
+impl Index<'_> {
     /// Where the expansion record of root tree `root` lives (it may be absent).
     pub fn expansion_record_path(&self, root: &ObjectId) -> PathBuf {
         self.root()

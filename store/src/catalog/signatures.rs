@@ -20,7 +20,7 @@
 //!   notice); a file whose bytes do not hash to its name is skipped with a notice (it is a
 //!   damaged copy, not a signature of the store).
 //! - Signatures received with an unpack or a pull never fail it: past the bound they are left
-//!   out with a notice ([`Store::add_received_signatures`]), so a pack or remote stuffed with
+//!   out with a notice ([`Catalog::add_received_signatures`]), so a pack or remote stuffed with
 //!   junk once cannot block every later import of that snapshot.
 
 use std::collections::HashSet;
@@ -28,20 +28,15 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
+use super::Catalog;
 use crate::error::StoreError;
 use crate::id::ObjectId;
+use crate::limits::{check_signature_size, MAX_SIGNATURES, MAX_SIGNATURE_BYTES};
 use crate::lock::WriteLock;
-use crate::Store;
 
 /// The directory under the store root.
 pub(crate) const SIGNATURES_DIR: &str = "signatures";
 const SUFFIX: &str = ".sig";
-
-/// Largest signature kept, read or carried, in bytes (an armored RSA-16384 sshsig is under
-/// 6 KiB).
-pub const MAX_SIGNATURE_BYTES: usize = 64 << 10;
-/// Most signatures kept, read or carried for one snapshot.
-pub const MAX_SIGNATURES: usize = 256;
 
 /// One signature of a snapshot, as stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,22 +47,7 @@ pub struct StoredSignature {
     pub bytes: Vec<u8>,
 }
 
-/// Checks the bounds every carrier of signatures (store, pack, remote) shares: not empty, at
-/// most [`MAX_SIGNATURE_BYTES`]. The error completes "the signature ...".
-pub fn check_signature_size(bytes: &[u8]) -> Result<(), String> {
-    if bytes.is_empty() {
-        return Err("is empty".into());
-    }
-    if bytes.len() > MAX_SIGNATURE_BYTES {
-        return Err(format!(
-            "is {} bytes; a signature is at most {MAX_SIGNATURE_BYTES} bytes",
-            bytes.len()
-        ));
-    }
-    Ok(())
-}
-
-impl Store {
+impl Catalog<'_> {
     pub(crate) fn signatures_dir(&self, snapshot: &ObjectId) -> PathBuf {
         self.root().join(SIGNATURES_DIR).join(snapshot.to_hex())
     }
@@ -80,11 +60,11 @@ impl Store {
         snapshot: &ObjectId,
         bytes: &[u8],
     ) -> Result<(ObjectId, bool), StoreError> {
-        let lock = self.write_lock()?;
+        let lock = self.inner.write_lock()?;
         self.add_signature_locked(&lock, snapshot, bytes)
     }
 
-    /// [`Store::add_signature`] for a writer that holds the write lock already (an unpack or a
+    /// [`Catalog::add_signature`] for a writer that holds the write lock already (an unpack or a
     /// pull adds what it received before it commits the record).
     pub fn add_signature_locked(
         &self,
@@ -193,7 +173,7 @@ impl Store {
     pub fn signatures(&self, snapshot: &ObjectId) -> Result<Vec<StoredSignature>, StoreError> {
         let dir = self.signatures_dir(snapshot);
         let mut out = Vec::new();
-        for ent in crate::list_dir(&dir)? {
+        for ent in crate::sys::list_dir(&dir)? {
             let ent = ent?;
             let name = ent.file_name();
             let Some(id) = name
@@ -245,7 +225,7 @@ impl Store {
     ) -> Result<u64, StoreError> {
         let top = self.root().join(SIGNATURES_DIR);
         let mut removed = 0;
-        for ent in crate::list_dir(&top)? {
+        for ent in crate::sys::list_dir(&top)? {
             let ent = ent?;
             let Some(id) = ent
                 .file_name()
@@ -276,32 +256,35 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Store;
 
     #[test]
     fn add_is_idempotent_and_listing_is_sorted_and_checked() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let snap = ObjectId::of(b"a snapshot");
-        assert!(store.signatures(&snap).unwrap().is_empty());
-        let (a, new_a) = store.add_signature(&snap, b"first").unwrap();
-        let (again, new_again) = store.add_signature(&snap, b"first").unwrap();
+        assert!(store.catalog().signatures(&snap).unwrap().is_empty());
+        let (a, new_a) = store.catalog().add_signature(&snap, b"first").unwrap();
+        let (again, new_again) = store.catalog().add_signature(&snap, b"first").unwrap();
         assert!(new_a && !new_again);
         assert_eq!(a, again);
-        store.add_signature(&snap, b"second").unwrap();
-        let listed = store.signatures(&snap).unwrap();
+        store.catalog().add_signature(&snap, b"second").unwrap();
+        let listed = store.catalog().signatures(&snap).unwrap();
         assert_eq!(listed.len(), 2);
         assert!(listed[0].id < listed[1].id);
         // A damaged copy is ignored, not returned.
         fs::write(
             store
+                .catalog()
                 .signatures_dir(&snap)
                 .join(format!("{}{SUFFIX}", a.to_hex())),
             b"other",
         )
         .unwrap();
-        assert_eq!(store.signatures(&snap).unwrap().len(), 1);
-        assert!(store.add_signature(&snap, b"").is_err());
+        assert_eq!(store.catalog().signatures(&snap).unwrap().len(), 1);
+        assert!(store.catalog().add_signature(&snap, b"").is_err());
         assert!(store
+            .catalog()
             .add_signature(&snap, &vec![b'x'; MAX_SIGNATURE_BYTES + 1])
             .is_err());
         // Received signatures past the bound are left out, not an error.
@@ -311,12 +294,19 @@ mod tests {
             .collect();
         let lock = store.write_lock().unwrap();
         assert_eq!(
-            store.add_received_signatures(&lock, &full, &many).unwrap(),
+            store
+                .catalog()
+                .add_received_signatures(&lock, &full, &many)
+                .unwrap(),
             2
         );
-        assert_eq!(store.signatures(&full).unwrap().len(), MAX_SIGNATURES);
+        assert_eq!(
+            store.catalog().signatures(&full).unwrap().len(),
+            MAX_SIGNATURES
+        );
         assert_eq!(
             store
+                .catalog()
                 .add_received_signatures(&lock, &full, &many[..1])
                 .unwrap(),
             0,
@@ -327,24 +317,29 @@ mod tests {
         let extra = b"one too many".to_vec();
         fs::write(
             store
+                .catalog()
                 .signatures_dir(&full)
                 .join(format!("{}{SUFFIX}", ObjectId::of(&extra).to_hex())),
             &extra,
         )
         .unwrap();
-        assert_eq!(store.signatures(&full).unwrap().len(), MAX_SIGNATURES);
+        assert_eq!(
+            store.catalog().signatures(&full).unwrap().len(),
+            MAX_SIGNATURES
+        );
         // gc's sweep keeps what it is told to keep.
         let other = ObjectId::of(b"another");
-        store.add_signature(&other, b"x").unwrap();
+        store.catalog().add_signature(&other, b"x").unwrap();
         assert_eq!(
             store
+                .catalog()
                 .remove_orphan_signatures(&HashSet::from([snap]))
                 .unwrap(),
             2 + MAX_SIGNATURES as u64
         );
-        assert!(store.signatures(&other).unwrap().is_empty());
-        assert!(store.signatures(&full).unwrap().is_empty());
-        assert_eq!(store.signatures(&snap).unwrap().len(), 1);
+        assert!(store.catalog().signatures(&other).unwrap().is_empty());
+        assert!(store.catalog().signatures(&full).unwrap().is_empty());
+        assert_eq!(store.catalog().signatures(&snap).unwrap().len(), 1);
         // No object was written: signatures live outside objects/.
         assert!(store.objects().list().unwrap().is_empty());
     }

@@ -60,7 +60,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::SystemTime;
 
-use crate::compressed;
+use super::compressed;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
 use crate::pack_format::{
@@ -851,9 +851,10 @@ fn check_entry(raw: &[u8], objects_end: u64) -> Result<PackEntry, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::compressed::tests::random_seeded;
     use super::*;
-    use crate::compressed::tests::random_seeded;
-    use crate::{Store, VerifyProblem};
+    use crate::handle::Store;
+    use crate::maintenance::VerifyProblem;
 
     fn store() -> (tempfile::TempDir, Store) {
         let tmp = tempfile::tempdir().unwrap();
@@ -1008,7 +1009,12 @@ mod tests {
         assert_eq!(fresh.objects().list().unwrap().len(), 1);
         // The store that rewrote the pack reads on from the new one.
         assert_eq!(store.objects().read_verified(&ids[0]).unwrap(), live);
-        assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(fresh
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     #[test]
@@ -1071,7 +1077,12 @@ mod tests {
                 }
             }
         }
-        assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(fresh
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
         // Now a progression (the large pack holds more than twice the merged one): nothing
         // more to merge.
         assert_eq!(store.objects().consolidate_packs().unwrap(), 0);
@@ -1101,7 +1112,7 @@ mod tests {
             fresh.objects().read_verified(&ids[1]),
             Err(StoreError::CorruptObject { .. })
         ));
-        let report = fresh.verify(&mut |_, _| {}).unwrap();
+        let report = fresh.maintenance().verify(&mut |_, _| {}).unwrap();
         assert_eq!(report.problems, vec![VerifyProblem::Corrupt { id: ids[1] }]);
 
         // An entry pointing outside the object area: the pack is refused whole, reported.
@@ -1116,7 +1127,7 @@ mod tests {
         fs::write(&path, &hostile).unwrap();
         let fresh = Store::open_or_create(store.root()).unwrap();
         assert!(!fresh.objects().has(&ids[0]) && !fresh.objects().has(&ids[1]));
-        let report = fresh.verify(&mut |_, _| {}).unwrap();
+        let report = fresh.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(
             matches!(report.problems.as_slice(),
                 [VerifyProblem::BadPack { why, .. }] if why.contains("outside the object area")),

@@ -16,7 +16,7 @@
 //! format) or fails its checksum reads as an empty cache: the next capture hashes the
 //! directory again and rewrites it. A source whose cache an older version kept in the
 //! catalog is read from there until its next commit writes the file (see
-//! `Store::load_source_cache`).
+//! `Catalog::load_source_cache`).
 //!
 //! Format: [`MAGIC`], the key's length (u32 big-endian) and bytes, the records (the catalog's
 //! `{path_len:u16 path entry}` encoding), then the blake3 of everything before it (32 bytes).
@@ -25,12 +25,12 @@ use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 
-use crate::catalog::{record_at, SourceStatCache, StatCacheUpdate};
+use super::keys::SourceKey;
+use super::session::{record_at, SourceStatCache, StatCacheUpdate};
+use super::Catalog;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
-use crate::keys::SourceKey;
 use crate::sys::{self, random_token};
-use crate::Store;
 
 /// The directory of these caches, below the store root.
 pub(crate) const DIR: &str = "dircache";
@@ -41,7 +41,7 @@ const MAX_FILE: u64 = 1 << 32;
 /// About how many bytes of records a loaded piece holds.
 const PIECE: usize = 64 * 1024;
 
-impl Store {
+impl Catalog<'_> {
     /// Where the cache of `key` lives.
     fn dircache_path(&self, key: &[u8]) -> PathBuf {
         self.root().join(DIR).join(ObjectId::of(key).to_hex())
@@ -219,13 +219,18 @@ fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::session::StatEntry;
     use super::*;
-    use crate::catalog::StatEntry;
+    use crate::handle::Store;
     use std::path::Path;
 
     /// The cache of `key`, which must have a file (damaged or not).
     fn load(store: &Store, key: &SourceKey) -> SourceStatCache {
-        store.load_dircache(key).unwrap().expect("a cache file")
+        store
+            .catalog()
+            .load_dircache(key)
+            .unwrap()
+            .expect("a cache file")
     }
 
     fn entry(size: u64) -> StatEntry {
@@ -246,18 +251,21 @@ mod tests {
         let store = Store::open_or_create(&dir.path().join("s")).unwrap();
         let key = SourceKey::Diff("/srv/bundle".into());
         assert!(
-            store.load_dircache(&key).unwrap().is_none(),
+            store.catalog().load_dircache(&key).unwrap().is_none(),
             "no file, no cache"
         );
         let mut cache = SourceStatCache::empty();
         cache.put(b"a.md", &entry(5));
         cache.put(b"b/c.md", &entry(7));
-        store.write_dircache(&cache.into_update(&key)).unwrap();
+        store
+            .catalog()
+            .write_dircache(&cache.into_update(&key))
+            .unwrap();
         let loaded = load(&store, &key);
         assert_eq!(loaded.len(), 2);
         assert_eq!(loaded.get(b"b/c.md").unwrap().1, entry(7));
         // Unchanged: no write (the file keeps its bytes even if it were damaged).
-        let path = store.dircache_path(&key.encode());
+        let path = store.catalog().dircache_path(&key.encode());
         let before = fs::read(&path).unwrap();
         let mut again = load(&store, &key);
         for p in [&b"a.md"[..], b"b/c.md"] {
@@ -267,7 +275,7 @@ mod tests {
         assert!(again.into_update(&key).is_empty());
         // Another key never reads this file's records, even at its path.
         let other = SourceKey::Diff("/srv/other".into());
-        fs::copy(&path, store.dircache_path(&other.encode())).unwrap();
+        fs::copy(&path, store.catalog().dircache_path(&other.encode())).unwrap();
         assert!(load(&store, &other).is_empty());
         // Torn, flipped, foreign format: empty, never an error, never a wrong entry.
         for damaged in [
@@ -309,10 +317,13 @@ mod tests {
         // leaves no temp file either.
         fs::remove_dir_all(store.root().join(DIR)).unwrap();
         fs::write(store.root().join(DIR), b"").unwrap();
-        assert!(store.load_dircache(&key).unwrap().is_none());
+        assert!(store.catalog().load_dircache(&key).unwrap().is_none());
         let mut cache = SourceStatCache::empty();
         cache.put(b"a.md", &entry(5));
-        let err = store.write_dircache(&cache.into_update(&key)).unwrap_err();
+        let err = store
+            .catalog()
+            .write_dircache(&cache.into_update(&key))
+            .unwrap_err();
         assert!(err.to_string().contains(DIR), "{err}");
         assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
     }

@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::catalog::{push_record, record_at, StatEntry};
+use super::session::{push_record, record_at, StatEntry};
 use crate::error::StoreError;
 
 /// Records held in memory before they go to the spill file (and the size of each append).

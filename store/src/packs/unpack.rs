@@ -1,6 +1,6 @@
 //! Importing packs into the store: `unpack` of one pack, and `pull`'s import of a snapshot
 //! from the packs a remote sent. Both import exactly what the snapshot reaches and the store
-//! lacks ([`closure_needs`]), refuse a snapshot past the store's expansion limits, and verify
+//! lacks ([`Packs::closure_needs`]), refuse a snapshot past the store's expansion limits, and verify
 //! and write every object in one pass
 //! ([`land_objects`]) and make nothing visible until everything verified.
 //!
@@ -14,7 +14,7 @@
 //! allocation follows a declared length above that. Meanwhile one more thread checks each
 //! pack's trailer hash with one sequential read. Only when the trailer and every object
 //! passed are the staged files renamed into `objects/` (cheap), then
-//! [`Store::commit_snapshot`] syncs the filesystem once (`syncfs`, no fsync per object) and
+//! [`crate::Catalog::commit_snapshot`] syncs the filesystem once (`syncfs`, no fsync per object) and
 //! writes the record, then the catalog entry. A failure anywhere removes the staging
 //! directory: nothing is imported. A kill leaves at most that directory (which `gc` removes)
 //! or, during the renames, unreferenced objects: never a snapshot that lists missing objects.
@@ -30,13 +30,15 @@ use std::sync::Mutex;
 
 use crate::error::{DecodeError, StoreError};
 use crate::id::ObjectId;
+use crate::objects::StoreReader;
 use crate::objects::{Blob, ObjectDir, Staging};
 use crate::pack::{bad, corrupt_in_pack, decode_pack_object, PackReader};
 use crate::pack_format::PackEntry;
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree};
-use crate::{Store, StoreReader};
+
+use super::Packs;
 
 /// The trees of a snapshot just received, for its tree index: from the packs that carried
 /// them (already open, read whole or positioned) before the store, so writing the index does
@@ -94,7 +96,7 @@ const STREAM_BUF: usize = 1 << 20;
 /// lands the objects in the store; see the module doc. Opens the store's catalog meanwhile
 /// (see below). On an error nothing has landed.
 pub(crate) fn land_objects(
-    store: &Store,
+    store: &Packs<'_>,
     packs: &[PackReader],
     mut jobs: Vec<(usize, PackEntry)>,
     watch: &dyn ImportWatch,
@@ -136,7 +138,7 @@ pub(crate) fn land_objects(
             // objects/ is still empty, and after the objects landed it read each one again
             // (measured: a third of a cold unpack of 6,000 objects). Nothing lands in objects/
             // before this scope ends.
-            if let Err(e) = store.catalog() {
+            if let Err(e) = store.catalog().session() {
                 fail(e);
             }
         });
@@ -247,7 +249,7 @@ fn land_one(
     if have {
         return Ok(());
     }
-    if e.zstd && crate::compressed::storable(&bufs.stored, bytes.len()) {
+    if e.zstd && crate::objects::compressed::storable(&bufs.stored, bytes.len()) {
         // The pack's frame is what the store would write for these bytes: it lands as it is
         // (no recompression, and the unpacked store is as small as a captured one).
         return staging.put_verified_frame(&e.id, &bufs.stored);
@@ -255,31 +257,17 @@ fn land_one(
     staging.put_verified(&e.id, bytes)
 }
 
-/// How far in the future a received record's creation time may lie (clock skew between
-/// hosts).
-const FUTURE_SKEW_NS: i128 = 24 * 3600 * 1_000_000_000;
-
-/// True when `snapshot` claims a creation time more than [`FUTURE_SKEW_NS`] ahead of this
-/// host's clock: it would stay `agent/<alias>` over every later local export.
-pub(crate) fn future_dated(snapshot: &Snapshot) -> bool {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX))
-        .unwrap_or(0);
-    snapshot.created_unix_ns > now.saturating_add(FUTURE_SKEW_NS)
-}
-
 /// A received record must not take over this store's refs: its name must not already name
 /// another snapshot here (the record's bytes, and so its id, carry the name, so it cannot be
 /// renamed on the way in), and its creation time must not lie in the future, where it would
 /// stay `agent/<alias>` (the newest snapshot of the agent) over every later local export.
 fn check_foreign_record(
-    store: &Store,
+    store: &Packs<'_>,
     origin: &Path,
     id: &ObjectId,
     snapshot: &Snapshot,
 ) -> Result<(), StoreError> {
-    if future_dated(snapshot) {
+    if crate::snapshot::future_dated(snapshot) {
         return Err(bad(
             origin,
             "carries a snapshot created more than a day in the future; it would shadow every \
@@ -288,7 +276,7 @@ fn check_foreign_record(
         ));
     }
     if let Some(name) = &snapshot.name {
-        if let Some(local) = store.catalog()?.name_target(name)? {
+        if let Some(local) = store.catalog().session()?.name_target(name)? {
             if local != *id {
                 return Err(bad(
                     origin,
@@ -307,27 +295,188 @@ fn check_foreign_record(
     Ok(())
 }
 
-/// Imports pack `pack` into `store`: exactly the objects its snapshot reaches that the store
-/// lacks (found by [`closure_needs`], as `pull` finds them; whatever else the pack lists is
-/// ignored, never written: an extra snapshot record planted beside the snapshot never lands
-/// where `reindex` or `gc` could find it), each verified and staged in one pass
-/// (see the `unpack` module), lands in `objects/` only once all verified (and the trailer too), then
-/// the record and the catalog entry are committed through [`Store::commit_snapshot`]. So an
-/// interrupted unpack leaves at most unreferenced objects (and a staging directory for gc),
-/// and a pack that fails verification imports nothing. Fails before staging anything when the
-/// pack is a digest pack, (incremental) needs objects the store lacks, or its snapshot passes
-/// the store's expansion limits ([`crate::limits`]).
-pub fn unpack(store: &Store, pack: &PackReader) -> Result<ObjectId, StoreError> {
-    unpack_watched(store, pack, &NoWatch)
-}
+impl Packs<'_> {
+    /// Imports pack `pack` into `store`: exactly the objects its snapshot reaches that the store
+    /// lacks (found by [`Packs::closure_needs`], as `pull` finds them; whatever else the pack lists is
+    /// ignored, never written: an extra snapshot record planted beside the snapshot never lands
+    /// where `reindex` or `gc` could find it), each verified and staged in one pass
+    /// (see the `unpack` module), lands in `objects/` only once all verified (and the trailer too), then
+    /// the record and the catalog entry are committed through [`crate::Catalog::commit_snapshot`]. So an
+    /// interrupted unpack leaves at most unreferenced objects (and a staging directory for gc),
+    /// and a pack that fails verification imports nothing. Fails before staging anything when the
+    /// pack is a digest pack, (incremental) needs objects the store lacks, or its snapshot passes
+    /// the store's expansion limits ([`crate::limits`]).
+    pub fn unpack(&self, pack: &PackReader) -> Result<ObjectId, StoreError> {
+        self.unpack_watched(pack, &NoWatch)
+    }
 
-/// [`unpack`], telling `watch` how the verification goes and stopping when it asks.
-pub fn unpack_watched(
-    store: &Store,
-    pack: &PackReader,
-    watch: &dyn ImportWatch,
-) -> Result<ObjectId, StoreError> {
-    unpack_counted(store, pack, watch).map(|r| r.id)
+    /// [`Packs::unpack`], telling `watch` how the verification goes and stopping when it asks.
+    pub fn unpack_watched(
+        &self,
+        pack: &PackReader,
+        watch: &dyn ImportWatch,
+    ) -> Result<ObjectId, StoreError> {
+        self.unpack_counted(pack, watch).map(|r| r.id)
+    }
+
+    /// [`Packs::unpack_watched`], saying how many objects came from the pack and how many the store
+    /// already held (see [`UnpackReport`]).
+    pub fn unpack_counted(
+        &self,
+        pack: &PackReader,
+        watch: &dyn ImportWatch,
+    ) -> Result<UnpackReport, StoreError> {
+        if pack.trees_only {
+            return Err(bad(
+                pack.path(),
+                "is a digest pack (trees only): it can be diffed or listed, not unpacked",
+            ));
+        }
+        // Held from the first look at what the store holds to the catalog entry, so `gc` cannot
+        // remove an object this import counts on, or its staging directory (the store's write
+        // lock, as for a capture).
+        let lock = self.write_lock()?;
+        let snapshot = pack.snapshot()?;
+        // Read (and checked for form) before anything is staged; kept beside the record once
+        // every object has landed, before the record is committed.
+        let signatures = pack.signatures()?;
+        check_foreign_record(self, pack.path(), &pack.root, &snapshot)?;
+        let packs = std::slice::from_ref(pack);
+        check_received_limits(
+            self,
+            packs,
+            &snapshot.root,
+            &format!(
+                "snapshot {} of pack {}",
+                pack.root.short(12),
+                pack.path().display()
+            ),
+        )?;
+        // Only what the snapshot reaches and the store lacks: any other object the pack lists
+        // (an extra snapshot record, an unused blob) is never written.
+        let walk = closure_walk(self, packs, &snapshot.root)?;
+        let (missing, from_pack) = (walk.missing, walk.from_packs);
+        if let Some(first) = missing.first() {
+            return Err(bad(
+                pack.path(),
+                match pack.base {
+                    Some(base) => format!(
+                        "is incremental on snapshot {} and this store lacks {} of the objects it needs (first: {}); unpack a pack of the base first",
+                        base.short(12),
+                        missing.len(),
+                        first.short(12)
+                    ),
+                    None => format!("lacks {} objects its trees name (first: {})", missing.len(), first.short(12)),
+                },
+            ));
+        }
+        // The record is read and hashed by `snapshot()` and written by the commit.
+        let jobs = jobs_for(packs, &from_pack);
+        land_objects(self, packs, jobs, watch)?;
+        self.catalog()
+            .add_received_signatures(&lock, &pack.root, &signatures)?;
+        let trees = ReceivedTrees {
+            packs,
+            store: self.objects().reader(),
+        };
+        let id = self
+            .catalog()
+            .commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
+        if id != pack.root {
+            return Err(bad(
+                pack.path(),
+                format!(
+                    "its record re-encodes to {}, not {}",
+                    id.short(12),
+                    pack.root.short(12)
+                ),
+            ));
+        }
+        Ok(UnpackReport {
+            id,
+            // The record is read from the pack and hashed by `snapshot()` every time.
+            read: from_pack.len() + 1,
+            present: walk.reached - from_pack.len(),
+        })
+    }
+
+    /// Walks the snapshot tree under `root` through the store and `packs` and returns the
+    /// objects it reaches that neither holds, and (second) those the packs must provide (reached,
+    /// not in the store). A tree found nowhere is reported and not descended: the caller fetches
+    /// it and walks again.
+    pub fn closure_needs(
+        &self,
+        packs: &[PackReader],
+        root: &ObjectId,
+    ) -> Result<(Vec<ObjectId>, Vec<ObjectId>), StoreError> {
+        let walk = closure_walk(self, packs, root)?;
+        Ok((walk.missing, walk.from_packs))
+    }
+
+    /// Imports snapshot `snapshot_id` (its record is `record`, hashed here against the id) from
+    /// `packs` into `store` (each pack's trailer checked, every object it provides verified): every object the store lacks lands, then the
+    /// record and the catalog entry through [`crate::Catalog::commit_snapshot`], the same order as
+    /// [`Packs::unpack`]. Fails before writing anything when an object is found nowhere.
+    pub fn import(
+        &self,
+        snapshot_id: &ObjectId,
+        record: &[u8],
+        packs: &[PackReader],
+        watch: &dyn ImportWatch,
+    ) -> Result<ObjectId, StoreError> {
+        let actual = ObjectId::of(record);
+        if actual != *snapshot_id {
+            return Err(StoreError::CorruptObject {
+                id: *snapshot_id,
+                actual,
+            });
+        }
+        let snapshot = Snapshot::decode(record).map_err(|why| StoreError::Malformed {
+            id: *snapshot_id,
+            what: "snapshot record",
+            why,
+        })?;
+        check_foreign_record(
+            self,
+            Path::new(&format!("of snapshot {}", snapshot_id.short(12))),
+            snapshot_id,
+            &snapshot,
+        )?;
+        // Held from the walk that decides what the store already has to the catalog entry, so a
+        // gc cannot delete an unreferenced object the walk counted on.
+        let lock = self.write_lock()?;
+        check_received_limits(
+            self,
+            packs,
+            &snapshot.root,
+            &format!("snapshot {}", snapshot_id.short(12)),
+        )?;
+        let (missing, from_packs) = self.closure_needs(packs, &snapshot.root)?;
+        if let Some(first) = missing.first() {
+            return Err(StoreError::MissingObject(*first));
+        }
+        let jobs = jobs_for(packs, &from_packs);
+        // Every pack's trailer is checked too, even one that only provided trees.
+        land_objects(self, packs, jobs, watch)?;
+        let trees = ReceivedTrees {
+            packs,
+            store: self.objects().reader(),
+        };
+        let id = self
+            .catalog()
+            .commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
+        if id != *snapshot_id {
+            return Err(StoreError::Malformed {
+                id: *snapshot_id,
+                what: "snapshot record",
+                why: DecodeError::BadField {
+                    field: "record",
+                    why: format!("re-encodes to {}", id.short(12)),
+                },
+            });
+        }
+        Ok(id)
+    }
 }
 
 /// What an unpack did with the objects its snapshot needs: `read + present` is every object
@@ -344,97 +493,19 @@ pub struct UnpackReport {
     pub present: usize,
 }
 
-/// [`unpack_watched`], saying how many objects came from the pack and how many the store
-/// already held (see [`UnpackReport`]).
-pub fn unpack_counted(
-    store: &Store,
-    pack: &PackReader,
-    watch: &dyn ImportWatch,
-) -> Result<UnpackReport, StoreError> {
-    if pack.trees_only {
-        return Err(bad(
-            pack.path(),
-            "is a digest pack (trees only): it can be diffed or listed, not unpacked",
-        ));
-    }
-    // Held from the first look at what the store holds to the catalog entry, so `gc` cannot
-    // remove an object this import counts on, or its staging directory (the store's write
-    // lock, as for a capture).
-    let lock = store.write_lock()?;
-    let snapshot = pack.snapshot()?;
-    // Read (and checked for form) before anything is staged; kept beside the record once
-    // every object has landed, before the record is committed.
-    let signatures = pack.signatures()?;
-    check_foreign_record(store, pack.path(), &pack.root, &snapshot)?;
-    let packs = std::slice::from_ref(pack);
-    check_received_limits(
-        store,
-        packs,
-        &snapshot.root,
-        &format!(
-            "snapshot {} of pack {}",
-            pack.root.short(12),
-            pack.path().display()
-        ),
-    )?;
-    // Only what the snapshot reaches and the store lacks: any other object the pack lists
-    // (an extra snapshot record, an unused blob) is never written.
-    let walk = closure_walk(store, packs, &snapshot.root)?;
-    let (missing, from_pack) = (walk.missing, walk.from_packs);
-    if let Some(first) = missing.first() {
-        return Err(bad(
-            pack.path(),
-            match pack.base {
-                Some(base) => format!(
-                    "is incremental on snapshot {} and this store lacks {} of the objects it needs (first: {}); unpack a pack of the base first",
-                    base.short(12),
-                    missing.len(),
-                    first.short(12)
-                ),
-                None => format!("lacks {} objects its trees name (first: {})", missing.len(), first.short(12)),
-            },
-        ));
-    }
-    // The record is read and hashed by `snapshot()` and written by the commit.
-    let jobs = jobs_for(packs, &from_pack);
-    land_objects(store, packs, jobs, watch)?;
-    store.add_received_signatures(&lock, &pack.root, &signatures)?;
-    let trees = ReceivedTrees {
-        packs,
-        store: store.reader(),
-    };
-    let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
-    if id != pack.root {
-        return Err(bad(
-            pack.path(),
-            format!(
-                "its record re-encodes to {}, not {}",
-                id.short(12),
-                pack.root.short(12)
-            ),
-        ));
-    }
-    Ok(UnpackReport {
-        id,
-        // The record is read from the pack and hashed by `snapshot()` every time.
-        read: from_pack.len() + 1,
-        present: walk.reached - from_pack.len(),
-    })
-}
-
 /// A received snapshot must stay within the store's own expansion limits ([`crate::limits`]:
 /// depth, entries, bytes), which every reader of the store enforces: what no reader would
 /// expand is not imported (and `verify` never walks it). Checked over tree objects only,
 /// before anything is staged; `label` names the snapshot and where it came from.
 fn check_received_limits(
-    store: &Store,
+    store: &Packs<'_>,
     packs: &[PackReader],
     root: &ObjectId,
     label: &str,
 ) -> Result<(), StoreError> {
     let trees = ReceivedTrees {
         packs,
-        store: store.reader(),
+        store: store.objects().reader(),
     };
     crate::limits::check_expansion(&trees, root, label).map(|_| ())
 }
@@ -456,19 +527,6 @@ fn find_in<'p>(packs: &'p [PackReader], id: &ObjectId) -> Option<&'p PackReader>
     packs.iter().find(|p| p.entry(id).is_some())
 }
 
-/// Walks the snapshot tree under `root` through the store and `packs` and returns the
-/// objects it reaches that neither holds, and (second) those the packs must provide (reached,
-/// not in the store). A tree found nowhere is reported and not descended: the caller fetches
-/// it and walks again.
-pub fn closure_needs(
-    store: &Store,
-    packs: &[PackReader],
-    root: &ObjectId,
-) -> Result<(Vec<ObjectId>, Vec<ObjectId>), StoreError> {
-    let walk = closure_walk(store, packs, root)?;
-    Ok((walk.missing, walk.from_packs))
-}
-
 /// What [`closure_walk`] found.
 struct ClosureWalk {
     /// Reached, held neither by the store nor by the packs.
@@ -479,9 +537,9 @@ struct ClosureWalk {
     reached: usize,
 }
 
-/// [`closure_needs`], counting what it reached too.
+/// [`Packs::closure_needs`], counting what it reached too.
 fn closure_walk(
-    store: &Store,
+    store: &Packs<'_>,
     packs: &[PackReader],
     root: &ObjectId,
 ) -> Result<ClosureWalk, StoreError> {
@@ -496,7 +554,7 @@ fn closure_walk(
         // A tree the store holds damaged (`verify` names it) is taken from the packs like a
         // missing one, so unpacking or pulling the snapshot again replaces it.
         let held = match store.objects().has(&id) {
-            true => match store.read_tree(&id) {
+            true => match store.objects().read_tree(&id) {
                 Ok(tree) => Some(tree),
                 Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => None,
                 Err(e) => return Err(e),
@@ -530,78 +588,19 @@ fn closure_walk(
     })
 }
 
-/// Imports snapshot `snapshot_id` (its record is `record`, hashed here against the id) from
-/// `packs` into `store` (each pack's trailer checked, every object it provides verified): every object the store lacks lands, then the
-/// record and the catalog entry through [`Store::commit_snapshot`], the same order as
-/// [`unpack`]. Fails before writing anything when an object is found nowhere.
-pub fn import_from_packs(
-    store: &Store,
-    snapshot_id: &ObjectId,
-    record: &[u8],
-    packs: &[PackReader],
-    watch: &dyn ImportWatch,
-) -> Result<ObjectId, StoreError> {
-    let actual = ObjectId::of(record);
-    if actual != *snapshot_id {
-        return Err(StoreError::CorruptObject {
-            id: *snapshot_id,
-            actual,
-        });
-    }
-    let snapshot = Snapshot::decode(record).map_err(|why| StoreError::Malformed {
-        id: *snapshot_id,
-        what: "snapshot record",
-        why,
-    })?;
-    check_foreign_record(
-        store,
-        Path::new(&format!("of snapshot {}", snapshot_id.short(12))),
-        snapshot_id,
-        &snapshot,
-    )?;
-    // Held from the walk that decides what the store already has to the catalog entry, so a
-    // gc cannot delete an unreferenced object the walk counted on.
-    let lock = store.write_lock()?;
-    check_received_limits(
-        store,
-        packs,
-        &snapshot.root,
-        &format!("snapshot {}", snapshot_id.short(12)),
-    )?;
-    let (missing, from_packs) = closure_needs(store, packs, &snapshot.root)?;
-    if let Some(first) = missing.first() {
-        return Err(StoreError::MissingObject(*first));
-    }
-    let jobs = jobs_for(packs, &from_packs);
-    // Every pack's trailer is checked too, even one that only provided trees.
-    land_objects(store, packs, jobs, watch)?;
-    let trees = ReceivedTrees {
-        packs,
-        store: store.reader(),
-    };
-    let id = store.commit_snapshot_reading(&lock, &snapshot, None, Some(&trees))?;
-    if id != *snapshot_id {
-        return Err(StoreError::Malformed {
-            id: *snapshot_id,
-            what: "snapshot record",
-            why: DecodeError::BadField {
-                field: "record",
-                why: format!("re-encodes to {}", id.short(12)),
-            },
-        });
-    }
-    Ok(id)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pack::{write_pack, PackOptions};
+    use crate::handle::Store;
+    use crate::pack::PackOptions;
     use crate::tree::{Tree, TreeEntry};
 
     /// Bytes that do not compress (the store's test generator, seeded from `seed`).
     fn noise(seed: u64, len: usize) -> Vec<u8> {
-        crate::compressed::tests::random_seeded(len, seed.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+        crate::objects::compressed::tests::random_seeded(
+            len,
+            seed.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+        )
     }
 
     /// A store with one snapshot of `files` (name, bytes) and its pack.
@@ -613,13 +612,17 @@ mod tests {
             .collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
         let snap = Snapshot::for_test(root, "test");
         let lock = store.write_lock().unwrap();
-        let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+        let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
         let mut out = Vec::new();
-        write_pack(&store, &id, PackOptions::default(), &mut out, &mut |_| {}).unwrap();
+        store
+            .packs()
+            .write(&id, PackOptions::default(), &mut out, &mut |_| {})
+            .unwrap();
         (id, out)
     }
 
@@ -658,7 +661,7 @@ mod tests {
         let path = dir.join(format!("{name}.zcpack"));
         std::fs::write(&path, bytes).unwrap();
         let store = Store::open_or_create(&dir.join(name)).unwrap();
-        let result = PackReader::open(&path).and_then(|p| unpack(&store, &p));
+        let result = PackReader::open(&path).and_then(|p| store.packs().unpack(&p));
         (store, result)
     }
 
@@ -670,7 +673,13 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert!(tmp.is_empty(), "left in tmp/: {tmp:?}");
-        assert!(store.catalog().unwrap().snapshots().unwrap().is_empty());
+        assert!(store
+            .catalog()
+            .session()
+            .unwrap()
+            .snapshots()
+            .unwrap()
+            .is_empty());
     }
 
     fn many_files() -> Vec<(String, Vec<u8>)> {
@@ -701,9 +710,23 @@ mod tests {
         let (store, result) = unpack_into(dir.path(), "b", &pack);
         assert_eq!(result.unwrap(), id);
         let again = PackReader::open(&dir.path().join("b.zcpack")).unwrap();
-        assert_eq!(unpack(&store, &again).unwrap(), id);
-        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
-        assert_eq!(store.catalog().unwrap().snapshots().unwrap().len(), 1);
+        assert_eq!(store.packs().unpack(&again).unwrap(), id);
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
+        assert_eq!(
+            store
+                .catalog()
+                .session()
+                .unwrap()
+                .snapshots()
+                .unwrap()
+                .len(),
+            1
+        );
         assert_eq!(
             std::fs::read_dir(store.objects().tmp_dir())
                 .unwrap()
@@ -742,7 +765,12 @@ mod tests {
         assert!(entries.iter().any(|(_, e)| !e.zstd && e.len > IN_MEMORY));
         let (store, result) = unpack_into(dir.path(), "ok", &pack);
         assert_eq!(result.unwrap(), id);
-        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
         let zeros = ObjectId::of(&files[1].1);
         assert_eq!(store.objects().read_verified(&zeros).unwrap(), files[1].1);
 
@@ -821,7 +849,7 @@ mod tests {
         .encode();
         let future = Snapshot {
             agent: Some("ops".into()),
-            kind: crate::SnapshotKind::AgentBundle,
+            kind: crate::snapshot::SnapshotKind::AgentBundle,
             created_unix_ns: i128::from(i64::MAX),
             ..Snapshot::for_test(planted_root, "sender")
         }
@@ -844,12 +872,13 @@ mod tests {
         let (local_root, _) = tree_of(&dst, &[("f", b"local")]);
         let lock = dst.write_lock().unwrap();
         let local = dst
+            .catalog()
             .commit_snapshot(
                 &lock,
                 &Snapshot {
                     name: Some("prod".into()),
                     agent: Some("ops".into()),
-                    kind: crate::SnapshotKind::AgentBundle,
+                    kind: crate::snapshot::SnapshotKind::AgentBundle,
                     created_unix_ns: 5,
                     ..Snapshot::for_test(local_root, "local")
                 },
@@ -861,7 +890,10 @@ mod tests {
             dst.objects().list().unwrap().iter().map(|o| o.id).collect();
         let path = dir.path().join("p.zcpack");
         std::fs::write(&path, &pack).unwrap();
-        let id = unpack(&dst, &PackReader::open(&path).unwrap()).unwrap();
+        let id = dst
+            .packs()
+            .unpack(&PackReader::open(&path).unwrap())
+            .unwrap();
         assert_eq!(id, ObjectId::of(&innocent));
         let after: HashSet<ObjectId> = dst.objects().list().unwrap().iter().map(|o| o.id).collect();
         let added: HashSet<ObjectId> = after.difference(&before).copied().collect();
@@ -883,13 +915,25 @@ mod tests {
             bytes_in_objects < 1 << 20,
             "{bytes_in_objects} bytes landed"
         );
-        dst.reindex().unwrap();
-        dst.gc(0).unwrap();
+        dst.maintenance().reindex().unwrap();
+        dst.maintenance().gc(0).unwrap();
         for (reference, want) in [("prod", local), ("agent/ops", local)] {
-            assert_eq!(dst.resolve(reference).unwrap(), want, "{reference}");
+            assert_eq!(
+                dst.catalog().resolve(reference).unwrap(),
+                want,
+                "{reference}"
+            );
         }
-        assert_eq!(dst.catalog().unwrap().snapshots().unwrap().len(), 2);
-        assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert_eq!(
+            dst.catalog().session().unwrap().snapshots().unwrap().len(),
+            2
+        );
+        assert!(dst
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     /// Issue 18, item 4: what the store's own limits refuse (a chain 257 directories deep),

@@ -18,11 +18,11 @@
 use std::fs;
 use std::io::{self, Read, Write};
 
-use crate::dircache::DIR;
+use super::dircache::DIR;
+use super::Catalog;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
 use crate::sys;
-use crate::Store;
 
 const MAGIC: &[u8] = b"zeroclaw-bundle verdicts 1\n";
 const PREFIX: &str = "verdicts-";
@@ -83,7 +83,7 @@ fn file_name(rules: &[u8; 8]) -> String {
     format!("{PREFIX}{hex}")
 }
 
-impl Store {
+impl Catalog<'_> {
     /// The verdicts recorded under `rules` (none when there is no usable file).
     pub fn load_verdicts(&self, rules: &[u8; 8]) -> Verdicts {
         let path = self.root().join(DIR).join(file_name(rules));
@@ -188,35 +188,39 @@ fn read_file(file: fs::File, rules: &[u8; 8]) -> io::Result<Option<Verdicts>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::Store;
 
     #[test]
     fn verdicts_round_trip_per_rules_and_damage_reads_as_none() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(&dir.path().join("s")).unwrap();
         let (a, b, c) = (ObjectId::of(b"a"), ObjectId::of(b"b"), ObjectId::of(b"c"));
-        assert!(store.load_verdicts(&[1; 8]).is_empty());
+        assert!(store.catalog().load_verdicts(&[1; 8]).is_empty());
         let mut v = Verdicts::default();
         v.insert(b, vec![7, 8]);
         v.insert(a, vec![]);
-        store.save_verdicts(&[1; 8], &mut v).unwrap();
-        let mut loaded = store.load_verdicts(&[1; 8]);
+        store.catalog().save_verdicts(&[1; 8], &mut v).unwrap();
+        let mut loaded = store.catalog().load_verdicts(&[1; 8]);
         assert_eq!(
             (loaded.get(&a), loaded.get(&b)),
             (Some(&[][..]), Some(&[7, 8][..]))
         );
-        assert!(store.load_verdicts(&[2; 8]).is_empty(), "other rules");
+        assert!(
+            store.catalog().load_verdicts(&[2; 8]).is_empty(),
+            "other rules"
+        );
         // Added later: merged in, a newer verdict on an id wins.
         loaded.insert(c, vec![1]);
         loaded.insert(b, vec![9]);
-        store.save_verdicts(&[1; 8], &mut loaded).unwrap();
-        let again = store.load_verdicts(&[1; 8]);
+        store.catalog().save_verdicts(&[1; 8], &mut loaded).unwrap();
+        let again = store.catalog().load_verdicts(&[1; 8]);
         assert_eq!(again.len(), 3);
         assert_eq!(again.get(&b), Some(&[9][..]));
         // Saving under new rules removes the old rules' file.
         let mut other = Verdicts::default();
         other.insert(a, vec![]);
-        store.save_verdicts(&[2; 8], &mut other).unwrap();
-        assert!(store.load_verdicts(&[1; 8]).is_empty());
+        store.catalog().save_verdicts(&[2; 8], &mut other).unwrap();
+        assert!(store.catalog().load_verdicts(&[1; 8]).is_empty());
         // Every flipped byte and every truncation reads as no verdicts.
         let path = store.root().join(DIR).join(file_name(&[2; 8]));
         let good = fs::read(&path).unwrap();
@@ -224,14 +228,20 @@ mod tests {
             let mut bad = good.clone();
             bad[at] ^= 0x40;
             fs::write(&path, &bad).unwrap();
-            assert!(store.load_verdicts(&[2; 8]).is_empty(), "flip at {at}");
+            assert!(
+                store.catalog().load_verdicts(&[2; 8]).is_empty(),
+                "flip at {at}"
+            );
             fs::write(&path, &good[..at]).unwrap();
-            assert!(store.load_verdicts(&[2; 8]).is_empty(), "cut at {at}");
+            assert!(
+                store.catalog().load_verdicts(&[2; 8]).is_empty(),
+                "cut at {at}"
+            );
         }
         fs::write(&path, &good).unwrap();
-        assert_eq!(store.load_verdicts(&[2; 8]).len(), 1);
+        assert_eq!(store.catalog().load_verdicts(&[2; 8]).len(), 1);
         // gc's clearing of the stat caches takes the verdicts with them.
-        store.clear_dircaches().unwrap();
-        assert!(store.load_verdicts(&[2; 8]).is_empty());
+        store.catalog().clear_dircaches().unwrap();
+        assert!(store.catalog().load_verdicts(&[2; 8]).is_empty());
     }
 }

@@ -10,7 +10,7 @@
 //! from `stat`, then the version is written (a crash in between repeats the copy, which is
 //! idempotent). Any other value, or a catalog without the key, is set aside and rebuilt.
 //!
-//! sled holds an exclusive lock on its directory while open, so a [`Catalog`] is opened for
+//! sled holds an exclusive lock on its directory while open, so a [`CatalogSession`] is opened for
 //! the moment a command needs it and dropped right after. A second process waits (polling)
 //! up to a timeout and then fails with [`StoreError::CatalogBusy`], never a raw lock error.
 
@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::keys::{DestKey, SourceKey};
+use super::records::Records;
 use crate::error::StoreError;
 use crate::id::ObjectId;
-use crate::keys::{DestKey, SourceKey};
-use crate::records::Records;
 use crate::snapshot::{Snapshot, SnapshotKind};
 
 /// How long to wait for another process to release the catalog, unless
@@ -35,7 +35,7 @@ const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(20);
 /// would let a large stat-cache update dominate a capture's memory.
 const SLED_CACHE_BYTES: u64 = 8 * 1024 * 1024;
 
-/// Written once a new catalog's index is built (see `Catalog::from_db`); its value is the
+/// Written once a new catalog's index is built (see `CatalogSession::from_db`); its value is the
 /// catalog's format version.
 const FORMAT_KEY: &[u8] = b"zeroclaw-bundle catalog";
 /// Format 2: destination records in a tree of their own (`dest`), apart from the capture
@@ -230,7 +230,7 @@ impl DestCache {
 
 /// What a publish records at its destination, being made (see [`DestCache`]): the records
 /// packed as they are stored, about 75 bytes plus the path per file, in memory or, past a
-/// bound, in an unnamed file under the store's `tmp/` (see [`crate::Store::dest_record`]).
+/// bound, in an unnamed file under the store's `tmp/` (see [`crate::Catalog::dest_record`]).
 #[derive(Debug)]
 pub struct DestRecord {
     records: Records,
@@ -326,7 +326,7 @@ impl StatCacheUpdate {
 /// `{path_len:u16 path entry}`, see `encode_stat_cache`) with an index of record offsets
 /// sorted by path, one bit per record for "seen again unchanged", and the new or changed
 /// records packed the same way (spilled to an unnamed file past a bound when the cache was
-/// loaded through [`crate::Store::load_source_cache`]). About 4 bytes per file beyond the
+/// loaded through [`crate::Catalog::load_source_cache`]). About 4 bytes per file beyond the
 /// stored record, where a map of owned paths took about 3 times the record (580 bytes per
 /// file in all at 300,000 files).
 pub struct SourceStatCache {
@@ -541,7 +541,7 @@ pub(crate) fn push_record(out: &mut Vec<u8>, path: &[u8], entry: &StatEntry) {
 }
 
 /// An open catalog. Drop it as soon as possible: it locks out other processes.
-pub struct Catalog {
+pub struct CatalogSession {
     fresh: bool,
     path: PathBuf,
     db: sled::Db,
@@ -551,9 +551,9 @@ pub struct Catalog {
     dest: sled::Tree,
 }
 
-impl Catalog {
+impl CatalogSession {
     /// Opens (creating) the catalog at `path`, waiting for another process to release it.
-    pub fn open(path: &Path) -> Result<Catalog, StoreError> {
+    pub(crate) fn open(path: &Path) -> Result<CatalogSession, StoreError> {
         let wait = std::env::var("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -580,7 +580,7 @@ impl Catalog {
                 .open();
             let _ = opening.unlock();
             match opened {
-                Ok(db) => return Catalog::from_db(path, db, existed),
+                Ok(db) => return CatalogSession::from_db(path, db, existed),
                 Err(sled::Error::Io(e)) if is_lock_error(&e) => {
                     if start.elapsed() >= wait {
                         return Err(StoreError::CatalogBusy {
@@ -596,7 +596,7 @@ impl Catalog {
         }
     }
 
-    fn from_db(path: &Path, db: sled::Db, existed: bool) -> Result<Catalog, StoreError> {
+    fn from_db(path: &Path, db: sled::Db, existed: bool) -> Result<CatalogSession, StoreError> {
         // sled replays a log whose head is torn as an empty database, silently. A key written
         // once the index is complete (`mark_complete`) tells "new" from "lost": an existing
         // catalog without it is unreadable (or its first rebuild never finished, or it is
@@ -622,7 +622,7 @@ impl Catalog {
             None => true,
         };
         let open = |name: &str| db.open_tree(name).map_err(|e| db_err(path, e));
-        let catalog = Catalog {
+        let catalog = CatalogSession {
             fresh,
             path: path.to_path_buf(),
             snapshots: open("snapshots")?,
@@ -812,7 +812,7 @@ impl Catalog {
 
     /// Loads the stat cache of one source (`key` names the source tree). A source's cache
     /// is stored as a few values of about `CHUNK_BYTES` each (the current generation's, see
-    /// [`Catalog::update_stat_cache`]), kept as sled returns them (shared with its page
+    /// [`CatalogSession::update_stat_cache`]), kept as sled returns them (shared with its page
     /// cache until the catalog is closed): one value per file would make sled build (and
     /// hold) a node per few files, and one value for the whole cache made sled hold two more
     /// copies of it, and a copy into one buffer one more. A cache written by an older version (one
@@ -848,13 +848,13 @@ impl Catalog {
     }
 
     /// Removes the copy of `update`'s source cache an older version kept here, if any (the
-    /// cache now lives in a file: see `Store::load_source_cache`). Not flushed: the caller's
+    /// cache now lives in a file: see `Catalog::load_source_cache`). Not flushed: the caller's
     /// session flushes, and a copy that outlives a crash is still a valid cache.
     pub(crate) fn remove_stat_cache(&self, update: &StatCacheUpdate) -> Result<(), StoreError> {
         self.remove_chunked(&self.stat, update.key())
     }
 
-    /// Removes what [`Catalog::write_chunked`] wrote under `key` in `tree` (its chunks, then
+    /// Removes what [`CatalogSession::write_chunked`] wrote under `key` in `tree` (its chunks, then
     /// its generation), and an older version's single value under the key.
     fn remove_chunked(&self, tree: &sled::Tree, key: &[u8]) -> Result<(), StoreError> {
         if let Some(generation) = self.cache_generation(tree, key)? {
@@ -892,7 +892,7 @@ impl Catalog {
     }
 
     /// Records what a publish left at destination `key` (replacing any earlier record): the
-    /// records in chunks as [`Catalog::update_stat_cache`] writes them, then the time they
+    /// records in chunks as [`CatalogSession::update_stat_cache`] writes them, then the time they
     /// were taken. A crash between the two leaves the new records with the older time,
     /// which only makes the racy rule stricter.
     pub fn store_dest_cache(&self, key: &DestKey, record: &DestRecord) -> Result<(), StoreError> {
@@ -948,7 +948,7 @@ impl Catalog {
 
     /// Writes the whole records `records` gives as the next generation of chunks under `key`
     /// in `tree` (each chunk about [`CHUNK_BYTES`], no record split), see
-    /// [`Catalog::update_stat_cache`]. Not flushed.
+    /// [`CatalogSession::update_stat_cache`]. Not flushed.
     fn write_chunked(
         &self,
         tree: &sled::Tree,
@@ -1213,7 +1213,7 @@ mod tests {
     #[test]
     fn dest_cache_round_trip_in_chunks_replacing_the_old_format() {
         let dir = tempfile::tempdir().unwrap();
-        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let c = CatalogSession::open(&dir.path().join("catalog")).unwrap();
         let key = DestKey::new(Path::new("/d"));
         let kb = key.encode();
         let e = |n: u64, mtime_ns: i64| StatEntry {
@@ -1264,7 +1264,7 @@ mod tests {
     #[test]
     fn the_records_of_destinations_that_are_gone_are_dropped_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let c = CatalogSession::open(&dir.path().join("catalog")).unwrap();
         let e = |n: u64| StatEntry {
             dev: 2,
             ino: n,
@@ -1321,7 +1321,7 @@ mod tests {
     #[test]
     fn source_cache_chunks_replace_the_old_format_and_older_generations() {
         let dir = tempfile::tempdir().unwrap();
-        let c = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let c = CatalogSession::open(&dir.path().join("catalog")).unwrap();
         let src = SourceKey::Dir("src".into());
         let e = |n: u64| StatEntry {
             dev: 1,
@@ -1391,7 +1391,7 @@ mod tests {
         let snap = summary_snapshot(Some("keep"), None, 1);
         let id = ObjectId::of(b"snap");
         {
-            let mut c = Catalog::open(&path).unwrap();
+            let mut c = CatalogSession::open(&path).unwrap();
             c.add_snapshot(id, &snap).unwrap();
             let mut cache = SourceStatCache::empty();
             cache.put(b"a.md", &entry);
@@ -1409,7 +1409,7 @@ mod tests {
             c.db.insert(FORMAT_KEY, FORMAT_V1).unwrap();
             c.flush().unwrap();
         }
-        let c = Catalog::open(&path).unwrap();
+        let c = CatalogSession::open(&path).unwrap();
         assert!(!c.is_fresh());
         assert_eq!(
             c.db.get(FORMAT_KEY).unwrap().unwrap().as_ref(),
@@ -1438,7 +1438,7 @@ mod tests {
         c.db.insert(FORMAT_KEY, &b"9"[..]).unwrap();
         c.flush().unwrap();
         drop(c);
-        match Catalog::open(&path) {
+        match CatalogSession::open(&path) {
             Err(StoreError::CatalogUnreadable { why, .. }) => assert!(why.contains("`9`"), "{why}"),
             other => panic!("a format 9 catalog opened: {:?}", other.map(|_| ())),
         }
@@ -1454,14 +1454,14 @@ mod tests {
             agent: agent.map(str::to_string),
             name: name.map(str::to_string),
             parent: None,
-            report: crate::CaptureReport::default(),
+            report: crate::snapshot::CaptureReport::default(),
         }
     }
 
     #[test]
     fn refs_resolve_by_id_prefix_name_and_agent_and_report_ambiguity() {
         let dir = tempfile::tempdir().unwrap();
-        let cat = Catalog::open(&dir.path().join("catalog")).unwrap();
+        let cat = CatalogSession::open(&dir.path().join("catalog")).unwrap();
         // Two ids that share their first 9 hex digits (crafted: the catalog indexes any id).
         let mut a = [0u8; 32];
         a[..5].copy_from_slice(&[0xde, 0xad, 0xbe, 0xef, 0x10]);
@@ -1523,7 +1523,7 @@ mod tests {
         let waiting = {
             let path = path.clone();
             std::thread::spawn(move || {
-                let opened = Catalog::open(&path).map(|_| ());
+                let opened = CatalogSession::open(&path).map(|_| ());
                 tx.send(opened).unwrap();
             })
         };
@@ -1544,15 +1544,15 @@ mod tests {
     fn second_open_waits_then_reports_busy() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("catalog");
-        let mut held = Catalog::open(&path).unwrap();
+        let mut held = CatalogSession::open(&path).unwrap();
         held.mark_complete().unwrap();
         std::env::set_var("ZEROCLAW_BUNDLE_LOCK_TIMEOUT_MS", "150");
-        let err = match Catalog::open(&path) {
+        let err = match CatalogSession::open(&path) {
             Err(e) => e,
             Ok(_) => panic!("second open succeeded while the first holds the lock"),
         };
         assert!(matches!(err, StoreError::CatalogBusy { .. }), "{err}");
         drop(held);
-        Catalog::open(&path).unwrap();
+        CatalogSession::open(&path).unwrap();
     }
 }

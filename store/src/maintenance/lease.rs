@@ -1,5 +1,5 @@
 //! Mount leases: what keeps `gc` from removing the objects a running mount serves
-//! ([`Store::lease`]), and how `gc` and `forget` honour them.
+//! ([`Maintenance::lease`]), and how `gc` and `forget` honour them.
 //!
 //! **A held record.** A mount of a snapshot whose record is a loose raw file holds a shared
 //! `flock(2)` on that file for its life. The record is already open and read by then, so
@@ -35,7 +35,9 @@ use std::path::{Path, PathBuf};
 
 use crate::error::StoreError;
 use crate::id::ObjectId;
-use crate::{Snapshot, Store};
+use crate::snapshot::Snapshot;
+
+use super::Maintenance;
 
 /// The most of a record file a lease reads (records are a few hundred bytes).
 const RECORD_READ_LIMIT: u64 = 1 << 20;
@@ -118,7 +120,7 @@ fn same_file(a: &fs::Metadata, b: &fs::Metadata) -> bool {
     a.dev() == b.dev() && a.ino() == b.ino()
 }
 
-impl Store {
+impl Maintenance<'_> {
     pub(crate) fn leases_dir(&self) -> PathBuf {
         self.root().join("leases")
     }
@@ -282,7 +284,7 @@ impl Store {
         self.leases_dir_checked()?;
         let dir = self.leases_dir();
         let mut out = Vec::new();
-        for ent in crate::list_dir(&dir)? {
+        for ent in crate::sys::list_dir(&dir)? {
             let ent = ent?;
             let name = ent.file_name().to_string_lossy().into_owned();
             let path = ent.path();
@@ -326,7 +328,7 @@ impl Store {
     }
 }
 
-/// What [`Store::prepare_record_removal`] decided, for [`Store::finish_record_removal`].
+/// What [`Maintenance::prepare_record_removal`] decided, for [`Maintenance::finish_record_removal`].
 pub(crate) struct RecordRemoval(Removal);
 
 enum Removal {
@@ -349,10 +351,11 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::handle::Store;
     use crate::maintenance::tests::{future_dated_snapshot, make_fifo, snapshot_of};
 
     fn held_files(store: &Store) -> Vec<String> {
-        crate::list_dir(&store.leases_dir())
+        crate::sys::list_dir(&store.maintenance().leases_dir())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect()
@@ -363,19 +366,19 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, blob) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
-        let lease = store.lease(&snap, &root).unwrap();
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
+        let lease = store.maintenance().lease(&snap, &root).unwrap();
         assert!(lease.holds_the_record());
         assert!(
-            !store.leases_dir().exists(),
+            !store.maintenance().leases_dir().exists(),
             "no lease file, no lease directory"
         );
         // gc keeps a held record the catalog no longer lists (a lost catalog).
         fs::remove_dir_all(dir.path().join("catalog")).unwrap();
-        assert_eq!(store.gc(0).unwrap().removed, 0);
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 0);
 
         // Forgotten while held: the record leaves the objects for `leases/`, the lock with it.
-        store.forget(&snap).unwrap();
+        store.maintenance().forget(&snap).unwrap();
         assert!(store.objects().file_of(&snap).is_none());
         let held = held_files(&store);
         assert_eq!(held.len(), 1, "{held:?}");
@@ -384,21 +387,21 @@ mod tests {
             "{held:?}"
         );
         assert_eq!(
-            store.reindex().unwrap().snapshots,
+            store.maintenance().reindex().unwrap().snapshots,
             0,
             "reindex does not list it"
         );
-        assert!(store.resolve(&snap.to_hex()).is_err());
+        assert!(store.catalog().resolve(&snap.to_hex()).is_err());
         assert!(matches!(
-            store.lease(&snap, &root),
+            store.maintenance().lease(&snap, &root),
             Err(StoreError::MissingObject(_))
         ));
-        assert_eq!(store.gc(0).unwrap().removed, 0);
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 0);
         assert!(store.objects().has(&blob) && store.objects().has(&root));
 
         // Released: the next gc removes the data and the set-aside record.
         drop(lease);
-        assert_eq!(store.gc(0).unwrap().removed, 2);
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 2);
         assert!(!store.objects().has(&blob));
         assert!(held_files(&store).is_empty());
     }
@@ -410,16 +413,23 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (kept, _) = snapshot_of(&store, b"kept", "k");
-        let kept_root = store.read_snapshot(&kept).unwrap().root;
+        let kept_root = store.objects().read_snapshot(&kept).unwrap().root;
         let (future, root, blob) = future_dated_snapshot(&store, b"other");
-        let lease = store.lease(&future, &root).unwrap();
+        let lease = store.maintenance().lease(&future, &root).unwrap();
         assert!(lease.holds_the_record());
-        assert_eq!(store.gc(0).unwrap().removed, 0);
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 0);
         assert!(store.objects().has(&future) && store.objects().has(&blob));
         drop(lease);
-        assert_eq!(store.gc(0).unwrap().removed, 3, "record, tree and blob");
+        assert_eq!(
+            store.maintenance().gc(0).unwrap().removed,
+            3,
+            "record, tree and blob"
+        );
         assert!(!store.objects().has(&blob));
-        assert_eq!(store.read_snapshot(&kept).unwrap().root, kept_root);
+        assert_eq!(
+            store.objects().read_snapshot(&kept).unwrap().root,
+            kept_root
+        );
     }
 
     #[test]
@@ -427,12 +437,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, _) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
-        drop(store.lease(&snap, &root).unwrap());
-        store.forget(&snap).unwrap();
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
+        drop(store.maintenance().lease(&snap, &root).unwrap());
+        store.maintenance().forget(&snap).unwrap();
         assert!(store.objects().file_of(&snap).is_none());
-        assert!(!store.leases_dir().exists());
-        assert_eq!(store.gc(0).unwrap().removed, 2);
+        assert!(!store.maintenance().leases_dir().exists());
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 2);
     }
 
     /// A lease that waits while `forget` holds the record (to remove it) fails as a missing
@@ -442,7 +452,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, _) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
         let path = store.objects().path_of(&snap);
         // What forget does: lock exclusively, remove, release.
         let RecordLock::Free(locked) = try_exclusive(&path).unwrap() else {
@@ -452,8 +462,13 @@ mod tests {
         let store_path = dir.path().to_path_buf();
         let waiter = std::thread::spawn(move || {
             let store = Store::open_or_create(&store_path).unwrap();
-            tx.send(store.lease(&snap, &root).map(|l| l.holds_the_record()))
-                .unwrap();
+            tx.send(
+                store
+                    .maintenance()
+                    .lease(&snap, &root)
+                    .map(|l| l.holds_the_record()),
+            )
+            .unwrap();
         });
         assert!(
             rx.recv_timeout(Duration::from_millis(300)).is_err(),
@@ -480,23 +495,23 @@ mod tests {
             let dir = tempfile::tempdir().unwrap();
             let store = Store::open_or_create(dir.path()).unwrap();
             let (snap, _) = snapshot_of(&store, b"data", "s");
-            let root = store.read_snapshot(&snap).unwrap().root;
-            let lease = store.lease(&snap, &root).unwrap();
-            let leases = store.leases_dir();
+            let root = store.objects().read_snapshot(&snap).unwrap().root;
+            let lease = store.maintenance().lease(&snap, &root).unwrap();
+            let leases = store.maintenance().leases_dir();
             match kind {
                 "symlink" => std::os::unix::fs::symlink(outside.path(), &leases).unwrap(),
                 "file" => fs::write(&leases, "x").unwrap(),
                 _ => make_fifo(&leases),
             }
-            let err = store.gc(0).unwrap_err().to_string();
+            let err = store.maintenance().gc(0).unwrap_err().to_string();
             assert!(
                 err.contains("leases") && err.contains("not a directory"),
                 "{kind}: {err}"
             );
-            let err = store.forget(&snap).unwrap_err().to_string();
+            let err = store.maintenance().forget(&snap).unwrap_err().to_string();
             assert!(err.contains("not a directory"), "{kind}: {err}");
             assert_eq!(
-                store.resolve(&snap.to_hex()).unwrap(),
+                store.catalog().resolve(&snap.to_hex()).unwrap(),
                 snap,
                 "{kind}: still listed"
             );
@@ -521,7 +536,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         snapshot_of(&store, b"data", "s");
-        let leases = store.leases_dir();
+        let leases = store.maintenance().leases_dir();
         fs::create_dir(&leases).unwrap();
         std::os::unix::fs::symlink(&target, leases.join(format!("{HELD_PREFIX}a-b"))).unwrap();
         let fifo = |name: String| {
@@ -540,7 +555,8 @@ mod tests {
         let root = dir.path().to_path_buf();
         std::thread::spawn(move || {
             let store = Store::open_or_create(&root).unwrap();
-            tx.send(store.gc(0).map(|r| r.removed)).unwrap();
+            tx.send(store.maintenance().gc(0).map(|r| r.removed))
+                .unwrap();
         });
         let removed = rx
             .recv_timeout(Duration::from_secs(20))
@@ -558,11 +574,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, blob) = snapshot_of(&store, b"data", "s");
-        let root = store.read_snapshot(&snap).unwrap().root;
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
         // A tree leased as itself (a library user mounting a tree), and a record named with
         // another root.
         for (leased, with_root) in [(root, root), (snap, blob)] {
-            let lease = store.lease(&leased, &with_root).unwrap();
+            let lease = store.maintenance().lease(&leased, &with_root).unwrap();
             assert!(!lease.holds_the_record());
             assert_eq!(held_files(&store).len(), 1);
             drop(lease);

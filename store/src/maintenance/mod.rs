@@ -1,18 +1,13 @@
-//! Store maintenance: `verify` (rehash every object, check every snapshot's reachability),
-//! `gc` (mark from snapshot records and live mount leases, sweep the rest past a grace
-//! period), `reindex` (rebuild the catalog from snapshot records) and `forget`; the leases a
-//! mount holds, which both honour, are `lease`'s.
+//! The maintenance room: the verbs that walk every other room. `verify` (rehash every object,
+//! check every snapshot's reachability and tree index), `gc` (mark from snapshot records and
+//! live mount leases, sweep the rest past a grace period: objects, temp files, tree indexes,
+//! signatures, destination records), `reindex` (rebuild the catalog from snapshot records,
+//! write missing tree indexes) and `forget`. It owns `<store>/leases/`: the leases a mount
+//! holds, which `gc` and `forget` honour, are `lease`'s. `gc` and `reindex` hold the store
+//! lock exclusive for their whole run.
 //!
-//! **Which records are snapshots.** A snapshot record is an object, and objects arrive from
-//! other hosts: a file's bytes can be a record (a pack or a remote sends it as a blob of an
-//! innocent snapshot). So a record found among the objects is not trusted for being there.
-//! `gc`'s roots and `reindex`'s catalog are the same set ([`Store::admit_records`]): every
-//! record the catalog lists (committed here, or received under `unpack`'s rules), plus each
-//! other valid record that passes the received-record rules `unpack` applies: it is not the
-//! content of a file of another snapshot, it is not dated more than a day in the future (it
-//! would stay `agent/<alias>` over every later local export), and its name does not name
-//! another snapshot the catalog lists. A lost catalog is rebuilt under the same rules before
-//! gc marks, so a damaged catalog never makes gc delete a snapshot that reindex would list.
+//! gc's roots and reindex's catalog are the same set of snapshot records: which records are
+//! snapshots of this store is the catalog room's rule (`catalog::admission`), applied by both.
 //! Before it removes anything, gc drops the stat caches (captures trust a cache hit without a
 //! blob lookup).
 
@@ -21,14 +16,17 @@ use std::fs;
 use std::io;
 use std::path::Path;
 
+use crate::catalog::Catalog;
 use crate::error::StoreError;
-use crate::expansion_record::RecordState;
 use crate::id::ObjectId;
-use crate::index::IndexState;
-use crate::objects::ListedObject;
-use crate::snapshot::RECORD_PREFIX;
+use crate::index::{Index, IndexState, RecordState};
+use crate::inner::Inner;
+use crate::objects::{ListedObject, ObjectDir};
 use crate::tree::EntryKind;
-use crate::{Catalog, Snapshot, Store};
+
+mod lease;
+
+pub use lease::Lease;
 
 /// One problem found by `verify`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -266,7 +264,7 @@ impl Paths {
     }
 }
 
-/// What [`Store::forget`] did.
+/// What [`Maintenance::forget`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Forgotten {
     /// A running mount still serves the snapshot: its record waits in `leases/`, and its data
@@ -274,81 +272,36 @@ pub struct Forgotten {
     pub served_by_a_mount: bool,
 }
 
-/// What [`Store::admit_records`] decided.
-#[derive(Default)]
-pub(crate) struct Admission {
-    /// The snapshots of this store: gc's roots, reindex's catalog.
-    pub(crate) admitted: Vec<(ObjectId, Snapshot)>,
-    /// Why each other record was left out, one sentence each.
-    pub(crate) refused: Vec<String>,
-    /// The names the catalog gave, and to which snapshot.
-    pub(crate) held: HashMap<String, ObjectId>,
-    /// Snapshots the catalog lists without the name their record carries: the name moved
-    /// to a later snapshot (see [`Catalog::add_snapshot`]), and stays off them even once that
-    /// later snapshot is forgotten.
-    pub(crate) unnamed: HashSet<ObjectId>,
+/// The maintenance room (see the module doc). Reached through [`crate::Store::maintenance`].
+#[derive(Debug, Clone, Copy)]
+pub struct Maintenance<'s> {
+    inner: &'s Inner,
 }
 
-pub(crate) struct ScannedRecord {
-    id: ObjectId,
-    snap: Option<Snapshot>,
-    problem: Option<String>,
-}
+impl<'s> Maintenance<'s> {
+    /// The maintenance room of the store whose shared state is `inner`.
+    pub(crate) fn new(inner: &'s Inner) -> Maintenance<'s> {
+        Maintenance { inner }
+    }
 
-impl Store {
-    /// Every snapshot record among the objects, each parsed (syntax only) and validated:
-    /// `(id, parsed, why it fails validation)`. A record that does not even parse is skipped.
-    fn scan_records(&self) -> Result<Vec<ScannedRecord>, StoreError> {
-        let mut out = Vec::new();
-        for listed in self.objects().list()? {
-            let id = listed.id;
-            if !listed.compressed && listed.stored_len < RECORD_PREFIX.len() as u64 {
-                continue;
-            }
-            let head = match self.objects().peek(&id, RECORD_PREFIX.len()) {
-                Ok(head) => head,
-                // Forgotten since the listing (forget runs beside a verify or a reindex scan).
-                Err(StoreError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
-                    continue
-                }
-                // A compressed object that does not decode: whatever it was, it is no readable
-                // record (`verify` names it).
-                Err(StoreError::Undecodable { .. }) => continue,
-                Err(e) => return Err(e),
-            };
-            if head != RECORD_PREFIX {
-                continue;
-            }
-            let bytes = match self.objects().read_verified(&id) {
-                Ok(b) => b,
-                Err(StoreError::MissingObject(_)) => continue,
-                Err(e @ StoreError::CorruptObject { .. }) => {
-                    out.push(ScannedRecord {
-                        id,
-                        snap: None,
-                        problem: Some(e.to_string()),
-                    });
-                    continue;
-                }
-                Err(e) => return Err(e),
-            };
-            match Snapshot::parse(&bytes) {
-                Ok(snap) => {
-                    let problem = snap.validate().err().map(|e| e.to_string());
-                    out.push(ScannedRecord {
-                        id,
-                        snap: Some(snap),
-                        problem,
-                    });
-                }
-                Err(e) => out.push(ScannedRecord {
-                    id,
-                    snap: None,
-                    problem: Some(e.to_string()),
-                }),
-            }
-        }
-        Ok(out)
+    /// The store directory (its lock, `leases/`).
+    fn root(&self) -> &'s Path {
+        self.inner.root()
+    }
+
+    /// The object directory: what `verify` rehashes and `gc` sweeps.
+    fn objects(&self) -> &'s ObjectDir {
+        self.inner.objects()
+    }
+
+    /// The catalog room: the snapshots `verify` walks and `gc` keeps, rebuilt by `reindex`.
+    fn catalog(&self) -> Catalog<'s> {
+        Catalog::new(self.inner)
+    }
+
+    /// The index room: the tree indexes `verify` checks, `gc` trims and `reindex` writes.
+    fn index(&self) -> Index<'s> {
+        Index::new(self.inner)
     }
 
     /// Marks everything reachable from `root`, recording absent objects as problems (paths
@@ -365,7 +318,7 @@ impl Store {
         let mut stack = vec![(root, 0usize)];
         marked.insert(root);
         while let Some((tree_id, at)) = stack.pop() {
-            let tree = match self.read_tree(&tree_id) {
+            let tree = match self.objects().read_tree(&tree_id) {
                 Ok(t) => t,
                 Err(StoreError::MissingObject(id)) => {
                     problems.push(VerifyProblem::Missing {
@@ -473,7 +426,7 @@ impl Store {
                     damaged(tree_id, path);
                     continue;
                 }
-                let Ok(tree) = self.read_tree(&tree_id) else {
+                let Ok(tree) = self.objects().read_tree(&tree_id) else {
                     continue; // reported by the marking walk
                 };
                 for e in tree.entries() {
@@ -536,7 +489,7 @@ impl Store {
         // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
         // after the listing, so a missing record is reported only if it is still listed.
         let _lock = crate::lock::shared(self.root(), "verify")?;
-        let listed = self.catalog()?.snapshots()?;
+        let listed = self.catalog().session()?.snapshots()?;
         let mut marked = HashSet::new();
         let mut sizes = SizeCheck {
             blob_len,
@@ -548,7 +501,7 @@ impl Store {
         let mut shared_checked: HashMap<ObjectId, IndexState> = HashMap::new();
         for s in listed {
             report.snapshots += 1;
-            match self.read_snapshot(&s.id) {
+            match self.objects().read_snapshot(&s.id) {
                 Ok(snap) => {
                     roots.push((s.id, snap.root));
                     self.mark(
@@ -562,8 +515,8 @@ impl Store {
                     let state = match shared_checked.get(&snap.root) {
                         Some(state) => state.clone(),
                         None => {
-                            let state = self.check_tree_index(&s.id, &snap.root)?;
-                            if self.tree_index_path(&snap.root).exists() {
+                            let state = self.index().check_tree_index(&s.id, &snap.root)?;
+                            if self.index().tree_index_path(&snap.root).exists() {
                                 shared_checked.insert(snap.root, state.clone());
                             }
                             state
@@ -579,7 +532,12 @@ impl Store {
                     }
                 }
                 Err(StoreError::MissingObject(_)) => {
-                    let still_listed = self.catalog()?.snapshots()?.iter().any(|x| x.id == s.id);
+                    let still_listed = self
+                        .catalog()
+                        .session()?
+                        .snapshots()?
+                        .iter()
+                        .any(|x| x.id == s.id);
                     if still_listed {
                         report
                             .problems
@@ -627,13 +585,13 @@ impl Store {
         let mut roots = HashSet::new();
         // The roots are the snapshots reindex would list (see the module doc): a record that
         // is only found among the objects (a file's content, a planted record) is not one.
-        let catalog = self.catalog()?;
-        let scanned = self.scan_records()?;
+        let catalog = self.catalog().session()?;
+        let scanned = self.catalog().scan_records()?;
         let scanned_roots: Vec<(ObjectId, ObjectId)> = scanned
             .iter()
             .filter_map(|rec| Some((rec.id, rec.snap.as_ref()?.root)))
             .collect();
-        let admission = self.admit_records(&catalog, scanned)?;
+        let admission = self.catalog().admit_records(&catalog, scanned)?;
         drop(catalog);
         for (id, snap) in &admission.admitted {
             marked.insert(*id);
@@ -696,7 +654,7 @@ impl Store {
             // Stat caches may name these blobs and trees, and captures trust a cache hit
             // without looking the object up: drop the caches first (the next capture rehashes
             // once).
-            self.clear_stat_caches()?;
+            self.catalog().clear_stat_caches()?;
         }
         let mut ids = HashSet::with_capacity(doomed.len());
         for (id, len) in doomed {
@@ -749,12 +707,12 @@ impl Store {
         self.objects().sync()?;
         // After the objects: an index is a cache of the trees of kept snapshots, and goes
         // when none of them has its root (an older build's per-snapshot one: with its record).
-        report.tree_indexes_removed = self.remove_orphan_indexes(&records, &roots)?;
+        report.tree_indexes_removed = self.index().remove_orphan_indexes(&records, &roots)?;
         // So do its signatures (kept beside the record, outside the objects).
-        report.signatures_removed = self.remove_orphan_signatures(&records)?;
+        report.signatures_removed = self.catalog().remove_orphan_signatures(&records)?;
         // A destination's record is only good for the next publish to it: once the directory
         // is gone (a review checkout deleted, say), so is the record.
-        report.dest_records_removed = self.catalog()?.remove_dest_records(&|path| {
+        report.dest_records_removed = self.catalog().session()?.remove_dest_records(&|path| {
             matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
         })?;
         Ok(report)
@@ -762,43 +720,48 @@ impl Store {
 
     /// Rebuilds the catalog's snapshot list and names from the snapshot records. Invalid
     /// records are left out and reported; a name on several records stays on the newest.
-    /// An unreadable catalog is set aside first (see [`Store::catalog`]): reindex never needs
+    /// An unreadable catalog is set aside first (see [`Catalog::session`]): reindex never needs
     /// the old one to open.
     pub fn reindex(&self) -> Result<ReindexReport, StoreError> {
         // Exclusive: a record committed or forgotten between the scan and the rebuild would
         // otherwise be missing from, or listed in, the new index.
         let _lock = crate::lock::exclusive(self.root(), "reindex")?;
-        let catalog = self.catalog()?;
-        let mut report = self.rebuild_index(&catalog)?;
+        let catalog = self.catalog().session()?;
+        let rebuilt = self.catalog().rebuild_index(&catalog)?;
+        let mut report = ReindexReport {
+            snapshots: rebuilt.snapshots,
+            problems: rebuilt.problems,
+            ..ReindexReport::default()
+        };
         // Only what the catalog now lists gets an index: a record left out (a file's content,
         // a planted record) never does, so an index always names a listed snapshot (which
-        // `Store::resolve_indexed` relies on).
+        // `Catalog::resolve_indexed` relies on).
         let listed: HashSet<ObjectId> = catalog.snapshots()?.iter().map(|s| s.id).collect();
         drop(catalog);
         // Then the tree indexes: each root's is written where it is missing or bad (once for
         // all the snapshots sharing it), and an older build's per-snapshot index, read to
         // write it, is removed once the root's is good.
         let mut good_roots: HashSet<ObjectId> = HashSet::new();
-        for rec in self.scan_records()? {
+        for rec in self.catalog().scan_records()? {
             let (Some(snap), None, true) = (rec.snap, rec.problem, listed.contains(&rec.id)) else {
                 continue;
             };
             if !good_roots.contains(&snap.root) {
-                let shared = self.tree_index_path(&snap.root);
+                let shared = self.index().tree_index_path(&snap.root);
                 let state = if fs::symlink_metadata(&shared).is_ok() {
-                    self.check_tree_index(&rec.id, &snap.root)?
+                    self.index().check_tree_index(&rec.id, &snap.root)?
                 } else {
                     IndexState::Missing
                 };
                 match state {
                     // An index of an older build has no expansion record: it gets one.
                     IndexState::Good => {
-                        if self.read_expansion_record(&snap.root) == RecordState::Missing {
-                            self.record_expansion_from_index(&snap.root);
+                        if self.index().read_expansion_record(&snap.root) == RecordState::Missing {
+                            self.index().record_expansion_from_index(&snap.root);
                         }
                     }
                     IndexState::Missing | IndexState::Bad(_) => {
-                        match self.write_tree_index(&rec.id) {
+                        match self.index().write_tree_index(&rec.id) {
                             Ok(_) => report.tree_indexes_written += 1,
                             Err(e) => {
                                 report.problems.push(format!(
@@ -812,7 +775,7 @@ impl Store {
                 }
                 good_roots.insert(snap.root);
             }
-            let own = self.snapshot_index_path(&rec.id);
+            let own = self.index().snapshot_index_path(&rec.id);
             match fs::remove_file(&own) {
                 Ok(()) => {}
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -826,163 +789,13 @@ impl Store {
         Ok(report)
     }
 
-    /// Replaces `catalog`'s index with one built from the records (the caller holds what
-    /// keeps the records still: the exclusive lock, or the catalog itself while it is new).
-    pub(crate) fn rebuild_index(&self, catalog: &Catalog) -> Result<ReindexReport, StoreError> {
-        let mut report = ReindexReport::default();
-        let admission = self.admit_records(catalog, self.scan_records()?)?;
-        report.problems = admission.refused;
-        let mut records = admission.admitted;
-        // Newest last, so the newest holder of a name is the one that keeps it, unless the
-        // catalog already gives the name to one of them (a local name stays where it is).
-        records.sort_by_key(|r| (r.1.created_unix_ns, r.0));
-        // A name that moved away from a snapshot never comes back to it: the catalog listed
-        // it without the name (its record, immutable, still carries it), so it is no
-        // candidate, even once the snapshot the name moved to is forgotten.
-        let mut holder: HashMap<String, ObjectId> = HashMap::new();
-        for (id, snap) in &records {
-            if let (Some(name), false) = (&snap.name, admission.unnamed.contains(id)) {
-                holder.insert(name.clone(), *id);
-            }
-        }
-        for (name, id) in &admission.held {
-            if records.iter().any(|(r, _)| r == id) {
-                holder.insert(name.clone(), *id);
-            }
-        }
-        catalog.clear_index()?;
-        for (id, snap) in &mut records {
-            if let Some(name) = &snap.name {
-                let Some(&newest) = holder.get(name) else {
-                    // Only snapshots the name moved away from carry it: none gets it back.
-                    snap.name = None;
-                    catalog.add_snapshot(*id, snap)?;
-                    continue;
-                };
-                if newest != *id {
-                    report.problems.push(format!(
-                        "snapshot {} is also named {}: the name stays on {}",
-                        id.short(16),
-                        crate::escape::escape_text(name),
-                        newest.short(16)
-                    ));
-                    snap.name = None;
-                }
-            }
-            catalog.add_snapshot(*id, snap)?;
-        }
-        report.snapshots = records.len() as u64;
-        Ok(report)
-    }
-
-    /// Sorts the scanned records into the snapshots of this store and the rest (see the
-    /// module doc, "Which records are snapshots"): every valid record `catalog` lists, and
-    /// every other valid one that passes the received-record rules. `refused` says, one
-    /// sentence each (escaped), why each other record was left out.
-    pub(crate) fn admit_records(
-        &self,
-        catalog: &Catalog,
-        scanned: Vec<ScannedRecord>,
-    ) -> Result<Admission, StoreError> {
-        let listed = if catalog.is_fresh() {
-            Vec::new()
-        } else {
-            catalog.snapshots()?
-        };
-        let listed_ids: HashSet<ObjectId> = listed.iter().map(|s| s.id).collect();
-        let held: HashMap<String, ObjectId> = listed
-            .iter()
-            .filter_map(|s| Some((s.name.clone()?, s.id)))
-            .collect();
-        let unnamed: HashSet<ObjectId> = listed
-            .iter()
-            .filter(|s| s.name.is_none())
-            .map(|s| s.id)
-            .collect();
-        let mut admission = Admission {
-            held,
-            unnamed,
-            ..Admission::default()
-        };
-        let mut found = Vec::new();
-        for rec in scanned {
-            match (rec.snap, rec.problem) {
-                (Some(snap), None) if listed_ids.contains(&rec.id) => {
-                    admission.admitted.push((rec.id, snap))
-                }
-                (Some(snap), None) => found.push((rec.id, snap)),
-                (_, problem) => admission.refused.push(format!(
-                    "snapshot record {} left out: {}",
-                    rec.id,
-                    problem.unwrap_or_default()
-                )),
-            }
-        }
-        if found.is_empty() {
-            return Ok(admission);
-        }
-        // Which found records are a file's content in some snapshot (one walk over every
-        // valid record's trees, each tree once; only needed when a record is not listed).
-        let found_ids: HashSet<ObjectId> = found.iter().map(|(id, _)| *id).collect();
-        let mut content = HashSet::new();
-        let mut seen = HashSet::new();
-        let roots = admission.admitted.iter().chain(found.iter());
-        let mut stack: Vec<ObjectId> = roots.map(|(_, s)| s.root).collect();
-        while let Some(tree_id) = stack.pop() {
-            if !seen.insert(tree_id) {
-                continue;
-            }
-            let Ok(tree) = self.read_tree(&tree_id) else {
-                continue; // verify reports it
-            };
-            for e in tree.entries() {
-                if e.kind == EntryKind::Dir {
-                    stack.push(e.id);
-                } else if found_ids.contains(&e.id) {
-                    content.insert(e.id);
-                }
-            }
-        }
-        for (id, snap) in found {
-            let why = if content.contains(&id) {
-                Some(
-                    "it is the content of a file in a snapshot, not a snapshot of this store"
-                        .to_string(),
-                )
-            } else if crate::unpack::future_dated(&snap) {
-                Some(
-                    "it is dated more than a day in the future and would shadow every later \
-                     local snapshot of its agent"
-                        .to_string(),
-                )
-            } else {
-                snap.name.as_ref().and_then(|name| {
-                    let local = admission.held.get(name).filter(|l| **l != id)?;
-                    Some(format!(
-                        "it is named {}, which already names snapshot {} in this store; a \
-                         record found among the objects does not take over a local name",
-                        crate::escape::escape_text(name),
-                        local.short(16)
-                    ))
-                })
-            };
-            match why {
-                Some(why) => admission
-                    .refused
-                    .push(format!("snapshot record {id} left out: {why}")),
-                None => admission.admitted.push((id, snap)),
-            }
-        }
-        Ok(admission)
-    }
-
     /// Removes a snapshot: its catalog entry and its record. Its data goes at the next `gc`,
     /// or, when a running mount still serves it, at the first `gc` after that mount ends.
     pub fn forget(&self, snapshot: &ObjectId) -> Result<Forgotten, StoreError> {
         let _lock = crate::lock::shared(self.root(), "forget")?;
         // Both steps inside one catalog session: a catalog being rebuilt (which holds the
         // catalog while it scans records) sees either both or neither.
-        let catalog = self.catalog()?;
+        let catalog = self.catalog().session()?;
         // A record a mount holds is set aside, not removed (see `lease`); what that needs is
         // checked before the catalog entry goes, so a refusal changes nothing.
         let record = self.prepare_record_removal(snapshot)?;
@@ -1015,7 +828,9 @@ fn tree_bytes(dir: &Path) -> u64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::{Tree, TreeEntry};
+    use crate::handle::Store;
+    use crate::snapshot::Snapshot;
+    use crate::tree::{Tree, TreeEntry};
 
     /// A FIFO at `path` (what a hostile store plants where a file is expected).
     pub(crate) fn make_fifo(path: &Path) {
@@ -1040,13 +855,16 @@ pub(crate) mod tests {
             id: blob,
         }])
         .unwrap();
-        let root = store.write_tree(&tree).unwrap();
+        let root = store.objects().write_tree(&tree).unwrap();
         let snap = Snapshot {
             name: Some(name.into()),
             ..Snapshot::for_test(root, "s")
         };
         let lock = store.write_lock().unwrap();
-        (store.commit_snapshot(&lock, &snap, None).unwrap(), blob)
+        (
+            store.catalog().commit_snapshot(&lock, &snap, None).unwrap(),
+            blob,
+        )
     }
 
     /// A blob stored loose (as an import lands it) and packed by a later capture: gc drops
@@ -1090,19 +908,28 @@ pub(crate) mod tests {
         damaged[at] ^= 1;
         fs::set_permissions(&pack, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
         fs::write(&pack, &damaged).unwrap();
-        let r = Store::open_or_create(dir.path()).unwrap().gc(0).unwrap();
+        let r = Store::open_or_create(dir.path())
+            .unwrap()
+            .maintenance()
+            .gc(0)
+            .unwrap();
         assert_eq!(r.duplicates_removed, 0, "{r:?}");
         assert!(again.objects().file_of(&blob).is_some());
 
         // Intact again: the loose copy goes, the object reads from the pack.
         fs::write(&pack, &bytes).unwrap();
         let fresh = Store::open_or_create(dir.path()).unwrap();
-        let r = fresh.gc(0).unwrap();
+        let r = fresh.maintenance().gc(0).unwrap();
         assert_eq!((r.duplicates_removed, r.removed), (1, 0), "{r:?}");
         assert!(fresh.objects().file_of(&blob).is_none());
         assert_eq!(fresh.objects().read_verified(&blob).unwrap(), content);
         assert_eq!(copies(&fresh), 1);
-        assert!(fresh.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(fresh
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     #[test]
@@ -1112,16 +939,16 @@ pub(crate) mod tests {
         let (keep, keep_blob) = snapshot_of(&store, b"kept", "keep");
         let (gone, gone_blob) = snapshot_of(&store, b"forgotten", "gone");
         let (orphan, _) = store.objects().write_from(&mut &b"orphan"[..]).unwrap();
-        store.forget(&gone).unwrap();
+        store.maintenance().forget(&gone).unwrap();
         // Young objects survive a gc with a grace period.
-        let young = store.gc(3600).unwrap();
+        let young = store.maintenance().gc(3600).unwrap();
         assert_eq!(young.removed, 0);
         assert!(store.objects().has(&orphan));
-        let r = store.gc(0).unwrap();
+        let r = store.maintenance().gc(0).unwrap();
         assert_eq!(r.removed, 3, "{r:?}"); // gone's blob, gone's tree, the orphan
         assert!(store.objects().has(&keep) && store.objects().has(&keep_blob));
         assert!(!store.objects().has(&gone_blob) && !store.objects().has(&orphan));
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(v.problems.is_empty(), "{:?}", v.problems);
     }
 
@@ -1135,12 +962,15 @@ pub(crate) mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (a, _) = snapshot_of(&store, b"first", "prod");
         let (b, _) = snapshot_of(&store, b"second", "prod");
-        assert_eq!(store.resolve("prod").unwrap(), b);
-        store.forget(&b).unwrap();
-        assert!(store.resolve("prod").is_err());
-        store.reindex().unwrap();
-        assert!(store.resolve("prod").is_err(), "the name came back to a");
-        let listed = store.catalog().unwrap().snapshots().unwrap();
+        assert_eq!(store.catalog().resolve("prod").unwrap(), b);
+        store.maintenance().forget(&b).unwrap();
+        assert!(store.catalog().resolve("prod").is_err());
+        store.maintenance().reindex().unwrap();
+        assert!(
+            store.catalog().resolve("prod").is_err(),
+            "the name came back to a"
+        );
+        let listed = store.catalog().session().unwrap().snapshots().unwrap();
         assert_eq!(listed.len(), 1);
         assert_eq!((listed[0].id, listed[0].name.clone()), (a, None));
     }
@@ -1160,7 +990,7 @@ pub(crate) mod tests {
         assert!(!store.objects().has(&id), "a staged object is not visible");
         let young = store.objects().tmp_dir().join("obj-young");
         fs::write(&young, b"x").unwrap();
-        let r = store.gc(3600).unwrap();
+        let r = store.maintenance().gc(3600).unwrap();
         assert_eq!(r.temp_removed, 1, "{r:?}");
         assert_eq!(r.temp_freed_bytes, bytes.len() as u64, "{r:?}");
         assert!(!staged.exists());
@@ -1173,18 +1003,18 @@ pub(crate) mod tests {
         let store = Store::open_or_create(dir.path()).unwrap();
         let (snap, blob) = snapshot_of(&store, b"data", "s");
         fs::remove_dir_all(dir.path().join("catalog")).unwrap();
-        store.gc(0).unwrap();
+        store.maintenance().gc(0).unwrap();
         assert!(store.objects().has(&blob));
-        assert_eq!(store.reindex().unwrap().snapshots, 1);
-        assert_eq!(store.resolve("s").unwrap(), snap);
+        assert_eq!(store.maintenance().reindex().unwrap().snapshots, 1);
+        assert_eq!(store.catalog().resolve("s").unwrap(), snap);
         // A lease keeps a forgotten snapshot's data while the mount lives.
-        let root = store.read_snapshot(&snap).unwrap().root;
-        let lease = store.lease(&snap, &root).unwrap();
-        store.forget(&snap).unwrap();
-        assert_eq!(store.gc(0).unwrap().removed, 0);
+        let root = store.objects().read_snapshot(&snap).unwrap().root;
+        let lease = store.maintenance().lease(&snap, &root).unwrap();
+        store.maintenance().forget(&snap).unwrap();
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 0);
         assert!(store.objects().has(&blob) && store.objects().has(&root));
         drop(lease);
-        assert_eq!(store.gc(0).unwrap().removed, 2);
+        assert_eq!(store.maintenance().gc(0).unwrap().removed, 2);
         assert!(!store.objects().has(&blob));
     }
 
@@ -1199,7 +1029,7 @@ pub(crate) mod tests {
         perms.set_readonly(false);
         fs::set_permissions(&path, perms).unwrap();
         fs::write(&path, b"tampered").unwrap();
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         // The object, and the snapshot that reaches it.
         assert_eq!(
             v.problems,
@@ -1213,7 +1043,7 @@ pub(crate) mod tests {
             ]
         );
         fs::remove_file(&path).unwrap();
-        let v = store.verify(&mut |_, _| {}).unwrap();
+        let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert!(matches!(
             v.problems.as_slice(),
             [VerifyProblem::Missing { snapshot, id, path }] if *snapshot == snap && *id == blob && path == "/f"
@@ -1235,6 +1065,7 @@ pub(crate) mod tests {
                 id: blob,
             };
             let sub = store
+                .objects()
                 .write_tree(&Tree::from_entries(vec![file(file_size)]).unwrap())
                 .unwrap();
             // The same blob once more with its true size: sizes are checked per reference.
@@ -1252,12 +1083,12 @@ pub(crate) mod tests {
                 },
             ])
             .unwrap();
-            let root = store.write_tree(&root).unwrap();
+            let root = store.objects().write_tree(&root).unwrap();
             let snap = Snapshot::for_test(root, "s");
             let lock = store.write_lock().unwrap();
-            let id = store.commit_snapshot(&lock, &snap, None).unwrap();
+            let id = store.catalog().commit_snapshot(&lock, &snap, None).unwrap();
             drop(lock);
-            let v = store.verify(&mut |_, _| {}).unwrap();
+            let v = store.maintenance().verify(&mut |_, _| {}).unwrap();
             let mut want = Vec::new();
             if file_size != 6 {
                 want.push(VerifyProblem::WrongSize {
@@ -1298,17 +1129,21 @@ pub(crate) mod tests {
         let (local, _) = snapshot_of(&store, b"local", "prod");
         let agent_snap = Snapshot {
             agent: Some("ops".into()),
-            kind: crate::SnapshotKind::AgentBundle,
+            kind: crate::snapshot::SnapshotKind::AgentBundle,
             created_unix_ns: 7,
             name: None,
-            ..store.read_snapshot(&local).unwrap()
+            ..store.objects().read_snapshot(&local).unwrap()
         };
         let lock = store.write_lock().unwrap();
-        let local_agent = store.commit_snapshot(&lock, &agent_snap, None).unwrap();
+        let local_agent = store
+            .catalog()
+            .commit_snapshot(&lock, &agent_snap, None)
+            .unwrap();
         drop(lock);
         // The planted tree: reached by the planted records only.
         let (planted_blob, len) = store.objects().write_from(&mut &b"planted"[..]).unwrap();
         let planted_root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![TreeEntry {
                     name: b"f".to_vec(),
@@ -1323,7 +1158,7 @@ pub(crate) mod tests {
         let planted = |name: Option<&str>, agent: Option<&str>, created: i128| Snapshot {
             name: name.map(str::to_string),
             agent: agent.map(str::to_string),
-            kind: crate::SnapshotKind::AgentBundle,
+            kind: crate::snapshot::SnapshotKind::AgentBundle,
             created_unix_ns: created,
             ..Snapshot::for_test(planted_root, "sender")
         };
@@ -1336,16 +1171,19 @@ pub(crate) mod tests {
             .map(|(name, bytes)| store.file_entry_for_test(name, bytes))
             .collect();
         let carrier_root = store
+            .objects()
             .write_tree(&Tree::from_entries(files).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();
         let carrier = store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(carrier_root, "carrier"), None)
             .unwrap();
         drop(lock);
         // A commit cut short before its catalog entry: a valid record, found, listed.
         let (orphan_blob, len) = store.objects().write_from(&mut &b"orphan"[..]).unwrap();
         let orphan_root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![TreeEntry {
                     name: b"o".to_vec(),
@@ -1362,7 +1200,7 @@ pub(crate) mod tests {
             .write_bytes(&Snapshot::for_test(orphan_root, "cut-short").encode())
             .unwrap();
 
-        let report = store.reindex().unwrap();
+        let report = store.maintenance().reindex().unwrap();
         let content = "is the content of a file in a snapshot";
         for bytes in [&named, &future, &newer] {
             let id = ObjectId::of(bytes);
@@ -1375,10 +1213,11 @@ pub(crate) mod tests {
                 report.problems
             );
         }
-        assert_eq!(store.resolve("prod").unwrap(), local);
-        assert_eq!(store.resolve("agent/ops").unwrap(), local_agent);
+        assert_eq!(store.catalog().resolve("prod").unwrap(), local);
+        assert_eq!(store.catalog().resolve("agent/ops").unwrap(), local_agent);
         let listed: HashSet<ObjectId> = store
             .catalog()
+            .session()
             .unwrap()
             .snapshots()
             .unwrap()
@@ -1388,23 +1227,31 @@ pub(crate) mod tests {
         assert_eq!(listed, [local, local_agent, carrier, orphan].into());
         // Only the roots of listed snapshots have a tree index, so a planted record's full id
         // does not resolve through one either.
-        assert!(!store.tree_index_path(&planted_root).exists());
+        assert!(!store.index().tree_index_path(&planted_root).exists());
         for bytes in [&named, &future, &newer] {
             let id = ObjectId::of(bytes);
-            assert!(!store.snapshot_index_path(&id).exists(), "{id}");
+            assert!(!store.index().snapshot_index_path(&id).exists(), "{id}");
             assert!(matches!(
-                store.resolve_indexed(&id.to_hex()),
+                store.catalog().resolve_indexed(&id.to_hex()),
                 Err(StoreError::UnknownSnapshot { .. })
             ));
         }
-        assert!(store.tree_index_path(&orphan_root).is_file());
-        assert_eq!(store.resolve_indexed(&orphan.to_hex()).unwrap(), orphan);
+        assert!(store.index().tree_index_path(&orphan_root).is_file());
+        assert_eq!(
+            store.catalog().resolve_indexed(&orphan.to_hex()).unwrap(),
+            orphan
+        );
         // gc: the planted records are content (kept as such), not roots: their tree goes.
-        store.gc(0).unwrap();
+        store.maintenance().gc(0).unwrap();
         assert!(!store.objects().has(&planted_root) && !store.objects().has(&planted_blob));
         assert!(store.objects().has(&ObjectId::of(&named)));
         assert!(store.objects().has(&orphan_root) && store.objects().has(&orphan_blob));
-        assert!(store.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 
     /// A snapshot record of one file `g` holding `content`, dated far in the future (so the
@@ -1416,6 +1263,7 @@ pub(crate) mod tests {
     ) -> (ObjectId, ObjectId, ObjectId) {
         let (blob, len) = store.objects().write_from(&mut &content[..]).unwrap();
         let root = store
+            .objects()
             .write_tree(
                 &Tree::from_entries(vec![TreeEntry::file(b"g".to_vec(), 0o644, len, blob)])
                     .unwrap(),
@@ -1442,7 +1290,7 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (local, _) = snapshot_of(&store, b"local", "prod");
-        let root = store.read_snapshot(&local).unwrap().root;
+        let root = store.objects().read_snapshot(&local).unwrap().root;
         let (future, other_root, _) = future_dated_snapshot(&store, b"other");
         let taker = store
             .objects()
@@ -1461,7 +1309,7 @@ pub(crate) mod tests {
                 .encode(),
             )
             .unwrap();
-        let report = store.reindex().unwrap();
+        let report = store.maintenance().reindex().unwrap();
         let said = |id: ObjectId, why: &str| {
             report
                 .problems
@@ -1474,9 +1322,18 @@ pub(crate) mod tests {
             "{:?}",
             report.problems
         );
-        assert_eq!(store.resolve("prod").unwrap(), local);
-        assert_eq!(store.catalog().unwrap().snapshots().unwrap().len(), 1);
-        store.gc(0).unwrap();
+        assert_eq!(store.catalog().resolve("prod").unwrap(), local);
+        assert_eq!(
+            store
+                .catalog()
+                .session()
+                .unwrap()
+                .snapshots()
+                .unwrap()
+                .len(),
+            1
+        );
+        store.maintenance().gc(0).unwrap();
         assert!(!store.objects().has(&other_root) && !store.objects().has(&future));
         assert!(store.objects().has(&root));
     }
@@ -1499,9 +1356,10 @@ pub(crate) mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(dir.path()).unwrap();
         let (leaf, _) = snapshot_of(&store, b"leaf", "leaf");
-        let mut id = store.read_snapshot(&leaf).unwrap().root;
+        let mut id = store.objects().read_snapshot(&leaf).unwrap().root;
         for _ in 0..20_000 {
             id = store
+                .objects()
                 .write_tree(
                     &Tree::from_entries(vec![TreeEntry {
                         name: b"d".to_vec(),
@@ -1516,11 +1374,14 @@ pub(crate) mod tests {
         }
         let lock = store.write_lock().unwrap();
         store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(id, "deep"), None)
             .unwrap();
         drop(lock);
         let mut report = None;
-        let peak = peak_rss_after_reset(|| report = Some(store.verify(&mut |_, _| {}).unwrap()));
+        let peak = peak_rss_after_reset(|| {
+            report = Some(store.maintenance().verify(&mut |_, _| {}).unwrap())
+        });
         let report = report.unwrap();
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert!(peak < 150 << 20, "verify peaked at {} MiB", peak >> 20);

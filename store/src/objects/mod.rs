@@ -1,4 +1,6 @@
-//! The object directory: the only code that writes under `<store>/objects/`.
+//! The objects room, the object directory: the only code that writes under `<store>/objects/`
+//! (loose, compressed and packed objects: see `packed` and `compressed`), and what reads
+//! blobs, trees and snapshot records back ([`ObjectDir::reader`]).
 //!
 //! Writes hash while they write: bytes go to a fresh file in `<store>/tmp/`, which is then
 //! made read-only and renamed to `objects/<2 hex>/<62 hex>`. An object that already exists
@@ -34,11 +36,17 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::compressed;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
-use crate::packed::{self, Found, Packed};
+use crate::snapshot::Snapshot;
+use crate::source::ObjectSource;
 use crate::sys;
+use crate::tree::Tree;
+
+pub(crate) mod compressed;
+mod packed;
+
+use packed::{Found, Packed};
 
 /// Inputs below this size are hashed in memory before anything is written (and may be stored
 /// compressed: see `compressed`).
@@ -54,8 +62,9 @@ pub(crate) const STAGING_PREFIX: &str = "stage-";
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
-/// Handle on `<store>/objects` and `<store>/tmp`. Clones share the store's packs and the
-/// packer of a capture in progress.
+/// The objects room: handle on `<store>/objects` and `<store>/tmp`, reached through
+/// [`crate::Store::objects`]. Clones share the store's packs and the packer of a capture in
+/// progress.
 #[derive(Debug, Clone)]
 pub struct ObjectDir {
     objects: PathBuf,
@@ -253,6 +262,38 @@ impl ObjectDir {
         [self.path_of(id), self.compressed_path_of(id)]
             .into_iter()
             .find(|p| fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
+    }
+
+    /// Writes a tree object.
+    pub fn write_tree(&self, tree: &Tree) -> Result<ObjectId, StoreError> {
+        self.write_bytes(&tree.encode())
+    }
+
+    /// Reads, verifies and decodes a tree object.
+    pub fn read_tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        let bytes = self.read_verified(id)?;
+        Tree::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        })
+    }
+
+    /// Reads, verifies and decodes a snapshot record.
+    pub fn read_snapshot(&self, id: &ObjectId) -> Result<Snapshot, StoreError> {
+        let bytes = self.read_verified_loose_first(id)?;
+        Snapshot::decode(&bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "snapshot record",
+            why,
+        })
+    }
+
+    /// A read-only view for mounts and readers: no catalog, only immutable objects.
+    pub fn reader(&self) -> StoreReader {
+        StoreReader {
+            objects: self.clone(),
+        }
     }
 
     /// The `tmp/` directory.
@@ -1062,10 +1103,37 @@ fn verified_bytes(id: &ObjectId, stored: Stored) -> Result<Vec<u8>, StoreError> 
     Ok(bytes)
 }
 
+/// A store seen only through its immutable objects (what a mount serves).
+#[derive(Debug, Clone)]
+pub struct StoreReader {
+    objects: ObjectDir,
+}
+
+impl ObjectSource for StoreReader {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        self.objects.read_tree(id)
+    }
+
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        self.objects.open_blob(id)
+    }
+
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        let blob = self.objects.open_blob_of_len(id, size)?;
+        crate::source::of_recorded_size(id, blob, size)
+    }
+
+    fn prefetch(&self, ids: &[ObjectId]) {
+        for id in ids {
+            self.objects.will_need(id);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Store;
+    use crate::handle::Store;
     use std::os::unix::fs::PermissionsExt;
 
     fn text(len: usize) -> Vec<u8> {
@@ -1077,7 +1145,7 @@ mod tests {
             .collect()
     }
 
-    use crate::compressed::tests::random_seeded as random;
+    use super::compressed::tests::random_seeded as random;
 
     fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
@@ -1232,10 +1300,10 @@ mod tests {
                 assert!(err.is_corruption(), "{err}");
             }
         }
-        let report = store.verify(&mut |_, _| {}).unwrap();
+        let report = store.maintenance().verify(&mut |_, _| {}).unwrap();
         assert_eq!(
             report.problems,
-            [crate::VerifyProblem::Corrupt { id }],
+            [crate::maintenance::VerifyProblem::Corrupt { id }],
             "verify names it and goes on"
         );
     }
@@ -1261,7 +1329,10 @@ mod tests {
                 .count();
             assert_eq!(compressed, if raw { 0 } else { 3 });
             let mut out = Vec::new();
-            crate::write_pack(&store, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
+            store
+                .packs()
+                .write(&snap, Default::default(), &mut out, &mut |_| {})
+                .unwrap();
             out
         };
         assert_eq!(pack_of(false), pack_of(true));
@@ -1273,7 +1344,8 @@ mod tests {
         files: &[Vec<u8>],
         write: impl Fn(&[u8]) -> ObjectId,
     ) -> ObjectId {
-        use crate::{Snapshot, Tree, TreeEntry};
+        use crate::snapshot::Snapshot;
+        use crate::tree::{Tree, TreeEntry};
         let entries = files
             .iter()
             .enumerate()
@@ -1287,17 +1359,19 @@ mod tests {
             })
             .collect();
         let root = store
+            .objects()
             .write_tree(&Tree::from_entries(entries).unwrap())
             .unwrap();
         let lock = store.write_lock().unwrap();
         store
+            .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
             .unwrap()
     }
 
     #[test]
     fn unpack_lands_a_packs_frames_as_compressed_objects() {
-        use crate::PackReader;
+        use crate::pack::PackReader;
         let files = [text(5_000), text(70_000), random(9_000, 7), text(200_000)];
         let (dir, src) = store();
         let snap = snapshot_of_files(&src, &files, |bytes| {
@@ -1305,11 +1379,15 @@ mod tests {
         });
         let path = dir.path().join("p.zcpack");
         let mut out = Vec::new();
-        crate::write_pack(&src, &snap, Default::default(), &mut out, &mut |_| {}).unwrap();
+        src.packs()
+            .write(&snap, Default::default(), &mut out, &mut |_| {})
+            .unwrap();
         fs::write(&path, &out).unwrap();
         let (_d, dst) = store();
         assert_eq!(
-            crate::unpack(&dst, &PackReader::open(&path).unwrap()).unwrap(),
+            dst.packs()
+                .unpack(&PackReader::open(&path).unwrap())
+                .unwrap(),
             snap
         );
         let form = |s: &Store| {
@@ -1331,6 +1409,11 @@ mod tests {
                 *bytes
             );
         }
-        assert!(dst.verify(&mut |_, _| {}).unwrap().problems.is_empty());
+        assert!(dst
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
     }
 }
