@@ -432,7 +432,7 @@ pub struct RemoteGcArgs {
     pub name: String,
     /// Delete a marked pack only when its mark is older than this many seconds (at least
     /// twice the push window: 43200)
-    #[arg(long, default_value_t = zeroclaw_bundle::remote::DEFAULT_GRACE_SECS, value_name = "SECONDS")]
+    #[arg(long, default_value_t = zeroclaw_bundle::REMOTE_GC_GRACE_SECS, value_name = "SECONDS")]
     pub grace: u64,
 }
 
