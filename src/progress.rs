@@ -48,6 +48,55 @@ pub trait Progress: Sync {
     fn check_cancel(&self) -> Result<(), Interrupted> {
         self.cancel().map_or(Ok(()), Cancel::check)
     }
+    /// Something the operation tells the operator on the way (see [`Note`]), in the order it
+    /// happens, whether the operation then succeeds or fails. Ignored unless overridden.
+    fn note(&self, note: Note<'_>) {
+        let _ = note;
+    }
+}
+
+/// What an operation tells the operator besides its progress and its result, each one
+/// sentence already worded (names escaped as messages escape them). The binary prints them on
+/// stderr; a linking program may show or drop them.
+///
+/// ```
+/// use zeroclaw_bundle::{Note, Progress, Totals};
+/// struct Log(std::sync::Mutex<Vec<String>>);
+/// impl Progress for Log {
+///     fn advance(&self, _: Totals) {}
+///     fn note(&self, note: Note<'_>) {
+///         if let Note::Notice(text) = note {
+///             self.0.lock().unwrap().push(text.to_string());
+///         }
+///     }
+/// }
+/// let log = Log(Default::default());
+/// log.note(Note::Notice("remote origin: 1 key that is not part of the layout was ignored"));
+/// assert_eq!(log.0.lock().unwrap().len(), 1);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Note<'a> {
+    /// A step taken on the way to the result (`pulled 3f2a9c01e0b4 from origin: 1 pack,
+    /// 2.1 KiB, verified`; `snapshot 3f2a9c01e0b4 signed by alice@example.com (SHA256:...)`):
+    /// the binary prints it unless `--quiet` or `--json`.
+    Step(&'a str),
+    /// Something noticed that is no error (a remote listing keys outside its layout): the
+    /// binary prints it as `notice: ...` unless `--quiet`.
+    Notice(&'a str),
+    /// Something left out of the result because it could not be read (a remote's damaged
+    /// snapshot record): the binary prints it as `warning: ...`, and the verb's result says
+    /// how many.
+    Warning(&'a str),
+    /// What the operation asked of remote `remote` (requests and bytes received, per key
+    /// prefix), said once its work there is over, failed or not: the binary prints it with
+    /// `-v`.
+    Traffic {
+        /// The remote's name.
+        remote: &'a str,
+        /// The requests and bytes, in words.
+        summary: &'a str,
+    },
 }
 
 /// A [`Progress`] that reports to `progress` and stops on `cancel`.
@@ -78,6 +127,9 @@ impl Progress for Cancellable<'_> {
     }
     fn cancel(&self) -> Option<&Cancel> {
         Some(&self.cancel)
+    }
+    fn note(&self, note: Note<'_>) {
+        self.progress.note(note);
     }
 }
 

@@ -55,11 +55,20 @@ pub enum Verb {
     Import,
     /// Signing a snapshot or checking its signatures.
     Sign,
+    /// Configuring a remote, or listing, forgetting or collecting garbage on one.
+    Remote,
+    /// Forgetting a snapshot of the store.
+    Forget,
+    /// Rebuilding the store's catalog and tree indexes.
+    Reindex,
+    /// Repairing what an interrupted publish left beside its destination.
+    Recover,
 }
 
-impl fmt::Display for Verb {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Verb {
+    /// The verb as an operator types it (`export`), what its messages name it.
+    pub(crate) fn word(self) -> &'static str {
+        match self {
             Verb::Open => "open",
             Verb::Snapshot => "snapshot",
             Verb::Export => "export",
@@ -76,7 +85,17 @@ impl fmt::Display for Verb {
             Verb::Review => "review",
             Verb::Import => "import",
             Verb::Sign => "sign",
-        })
+            Verb::Remote => "remote",
+            Verb::Forget => "forget",
+            Verb::Reindex => "reindex",
+            Verb::Recover => "recover",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.word())
     }
 }
 

@@ -15,7 +15,10 @@
 
 mod error;
 mod json;
+mod maintenance;
 mod read;
+mod remotes;
+mod transfer;
 mod trust;
 
 use std::ffi::OsStr;
@@ -34,29 +37,30 @@ pub use crate::diff::compare::{DiffOptions, Semantic};
 pub use crate::diff::{Change, Status, Summary};
 pub use crate::export::{AgentSnapshot, DirSnapshot};
 pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
-pub use crate::progress::{Cancellable, Progress, Silent, Totals};
+pub use crate::progress::{Cancellable, Note, Progress, Silent, Totals};
 pub use crate::publish::{shell_quote, Published, Replace, Replaced};
-/// How old an unreferenced object of a remote must be before its `gc` deletes it: another
-/// host may be pushing a snapshot that will reference it.
-pub use crate::remote::DEFAULT_GRACE_SECS as REMOTE_GC_GRACE_SECS;
-pub use crate::remote::{PullReport, PushReport};
 pub use crate::review::{Review, ReviewOptions};
 pub use crate::sign::{
     AllowedSigners, Checked, KeyChoice, OpenedKey, SignReport, SignWith, Signer, Trust,
     TrustSettings, Verdict,
 };
 pub use error::{Error, ErrorKind, Verb};
+pub use maintenance::{Forgot, LeftAlone, Recovered, Verified};
 pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, Shown};
+pub use remotes::{
+    PullReport, PushReport, RemoteForgotten, RemoteGcReport, RemoteListing, RemoteRemoved,
+    RemoteSnapshot, RemoteSpec, REMOTE_GC_GRACE_SECS,
+};
+pub use transfer::{CheckedOut, PackInput, Packed, Unpacked};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
-    EntryKind, GcReport, ObjectId, PackOptions, PackStats, Snapshot, SnapshotKind, SnapshotSummary,
-    TreeEntry, VerifyReport,
+    EntryKind, GcReport, ObjectId, PackOptions, PackStats, ReindexReport, Snapshot, SnapshotKind,
+    SnapshotSummary, TreeEntry, VerifyProblem, VerifyReport,
 };
 
 use crate::diff::compare::{compare_sides, DiffSink, Report, SinkError};
 use crate::diff::side::{paths_only, refuse_missing_path, resolve_side, scratch_store};
-use crate::export::{AgentCaptureOptions, ExportJob, SourceDir, BUNDLE};
-use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest};
+use crate::export::{AgentCaptureOptions, ExportJob, SourceDir};
 use crate::source::{classify, ReferenceError, Takes};
 
 /// The result type of the public API.
@@ -86,17 +90,6 @@ pub struct AgentOptions {
 pub struct Exported {
     /// The capture (snapshot id, record, manifest, what was scrubbed and flagged).
     pub snapshot: AgentSnapshot,
-    /// The publish (destination, files, bytes).
-    pub published: Published,
-    /// What the publish replaced, when it replaced something.
-    pub replaced: Option<Replaced>,
-}
-
-/// A snapshot published by [`Bundles::checkout`].
-#[derive(Debug)]
-pub struct CheckedOut {
-    /// The snapshot published.
-    pub id: ObjectId,
     /// The publish (destination, files, bytes).
     pub published: Published,
     /// What the publish replaced, when it replaced something.
@@ -155,30 +148,6 @@ impl Diff {
     pub fn new_grants(&self) -> bool {
         self.new_grants
     }
-}
-
-/// A pack written by [`Bundles::pack`].
-#[derive(Debug, Clone)]
-pub struct Packed {
-    /// The snapshot packed.
-    pub id: ObjectId,
-    /// What was written.
-    pub stats: PackStats,
-}
-
-/// A pack imported by [`Bundles::unpack`].
-#[derive(Debug, Clone, Copy)]
-pub struct Unpacked {
-    /// The snapshot the pack carried, now in the store.
-    pub id: ObjectId,
-    /// Objects the pack lists.
-    pub objects: usize,
-    /// Objects read from the pack and verified (the snapshot record included): what the
-    /// store lacked.
-    pub read: usize,
-    /// Objects the snapshot needs that the store already held: not read from the pack, so
-    /// the pack's copies of them were not checked.
-    pub already_present: usize,
 }
 
 /// A store of snapshots: the handle every verb works on.
@@ -329,33 +298,16 @@ impl Bundles {
     /// requiring signatures with no `allowed_signers` set, or a file that cannot be read, is
     /// an error (the policy fails closed).
     fn required_signers(&self) -> anyhow::Result<Option<AllowedSigners>> {
-        match &self.trust {
-            TrustPolicy::Off => Ok(None),
-            TrustPolicy::Require(allowed) => Ok(Some(allowed.clone())),
-            TrustPolicy::Store => {
-                let settings = crate::sign::load_trust(self.store.root())?;
-                if !settings.require_signed {
-                    return Ok(None);
-                }
-                let file = settings.allowed_signers.ok_or_else(|| {
-                    anyhow::anyhow!(
-                        "{} requires signatures but names no allowed_signers file; set one \
-                         with `zeroclaw-bundle trust --allowed-signers FILE`",
-                        crate::sign::config::file_of(self.store.root()).display()
-                    )
-                })?;
-                Ok(Some(AllowedSigners::load(&file)?))
-            }
-        }
+        required_signers_at(self.store.root(), &self.trust)
     }
 
     /// Refuses snapshot `id` unless this handle's policy is met by the signatures the store
-    /// keeps for it.
-    fn gate_stored(&self, id: &ObjectId) -> anyhow::Result<()> {
-        if let Some(allowed) = self.required_signers()? {
-            crate::sign::require_signed(&self.store, id, &allowed)?;
+    /// keeps for it; returns who signed (empty when nothing is required).
+    fn gate_stored(&self, id: &ObjectId) -> anyhow::Result<Vec<Signer>> {
+        match self.required_signers()? {
+            Some(allowed) => Ok(crate::sign::require_signed(&self.store, id, &allowed)?),
+            None => Ok(Vec::new()),
         }
-        Ok(())
     }
 
     /// The store itself, for the command layer's reads below the verbs.
@@ -525,70 +477,6 @@ impl Bundles {
             .map_err(fail)?;
         Ok(Exported {
             snapshot,
-            published,
-            replaced,
-        })
-    }
-
-    /// Publishes the snapshot `reference` names at `out` (staged, swapped in at once).
-    ///
-    /// ```
-    /// use zeroclaw_bundle::{Bundles, Replace, Silent};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let tree = dir.path().join("tree");
-    /// # std::fs::create_dir(&tree)?;
-    /// # std::fs::write(tree.join("a.txt"), "a\n")?;
-    /// let bundles = Bundles::create(dir.path().join("store"))?;
-    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
-    /// let out = dir.path().join("copy");
-    /// let done = bundles.checkout(&snap.id.to_hex(), &out, Replace::Nothing, &Silent)?;
-    /// assert_eq!((done.id, done.published.files), (snap.id, 1));
-    /// assert_eq!(std::fs::read(out.join("a.txt"))?, b"a\n");
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn checkout(
-        &self,
-        reference: &str,
-        out: &Path,
-        replace: Replace,
-        progress: &dyn Progress,
-    ) -> Result<CheckedOut> {
-        let id = self
-            .stored("checkout", reference)
-            .map_err(|e| Error::new(Verb::Checkout, reference, e.into()))?;
-        let fail = |e| Error::new(Verb::Checkout, reference, e);
-        let context = || {
-            format!(
-                "could not publish snapshot {} to {}",
-                id.short(12),
-                out.display()
-            )
-        };
-        // The trust policy, before the destination is touched.
-        self.gate_stored(&id).with_context(context).map_err(fail)?;
-        let snap = self
-            .store
-            .objects()
-            .read_snapshot(&id)
-            .map_err(|e| fail(e.into()))?;
-        let admitted = check(&PublishRequest {
-            dest: out,
-            force: replace != Replace::Nothing,
-            sources: &[],
-            store: Some(self.store.root()),
-            bundle: BUNDLE,
-        })
-        .with_context(context)
-        .map_err(fail)?;
-        let _claim = admitted.claim().with_context(context).map_err(fail)?;
-        let replaced = check_replacement(Some(&self.store), &admitted, replace)
-            .with_context(context)
-            .map_err(fail)?;
-        let published = publish_snapshot(&self.store, &id, &snap, &admitted, progress)
-            .with_context(context)
-            .map_err(fail)?;
-        Ok(CheckedOut {
-            id,
             published,
             replaced,
         })
@@ -821,243 +709,6 @@ impl Bundles {
         Ok(handle)
     }
 
-    /// Writes snapshot `reference` and every object it reaches (or, with
-    /// [`PackOptions::since`], those another snapshot does not) into one self-verifying pack
-    /// file at `out`, staged and renamed into place (`replace`: an existing file may be
-    /// replaced). A pack of a snapshot holding a file others may not read is created `0600`.
-    ///
-    /// ```
-    /// use zeroclaw_bundle::{Bundles, Silent};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let tree = dir.path().join("tree");
-    /// # std::fs::create_dir(&tree)?;
-    /// # std::fs::write(tree.join("a.txt"), "a\n")?;
-    /// let bundles = Bundles::create(dir.path().join("store"))?;
-    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
-    /// let pack = dir.path().join("tree.zbpack");
-    /// let packed = bundles.pack(&snap.id.to_hex(), &pack, Default::default(), false, &Silent)?;
-    /// assert_eq!(packed.stats.blobs, 1);
-    ///
-    /// let elsewhere = Bundles::create(dir.path().join("other-store"))?;
-    /// assert_eq!(elsewhere.unpack(&pack, &Silent)?.id, snap.id);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn pack(
-        &self,
-        reference: &str,
-        out: &Path,
-        options: PackOptions,
-        replace: bool,
-        progress: &dyn Progress,
-    ) -> Result<Packed> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Pack, reference, e);
-        let id = self.stored("pack", reference).map_err(|e| fail(e.into()))?;
-        let total = self
-            .store
-            .objects()
-            .read_snapshot(&id)
-            .map_err(|e| fail(e.into()))?
-            .bytes();
-        let private = !options.trees_only
-            && crate::publish::reaches_private_file(&self.store, &id)
-                .map_err(|e| fail(e.into()))?;
-        let req = crate::publish::FileRequest {
-            dest: out,
-            force: replace,
-            store: self.store.root(),
-            noun: "pack",
-            cancel: progress.cancel(),
-            private,
-            keep: None,
-        };
-        progress.begin(
-            "packing",
-            Some(Totals {
-                files: 0,
-                bytes: total,
-            }),
-        );
-        let mut done = 0;
-        let stats = crate::publish::publish_file(&req, |w| {
-            self.store.packs().write(&id, options, w, &mut |n| {
-                done += n;
-                progress.advance(Totals {
-                    files: 0,
-                    bytes: done,
-                });
-            })
-        });
-        progress.finish();
-        let stats = stats.map_err(|e| fail(e.into()))?;
-        Ok(Packed { id, stats })
-    }
-
-    /// Imports the pack file at `pack` into the store, checking every object against its id;
-    /// only what its snapshot reaches is taken. Returns the snapshot it carried.
-    ///
-    /// See [`Bundles::pack`] for an example.
-    pub fn unpack(&self, pack: &Path, progress: &dyn Progress) -> Result<Unpacked> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Unpack, pack.display().to_string(), e);
-        let context = || format!("could not unpack {}; nothing was imported", pack.display());
-        let reader = zeroclaw_bundle_store::PackReader::open(pack)
-            .with_context(context)
-            .map_err(fail)?;
-        // The trust policy over the signatures the pack carries, before anything is written.
-        (|| -> anyhow::Result<()> {
-            if let Some(allowed) = self.required_signers()? {
-                let sigs = reader.signatures()?;
-                crate::sign::require_signed_blobs(&reader.root, &sigs, &allowed)?;
-            }
-            Ok(())
-        })()
-        .with_context(context)
-        .map_err(fail)?;
-        let _lock = self.store.write_lock().map_err(|e| fail(e.into()))?;
-        let watch = crate::progress::ImportProgress::new(progress);
-        let report = self
-            .store
-            .packs()
-            .unpack_counted(&reader, &watch)
-            .with_context(context)
-            .map_err(fail)?;
-        Ok(Unpacked {
-            id: report.id,
-            objects: reader.entries().len(),
-            read: report.read,
-            already_present: report.present,
-        })
-    }
-
-    /// Uploads snapshot `reference` to the remote named `remote` (configured in this store):
-    /// the objects the remote lacks in one pack, then its index, then the snapshot record, so
-    /// the remote never lists a snapshot with missing objects. Cancelled through `progress`.
-    ///
-    /// ```
-    /// use zeroclaw_bundle::{Bundles, Silent};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let tree = dir.path().join("tree");
-    /// # std::fs::create_dir(&tree)?;
-    /// let bundles = Bundles::create(dir.path().join("store"))?;
-    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
-    /// let err = bundles.push(&snap.id.to_hex(), "origin", &Silent).unwrap_err();
-    /// assert_eq!(err.kind(), zeroclaw_bundle::ErrorKind::Remote);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn push(
-        &self,
-        reference: &str,
-        remote: &str,
-        progress: &dyn Progress,
-    ) -> Result<PushReport> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Push, reference, e);
-        let id = self.stored("push", reference).map_err(|e| fail(e.into()))?;
-        let spec =
-            crate::remote::find_remote(self.store.root(), remote).map_err(|e| fail(e.into()))?;
-        let mut handle = crate::remote::Remote::open(&spec, true).map_err(|e| fail(e.into()))?;
-        if let Some(cancel) = progress.cancel() {
-            handle = handle.with_cancel(cancel.clone());
-        }
-        crate::remote::push(&self.store, &handle, &id, progress)
-            .with_context(|| format!("could not push {} to {}", id.short(12), spec.name))
-            .map_err(fail)
-    }
-
-    /// Downloads the snapshot the remote ref `NAME/SNAPSHOT` names (e.g. `origin/agent/coder`)
-    /// into the store, verified; returns its id and what the pull did.
-    ///
-    /// ```
-    /// use zeroclaw_bundle::Bundles;
-    /// # let dir = tempfile::tempdir()?;
-    /// let bundles = Bundles::create(dir.path().join("store"))?;
-    /// let err = bundles.pull("origin/agent/coder", &zeroclaw_bundle::Silent).unwrap_err();
-    /// assert_eq!(err.kind(), zeroclaw_bundle::ErrorKind::Remote);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn pull(
-        &self,
-        remote_ref: &str,
-        progress: &dyn Progress,
-    ) -> Result<(ObjectId, PullReport)> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Pull, remote_ref, e);
-        let Some((name, reference)) = remote_ref.split_once('/') else {
-            return Err(fail(anyhow::anyhow!(
-                "{remote_ref:?} is not NAME/SNAPSHOT (for example origin/3f2a9c01 or origin/agent/researcher)"
-            )));
-        };
-        let spec =
-            crate::remote::find_remote(self.store.root(), name).map_err(|e| fail(e.into()))?;
-        let mut handle = crate::remote::Remote::open(&spec, false).map_err(|e| fail(e.into()))?;
-        if let Some(cancel) = progress.cancel() {
-            handle = handle.with_cancel(cancel.clone());
-        }
-        let id = handle.resolve(reference).map_err(|e| fail(e.into()))?;
-        let require = self.required_signers().map_err(fail)?;
-        let report =
-            crate::remote::pull_checked(&self.store, &handle, &id, require.as_ref(), progress)
-                .with_context(|| {
-                    format!(
-                        "could not pull {} from {}; no snapshot was added",
-                        id.short(12),
-                        spec.name
-                    )
-                })
-                .map_err(fail)?;
-        Ok((id, report))
-    }
-
-    /// Checks every object of the store against its id and every snapshot's closure; the
-    /// problems found are in the report (an empty list: all is well).
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let bundles = zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
-    /// assert!(bundles.verify(&zeroclaw_bundle::Silent)?.problems.is_empty());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn verify(&self, progress: &dyn Progress) -> Result<VerifyReport> {
-        let root = self.store.root().display().to_string();
-        // The phase begins once its total is known (no `0 B/0 B` before it).
-        let mut begun = false;
-        let report = self.store.maintenance().verify(&mut |done, total| {
-            if total == 0 {
-                return;
-            }
-            if !begun {
-                progress.begin(
-                    "verifying",
-                    Some(Totals {
-                        files: 0,
-                        bytes: total,
-                    }),
-                );
-                begun = true;
-            }
-            progress.advance(Totals {
-                files: 0,
-                bytes: done,
-            })
-        });
-        progress.finish();
-        report.map_err(|e| Error::new(Verb::Verify, root, e.into()))
-    }
-
-    /// Removes the objects no snapshot (and no running mount) reaches that are older than
-    /// `grace_secs` (a capture in progress writes its objects before its snapshot).
-    ///
-    /// ```
-    /// # let dir = tempfile::tempdir()?;
-    /// let bundles = zeroclaw_bundle::Bundles::create(dir.path().join("store"))?;
-    /// assert_eq!(bundles.gc(0)?.removed, 0);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn gc(&self, grace_secs: u64) -> Result<GcReport> {
-        let root = self.store.root().display().to_string();
-        self.store
-            .maintenance()
-            .gc(grace_secs)
-            .map_err(|e| Error::new(Verb::Gc, root, e.into()))
-    }
-
     /// Reviews `source` (a bundle directory, snapshot, pack or remote ref): everything an
     /// operator must accept before importing it (grants, secrets to fill, credential-looking
     /// files by path and reason, scripts, personal files, the diff against an earlier import
@@ -1236,6 +887,32 @@ pub fn refuse_mountpoint_in_store(mountpoint: &Path, store: &Path) -> anyhow::Re
         );
     }
     Ok(())
+}
+
+/// The allowed signers `policy` requires of a snapshot of the store at `root` (which need not
+/// exist: then it has no `trust.toml`); see [`Bundles::required_signers`].
+fn required_signers_at(
+    root: &Path,
+    policy: &TrustPolicy,
+) -> anyhow::Result<Option<AllowedSigners>> {
+    match policy {
+        TrustPolicy::Off => Ok(None),
+        TrustPolicy::Require(allowed) => Ok(Some(allowed.clone())),
+        TrustPolicy::Store => {
+            let settings = crate::sign::load_trust(root)?;
+            if !settings.require_signed {
+                return Ok(None);
+            }
+            let file = settings.allowed_signers.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "{} requires signatures but names no allowed_signers file; set one \
+                     with `zeroclaw-bundle trust --allowed-signers FILE`",
+                    crate::sign::config::file_of(root).display()
+                )
+            })?;
+            Ok(Some(AllowedSigners::load(&file)?))
+        }
+    }
 }
 
 fn is_empty_dir(path: &Path) -> bool {

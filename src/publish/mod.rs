@@ -89,7 +89,7 @@ use zeroclaw_bundle_store::{
 pub use claim::{DestClaim, LOCK_PREFIX};
 pub use error::PublishError;
 pub use file::{publish_file, FileError, FileRequest, Keep};
-pub use recover::recover;
+pub use recover::{recover, LeftAlone, Recovered};
 pub use replace::{check_replacement, BundleMarker, Replace, Replaced};
 pub use snapshot::{publish_snapshot, reaches_private_file};
 

@@ -9,10 +9,11 @@ use toml_edit::{value, DocumentMut, Item, Table};
 
 use super::RemoteError;
 
-/// One configured remote.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One configured remote (`--json` prints it as it serializes: `remote`, `url`, `endpoint`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct RemoteSpec {
     /// Its name (`[A-Za-z0-9._-]`, not starting with `.` or `-`).
+    #[serde(rename = "remote")]
     pub name: String,
     /// `s3://bucket/prefix` or `file:///path`.
     pub url: String,

@@ -68,6 +68,8 @@ pub fn min_grace() -> Duration {
 /// What a remote gc did.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct GcReport {
+    /// The remote's name.
+    pub remote: String,
     /// Snapshots (records) on the remote: the roots.
     pub snapshots: u64,
     /// Objects they reach.
@@ -144,7 +146,10 @@ pub fn gc(remote: &Remote, tmp: &Path, grace: Duration) -> Result<GcReport, Remo
             ),
         });
     }
-    let mut report = GcReport::default();
+    let mut report = GcReport {
+        remote: remote.name().to_string(),
+        ..GcReport::default()
+    };
     // The order matters (module doc): the clock, then marks, indexes, packs, records.
     let now = remote.clock_ms()?;
     let old_enough = now - i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);

@@ -57,7 +57,7 @@ pub use client::Remote;
 #[cfg(feature = "fuzzing")]
 pub use client::{check_record, parse_index, IndexParser};
 pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
-pub use gc::{forget, gc, DEFAULT_GRACE_SECS};
+pub use gc::{forget, gc, GcReport, DEFAULT_GRACE_SECS};
 pub use sync::{pull_checked, push, PullReport, PushReport};
 pub use view::RemoteView;
 

@@ -16,11 +16,13 @@ use super::client::{encode_index, IndexScan};
 use super::{Remote, RemoteError};
 use crate::progress::{Cancellable, ImportProgress, Progress, Totals};
 
-/// What a push did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What a push did (`--json` prints it as it serializes).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PushReport {
     /// The snapshot.
     pub snapshot: Option<ObjectId>,
+    /// The remote's name.
+    pub remote: String,
     /// The remote listed it already: nothing was written.
     pub already: bool,
     /// Objects uploaded (in one pack; 0 when the remote held them all).
@@ -33,9 +35,13 @@ pub struct PushReport {
     pub signatures: u64,
 }
 
-/// What a pull did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// What a pull did (`--json` prints it as it serializes; who signed is said in words).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PullReport {
+    /// The snapshot.
+    pub snapshot: Option<ObjectId>,
+    /// The remote's name.
+    pub remote: String,
     /// Packs downloaded.
     pub packs: u64,
     /// Their bytes.
@@ -43,7 +49,21 @@ pub struct PullReport {
     /// Signatures of the snapshot the remote keeps (all carried into the store).
     pub signatures: u64,
     /// Who signed, as the gate found them (empty without one).
+    #[serde(skip)]
     pub signers: Vec<crate::sign::Signer>,
+}
+
+impl PullReport {
+    /// The pull in one sentence: `pulled 3f2a9c01e0b4 from origin: 1 pack, 2.1 KiB, verified`.
+    pub fn describe(&self) -> String {
+        format!(
+            "pulled {} from {}: {}, {}, verified",
+            self.snapshot.map(|id| id.short(12)).unwrap_or_default(),
+            self.remote,
+            crate::words::count(self.packs, "pack"),
+            crate::words::human_bytes(self.bytes)
+        )
+    }
 }
 
 fn io_err(op: &'static str, path: &Path, e: io::Error) -> RemoteError {
@@ -177,6 +197,7 @@ pub fn push(
     let snap = store.objects().read_snapshot(id)?;
     let mut report = PushReport {
         snapshot: Some(*id),
+        remote: remote.name().to_string(),
         ..PushReport::default()
     };
     let trees_key = format!("trees/{}.zcpack", id.to_hex());
@@ -419,6 +440,8 @@ pub fn pull_checked(
     let snap = Snapshot::decode(&record)
         .map_err(|e| remote.corrupt(&record_key, format!("not a snapshot record: {e}")))?;
     let mut report = PullReport {
+        snapshot: Some(*id),
+        remote: remote.name().to_string(),
         signatures: signatures.len() as u64,
         signers,
         ..PullReport::default()

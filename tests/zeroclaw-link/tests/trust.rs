@@ -11,7 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 use zeroclaw_bundle::{
-    Bundles, ErrorKind, ImportRequest, MountOptions, Replace, Silent, TrustPolicy,
+    AllowedSigners, Bundles, ErrorKind, ImportRequest, MountOptions, PackInput, Replace, Silent,
+    TrustPolicy,
 };
 
 fn zb(store: &Path, args: &[&str]) {
@@ -151,4 +152,93 @@ fn a_store_that_requires_signatures_refuses_unsigned_snapshots_until_code_says_o
     let mut mounted = open.mount(&local, &mnt, MountOptions::default()).unwrap();
     assert_eq!(std::fs::read(mnt.join("a.txt")).unwrap(), b"a\n");
     mounted.unmount().unwrap();
+}
+
+/// The transfer verbs' other ways in: an unpack from a stream, an unpack into a store that is
+/// not there yet, and a checkout of a pack file or of a remote ref (pulled or unpacked on the
+/// way). Under a policy that requires signatures each is refused, and nothing becomes visible:
+/// no snapshot listed, no store made, nothing published. With the policy off in code, each
+/// goes through.
+#[test]
+fn streams_new_stores_and_checkouts_of_packs_and_remote_refs_are_gated_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name);
+    let tree = path("tree");
+    std::fs::create_dir(&tree).unwrap();
+    std::fs::write(tree.join("a.txt"), "a\n").unwrap();
+    let source = Bundles::create(path("source")).unwrap();
+    let id = source.snapshot_dir(&tree, None, &Silent).unwrap().id;
+    let pack = path("tree.zbpack");
+    source
+        .pack(&id.to_hex(), &pack, Default::default(), false, &Silent)
+        .unwrap();
+    std::fs::create_dir(path("remote")).unwrap();
+    let url = format!("file://{}", path("remote").display());
+    source.add_remote("origin", &url, None).unwrap();
+    source.push(&id.to_hex(), "origin", &Silent).unwrap();
+
+    std::fs::write(path("allowed_signers"), "").unwrap();
+    let nobody = AllowedSigners::load(&path("allowed_signers")).unwrap();
+    let store = path("target");
+    let target = Bundles::create(&store)
+        .unwrap()
+        .with_trust_policy(TrustPolicy::Require(nobody.clone()));
+    target.add_remote("origin", &url, None).unwrap();
+    let untrusted = |what: &str, err: zeroclaw_bundle::Error| {
+        assert_eq!(err.kind(), ErrorKind::Untrusted, "{what}: {err:#}");
+    };
+    let mut stream = std::fs::File::open(&pack).unwrap();
+    untrusted(
+        "unpack of a stream",
+        target.unpack_reader(&mut stream, &Silent).unwrap_err(),
+    );
+    let fresh = path("hosts/new/store");
+    untrusted(
+        "unpack into a new store",
+        Bundles::unpack_at(
+            &fresh,
+            PackInput::File(&pack),
+            TrustPolicy::Require(nobody.clone()),
+            &Silent,
+        )
+        .unwrap_err(),
+    );
+    assert!(!path("hosts").exists(), "a refused unpack made a store");
+    let out = path("out");
+    for reference in [pack.to_str().unwrap(), &format!("origin/{id}")] {
+        untrusted(
+            reference,
+            target
+                .checkout(reference, &out, Replace::Nothing, &Silent)
+                .unwrap_err(),
+        );
+        assert!(!out.exists(), "a refused checkout of {reference} published");
+    }
+    assert!(
+        target.list().unwrap().is_empty(),
+        "nothing refused became visible: {:?}",
+        target.list().unwrap()
+    );
+
+    // The embedder turns the policy off in code: each goes through.
+    let open = target.with_trust_policy(TrustPolicy::Off);
+    let done = open
+        .checkout(&format!("origin/{id}"), &out, Replace::Nothing, &Silent)
+        .unwrap();
+    assert_eq!(done.id, id);
+    assert_eq!(std::fs::read(out.join("a.txt")).unwrap(), b"a\n");
+    open.forget(&id.to_hex()).unwrap();
+    let copy = path("copy");
+    let done = open
+        .checkout(pack.to_str().unwrap(), &copy, Replace::Nothing, &Silent)
+        .unwrap();
+    assert_eq!(done.id, id);
+    assert_eq!(std::fs::read(copy.join("a.txt")).unwrap(), b"a\n");
+    open.forget(&id.to_hex()).unwrap();
+    let mut stream = std::fs::File::open(&pack).unwrap();
+    assert_eq!(open.unpack_reader(&mut stream, &Silent).unwrap().id, id);
+    let made =
+        Bundles::unpack_at(&fresh, PackInput::File(&pack), TrustPolicy::Off, &Silent).unwrap();
+    assert_eq!(made.id, id);
+    assert_eq!(Bundles::open(&fresh).unwrap().list().unwrap().len(), 1);
 }

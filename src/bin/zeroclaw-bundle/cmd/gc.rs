@@ -1,7 +1,6 @@
 //! `gc`, `reindex` and `forget`: the store housekeeping commands.
 
 use anyhow::Result;
-use serde_json::json;
 
 use crate::cli::{GcArgs, RefArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
@@ -14,7 +13,7 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
     crate::cmd::clear_progress(&[&spinner]);
     let r = r?;
     if ctx.json {
-        ctx.print_json(&json!(r))?;
+        ctx.print_json(&serde_json::to_value(&r)?)?;
     } else {
         crate::outln!(
             "removed {} ({}); kept {} reachable from a snapshot or a running mount",
@@ -78,9 +77,9 @@ pub fn run_gc(args: GcArgs, ctx: &Ctx) -> Result<Outcome> {
 
 /// Runs `reindex`.
 pub fn run_reindex(ctx: &Ctx) -> Result<Outcome> {
-    let r = ctx.store()?.maintenance().reindex()?;
+    let r = ctx.bundles()?.reindex()?;
     if ctx.json {
-        ctx.print_json(&json!(r))?;
+        ctx.print_json(&serde_json::to_value(&r)?)?;
     } else {
         for p in &r.problems {
             crate::note!("warning: {p}");
@@ -103,16 +102,10 @@ fn indexes(n: u64) -> String {
 
 /// Runs `forget`.
 pub fn run_forget(args: RefArgs, ctx: &Ctx) -> Result<Outcome> {
-    let store = ctx.store()?;
-    let id = zeroclaw_bundle::source::classify(
-        store.root(),
-        std::ffi::OsStr::new(&args.snapshot),
-        zeroclaw_bundle::source::Takes::stored("forget"),
-    )?
-    .stored_id(&store)?;
-    let served = store.maintenance().forget(&id)?.served_by_a_mount;
+    let gone = ctx.bundles()?.forget(&args.snapshot)?;
+    let (id, served) = (gone.snapshot, gone.served_by_a_mount);
     if ctx.json {
-        ctx.print_json(&json!({ "snapshot": id, "served_by_a_mount": served }))?;
+        ctx.print_json(&serde_json::to_value(gone)?)?;
     } else if served {
         crate::outln!(
             "forgot {id}; a running mount still serves it: `zeroclaw-bundle gc` frees its data \

@@ -138,7 +138,11 @@ impl Binary for Full {
         let remote = Remote::open(&spec, false)?;
         let id = remote.resolve(&reference);
         if !args.daemon_child {
-            crate::cmd::remote::say_notices(&remote, ctx);
+            for line in remote.notices() {
+                if !ctx.quiet {
+                    crate::note!("notice: {line}");
+                }
+            }
         }
         let id = id?;
         let sigs = remote.signatures(&id)?;

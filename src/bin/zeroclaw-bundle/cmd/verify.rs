@@ -3,8 +3,6 @@
 //! it back (unpack or pull that snapshot again).
 
 use anyhow::Result;
-use serde_json::json;
-use zeroclaw_bundle_store::{ObjectId, VerifyProblem};
 
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
@@ -16,20 +14,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
     drop(progress);
     let report = report?;
     if ctx.json {
-        // An object id is `object` in every `--json` document (the store's type says `id`);
-        // each problem also carries the sentence text output prints.
-        let mut v = json!(report);
-        if let Some(problems) = v["problems"].as_array_mut() {
-            for (p, problem) in problems.iter_mut().zip(&report.problems) {
-                if let Some(m) = p.as_object_mut() {
-                    if let Some(id) = m.remove("id") {
-                        m.insert("object".into(), id);
-                    }
-                    m.insert("message".into(), json!(problem.to_string()));
-                }
-            }
-        }
-        ctx.print_json(&v)?;
+        ctx.print_json(&serde_json::to_value(&report)?)?;
     } else {
         for p in &report.problems {
             crate::outln!("problem: {p}")?;
@@ -37,18 +22,7 @@ pub fn run(ctx: &Ctx) -> Result<Outcome> {
         // How a damaged or lost object comes back: from another copy of a snapshot that
         // reaches it (an import takes what the store lacks, and replaces a damaged tree), not
         // from `reindex`, which rebuilds the catalog and the tree indexes from the objects.
-        let mut damaged: Vec<ObjectId> = report
-            .problems
-            .iter()
-            .filter_map(|p| match p {
-                VerifyProblem::CorruptReached { snapshot, .. }
-                | VerifyProblem::Missing { snapshot, .. } => Some(*snapshot),
-                _ => None,
-            })
-            .collect();
-        damaged.sort();
-        damaged.dedup();
-        for snapshot in damaged {
+        for snapshot in report.damaged() {
             crate::note!(
                 "hint: snapshot {} comes back from another copy of it: `zeroclaw-bundle unpack` \
                  a pack of it made where it verifies, or `zeroclaw-bundle pull REMOTE/{}` again \
