@@ -807,7 +807,34 @@ impl Serialize for DirSnapshot {
 /// did. Its serialization is the `import --json` document (README, "JSON output"); its
 /// [`ImportReport::render`] the text `import` prints before the content id.
 ///
-/// See [`Bundles::import`] for the calls that make the plan and apply it.
+/// ```
+/// use zeroclaw_bundle::{Bundles, ImportReport, ImportRequest, Replace, Silent};
+/// # let dir = tempfile::tempdir()?;
+/// # let install = dir.path().join("install");
+/// # std::fs::create_dir_all(install.join("agents/coder/workspace"))?;
+/// # std::fs::write(install.join("agents/coder/workspace/NOTES.md"), "notes\n")?;
+/// # std::fs::write(install.join("config.toml"), "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n[agents.coder]\nenabled = true\nmodel_provider = \"anthropic.main\"\nrisk_profile = \"default\"\n\n[risk_profiles.default]\n")?;
+/// let bundles = Bundles::create(dir.path().join("store"))?;
+/// let out = dir.path().join("bundle");
+/// bundles.export(&install, "coder", &out, Replace::Nothing, &Default::default(), &Silent)?;
+/// let target = dir.path().join("other-install");
+/// std::fs::create_dir(&target)?;
+/// std::fs::write(target.join("config.toml"), "schema_version = 3\n")?;
+/// let request = ImportRequest { source: out.as_os_str(), install: &target, ..Default::default() };
+/// let plan = bundles.import_plan(&request, &Silent)?;
+/// // A dry run: the whole plan, nothing written.
+/// let dry = ImportReport { plan: &plan, dry_run: true, imported: None };
+/// assert!(dry.render().ends_with("Dry run: nothing was written.\n"));
+/// assert_eq!(serde_json::to_value(&dry)?["dry_run"], true);
+/// assert!(serde_json::to_value(&plan)?.get("dry_run").is_none());
+/// // Applied: the plan and what was written.
+/// let imported = bundles.import(&plan, &[], &Silent)?;
+/// let done = ImportReport { plan: &plan, dry_run: false, imported: Some(&imported) };
+/// assert!(done.render().contains("Imported agent coder into "));
+/// assert_eq!(serde_json::to_value(&done)?["agent"], "coder");
+/// assert_eq!(serde_json::to_value(&imported)?["written"], true);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct ImportReport<'a> {
     /// The plan (an up-to-date one writes nothing: [`ImportPlan::up_to_date`]).
     pub plan: &'a ImportPlan,
@@ -880,15 +907,30 @@ struct ImportDoc<'a> {
     set_secrets: Vec<String>,
     dropped: &'a [Dropped],
     up_to_date: Option<UpToDateDoc<'a>>,
-    dry_run: bool,
+    /// Absent from a plan's own document (it is not yet a report of `import`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dry_run: Option<bool>,
     #[serde(flatten)]
     applied: Option<AppliedDoc<'a>>,
 }
 
 impl Serialize for ImportReport<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
-        let plan = self.plan;
-        let left: &[SecretPlan] = match self.imported {
+        ImportDoc::of(self.plan, Some(self.dry_run), self.imported).serialize(s)
+    }
+}
+
+/// The plan alone: the `import --json` document without `dry_run` and what an applied import
+/// adds.
+impl Serialize for ImportPlan {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        ImportDoc::of(self, None, None).serialize(s)
+    }
+}
+
+impl<'a> ImportDoc<'a> {
+    fn of(plan: &'a ImportPlan, dry_run: Option<bool>, imported: Option<&'a Imported>) -> Self {
+        let left: &[SecretPlan] = match imported {
             Some(done) => &done.secrets_left,
             None => &plan.secrets,
         };
@@ -938,13 +980,46 @@ impl Serialize for ImportReport<'_> {
                 imported_at: &d.imported_at,
                 snapshot: &d.snapshot,
             }),
-            dry_run: self.dry_run,
-            applied: self.imported.map(|done| AppliedDoc {
-                secrets_filled: &done.secrets_filled,
-                secrets_encrypted: done.secrets_encrypted,
-                config_mode: format!("{:04o}", done.config_mode),
-                provenance: &done.provenance,
-            }),
+            dry_run,
+            applied: imported.map(AppliedDoc::of),
+        }
+    }
+}
+
+impl<'a> AppliedDoc<'a> {
+    fn of(done: &'a Imported) -> Self {
+        AppliedDoc {
+            secrets_filled: &done.secrets_filled,
+            secrets_encrypted: done.secrets_encrypted,
+            config_mode: format!("{:04o}", done.config_mode),
+            provenance: &done.provenance,
+        }
+    }
+}
+
+/// What an applied import did, alone: the agent and content id, where the previous
+/// `config.toml` is kept, the secrets filled and those still to fill (`set_secrets`), and
+/// whether anything was written. (`import --json` reports it with its plan: [`ImportReport`].)
+impl Serialize for Imported {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct ImportedDoc<'a> {
+            agent: &'a str,
+            root: &'a ObjectId,
+            #[serde(serialize_with = "host_path")]
+            backup: &'a Path,
+            set_secrets: Vec<String>,
+            written: bool,
+            #[serde(flatten)]
+            applied: AppliedDoc<'a>,
+        }
+        ImportedDoc {
+            agent: &self.alias,
+            root: &self.content_id,
+            backup: &self.backup,
+            set_secrets: set_secrets(self.secrets_left.iter().map(|s| &s.path)),
+            written: self.written,
+            applied: AppliedDoc::of(self),
         }
         .serialize(s)
     }

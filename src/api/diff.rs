@@ -365,6 +365,28 @@ pub struct Diff {
     new_grants: bool,
 }
 
+/// The collected diff: `semantic` (the semantic changes), `changes` (the file changes, as
+/// `diff --json` writes them), the totals, and `new_grants`.
+impl Serialize for Diff {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct DiffDoc<'a> {
+            semantic: &'a [SemanticChange],
+            changes: &'a [Change],
+            #[serde(flatten)]
+            summary: &'a Summary,
+            new_grants: bool,
+        }
+        DiffDoc {
+            semantic: &self.semantic.changes,
+            changes: &self.changes,
+            summary: &self.summary,
+            new_grants: self.new_grants,
+        }
+        .serialize(s)
+    }
+}
+
 impl Diff {
     /// True when the sides differ (a tree change or a semantic change).
     ///
