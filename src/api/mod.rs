@@ -14,8 +14,10 @@
 //! prints, as data.
 
 mod agent;
+mod capture_report;
 mod diff;
 mod error;
+mod import_report;
 mod json;
 mod signing;
 
@@ -40,14 +42,15 @@ pub use crate::remote::{PullReport, PushReport};
 pub use crate::review::{Review, ReviewOptions};
 pub use crate::sign::{AllowedSigners, SignReport, Signer};
 pub use agent::{
-    skipped_counts, ImportReport, NameMoved, PreparedAgentSnapshot, PreparedDirSnapshot,
-    PreparedExport, Snapshotted,
+    NameMoved, PreparedAgentSnapshot, PreparedDirSnapshot, PreparedExport, Snapshotted,
 };
+pub use capture_report::skipped_counts;
 pub use diff::{
     Diff, DiffCollector, DiffLine, DiffReport, DiffRequest, DiffSide, DiffSink, DirCapture, Patch,
     Shown, SideKind, SideStats, SignedSide, SinkError, CONTENT_CAP,
 };
 pub use error::{Error, ErrorKind, Verb};
+pub use import_report::ImportReport;
 pub use signing::{Checked, SignerTrust, SigningKey, Verdict};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{

@@ -103,23 +103,29 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         };
     }
     if ctx.verbose {
-        for side in [&report.a, &report.b] {
-            match &side.stats {
-                Some(SideStats::Snapshot(s)) => crate::note!(
-                    "side {}: {} trees from its tree index ({}), {} tree objects read",
-                    side.name,
-                    s.trees_from_index,
-                    if s.index_used { "used" } else { "not used" },
-                    s.trees_from_objects
-                ),
-                Some(SideStats::Remote { name, traffic }) => {
-                    crate::note!("remote {name}: {traffic}");
-                }
-                None => {}
-            }
-        }
+        note_reads(&report);
     }
     Ok(outcome(differs, report.new_grants))
+}
+
+/// What reading each side cost (`--verbose`): trees from its index or objects, a remote's
+/// traffic.
+fn note_reads(report: &DiffReport) {
+    for side in [&report.a, &report.b] {
+        match &side.stats {
+            Some(SideStats::Snapshot(s)) => crate::note!(
+                "side {}: {} trees from its tree index ({}), {} tree objects read",
+                side.name,
+                s.trees_from_index,
+                if s.index_used { "used" } else { "not used" },
+                s.trees_from_objects
+            ),
+            Some(SideStats::Remote { name, traffic }) => {
+                crate::note!("remote {name}: {traffic}");
+            }
+            None => {}
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
