@@ -13,11 +13,16 @@
 //! anything is captured, a snapshot reference is resolved once) and returns what the binary
 //! prints, as data.
 
+mod agent;
+mod capture_report;
+mod diff;
 mod error;
+mod import_report;
 mod json;
 mod maintenance;
 mod read;
 mod remotes;
+mod signing;
 mod transfer;
 mod trust;
 
@@ -40,17 +45,24 @@ pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
 pub use crate::progress::{Cancellable, Note, Progress, Silent, Totals};
 pub use crate::publish::{shell_quote, Published, Replace, Replaced};
 pub use crate::review::{Review, ReviewOptions};
-pub use crate::sign::{
-    AllowedSigners, Checked, KeyChoice, OpenedKey, SignReport, SignWith, Signer, Trust,
-    TrustSettings, Verdict,
+pub use crate::sign::{AllowedSigners, SignReport, Signer, TrustSettings};
+pub use agent::{
+    NameMoved, PreparedAgentSnapshot, PreparedDirSnapshot, PreparedExport, Snapshotted,
+};
+pub use capture_report::skipped_counts;
+pub use diff::{
+    Diff, DiffCollector, DiffLine, DiffReport, DiffRequest, DiffSide, DiffSink, DirCapture, Patch,
+    Shown, SideKind, SideStats, SignedSide, SinkError, CONTENT_CAP,
 };
 pub use error::{Error, ErrorKind, Verb};
+pub use import_report::ImportReport;
 pub use maintenance::{Forgot, LeftAlone, Recovered, Verified};
-pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, Shown};
+pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, ShownSnapshot};
 pub use remotes::{
     PullReport, PushReport, RemoteForgotten, RemoteGcReport, RemoteListing, RemoteRemoved,
     RemoteSnapshot, RemoteSpec, REMOTE_GC_GRACE_SECS,
 };
+pub use signing::{Checked, SignerTrust, SigningKey, Verdict};
 pub use transfer::{CheckedOut, PackInput, Packed, Unpacked};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
@@ -58,8 +70,6 @@ pub use zeroclaw_bundle_store::{
     SnapshotSummary, TreeEntry, VerifyProblem, VerifyReport,
 };
 
-use crate::diff::compare::{compare_sides, DiffSink, Report, SinkError};
-use crate::diff::side::{paths_only, refuse_missing_path, resolve_side, scratch_store};
 use crate::export::{AgentCaptureOptions, ExportJob, SourceDir};
 use crate::source::{classify, ReferenceError, Takes};
 
@@ -94,60 +104,6 @@ pub struct Exported {
     pub published: Published,
     /// What the publish replaced, when it replaced something.
     pub replaced: Option<Replaced>,
-}
-
-/// The comparison of two sides by [`Bundles::diff`]: the semantic section of two agent bundles
-/// (grants, secrets, dropped entries, config keys) and the tree changes in path order.
-#[derive(Debug, Clone)]
-pub struct Diff {
-    semantic: Semantic,
-    changes: Vec<Change>,
-    summary: Summary,
-    new_grants: bool,
-}
-
-impl Diff {
-    /// True when the sides differ (a tree change or a semantic change).
-    ///
-    /// See [`Bundles::diff`] for an example.
-    pub fn differs(&self) -> bool {
-        self.summary.differs() || !self.semantic.changes.is_empty()
-    }
-
-    /// The semantic changes between two agent bundles (empty for plain trees).
-    ///
-    /// See [`Bundles::diff`] for an example.
-    pub fn semantic(&self) -> impl Iterator<Item = &SemanticChange> {
-        self.semantic.changes.iter()
-    }
-
-    /// The semantic section whole (with what could not be compared and why).
-    ///
-    /// See [`Bundles::diff`] for an example.
-    pub fn semantic_section(&self) -> &Semantic {
-        &self.semantic
-    }
-
-    /// The tree changes, in path order (name-status: added, modified, deleted, kind change).
-    ///
-    /// See [`Bundles::diff`] for an example.
-    pub fn changes(&self) -> impl Iterator<Item = &Change> {
-        self.changes.iter()
-    }
-
-    /// Counts of the changes.
-    ///
-    /// See [`Bundles::diff`] for an example.
-    pub fn summary(&self) -> &Summary {
-        &self.summary
-    }
-
-    /// True when side B grants the agent something side A did not.
-    ///
-    /// See [`Bundles::diff`] for an example.
-    pub fn new_grants(&self) -> bool {
-        self.new_grants
-    }
 }
 
 /// A store of snapshots: the handle every verb works on.
@@ -564,90 +520,6 @@ impl Bundles {
             .cat(out)
     }
 
-    /// Compares two sides, each a snapshot reference, a bundle directory (captured on the fly
-    /// through the same verified reader), a pack file, or a remote ref `NAME/SNAPSHOT`. For
-    /// two agent bundles the result also has the semantic section (grants, secrets, config).
-    ///
-    /// ```
-    /// use zeroclaw_bundle::{Bundles, Silent, Status};
-    /// # let dir = tempfile::tempdir()?;
-    /// let tree = dir.path().join("tree");
-    /// std::fs::create_dir(&tree)?;
-    /// std::fs::write(tree.join("a.txt"), "one\n")?;
-    /// let bundles = Bundles::create(dir.path().join("store"))?;
-    /// let before = bundles.snapshot_dir(&tree, None, &Silent)?;
-    /// std::fs::write(tree.join("a.txt"), "two\n")?;
-    /// let diff = bundles.diff(before.id.to_hex().as_ref(), tree.as_os_str(), Default::default(), &Silent)?;
-    /// assert!(diff.differs() && !diff.new_grants());
-    /// let change = diff.changes().next().unwrap();
-    /// assert_eq!((change.status, change.path.as_str()), (Status::M, "a.txt"));
-    /// assert_eq!(diff.semantic().count(), 0);
-    /// assert_eq!(diff.summary().modified, 1);
-    /// assert!(diff.semantic_section().not_held.is_empty());
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn diff(
-        &self,
-        a: &OsStr,
-        b: &OsStr,
-        options: DiffOptions,
-        progress: &dyn Progress,
-    ) -> Result<Diff> {
-        let target = format!("{} {}", a.to_string_lossy(), b.to_string_lossy());
-        let fail = |e: anyhow::Error| Error::new(Verb::Diff, target.clone(), e);
-        let sides = [('A', a), ('B', b)]
-            .into_iter()
-            .map(|(name, arg)| {
-                refuse_missing_path(arg)
-                    .and_then(|()| resolve_side(&self.store, arg, false, progress))
-                    .map_err(|e| crate::diff::compare::CompareError::side(name, arg, e))
-            })
-            .collect::<std::result::Result<Vec<_>, _>>()
-            .map_err(|e| fail(e.into()))?;
-        let mut sink = Collect::default();
-        let report: Report =
-            compare_sides(&sides[0], &sides[1], options, &mut sink).map_err(|e| fail(e.into()))?;
-        Ok(Diff {
-            semantic: sink.semantic,
-            changes: sink.changes,
-            summary: report.summary,
-            new_grants: report.new_grants,
-        })
-    }
-
-    /// [`Bundles::diff`] of two paths (bundle directories or packs) without a store: a scratch
-    /// store is used and dropped.
-    ///
-    /// ```
-    /// use zeroclaw_bundle::{Bundles, Silent};
-    /// # let dir = tempfile::tempdir()?;
-    /// let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-    /// std::fs::create_dir(&a)?;
-    /// std::fs::create_dir(&b)?;
-    /// std::fs::write(b.join("new.txt"), "new\n")?;
-    /// let diff = Bundles::diff_paths(&a, &b, &Silent)?;
-    /// assert_eq!(diff.summary().added, 1);
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn diff_paths(a: &Path, b: &Path, progress: &dyn Progress) -> Result<Diff> {
-        let target = format!("{} {}", a.display(), b.display());
-        if !paths_only(&[a.as_os_str(), b.as_os_str()]) {
-            return Err(Error::new(
-                Verb::Diff,
-                target,
-                anyhow::anyhow!("diff_paths compares two paths (directories or pack files)"),
-            ));
-        }
-        let (_dir, store) =
-            scratch_store().map_err(|e| Error::new(Verb::Diff, target, e.into()))?;
-        Bundles::from_store(store).diff(
-            a.as_os_str(),
-            b.as_os_str(),
-            DiffOptions::default(),
-            progress,
-        )
-    }
-
     /// Mounts snapshot `reference` read-only at `mountpoint` (an empty directory) through
     /// FUSE, so a person can read it with their own tools. The returned handle unmounts on
     /// drop (lazily when busy); the store keeps every object the mount serves until then.
@@ -827,8 +699,7 @@ impl Bundles {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn sign(&self, reference: &str, key: &Path) -> Result<SignReport> {
-        let choice = KeyChoice::choose(Some(key))?;
-        self.sign_with(reference, &SignWith::Key(choice))
+        self.sign_with_key(reference, SigningKey::open(Some(key))?)
     }
 
     /// Who signed snapshot `reference` with a key the `allowed_signers` file (git's format)
@@ -852,25 +723,6 @@ impl Bundles {
 /// See [`Bundles::review`] for an example.
 pub fn render_review(review: &Review, out: &mut dyn Write) -> std::io::Result<()> {
     crate::review::render(review, out)
-}
-
-/// Collects what [`compare_sides`] streams.
-#[derive(Default)]
-struct Collect {
-    semantic: Semantic,
-    changes: Vec<Change>,
-}
-
-impl DiffSink for Collect {
-    fn semantic(&mut self, section: &Semantic) -> std::result::Result<(), SinkError> {
-        self.semantic = section.clone();
-        Ok(())
-    }
-
-    fn change(&mut self, change: &Change) -> std::result::Result<(), SinkError> {
-        self.changes.push(change.clone());
-        Ok(())
-    }
 }
 
 /// Refuses a mountpoint inside the store: a mount there would hide the store's own files.

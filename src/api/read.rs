@@ -85,7 +85,7 @@ impl std::io::Read for FileBytes<'_> {
 /// What `show` says of a snapshot: its record, its id, when it was made, and every signature
 /// checked against the allowed signers given.
 #[derive(Debug, Clone, Serialize)]
-pub struct Shown {
+pub struct ShownSnapshot {
     /// The snapshot's record.
     #[serde(flatten)]
     pub record: Snapshot,
@@ -244,10 +244,10 @@ impl OpenedSnapshot {
 
     /// The snapshot's record, and each signature it carries (the store's, the pack's, the
     /// remote's) checked against `allowed` (`None`: every signer is an unknown key).
-    pub fn show(&self, allowed: Option<&AllowedSigners>) -> Result<Shown> {
+    pub fn show(&self, allowed: Option<&AllowedSigners>) -> Result<ShownSnapshot> {
         let sigs = self.opened.signatures().map_err(|e| self.fail(e.into()))?;
         let record = self.opened.snapshot.clone();
-        Ok(Shown {
+        Ok(ShownSnapshot {
             snapshot: self.opened.id,
             created: crate::clock::rfc3339_utc(record.created_unix_ns),
             signatures: crate::sign::check_all(&self.opened.id, &sigs, allowed),

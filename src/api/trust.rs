@@ -1,41 +1,26 @@
-//! Signing a snapshot and the store's trust settings: `sign` (with a key file, a key opened
-//! beforehand, or a signature made elsewhere) and `trust` (the allowed signers and whether
-//! signatures are required, kept in the store's `trust.toml`).
+//! The store's trust settings (`trust`: the allowed signers and whether signatures are
+//! required, kept in the store's `trust.toml`), and a signature made elsewhere
+//! (`sign --signature`).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::error::{Error, Verb};
 use super::{Bundles, Result};
-use crate::sign::{AllowedSigners, KeyChoice, SignReport, SignWith, Trust, TrustSettings};
-
-impl KeyChoice {
-    /// The key to sign with: `explicit` (`--key`) when given, else git's
-    /// `user.signingkey`, else the first of `~/.ssh/id_ed25519`, `id_ecdsa`, `id_rsa`.
-    pub fn choose(explicit: Option<&Path>) -> Result<KeyChoice> {
-        crate::sign::choose_key(explicit).map_err(|e| {
-            Error::new(
-                Verb::Sign,
-                explicit.map_or_else(String::new, |p| p.display().to_string()),
-                e.into(),
-            )
-        })
-    }
-}
+use crate::sign::{AllowedSigners, SignReport, SignWith, TrustSettings};
 
 impl Bundles {
-    /// Signs snapshot `reference` (of this store) `with` a key or a signature made elsewhere;
-    /// the signature is checked against the snapshot before it is stored. Signing twice with
-    /// one key stores one signature ([`SignReport::added`] says which).
-    pub fn sign_with(&self, reference: &str, with: &SignWith) -> Result<SignReport> {
+    /// Stores a signature of snapshot `reference` made elsewhere (`ssh-keygen -Y sign`), read
+    /// from `file` (`-`: stdin); it is checked against the snapshot before it is stored.
+    pub fn sign_with_signature(&self, reference: &str, file: &Path) -> Result<SignReport> {
         let fail = |e: anyhow::Error| Error::new(Verb::Sign, reference, e);
         let id = self.stored("sign", reference).map_err(|e| fail(e.into()))?;
-        crate::sign::sign(&self.store, &id, with).map_err(|e| fail(e.into()))
+        crate::sign::sign(&self.store, &id, &SignWith::Signature(PathBuf::from(file)))
+            .map_err(|e| fail(e.into()))
     }
 
     /// The store's trust settings (`trust.toml`; the defaults when there is none).
     pub fn trust_settings(&self) -> Result<TrustSettings> {
-        crate::sign::load_trust(self.store.root())
-            .map_err(|e| Error::new(Verb::Sign, self.root().display().to_string(), e.into()))
+        TrustSettings::load(self.store.root())
     }
 
     /// Changes the store's trust settings: `allowed_signers` (read now, so a typo is found
@@ -82,29 +67,5 @@ impl TrustSettings {
     pub fn load(store_root: &Path) -> Result<TrustSettings> {
         crate::sign::load_trust(store_root)
             .map_err(|e| Error::new(Verb::Sign, store_root.display().to_string(), e.into()))
-    }
-}
-
-impl Trust {
-    /// What a command's `--allowed-signers FILE` and `--require-signed` mean over the store's
-    /// settings at `store_root` ([`Trust`]), and the notes of reading the file.
-    pub fn from_flags(
-        store_root: &Path,
-        allowed_signers: Option<&Path>,
-        require_signed: bool,
-    ) -> Result<(Trust, Vec<String>)> {
-        Trust::resolve(store_root, allowed_signers, require_signed)
-            .map_err(|e| Error::new(Verb::Sign, store_root.display().to_string(), e.into()))
-    }
-
-    /// The policy a handle applies for this trust: signatures by these allowed signers when
-    /// they are required, else none. Requiring signatures with no allowed_signers file is an
-    /// error naming `what`.
-    pub fn policy(&self, what: &str) -> Result<super::TrustPolicy> {
-        match self.enforcing(what) {
-            Ok(Some(allowed)) => Ok(super::TrustPolicy::Require(allowed.clone())),
-            Ok(None) => Ok(super::TrustPolicy::Off),
-            Err(e) => Err(Error::new(Verb::Sign, what, e.into())),
-        }
     }
 }

@@ -142,21 +142,19 @@ impl EntryInfo {
 }
 
 /// One change, by path (names escaped as everywhere else: control characters and non-UTF-8
-/// bytes as `\xNN`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+/// bytes as `\xNN`). Its serialization (the `diff --json` line, raw names restored) is in
+/// `crate::api`.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Change {
     /// What happened.
     pub status: Status,
     /// The path on side B (on side A for a deletion).
     pub path: String,
     /// For a rename, the path on side A.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     /// The entry on side A.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub old: Option<EntryInfo>,
     /// The entry on side B.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub new: Option<EntryInfo>,
 }
 

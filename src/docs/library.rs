@@ -13,7 +13,21 @@
 //! example that runs as a doc test.
 //!
 //! The trust policy is the library's, not the CLI's: a handle applies the store's
-//! `trust.toml` by default ([`TrustPolicy`](crate::TrustPolicy), [`super::signatures`]).
+//! `trust.toml` by default ([`TrustPolicy`](crate::TrustPolicy), [`super::signatures`]); a
+//! client with `--allowed-signers`/`--require-signed` flags makes its policy with
+//! [`SignerTrust`](crate::SignerTrust).
+//!
+//! A command line runs the agent verbs in two steps, so that a typo creates nothing:
+//! [`Bundles::prepare_export`](crate::Bundles::prepare_export),
+//! [`prepare_snapshot_agent`](crate::Bundles::prepare_snapshot_agent) and
+//! [`prepare_snapshot_dir`](crate::Bundles::prepare_snapshot_dir) check the install, the agent
+//! and the destination before a store exists, then `run` opens or creates it (and
+//! [`SigningKey`](crate::SigningKey) is opened in between, for `--sign`).
+//! [`Bundles::diff_stream`](crate::Bundles::diff_stream) (and
+//! [`diff_in`](crate::Bundles::diff_in), which never creates a store) hands a
+//! [`DiffSink`](crate::DiffSink) each change as the walk finds it. Every report is `Serialize`
+//! (its serialization is the `--json` document), and the agent reports `render` the text the
+//! CLI prints.
 //!
 //! Review a received bundle, then import exactly what was reviewed:
 //!

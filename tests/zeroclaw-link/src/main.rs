@@ -10,7 +10,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use zeroclaw_bundle::{Bundles, Cancel, Cancellable, MountOptions, Replace, Silent};
+use zeroclaw_bundle::{
+    Bundles, Cancel, Cancellable, Change, DiffRequest, DiffSink, MountOptions, Patch, Replace,
+    Semantic, Silent, SinkError,
+};
 
 /// ZeroClaw's top level, reduced to what this example needs.
 #[derive(Parser)]
@@ -121,31 +124,26 @@ fn bundle(install: &Path, store: &Path, command: BundleCommands) -> Result<()> {
         }
         BundleCommands::Export { alias, out, force } => {
             require_agent(install, &alias)?;
-            let bundles = Bundles::create(store)?;
             let replace = if force {
                 Replace::Bundle
             } else {
                 Replace::Nothing
             };
-            let done = bundles.export(
-                install,
-                &alias,
-                &out,
-                replace,
-                &Default::default(),
-                &progress,
-            )?;
+            // The destination is checked and claimed before the store is created: a
+            // destination refused creates nothing.
+            let job = Bundles::prepare_export(store, Some(install), &alias, &out, replace)?;
+            let (_, done) = job.run(&Default::default(), &progress)?;
             println!("{}", done.snapshot.id);
         }
         BundleCommands::Diff { a, b } => {
-            let bundles = Bundles::open(store)?;
-            let diff = bundles.diff(a.as_ref(), b.as_ref(), Default::default(), &progress)?;
-            for change in diff.semantic() {
-                println!("~ {} {} {}", change.area, change.item, change.path);
-            }
-            for change in diff.changes() {
-                println!("{:?}\t{}", change.status, change.path);
-            }
+            // Streamed: each change is printed as the walk finds it. Directories and packs
+            // need no store (a scratch one is used when there is none).
+            let request = DiffRequest {
+                a: a.as_ref(),
+                b: b.as_ref(),
+                ..Default::default()
+            };
+            Bundles::diff_in(store, &request, &mut Printed, &progress)?;
         }
         BundleCommands::Mount {
             snapshot,
@@ -173,6 +171,24 @@ fn bundle(install: &Path, store: &Path, command: BundleCommands) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The diff's sink: the semantic section as `~ area item path` lines, then each file change
+/// as a name-status line, printed as they come.
+struct Printed;
+
+impl DiffSink for Printed {
+    fn semantic(&mut self, section: &Semantic) -> Result<(), SinkError> {
+        for change in &section.changes {
+            println!("~ {} {} {}", change.area, change.item, change.path);
+        }
+        Ok(())
+    }
+
+    fn change(&mut self, change: &Change, _: Option<&Patch>) -> Result<(), SinkError> {
+        println!("{:?}\t{}", change.status, change.path);
+        Ok(())
+    }
 }
 
 /// Refuses an alias that is not an agent of the install, read the way ZeroClaw reads it.

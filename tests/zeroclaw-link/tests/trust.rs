@@ -11,8 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 use zeroclaw_bundle::{
-    AllowedSigners, Bundles, ErrorKind, ImportRequest, MountOptions, PackInput, Replace, Silent,
-    TrustPolicy,
+    AllowedSigners, Bundles, ErrorKind, ImportRequest, MountOptions, PackInput, Replace,
+    SignerTrust, Silent, TrustPolicy,
 };
 
 fn zb(store: &Path, args: &[&str]) {
@@ -137,6 +137,25 @@ fn a_store_that_requires_signatures_refuses_unsigned_snapshots_until_code_says_o
         !mnt.join("a.txt").exists(),
         "a refused mount serves nothing"
     );
+
+    // An embedder that takes the operator's `--allowed-signers FILE --require-signed` the
+    // way the CLI does makes the same policy, and is refused the same way.
+    let flagged = SignerTrust::resolve(&store, Some(&allowed), true).unwrap();
+    let policy = flagged.policy(&bundle.to_string_lossy()).unwrap();
+    assert!(matches!(policy, TrustPolicy::Require(_)), "{policy:?}");
+    untrusted(
+        "import with the policy the flags make",
+        Bundles::open(&store)
+            .unwrap()
+            .with_trust_policy(policy)
+            .import_plan(&request, &Silent)
+            .unwrap_err(),
+    );
+    // Signatures required with no allowed_signers file to check them against: refused, naming
+    // what was to be checked, before anything is read.
+    let nothing_to_check = SignerTrust::resolve(&path("source"), None, true).unwrap();
+    let err = nothing_to_check.policy("the bundle").unwrap_err();
+    untrusted("no allowed signers", err);
 
     // The embedder turns the policy off in code: every verb goes through.
     let open = Bundles::open(&store)

@@ -16,11 +16,7 @@ use crate::cmd::{count, human_bytes, Ctx, Outcome};
 /// or nothing is. `what` names what could not be checked when signatures are required and no
 /// allowed_signers file is set.
 pub fn trust_policy(store_root: &Path, args: &RequireArgs, what: &str) -> Result<TrustPolicy> {
-    let trust = super::sign::trust_of_args(store_root, args)?;
-    Ok(match trust.enforcing(what)? {
-        Some(allowed) => TrustPolicy::Require(allowed.clone()),
-        None => TrustPolicy::Off,
-    })
+    Ok(super::sign::trust_of_args(store_root, args)?.policy(what)?)
 }
 
 /// After a publish to the current directory (`--out .`): the directory the shell is in was

@@ -1,32 +1,24 @@
-//! `diff <A> <B> [--stat | -p] [--exit-on-new-grants] [--export-time]` (and the global `-q`):
-//! what changed between two snapshots, subtrees of snapshots (`SNAP:PATH`) or directories. For
-//! two agent bundles, the semantic section (what the agent may do) comes first, then the files.
-//! Exit 0 when equal, 1 when different, 2 on error (main), 3 with `--exit-on-new-grants` when B
-//! grants something new. The gate fails closed: a side whose grants cannot be read (not a whole
-//! agent bundle, or no file contents: a digest pack, a remote snapshot) is an error, never a
-//! pass. A manifest that differs only in its export time is not a change unless
-//! `--export-time` asks for it: two exports of an unchanged agent compare equal.
+//! `diff <A> <B> [--stat | -p] [--exit-on-new-grants] [--export-time] [--allowed-signers FILE]`
+//! (and the global `-q`): what changed between two snapshots, subtrees of snapshots
+//! (`SNAP:PATH`), directories, packs or remote refs. For two agent bundles, the semantic
+//! section (what the agent may do) comes first, then the files. Exit 0 when equal, 1 when
+//! different, 2 on error (main), 3 with `--exit-on-new-grants` when B grants something new.
+//! The gate fails closed: a side whose grants cannot be read is an error, never a pass.
 //!
-//! The verb is `zeroclaw_bundle::diff::side` (what each side names) and `zeroclaw_bundle::diff::compare` (the
-//! whole diff); this file parses, calls them, and prints: name-status, `--stat`, `-p`, `--json`
-//! lines, the notes on stderr, and the exit code.
+//! The verb is the library's streaming diff ([`Bundles::diff_in`]); this file is its sink
+//! ([`Printer`]): name-status, `--stat`, `-p`, `--json` lines, the notes on stderr, and the
+//! exit code.
 
 use std::io::Write;
 
 use anyhow::{bail, Result};
-use serde_json::json;
+use zeroclaw_bundle::{
+    Bundles, Change, DiffLine, DiffOptions, DiffReport, DiffRequest, DiffSide, DiffSink, Patch,
+    Semantic, SemanticChange, Shown, SideStats, SignedSide, SinkError, Status, CONTENT_CAP,
+};
 
 use crate::cli::DiffArgs;
 use crate::cmd::{escape_message, stdout_error, Ctx, Outcome, StdoutClosed};
-use zeroclaw_bundle::agent::{SemanticChange, MANIFEST_FILE};
-use zeroclaw_bundle::diff::compare::{
-    compare_sides, CompareError, DiffOptions, DiffSink, Semantic, SinkError,
-};
-use zeroclaw_bundle::diff::content::{patch, Patch, Shown, CONTENT_CAP};
-use zeroclaw_bundle::diff::side::{
-    paths_only, refuse_missing_path, resolve_side, scratch_store, Side, SideKind, SideStats,
-};
-use zeroclaw_bundle::diff::{Change, Status};
 
 /// Runs `diff`.
 pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -34,56 +26,6 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     // for an output form with it is a mistake said at once.
     if ctx.quiet && (args.stat || args.content) {
         bail!("-q/--quiet prints nothing: it cannot be combined with --stat or -p");
-    }
-    // A side spelled as a path that is not there is said as such, before a store is needed
-    // and before it could be read as a snapshot or a remote ref (`./x` is no remote `.`).
-    for (name, arg) in [('A', &args.a), ('B', &args.b)] {
-        refuse_missing_path(arg).map_err(|e| CompareError::side(name, arg, e))?;
-    }
-    // Directory and pack sides need no store, but a directory's stat cache lives in one (a
-    // second diff of the same directory is then a stat walk). Without a store at the given
-    // path, they use a scratch store, dropped at the end: a diff creates no store. Snapshot
-    // and remote sides need the store: without it, "no store at PATH".
-    let mut _scratch = None;
-    let store = match ctx.existing_store()? {
-        Some(store) => store,
-        None if paths_only(&[&args.a, &args.b]) => {
-            let (dir, store) = scratch_store()?;
-            _scratch = Some(dir);
-            store
-        }
-        None => ctx.store()?,
-    };
-    let mut sides = Vec::with_capacity(2);
-    for (name, arg) in [('A', &args.a), ('B', &args.b)] {
-        let progress = ctx.term_progress();
-        let side = resolve_side(&store, arg, args.content, &progress)
-            .map_err(|e| CompareError::side(name, arg, e))?;
-        drop(progress);
-        capture_notes(&side, ctx);
-        sides.push(side);
-    }
-    let b = sides.pop().expect("two sides were resolved");
-    let a = sides.pop().expect("two sides were resolved");
-    // Who signed each side, first: only when a side carries a signature (an unsigned pair
-    // prints exactly what it printed before signatures existed). Not a change: the exit status
-    // is the content's.
-    let signed = if ctx.quiet {
-        None
-    } else {
-        signatures_lines(&store, &a, &b, &args, ctx.json)?
-    };
-    let out = std::io::stdout();
-    let mut out = out.lock();
-    if let Some(text) = signed {
-        if let Err(e) = out.write_all(text.as_bytes()) {
-            let e = stdout_error(e);
-            return if e.is::<StdoutClosed>() {
-                Ok(Outcome::Success)
-            } else {
-                Err(e)
-            };
-        }
     }
     let mode = if ctx.quiet {
         Mode::Quiet
@@ -96,14 +38,31 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
     } else {
         Mode::NameStatus
     };
+    let request = DiffRequest {
+        a: &args.a,
+        b: &args.b,
+        options: DiffOptions {
+            gate: args.exit_on_new_grants,
+            export_time: args.export_time,
+        },
+        patches: mode == Mode::Content,
+        // Who signed each side, first: only when a side carries a signature (an unsigned pair
+        // prints exactly what it printed before signatures existed). Not a change: the exit
+        // status is the content's.
+        signatures: !ctx.quiet,
+        allowed_signers: args.signers.allowed_signers.as_deref(),
+    };
+    let out = std::io::stdout();
+    let mut out = out.lock();
     let mut printer = Printer {
         out: &mut out,
         mode,
         quiet: ctx.quiet,
-        a: &a,
-        b: &b,
+        verbose: ctx.verbose,
         stat_rows: Vec::new(),
         grants: false,
+        failed: None,
+        before_changes: true,
     };
     let outcome = |differs: bool, grants: bool| {
         if args.exit_on_new_grants && grants {
@@ -114,33 +73,28 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
             Outcome::Success
         }
     };
-    let opts = DiffOptions {
-        gate: args.exit_on_new_grants,
-        export_time: args.export_time,
-    };
-    // The consumer of the output went away (`| head`): stop quietly, as every command does,
-    // but keep the answer: output stops only once there was a change to print, so the exit
-    // code still says "different" (or "new grants"), never "equal".
-    let report = match compare_sides(&a, &b, opts, &mut printer) {
+    let progress = ctx.term_progress();
+    let result = Bundles::diff_in(&ctx.store_path, &request, &mut printer, &progress);
+    drop(progress);
+    let report = match result {
         Ok(report) => report,
-        Err(CompareError::Output(e)) => match e.downcast::<std::io::Error>() {
-            Ok(io) => {
-                let e = stdout_error(*io);
-                return if e.is::<StdoutClosed>() {
-                    Ok(outcome(true, printer.grants))
-                } else {
-                    Err(e)
-                };
-            }
-            Err(e) => return Err(anyhow::anyhow!(e)),
-        },
-        Err(e) => return Err(e.into()),
+        // The consumer of the output went away (`| head`): stop quietly, as every command
+        // does, but keep the answer: output of the changes stops only once there was a change
+        // to print, so the exit code still says "different" (or "new grants"), never "equal".
+        Err(e) => {
+            let Some(io) = printer.failed.take() else {
+                return Err(e.into());
+            };
+            let e = stdout_error(io);
+            return match e.is::<StdoutClosed>() {
+                true if printer.before_changes => Ok(Outcome::Success),
+                true => Ok(outcome(true, printer.grants)),
+                false => Err(e),
+            };
+        }
     };
     let differs = report.differs();
-    if let Err(e) = printer
-        .summary(&report.summary, report.new_grants)
-        .and_then(|()| out.flush())
-    {
+    if let Err(e) = printer.summary(&report).and_then(|()| out.flush()) {
         let e = stdout_error(e);
         return if e.is::<StdoutClosed>() {
             Ok(outcome(differs, report.new_grants))
@@ -149,32 +103,95 @@ pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
         };
     }
     if ctx.verbose {
-        for (name, side) in [('A', &a), ('B', &b)] {
-            match side.stats() {
-                Some(SideStats::Snapshot(s)) => crate::note!(
-                    "side {name}: {} trees from its tree index ({}), {} tree objects read",
-                    s.trees_from_index,
-                    if s.index_used { "used" } else { "not used" },
-                    s.trees_from_objects
-                ),
-                Some(SideStats::Remote { name, traffic }) => {
-                    crate::note!("remote {name}: {traffic}");
-                }
-                None => {}
-            }
-        }
+        note_reads(&report);
     }
     Ok(outcome(differs, report.new_grants))
+}
+
+/// What reading each side cost (`--verbose`): trees from its index or objects, a remote's
+/// traffic.
+fn note_reads(report: &DiffReport) {
+    for side in [&report.a, &report.b] {
+        match &side.stats {
+            Some(SideStats::Snapshot(s)) => crate::note!(
+                "side {}: {} trees from its tree index ({}), {} tree objects read",
+                side.name,
+                s.trees_from_index,
+                if s.index_used { "used" } else { "not used" },
+                s.trees_from_objects
+            ),
+            Some(SideStats::Remote { name, traffic }) => {
+                crate::note!("remote {name}: {traffic}");
+            }
+            None => {}
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    NameStatus,
+    Stat,
+    Content,
+    Json,
+    Quiet,
+}
+
+/// The diff's sink: prints each part as the library hands it out.
+struct Printer<'p, W: Write> {
+    out: &'p mut W,
+    mode: Mode,
+    quiet: bool,
+    verbose: bool,
+    stat_rows: Vec<(String, String)>,
+    /// Whether the semantic section granted something new (known once it was handed out).
+    grants: bool,
+    /// The write to stdout that failed (and stopped the diff).
+    failed: Option<std::io::Error>,
+    /// Nothing of the comparison was handed out yet (only sides and signatures).
+    before_changes: bool,
+}
+
+impl<W: Write> DiffSink for Printer<'_, W> {
+    fn side(&mut self, side: &DiffSide) -> Result<(), SinkError> {
+        capture_notes(side, self.quiet, self.verbose);
+        Ok(())
+    }
+
+    fn signatures(&mut self, sides: &[SignedSide; 2], notes: &[String]) -> Result<(), SinkError> {
+        for n in notes {
+            crate::note!("notice: {n}");
+        }
+        let written = self.signature_lines(sides);
+        self.kept(written)
+    }
+
+    fn semantic(&mut self, section: &Semantic) -> Result<(), SinkError> {
+        self.before_changes = false;
+        self.grants = section.new_grants();
+        if !self.quiet {
+            for note in section.notes() {
+                crate::note!("note: {note}");
+            }
+        }
+        let written = self.semantic_lines(&section.changes);
+        self.kept(written)
+    }
+
+    fn change(&mut self, change: &Change, patch: Option<&Patch>) -> Result<(), SinkError> {
+        let written = self.change_lines(change, patch);
+        self.kept(written)
+    }
 }
 
 /// What a directory side's capture says on stderr: its work with `--verbose`, and what the
 /// reader refused to follow (not compared), or a symlink planted in a received bundle would be
 /// invisible here.
-fn capture_notes(side: &Side, ctx: &Ctx) {
+fn capture_notes(side: &DiffSide, quiet: bool, verbose: bool) {
     let Some(capture) = &side.capture else {
         return;
     };
-    if ctx.verbose {
+    if verbose {
         crate::note!(
             "directory {}: {} file(s) hashed, {} from its stat cache",
             capture.path.display(),
@@ -183,7 +200,7 @@ fn capture_notes(side: &Side, ctx: &Ctx) {
         );
     }
     let skipped = &capture.skipped;
-    if !skipped.is_empty() && !ctx.quiet {
+    if !skipped.is_empty() && !quiet {
         crate::note!(
             "note: {} entr{} of {} not compared (the reader skips symlinks, special files and hard links):",
             skipped.len(),
@@ -199,103 +216,50 @@ fn capture_notes(side: &Side, ctx: &Ctx) {
     }
 }
 
-/// A side's `--json` description: `kind`, its fields, `root` (the compared tree or file's
-/// object id, full) and `label` (the short form text output uses), then `path` (with
-/// `path_bytes` and `display`) for a side limited to a subtree.
-fn describe(side: &Side) -> serde_json::Value {
-    let (kind, fields, sub) = match &side.kind {
-        SideKind::Snapshot { id, path } => ("snapshot", json!({"snapshot": id}), &path[..]),
-        SideKind::Pack { path, snapshot } => (
-            "pack",
-            json!({"pack": crate::cmd::host_path(path), "snapshot": snapshot}),
-            &[][..],
-        ),
-        SideKind::Directory { path } => (
-            "directory",
-            json!({"directory": crate::cmd::host_path(path)}),
-            &[][..],
-        ),
-        SideKind::Remote {
-            remote,
-            snapshot,
-            path,
-        } => (
-            "remote",
-            json!({"remote": remote, "snapshot": snapshot}),
-            &path[..],
-        ),
-    };
-    let mut m = serde_json::Map::new();
-    m.insert("kind".into(), json!(kind));
-    if let serde_json::Value::Object(f) = fields {
-        m.extend(f);
-    }
-    m.insert("root".into(), json!(side.root.entry.id));
-    m.insert("label".into(), json!(side.label));
-    if !sub.is_empty() {
-        crate::cmd::put_name(&mut m, "path", "display", sub);
-    }
-    serde_json::Value::Object(m)
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    NameStatus,
-    Stat,
-    Content,
-    Json,
-    Quiet,
-}
-
-struct Printer<'p, W: Write> {
-    out: &'p mut W,
-    mode: Mode,
-    quiet: bool,
-    a: &'p Side,
-    b: &'p Side,
-    stat_rows: Vec<(String, String)>,
-    /// Whether the semantic section granted something new (known once it was handed out).
-    grants: bool,
-}
-
-impl<W: Write> DiffSink for Printer<'_, W> {
-    fn semantic(&mut self, section: &Semantic) -> Result<(), SinkError> {
-        self.grants = section.new_grants();
-        if !self.quiet {
-            for label in &section.not_held {
-                crate::note!(
-                    "note: {label} {}, so the agent section is left out; its files are compared \
-                     by content id",
-                    Semantic::NOT_HELD
-                );
-            }
-            // Two exports of an unchanged agent differ in `provenance.exported_at` only:
-            // unless asked, that manifest is left out of the changes, the summary and the
-            // exit status (and said).
-            if section.manifest_hidden {
-                crate::note!(
-                    "note: {MANIFEST_FILE} differs only in its export time (provenance.exported_at), \
-                     which is not counted as a change; --export-time reports it"
-                );
-            }
-        }
-        Ok(self.semantic_lines(&section.changes)?)
-    }
-
-    fn change(&mut self, change: &Change) -> Result<(), SinkError> {
-        Ok(self.change_lines(change)?)
-    }
-}
-
 impl<W: Write> Printer<'_, W> {
+    /// Keeps a failed write for the caller (which tells a closed stdout from another failure)
+    /// and stops the diff.
+    fn kept(&mut self, written: std::io::Result<()>) -> Result<(), SinkError> {
+        written.map_err(|e| {
+            let stop = SinkError::from(format!("could not write to stdout: {e}"));
+            self.failed = Some(e);
+            stop
+        })
+    }
+
+    fn json_line(&mut self, line: DiffLine<'_>) -> std::io::Result<()> {
+        let value = serde_json::to_value(line).map_err(std::io::Error::other)?;
+        writeln!(self.out, "{}", crate::cmd::json::line(&value)?)
+    }
+
+    /// The "who signed" lines (text: a `Signatures:` block; `--json`: one `signatures` line
+    /// per side).
+    fn signature_lines(&mut self, sides: &[SignedSide; 2]) -> std::io::Result<()> {
+        if self.mode == Mode::Json {
+            for side in sides {
+                self.json_line(DiffLine::Signatures(side))?;
+            }
+            return Ok(());
+        }
+        writeln!(self.out, "Signatures:")?;
+        for side in sides {
+            writeln!(
+                self.out,
+                "  {} {}: {}",
+                side.side,
+                side.label,
+                side.summary()
+            )?;
+        }
+        Ok(())
+    }
+
     fn semantic_lines(&mut self, changes: &[SemanticChange]) -> std::io::Result<()> {
         match self.mode {
             Mode::Quiet => Ok(()),
             Mode::Json => {
                 for c in changes {
-                    let mut v = serde_json::to_value(c).map_err(std::io::Error::other)?;
-                    v["type"] = json!("semantic");
-                    writeln!(self.out, "{}", crate::cmd::json::line(&v)?)?;
+                    self.json_line(DiffLine::Semantic(c))?;
                 }
                 Ok(())
             }
@@ -313,11 +277,11 @@ impl<W: Write> Printer<'_, W> {
         }
     }
 
-    fn change_lines(&mut self, c: &Change) -> std::io::Result<()> {
+    fn change_lines(&mut self, c: &Change, patch: Option<&Patch>) -> std::io::Result<()> {
         let letter = format!("{:?}", c.status);
         match self.mode {
             Mode::Quiet => Ok(()),
-            Mode::Json => writeln!(self.out, "{}", crate::cmd::json::line(&change_json(c))?),
+            Mode::Json => self.json_line(DiffLine::File(c)),
             Mode::NameStatus => match &c.from {
                 Some(from) => writeln!(self.out, "{letter}\t{from} -> {}", c.path),
                 None => writeln!(self.out, "{letter}\t{}", c.path),
@@ -343,13 +307,13 @@ impl<W: Write> Printer<'_, W> {
                     Some(from) => writeln!(self.out, "{letter}\t{from} -> {}", c.path)?,
                     None => writeln!(self.out, "{letter}\t{}", c.path)?,
                 }
-                self.content(c)
+                self.content(c, patch)
             }
         }
     }
 
-    fn content(&mut self, c: &Change) -> std::io::Result<()> {
-        match patch(self.a, self.b, c) {
+    fn content(&mut self, c: &Change, patch: Option<&Patch>) -> std::io::Result<()> {
+        match patch {
             None => Ok(()),
             Some(Patch::NotHeld { side }) => writeln!(
                 self.out,
@@ -357,7 +321,7 @@ impl<W: Write> Printer<'_, W> {
                 c.path,
             ),
             // Escape sequences inside a file reach the terminal escaped (`\x1b`).
-            Some(Patch::Shown(Shown::Text(t))) => write!(self.out, "{}", escape_message(&t)),
+            Some(Patch::Shown(Shown::Text(t))) => write!(self.out, "{}", escape_message(t)),
             Some(Patch::Shown(Shown::Binary)) => {
                 writeln!(self.out, "Binary files differ: {}", c.path)
             }
@@ -370,17 +334,10 @@ impl<W: Write> Printer<'_, W> {
         }
     }
 
-    fn summary(&mut self, s: &zeroclaw_bundle::diff::Summary, grants: bool) -> std::io::Result<()> {
+    fn summary(&mut self, report: &DiffReport) -> std::io::Result<()> {
+        let s = &report.summary;
         match self.mode {
-            Mode::Quiet => Ok(()),
-            Mode::Json => {
-                let mut v = serde_json::to_value(s).map_err(std::io::Error::other)?;
-                v["type"] = json!("summary");
-                v["a"] = describe(self.a);
-                v["b"] = describe(self.b);
-                v["new_grants"] = json!(grants);
-                writeln!(self.out, "{}", crate::cmd::json::line(&v)?)
-            }
+            Mode::Json => self.json_line(DiffLine::Summary(report)),
             Mode::Stat => {
                 let width = self.stat_rows.iter().map(|(n, _)| n.chars().count()).max();
                 for (name, detail) in &self.stat_rows {
@@ -389,7 +346,7 @@ impl<W: Write> Printer<'_, W> {
                 writeln!(
                     self.out,
                     " {} changed: {} added, {} modified, {} deleted, {} renamed, {} kind, {} mode; +{} -{} bytes",
-                    zeroclaw_bundle::words::count(
+                    crate::cmd::count(
                         s.added + s.deleted + s.modified + s.renamed + s.kind_changed + s.mode_changed,
                         "file"
                     ),
@@ -408,30 +365,6 @@ impl<W: Write> Printer<'_, W> {
     }
 }
 
-/// A file change as one `--json` line: `type`, `status`, the path under the name rules of
-/// [`crate::cmd::put_name`] (`path`, `path_bytes`, `display`; for a rename also `from`,
-/// `from_bytes`, `from_display`), and each side's `kind`, `mode`, `size` and `object`.
-fn change_json(c: &Change) -> serde_json::Value {
-    use zeroclaw_bundle_store::unescape_name;
-    let mut m = serde_json::Map::new();
-    m.insert("type".into(), json!("file"));
-    m.insert("status".into(), json!(c.status));
-    // The walk joins escaped names; the escape is reversible (`\\` for a backslash).
-    crate::cmd::put_name(&mut m, "path", "display", &unescape_name(&c.path));
-    if let Some(from) = &c.from {
-        crate::cmd::put_name(&mut m, "from", "from_display", &unescape_name(from));
-    }
-    for (key, e) in [("old", &c.old), ("new", &c.new)] {
-        if let Some(e) = e {
-            m.insert(
-                key.into(),
-                json!({"kind": e.kind, "mode": e.mode, "size": e.size, "object": e.id}),
-            );
-        }
-    }
-    serde_json::Value::Object(m)
-}
-
 fn kind(c: &Change, old: bool) -> &'static str {
     let e = if old { &c.old } else { &c.new };
     e.as_ref().map_or("-", |e| e.kind)
@@ -440,56 +373,4 @@ fn kind(c: &Change, old: bool) -> &'static str {
 fn mode(c: &Change, old: bool) -> &str {
     let e = if old { &c.old } else { &c.new };
     e.as_ref().map_or("-", |e| e.mode.as_str())
-}
-
-/// The "who signed" lines of a diff (text: a `Signatures:` block; `--json`: one
-/// `{"type":"signatures",...}` line per side), or `None` when neither side carries one.
-fn signatures_lines(
-    store: &zeroclaw_bundle_store::Store,
-    a: &zeroclaw_bundle::diff::side::Side,
-    b: &zeroclaw_bundle::diff::side::Side,
-    args: &DiffArgs,
-    json_lines: bool,
-) -> Result<Option<String>> {
-    let mut found = Vec::new();
-    for (name, side) in [('A', a), ('B', b)] {
-        let sigs = side
-            .signatures()
-            .map_err(|e| CompareError::side(name, std::ffi::OsStr::new(side.arg()), e))?;
-        found.push((name, side, sigs));
-    }
-    if found
-        .iter()
-        .all(|(_, _, s)| s.as_ref().is_none_or(|(_, v)| v.is_empty()))
-    {
-        return Ok(None);
-    }
-    let trust =
-        super::sign::trust_of(store.root(), args.signers.allowed_signers.as_deref(), false)?;
-    let mut text = String::new();
-    if !json_lines {
-        text.push_str("Signatures:\n");
-    }
-    for (name, side, sigs) in &found {
-        if json_lines {
-            let checked = match sigs {
-                None => serde_json::Value::Null,
-                Some((id, v)) => super::sign::signed_by_blobs(id, v, &trust)?.1,
-            };
-            let v = json!({
-                "type": "signatures",
-                "side": name.to_ascii_lowercase().to_string(),
-                "snapshot": sigs.as_ref().map(|(id, _)| id),
-                "signatures": checked,
-            });
-            text.push_str(&format!("{v}\n"));
-            continue;
-        }
-        let line = match sigs {
-            None => "not a snapshot (a directory carries no signatures)".to_string(),
-            Some((id, v)) => super::sign::signed_by_blobs(id, v, &trust)?.0,
-        };
-        text.push_str(&format!("  {name} {}: {line}\n", side.label));
-    }
-    Ok(Some(text))
 }

@@ -288,12 +288,6 @@ impl Ctx {
         })
     }
 
-    /// Opens the store, creating it if needed: only for the commands that add to it
-    /// (`snapshot`, `export`, `unpack`, `remote add`; README, "CLI").
-    pub fn create_store(&self) -> Result<Store> {
-        Ok(zeroclaw_bundle::Bundles::create(&self.store_path)?.into_store())
-    }
-
     /// Opens an existing store; fails with "no store at PATH" when there is none (commands
     /// that only read, or change only what exists, never create a store).
     pub fn store(&self) -> Result<Store> {
@@ -463,33 +457,6 @@ fn echoes_control_chars(fd: impl std::os::fd::AsFd) -> bool {
         t.local_modes
             .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
     })
-}
-
-/// Puts a name into a `--json` object under the README's "JSON output" rules: `key` holds the
-/// real name when it is UTF-8 (JSON escapes what it must itself) and `null` when it is not;
-/// then `key_bytes` holds the raw bytes as lowercase hex (only for a name that is not UTF-8);
-/// and `display` (`from` becomes `from_display`) holds the escaped form text output prints.
-pub fn put_name(
-    map: &mut serde_json::Map<String, serde_json::Value>,
-    key: &str,
-    display_key: &str,
-    raw: &[u8],
-) {
-    use serde_json::Value;
-    match std::str::from_utf8(raw) {
-        Ok(text) => {
-            map.insert(key.to_string(), Value::String(text.to_string()));
-        }
-        Err(_) => {
-            map.insert(key.to_string(), Value::Null);
-            let hex: String = raw.iter().map(|b| format!("{b:02x}")).collect();
-            map.insert(format!("{key}_bytes"), Value::String(hex));
-        }
-    }
-    map.insert(
-        display_key.to_string(),
-        Value::String(zeroclaw_bundle_store::escape_name(raw)),
-    );
 }
 
 /// A host path (a destination, a mountpoint, a directory or pack argument) in a `--json`

@@ -110,7 +110,7 @@ struct Full;
 
 impl Binary for Full {
     fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust> {
-        super::sign::trust_of_args(store_root, &args.trust)
+        super::sign::trust_of_args(store_root, &args.trust).map(|t| super::sign::old(&t))
     }
 
     fn classify(store_root: &Path, arg: &str) -> Result<Reference> {

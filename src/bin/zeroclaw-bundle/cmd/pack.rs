@@ -18,7 +18,7 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     let id = bundles.resolve_for(Verb::Pack, &args.snapshot)?;
     // Signed first: the pack carries the signatures the store keeps.
     let signing = super::sign::key_for(&args.sign)?;
-    super::sign::sign_after(ctx, bundles.store(), &id, signing)?;
+    super::sign::sign_after(ctx, &bundles, &id, signing)?;
     let options = bundles.pack_options(args.since.as_deref(), args.trees_only)?;
     let to_stdout = args.out.as_os_str() == "-";
     if to_stdout && ctx.json {

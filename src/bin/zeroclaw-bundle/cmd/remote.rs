@@ -186,7 +186,7 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     let spec = bundles.remote(args.remote.as_deref())?;
     // Signed first: the push carries every signature the store keeps.
     let signing = super::sign::key_for(&args.sign)?;
-    super::sign::sign_after(ctx, bundles.store(), &id, signing)?;
+    super::sign::sign_after(ctx, &bundles, &id, signing)?;
     let progress = Noting::new(ctx);
     let report = bundles.push(&id.to_hex(), &spec.name, &progress);
     drop(progress);

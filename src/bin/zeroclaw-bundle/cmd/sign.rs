@@ -12,16 +12,15 @@ use zeroclaw_bundle_store::{ObjectId, Store};
 use crate::cli::{RequireArgs, SignArgs, SignFlags, TrustSetArgs};
 use crate::cmd::{Ctx, Outcome};
 use zeroclaw_bundle::sign::{self, Trust};
-use zeroclaw_bundle::{KeyChoice, OpenedKey, SignReport, SignWith, TrustSettings};
+use zeroclaw_bundle::{Bundles, SignReport, SignerTrust, SigningKey, TrustSettings};
 
 /// Runs `sign`.
 pub fn run(args: SignArgs, ctx: &Ctx) -> Result<Outcome> {
     let bundles = ctx.bundles()?;
-    let with = match &args.signature {
-        Some(path) => SignWith::Signature(path.clone()),
-        None => SignWith::Key(KeyChoice::choose(args.key.as_deref())?),
+    let report = match &args.signature {
+        Some(path) => bundles.sign_with_signature(&args.snapshot, path)?,
+        None => bundles.sign_with_key(&args.snapshot, SigningKey::open(args.key.as_deref())?)?,
     };
-    let report = bundles.sign_with(&args.snapshot, &with)?;
     print_report(ctx, &report)?;
     Ok(Outcome::Success)
 }
@@ -47,26 +46,26 @@ fn print_report(ctx: &Ctx, r: &SignReport) -> Result<()> {
 /// `--sign` of export, snapshot, pack and push, first half: opens the key (asking for its
 /// passphrase) before the command does its work, so a key problem stops it before anything is
 /// made. `None` without `--sign`.
-pub fn key_for(flags: &SignFlags) -> Result<Option<sign::OpenedKey>> {
+pub fn key_for(flags: &SignFlags) -> Result<Option<SigningKey>> {
     if !flags.sign {
         return Ok(None);
     }
-    let choice = KeyChoice::choose(flags.key.as_deref())?;
-    Ok(Some(OpenedKey::open(&choice)?))
+    Ok(Some(SigningKey::open(flags.key.as_deref())?))
 }
 
 /// `--sign`, second half: signs `id` with the key [`key_for`] opened, with a note on stderr
 /// (stdout keeps the command's own output, its id last).
 pub fn sign_after(
     ctx: &Ctx,
-    store: &Store,
+    bundles: &Bundles,
     id: &ObjectId,
-    key: Option<sign::OpenedKey>,
+    key: Option<SigningKey>,
 ) -> Result<()> {
     let Some(key) = key else {
         return Ok(());
     };
-    let r = sign::sign(store, id, &SignWith::Opened(Box::new(key)))
+    let r = bundles
+        .sign_with_key(&id.to_hex(), key)
         .with_context(|| format!("could not sign snapshot {}", id.short(12)))?;
     if !ctx.quiet && !ctx.json {
         crate::note!(
@@ -81,38 +80,33 @@ pub fn sign_after(
 }
 
 /// The trust a command checks against: `--allowed-signers` over the store's setting, and
-/// whether signatures are required (flag or setting). Notes about the file go to stderr.
-///
-/// A store setting naming a file that cannot be read does not stop a command that only shows
-/// who signed (the signers then show as unknown keys, with a notice); it does stop one that
-/// requires signatures, and a file given on the command line always does.
-pub fn trust_of(store_root: &Path, file: Option<&Path>, require: bool) -> Result<Trust> {
-    let (trust, notes) = match Trust::from_flags(store_root, file, require) {
-        Ok(found) => found,
-        Err(e)
-            if file.is_none() && !require && !TrustSettings::load(store_root)?.require_signed =>
-        {
-            crate::note!(
-                "notice: {e}; signatures are shown as by unknown keys (fix it with \
-                 `zeroclaw-bundle trust --allowed-signers FILE`)"
-            );
-            (Trust::default(), Vec::new())
-        }
-        Err(e) => return Err(e.into()),
-    };
-    for n in notes {
+/// whether signatures are required (flag or setting) ([`SignerTrust::resolve`]). Its notes
+/// (a store setting naming a file that cannot be read, lines of the file left out) go to
+/// stderr.
+pub fn trust_of(store_root: &Path, file: Option<&Path>, require: bool) -> Result<SignerTrust> {
+    let trust = SignerTrust::resolve(store_root, file, require)?;
+    for n in &trust.notes {
         crate::note!("notice: {n}");
     }
     Ok(trust)
 }
 
 /// [`trust_of`] for the commands with `--require-signed`.
-pub fn trust_of_args(store_root: &Path, args: &RequireArgs) -> Result<Trust> {
+pub fn trust_of_args(store_root: &Path, args: &RequireArgs) -> Result<SignerTrust> {
     trust_of(
         store_root,
         args.allowed_signers.as_deref(),
         args.require_signed,
     )
+}
+
+/// The old [`Trust`] of a [`SignerTrust`], for the gates below (the mount's, until it moves
+/// behind the library).
+pub fn old(trust: &SignerTrust) -> Trust {
+    Trust {
+        allowed: trust.allowed.clone(),
+        require: trust.require,
+    }
 }
 
 /// The `--require-signed` gate over the signatures `store` keeps for `id`: passes (naming the
