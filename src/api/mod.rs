@@ -17,6 +17,7 @@ mod error;
 mod json;
 mod read;
 mod trust;
+mod update;
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -33,6 +34,7 @@ pub use crate::credentials::CredentialFinding;
 pub use crate::diff::compare::{DiffOptions, Semantic};
 pub use crate::diff::{Change, Status, Summary};
 pub use crate::export::{AgentSnapshot, DirSnapshot};
+pub use crate::import::update::{ConflictPolicy, UpdatePlan, UpdateRequest, Updated};
 pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
 pub use crate::progress::{Cancellable, Progress, Silent, Totals};
 pub use crate::publish::{shell_quote, Published, Replace, Replaced};
