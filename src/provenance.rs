@@ -49,6 +49,22 @@ pub struct Provenance {
     /// `--map`ped), in name order; empty when every alias was kept.
     #[serde(default)]
     pub renamed: BTreeMap<String, String>,
+    /// Every entry of the bundle that landed, `KIND.OLD` (the bundle's dotted path) -> its
+    /// local alias and whether this import added it (`owned`: added or namespaced) or used a
+    /// local entry (reused or `--map`ped): what an update merges, and in which names. Empty in
+    /// a record written before updates existed.
+    #[serde(default)]
+    pub entries: BTreeMap<String, EntryFate>,
+}
+
+/// Where one entry of an imported bundle landed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryFate {
+    /// Its alias in the install.
+    pub local: String,
+    /// Added by the import (its own entry, which an update merges); `false` for a local entry
+    /// the import reused or was mapped to (left as the install has it).
+    pub owned: bool,
 }
 
 /// Why provenance could not be read or written.
@@ -191,6 +207,13 @@ mod tests {
             imported_at: "2026-12-01T15:00:00+00:00".into(),
             tool_version: "0.1.0".into(),
             renamed: BTreeMap::from([("agents.coder".into(), "coder_imported".into())]),
+            entries: BTreeMap::from([(
+                "agents.coder".into(),
+                EntryFate {
+                    local: "coder_imported".into(),
+                    owned: true,
+                },
+            )]),
         };
         write(install.path(), store.path(), &record).unwrap();
         assert_eq!(

@@ -48,6 +48,7 @@ pub use flags::shown_detail;
 pub use grants::{bundle_grants, Grant, GrantKind};
 pub(crate) use install::CONFIG_CAP;
 pub use install::{install_root, require_install, Install};
+pub(crate) use layout::workspace_entry_included;
 pub use layout::{CONFIG_FILE, MANIFEST_FILE, SKILLS_DIR, WORKSPACE_DIR};
 pub use manifest::{
     manifests_differ_only_in_export_time, rfc3339_utc, secret_story, Dropped, Manifest, Provenance,

@@ -25,6 +25,7 @@ mod remotes;
 mod signing;
 mod transfer;
 mod trust;
+mod update;
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -41,6 +42,7 @@ pub use crate::credentials::CredentialFinding;
 pub use crate::diff::compare::{DiffOptions, Semantic};
 pub use crate::diff::{Change, Status, Summary};
 pub use crate::export::{AgentSnapshot, DirSnapshot};
+pub use crate::import::update::{ConflictPolicy, UpdatePlan, UpdateRequest, Updated};
 pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
 pub use crate::progress::{Cancellable, Note, Progress, Silent, Totals};
 pub use crate::publish::{shell_quote, Published, Replace, Replaced};

@@ -122,7 +122,7 @@ impl Kind {
     }
 
     /// The key segments of entry `alias` below the root (not for [`Kind::McpServer`]).
-    fn segments(self, alias: &str) -> Vec<String> {
+    pub(crate) fn segments(self, alias: &str) -> Vec<String> {
         let mut out: Vec<String> = self.section().split('.').map(str::to_string).collect();
         if self.is_provider() {
             let (family, entry) = alias.split_once('.').unwrap_or((alias, ""));
@@ -1239,6 +1239,84 @@ fn first_difference(a: &toml::Value, b: &toml::Value, at: &str) -> Option<String
         _ if a == b => None,
         _ => Some(at.to_string()),
     }
+}
+
+/// The aliases `install` (a `config.toml` text) defines, by kind: what a name an update adds
+/// must not take.
+pub(crate) fn taken_aliases(install: &str) -> Result<BTreeSet<(Kind, String)>, ImportError> {
+    let doc: DocumentMut =
+        install
+            .parse()
+            .map_err(|e: toml_edit::TomlError| ImportError::Fragment {
+                path: "config.toml".into(),
+                problem: format!("is not TOML: {}", e.message().trim()),
+            })?;
+    Ok(collect(&doc, false)?
+        .into_iter()
+        .map(|e| (e.kind, e.alias))
+        .collect())
+}
+
+/// The aliases a fragment defines, by kind, in its own order.
+pub(crate) fn fragment_aliases(fragment: &str) -> Result<Vec<(Kind, String)>, ImportError> {
+    let doc = parse_fragment(fragment)?;
+    Ok(collect(&doc, true)?
+        .into_iter()
+        .map(|e| (e.kind, e.alias))
+        .collect())
+}
+
+/// The entries of `fragment` named in `owned`, each under its local name (`names`, bundle
+/// alias -> local alias per kind) with every reference rewritten through `names`, as a
+/// document of their own: what an import of the fragment would have added, in the install's
+/// names, the side of an update's three-way config merge. A namespaced skill bundle loses its
+/// `directory`, as on import.
+pub(crate) fn localize(
+    fragment: &str,
+    names: &BTreeMap<(Kind, String), String>,
+    owned: &BTreeSet<(Kind, String)>,
+) -> Result<String, ImportError> {
+    let doc = parse_fragment(fragment)?;
+    let incoming = collect(&doc, true)?;
+    let excluded = excluded_servers(&incoming);
+    let mut out = DocumentMut::new();
+    for e in &incoming {
+        let key = (e.kind, e.alias.clone());
+        if !owned.contains(&key) {
+            continue;
+        }
+        let local = names.get(&key).cloned().unwrap_or_else(|| e.alias.clone());
+        let mut item = e.item.clone();
+        rewrite_refs(
+            e.kind,
+            &e.kind.path_of(&e.alias),
+            &mut item,
+            names,
+            &excluded,
+        )?;
+        if e.kind == Kind::SkillBundle && local != e.alias {
+            if let Some(t) = item.as_table_like_mut() {
+                t.remove("directory");
+            }
+        }
+        reset_layout(&mut item);
+        insert(&mut out, e.kind, &local, item)?;
+    }
+    Ok(out.to_string())
+}
+
+fn parse_fragment(fragment: &str) -> Result<DocumentMut, ImportError> {
+    fragment
+        .parse()
+        .map_err(|e: toml_edit::TomlError| ImportError::Fragment {
+            path: "config.toml".into(),
+            problem: format!("is not TOML: {}", e.message().trim()),
+        })
+}
+
+/// A fresh alias for `alias` (see [`fresh`]).
+pub(crate) fn fresh_alias(alias: &str, used: &BTreeSet<String>) -> String {
+    fresh(alias, used)
 }
 
 /// `<alias>_imported`, then `_imported_2`, ... : the first not in `used` (for a provider,

@@ -34,6 +34,7 @@ mod dest;
 mod error;
 pub mod merge;
 pub mod source;
+pub mod update;
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -1235,6 +1236,18 @@ fn write_all(
             .renamed()
             .map(|d| (d.kind.path_of(&d.bundle), d.local.clone()))
             .collect::<BTreeMap<_, _>>(),
+        entries: plan
+            .decisions
+            .iter()
+            .filter(|d| d.action != Action::LeftOut)
+            .map(|d| {
+                let fate = provenance::EntryFate {
+                    local: d.local.clone(),
+                    owned: matches!(d.action, Action::Add | Action::Namespace),
+                };
+                (d.kind.path_of(&d.bundle), fate)
+            })
+            .collect(),
     };
     let record_path = provenance::path(root, &plan.alias);
     undo.will_create(&record_path);

@@ -37,6 +37,7 @@ mod store_overlap;
 mod store_races;
 mod tree_index;
 mod update;
+mod update_in_place;
 mod util;
 mod ux;
 mod ux_ops;

@@ -229,6 +229,22 @@ points the bundle's references at a local entry instead (KIND: provider, tts_pro
 transcription_provider, risk_profile, runtime_profile, skill_bundle, knowledge_bundle,
 mcp_bundle, mcp_server).")]
     Import(ImportArgs),
+    /// Update an agent imported before from a newer bundle of it, in place: files and config
+    /// entries merged three ways against the version last imported
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle update ./coder-bundle --dry-run        (the three-way plan, nothing written)
+  zeroclaw-bundle update ./coder-bundle --conflicts copy
+  zeroclaw-bundle rollback coder                         (undo it)
+
+Per workspace path and config key: changed only upstream, taken; changed only here, kept;
+changed differently on both sides, a conflict. Memory, MEMORY_SNAPSHOT.md and whatever the
+export left behind are never touched. Exit status: 0 updated (or up to date), 1 error,
+3 the update grants something new and --accept-grants was not given, 4 conflicts refused
+(nothing written; choose with --conflicts keep-local|take-incoming|copy).")]
+    Update(UpdateArgs),
+    /// Restore an agent to the state before its last update (files and config entries)
+    Rollback(RollbackArgs),
     /// Write a snapshot and every object it reaches into one self-verifying pack file
     Pack(PackArgs),
     /// Import a pack into the store, verifying every object before anything becomes visible
@@ -624,6 +640,42 @@ pub struct ImportArgs {
     /// Who must have signed the bundle
     #[command(flatten)]
     pub trust: RequireArgs,
+}
+
+/// `update`.
+#[derive(Debug, Args)]
+pub struct UpdateArgs {
+    /// The newer bundle: a bundle directory, a snapshot, a pack file, or NAME/SNAPSHOT
+    pub source: OsString,
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
+    pub install: Option<PathBuf>,
+    /// The local agent to update (default: the one imported from a bundle of this agent)
+    #[arg(long = "as", value_name = "ALIAS")]
+    pub agent_as: Option<String>,
+    /// What to do with a path or key changed differently here and upstream
+    #[arg(long, value_name = "POLICY", default_value = "refuse",
+          value_parser = ["refuse", "keep-local", "take-incoming", "copy"])]
+    pub conflicts: String,
+    /// Apply even though the update grants something the version last imported did not
+    #[arg(long)]
+    pub accept_grants: bool,
+    /// Print the three-way plan and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Who must have signed the bundle
+    #[command(flatten)]
+    pub trust: RequireArgs,
+}
+
+/// `rollback`.
+#[derive(Debug, Args)]
+pub struct RollbackArgs {
+    /// The local agent
+    pub alias: String,
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
+    pub install: Option<PathBuf>,
 }
 
 /// `snapshot`.

@@ -46,6 +46,7 @@ fn run_parsed(cli: Cli, run: fn(Cli, &Cancel) -> Result<Outcome>) -> ExitCode {
         Ok(Outcome::Success) => ExitCode::SUCCESS,
         Ok(Outcome::Failure | Outcome::Different) => ExitCode::from(1),
         Ok(Outcome::NewGrants) => ExitCode::from(3),
+        Ok(Outcome::Conflicts) => ExitCode::from(4),
         Err(err) if err.downcast_ref::<StdoutClosed>().is_some() => ExitCode::SUCCESS,
         Err(err) => report(&err, error_code, cancel.is_cancelled()),
     }

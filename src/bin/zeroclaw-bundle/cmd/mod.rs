@@ -25,9 +25,11 @@ pub mod pack;
 pub mod recover;
 pub mod remote;
 pub mod review;
+pub mod rollback;
 pub mod show;
 pub mod sign;
 pub mod snapshot;
+pub mod update;
 pub mod verify;
 
 use std::io::IsTerminal;
@@ -259,8 +261,11 @@ pub enum Outcome {
     Failure,
     /// Exit 1: `diff` found the sides different (diff(1)'s convention).
     Different,
-    /// Exit 3: `diff --exit-on-new-grants` found a new capability grant.
+    /// Exit 3: `diff --exit-on-new-grants` found a new capability grant (`update`: one not
+    /// accepted).
     NewGrants,
+    /// Exit 4: `update` refused conflicts.
+    Conflicts,
 }
 
 impl Ctx {
@@ -412,6 +417,8 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
             | Command::Unpack(_)
             | Command::Review(_)
             | Command::Import(_)
+            | Command::Update(_)
+            | Command::Rollback(_)
     ) {
         crate::interrupt::install(ctx.cancel.clone())
             .context("could not install the signal handlers")?;
@@ -436,6 +443,8 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Forget(args) => gc::run_forget(args, &ctx),
         Command::Diff(args) => diff::run(args, &ctx),
         Command::Import(args) => import::run(args, &ctx),
+        Command::Update(args) => update::run(args, &ctx),
+        Command::Rollback(args) => rollback::run(args, &ctx),
         Command::Pack(args) => pack::run_pack(args, &ctx),
         Command::Unpack(args) => pack::run_unpack(args, &ctx),
         Command::Remote(cmd) => remote::run_remote(cmd, &ctx),

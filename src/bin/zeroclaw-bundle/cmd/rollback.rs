@@ -1,0 +1,35 @@
+//! `rollback ALIAS`: an agent restored to the state before its last update or rollback (the
+//! library's `Bundles::rollback`).
+
+use anyhow::{Context, Result};
+
+use crate::cli::RollbackArgs;
+use crate::cmd::{Ctx, Outcome};
+use zeroclaw_bundle::{Bundles, Progress as _};
+
+/// Runs `rollback`.
+pub fn run(args: RollbackArgs, ctx: &Ctx) -> Result<Outcome> {
+    let install = zeroclaw_bundle::agent::install_root(args.install.as_deref())?;
+    zeroclaw_bundle::agent::require_install(&install)?;
+    let bundles = Bundles::from_store(ctx.create_store()?);
+    let progress = ctx.term_progress();
+    let done = bundles.rollback(&install, &args.alias, &progress);
+    progress.finish();
+    let done = done.with_context(|| {
+        format!(
+            "could not roll back agent {}; nothing was written",
+            args.alias
+        )
+    })?;
+    if ctx.json {
+        ctx.print_json(&serde_json::to_value(&done)?)?;
+    } else {
+        crate::outln!(
+            "Rolled back agent {} in {} (config.toml before the rollback kept as {})",
+            done.alias,
+            install.display(),
+            done.backup.display()
+        )?;
+    }
+    Ok(Outcome::Success)
+}

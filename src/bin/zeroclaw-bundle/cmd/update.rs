@@ -1,0 +1,124 @@
+//! `update SOURCE`: a newer bundle of an imported agent merged into it in place (the library's
+//! `Bundles::update_plan` and `Bundles::update`); prints the three-way plan. Exit 3 when the
+//! update grants something new without `--accept-grants`, 4 when conflicts are refused.
+
+use anyhow::{Context, Result};
+
+use crate::cli::UpdateArgs;
+use crate::cmd::{Ctx, Outcome};
+use zeroclaw_bundle::{Bundles, ConflictPolicy, Progress as _, UpdatePlan, UpdateRequest};
+
+/// Runs `update`.
+pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
+    let install = zeroclaw_bundle::agent::install_root(args.install.as_deref())?;
+    zeroclaw_bundle::agent::require_install(&install)?;
+    let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
+    let require = trust.enforcing(&args.source.to_string_lossy())?;
+    let bundles = Bundles::from_store(ctx.create_store()?);
+    let conflicts = match args.conflicts.as_str() {
+        "keep-local" => ConflictPolicy::KeepLocal,
+        "take-incoming" => ConflictPolicy::TakeIncoming,
+        "copy" => ConflictPolicy::Copy,
+        _ => ConflictPolicy::Refuse,
+    };
+    let req = UpdateRequest {
+        source: &args.source,
+        install: &install,
+        alias: args.agent_as.as_deref(),
+        conflicts,
+        accept_grants: args.accept_grants,
+        require,
+    };
+    let progress = ctx.term_progress();
+    let plan = bundles.update_plan(&req, &progress);
+    progress.finish();
+    let plan = plan.with_context(|| {
+        format!(
+            "could not update from {}; nothing was written to the install",
+            args.source.to_string_lossy()
+        )
+    })?;
+    if plan.up_to_date {
+        if ctx.json {
+            ctx.print_json(&serde_json::to_value(&plan)?)?;
+        } else {
+            crate::outln!(
+                "Up to date: agent {} in {} holds {}",
+                plan.alias,
+                install.display(),
+                plan.content_id.to_hex()
+            )?;
+        }
+        return Ok(Outcome::Success);
+    }
+    if ctx.json {
+        ctx.print_json(&serde_json::to_value(&plan)?)?;
+    } else {
+        print_plan(&plan)?;
+    }
+    if plan.refused() {
+        crate::note!(
+            "error: conflicts refused, nothing was written; choose with --conflicts \
+             keep-local|take-incoming|copy"
+        );
+        return Ok(Outcome::Conflicts);
+    }
+    if plan.grants_unaccepted() {
+        crate::note!(
+            "error: the update grants what the version last imported did not; nothing was \
+             written: review it, then update with --accept-grants"
+        );
+        return Ok(Outcome::NewGrants);
+    }
+    if args.dry_run {
+        return Ok(Outcome::Success);
+    }
+    let progress = ctx.term_progress();
+    let done = bundles.update(&plan, &progress);
+    progress.finish();
+    let done = done.with_context(|| format!("could not update agent {}", plan.alias))?;
+    if !ctx.json {
+        crate::outln!(
+            "Updated agent {} in {} (previous config.toml kept as {}; undo with `zeroclaw-bundle rollback {}`)",
+            done.alias,
+            install.display(),
+            done.backup.display(),
+            done.alias
+        )?;
+    }
+    Ok(Outcome::Success)
+}
+
+fn print_plan(plan: &UpdatePlan) -> Result<()> {
+    let esc = |s: &str| crate::cmd::escape_message(s);
+    crate::outln!(
+        "Update of agent {} (bundle agent {}) from {}",
+        plan.alias,
+        plan.bundle_alias,
+        esc(&plan.source)
+    )?;
+    for (label, paths) in [
+        ("take", &plan.taken),
+        ("delete", &plan.deleted),
+        ("keep", &plan.kept),
+    ] {
+        for p in paths {
+            crate::outln!("  {label:<8} {}", esc(p))?;
+        }
+    }
+    for k in &plan.config_keys {
+        crate::outln!("  config   {} ({})", esc(&k.key), k.action)?;
+    }
+    for c in &plan.conflicts {
+        crate::outln!(
+            "  CONFLICT {} ({}): {}",
+            esc(&c.path),
+            c.kind,
+            c.resolution.as_deref().unwrap_or("refused")
+        )?;
+    }
+    for g in &plan.new_grants {
+        crate::outln!("  ! grant  {}: {}", esc(&g.path), esc(&g.detail))?;
+    }
+    Ok(())
+}

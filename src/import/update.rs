@@ -1,0 +1,1278 @@
+//! Update in place: a newer bundle of an agent this install imported before, merged into that
+//! agent three ways instead of imported beside it, and `rollback` of the last update.
+//!
+//! The three states (`crate::sync`): the base is the snapshot the provenance record names (the
+//! bundle last imported; it must be in the store), the local state is a capture of the agent's
+//! workspace as it is now and the install's `config.toml`, the incoming state is the new
+//! bundle. Files merge per path of the workspace; paths no export carries (ZeroClaw's memory
+//! rule, and what the bundles' manifests list as left behind) are never touched. Config
+//! merges per key of the entries the first import added (`Provenance::entries`, owned), in the
+//! install's names: the `--as`, namespacing and `--map` choices of that import carry over, and
+//! entries it reused or mapped stay as the install has them.
+//!
+//! [`plan`] writes only to the store (captures, the merged tree); [`apply`] writes, in this
+//! order: the state record (the pre-update workspace snapshot and both `config.toml` texts,
+//! kept beside the install's provenance, owner-only), the workspace through the staged
+//! publish, the provenance record, a backup of `config.toml`, `config.toml` last. The last
+//! [`KEEP_STATES`] states stay reachable in the store (snapshot records); [`rollback`] merges
+//! the last one back the same way (a local edit made since the update is kept, a conflicting
+//! one refuses) and records itself as a state, so a rollback can be rolled back.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::ffi::OsStr;
+use std::fs;
+use std::os::fd::AsFd as _;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use zeroclaw_bundle_store::{
+    CaptureReport, EntryKind, ObjectId, Snapshot, SnapshotKind, Store, StoreError, Tree, TreeEntry,
+};
+
+use super::merge::{self, Kind};
+use super::{source, ImportError, ImportRequest, SourceKind};
+use crate::agent::{rfc3339_utc, Grant, CONFIG_FILE};
+use crate::progress::Progress;
+use crate::provenance::{self, EntryFate, Provenance};
+use crate::publish::{self, FileRequest, Keep, PublishRequest};
+use crate::sync::files::{Decision, Entry, Side};
+use crate::sync::{self, Conflicts, Stamp};
+use crate::sys;
+
+/// How many states (pre-update snapshots and config texts) stay reachable per agent.
+pub const KEEP_STATES: usize = 3;
+
+/// Where the update states of the install's agents are kept, inside the install.
+pub const STATES_DIR: &str = ".zeroclaw-bundle/updates";
+
+/// What an update does with a path or key changed differently on both sides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConflictPolicy {
+    /// Refuse the whole update and list the conflicts.
+    #[default]
+    Refuse,
+    /// Keep the local side.
+    KeepLocal,
+    /// Take the incoming side (the local change is lost).
+    TakeIncoming,
+    /// Keep the local file and write the incoming one beside it as
+    /// `NAME.sync-conflict-<YYYYMMDD-HHMMSS>-<id8>.EXT` (a config key keeps the local value).
+    Copy,
+}
+
+impl ConflictPolicy {
+    fn engine(self) -> Conflicts {
+        match self {
+            ConflictPolicy::Refuse => Conflicts::Refuse,
+            ConflictPolicy::KeepLocal => Conflicts::KeepLocal,
+            ConflictPolicy::TakeIncoming => Conflicts::TakeIncoming,
+            ConflictPolicy::Copy => Conflicts::Copy,
+        }
+    }
+}
+
+/// What to update where.
+#[derive(Debug, Clone, Copy)]
+pub struct UpdateRequest<'a> {
+    /// The new bundle: a bundle directory, a pack file, `REMOTE/REF`, or a snapshot ref.
+    pub source: &'a OsStr,
+    /// The install root (the directory of `config.toml`).
+    pub install: &'a Path,
+    /// The local agent to update (`--as`); by default the one agent whose provenance names
+    /// the bundle's agent.
+    pub alias: Option<&'a str>,
+    /// What to do with conflicts.
+    pub conflicts: ConflictPolicy,
+    /// The operator accepted the grants the update adds.
+    pub accept_grants: bool,
+    /// Who must have signed the bundle (as for import).
+    pub require: Option<&'a crate::sign::AllowedSigners>,
+}
+
+/// One conflicting path or key and how the policy resolved it (`None`: unresolved).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Conflict {
+    /// The workspace path, or the dotted config key.
+    pub path: String,
+    /// How the sides differ.
+    pub kind: &'static str,
+    /// `kept local`, `took incoming`, `copied to PATH`, or `None` when refused.
+    pub resolution: Option<String>,
+}
+
+/// One config key an update changes or keeps.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyChange {
+    /// The dotted key.
+    pub key: String,
+    /// `take`, `delete`, `keep`, `keep-deletion`, `same`, `conflict`.
+    pub action: &'static str,
+}
+
+/// Everything an update will do, decided before anything is written.
+#[derive(Debug, Clone, Serialize)]
+pub struct UpdatePlan {
+    /// The source as given.
+    pub source: String,
+    /// The local agent updated.
+    pub alias: String,
+    /// Its alias in the bundle.
+    pub bundle_alias: String,
+    /// The install root.
+    pub install: PathBuf,
+    /// The snapshot last imported (the merge base).
+    pub base: ObjectId,
+    /// The snapshot of the new bundle.
+    pub incoming: ObjectId,
+    /// The new bundle's content id.
+    pub content_id: ObjectId,
+    /// The install holds this content already: nothing to do.
+    pub up_to_date: bool,
+    /// Workspace paths changed only upstream, written.
+    pub taken: Vec<String>,
+    /// Workspace paths removed upstream and unchanged here, removed.
+    pub deleted: Vec<String>,
+    /// Workspace paths changed only here, kept.
+    pub kept: Vec<String>,
+    /// Conflicting workspace paths and config keys.
+    pub conflicts: Vec<Conflict>,
+    /// Config keys something changed at.
+    pub config_keys: Vec<KeyChange>,
+    /// Grants the incoming bundle has and the base had not (local paths).
+    pub new_grants: Vec<Grant>,
+    /// The operator accepted `new_grants`.
+    pub accept_grants: bool,
+    /// The conflict policy.
+    pub policy: ConflictPolicy,
+    #[serde(skip)]
+    work: Option<Work>,
+}
+
+impl UpdatePlan {
+    /// A conflict the policy left unresolved: [`apply`] refuses.
+    pub fn refused(&self) -> bool {
+        self.conflicts.iter().any(|c| c.resolution.is_none())
+    }
+
+    /// The update grants something new that was not accepted: [`apply`] refuses.
+    pub fn grants_unaccepted(&self) -> bool {
+        !self.new_grants.is_empty() && !self.accept_grants
+    }
+
+    /// The plan accepted with `accept_grants`.
+    pub fn accepting_grants(mut self, accept: bool) -> UpdatePlan {
+        self.accept_grants = accept;
+        self
+    }
+}
+
+/// What the writes of a planned update need.
+#[derive(Debug, Clone)]
+struct Work {
+    config_path: PathBuf,
+    config_target: PathBuf,
+    old_config: String,
+    new_config: String,
+    workspace: PathBuf,
+    local: Captured,
+    merged_tree: ObjectId,
+    entries: Vec<String>,
+    before_record: Provenance,
+    after_record: Provenance,
+}
+
+/// A workspace as captured: its snapshot record (none when it does not exist) and tree.
+#[derive(Debug, Clone, Copy)]
+struct Captured {
+    snapshot: Option<ObjectId>,
+    tree: ObjectId,
+}
+
+/// What an applied update or rollback did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Updated {
+    /// The local agent.
+    pub alias: String,
+    /// Whether anything was written (`false` when up to date).
+    pub written: bool,
+    /// The backup of the previous `config.toml` (meaningless when nothing was written).
+    pub backup: PathBuf,
+    /// The state record `rollback` reads.
+    pub states: PathBuf,
+}
+
+/// Why an update or rollback was refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateError {
+    /// The import machinery failed (reading the source, the install, writing).
+    #[error(transparent)]
+    Import(#[from] ImportError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A provenance record could not be read or written.
+    #[error(transparent)]
+    Provenance(#[from] crate::provenance::ProvenanceError),
+    /// No earlier import to update.
+    #[error("{0}")]
+    NotImported(String),
+    /// The base snapshot is not in the store.
+    #[error(
+        "the snapshot {snapshot} that agent {alias} was last imported from ({from}) is not in \
+         the store, so there is no merge base: pull it (`zeroclaw-bundle pull REMOTE/{short}`) \
+         or unpack the pack it came in (`zeroclaw-bundle unpack FILE`), then update again"
+    )]
+    BaseMissing {
+        /// The local agent.
+        alias: String,
+        /// The snapshot provenance names.
+        snapshot: ObjectId,
+        /// Its short form.
+        short: String,
+        /// Where it came from.
+        from: String,
+    },
+    /// Capturing the workspace failed or skipped something an update could not keep.
+    #[error("could not capture {}: {message}", path.display())]
+    Capture {
+        /// The workspace.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+    /// Conflicts left unresolved.
+    #[error(
+        "{} conflict(s), nothing was written: {}; choose with --conflicts \
+         keep-local|take-incoming|copy", .0.len(), .0.join(", ")
+    )]
+    Conflicts(Vec<String>),
+    /// New grants not accepted.
+    #[error(
+        "the update grants what the version last imported did not ({}); nothing was written: \
+         review it, then update with --accept-grants", .0.join(", ")
+    )]
+    NewGrants(Vec<String>),
+    /// The workspace changed between the plan and the writes.
+    #[error("{} changed since the update was planned; nothing was written: run it again", .0.display())]
+    Changed(PathBuf),
+    /// A state record could not be read or written.
+    #[error("update state {}: {message}", path.display())]
+    State {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Plans the update of a local agent from `req.source` (see the module doc). Writes only to
+/// the store.
+pub fn plan(
+    store: &Store,
+    req: &UpdateRequest<'_>,
+    progress: &dyn Progress,
+) -> Result<UpdatePlan, UpdateError> {
+    let target = super::read_target(req.install)?;
+    let import_req = ImportRequest {
+        source: req.source,
+        install: req.install,
+        agent_as: req.alias,
+        require: req.require,
+        ..Default::default()
+    };
+    let incoming = super::read_bundle(store, &import_req, None, progress)?;
+    let record = earlier_record(&target, &incoming.manifest.root_agent, req.alias)?;
+    let base_snapshot = store.objects().read_snapshot(&record.snapshot);
+    if base_snapshot.is_err() {
+        return Err(UpdateError::BaseMissing {
+            alias: record.alias.clone(),
+            snapshot: record.snapshot,
+            short: record.snapshot.short(16),
+            from: record.source.clone(),
+        });
+    }
+    let base = source::read(store, record.snapshot, SourceKind::Snapshot)?;
+    let source_text = match incoming.kind {
+        SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
+            .unwrap_or_else(|_| req.source.into())
+            .to_string_lossy()
+            .into_owned(),
+        _ => req.source.to_string_lossy().into_owned(),
+    };
+    let mut plan = UpdatePlan {
+        source: source_text.clone(),
+        alias: record.alias.clone(),
+        bundle_alias: record.bundle_alias.clone(),
+        install: target.root.clone(),
+        base: record.snapshot,
+        incoming: incoming.snapshot,
+        content_id: incoming.content_id(),
+        up_to_date: false,
+        taken: Vec::new(),
+        deleted: Vec::new(),
+        kept: Vec::new(),
+        conflicts: Vec::new(),
+        config_keys: Vec::new(),
+        new_grants: Vec::new(),
+        accept_grants: req.accept_grants,
+        policy: req.conflicts,
+        work: None,
+    };
+    if base.content_id() == incoming.content_id() {
+        plan.up_to_date = true;
+        return Ok(plan);
+    }
+    super::check_fragment(&import_req, &incoming)?;
+    super::check_closure(&incoming)?;
+
+    // Names: what the first import decided, and a name for each entry the update adds.
+    let names = Names::of(&record, &base, &incoming, &target.old_config)?;
+
+    // Files.
+    let workspace = target.install.typed.agent_workspace_dir(&record.alias);
+    let local = capture(store, &workspace, progress)?;
+    let mut sizes = HashMap::new();
+    let base_side = flatten(store, base.workspace.map(|t| t.id), &mut sizes)?;
+    let incoming_side = flatten(store, incoming.workspace.map(|t| t.id), &mut sizes)?;
+    let local_side = flatten(store, Some(local.tree), &mut sizes)?;
+    let behind = left_behind(&[&base, &incoming]);
+    let uncarried = |p: &[u8]| uncarried(&behind, p);
+    let file_plan = sync::files::plan(&base_side, &local_side, &incoming_side, &uncarried);
+    for (path, decision) in &file_plan.paths {
+        let shown = String::from_utf8_lossy(path).into_owned();
+        let is_file = |e: &Entry| e.kind != EntryKind::Dir;
+        match decision {
+            Decision::Take(e) if is_file(e) => plan.taken.push(shown),
+            Decision::Delete if base_side.get(path).is_some_and(is_file) => {
+                plan.deleted.push(shown)
+            }
+            Decision::Keep(e) if is_file(e) => plan.kept.push(shown),
+            _ => {}
+        }
+    }
+    let stamp = Stamp::from_unix_secs(crate::clock::now_ns() / 1_000_000_000);
+    let merged_files = match file_plan.resolve(req.conflicts.engine(), &stamp) {
+        Ok(merged) => {
+            for r in &merged.resolved {
+                plan.conflicts.push(Conflict {
+                    path: String::from_utf8_lossy(&r.path).into_owned(),
+                    kind: r.kind.describe(),
+                    resolution: Some(match &r.how {
+                        sync::files::Resolution::KeptLocal => "kept local".to_string(),
+                        sync::files::Resolution::TookIncoming => "took incoming".to_string(),
+                        sync::files::Resolution::Copied { to } => {
+                            format!("copied to {}", String::from_utf8_lossy(to))
+                        }
+                    }),
+                });
+            }
+            Some(merged.tree)
+        }
+        Err(refused) => {
+            for c in refused.conflicts {
+                plan.conflicts.push(Conflict {
+                    path: String::from_utf8_lossy(&c.path).into_owned(),
+                    kind: match c.why {
+                        sync::files::Why::Refused => c.kind.describe(),
+                        sync::files::Why::Uncarried => {
+                            "taking upstream would replace a file no export carries"
+                        }
+                    },
+                    resolution: None,
+                });
+            }
+            None
+        }
+    };
+
+    // Config.
+    let base_text = merge::localize(&base.fragment, &names.names, &names.owned_base)?;
+    let incoming_text = merge::localize(&incoming.fragment, &names.names, &names.owned_incoming)?;
+    let entries = names.entry_paths();
+    let entry_refs: Vec<&str> = entries.iter().map(String::as_str).collect();
+    let merged_config = match sync::config::merge_config(
+        &base_text,
+        &target.old_config,
+        &incoming_text,
+        &entry_refs,
+        req.conflicts.engine(),
+    ) {
+        Ok(m) => {
+            for d in &m.decisions {
+                let key = sync::config::dotted(&d.path);
+                let action = match &d.action {
+                    sync::config::KeyAction::Same => "same",
+                    sync::config::KeyAction::Take => "take",
+                    sync::config::KeyAction::Delete => "delete",
+                    sync::config::KeyAction::Keep => "keep",
+                    sync::config::KeyAction::KeepLocalDeletion => "keep-deletion",
+                    sync::config::KeyAction::Conflict {
+                        kind,
+                        took_incoming,
+                    } => {
+                        plan.conflicts.push(Conflict {
+                            path: key.clone(),
+                            kind: kind.describe(),
+                            resolution: Some(
+                                if *took_incoming {
+                                    "took incoming"
+                                } else {
+                                    "kept local"
+                                }
+                                .to_string(),
+                            ),
+                        });
+                        "conflict"
+                    }
+                };
+                plan.config_keys.push(KeyChange { key, action });
+            }
+            Some(super::with_line_endings_of(&target.old_config, m.text))
+        }
+        Err(sync::config::ConfigMergeError::Refused { conflicts }) => {
+            for c in conflicts {
+                plan.conflicts.push(Conflict {
+                    path: sync::config::dotted(&c.path),
+                    kind: c.kind.describe(),
+                    resolution: None,
+                });
+            }
+            None
+        }
+        Err(e) => {
+            return Err(ImportError::Invalid {
+                path: target.config_path.clone(),
+                problem: e.to_string(),
+            }
+            .into())
+        }
+    };
+
+    // Grants: what the incoming bundle grants that the base did not, in local names.
+    plan.new_grants = new_grants(&base, &incoming, &names.names)?;
+
+    let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
+        return Ok(plan);
+    };
+    super::check_merged(
+        &target.install,
+        &target.root,
+        &target.config_path,
+        &new_config,
+    )?;
+    let merged_tree = build_tree(store, &tree, &sizes)?;
+    let mut after_record = record.clone();
+    after_record.snapshot = incoming.snapshot;
+    after_record.source = source_text;
+    after_record.imported_at = rfc3339_utc(std::time::SystemTime::now());
+    after_record.tool_version = env!("CARGO_PKG_VERSION").to_string();
+    after_record.entries = names.fates(&incoming)?;
+    after_record.renamed = after_record
+        .entries
+        .iter()
+        .filter(|(path, fate)| Kind::parse_prefix(path).is_some_and(|(_, a)| a != fate.local))
+        .map(|(path, fate)| (path.clone(), fate.local.clone()))
+        .collect();
+    plan.work = Some(Work {
+        config_path: target.config_path,
+        config_target: target.config_target,
+        old_config: target.old_config,
+        new_config,
+        workspace,
+        local,
+        merged_tree,
+        entries,
+        before_record: record,
+        after_record,
+    });
+    Ok(plan)
+}
+
+/// Applies `plan` (see the module doc for the order). Refuses a plan with unresolved
+/// conflicts or unaccepted new grants.
+pub fn apply(
+    store: &Store,
+    plan: &UpdatePlan,
+    progress: &dyn Progress,
+) -> Result<Updated, UpdateError> {
+    let states = states_dir(&plan.install, &plan.alias).join(STATES_FILE);
+    if plan.up_to_date {
+        return Ok(Updated {
+            alias: plan.alias.clone(),
+            written: false,
+            backup: PathBuf::new(),
+            states,
+        });
+    }
+    if plan.refused() {
+        return Err(UpdateError::Conflicts(
+            plan.conflicts
+                .iter()
+                .filter(|c| c.resolution.is_none())
+                .map(|c| format!("{} ({})", c.path, c.kind))
+                .collect(),
+        ));
+    }
+    if plan.grants_unaccepted() {
+        return Err(UpdateError::NewGrants(
+            plan.new_grants.iter().map(|g| g.path.clone()).collect(),
+        ));
+    }
+    let work = plan
+        .work
+        .as_ref()
+        .expect("a plan that is not refused has its work");
+    let backup = write_change(
+        store,
+        &Change {
+            root: &plan.install,
+            alias: &plan.alias,
+            verb: "update",
+            work,
+        },
+        progress,
+    )?;
+    Ok(Updated {
+        alias: plan.alias.clone(),
+        written: true,
+        backup,
+        states,
+    })
+}
+
+/// Restores agent `alias` of `install` to the state before its last update (or rollback):
+/// its workspace and config entries merged back three ways (a local edit since is kept, a
+/// conflicting one refuses), its provenance as it was.
+pub fn rollback(
+    store: &Store,
+    install: &Path,
+    alias: &str,
+    progress: &dyn Progress,
+) -> Result<Updated, UpdateError> {
+    let target = super::read_target(install)?;
+    let dir = states_dir(&target.root, alias);
+    let file = dir.join(STATES_FILE);
+    let states = read_states(&file)?;
+    let Some(last) = states.state.last() else {
+        return Err(UpdateError::NotImported(format!(
+            "agent {alias} has no update to roll back in {} (no record at {})",
+            target.root.display(),
+            file.display()
+        )));
+    };
+    let read_text = |name: &str| {
+        let path = dir.join(name);
+        fs::read_to_string(&path).map_err(|e| UpdateError::State {
+            path: path.clone(),
+            message: e.to_string(),
+        })
+    };
+    let before_config = read_text(&last.before_config)?;
+    let after_config = read_text(&last.after_config)?;
+    let workspace = target.install.typed.agent_workspace_dir(alias);
+    let local = capture(store, &workspace, progress)?;
+    let mut sizes = HashMap::new();
+    let after_side = flatten(store, Some(last.after_tree), &mut sizes)?;
+    let before_side = flatten(store, Some(last.before_tree), &mut sizes)?;
+    let local_side = flatten(store, Some(local.tree), &mut sizes)?;
+    let untouched = |p: &[u8]| uncarried(&[], p);
+    let stamp = Stamp::from_unix_secs(crate::clock::now_ns() / 1_000_000_000);
+    let files = sync::files::plan(&after_side, &local_side, &before_side, &untouched)
+        .resolve(Conflicts::Refuse, &stamp)
+        .map_err(|r| {
+            UpdateError::Conflicts(
+                r.conflicts
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{} ({})",
+                            String::from_utf8_lossy(&c.path),
+                            c.kind.describe()
+                        )
+                    })
+                    .collect(),
+            )
+        })?;
+    let new_config = if target.old_config == after_config {
+        before_config
+    } else {
+        let entries: Vec<&str> = last.entries.iter().map(String::as_str).collect();
+        let merged = sync::config::merge_config(
+            &after_config,
+            &target.old_config,
+            &before_config,
+            &entries,
+            Conflicts::Refuse,
+        )
+        .map_err(|e| match e {
+            sync::config::ConfigMergeError::Refused { conflicts } => UpdateError::Conflicts(
+                conflicts
+                    .iter()
+                    .map(|c| format!("{} ({})", sync::config::dotted(&c.path), c.kind.describe()))
+                    .collect(),
+            ),
+            other => UpdateError::Import(ImportError::Invalid {
+                path: target.config_path.clone(),
+                problem: other.to_string(),
+            }),
+        })?;
+        super::with_line_endings_of(&target.old_config, merged.text)
+    };
+    super::check_merged(
+        &target.install,
+        &target.root,
+        &target.config_path,
+        &new_config,
+    )?;
+    let merged_tree = build_tree(store, &files.tree, &sizes)?;
+    let current_record =
+        provenance::read(&target.root, alias)?.unwrap_or_else(|| last.after_provenance.clone());
+    let work = Work {
+        config_path: target.config_path,
+        config_target: target.config_target,
+        old_config: target.old_config,
+        new_config,
+        workspace,
+        local,
+        merged_tree,
+        entries: last.entries.clone(),
+        before_record: current_record,
+        after_record: last.before_provenance.clone(),
+    };
+    let backup = write_change(
+        store,
+        &Change {
+            root: &target.root,
+            alias,
+            verb: "rollback",
+            work: &work,
+        },
+        progress,
+    )?;
+    Ok(Updated {
+        alias: alias.to_string(),
+        written: true,
+        backup,
+        states: file,
+    })
+}
+
+/// The provenance record of the agent to update: `alias`'s, or the one record of
+/// `bundle_alias` whose agent the install still configures.
+fn earlier_record(
+    target: &super::Target,
+    bundle_alias: &str,
+    alias: Option<&str>,
+) -> Result<Provenance, UpdateError> {
+    let root = &target.root;
+    if let Some(alias) = alias {
+        let record = provenance::read(root, alias)?.ok_or_else(|| {
+            UpdateError::NotImported(format!(
+                "agent {alias} of {} was not imported by this tool (no record at {}): there is \
+                 no base to merge against; import the bundle instead",
+                root.display(),
+                provenance::path(root, alias).display()
+            ))
+        })?;
+        if record.bundle_alias != bundle_alias {
+            return Err(UpdateError::NotImported(format!(
+                "agent {alias} was imported from a bundle of agent {}, and this bundle is of \
+                 agent {bundle_alias}: not an update of it",
+                record.bundle_alias
+            )));
+        }
+        return Ok(record);
+    }
+    let mut records = provenance::imports_of(root, bundle_alias)?;
+    records.retain(|r| target.install.typed.agents.contains_key(&r.alias));
+    match records.len() {
+        1 => Ok(records.remove(0)),
+        0 => Err(UpdateError::NotImported(format!(
+            "no agent of {} was imported from a bundle of agent {bundle_alias}: nothing to \
+             update; import it instead",
+            root.display()
+        ))),
+        _ => Err(UpdateError::NotImported(format!(
+            "agents {} of {} were each imported from a bundle of agent {bundle_alias}: name \
+             the one to update with --as",
+            records
+                .iter()
+                .map(|r| r.alias.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            root.display()
+        ))),
+    }
+}
+
+/// The local names of an update's entries.
+struct Names {
+    /// (kind, bundle alias) -> local alias, for every entry either bundle references.
+    names: BTreeMap<(Kind, String), String>,
+    /// The entries the first import added, of the base.
+    owned_base: BTreeSet<(Kind, String)>,
+    /// Those of the incoming bundle (with the entries the update adds).
+    owned_incoming: BTreeSet<(Kind, String)>,
+}
+
+impl Names {
+    fn of(
+        record: &Provenance,
+        base: &source::StoredBundle,
+        incoming: &source::StoredBundle,
+        install: &str,
+    ) -> Result<Names, UpdateError> {
+        let mut names = BTreeMap::new();
+        let mut owned = BTreeSet::new();
+        let base_entries = merge::fragment_aliases(&base.fragment)?;
+        if record.entries.is_empty() {
+            // A record from before updates: only the agent is known to be the import's own;
+            // every other entry keeps the name the import gave it (renamed, or its own).
+            for (kind, alias) in &base_entries {
+                let local = record
+                    .renamed
+                    .get(&kind.path_of(alias))
+                    .cloned()
+                    .unwrap_or_else(|| alias.clone());
+                names.insert((*kind, alias.clone()), local);
+            }
+            names.insert(
+                (Kind::Agent, record.bundle_alias.clone()),
+                record.alias.clone(),
+            );
+            owned.insert((Kind::Agent, record.bundle_alias.clone()));
+        } else {
+            for (path, fate) in &record.entries {
+                let Some((kind, alias)) = Kind::parse_prefix(path) else {
+                    continue;
+                };
+                names.insert((kind, alias.to_string()), fate.local.clone());
+                if fate.owned {
+                    owned.insert((kind, alias.to_string()));
+                }
+            }
+        }
+        let owned_base: BTreeSet<_> = owned
+            .iter()
+            .filter(|k| base_entries.contains(k))
+            .cloned()
+            .collect();
+        let mut owned_incoming = BTreeSet::new();
+        let taken = merge::taken_aliases(install)?;
+        for key in merge::fragment_aliases(&incoming.fragment)? {
+            if names.contains_key(&key) {
+                if owned.contains(&key) {
+                    owned_incoming.insert(key);
+                }
+                continue;
+            }
+            // An entry the update adds: its own name when free, else a fresh one.
+            let (kind, alias) = &key;
+            let used: BTreeSet<String> = taken
+                .iter()
+                .filter(|(k, _)| k == kind)
+                .map(|(_, a)| a.clone())
+                .chain(
+                    names
+                        .iter()
+                        .filter(|((k, _), _)| k == kind)
+                        .map(|(_, l)| l.clone()),
+                )
+                .collect();
+            let local = if used.contains(alias) {
+                merge::fresh_alias(alias, &used)
+            } else {
+                alias.clone()
+            };
+            names.insert(key.clone(), local);
+            owned_incoming.insert(key);
+        }
+        Ok(Names {
+            names,
+            owned_base,
+            owned_incoming,
+        })
+    }
+
+    /// The dotted local paths of every owned entry, for the config merge.
+    fn entry_paths(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .owned_base
+            .iter()
+            .chain(&self.owned_incoming)
+            .map(|key| {
+                let local = &self.names[key];
+                let segs = if key.0 == Kind::McpServer {
+                    vec!["mcp".to_string(), "servers".to_string(), local.clone()]
+                } else {
+                    key.0.segments(local)
+                };
+                sync::config::dotted(&segs)
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The provenance entries after the update: those of the incoming bundle.
+    fn fates(
+        &self,
+        incoming: &source::StoredBundle,
+    ) -> Result<BTreeMap<String, EntryFate>, UpdateError> {
+        Ok(merge::fragment_aliases(&incoming.fragment)?
+            .into_iter()
+            .filter_map(|key| {
+                let local = self.names.get(&key)?.clone();
+                let owned = self.owned_incoming.contains(&key);
+                Some((key.0.path_of(&key.1), EntryFate { local, owned }))
+            })
+            .collect())
+    }
+}
+
+/// Workspace paths (relative) the bundles' manifests list as left behind.
+fn left_behind(bundles: &[&source::StoredBundle]) -> Vec<String> {
+    bundles
+        .iter()
+        .flat_map(|b| b.manifest.dropped.iter())
+        .filter_map(|d| d.path.strip_prefix("workspace/").map(str::to_string))
+        .collect()
+}
+
+/// Whether workspace path `path` is one no export carries: ZeroClaw's memory rule, or at or
+/// under a path in `behind`.
+fn uncarried(behind: &[String], path: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(path);
+    !crate::agent::workspace_entry_included(&text)
+        || behind.iter().any(|b| {
+            text == b.as_str()
+                || text
+                    .strip_prefix(b.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+        })
+}
+
+/// New grants: the incoming bundle's that the base does not have, by kind, path and detail,
+/// with local paths.
+fn new_grants(
+    base: &source::StoredBundle,
+    incoming: &source::StoredBundle,
+    names: &BTreeMap<(Kind, String), String>,
+) -> Result<Vec<Grant>, UpdateError> {
+    let grants = |b: &source::StoredBundle| {
+        crate::agent::bundle_grants(&b.manifest, &b.fragment).map_err(|source| {
+            ImportError::Bundle {
+                file: CONFIG_FILE,
+                source,
+            }
+        })
+    };
+    let key = |g: &Grant| (format!("{:?}", g.kind), g.path.clone(), g.detail.clone());
+    let had: BTreeSet<_> = grants(base)?.iter().filter(|g| !g.stale).map(key).collect();
+    Ok(grants(incoming)?
+        .into_iter()
+        .filter(|g| !g.stale && !had.contains(&key(g)))
+        .map(|g| Grant {
+            path: localize_path(&g.path, names),
+            ..g
+        })
+        .collect())
+}
+
+/// A dotted bundle path in local names (the longest entry prefix that `names` renames).
+fn localize_path(path: &str, names: &BTreeMap<(Kind, String), String>) -> String {
+    let mut best: Option<(usize, String)> = None;
+    for ((kind, alias), local) in names {
+        let prefix = kind.path_of(alias);
+        let holds = path == prefix
+            || path
+                .strip_prefix(&prefix)
+                .is_some_and(|r| r.starts_with('.') || r.starts_with('['));
+        if holds && best.as_ref().is_none_or(|(len, _)| prefix.len() > *len) {
+            best = Some((
+                prefix.len(),
+                format!("{}{}", kind.path_of(local), &path[prefix.len()..]),
+            ));
+        }
+    }
+    best.map_or_else(|| path.to_string(), |(_, p)| p)
+}
+
+/// Captures the workspace `dir` whole into the store (a snapshot record: the state before);
+/// refused when the capture skipped anything (a symlink, a socket), which the publish of the
+/// merged tree would not keep. A missing workspace is the empty tree.
+fn capture(store: &Store, dir: &Path, progress: &dyn Progress) -> Result<Captured, UpdateError> {
+    if fs::symlink_metadata(dir).is_err() {
+        let tree = store.objects().write_tree(&empty_tree())?;
+        return Ok(Captured {
+            snapshot: None,
+            tree,
+        });
+    }
+    let fail = |message: String| UpdateError::Capture {
+        path: dir.to_path_buf(),
+        message,
+    };
+    let source = crate::export::SourceDir::open(dir).map_err(|e| fail(format!("{e:#}")))?;
+    let snap = crate::export::capture_dir(store, source, None, progress)
+        .map_err(|e| fail(format!("{e:#}")))?;
+    if let Some(first) = snap.snapshot.report.skipped.first() {
+        return Err(fail(format!(
+            "it holds {} entr{} an update cannot keep (the first: {} {:?}); the merged \
+             workspace replaces the directory, so move {} out of it first",
+            snap.snapshot.report.skipped.len(),
+            if snap.snapshot.report.skipped.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            },
+            first.path,
+            first.reason,
+            if snap.snapshot.report.skipped.len() == 1 {
+                "it"
+            } else {
+                "them"
+            },
+        )));
+    }
+    Ok(Captured {
+        snapshot: Some(snap.id),
+        tree: snap.snapshot.root,
+    })
+}
+
+fn empty_tree() -> Tree {
+    Tree::from_entries(Vec::new()).expect("an empty tree is valid")
+}
+
+/// Flattens stored tree `tree` (none: empty) into a [`Side`], noting each blob's size.
+fn flatten(
+    store: &Store,
+    tree: Option<ObjectId>,
+    sizes: &mut HashMap<ObjectId, u64>,
+) -> Result<Side, StoreError> {
+    let mut side = Side::new();
+    let Some(tree) = tree else {
+        return Ok(side);
+    };
+    let mut stack: Vec<(Vec<u8>, ObjectId)> = vec![(Vec::new(), tree)];
+    while let Some((prefix, id)) = stack.pop() {
+        for e in store.objects().read_tree(&id)?.entries() {
+            let mut path = prefix.clone();
+            if !path.is_empty() {
+                path.push(b'/');
+            }
+            path.extend_from_slice(&e.name);
+            if e.kind == EntryKind::Dir {
+                side.insert(path.clone(), Entry::dir());
+                stack.push((path, e.id));
+            } else {
+                sizes.insert(e.id, e.size);
+                side.insert(path, Entry::file(e.mode, e.id));
+            }
+        }
+    }
+    Ok(side)
+}
+
+/// A directory being built from a [`Side`].
+#[derive(Default)]
+struct DirNode {
+    files: BTreeMap<Vec<u8>, Entry>,
+    dirs: BTreeMap<Vec<u8>, DirNode>,
+}
+
+/// Writes the tree objects of `side` (files and empty directories) and returns the root.
+fn build_tree(
+    store: &Store,
+    side: &Side,
+    sizes: &HashMap<ObjectId, u64>,
+) -> Result<ObjectId, UpdateError> {
+    let mut root = DirNode::default();
+    for (path, entry) in side {
+        let parts: Vec<&[u8]> = path.split(|b| *b == b'/').collect();
+        let (last, dirs) = parts.split_last().expect("a path has a component");
+        let mut node = &mut root;
+        for d in dirs {
+            node = node.dirs.entry(d.to_vec()).or_default();
+        }
+        if entry.kind == EntryKind::Dir {
+            node.dirs.entry(last.to_vec()).or_default();
+        } else {
+            node.files.insert(last.to_vec(), *entry);
+        }
+    }
+    Ok(write_node(store, &root, sizes)?.0)
+}
+
+fn write_node(
+    store: &Store,
+    node: &DirNode,
+    sizes: &HashMap<ObjectId, u64>,
+) -> Result<(ObjectId, u64), UpdateError> {
+    let mut entries = Vec::new();
+    let mut total = 0u64;
+    for (name, e) in &node.files {
+        let size = sizes.get(&e.id).copied().unwrap_or(0);
+        total += size;
+        entries.push(TreeEntry::file(name.clone(), e.mode, size, e.id));
+    }
+    for (name, sub) in &node.dirs {
+        let (id, size) = write_node(store, sub, sizes)?;
+        total += size;
+        entries.push(TreeEntry::dir(name.clone(), size, id));
+    }
+    let tree = Tree::from_entries(entries).map_err(|e| UpdateError::Capture {
+        path: PathBuf::from("<merged workspace>"),
+        message: e.to_string(),
+    })?;
+    Ok((store.objects().write_tree(&tree)?, total))
+}
+
+/// One write of an update or rollback.
+struct Change<'a> {
+    root: &'a Path,
+    alias: &'a str,
+    verb: &'static str,
+    work: &'a Work,
+}
+
+const STATES_FILE: &str = "states.toml";
+
+/// The record of an agent's last states, newest last.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct States {
+    #[serde(default)]
+    state: Vec<State>,
+}
+
+/// One state: what an update or rollback replaced, and what it wrote.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct State {
+    seq: u64,
+    verb: String,
+    at: String,
+    /// The workspace snapshot before (a snapshot record; none when there was no workspace).
+    before_snapshot: Option<ObjectId>,
+    before_tree: ObjectId,
+    /// The snapshot record of the workspace written.
+    after_snapshot: ObjectId,
+    after_tree: ObjectId,
+    /// `config.toml` before and after, file names in the state directory.
+    before_config: String,
+    after_config: String,
+    /// The config entries merged (dotted local paths).
+    entries: Vec<String>,
+    before_provenance: Provenance,
+    after_provenance: Provenance,
+}
+
+fn states_dir(root: &Path, alias: &str) -> PathBuf {
+    root.join(STATES_DIR).join(alias)
+}
+
+fn read_states(file: &Path) -> Result<States, UpdateError> {
+    let text = match crate::sys::read_small_text(file, 1 << 20, "an update state file") {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(States::default()),
+        Err(e) => {
+            return Err(UpdateError::State {
+                path: file.to_path_buf(),
+                message: e.to_string(),
+            })
+        }
+    };
+    toml::from_str(&text).map_err(|e| UpdateError::State {
+        path: file.to_path_buf(),
+        message: e.message().to_string(),
+    })
+}
+
+/// Writes `text` at `dest`, atomically and owner-only.
+fn write_private(store: &Store, dest: &Path, text: &str) -> Result<(), UpdateError> {
+    let req = FileRequest {
+        dest,
+        force: true,
+        store: store.root(),
+        noun: "update state",
+        cancel: None,
+        private: true,
+        keep: None,
+    };
+    publish::publish_file(&req, |out: &mut dyn std::io::Write| {
+        out.write_all(text.as_bytes())
+    })
+    .map_err(|e| UpdateError::State {
+        path: dest.to_path_buf(),
+        message: e.to_string(),
+    })
+}
+
+/// Commits a snapshot record of tree `root` (so it stays reachable), `what` naming it.
+fn record_tree(store: &Store, root: ObjectId, what: String) -> Result<ObjectId, UpdateError> {
+    let lock = store.write_lock()?;
+    let snap = Snapshot {
+        root,
+        created_unix_ns: i128::from(crate::clock::now_ns()),
+        host: crate::sys::hostname(),
+        kind: SnapshotKind::Tree,
+        source: what,
+        agent: None,
+        name: None,
+        parent: None,
+        report: CaptureReport::default(),
+    };
+    Ok(store
+        .catalog()
+        .commit_snapshot_of_source(&lock, snap, None)?
+        .0)
+}
+
+/// The writes (see the module doc); returns the backup of `config.toml`.
+fn write_change(
+    store: &Store,
+    change: &Change<'_>,
+    progress: &dyn Progress,
+) -> Result<PathBuf, UpdateError> {
+    let work = change.work;
+    let root = change.root;
+    let dir = sys::open_dir_path(root).map_err(|source| ImportError::Read {
+        path: root.to_path_buf(),
+        source,
+    })?;
+    if !sys::try_lock_exclusive(dir.as_fd()).map_err(|source| ImportError::Read {
+        path: root.to_path_buf(),
+        source,
+    })? {
+        return Err(ImportError::Busy {
+            path: root.to_path_buf(),
+        }
+        .into());
+    }
+    let changed_config = || ImportError::ConfigChanged {
+        path: work.config_path.clone(),
+    };
+    if super::config_target(&work.config_path)? != work.config_target {
+        return Err(changed_config().into());
+    }
+    let (now, meta) = super::read_config(&work.config_target)?;
+    if now != work.old_config {
+        return Err(changed_config().into());
+    }
+    let again = capture(store, &work.workspace, progress)?;
+    if again.tree != work.local.tree {
+        return Err(UpdateError::Changed(work.workspace.clone()));
+    }
+    let keep = Keep {
+        mode: meta.mode() & 0o7777,
+        uid: meta.uid(),
+        gid: meta.gid(),
+    };
+
+    // 1. The state record: what is replaced, kept reachable.
+    let states_dir = states_dir(root, change.alias);
+    fs::create_dir_all(&states_dir).map_err(|e| UpdateError::State {
+        path: states_dir.clone(),
+        message: e.to_string(),
+    })?;
+    let states_file = states_dir.join(STATES_FILE);
+    let mut states = read_states(&states_file)?;
+    let seq = states.state.last().map_or(1, |s| s.seq + 1);
+    let before_config = format!("{seq}.before.toml");
+    let after_config = format!("{seq}.after.toml");
+    write_private(store, &states_dir.join(&before_config), &work.old_config)?;
+    write_private(store, &states_dir.join(&after_config), &work.new_config)?;
+    let place = format!("agent {} at {}", change.alias, root.display());
+    let before_snapshot = match work.local.snapshot {
+        Some(id) => Some(id),
+        None => Some(record_tree(
+            store,
+            work.local.tree,
+            format!("before {} of {place}", change.verb),
+        )?),
+    };
+    let after_snapshot = record_tree(
+        store,
+        work.merged_tree,
+        format!("{} of {place}", change.verb),
+    )?;
+    states.state.push(State {
+        seq,
+        verb: change.verb.to_string(),
+        at: rfc3339_utc(std::time::SystemTime::now()),
+        before_snapshot,
+        before_tree: work.local.tree,
+        after_snapshot,
+        after_tree: work.merged_tree,
+        before_config,
+        after_config,
+        entries: work.entries.clone(),
+        before_provenance: work.before_record.clone(),
+        after_provenance: work.after_record.clone(),
+    });
+    let dropped: Vec<State> = if states.state.len() > KEEP_STATES {
+        let n = states.state.len() - KEEP_STATES;
+        states.state.drain(..n).collect()
+    } else {
+        Vec::new()
+    };
+    let text = toml::to_string(&states).map_err(|e| UpdateError::State {
+        path: states_file.clone(),
+        message: e.to_string(),
+    })?;
+    write_private(store, &states_file, &text)?;
+    for old in dropped {
+        // Best effort: a state no longer kept releases its snapshots and texts.
+        for id in old.before_snapshot.iter().chain([&old.after_snapshot]) {
+            let _ = store.maintenance().forget(id);
+        }
+        let _ = fs::remove_file(states_dir.join(&old.before_config));
+        let _ = fs::remove_file(states_dir.join(&old.after_config));
+    }
+
+    // 2. The workspace, through the staged publish (unless nothing changes in it).
+    crate::hooks::seam("update-step", "trees");
+    progress
+        .check_cancel()
+        .map_err(|_| ImportError::Interrupted)?;
+    if work.merged_tree != work.local.tree {
+        let req = PublishRequest {
+            dest: &work.workspace,
+            force: true,
+            sources: &[],
+            store: Some(store.root()),
+            bundle: super::NO_MARKER,
+        };
+        let publish_err = |source| ImportError::Publish {
+            what: format!("the workspace of agent {}", change.alias),
+            path: work.workspace.clone(),
+            source: Box::new(source),
+        };
+        let admitted = publish::check(&req).map_err(publish_err)?;
+        let reader = store.objects().reader();
+        publish::publish_to(&reader, &work.merged_tree, &admitted, None, progress)
+            .map_err(publish_err)?;
+        progress.finish();
+    }
+
+    // 3. Provenance, 4. backup, 5. config.toml last.
+    crate::hooks::seam("update-step", "provenance");
+    provenance::write(root, store.root(), &work.after_record)?;
+    crate::hooks::seam("update-step", "config");
+    let backup = super::backup_path(&work.config_path);
+    super::write_file(store, &backup, false, keep, None, work.old_config.clone())?;
+    if work.new_config != work.old_config {
+        super::write_file(
+            store,
+            &work.config_target,
+            true,
+            keep,
+            None,
+            work.new_config.clone(),
+        )?;
+    }
+    Ok(backup)
+}
