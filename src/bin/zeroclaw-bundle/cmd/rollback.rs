@@ -9,9 +9,8 @@ use zeroclaw_bundle::{Bundles, Progress as _};
 
 /// Runs `rollback`.
 pub fn run(args: RollbackArgs, ctx: &Ctx) -> Result<Outcome> {
-    let install = zeroclaw_bundle::agent::install_root(args.install.as_deref())?;
-    zeroclaw_bundle::agent::require_install(&install)?;
-    let bundles = Bundles::from_store(ctx.create_store()?);
+    let install = Bundles::import_install(args.install.as_deref())?;
+    let bundles = ctx.bundles()?;
     let progress = ctx.term_progress();
     let done = bundles.rollback(&install, &args.alias, &progress);
     progress.finish();

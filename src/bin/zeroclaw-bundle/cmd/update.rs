@@ -6,15 +6,20 @@ use anyhow::{Context, Result};
 
 use crate::cli::UpdateArgs;
 use crate::cmd::{Ctx, Outcome};
-use zeroclaw_bundle::{Bundles, ConflictPolicy, Progress as _, UpdatePlan, UpdateRequest};
+use zeroclaw_bundle::{
+    Bundles, ConflictPolicy, Progress as _, TrustPolicy, UpdatePlan, UpdateRequest,
+};
 
 /// Runs `update`.
 pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
-    let install = zeroclaw_bundle::agent::install_root(args.install.as_deref())?;
-    zeroclaw_bundle::agent::require_install(&install)?;
+    let install = Bundles::import_install(args.install.as_deref())?;
     let trust = super::sign::trust_of_args(&ctx.store_path, &args.trust)?;
-    let require = trust.enforcing(&args.source.to_string_lossy())?;
-    let bundles = Bundles::from_store(ctx.create_store()?);
+    let policy = trust.policy(&args.source.to_string_lossy())?;
+    let require = match &policy {
+        TrustPolicy::Require(allowed) => Some(allowed),
+        _ => None,
+    };
+    let bundles = ctx.bundles()?;
     let conflicts = match args.conflicts.as_str() {
         "keep-local" => ConflictPolicy::KeepLocal,
         "take-incoming" => ConflictPolicy::TakeIncoming,
