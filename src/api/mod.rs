@@ -14,6 +14,7 @@
 //! prints, as data.
 
 mod error;
+mod mount;
 
 use std::ffi::OsStr;
 use std::io::Write;
@@ -36,6 +37,10 @@ pub use crate::remote::{PullReport, PushReport};
 pub use crate::review::{Review, ReviewOptions};
 pub use crate::sign::{AllowedSigners, SignReport, Signer};
 pub use error::{Error, ErrorKind, Verb};
+pub use mount::{
+    MountError, MountNote, MountReport, MountRequest, Mounted, PreparedMount, RemoteTraffic,
+    Unmounted, Unmounter,
+};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
     GcReport, ObjectId, PackOptions, PackStats, Snapshot, SnapshotSummary, TreeEntry, VerifyReport,
@@ -788,62 +793,6 @@ impl Bundles {
         )
     }
 
-    /// Mounts snapshot `reference` read-only at `mountpoint` (an empty directory) through
-    /// FUSE, so a person can read it with their own tools. The returned handle unmounts on
-    /// drop (lazily when busy); the store keeps every object the mount serves until then.
-    ///
-    /// ```
-    /// use zeroclaw_bundle::{Bundles, MountOptions, Silent};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let tree = dir.path().join("tree");
-    /// # std::fs::create_dir(&tree)?;
-    /// # std::fs::write(tree.join("a.txt"), "a\n")?;
-    /// let bundles = Bundles::create(dir.path().join("store"))?;
-    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
-    /// let mnt = dir.path().join("mnt");
-    /// std::fs::create_dir(&mnt)?;
-    /// let mut mounted = bundles.mount(&snap.id.to_hex(), &mnt, MountOptions::default())?;
-    /// assert_eq!(std::fs::read(mnt.join("a.txt"))?, b"a\n");
-    /// mounted.unmount()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn mount(
-        &self,
-        reference: &str,
-        mountpoint: &Path,
-        options: MountOptions,
-    ) -> Result<MountHandle> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Mount, reference, e);
-        let id = self
-            .stored("mount", reference)
-            .map_err(|e| fail(e.into()))?;
-        let snap = self.store.read_snapshot(&id).map_err(|e| fail(e.into()))?;
-        self.gate_stored(&id)
-            .with_context(|| format!("could not mount snapshot {}", id.short(12)))
-            .map_err(fail)?;
-        zeroclaw_bundle_mount::check_mountpoint(mountpoint).map_err(|e| fail(e.into()))?;
-        refuse_mountpoint_in_store(mountpoint, self.store.root()).map_err(fail)?;
-        let lease = self
-            .store
-            .lease(&id, &snap.root)
-            .map_err(|e| fail(e.into()))?;
-        let options = MountOptions {
-            label: if options.label.is_empty() {
-                id.short(12)
-            } else {
-                options.label
-            },
-            ..options
-        };
-        let source: std::sync::Arc<dyn ObjectSource> =
-            std::sync::Arc::new(self.store.snapshot_source(&id));
-        let mut handle = zeroclaw_bundle_mount::mount(source, snap.root, mountpoint, &options)
-            .with_context(|| format!("could not mount snapshot {}", id.short(12)))
-            .map_err(fail)?;
-        handle.keep_lease(lease);
-        Ok(handle)
-    }
-
     /// Writes snapshot `reference` and every object it reaches (or, with
     /// [`PackOptions::since`], those another snapshot does not) into one self-verifying pack
     /// file at `out`, staged and renamed into place (`replace`: an existing file may be
@@ -1241,22 +1190,6 @@ impl DiffSink for Collect {
         self.changes.push(change.clone());
         Ok(())
     }
-}
-
-/// Refuses a mountpoint inside the store: a mount there would hide the store's own files.
-#[doc(hidden)] // TRANSITION
-pub fn refuse_mountpoint_in_store(mountpoint: &Path, store: &Path) -> anyhow::Result<()> {
-    let canonical = std::fs::canonicalize(mountpoint)
-        .with_context(|| format!("could not resolve {}", mountpoint.display()))?;
-    if crate::publish::lies_inside(&canonical, store) {
-        anyhow::bail!(
-            "refusing to mount on {}: it lies inside the store at {} (a mount there would \
-             hide the store's own files); mount on an empty directory outside the store",
-            mountpoint.display(),
-            store.display()
-        );
-    }
-    Ok(())
 }
 
 fn is_empty_dir(path: &Path) -> bool {
