@@ -486,15 +486,6 @@ pub fn try_lock_exclusive(fd: impl AsFd) -> io::Result<bool> {
     }
 }
 
-/// Points stdout and stderr at `/dev/null` (a daemon after it has reported readiness: the
-/// parent closed the pipes, and a write there would fail).
-pub fn detach_stdio() -> io::Result<()> {
-    let null = rustix::fs::open("/dev/null", OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
-    rustix::stdio::dup2_stdout(&null)?;
-    rustix::stdio::dup2_stderr(&null)?;
-    Ok(())
-}
-
 /// A new unnamed file in directory `dir` (`O_TMPFILE`, `mode` less the umask, as
 /// `File::create` makes it with 0666): if the process dies before [`link_unnamed`] names it,
 /// the kernel frees it and nothing is left.

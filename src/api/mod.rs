@@ -20,6 +20,7 @@ mod error;
 mod import_report;
 mod json;
 mod maintenance;
+mod mount;
 mod read;
 mod remotes;
 mod signing;
@@ -32,7 +33,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::Context as _;
-use zeroclaw_bundle_store::{ObjectSource, Store};
+use zeroclaw_bundle_store::Store;
 
 pub use crate::agent::INSTALL_DEFAULT;
 pub use crate::agent::{Grant, GrantKind, Manifest, RenderedBundle, RiskKind, SemanticChange};
@@ -66,6 +67,10 @@ pub use remotes::{
 };
 pub use signing::{Checked, SignerTrust, SigningKey, Verdict};
 pub use transfer::{CheckedOut, PackInput, Packed, Unpacked};
+pub use mount::{
+    MountError, MountNote, MountReport, MountRequest, Mounted, PreparedMount, RemoteTraffic,
+    Unmounted, Unmounter,
+};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
     EntryKind, GcReport, ObjectId, PackOptions, PackStats, ReindexReport, Snapshot, SnapshotKind,
@@ -522,67 +527,6 @@ impl Bundles {
             .cat(out)
     }
 
-    /// Mounts snapshot `reference` read-only at `mountpoint` (an empty directory) through
-    /// FUSE, so a person can read it with their own tools. The returned handle unmounts on
-    /// drop (lazily when busy); the store keeps every object the mount serves until then.
-    ///
-    /// ```
-    /// use zeroclaw_bundle::{Bundles, MountOptions, Silent};
-    /// # let dir = tempfile::tempdir()?;
-    /// # let tree = dir.path().join("tree");
-    /// # std::fs::create_dir(&tree)?;
-    /// # std::fs::write(tree.join("a.txt"), "a\n")?;
-    /// let bundles = Bundles::create(dir.path().join("store"))?;
-    /// let snap = bundles.snapshot_dir(&tree, None, &Silent)?;
-    /// let mnt = dir.path().join("mnt");
-    /// std::fs::create_dir(&mnt)?;
-    /// let mut mounted = bundles.mount(&snap.id.to_hex(), &mnt, MountOptions::default())?;
-    /// assert_eq!(std::fs::read(mnt.join("a.txt"))?, b"a\n");
-    /// mounted.unmount()?;
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn mount(
-        &self,
-        reference: &str,
-        mountpoint: &Path,
-        options: MountOptions,
-    ) -> Result<MountHandle> {
-        let fail = |e: anyhow::Error| Error::new(Verb::Mount, reference, e);
-        let id = self
-            .stored("mount", reference)
-            .map_err(|e| fail(e.into()))?;
-        let snap = self
-            .store
-            .objects()
-            .read_snapshot(&id)
-            .map_err(|e| fail(e.into()))?;
-        self.gate_stored(&id)
-            .with_context(|| format!("could not mount snapshot {}", id.short(12)))
-            .map_err(fail)?;
-        zeroclaw_bundle_mount::check_mountpoint(mountpoint).map_err(|e| fail(e.into()))?;
-        refuse_mountpoint_in_store(mountpoint, self.store.root()).map_err(fail)?;
-        let lease = self
-            .store
-            .maintenance()
-            .lease(&id, &snap.root)
-            .map_err(|e| fail(e.into()))?;
-        let options = MountOptions {
-            label: if options.label.is_empty() {
-                id.short(12)
-            } else {
-                options.label
-            },
-            ..options
-        };
-        let source: std::sync::Arc<dyn ObjectSource> =
-            std::sync::Arc::new(self.store.index().snapshot_source(&id));
-        let mut handle = zeroclaw_bundle_mount::mount(source, snap.root, mountpoint, &options)
-            .with_context(|| format!("could not mount snapshot {}", id.short(12)))
-            .map_err(fail)?;
-        handle.keep_lease(lease);
-        Ok(handle)
-    }
-
     /// Reviews `source` (a bundle directory, snapshot, pack or remote ref): everything an
     /// operator must accept before importing it (grants, secrets to fill, credential-looking
     /// files by path and reason, scripts, personal files, the diff against an earlier import
@@ -725,22 +669,6 @@ impl Bundles {
 /// See [`Bundles::review`] for an example.
 pub fn render_review(review: &Review, out: &mut dyn Write) -> std::io::Result<()> {
     crate::review::render(review, out)
-}
-
-/// Refuses a mountpoint inside the store: a mount there would hide the store's own files.
-#[doc(hidden)] // TRANSITION
-pub fn refuse_mountpoint_in_store(mountpoint: &Path, store: &Path) -> anyhow::Result<()> {
-    let canonical = std::fs::canonicalize(mountpoint)
-        .with_context(|| format!("could not resolve {}", mountpoint.display()))?;
-    if crate::publish::lies_inside(&canonical, store) {
-        anyhow::bail!(
-            "refusing to mount on {}: it lies inside the store at {} (a mount there would \
-             hide the store's own files); mount on an empty directory outside the store",
-            mountpoint.display(),
-            store.display()
-        );
-    }
-    Ok(())
 }
 
 /// The allowed signers `policy` requires of a snapshot of the store at `root` (which need not

@@ -1,7 +1,8 @@
 //! A program that links only the public API gets the operator's trust policy: a store whose
 //! `trust.toml` requires signatures refuses an unsigned snapshot in checkout, mount, unpack,
 //! pull and import, and nothing becomes visible in the store (no snapshot listed, nothing
-//! published, nothing mounted); with the policy turned off in code, each succeeds. The store's
+//! published, nothing mounted, whether the mount names a stored snapshot, a pack or a remote
+//! ref); with the policy turned off in code, each succeeds. The store's
 //! settings and a `file://` remote are made with the standalone binary (`trust`, `remote add`,
 //! `push`), as an operator would.
 
@@ -137,6 +138,22 @@ fn a_store_that_requires_signatures_refuses_unsigned_snapshots_until_code_says_o
         !mnt.join("a.txt").exists(),
         "a refused mount serves nothing"
     );
+    // A pack and a remote ref are mounted where they are (nothing is unpacked or pulled),
+    // and refused alike.
+    let remote_ref = format!("origin/{id}");
+    let served_in_place = [pack.to_str().unwrap(), remote_ref.as_str()];
+    for reference in served_in_place {
+        untrusted(
+            &format!("mount {reference}"),
+            target
+                .mount(reference, &mnt, MountOptions::default())
+                .unwrap_err(),
+        );
+        assert!(
+            !mnt.join("a.txt").exists(),
+            "a refused mount of {reference} serves nothing"
+        );
+    }
 
     // An embedder that takes the operator's `--allowed-signers FILE --require-signed` the
     // way the CLI does makes the same policy, and is refused the same way.
@@ -171,6 +188,17 @@ fn a_store_that_requires_signatures_refuses_unsigned_snapshots_until_code_says_o
     let mut mounted = open.mount(&local, &mnt, MountOptions::default()).unwrap();
     assert_eq!(std::fs::read(mnt.join("a.txt")).unwrap(), b"a\n");
     mounted.unmount().unwrap();
+    for reference in served_in_place {
+        let mut mounted = open
+            .mount(reference, &mnt, MountOptions::default())
+            .unwrap();
+        assert_eq!(
+            std::fs::read(mnt.join("a.txt")).unwrap(),
+            b"a\n",
+            "{reference}"
+        );
+        mounted.unmount().unwrap();
+    }
 }
 
 /// The transfer verbs' other ways in: an unpack from a stream, an unpack into a store that is

@@ -38,7 +38,6 @@ use std::sync::Mutex;
 
 use anyhow::{bail, Context, Result};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use zeroclaw_bundle_store::Store;
 
 use crate::cli::{Cli, Command};
 use zeroclaw_bundle::{Cancel, Progress, Totals};
@@ -295,20 +294,8 @@ impl Ctx {
 
     /// Opens an existing store; fails with "no store at PATH" when there is none (commands
     /// that only read, or change only what exists, never create a store).
-    pub fn store(&self) -> Result<Store> {
-        Ok(self.bundles()?.into_store())
-    }
-
-    /// [`Ctx::store`] as the public API's handle: the commands that are one call into it.
     pub fn bundles(&self) -> Result<zeroclaw_bundle::Bundles> {
         Ok(zeroclaw_bundle::Bundles::open(&self.store_path)?)
-    }
-
-    /// The store, when one exists at the store path. A missing path or an empty directory
-    /// is no store; anything else is opened (and refused when it is not a store).
-    pub fn existing_store(&self) -> Result<Option<Store>> {
-        Ok(zeroclaw_bundle::Bundles::open_existing(&self.store_path)?
-            .map(zeroclaw_bundle::Bundles::into_store))
     }
 
     /// True when progress may be drawn: stderr is a terminal and neither `--quiet` nor
@@ -468,15 +455,3 @@ fn echoes_control_chars(fd: impl std::os::fd::AsFd) -> bool {
     })
 }
 
-/// A host path (a destination, a mountpoint, a directory or pack argument) in a `--json`
-/// document: the path itself when it is UTF-8, else its escaped display form (`\xNN`), never
-/// a panic or a silently replaced byte.
-pub fn host_path(path: &std::path::Path) -> serde_json::Value {
-    use std::os::unix::ffi::OsStrExt as _;
-    match path.to_str() {
-        Some(text) => serde_json::Value::String(text.to_string()),
-        None => serde_json::Value::String(zeroclaw_bundle_store::escape_name(
-            path.as_os_str().as_bytes(),
-        )),
-    }
-}

@@ -1,60 +1,32 @@
-//! `mount SNAPSHOT MOUNTPOINT [--daemon]` and `umount MOUNTPOINT`.
-//!
-//! An update pack (`pack --since`) mounts only over a store that holds its base: without it,
-//! the mount is refused naming the base (it would serve a tree of EIO).
+//! `mount SNAPSHOT|PACK|NAME|agent/ALIAS|REMOTE/REF MOUNTPOINT [--daemon]` and `umount
+//! MOUNTPOINT`. What is mounted, the trust policy, the store's lease and what is read before
+//! the mount answers are the library's ([`Bundles::prepare_mount_at`]); this file parses,
+//! prints, daemonizes and maps signals.
 //!
 //! The foreground mount serves until unmounted or interrupted: SIGINT/SIGTERM unmount cleanly
 //! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
 //! new session as the server, waits until it reports that the mount answers (a line on a
 //! pipe), and returns; interrupted while it waits, it stops the server (which unmounts what
 //! it mounted, detached if something holds it: nobody was told of it) and exits 130, killing
-//! a server that does not stop within 5 s and removing its stale mount. The catalog is only
-//! opened to resolve the snapshot, and not at all for a full snapshot id with a tree index
-//! (`Catalog::resolve_indexed`); while mounted, a store lease tells `gc` to keep everything the
-//! mount serves. A store snapshot whose root has
-//! an expansion record is not walked before the mount answers (the store's `expansion_record`
-//! says why that is sound); a pack file and a remote snapshot always are.
-//!
+//! a server that does not stop within 5 s and removing its stale mount.
 
-use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use serde_json::json;
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
-use zeroclaw_bundle_mount::{check_mountpoint, mount, unmount, MountError, MountOptions};
-use zeroclaw_bundle_store::{
-    ObjectId, ObjectSource, PackOverStore, PackReader, Snapshot, SnapshotSource, Store,
+use zeroclaw_bundle::{
+    Bundles, MountError, MountNote, MountOptions, MountReport, MountRequest, ObjectId,
 };
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
-use zeroclaw_bundle::remote::{Remote, RemoteSpec, RemoteView};
-use zeroclaw_bundle::sign::Trust;
-use zeroclaw_bundle::source::{classify, Reference, Takes, Target};
-
-/// The largest tree index a mount reads whole; a larger one is read tree by tree (positioned
-/// reads) and never held. A mount that walks every tree before it answers (the expansion
-/// check, when the store has no record of the root's expansion) reads it from memory: one
-/// read for the 1.4 MB index of the 20,000-file corpus instead of 2,300 small ones. Holding
-/// the 18 MB index of the 300,000-file scale tree for the mount's life took the daemon's
-/// memory right after mounting from 25 MB to 48 MB.
-const INDEX_IN_MEMORY: u64 = 4 << 20;
-
-/// How long after a mount answers (and is reported) its tree index is read whole, when it was
-/// not read before answering. Whatever a person or a script runs first on a fresh mount
-/// starts its own programs from the same disk; read at once, the index (1.4 MB for the
-/// 20,000-file corpus) queued before those reads: from a cold cache, `mount --daemon` then a
-/// poll with `mountpoint -q` took 16.9 ms instead of 15.6 (21 alternating rounds;
-/// squashfuse_ll 15.6). Until it is read, listings read their trees from the index file.
-const INDEX_READ_DELAY: Duration = Duration::from_millis(100);
 
 /// The line the daemon child prints on its stdout once the mount answers.
 const READY: &str = "zeroclaw-bundle-mount-ready";
@@ -64,268 +36,36 @@ const TRAFFIC: &str = "zeroclaw-bundle-mount-traffic";
 
 /// Runs `mount`.
 pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
-    serve::<Full>(args, ctx)
-}
-
-/// What a mount asks that the two binaries answer differently. [`serve`] is built once for
-/// each, so the front binary links only [`Front`]'s answers: nothing of the remote stack, the
-/// catalog (sled), signature checks (ssh-key and its curves) or TOML, which made up about a
-/// third of its code. From a cold cache the kernel reads a binary whole when it starts (this
-/// VM reads 8 MiB ahead), so every megabyte it does not hold is time a cold mount saves.
-trait Binary {
-    /// The trust the mount checks against (`--allowed-signers`, `--require-signed`, the
-    /// store's `trust.toml`).
-    fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust>;
-    /// What the argument names (`zeroclaw_bundle::source`, the grammar every verb reads).
-    fn classify(store_root: &Path, arg: &str) -> Result<Reference>;
-    /// The snapshot of the store a reference names.
-    fn resolve(store: &Store, reference: &Reference) -> Result<ObjectId>;
-    /// Opens a remote snapshot ref.
-    fn open_remote(
-        args: &MountArgs,
-        ctx: &Ctx,
-        store: &Store,
-        spec: RemoteSpec,
-        reference: String,
-        trust: &Trust,
-    ) -> Result<RemoteServed>;
-    /// The `--require-signed` gate over the signatures the store keeps for `id`, then who
-    /// signed it, as shown at the mount's root.
-    fn stored_signatures(ctx: &Ctx, store: &Store, id: &ObjectId, trust: &Trust) -> Result<String>;
-    /// The same over signatures from a pack.
-    fn carried_signatures(
-        ctx: &Ctx,
-        id: &ObjectId,
-        sigs: &[Vec<u8>],
-        trust: &Trust,
-    ) -> Result<String>;
-    /// Whatever must come before a pack file is checked whole (read through once).
-    fn before_pack_check(_pack: &PackReader) -> Result<()> {
-        Ok(())
-    }
-}
-
-/// The full binary: everything.
-struct Full;
-
-impl Binary for Full {
-    fn trust(store_root: &Path, args: &MountArgs) -> Result<Trust> {
-        super::sign::trust_of_args(store_root, &args.trust).map(|t| super::sign::old(&t))
-    }
-
-    fn classify(store_root: &Path, arg: &str) -> Result<Reference> {
-        Ok(classify(store_root, OsStr::new(arg), Takes::MOUNT)?)
-    }
-
-    fn resolve(store: &Store, reference: &Reference) -> Result<ObjectId> {
-        Ok(reference.stored_id(store)?)
-    }
-
-    /// Served in place: trees from the remote's trees pack, file contents fetched (ranged,
-    /// verified) when read.
-    fn open_remote(
-        args: &MountArgs,
-        ctx: &Ctx,
-        store: &Store,
-        spec: RemoteSpec,
-        reference: String,
-        trust: &Trust,
-    ) -> Result<RemoteServed> {
-        let note_ctx = Ctx {
-            quiet: ctx.quiet || args.daemon_child,
-            ..ctx.clone()
-        };
-        let remote = Remote::open(&spec, false)?;
-        let id = remote.resolve(&reference);
-        if !args.daemon_child {
-            for line in remote.notices() {
-                if !ctx.quiet {
-                    crate::note!("notice: {line}");
-                }
-            }
-        }
-        let id = id?;
-        let sigs = remote.signatures(&id)?;
-        super::sign::gate_blobs(&note_ctx, &id, &sigs, trust)?;
-        let root_note = super::sign::signed_by_blobs(&id, &sigs, trust)?.0;
-        let view = Arc::new(
-            RemoteView::open(remote, id, store.objects().tmp_dir(), true)
-                .with_context(|| format!("could not open {}/{}", spec.name, id.short(12)))?,
-        );
-        if !view.has_trees_pack() && !ctx.quiet && !args.daemon_child {
-            crate::note!(
-                "note: {}/{} has no trees pack (pushed by an older build): \
-                 directories are fetched one by one",
-                spec.name,
-                id.short(12)
-            );
-        }
-        let snap = view.snapshot().clone();
-        let traffic = {
-            let view = Arc::clone(&view);
-            Box::new(move || {
-                let remote = view.remote();
-                format!("remote {}: {}", remote.name(), remote.traffic())
-            })
-        };
-        Ok(RemoteServed {
-            source: view,
-            id,
-            snap,
-            root_note,
-            traffic,
-        })
-    }
-
-    fn stored_signatures(ctx: &Ctx, store: &Store, id: &ObjectId, trust: &Trust) -> Result<String> {
-        super::sign::gate(ctx, store, id, trust)?;
-        Ok(super::sign::signed_by(store, id, trust)?.0)
-    }
-
-    fn carried_signatures(
-        ctx: &Ctx,
-        id: &ObjectId,
-        sigs: &[Vec<u8>],
-        trust: &Trust,
-    ) -> Result<String> {
-        super::sign::gate_blobs(ctx, id, sigs, trust)?;
-        Ok(super::sign::signed_by_blobs(id, sigs, trust)?.0)
-    }
-}
-
-/// What a mount of a remote snapshot ref serves, from [`Binary::open_remote`]. Only trait objects, so
-/// that holding and dropping one links nothing of the remote stack.
-struct RemoteServed {
-    source: Arc<dyn ObjectSource>,
-    id: ObjectId,
-    snap: Snapshot,
-    /// Who signed it, shown at the mount's root.
-    root_note: String,
-    /// "remote NAME: what was asked of it", said with `-v`.
-    traffic: Box<dyn Fn() -> String + Send + Sync>,
-}
-
-/// Runs `mount`, with what `B` links.
-fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon {
         return spawn_daemon(&args, ctx);
     }
-    // A pack file is served from the pack itself (each object verified as it is read); a
-    // snapshot from the store, with a lease that keeps `gc` off what the mount serves.
-    // A remote snapshot ref (`NAME/SNAPSHOT`, NAME a configured remote): `B::open_remote`.
-    let mut traffic: Option<Box<dyn Fn() -> String + Send + Sync>> = None;
-    // Who signed is shown at the mount's root (an xattr) and on stderr; `--require-signed`
-    // refuses an unsigned or untrusted snapshot before anything is mounted.
-    let trust = B::trust(&ctx.store_path, &args)?;
-    let note_ctx = Ctx {
-        quiet: ctx.quiet || args.daemon_child,
-        ..ctx.clone()
-    };
-    let root_note: String;
-    let mut known_expansion = None;
-    // A store snapshot mounted without its walk: its index is read whole once it answers.
-    let mut index_after_answering: Option<Arc<SnapshotSource>> = None;
-    let reference = B::classify(&ctx.store_path, &args.snapshot)?;
-    let pack_given_as = match &reference.target {
-        Target::Pack { file, .. } => Some(file),
-        _ => None,
-    };
-    let (source, id, snap, lease): (Arc<dyn ObjectSource>, _, _, _) =
-        if let Some(file) = pack_given_as {
-            let pack = PackReader::open(file)?;
-            B::before_pack_check(&pack)?;
-            // Checked whole before anything is served, as `unpack` checks it.
-            pack.check_trailer()?;
-            let snap = pack.snapshot()?;
-            let id = pack.root;
-            root_note = B::carried_signatures(&note_ctx, &id, &pack.signatures()?, &trust)?;
-            // An incremental pack serves what it does not carry from this store, when the
-            // store holds its base. Without the base, every directory and file it does not
-            // carry would answer EIO: refused here, naming the base, before anything mounts.
-            let existing = ctx.existing_store()?;
-            let source = PackOverStore::new(pack, existing.as_ref().map(|s| s.objects()));
-            if let (Some(base), false) = (source.pack().base, source.layered()) {
-                bail!(
-                    "refusing to mount {}: it is an update (`pack --since`) on snapshot {}, \
-                     which the store at {} does not hold, so what the update does not carry \
-                     could not be read; unpack or pull snapshot {} first, or mount a full pack",
-                    args.snapshot,
-                    base.short(12),
-                    ctx.store_path.display(),
-                    base.to_hex()
-                );
-            }
-            let source: Arc<dyn ObjectSource> = Arc::new(source);
-            (source, id, snap, None)
-        } else {
-            let store = ctx.store()?;
-            match &reference.target {
-                Target::Remote {
-                    spec,
-                    reference: on_remote,
-                    ..
-                } => {
-                    let (spec, on_remote) = (spec.clone(), on_remote.clone());
-                    let served = B::open_remote(&args, ctx, &store, spec, on_remote, &trust)?;
-                    root_note = served.root_note;
-                    traffic = Some(served.traffic);
-                    (served.source, served.id, served.snap, None)
-                }
-                _ => {
-                    // A full id with a tree index skips the catalog (sled's open was the
-                    // largest part of a mount's start).
-                    let id = B::resolve(&store, &reference)?;
-                    root_note = B::stored_signatures(&note_ctx, &store, &id, &trust)?;
-                    let snap = store.objects().read_snapshot(&id)?;
-                    let lease = store.maintenance().lease(&id, &snap.root)?;
-                    // Listings come from the snapshot's tree index (one file) when it has one.
-                    // With the root's expansion recorded, nothing walks every tree before
-                    // the mount answers: the index is opened for positioned reads (its
-                    // header and entries) and read whole once the mount answers.
-                    known_expansion = store.index().recorded_expansion(&snap.root);
-                    let source = Arc::new(match known_expansion {
-                        // Only the root is read before answering (off the index's first
-                        // page); the rest of the index once the mount answers.
-                        Some(_) => store.index().snapshot_source_answering(&id),
-                        None => store.index().snapshot_source_within(&id, INDEX_IN_MEMORY),
-                    });
-                    if known_expansion.is_some() {
-                        index_after_answering = Some(Arc::clone(&source));
-                    }
-                    (source, id, snap, Some(lease))
-                }
-            }
+    // The server of `--daemon` says nothing on the way (its stderr reaches the operator only
+    // when it fails), but what concerns the allowed signers.
+    let quiet = ctx.quiet || args.daemon_child;
+    let notes = |note: MountNote| {
+        let said = match &note {
+            MountNote::Trust(_) => true,
+            MountNote::Signed { .. } => !quiet && !ctx.json,
+            _ => !quiet,
         };
-    // `mount` checks the mountpoint itself (empty directory, not mounted, FUSE usable); one
-    // that cannot even be resolved is reported as that check words it.
-    if let Err(e) =
-        zeroclaw_bundle::api::refuse_mountpoint_in_store(&args.mountpoint, &ctx.store_path)
-    {
-        check_mountpoint(&args.mountpoint)?;
-        return Err(e);
-    }
-    let options = MountOptions {
-        label: id.short(12),
-        allow_other: args.allow_other,
-        time: UNIX_EPOCH + Duration::from_nanos(u64::try_from(snap.created_unix_ns).unwrap_or(0)),
-        root_note: Some(root_note.clone()),
-        known_expansion,
-        ..MountOptions::default()
+        if said {
+            crate::note!("{note}");
+        }
     };
-    if args.daemon_child {
-        // Where a test interrupts the waiting parent (no-op in normal builds).
-        zeroclaw_bundle::hooks::seam(
-            "mount-daemon-before-mounting",
-            &args.mountpoint.to_string_lossy(),
-        );
-    }
+    let request = MountRequest {
+        options: MountOptions {
+            allow_other: args.allow_other,
+            ..MountOptions::default()
+        },
+        allowed_signers: args.trust.allowed_signers.as_deref(),
+        require_signed: args.trust.require_signed,
+        notes: &notes,
+        ..MountRequest::new(&args.snapshot, &args.mountpoint)
+    };
+    let prepared = Bundles::prepare_mount_at(&ctx.store_path, &request)?;
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
-    let mut handle = mount(source, snap.root, &args.mountpoint, &options)
-        .with_context(|| format!("could not mount snapshot {}", id.short(12)))?;
-    if let Some(lease) = lease {
-        handle.keep_lease(lease);
-    }
-    let unmounter = handle.unmounter();
+    let mounted = prepared.mount()?;
+    let unmounter = mounted.unmounter();
     let handler = signals.handle();
     let daemon_child = args.daemon_child;
     // Set once the waiting parent was told the mount answers: before that, nobody knows of the
@@ -349,48 +89,45 @@ fn serve<B: Binary>(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             }
         }
     });
+    let traffic = mounted.traffic();
     if args.daemon_child {
         // Tell the waiting parent, then stop talking: it closes the pipe after this line.
         let mut out = std::io::stdout().lock();
         if let (Some(traffic), true) = (&traffic, ctx.verbose) {
-            let _ = writeln!(out, "{TRAFFIC} {}", traffic());
+            let _ = writeln!(out, "{TRAFFIC} {traffic}");
         }
         reported.store(true, Ordering::SeqCst);
-        let _ = writeln!(out, "{READY} {} {id}", std::process::id());
+        let _ = writeln!(out, "{READY} {} {}", std::process::id(), mounted.id());
         let _ = out.flush();
         drop(out);
-        zeroclaw_bundle::sys::detach_stdio().context("could not detach from the terminal")?;
+        detach_stdio().context("could not detach from the terminal")?;
     } else if ctx.json {
-        ctx.print_json(&json!({
-            "snapshot": id,
-            "mountpoint": crate::cmd::host_path(&args.mountpoint),
-            "pid": std::process::id(),
-        }))?;
+        ctx.print_json(&serde_json::to_value(mounted.report())?)?;
     } else if !ctx.quiet {
         crate::note!(
             "serving snapshot {} read-only at {} (Ctrl-C or `zeroclaw-bundle umount {}` to stop)",
-            id.short(12),
+            mounted.id().short(12),
             args.mountpoint.display(),
             args.mountpoint.display()
         );
     }
-    if let Some(source) = index_after_answering {
-        // Answering and reported: the index is read whole off the answering path, so that a
-        // walk of the mount (or a cold `find` after the page cache was dropped) reads no tree
-        // from the disk, as when the mount read it before answering. A moment later, not at
-        // once: see INDEX_READ_DELAY.
-        std::thread::spawn(move || {
-            std::thread::sleep(INDEX_READ_DELAY);
-            source.hold_index_in_memory(INDEX_IN_MEMORY)
-        });
-    }
-    let ended = handle.wait();
+    let ended = mounted.serve();
     handler.close();
     if let (Some(traffic), true) = (&traffic, ctx.verbose) {
-        crate::note!("{}", traffic());
+        crate::note!("{traffic}");
     }
-    ended.context("the mount ended with an error")?;
+    ended?;
     Ok(Outcome::Success)
+}
+
+/// Points stdout and stderr at `/dev/null`: the daemon's server after it reported readiness
+/// (the parent closed the pipes, and a write there would fail).
+fn detach_stdio() -> std::io::Result<()> {
+    use rustix::fs::{Mode, OFlags};
+    let null = rustix::fs::open("/dev/null", OFlags::WRONLY | OFlags::CLOEXEC, Mode::empty())?;
+    rustix::stdio::dup2_stdout(&null)?;
+    rustix::stdio::dup2_stderr(&null)?;
+    Ok(())
 }
 
 /// Starts the server in a new session and returns once it reports the mount answering.
@@ -438,7 +175,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     // warm-up started first held up the spawn itself by two milliseconds (traced: the new
     // process waited in the kernel before its first instruction). Before the watcher's thread
     // is started: a signal meanwhile waits in `signals` for it.
-    warm_for_server(args, ctx);
+    Bundles::warm_mount(&ctx.store_path, &args.snapshot, &args.mountpoint);
     let watching = signals.handle();
     let server = rustix::process::Pid::from_child(&child);
     let cancel = ctx.cancel.clone();
@@ -449,7 +186,10 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
             let _ = rustix::process::kill_process(server, rustix::process::Signal::TERM);
         }
     });
-    let stdout = child.stdout.take().expect("stdout is piped");
+    let stdout = child
+        .stdout
+        .take()
+        .context("the mount server has no stdout")?;
     let mut stdout = BufReader::new(stdout);
     let mut line = String::new();
     loop {
@@ -473,7 +213,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
             ""
         } else {
             // Killed, its mount (if it mounted) is stale: removed, as `umount` would.
-            let _ = unmount(&args.mountpoint);
+            let _ = Bundles::unmount(&args.mountpoint);
             " (it did not stop in time, so it was killed and its mount removed)"
         };
         bail!(
@@ -487,11 +227,13 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         let pid = words.next().unwrap_or_default().to_string();
         let id = words.next().unwrap_or_default();
         if ctx.json {
-            ctx.print_json(&json!({
-                "snapshot": id,
-                "mountpoint": crate::cmd::host_path(&args.mountpoint),
-                "pid": pid.parse::<u32>().ok(),
-            }))?;
+            let report = MountReport {
+                snapshot: ObjectId::from_full_ref(id)
+                    .with_context(|| format!("the mount server reported {id:?}, not an id"))?,
+                mountpoint: args.mountpoint.clone(),
+                pid: pid.parse::<u32>().ok(),
+            };
+            ctx.print_json(&serde_json::to_value(report)?)?;
         } else if !ctx.quiet {
             crate::note!(
                 "mounted at {} (server pid {pid}); `zeroclaw-bundle umount {}` to stop",
@@ -513,26 +255,6 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         );
     }
     bail!("{msg}");
-}
-
-/// While the server starts, reads what it reads first from the store
-/// (`zeroclaw_bundle_store::warm_for_mount`: read-only, errors ignored), so that from a cold
-/// cache it finds those files in memory; and looks up the store's `trust.toml` and, in the
-/// mountpoint, a name it does not hold (the lookup reads the directory's blocks, which the
-/// server's emptiness check reads again; nothing in the mountpoint is opened, so the fresh
-/// mount is never held busy, and a lookup that comes after the mount is an answered ENOENT).
-/// Only for a full snapshot id or an id prefix the records resolve without the catalog
-/// (`warm_for_mount_ref`): a name is resolved through the catalog, which is the server's to
-/// open. The store is read on the calling thread, which has nothing else to do until the
-/// server reports; the mountpoint, a chain of lookups of its own, on a second thread.
-fn warm_for_server(args: &MountArgs, ctx: &Ctx) {
-    let probe = args.mountpoint.join(zeroclaw_bundle_store::WARM_PROBE_NAME);
-    let mountpoint = std::thread::spawn(move || {
-        let _ = std::fs::symlink_metadata(probe);
-    });
-    zeroclaw_bundle_store::warm_for_mount_ref(&ctx.store_path, &args.snapshot);
-    let _ = std::fs::symlink_metadata(zeroclaw_bundle::sign::config::file_of(&ctx.store_path));
-    let _ = mountpoint.join();
 }
 
 /// `option` (ending in `=`) and `value` as one argument.
@@ -562,18 +284,9 @@ fn wait_or_kill(child: &mut std::process::Child, wait: Duration) -> bool {
 
 /// Runs `umount`. It needs no store (nor a place for one): `json` is `--json`.
 pub fn run_umount(args: &UmountArgs, json: bool) -> Result<Outcome> {
-    if let Err(e) = std::fs::symlink_metadata(&args.mountpoint) {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            bail!(
-                "could not unmount {}: it does not exist",
-                args.mountpoint.display()
-            );
-        }
-    }
-    unmount(&args.mountpoint)
-        .with_context(|| format!("could not unmount {}", args.mountpoint.display()))?;
+    let unmounted = Bundles::unmount(&args.mountpoint)?;
     if json {
-        let out = json!({ "mountpoint": crate::cmd::host_path(&args.mountpoint) });
+        let out = serde_json::to_value(unmounted)?;
         crate::outln!("{}", crate::cmd::json::pretty(&out)?)?;
     }
     Ok(Outcome::Success)

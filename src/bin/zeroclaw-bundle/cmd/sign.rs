@@ -1,18 +1,17 @@
 //! `sign` and `trust`, and what the other commands share about signatures: `--sign` after a
 //! command made or picked its snapshot ([`sign_after`]), the trust a command checks against
-//! ([`trust_of`]), the `--require-signed` gate ([`gate`]) and the one-line "who signed"
-//! ([`signed_by`]). The logic is `zeroclaw_bundle::sign`'s; this file parses and prints.
+//! ([`trust_of`]: the library applies it) and the one-line "who signed" ([`note_signers`]).
+//! The logic is the library's; this file parses and prints.
 
 use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde_json::json;
-use zeroclaw_bundle_store::{ObjectId, Store};
+use zeroclaw_bundle_store::ObjectId;
 
 use crate::cli::{RequireArgs, SignArgs, SignFlags, TrustSetArgs};
 use crate::cmd::{Ctx, Outcome};
-use zeroclaw_bundle::sign::{self, Trust};
-use zeroclaw_bundle::{Bundles, SignReport, SignerTrust, SigningKey, TrustSettings};
+use zeroclaw_bundle::{Bundles, SignReport, SignerTrust, Signer, SigningKey, TrustSettings};
 
 /// Runs `sign`.
 pub fn run(args: SignArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -100,38 +99,8 @@ pub fn trust_of_args(store_root: &Path, args: &RequireArgs) -> Result<SignerTrus
     )
 }
 
-/// The old [`Trust`] of a [`SignerTrust`], for the gates below (the mount's, until it moves
-/// behind the library).
-pub fn old(trust: &SignerTrust) -> Trust {
-    Trust {
-        allowed: trust.allowed.clone(),
-        require: trust.require,
-    }
-}
-
-/// The `--require-signed` gate over the signatures `store` keeps for `id`: passes (naming the
-/// signers on stderr) or fails with one error naming the snapshot and the reason.
-pub fn gate(ctx: &Ctx, store: &Store, id: &ObjectId, trust: &Trust) -> Result<()> {
-    let Some(allowed) = trust.enforcing(&format!("snapshot {id}"))? else {
-        return Ok(());
-    };
-    let signers = sign::require_signed(store, id, allowed)?;
-    note_signers(ctx, id, &signers);
-    Ok(())
-}
-
-/// [`gate`] over signatures received from elsewhere (a pack's section).
-pub fn gate_blobs(ctx: &Ctx, id: &ObjectId, sigs: &[Vec<u8>], trust: &Trust) -> Result<()> {
-    let Some(allowed) = trust.enforcing(&format!("snapshot {id}"))? else {
-        return Ok(());
-    };
-    let signers = sign::require_signed_blobs(id, sigs, allowed)?;
-    note_signers(ctx, id, &signers);
-    Ok(())
-}
-
 /// Says on stderr who signed `id` (nothing when `signers` is empty, or quiet).
-pub fn note_signers(ctx: &Ctx, id: &ObjectId, signers: &[sign::Signer]) {
+pub fn note_signers(ctx: &Ctx, id: &ObjectId, signers: &[Signer]) {
     if ctx.quiet || ctx.json || signers.is_empty() {
         return;
     }
@@ -146,27 +115,6 @@ pub fn note_signers(ctx: &Ctx, id: &ObjectId, signers: &[sign::Signer]) {
         })
         .collect();
     crate::note!("snapshot {} signed by {}", id.short(12), who.join(", "));
-}
-
-/// "who signed" for `show`, `list -v`, `diff` and the mount: `unsigned`, or each signature's
-/// verdict; and the same as JSON.
-pub fn signed_by(
-    store: &Store,
-    id: &ObjectId,
-    trust: &Trust,
-) -> Result<(String, serde_json::Value)> {
-    let checked = sign::check_stored(store, id, trust.allowed.as_ref())?;
-    Ok((sign::summary(&checked), serde_json::to_value(&checked)?))
-}
-
-/// [`signed_by`] over signatures from elsewhere (a pack).
-pub fn signed_by_blobs(
-    id: &ObjectId,
-    sigs: &[Vec<u8>],
-    trust: &Trust,
-) -> Result<(String, serde_json::Value)> {
-    let checked = sign::check_all(id, sigs, trust.allowed.as_ref());
-    Ok((sign::summary(&checked), serde_json::to_value(&checked)?))
 }
 
 /// Runs `trust`: sets what is given, then prints the settings.
