@@ -8,6 +8,14 @@ scripts/setup.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --features test-hooks -- -D warnings
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
+# The library without the command line (what ZeroClaw links): it builds, and none of the CLI's
+# crates is in its dependency tree.
+cargo clippy --lib --no-default-features --quiet -- -D warnings
+if cargo tree -e normal --no-default-features -p zeroclaw-bundle --prefix none \
+  | grep -E '^(clap|indicatif|signal-hook) v'; then
+  echo "the library without its cli feature links a CLI crate (above)" >&2
+  exit 1
+fi
 if cargo nextest --version >/dev/null 2>&1; then
   cargo nextest run --workspace --features test-hooks --no-fail-fast
   cargo test --workspace --doc --quiet

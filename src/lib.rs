@@ -48,51 +48,31 @@
 //! The long-form documentation (how each verb behaves, the bundle and JSON formats, remotes,
 //! signatures, the design and what each guarantee rests on) is in [`docs`].
 
-#[doc(hidden)]
-pub mod agent; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod api; // TRANSITION
-#[doc(hidden)]
-pub mod cancel; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod capture; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod clock; // TRANSITION: the binary still reaches in
+mod agent;
+mod api;
+mod cancel;
+mod capture;
+mod clock;
 mod credential_keys;
 mod credential_scan;
-#[doc(hidden)]
-pub mod credentials; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod diff; // TRANSITION: the binary still reaches in
+mod credentials;
+mod diff;
 pub mod docs;
-#[doc(hidden)]
-pub mod export; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod hooks; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod import; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod progress; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod provenance; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod publish; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod remote; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod review; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod sign; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod source; // TRANSITION: the binary still reaches in
-#[doc(hidden)]
-pub mod statmatch; // TRANSITION: the binary still reaches in
+mod export;
+mod hooks;
+mod import;
+mod progress;
+mod provenance;
+mod publish;
+mod remote;
+mod review;
+mod sign;
+mod source;
+mod statmatch;
 mod sync;
-#[doc(hidden)]
-pub mod sys; // TRANSITION: the binary still reaches in
+mod sys;
 pub mod words;
-#[doc(hidden)]
-pub mod workers; // TRANSITION: the binary still reaches in
+mod workers;
 
 pub use api::*;
 

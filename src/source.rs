@@ -107,8 +107,6 @@ impl Takes {
     pub const MOUNT: Takes = Takes::snapshots("mount", false);
     /// `checkout`: what holds a tree (a pack is unpacked, a remote snapshot pulled, first).
     pub const CHECKOUT: Takes = Takes::snapshots("checkout", false);
-    /// `pack`: a snapshot of the store only.
-    pub const PACK: Takes = Takes::stored("pack");
 
     /// Every form.
     const fn every(verb: &'static str, path: bool) -> Takes {
@@ -770,7 +768,7 @@ mod tests {
         );
         let e = classify_in(dir.path(), "p.zbpack:w", Takes::SHOW).unwrap_err();
         assert!(matches!(e, ReferenceError::PathNotTaken { .. }), "{e}");
-        let e = classify_in(dir.path(), "p.zbpack:w", Takes::PACK).unwrap_err();
+        let e = classify_in(dir.path(), "p.zbpack:w", Takes::stored("pack")).unwrap_err();
         assert!(
             e.to_string().contains("is a pack file, which `pack`"),
             "{e}"
@@ -811,14 +809,14 @@ mod tests {
     fn a_form_the_verb_does_not_take_is_named() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("d")).unwrap();
-        let e = classify_in(dir.path(), "d", Takes::PACK).unwrap_err();
+        let e = classify_in(dir.path(), "d", Takes::stored("pack")).unwrap_err();
         let text = e.to_string();
         assert!(
             text.contains("is a directory, which `pack` does not take"),
             "{text}"
         );
         assert!(text.contains("snapshot --dir"), "{text}");
-        let e = bare("origin/x", Takes::PACK).unwrap_err();
+        let e = bare("origin/x", Takes::stored("pack")).unwrap_err();
         assert!(e.to_string().contains("pull it first"), "{e}");
         assert_eq!(
             Takes::MOUNT.described(),

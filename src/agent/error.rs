@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 /// Where the install is when `--install` is not given, in the one wording every `--help` that
-/// takes `--install` and every "no install" error use ([`super::install_root`] is the rule).
+/// takes `--install` and every "no install" error use (`install_root` is the rule).
 pub const INSTALL_DEFAULT: &str =
     "$ZEROCLAW_CONFIG_DIR, else the install $ZEROCLAW_DATA_DIR belongs to, else ~/.zeroclaw";
 

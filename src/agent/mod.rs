@@ -58,7 +58,6 @@ pub use plan::{
     config_entries, fragment_drops, legacy_entry_travels, outside_closure, plan_export, ExportPlan,
     TreeSource,
 };
-pub use schema::SUPPORTED_SCHEMA_VERSION;
 #[cfg(test)]
 pub use {
     bundle::CONFIG_HEADER,

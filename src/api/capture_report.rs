@@ -153,7 +153,7 @@ impl Exported {
     /// What `export` prints before the snapshot id ([`AgentSnapshot::render`], then where the
     /// bundle was published and what it replaced).
     ///
-    /// See [`PreparedExport`] for an example.
+    /// See [`crate::PreparedExport`] for an example.
     pub fn render(&self, verbose: bool) -> String {
         agent_text(
             &self.snapshot,

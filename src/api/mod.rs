@@ -60,6 +60,10 @@ pub use diff::{
 pub use error::{Error, ErrorKind, Verb};
 pub use import_report::ImportReport;
 pub use maintenance::{Forgot, LeftAlone, Recovered, Verified};
+pub use mount::{
+    MountError, MountNote, MountReport, MountRequest, Mounted, PreparedMount, RemoteTraffic,
+    Unmounted, Unmounter,
+};
 pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, ShownSnapshot};
 pub use remotes::{
     PullReport, PushReport, RemoteForgotten, RemoteGcReport, RemoteListing, RemoteRemoved,
@@ -67,10 +71,6 @@ pub use remotes::{
 };
 pub use signing::{Checked, SignerTrust, SigningKey, Verdict};
 pub use transfer::{CheckedOut, PackInput, Packed, Unpacked};
-pub use mount::{
-    MountError, MountNote, MountReport, MountRequest, Mounted, PreparedMount, RemoteTraffic,
-    Unmounted, Unmounter,
-};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{
     EntryKind, GcReport, ObjectId, PackOptions, PackStats, ReindexReport, Snapshot, SnapshotKind,
@@ -194,8 +194,7 @@ impl Bundles {
 
     /// The store at `path` when there is one: a missing path or an empty directory is no
     /// store; anything else is opened (and refused when it is not a store).
-    #[doc(hidden)] // TRANSITION
-    pub fn open_existing(path: &Path) -> Result<Option<Bundles>> {
+    pub(crate) fn open_existing(path: &Path) -> Result<Option<Bundles>> {
         match std::fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Ok(m) if m.is_dir() && is_empty_dir(path) => Ok(None),
@@ -235,8 +234,7 @@ impl Bundles {
     }
 
     /// The handle of a store the command layer opened already.
-    #[doc(hidden)] // TRANSITION
-    pub fn from_store(store: Store) -> Bundles {
+    pub(crate) fn from_store(store: Store) -> Bundles {
         Bundles {
             store,
             trust: TrustPolicy::Store,
@@ -273,15 +271,8 @@ impl Bundles {
         }
     }
 
-    /// The store itself, for the command layer's reads below the verbs.
-    #[doc(hidden)] // TRANSITION
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
     /// The store, for a command layer that works below the verbs.
-    #[doc(hidden)] // TRANSITION
-    pub fn into_store(self) -> Store {
+    pub(crate) fn into_store(self) -> Store {
         self.store
     }
 

@@ -141,13 +141,6 @@ pub struct Report {
     pub new_grants: bool,
 }
 
-impl Report {
-    /// Whether the two sides differ (files or semantic section).
-    pub fn differs(&self) -> bool {
-        self.summary.differs() || self.semantic_changes > 0
-    }
-}
-
 /// Runs a whole diff of `a` and `b`: checks each side's expansion (unless the two roots are
 /// equal: the walk prunes them), reads the semantic section (failing closed with
 /// [`DiffOptions::gate`]), hands it to `sink`, then walks the trees handing `sink` each change.

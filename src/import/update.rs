@@ -151,12 +151,12 @@ pub struct UpdatePlan {
 }
 
 impl UpdatePlan {
-    /// A conflict the policy left unresolved: [`apply`] refuses.
+    /// A conflict the policy left unresolved: [`crate::Bundles::update`] refuses.
     pub fn refused(&self) -> bool {
         self.conflicts.iter().any(|c| c.resolution.is_none())
     }
 
-    /// The update grants something new that was not accepted: [`apply`] refuses.
+    /// The update grants something new that was not accepted: [`crate::Bundles::update`] refuses.
     pub fn grants_unaccepted(&self) -> bool {
         !self.new_grants.is_empty() && !self.accept_grants
     }

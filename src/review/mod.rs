@@ -31,10 +31,9 @@ use crate::diff::{Change, SourceSide, Summary, TreeSide};
 use crate::progress::Progress;
 use crate::provenance::{self, ProvenanceError};
 
-pub use files::FileScan;
 pub use render::render;
 pub use report::{BaselineKind, BundleReview, InstallReview, Review, UpdateReview};
-pub use source::{ReviewSource, SourceError};
+pub use source::SourceError;
 
 /// Files larger than this are not read for the credential scan (their names still are).
 pub const SCAN_CAP: u64 = 1 << 20;

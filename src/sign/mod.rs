@@ -477,9 +477,6 @@ impl OpenedKey {
 /// What to sign with.
 #[derive(Debug)]
 pub enum SignWith {
-    /// A key file (see [`choose_key`]), opened when signing: a private key, or a public key
-    /// whose signing ssh-keygen does.
-    Key(KeyChoice),
     /// A key opened already.
     Opened(Box<OpenedKey>),
     /// A signature made elsewhere (`ssh-keygen -Y sign`), read from this file (`-`: stdin).
@@ -498,7 +495,6 @@ pub fn sign(
     // The snapshot must exist here: a signature of a missing snapshot would be invisible.
     store.objects().read_snapshot(snapshot_id)?;
     let (sig, bytes) = match with {
-        SignWith::Key(choice) => sign_with_key(&OpenedKey::open(choice)?, snapshot_id)?,
         SignWith::Opened(key) => sign_with_key(key, snapshot_id)?,
         SignWith::Signature(path) => {
             let bad = |why: String| SignError::BadExternal {

@@ -76,7 +76,9 @@ pub(super) fn sign(
             if line.trim() == "Signing data on standard input" {
                 continue;
             }
-            eprintln!("ssh-keygen: {line}"); // TRANSITION
+            // Relayed as ssh-keygen would print them itself: a prompt the operator must act on
+            // (touch the key) cannot wait for the verb to return.
+            eprintln!("ssh-keygen: {}", zeroclaw_bundle_store::escape_text(&line));
             said.push(line);
         }
         said

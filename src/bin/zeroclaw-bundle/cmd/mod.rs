@@ -454,4 +454,3 @@ fn echoes_control_chars(fd: impl std::os::fd::AsFd) -> bool {
             .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
     })
 }
-

@@ -11,7 +11,7 @@ use zeroclaw_bundle_store::ObjectId;
 
 use crate::cli::{RequireArgs, SignArgs, SignFlags, TrustSetArgs};
 use crate::cmd::{Ctx, Outcome};
-use zeroclaw_bundle::{Bundles, SignReport, SignerTrust, Signer, SigningKey, TrustSettings};
+use zeroclaw_bundle::{Bundles, SignReport, Signer, SignerTrust, SigningKey, TrustSettings};
 
 /// Runs `sign`.
 pub fn run(args: SignArgs, ctx: &Ctx) -> Result<Outcome> {
