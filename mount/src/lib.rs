@@ -60,5 +60,4 @@ pub use mountpoint::{check_mountpoint, unmount};
 pub use session::{mount, MountHandle, MountOptions, Unmounter};
 pub use zeroclaw_bundle_store::ObjectSource;
 
-/// The mount source (fsname) and FUSE subtype of every mount this crate makes.
-pub const FSNAME: &str = "zeroclaw-bundle";
+pub use sys::FSNAME;

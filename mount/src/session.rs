@@ -30,8 +30,7 @@ use zeroclaw_bundle_store::{Lease, ObjectId, ObjectSource};
 use crate::error::MountError;
 use crate::fs::{Faults, SnapshotFs, View};
 use crate::mountpoint::checked_mountpoint;
-use crate::sys::{self, UnmountOutcome};
-use crate::FSNAME;
+use crate::sys::{self, UnmountOutcome, FSNAME};
 
 /// How to mount. `MountOptions::default()` is the safe choice: private to the mounting user,
 /// no execution, read-only (always).

@@ -9,6 +9,9 @@ use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
+
+/// The mount source (fsname) and FUSE subtype of every mount this crate makes.
+pub const FSNAME: &str = "zeroclaw-bundle";
 use std::process::Command;
 
 /// One line of `/proc/self/mountinfo`, reduced to what we use.
@@ -26,8 +29,7 @@ impl MountEntry {
     /// True for a mount this crate made: a FUSE mount whose source is our fsname.
     pub(crate) fn is_ours(&self) -> bool {
         (self.fstype == "fuse" || self.fstype.starts_with("fuse."))
-            && (self.source == crate::FSNAME
-                || self.source.starts_with(&format!("{}:", crate::FSNAME)))
+            && (self.source == FSNAME || self.source.starts_with(&format!("{}:", FSNAME)))
     }
 }
 
