@@ -1217,6 +1217,44 @@ fn write_change(
 ) -> Result<PathBuf, UpdateError> {
     let work = change.work;
     let root = change.root;
+    // Held until the last write: the lock goes with the descriptor.
+    let _dir = lock_install(root)?;
+    let keep = check_unchanged(store, work, progress)?;
+
+    // 1. The state record: what is replaced, kept reachable.
+    record_state(store, change)?;
+
+    // 2. The workspace, through the staged publish (unless nothing changes in it).
+    crate::hooks::seam("update-step", "trees");
+    progress
+        .check_cancel()
+        .map_err(|_| ImportError::Interrupted)?;
+    if work.merged_tree != work.local.tree {
+        publish_workspace(store, change, progress)?;
+    }
+
+    // 3. Provenance, 4. backup, 5. config.toml last.
+    crate::hooks::seam("update-step", "provenance");
+    provenance::write(root, store.root(), &work.after_record)?;
+    crate::hooks::seam("update-step", "config");
+    let backup = super::backup_path(&work.config_path);
+    super::write_file(store, &backup, false, keep, None, work.old_config.clone())?;
+    if work.new_config != work.old_config {
+        super::write_file(
+            store,
+            &work.config_target,
+            true,
+            keep,
+            None,
+            work.new_config.clone(),
+        )?;
+    }
+    Ok(backup)
+}
+
+/// Opens the install directory `root` and takes its exclusive lock (held while the returned
+/// descriptor lives); `Busy` when another writer holds it.
+fn lock_install(root: &Path) -> Result<std::os::fd::OwnedFd, UpdateError> {
     let dir = sys::open_dir_path(root).map_err(|source| ImportError::Read {
         path: root.to_path_buf(),
         source,
@@ -1230,6 +1268,16 @@ fn write_change(
         }
         .into());
     }
+    Ok(dir)
+}
+
+/// Checks that `config.toml` and the workspace are as planned; returns the mode and owner
+/// the config file keeps.
+fn check_unchanged(
+    store: &Store,
+    work: &Work,
+    progress: &dyn Progress,
+) -> Result<Keep, UpdateError> {
     let changed_config = || ImportError::ConfigChanged {
         path: work.config_path.clone(),
     };
@@ -1244,13 +1292,18 @@ fn write_change(
     if again.tree != work.local.tree {
         return Err(UpdateError::Changed(work.workspace.clone()));
     }
-    let keep = Keep {
+    Ok(Keep {
         mode: meta.mode() & 0o7777,
         uid: meta.uid(),
         gid: meta.gid(),
-    };
+    })
+}
 
-    // 1. The state record: what is replaced, kept reachable.
+/// Records the state `change` replaces and writes (config texts, workspace snapshots), then
+/// releases the states beyond the last [`KEEP_STATES`].
+fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
+    let work = change.work;
+    let root = change.root;
     let states_dir = states_dir(root, change.alias);
     fs::create_dir_all(&states_dir).map_err(|e| UpdateError::State {
         path: states_dir.clone(),
@@ -1310,47 +1363,32 @@ fn write_change(
         let _ = fs::remove_file(states_dir.join(&old.before_config));
         let _ = fs::remove_file(states_dir.join(&old.after_config));
     }
+    Ok(())
+}
 
-    // 2. The workspace, through the staged publish (unless nothing changes in it).
-    crate::hooks::seam("update-step", "trees");
-    progress
-        .check_cancel()
-        .map_err(|_| ImportError::Interrupted)?;
-    if work.merged_tree != work.local.tree {
-        let req = PublishRequest {
-            dest: &work.workspace,
-            force: true,
-            sources: &[],
-            store: Some(store.root()),
-            bundle: super::NO_MARKER,
-        };
-        let publish_err = |source| ImportError::Publish {
-            what: format!("the workspace of agent {}", change.alias),
-            path: work.workspace.clone(),
-            source: Box::new(source),
-        };
-        let admitted = publish::check(&req).map_err(publish_err)?;
-        let reader = store.objects().reader();
-        publish::publish_to(&reader, &work.merged_tree, &admitted, None, progress)
-            .map_err(publish_err)?;
-        progress.finish();
-    }
-
-    // 3. Provenance, 4. backup, 5. config.toml last.
-    crate::hooks::seam("update-step", "provenance");
-    provenance::write(root, store.root(), &work.after_record)?;
-    crate::hooks::seam("update-step", "config");
-    let backup = super::backup_path(&work.config_path);
-    super::write_file(store, &backup, false, keep, None, work.old_config.clone())?;
-    if work.new_config != work.old_config {
-        super::write_file(
-            store,
-            &work.config_target,
-            true,
-            keep,
-            None,
-            work.new_config.clone(),
-        )?;
-    }
-    Ok(backup)
+/// Publishes the merged workspace of `change` in place of the agent's, staged.
+fn publish_workspace(
+    store: &Store,
+    change: &Change<'_>,
+    progress: &dyn Progress,
+) -> Result<(), UpdateError> {
+    let work = change.work;
+    let req = PublishRequest {
+        dest: &work.workspace,
+        force: true,
+        sources: &[],
+        store: Some(store.root()),
+        bundle: super::NO_MARKER,
+    };
+    let publish_err = |source| ImportError::Publish {
+        what: format!("the workspace of agent {}", change.alias),
+        path: work.workspace.clone(),
+        source: Box::new(source),
+    };
+    let admitted = publish::check(&req).map_err(publish_err)?;
+    let reader = store.objects().reader();
+    publish::publish_to(&reader, &work.merged_tree, &admitted, None, progress)
+        .map_err(publish_err)?;
+    progress.finish();
+    Ok(())
 }
