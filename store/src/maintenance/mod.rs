@@ -264,6 +264,24 @@ impl Paths {
     }
 }
 
+/// Reports each directory whose parent records a size other than its subtree's total.
+fn check_dir_sizes(sizes: SizeCheck, paths: &Paths, problems: &mut Vec<VerifyProblem>) {
+    for (snapshot, id, recorded, at) in sizes.dir_refs {
+        if let Some(&actual) = sizes.tree_total.get(&id) {
+            if actual != recorded {
+                let path = paths.path(at, None);
+                problems.push(VerifyProblem::WrongSize {
+                    snapshot,
+                    id,
+                    path,
+                    recorded,
+                    actual,
+                });
+            }
+        }
+    }
+}
+
 /// What [`Maintenance::forget`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Forgotten {
@@ -448,6 +466,28 @@ impl<'s> Maintenance<'s> {
     /// object counts its frame) and their total.
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport, StoreError> {
         let mut report = VerifyReport::default();
+        let blob_len = self.rehash_objects(&mut report, progress)?;
+        // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
+        // after the listing, so a missing record is reported only if it is still listed.
+        let _lock = crate::lock::shared(self.root(), "verify")?;
+        let mut sizes = SizeCheck {
+            blob_len,
+            ..SizeCheck::default()
+        };
+        let mut paths = Paths::new();
+        let roots = self.walk_snapshots(&mut report, &mut sizes, &mut paths)?;
+        self.name_every_reacher(&roots, &mut report.problems);
+        check_dir_sizes(sizes, &paths, &mut report.problems);
+        Ok(report)
+    }
+
+    /// Rehashes every object (and reports unreadable packs) into `report`; returns each
+    /// object's length (decoded, for a compressed one), for the size check.
+    fn rehash_objects(
+        &self,
+        report: &mut VerifyReport,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<HashMap<ObjectId, u64>, StoreError> {
         let objects = self.objects().list()?;
         for (path, why) in self.objects().refused_packs()? {
             report.problems.push(VerifyProblem::BadPack {
@@ -458,7 +498,6 @@ impl<'s> Maintenance<'s> {
         // Progress counts stored bytes (what is read); the report counts object bytes.
         let total: u64 = objects.iter().map(|o| o.stored_len).sum();
         let mut stored_done = 0u64;
-        // Each object's length (decoded, for a compressed one), for the size check below.
         let mut blob_len = HashMap::with_capacity(objects.len());
         for listed in &objects {
             let id = &listed.id;
@@ -486,17 +525,20 @@ impl<'s> Maintenance<'s> {
             report.bytes += blob.len();
             progress(stored_done, total);
         }
-        // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
-        // after the listing, so a missing record is reported only if it is still listed.
-        let _lock = crate::lock::shared(self.root(), "verify")?;
+        Ok(blob_len)
+    }
+
+    /// Walks every cataloged snapshot (marking, sizes, its tree index) into `report`; returns
+    /// the (snapshot, root tree) of each one readable.
+    fn walk_snapshots(
+        &self,
+        report: &mut VerifyReport,
+        sizes: &mut SizeCheck,
+        paths: &mut Paths,
+    ) -> Result<Vec<(ObjectId, ObjectId)>, StoreError> {
         let listed = self.catalog().session()?.snapshots()?;
         let mut marked = HashSet::new();
-        let mut sizes = SizeCheck {
-            blob_len,
-            ..SizeCheck::default()
-        };
         let mut roots = Vec::new();
-        let mut paths = Paths::new();
         // Snapshots that share a root share its index: it is checked once.
         let mut shared_checked: HashMap<ObjectId, IndexState> = HashMap::new();
         for s in listed {
@@ -509,20 +551,10 @@ impl<'s> Maintenance<'s> {
                         snap.root,
                         &mut marked,
                         &mut report.problems,
-                        Some(&mut sizes),
-                        &mut paths,
+                        Some(sizes),
+                        paths,
                     );
-                    let state = match shared_checked.get(&snap.root) {
-                        Some(state) => state.clone(),
-                        None => {
-                            let state = self.index().check_tree_index(&s.id, &snap.root)?;
-                            if self.index().tree_index_path(&snap.root).exists() {
-                                shared_checked.insert(snap.root, state.clone());
-                            }
-                            state
-                        }
-                    };
-                    match state {
+                    match self.tree_index_state(&mut shared_checked, s.id, snap.root)? {
                         IndexState::Good => report.tree_indexes += 1,
                         IndexState::Missing => report.tree_indexes_missing += 1,
                         IndexState::Bad(why) => report.problems.push(VerifyProblem::BadTreeIndex {
@@ -553,22 +585,25 @@ impl<'s> Maintenance<'s> {
                 }),
             }
         }
-        self.name_every_reacher(&roots, &mut report.problems);
-        for (snapshot, id, recorded, at) in sizes.dir_refs {
-            if let Some(&actual) = sizes.tree_total.get(&id) {
-                if actual != recorded {
-                    let path = paths.path(at, None);
-                    report.problems.push(VerifyProblem::WrongSize {
-                        snapshot,
-                        id,
-                        path,
-                        recorded,
-                        actual,
-                    });
-                }
-            }
+        Ok(roots)
+    }
+
+    /// The state of the tree index of `snapshot`'s `root`, checked once per root that has a
+    /// shared index (`checked` remembers them).
+    fn tree_index_state(
+        &self,
+        checked: &mut HashMap<ObjectId, IndexState>,
+        snapshot: ObjectId,
+        root: ObjectId,
+    ) -> Result<IndexState, StoreError> {
+        if let Some(state) = checked.get(&root) {
+            return Ok(state.clone());
         }
-        Ok(report)
+        let state = self.index().check_tree_index(&snapshot, &root)?;
+        if self.index().tree_index_path(&root).exists() {
+            checked.insert(root, state.clone());
+        }
+        Ok(state)
     }
 
     /// Removes objects unreachable from every snapshot record and live lease, when older
