@@ -1155,6 +1155,8 @@ fn read_config(path: &Path) -> Result<(String, fs::Metadata), ImportError> {
     Ok((text, meta))
 }
 
+/// The writes of [`apply`], in order (see the module doc); each records in `undo` what it
+/// creates.
 fn write_all(
     store: &Store,
     plan: &ImportPlan,
@@ -1163,95 +1165,21 @@ fn write_all(
     undo: &mut Undo,
     progress: &dyn Progress,
 ) -> Result<Imported, ImportError> {
-    let root = &plan.install;
     let interrupted = |_| ImportError::Interrupted;
     // Secrets first (in memory): a key ZeroClaw would create is created now, and removed
     // again if the import fails.
-    let mut text = plan.new_config.clone();
-    let mut filled = Vec::new();
-    if !secrets.is_empty() {
-        undo.will_create(&root.join(".secret_key"));
-        let store_key = zeroclaw_config::secrets::SecretStore::new(root, plan.encrypt);
-        let mut doc: toml_edit::DocumentMut = text.parse().expect("the merged text parses");
-        for (path, value) in secrets {
-            if !plan.secrets.iter().any(|s| &s.path == path) {
-                return Err(ImportError::BadArgument {
-                    arg: path.clone(),
-                    problem: "is not a secret this import needs".to_string(),
-                });
-            }
-            let sealed = store_key.encrypt(value).map_err(|e| ImportError::Secret {
-                path: path.clone(),
-                source: e.into(),
-            })?;
-            set_path(&mut doc, path, sealed).map_err(|problem| ImportError::Fragment {
-                path: path.clone(),
-                problem,
-            })?;
-            filled.push(path.clone());
-        }
-        text = with_line_endings_of(&plan.old_config, doc.to_string());
-        let before = Install::from_toml_str(root, &plan.old_config).map_err(|source| {
-            ImportError::Install {
-                root: root.clone(),
-                source,
-            }
-        })?;
-        check_merged(&before, root, &plan.config_path, &text)?;
-    }
+    let (text, filled) = seal_secrets(plan, secrets, undo)?;
 
     progress.check_cancel().map_err(interrupted)?;
     hooks::seam("import-step", "trees");
-    let reader = store.objects().reader();
-    for t in &plan.trees {
-        progress.check_cancel().map_err(interrupted)?;
-        let req = PublishRequest {
-            dest: &t.dest,
-            force: t.replaces.is_some(),
-            sources: &[],
-            store: Some(store.root()),
-            bundle: NO_MARKER,
-        };
-        let publish_err = |source| ImportError::Publish {
-            what: t.what.clone(),
-            path: t.dest.clone(),
-            source: Box::new(source),
-        };
-        let admitted = publish::check(&req).map_err(publish_err)?;
-        undo.will_create(&t.dest);
-        publish::publish_to(&reader, &t.tree, &admitted, None, progress).map_err(publish_err)?;
-        progress.finish();
-    }
+    publish_trees(store, plan, undo, progress)?;
 
     hooks::seam("import-step", "provenance");
     progress.check_cancel().map_err(interrupted)?;
-    let record = provenance::Provenance {
-        alias: plan.alias.clone(),
-        bundle_alias: plan.bundle_alias.clone(),
-        snapshot: plan.snapshot,
-        source: plan.source.clone(),
-        imported_at: rfc3339_utc(std::time::SystemTime::now()),
-        tool_version: env!("CARGO_PKG_VERSION").to_string(),
-        renamed: plan
-            .renamed()
-            .map(|d| (d.kind.path_of(&d.bundle), d.local.clone()))
-            .collect::<BTreeMap<_, _>>(),
-        entries: plan
-            .decisions
-            .iter()
-            .filter(|d| d.action != Action::LeftOut)
-            .map(|d| {
-                let fate = provenance::EntryFate {
-                    local: d.local.clone(),
-                    owned: matches!(d.action, Action::Add | Action::Namespace),
-                };
-                (d.kind.path_of(&d.bundle), fate)
-            })
-            .collect(),
-    };
-    let record_path = provenance::path(root, &plan.alias);
+    let record = provenance_of(plan);
+    let record_path = provenance::path(&plan.install, &plan.alias);
     undo.will_create(&record_path);
-    provenance::write(root, store.root(), &record)?;
+    provenance::write(&plan.install, store.root(), &record)?;
 
     hooks::seam("import-step", "backup");
     progress.check_cancel().map_err(interrupted)?;
@@ -1285,6 +1213,109 @@ fn write_all(
         provenance: record_path,
         written: true,
     })
+}
+
+/// The new `config.toml` with `secrets` encrypted into it (the install's key, created when
+/// ZeroClaw would, noted in `undo`), and the paths filled.
+fn seal_secrets(
+    plan: &ImportPlan,
+    secrets: &[(String, String)],
+    undo: &mut Undo,
+) -> Result<(String, Vec<String>), ImportError> {
+    let root = &plan.install;
+    let mut text = plan.new_config.clone();
+    let mut filled = Vec::new();
+    if secrets.is_empty() {
+        return Ok((text, filled));
+    }
+    undo.will_create(&root.join(".secret_key"));
+    let store_key = zeroclaw_config::secrets::SecretStore::new(root, plan.encrypt);
+    let mut doc: toml_edit::DocumentMut = text.parse().expect("the merged text parses");
+    for (path, value) in secrets {
+        if !plan.secrets.iter().any(|s| &s.path == path) {
+            return Err(ImportError::BadArgument {
+                arg: path.clone(),
+                problem: "is not a secret this import needs".to_string(),
+            });
+        }
+        let sealed = store_key.encrypt(value).map_err(|e| ImportError::Secret {
+            path: path.clone(),
+            source: e.into(),
+        })?;
+        set_path(&mut doc, path, sealed).map_err(|problem| ImportError::Fragment {
+            path: path.clone(),
+            problem,
+        })?;
+        filled.push(path.clone());
+    }
+    text = with_line_endings_of(&plan.old_config, doc.to_string());
+    let before =
+        Install::from_toml_str(root, &plan.old_config).map_err(|source| ImportError::Install {
+            root: root.clone(),
+            source,
+        })?;
+    check_merged(&before, root, &plan.config_path, &text)?;
+    Ok((text, filled))
+}
+
+/// Publishes each planned tree (workspace, skills) at its destination, staged.
+fn publish_trees(
+    store: &Store,
+    plan: &ImportPlan,
+    undo: &mut Undo,
+    progress: &dyn Progress,
+) -> Result<(), ImportError> {
+    let reader = store.objects().reader();
+    for t in &plan.trees {
+        progress
+            .check_cancel()
+            .map_err(|_| ImportError::Interrupted)?;
+        let req = PublishRequest {
+            dest: &t.dest,
+            force: t.replaces.is_some(),
+            sources: &[],
+            store: Some(store.root()),
+            bundle: NO_MARKER,
+        };
+        let publish_err = |source| ImportError::Publish {
+            what: t.what.clone(),
+            path: t.dest.clone(),
+            source: Box::new(source),
+        };
+        let admitted = publish::check(&req).map_err(publish_err)?;
+        undo.will_create(&t.dest);
+        publish::publish_to(&reader, &t.tree, &admitted, None, progress).map_err(publish_err)?;
+        progress.finish();
+    }
+    Ok(())
+}
+
+/// The provenance record of the import `plan` describes.
+fn provenance_of(plan: &ImportPlan) -> provenance::Provenance {
+    provenance::Provenance {
+        alias: plan.alias.clone(),
+        bundle_alias: plan.bundle_alias.clone(),
+        snapshot: plan.snapshot,
+        source: plan.source.clone(),
+        imported_at: rfc3339_utc(std::time::SystemTime::now()),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        renamed: plan
+            .renamed()
+            .map(|d| (d.kind.path_of(&d.bundle), d.local.clone()))
+            .collect::<BTreeMap<_, _>>(),
+        entries: plan
+            .decisions
+            .iter()
+            .filter(|d| d.action != Action::LeftOut)
+            .map(|d| {
+                let fate = provenance::EntryFate {
+                    local: d.local.clone(),
+                    owned: matches!(d.action, Action::Add | Action::Namespace),
+                };
+                (d.kind.path_of(&d.bundle), fate)
+            })
+            .collect(),
+    }
 }
 
 fn write_file(

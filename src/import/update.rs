@@ -284,42 +284,9 @@ pub fn plan(
     };
     let incoming = super::read_bundle(store, &import_req, None, progress)?;
     let record = earlier_record(&target, &incoming.manifest.root_agent, req.alias)?;
-    let base_snapshot = store.objects().read_snapshot(&record.snapshot);
-    if base_snapshot.is_err() {
-        return Err(UpdateError::BaseMissing {
-            alias: record.alias.clone(),
-            snapshot: record.snapshot,
-            short: record.snapshot.short(16),
-            from: record.source.clone(),
-        });
-    }
-    let base = source::read(store, record.snapshot, SourceKind::Snapshot)?;
-    let source_text = match incoming.kind {
-        SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
-            .unwrap_or_else(|_| req.source.into())
-            .to_string_lossy()
-            .into_owned(),
-        _ => req.source.to_string_lossy().into_owned(),
-    };
-    let mut plan = UpdatePlan {
-        source: source_text.clone(),
-        alias: record.alias.clone(),
-        bundle_alias: record.bundle_alias.clone(),
-        install: target.root.clone(),
-        base: record.snapshot,
-        incoming: incoming.snapshot,
-        content_id: incoming.content_id(),
-        up_to_date: false,
-        taken: Vec::new(),
-        deleted: Vec::new(),
-        kept: Vec::new(),
-        conflicts: Vec::new(),
-        config_keys: Vec::new(),
-        new_grants: Vec::new(),
-        accept_grants: req.accept_grants,
-        policy: req.conflicts,
-        work: None,
-    };
+    let base = read_base(store, &record)?;
+    let source_text = source_text(req, &incoming.kind);
+    let mut plan = UpdatePlan::empty(req, &record, &target, &incoming, source_text.clone());
     if base.content_id() == incoming.content_id() {
         plan.up_to_date = true;
         return Ok(plan);
@@ -334,10 +301,111 @@ pub fn plan(
     let workspace = target.install.typed.agent_workspace_dir(&record.alias);
     let local = capture(store, &workspace, progress)?;
     let mut sizes = HashMap::new();
-    let base_side = flatten(store, base.workspace.map(|t| t.id), &mut sizes)?;
-    let incoming_side = flatten(store, incoming.workspace.map(|t| t.id), &mut sizes)?;
-    let local_side = flatten(store, Some(local.tree), &mut sizes)?;
-    let behind = left_behind(&[&base, &incoming]);
+    let merged_files = plan_files(store, &base, &incoming, local.tree, &mut sizes, &mut plan)?;
+
+    // Config.
+    let entries = names.entry_paths();
+    let merged_config = plan_config(&base, &incoming, &names, &entries, &target, &mut plan)?;
+
+    // Grants: what the incoming bundle grants that the base did not, in local names.
+    plan.new_grants = new_grants(&base, &incoming, &names.names)?;
+
+    let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
+        return Ok(plan);
+    };
+    super::check_merged(
+        &target.install,
+        &target.root,
+        &target.config_path,
+        &new_config,
+    )?;
+    let merged_tree = build_tree(store, &tree, &sizes)?;
+    let after_record = record_after(&record, &incoming, &names, source_text)?;
+    plan.work = Some(Work {
+        config_path: target.config_path,
+        config_target: target.config_target,
+        old_config: target.old_config,
+        new_config,
+        workspace,
+        local,
+        merged_tree,
+        entries,
+        before_record: record,
+        after_record,
+    });
+    Ok(plan)
+}
+
+/// The merge base: the bundle `record` names, which must be in the store.
+fn read_base(store: &Store, record: &Provenance) -> Result<source::StoredBundle, UpdateError> {
+    let base_snapshot = store.objects().read_snapshot(&record.snapshot);
+    if base_snapshot.is_err() {
+        return Err(UpdateError::BaseMissing {
+            alias: record.alias.clone(),
+            snapshot: record.snapshot,
+            short: record.snapshot.short(16),
+            from: record.source.clone(),
+        });
+    }
+    Ok(source::read(store, record.snapshot, SourceKind::Snapshot)?)
+}
+
+/// The source as the plan and provenance name it: a directory or pack by its absolute path.
+fn source_text(req: &UpdateRequest<'_>, kind: &SourceKind) -> String {
+    match kind {
+        SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
+            .unwrap_or_else(|_| req.source.into())
+            .to_string_lossy()
+            .into_owned(),
+        _ => req.source.to_string_lossy().into_owned(),
+    }
+}
+
+impl UpdatePlan {
+    /// The plan before anything is merged: who, from what, to what, with no change listed.
+    fn empty(
+        req: &UpdateRequest<'_>,
+        record: &Provenance,
+        target: &super::Target,
+        incoming: &source::StoredBundle,
+        source: String,
+    ) -> UpdatePlan {
+        UpdatePlan {
+            source,
+            alias: record.alias.clone(),
+            bundle_alias: record.bundle_alias.clone(),
+            install: target.root.clone(),
+            base: record.snapshot,
+            incoming: incoming.snapshot,
+            content_id: incoming.content_id(),
+            up_to_date: false,
+            taken: Vec::new(),
+            deleted: Vec::new(),
+            kept: Vec::new(),
+            conflicts: Vec::new(),
+            config_keys: Vec::new(),
+            new_grants: Vec::new(),
+            accept_grants: req.accept_grants,
+            policy: req.conflicts,
+            work: None,
+        }
+    }
+}
+
+/// The workspace merge: lists in `plan` the paths taken, deleted and kept and the conflicts;
+/// the merged tree, or `None` when a conflict is left unresolved.
+fn plan_files(
+    store: &Store,
+    base: &source::StoredBundle,
+    incoming: &source::StoredBundle,
+    local_tree: ObjectId,
+    sizes: &mut HashMap<ObjectId, u64>,
+    plan: &mut UpdatePlan,
+) -> Result<Option<Side>, UpdateError> {
+    let base_side = flatten(store, base.workspace.map(|t| t.id), sizes)?;
+    let incoming_side = flatten(store, incoming.workspace.map(|t| t.id), sizes)?;
+    let local_side = flatten(store, Some(local_tree), sizes)?;
+    let behind = left_behind(&[base, incoming]);
     let uncarried = |p: &[u8]| uncarried(&behind, p);
     let file_plan = sync::files::plan(&base_side, &local_side, &incoming_side, &uncarried);
     for (path, decision) in &file_plan.paths {
@@ -353,83 +421,77 @@ pub fn plan(
         }
     }
     let stamp = Stamp::from_unix_secs(crate::clock::now_ns() / 1_000_000_000);
-    let merged_files = match file_plan.resolve(req.conflicts.engine(), &stamp) {
+    Ok(match file_plan.resolve(plan.policy.engine(), &stamp) {
         Ok(merged) => {
-            for r in &merged.resolved {
-                plan.conflicts.push(Conflict {
-                    path: String::from_utf8_lossy(&r.path).into_owned(),
-                    kind: r.kind.describe(),
-                    resolution: Some(match &r.how {
-                        sync::files::Resolution::KeptLocal => "kept local".to_string(),
-                        sync::files::Resolution::TookIncoming => "took incoming".to_string(),
-                        sync::files::Resolution::Copied { to } => {
-                            format!("copied to {}", String::from_utf8_lossy(to))
-                        }
-                    }),
-                });
-            }
+            plan.conflicts
+                .extend(merged.resolved.iter().map(resolved_file_conflict));
             Some(merged.tree)
         }
         Err(refused) => {
-            for c in refused.conflicts {
-                plan.conflicts.push(Conflict {
-                    path: String::from_utf8_lossy(&c.path).into_owned(),
-                    kind: match c.why {
-                        sync::files::Why::Refused => c.kind.describe(),
-                        sync::files::Why::Uncarried => {
-                            "taking upstream would replace a file no export carries"
-                        }
-                    },
-                    resolution: None,
-                });
-            }
+            plan.conflicts
+                .extend(refused.conflicts.iter().map(refused_file_conflict));
             None
         }
-    };
+    })
+}
 
-    // Config.
+/// A workspace conflict the policy resolved, as the plan lists it.
+fn resolved_file_conflict(r: &sync::files::Resolved) -> Conflict {
+    Conflict {
+        path: String::from_utf8_lossy(&r.path).into_owned(),
+        kind: r.kind.describe(),
+        resolution: Some(match &r.how {
+            sync::files::Resolution::KeptLocal => "kept local".to_string(),
+            sync::files::Resolution::TookIncoming => "took incoming".to_string(),
+            sync::files::Resolution::Copied { to } => {
+                format!("copied to {}", String::from_utf8_lossy(to))
+            }
+        }),
+    }
+}
+
+/// A workspace conflict left unresolved, as the plan lists it.
+fn refused_file_conflict(c: &sync::files::Unresolved) -> Conflict {
+    Conflict {
+        path: String::from_utf8_lossy(&c.path).into_owned(),
+        kind: match c.why {
+            sync::files::Why::Refused => c.kind.describe(),
+            sync::files::Why::Uncarried => "taking upstream would replace a file no export carries",
+        },
+        resolution: None,
+    }
+}
+
+/// The config merge, per key of the owned `entries` (dotted local paths): lists in `plan` the keys
+/// and conflicts; the merged `config.toml`, or `None` when a conflict is left unresolved.
+fn plan_config(
+    base: &source::StoredBundle,
+    incoming: &source::StoredBundle,
+    names: &Names,
+    entries: &[String],
+    target: &super::Target,
+    plan: &mut UpdatePlan,
+) -> Result<Option<String>, UpdateError> {
     let base_text = merge::localize(&base.fragment, &names.names, &names.owned_base)?;
     let incoming_text = merge::localize(&incoming.fragment, &names.names, &names.owned_incoming)?;
-    let entries = names.entry_paths();
     let entry_refs: Vec<&str> = entries.iter().map(String::as_str).collect();
-    let merged_config = match sync::config::merge_config(
+    match sync::config::merge_config(
         &base_text,
         &target.old_config,
         &incoming_text,
         &entry_refs,
-        req.conflicts.engine(),
+        plan.policy.engine(),
     ) {
         Ok(m) => {
             for d in &m.decisions {
                 let key = sync::config::dotted(&d.path);
-                let action = match &d.action {
-                    sync::config::KeyAction::Same => "same",
-                    sync::config::KeyAction::Take => "take",
-                    sync::config::KeyAction::Delete => "delete",
-                    sync::config::KeyAction::Keep => "keep",
-                    sync::config::KeyAction::KeepLocalDeletion => "keep-deletion",
-                    sync::config::KeyAction::Conflict {
-                        kind,
-                        took_incoming,
-                    } => {
-                        plan.conflicts.push(Conflict {
-                            path: key.clone(),
-                            kind: kind.describe(),
-                            resolution: Some(
-                                if *took_incoming {
-                                    "took incoming"
-                                } else {
-                                    "kept local"
-                                }
-                                .to_string(),
-                            ),
-                        });
-                        "conflict"
-                    }
-                };
+                let action = key_action(d, &key, &mut plan.conflicts);
                 plan.config_keys.push(KeyChange { key, action });
             }
-            Some(super::with_line_endings_of(&target.old_config, m.text))
+            Ok(Some(super::with_line_endings_of(
+                &target.old_config,
+                m.text,
+            )))
         }
         Err(sync::config::ConfigMergeError::Refused { conflicts }) => {
             for c in conflicts {
@@ -439,55 +501,71 @@ pub fn plan(
                     resolution: None,
                 });
             }
-            None
+            Ok(None)
         }
-        Err(e) => {
-            return Err(ImportError::Invalid {
-                path: target.config_path.clone(),
-                problem: e.to_string(),
-            }
-            .into())
+        Err(e) => Err(ImportError::Invalid {
+            path: target.config_path.clone(),
+            problem: e.to_string(),
         }
-    };
+        .into()),
+    }
+}
 
-    // Grants: what the incoming bundle grants that the base did not, in local names.
-    plan.new_grants = new_grants(&base, &incoming, &names.names)?;
+/// The action word of config key `key`'s decision `d`; a resolved conflict is also listed
+/// in `conflicts`.
+fn key_action(
+    d: &sync::config::KeyDecision,
+    key: &str,
+    conflicts: &mut Vec<Conflict>,
+) -> &'static str {
+    match &d.action {
+        sync::config::KeyAction::Same => "same",
+        sync::config::KeyAction::Take => "take",
+        sync::config::KeyAction::Delete => "delete",
+        sync::config::KeyAction::Keep => "keep",
+        sync::config::KeyAction::KeepLocalDeletion => "keep-deletion",
+        sync::config::KeyAction::Conflict {
+            kind,
+            took_incoming,
+        } => {
+            conflicts.push(Conflict {
+                path: key.to_string(),
+                kind: kind.describe(),
+                resolution: Some(
+                    if *took_incoming {
+                        "took incoming"
+                    } else {
+                        "kept local"
+                    }
+                    .to_string(),
+                ),
+            });
+            "conflict"
+        }
+    }
+}
 
-    let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
-        return Ok(plan);
-    };
-    super::check_merged(
-        &target.install,
-        &target.root,
-        &target.config_path,
-        &new_config,
-    )?;
-    let merged_tree = build_tree(store, &tree, &sizes)?;
-    let mut after_record = record.clone();
-    after_record.snapshot = incoming.snapshot;
-    after_record.source = source_text;
-    after_record.imported_at = rfc3339_utc(std::time::SystemTime::now());
-    after_record.tool_version = env!("CARGO_PKG_VERSION").to_string();
-    after_record.entries = names.fates(&incoming)?;
-    after_record.renamed = after_record
+/// The provenance record after the update: `record` moved to the incoming snapshot, with the
+/// incoming bundle's entries in local names.
+fn record_after(
+    record: &Provenance,
+    incoming: &source::StoredBundle,
+    names: &Names,
+    source: String,
+) -> Result<Provenance, UpdateError> {
+    let mut after = record.clone();
+    after.snapshot = incoming.snapshot;
+    after.source = source;
+    after.imported_at = rfc3339_utc(std::time::SystemTime::now());
+    after.tool_version = env!("CARGO_PKG_VERSION").to_string();
+    after.entries = names.fates(incoming)?;
+    after.renamed = after
         .entries
         .iter()
         .filter(|(path, fate)| Kind::parse_prefix(path).is_some_and(|(_, a)| a != fate.local))
         .map(|(path, fate)| (path.clone(), fate.local.clone()))
         .collect();
-    plan.work = Some(Work {
-        config_path: target.config_path,
-        config_target: target.config_target,
-        old_config: target.old_config,
-        new_config,
-        workspace,
-        local,
-        merged_tree,
-        entries,
-        before_record: record,
-        after_record,
-    });
-    Ok(plan)
+    Ok(after)
 }
 
 /// Applies `plan` (see the module doc for the order). Refuses a plan with unresolved
@@ -1139,6 +1217,44 @@ fn write_change(
 ) -> Result<PathBuf, UpdateError> {
     let work = change.work;
     let root = change.root;
+    // Held until the last write: the lock goes with the descriptor.
+    let _dir = lock_install(root)?;
+    let keep = check_unchanged(store, work, progress)?;
+
+    // 1. The state record: what is replaced, kept reachable.
+    record_state(store, change)?;
+
+    // 2. The workspace, through the staged publish (unless nothing changes in it).
+    crate::hooks::seam("update-step", "trees");
+    progress
+        .check_cancel()
+        .map_err(|_| ImportError::Interrupted)?;
+    if work.merged_tree != work.local.tree {
+        publish_workspace(store, change, progress)?;
+    }
+
+    // 3. Provenance, 4. backup, 5. config.toml last.
+    crate::hooks::seam("update-step", "provenance");
+    provenance::write(root, store.root(), &work.after_record)?;
+    crate::hooks::seam("update-step", "config");
+    let backup = super::backup_path(&work.config_path);
+    super::write_file(store, &backup, false, keep, None, work.old_config.clone())?;
+    if work.new_config != work.old_config {
+        super::write_file(
+            store,
+            &work.config_target,
+            true,
+            keep,
+            None,
+            work.new_config.clone(),
+        )?;
+    }
+    Ok(backup)
+}
+
+/// Opens the install directory `root` and takes its exclusive lock (held while the returned
+/// descriptor lives); `Busy` when another writer holds it.
+fn lock_install(root: &Path) -> Result<std::os::fd::OwnedFd, UpdateError> {
     let dir = sys::open_dir_path(root).map_err(|source| ImportError::Read {
         path: root.to_path_buf(),
         source,
@@ -1152,6 +1268,16 @@ fn write_change(
         }
         .into());
     }
+    Ok(dir)
+}
+
+/// Checks that `config.toml` and the workspace are as planned; returns the mode and owner
+/// the config file keeps.
+fn check_unchanged(
+    store: &Store,
+    work: &Work,
+    progress: &dyn Progress,
+) -> Result<Keep, UpdateError> {
     let changed_config = || ImportError::ConfigChanged {
         path: work.config_path.clone(),
     };
@@ -1166,13 +1292,18 @@ fn write_change(
     if again.tree != work.local.tree {
         return Err(UpdateError::Changed(work.workspace.clone()));
     }
-    let keep = Keep {
+    Ok(Keep {
         mode: meta.mode() & 0o7777,
         uid: meta.uid(),
         gid: meta.gid(),
-    };
+    })
+}
 
-    // 1. The state record: what is replaced, kept reachable.
+/// Records the state `change` replaces and writes (config texts, workspace snapshots), then
+/// releases the states beyond the last [`KEEP_STATES`].
+fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
+    let work = change.work;
+    let root = change.root;
     let states_dir = states_dir(root, change.alias);
     fs::create_dir_all(&states_dir).map_err(|e| UpdateError::State {
         path: states_dir.clone(),
@@ -1232,47 +1363,32 @@ fn write_change(
         let _ = fs::remove_file(states_dir.join(&old.before_config));
         let _ = fs::remove_file(states_dir.join(&old.after_config));
     }
+    Ok(())
+}
 
-    // 2. The workspace, through the staged publish (unless nothing changes in it).
-    crate::hooks::seam("update-step", "trees");
-    progress
-        .check_cancel()
-        .map_err(|_| ImportError::Interrupted)?;
-    if work.merged_tree != work.local.tree {
-        let req = PublishRequest {
-            dest: &work.workspace,
-            force: true,
-            sources: &[],
-            store: Some(store.root()),
-            bundle: super::NO_MARKER,
-        };
-        let publish_err = |source| ImportError::Publish {
-            what: format!("the workspace of agent {}", change.alias),
-            path: work.workspace.clone(),
-            source: Box::new(source),
-        };
-        let admitted = publish::check(&req).map_err(publish_err)?;
-        let reader = store.objects().reader();
-        publish::publish_to(&reader, &work.merged_tree, &admitted, None, progress)
-            .map_err(publish_err)?;
-        progress.finish();
-    }
-
-    // 3. Provenance, 4. backup, 5. config.toml last.
-    crate::hooks::seam("update-step", "provenance");
-    provenance::write(root, store.root(), &work.after_record)?;
-    crate::hooks::seam("update-step", "config");
-    let backup = super::backup_path(&work.config_path);
-    super::write_file(store, &backup, false, keep, None, work.old_config.clone())?;
-    if work.new_config != work.old_config {
-        super::write_file(
-            store,
-            &work.config_target,
-            true,
-            keep,
-            None,
-            work.new_config.clone(),
-        )?;
-    }
-    Ok(backup)
+/// Publishes the merged workspace of `change` in place of the agent's, staged.
+fn publish_workspace(
+    store: &Store,
+    change: &Change<'_>,
+    progress: &dyn Progress,
+) -> Result<(), UpdateError> {
+    let work = change.work;
+    let req = PublishRequest {
+        dest: &work.workspace,
+        force: true,
+        sources: &[],
+        store: Some(store.root()),
+        bundle: super::NO_MARKER,
+    };
+    let publish_err = |source| ImportError::Publish {
+        what: format!("the workspace of agent {}", change.alias),
+        path: work.workspace.clone(),
+        source: Box::new(source),
+    };
+    let admitted = publish::check(&req).map_err(publish_err)?;
+    let reader = store.objects().reader();
+    publish::publish_to(&reader, &work.merged_tree, &admitted, None, progress)
+        .map_err(publish_err)?;
+    progress.finish();
+    Ok(())
 }

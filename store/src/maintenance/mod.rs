@@ -264,6 +264,65 @@ impl Paths {
     }
 }
 
+/// Reports each directory whose parent records a size other than its subtree's total.
+fn check_dir_sizes(sizes: SizeCheck, paths: &Paths, problems: &mut Vec<VerifyProblem>) {
+    for (snapshot, id, recorded, at) in sizes.dir_refs {
+        if let Some(&actual) = sizes.tree_total.get(&id) {
+            if actual != recorded {
+                let path = paths.path(at, None);
+                problems.push(VerifyProblem::WrongSize {
+                    snapshot,
+                    id,
+                    path,
+                    recorded,
+                    actual,
+                });
+            }
+        }
+    }
+}
+
+/// What gc keeps: every object marked reachable, the snapshot records kept, and their root
+/// trees (whose shared tree indexes stay).
+#[derive(Default)]
+struct Live {
+    marked: HashSet<ObjectId>,
+    records: HashSet<ObjectId>,
+    roots: HashSet<ObjectId>,
+}
+
+/// The unmarked objects of `listed` past the grace period, with their stored lengths; counts
+/// the reachable and the young ones kept in `report`.
+fn unreachable(
+    listed: Vec<ListedObject>,
+    marked: &HashSet<ObjectId>,
+    grace_secs: u64,
+    report: &mut GcReport,
+) -> Vec<(ObjectId, u64)> {
+    listed
+        .into_iter()
+        .filter_map(
+            |ListedObject {
+                 id,
+                 stored_len: len,
+                 age_secs: age,
+                 ..
+             }| {
+                if marked.contains(&id) {
+                    report.reachable += 1;
+                    None
+                } else if age < grace_secs {
+                    report.young_kept += 1;
+                    report.young_kept_bytes += len;
+                    None
+                } else {
+                    Some((id, len))
+                }
+            },
+        )
+        .collect()
+}
+
 /// What [`Maintenance::forget`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Forgotten {
@@ -448,6 +507,28 @@ impl<'s> Maintenance<'s> {
     /// object counts its frame) and their total.
     pub fn verify(&self, progress: &mut dyn FnMut(u64, u64)) -> Result<VerifyReport, StoreError> {
         let mut report = VerifyReport::default();
+        let blob_len = self.rehash_objects(&mut report, progress)?;
+        // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
+        // after the listing, so a missing record is reported only if it is still listed.
+        let _lock = crate::lock::shared(self.root(), "verify")?;
+        let mut sizes = SizeCheck {
+            blob_len,
+            ..SizeCheck::default()
+        };
+        let mut paths = Paths::new();
+        let roots = self.walk_snapshots(&mut report, &mut sizes, &mut paths)?;
+        self.name_every_reacher(&roots, &mut report.problems);
+        check_dir_sizes(sizes, &paths, &mut report.problems);
+        Ok(report)
+    }
+
+    /// Rehashes every object (and reports unreadable packs) into `report`; returns each
+    /// object's length (decoded, for a compressed one), for the size check.
+    fn rehash_objects(
+        &self,
+        report: &mut VerifyReport,
+        progress: &mut dyn FnMut(u64, u64),
+    ) -> Result<HashMap<ObjectId, u64>, StoreError> {
         let objects = self.objects().list()?;
         for (path, why) in self.objects().refused_packs()? {
             report.problems.push(VerifyProblem::BadPack {
@@ -458,7 +539,6 @@ impl<'s> Maintenance<'s> {
         // Progress counts stored bytes (what is read); the report counts object bytes.
         let total: u64 = objects.iter().map(|o| o.stored_len).sum();
         let mut stored_done = 0u64;
-        // Each object's length (decoded, for a compressed one), for the size check below.
         let mut blob_len = HashMap::with_capacity(objects.len());
         for listed in &objects {
             let id = &listed.id;
@@ -486,17 +566,20 @@ impl<'s> Maintenance<'s> {
             report.bytes += blob.len();
             progress(stored_done, total);
         }
-        // No gc can sweep while the snapshots are walked; a `forget` can still remove a record
-        // after the listing, so a missing record is reported only if it is still listed.
-        let _lock = crate::lock::shared(self.root(), "verify")?;
+        Ok(blob_len)
+    }
+
+    /// Walks every cataloged snapshot (marking, sizes, its tree index) into `report`; returns
+    /// the (snapshot, root tree) of each one readable.
+    fn walk_snapshots(
+        &self,
+        report: &mut VerifyReport,
+        sizes: &mut SizeCheck,
+        paths: &mut Paths,
+    ) -> Result<Vec<(ObjectId, ObjectId)>, StoreError> {
         let listed = self.catalog().session()?.snapshots()?;
         let mut marked = HashSet::new();
-        let mut sizes = SizeCheck {
-            blob_len,
-            ..SizeCheck::default()
-        };
         let mut roots = Vec::new();
-        let mut paths = Paths::new();
         // Snapshots that share a root share its index: it is checked once.
         let mut shared_checked: HashMap<ObjectId, IndexState> = HashMap::new();
         for s in listed {
@@ -509,20 +592,10 @@ impl<'s> Maintenance<'s> {
                         snap.root,
                         &mut marked,
                         &mut report.problems,
-                        Some(&mut sizes),
-                        &mut paths,
+                        Some(sizes),
+                        paths,
                     );
-                    let state = match shared_checked.get(&snap.root) {
-                        Some(state) => state.clone(),
-                        None => {
-                            let state = self.index().check_tree_index(&s.id, &snap.root)?;
-                            if self.index().tree_index_path(&snap.root).exists() {
-                                shared_checked.insert(snap.root, state.clone());
-                            }
-                            state
-                        }
-                    };
-                    match state {
+                    match self.tree_index_state(&mut shared_checked, s.id, snap.root)? {
                         IndexState::Good => report.tree_indexes += 1,
                         IndexState::Missing => report.tree_indexes_missing += 1,
                         IndexState::Bad(why) => report.problems.push(VerifyProblem::BadTreeIndex {
@@ -553,22 +626,25 @@ impl<'s> Maintenance<'s> {
                 }),
             }
         }
-        self.name_every_reacher(&roots, &mut report.problems);
-        for (snapshot, id, recorded, at) in sizes.dir_refs {
-            if let Some(&actual) = sizes.tree_total.get(&id) {
-                if actual != recorded {
-                    let path = paths.path(at, None);
-                    report.problems.push(VerifyProblem::WrongSize {
-                        snapshot,
-                        id,
-                        path,
-                        recorded,
-                        actual,
-                    });
-                }
-            }
+        Ok(roots)
+    }
+
+    /// The state of the tree index of `snapshot`'s `root`, checked once per root that has a
+    /// shared index (`checked` remembers them).
+    fn tree_index_state(
+        &self,
+        checked: &mut HashMap<ObjectId, IndexState>,
+        snapshot: ObjectId,
+        root: ObjectId,
+    ) -> Result<IndexState, StoreError> {
+        if let Some(state) = checked.get(&root) {
+            return Ok(state.clone());
         }
-        Ok(report)
+        let state = self.index().check_tree_index(&snapshot, &root)?;
+        if self.index().tree_index_path(&root).exists() {
+            checked.insert(root, state.clone());
+        }
+        Ok(state)
     }
 
     /// Removes objects unreachable from every snapshot record and live lease, when older
@@ -578,11 +654,28 @@ impl<'s> Maintenance<'s> {
         // reindex runs (see the crate doc, "gc and writers").
         let _lock = crate::lock::exclusive(self.root(), "collect garbage")?;
         let mut report = GcReport::default();
-        let mut marked = HashSet::new();
+        let live = self.mark_live()?;
+        let listed = self.objects().list()?;
+        let duplicates = self.loose_duplicates(&listed, &live);
+        let doomed = unreachable(listed, &live.marked, grace_secs, &mut report);
+        self.remove_unreachable(doomed, &mut report)?;
+        for (id, len) in duplicates {
+            self.objects().remove_loose(&id)?;
+            report.duplicates_removed += 1;
+            report.duplicate_bytes += len;
+        }
+        report.packs_merged = self.objects().consolidate_packs()?;
+        self.sweep_temp(grace_secs, &mut report);
+        self.objects().sync()?;
+        self.sweep_side_records(&live, &mut report)?;
+        Ok(report)
+    }
+
+    /// gc's marking: everything the snapshots reindex would list reach, then what mounts'
+    /// leases hold.
+    fn mark_live(&self) -> Result<Live, StoreError> {
+        let mut live = Live::default();
         let mut ignored = Vec::new();
-        let mut records = HashSet::new();
-        // The root trees of the snapshots kept: their shared tree indexes stay.
-        let mut roots = HashSet::new();
         // The roots are the snapshots reindex would list (see the module doc): a record that
         // is only found among the objects (a file's content, a planted record) is not one.
         let catalog = self.catalog().session()?;
@@ -594,62 +687,60 @@ impl<'s> Maintenance<'s> {
         let admission = self.catalog().admit_records(&catalog, scanned)?;
         drop(catalog);
         for (id, snap) in &admission.admitted {
-            marked.insert(*id);
-            records.insert(*id);
-            roots.insert(snap.root);
-            let mut paths = Paths::new();
-            self.mark(*id, snap.root, &mut marked, &mut ignored, None, &mut paths);
+            self.mark_kept(&mut live, *id, snap.root, &mut ignored);
         }
         // Mounts' leases: records a mount holds (see `lease`), then lease files and held
         // records set aside by `forget`.
         let mut held = Vec::new();
         for (id, root) in scanned_roots {
-            if !records.contains(&id) && self.record_is_held(&id)? {
+            if !live.records.contains(&id) && self.record_is_held(&id)? {
                 held.push((id, root));
             }
         }
         held.extend(self.live_leases()?);
         for (snapshot, root) in held {
-            marked.insert(snapshot);
-            records.insert(snapshot);
-            roots.insert(root);
-            let mut paths = Paths::new();
-            self.mark(snapshot, root, &mut marked, &mut ignored, None, &mut paths);
+            self.mark_kept(&mut live, snapshot, root, &mut ignored);
         }
-        let listed = self.objects().list()?;
+        Ok(live)
+    }
+
+    /// Keeps record `snapshot`, its root tree's index, and everything `root` reaches.
+    fn mark_kept(
+        &self,
+        live: &mut Live,
+        snapshot: ObjectId,
+        root: ObjectId,
+        ignored: &mut Vec<VerifyProblem>,
+    ) {
+        live.marked.insert(snapshot);
+        live.records.insert(snapshot);
+        live.roots.insert(root);
+        let mut paths = Paths::new();
+        self.mark(snapshot, root, &mut live.marked, ignored, None, &mut paths);
+    }
+
+    /// The loose copies of reachable objects that a pack also holds, read back intact (never
+    /// the only good copy), with their stored lengths. A record a mount holds stays where it
+    /// is: its lock is the lease.
+    fn loose_duplicates(&self, listed: &[ListedObject], live: &Live) -> Vec<(ObjectId, u64)> {
         let packed: HashSet<ObjectId> = listed.iter().filter(|l| l.packed).map(|l| l.id).collect();
-        // A reachable object both loose and packed: the loose copy goes once the packed one
-        // is read back intact (never the only good copy).
-        // A record a mount holds stays where it is: its lock is the lease.
-        let duplicates: Vec<(ObjectId, u64)> = listed
+        listed
             .iter()
-            .filter(|l| !l.packed && packed.contains(&l.id) && marked.contains(&l.id))
-            .filter(|l| !records.contains(&l.id) || !self.record_is_held(&l.id).unwrap_or(true))
+            .filter(|l| !l.packed && packed.contains(&l.id) && live.marked.contains(&l.id))
+            .filter(|l| {
+                !live.records.contains(&l.id) || !self.record_is_held(&l.id).unwrap_or(true)
+            })
             .filter(|l| self.objects().packed_copy_is_intact(&l.id))
             .map(|l| (l.id, l.stored_len))
-            .collect();
-        let doomed: Vec<(ObjectId, u64)> = listed
-            .into_iter()
-            .filter_map(
-                |ListedObject {
-                     id,
-                     stored_len: len,
-                     age_secs: age,
-                     ..
-                 }| {
-                    if marked.contains(&id) {
-                        report.reachable += 1;
-                        None
-                    } else if age < grace_secs {
-                        report.young_kept += 1;
-                        report.young_kept_bytes += len;
-                        None
-                    } else {
-                        Some((id, len))
-                    }
-                },
-            )
-            .collect();
+            .collect()
+    }
+
+    /// Removes the `doomed` objects, dropping the stat caches first.
+    fn remove_unreachable(
+        &self,
+        doomed: Vec<(ObjectId, u64)>,
+        report: &mut GcReport,
+    ) -> Result<(), StoreError> {
         if !doomed.is_empty() {
             // Stat caches may name these blobs and trees, and captures trust a cache hit
             // without looking the object up: drop the caches first (the next capture rehashes
@@ -664,58 +755,65 @@ impl<'s> Maintenance<'s> {
         }
         // Each pack holding doomed objects is rewritten once, without them.
         self.objects().remove_all(&ids)?;
-        for (id, len) in duplicates {
-            self.objects().remove_loose(&id)?;
-            report.duplicates_removed += 1;
-            report.duplicate_bytes += len;
-        }
-        report.packs_merged = self.objects().consolidate_packs()?;
+        Ok(())
+    }
+
+    /// Removes the temp files older than `grace_secs`, and every staging directory, from the
+    /// object directory's temp directory (best effort).
+    fn sweep_temp(&self, grace_secs: u64, report: &mut GcReport) {
         let tmp = self.objects().tmp_dir();
-        if let Ok(rd) = fs::read_dir(tmp) {
-            let now = std::time::SystemTime::now();
-            for ent in rd.flatten() {
-                // An import's staging directory exists only while its writer holds the
-                // write lock, which this gc excludes: one seen here was left by a killed
-                // import, whatever its age.
-                let staging = ent
-                    .file_name()
-                    .to_str()
-                    .is_some_and(|n| n.starts_with(crate::objects::STAGING_PREFIX))
-                    && ent.file_type().is_ok_and(|t| t.is_dir());
-                if staging {
-                    let bytes = tree_bytes(&ent.path());
-                    if fs::remove_dir_all(ent.path()).is_ok() {
-                        report.temp_removed += 1;
-                        report.temp_freed_bytes += bytes;
-                    }
-                    continue;
-                }
-                let old = ent
-                    .metadata()
-                    .ok()
-                    .and_then(|m| m.modified().ok())
-                    .and_then(|m| now.duration_since(m).ok())
-                    .map(|d| d.as_secs() >= grace_secs)
-                    .unwrap_or(false);
-                let bytes = ent.metadata().map(|m| m.len()).unwrap_or(0);
-                if old && fs::remove_file(ent.path()).is_ok() {
+        let Ok(rd) = fs::read_dir(tmp) else {
+            return;
+        };
+        let now = std::time::SystemTime::now();
+        for ent in rd.flatten() {
+            // An import's staging directory exists only while its writer holds the
+            // write lock, which this gc excludes: one seen here was left by a killed
+            // import, whatever its age.
+            let staging = ent
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(crate::objects::STAGING_PREFIX))
+                && ent.file_type().is_ok_and(|t| t.is_dir());
+            if staging {
+                let bytes = tree_bytes(&ent.path());
+                if fs::remove_dir_all(ent.path()).is_ok() {
                     report.temp_removed += 1;
                     report.temp_freed_bytes += bytes;
                 }
+                continue;
+            }
+            let old = ent
+                .metadata()
+                .ok()
+                .and_then(|m| m.modified().ok())
+                .and_then(|m| now.duration_since(m).ok())
+                .map(|d| d.as_secs() >= grace_secs)
+                .unwrap_or(false);
+            let bytes = ent.metadata().map(|m| m.len()).unwrap_or(0);
+            if old && fs::remove_file(ent.path()).is_ok() {
+                report.temp_removed += 1;
+                report.temp_freed_bytes += bytes;
             }
         }
-        self.objects().sync()?;
+    }
+
+    /// Removes what lives beside the objects and is only good while its owner is: tree
+    /// indexes, signatures, destination records.
+    fn sweep_side_records(&self, live: &Live, report: &mut GcReport) -> Result<(), StoreError> {
         // After the objects: an index is a cache of the trees of kept snapshots, and goes
         // when none of them has its root (an older build's per-snapshot one: with its record).
-        report.tree_indexes_removed = self.index().remove_orphan_indexes(&records, &roots)?;
+        report.tree_indexes_removed = self
+            .index()
+            .remove_orphan_indexes(&live.records, &live.roots)?;
         // So do its signatures (kept beside the record, outside the objects).
-        report.signatures_removed = self.catalog().remove_orphan_signatures(&records)?;
+        report.signatures_removed = self.catalog().remove_orphan_signatures(&live.records)?;
         // A destination's record is only good for the next publish to it: once the directory
         // is gone (a review checkout deleted, say), so is the record.
         report.dest_records_removed = self.catalog().session()?.remove_dest_records(&|path| {
             matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
         })?;
-        Ok(report)
+        Ok(())
     }
 
     /// Rebuilds the catalog's snapshot list and names from the snapshot records. Invalid
