@@ -85,7 +85,7 @@ pub struct MountRequest<'a> {
     pub require_signed: bool,
     /// Told what the mount has to say on the way, before it fails or mounts (see
     /// [`MountNote`]); ignored by default.
-    pub notes: &'a (dyn Fn(MountNote) + Sync),
+    pub notes: &'a dyn Fn(MountNote),
 }
 
 impl<'a> MountRequest<'a> {
@@ -479,7 +479,15 @@ fn prepare(
         }
         _ => {
             let local = store.open()?;
-            let id = classified.stored_id(&local).map_err(|e| fail(e.into()))?;
+            // An id prefix the store's records answer alone needs no catalog, whose open was
+            // most of a warm mount's start (a daemon's server answered in 12.3 ms by a
+            // 12-digit prefix of the bench's 10,000-file snapshot, 3.4 ms without it).
+            // `Store::resolve_abbreviation_indexed` says why that is sound; a name, and a
+            // prefix it cannot answer alone, go to the catalog.
+            let id = match local.resolve_abbreviation_indexed(reference) {
+                Some(id) => id,
+                None => classified.stored_id(&local).map_err(|e| fail(e.into()))?,
+            };
             open_stored(&local, id, &trust, notes).map_err(fail)?
         }
     };
@@ -592,7 +600,7 @@ fn judged(
     id: &ObjectId,
     signatures: &[Vec<u8>],
     trust: &Trust,
-    notes: &(dyn Fn(MountNote) + Sync),
+    notes: &dyn Fn(MountNote),
 ) -> anyhow::Result<String> {
     if let Some(allowed) = trust.enforcing(&format!("snapshot {id}"))? {
         let signers = sign::require_signed_blobs(id, signatures, allowed)?;
@@ -611,7 +619,7 @@ fn open_pack(
     file: &Path,
     reference: &str,
     trust: &Trust,
-    notes: &(dyn Fn(MountNote) + Sync),
+    notes: &dyn Fn(MountNote),
 ) -> Result<Opened> {
     let fail = |e: anyhow::Error| Error::new(Verb::Mount, reference, e);
     let pack = PackReader::open(file).map_err(|e| fail(e.into()))?;
@@ -653,7 +661,7 @@ fn open_remote(
     spec: &crate::remote::RemoteSpec,
     on_remote: &str,
     trust: &Trust,
-    notes: &(dyn Fn(MountNote) + Sync),
+    notes: &dyn Fn(MountNote),
 ) -> anyhow::Result<Opened> {
     let remote = crate::remote::Remote::open(spec, false)?;
     let id = remote.resolve(on_remote);
@@ -701,7 +709,7 @@ fn open_stored(
     store: &Store,
     id: ObjectId,
     trust: &Trust,
-    notes: &(dyn Fn(MountNote) + Sync),
+    notes: &dyn Fn(MountNote),
 ) -> anyhow::Result<Opened> {
     let signatures: Vec<Vec<u8>> = store
         .signatures(&id)?
