@@ -11,8 +11,9 @@
 //! before anything is mounted, whatever the form: a snapshot it refuses is never served.
 //!
 //! A stored snapshot's mount keeps the work before it answers small, since a person waits for
-//! it: a full id with a tree index is resolved without opening the catalog (its open was the
-//! largest part of a mount's start); the store holds a lease that tells `gc` to keep
+//! it: a full id with a tree index, or an id prefix the store's records answer alone, is
+//! resolved without opening the catalog (its open was the largest part of a warm mount's
+//! start; a name is the catalog's to answer); the store holds a lease that tells `gc` to keep
 //! everything the mount serves; a root whose expansion the store recorded is not walked
 //! before the mount answers (the store's `expansion_record` says why that is sound), while a
 //! pack file and a remote snapshot always are; and the tree index is read whole into memory
