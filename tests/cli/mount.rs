@@ -584,3 +584,36 @@ fn daemon_mounts_of_one_directory_at_once_make_one_mount() {
         assert_eq!(count(), 0);
     }
 }
+
+#[test]
+fn a_mount_by_an_id_prefix_needs_no_catalog() {
+    // The store's records answer an id prefix alone, so a mount by one (what `list` shows)
+    // opens no catalog, whose open was most of a warm mount's start: it works while the
+    // catalog cannot be opened at all. A name is the catalog's to answer.
+    let Some((env, id)) = sample_if_fuse() else {
+        return;
+    };
+    env.run(&["snapshot", "--dir", "src", "--name", "named"])
+        .ok();
+    let catalog = env.store.join("catalog");
+    let away = env.store.join("catalog.away");
+    fs::rename(&catalog, &away).unwrap();
+    fs::write(&catalog, b"not a catalog").unwrap();
+    let mnt = env.path("mnt");
+    let m = mount_daemon(&env, &id[..12], &mnt);
+    assert_eq!(fs::read(mnt.join("README.md")).unwrap(), b"# hello\n");
+    env.run(&[OsStr::new("umount"), mnt.as_os_str()]).ok();
+    drop(m);
+    let r = env.run(&[
+        OsStr::new("mount"),
+        OsStr::new("named"),
+        mnt.as_os_str(),
+        OsStr::new("--daemon"),
+    ]);
+    r.fails(1, "catalog");
+    assert!(!mounted(&mnt));
+    fs::remove_file(&catalog).unwrap();
+    fs::rename(&away, &catalog).unwrap();
+    let _m = mount_daemon(&env, "named", &mnt);
+    assert_eq!(fs::read(mnt.join("README.md")).unwrap(), b"# hello\n");
+}

@@ -21,9 +21,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
-use zeroclaw_bundle::{
-    Bundles, MountError, MountNote, MountOptions, MountReport, MountRequest, ObjectId,
-};
+use zeroclaw_bundle::{Bundles, MountError, MountNote, MountReport, MountRequest, ObjectId};
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
@@ -52,16 +50,11 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             crate::note!("{note}");
         }
     };
-    let request = MountRequest {
-        options: MountOptions {
-            allow_other: args.allow_other,
-            ..MountOptions::default()
-        },
-        allowed_signers: args.trust.allowed_signers.as_deref(),
-        require_signed: args.trust.require_signed,
-        notes: &notes,
-        ..MountRequest::new(&args.snapshot, &args.mountpoint)
-    };
+    let mut request = MountRequest::new(&args.snapshot, &args.mountpoint);
+    request.options.allow_other = args.allow_other;
+    request.allowed_signers = args.trust.allowed_signers.as_deref();
+    request.require_signed = args.trust.require_signed;
+    request.notes = &notes;
     let prepared = Bundles::prepare_mount_at(&ctx.store_path, &request)?;
     let signals = Signals::new([SIGINT, SIGTERM]).context("could not install signal handlers")?;
     let mounted = prepared.mount()?;
