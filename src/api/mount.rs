@@ -483,9 +483,9 @@ fn prepare(
             // An id prefix the store's records answer alone needs no catalog, whose open was
             // most of a warm mount's start (a daemon's server answered in 12.3 ms by a
             // 12-digit prefix of the bench's 10,000-file snapshot, 3.4 ms without it).
-            // `Store::resolve_abbreviation_indexed` says why that is sound; a name, and a
+            // `Index::resolve_abbreviation_indexed` says why that is sound; a name, and a
             // prefix it cannot answer alone, go to the catalog.
-            let id = match local.resolve_abbreviation_indexed(reference) {
+            let id = match local.index().resolve_abbreviation_indexed(reference) {
                 Some(id) => id,
                 None => classified.stored_id(&local).map_err(|e| fail(e.into()))?,
             };

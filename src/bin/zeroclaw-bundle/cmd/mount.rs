@@ -125,40 +125,7 @@ fn detach_stdio() -> std::io::Result<()> {
 
 /// Starts the server in a new session and returns once it reports the mount answering.
 fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
-    let exe = std::env::current_exe().context("could not find this executable to re-run it")?;
-    let mut cmd = Command::new(exe);
-    // Values joined to their options and, when an operand starts with `-`, the operands after
-    // `--`: a store, signers file or mountpoint named `-x` is read as a value, not an option.
-    cmd.arg(joined("--store=", &ctx.store_path));
-    if ctx.verbose {
-        cmd.arg("--verbose");
-    }
-    cmd.args(["mount", "--daemon-child"]);
-    if args.allow_other {
-        cmd.arg("--allow-other");
-    }
-    // The server checks the signatures (and refuses) as a foreground mount does.
-    if let Some(file) = &args.trust.allowed_signers {
-        cmd.arg(joined("--allowed-signers=", file));
-    }
-    if args.trust.require_signed {
-        cmd.arg("--require-signed");
-    }
-    let snapshot: std::ffi::OsString = match Path::new(&args.snapshot) {
-        p if p.is_file() => std::path::absolute(p)
-            .map(|p| p.into_os_string())
-            .unwrap_or_else(|_| args.snapshot.clone().into()),
-        _ => args.snapshot.clone().into(),
-    };
-    let dash = |word: &std::ffi::OsStr| word.as_encoded_bytes().starts_with(b"-");
-    if dash(&snapshot) || dash(args.mountpoint.as_os_str()) {
-        cmd.arg("--");
-    }
-    cmd.arg(snapshot).arg(&args.mountpoint);
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+    let mut cmd = server_command(args, ctx)?;
     // Interrupted while it waits (Ctrl-C, SIGTERM), the server is stopped too: no mount is
     // left that nobody was told about (a mounted server unmounts on SIGTERM). Watched from
     // before the server starts: a signal in between would have ended this process alone.
@@ -216,25 +183,7 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     if let Some(ready) = line.trim().strip_prefix(READY) {
         drop(child.stderr.take());
-        let mut words = ready.split_whitespace();
-        let pid = words.next().unwrap_or_default().to_string();
-        let id = words.next().unwrap_or_default();
-        if ctx.json {
-            let report = MountReport {
-                snapshot: ObjectId::from_full_ref(id)
-                    .with_context(|| format!("the mount server reported {id:?}, not an id"))?,
-                mountpoint: args.mountpoint.clone(),
-                pid: pid.parse::<u32>().ok(),
-            };
-            ctx.print_json(&serde_json::to_value(report)?)?;
-        } else if !ctx.quiet {
-            crate::note!(
-                "mounted at {} (server pid {pid}); `zeroclaw-bundle umount {}` to stop",
-                args.mountpoint.display(),
-                args.mountpoint.display()
-            );
-        }
-        return Ok(Outcome::Success);
+        return report_ready(ready, args, ctx);
     }
     let out = child
         .wait_with_output()
@@ -248,6 +197,71 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         );
     }
     bail!("{msg}");
+}
+
+/// The command line of the mount server a `--daemon` mount starts: this binary, run again as
+/// `mount --daemon-child` with the same store, flags and operands, in a process group of its
+/// own, its stdout a pipe for the READY line.
+fn server_command(args: &MountArgs, ctx: &Ctx) -> Result<Command> {
+    let exe = std::env::current_exe().context("could not find this executable to re-run it")?;
+    let mut cmd = Command::new(exe);
+    // Values joined to their options and, when an operand starts with `-`, the operands after
+    // `--`: a store, signers file or mountpoint named `-x` is read as a value, not an option.
+    cmd.arg(joined("--store=", &ctx.store_path));
+    if ctx.verbose {
+        cmd.arg("--verbose");
+    }
+    cmd.args(["mount", "--daemon-child"]);
+    if args.allow_other {
+        cmd.arg("--allow-other");
+    }
+    // The server checks the signatures (and refuses) as a foreground mount does.
+    if let Some(file) = &args.trust.allowed_signers {
+        cmd.arg(joined("--allowed-signers=", file));
+    }
+    if args.trust.require_signed {
+        cmd.arg("--require-signed");
+    }
+    let snapshot: std::ffi::OsString = match Path::new(&args.snapshot) {
+        p if p.is_file() => std::path::absolute(p)
+            .map(|p| p.into_os_string())
+            .unwrap_or_else(|_| args.snapshot.clone().into()),
+        _ => args.snapshot.clone().into(),
+    };
+    let dash = |word: &std::ffi::OsStr| word.as_encoded_bytes().starts_with(b"-");
+    if dash(&snapshot) || dash(args.mountpoint.as_os_str()) {
+        cmd.arg("--");
+    }
+    cmd.arg(snapshot).arg(&args.mountpoint);
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    Ok(cmd)
+}
+
+/// Reports a mount the server said is ready (`READY PID ID`): as JSON, or a note naming the
+/// server and how to stop it.
+fn report_ready(ready: &str, args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
+    let mut words = ready.split_whitespace();
+    let pid = words.next().unwrap_or_default().to_string();
+    let id = words.next().unwrap_or_default();
+    if ctx.json {
+        let report = MountReport {
+            snapshot: ObjectId::from_full_ref(id)
+                .with_context(|| format!("the mount server reported {id:?}, not an id"))?,
+            mountpoint: args.mountpoint.clone(),
+            pid: pid.parse::<u32>().ok(),
+        };
+        ctx.print_json(&serde_json::to_value(report)?)?;
+    } else if !ctx.quiet {
+        crate::note!(
+            "mounted at {} (server pid {pid}); `zeroclaw-bundle umount {}` to stop",
+            args.mountpoint.display(),
+            args.mountpoint.display()
+        );
+    }
+    Ok(Outcome::Success)
 }
 
 /// `option` (ending in `=`) and `value` as one argument.
