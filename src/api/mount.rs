@@ -154,17 +154,7 @@ impl std::fmt::Display for MountNote {
                  are fetched one by one"
             ),
             MountNote::Signed { id, signers } => {
-                let who: Vec<String> = signers
-                    .iter()
-                    .map(|s| {
-                        format!(
-                            "{} ({})",
-                            zeroclaw_bundle_store::escape_text(&s.principals),
-                            s.fingerprint
-                        )
-                    })
-                    .collect();
-                write!(f, "snapshot {} signed by {}", id.short(12), who.join(", "))
+                f.write_str(&crate::sign::Signer::signed_by(id, signers))
             }
         }
     }

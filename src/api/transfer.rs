@@ -158,20 +158,9 @@ pub(super) fn host_path(path: &Path) -> String {
     }
 }
 
-/// `snapshot 3f2a9c01e0b4 signed by alice@example.com (SHA256:...)`: who a trust policy found
-/// signed `id`.
+/// Who a trust policy found signed `id` ([`Signer::signed_by`]).
 pub(super) fn signed_by(id: &ObjectId, signers: &[Signer]) -> String {
-    let who: Vec<String> = signers
-        .iter()
-        .map(|s| {
-            format!(
-                "{} ({})",
-                zeroclaw_bundle_store::escape_text(&s.principals),
-                s.fingerprint
-            )
-        })
-        .collect();
-    format!("snapshot {} signed by {}", id.short(12), who.join(", "))
+    Signer::signed_by(id, signers)
 }
 
 /// Says who signed `id` as a step, when anyone had to.

@@ -125,6 +125,24 @@ pub struct Signer {
     pub key_type: String,
 }
 
+impl Signer {
+    /// `snapshot 3f2a9c01e0b4 signed by alice@example.com (SHA256:...), ...`: who a trust
+    /// policy found signed `id`, as every verb says it.
+    pub fn signed_by(id: &ObjectId, signers: &[Signer]) -> String {
+        let who: Vec<String> = signers
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} ({})",
+                    zeroclaw_bundle_store::escape_text(&s.principals),
+                    s.fingerprint
+                )
+            })
+            .collect();
+        format!("snapshot {} signed by {}", id.short(12), who.join(", "))
+    }
+}
+
 /// What one signature of a snapshot proves.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(tag = "status", rename_all = "kebab-case")]

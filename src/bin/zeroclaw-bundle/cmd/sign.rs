@@ -104,17 +104,7 @@ pub fn note_signers(ctx: &Ctx, id: &ObjectId, signers: &[Signer]) {
     if ctx.quiet || ctx.json || signers.is_empty() {
         return;
     }
-    let who: Vec<String> = signers
-        .iter()
-        .map(|s| {
-            format!(
-                "{} ({})",
-                zeroclaw_bundle_store::escape_text(&s.principals),
-                s.fingerprint
-            )
-        })
-        .collect();
-    crate::note!("snapshot {} signed by {}", id.short(12), who.join(", "));
+    crate::note!("{}", Signer::signed_by(id, signers));
 }
 
 /// Runs `trust`: sets what is given, then prints the settings.

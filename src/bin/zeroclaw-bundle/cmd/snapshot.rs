@@ -6,7 +6,7 @@
 use anyhow::Result;
 use zeroclaw_bundle::{AgentOptions, Bundles, NameMoved};
 
-use super::export::{sign_after, signing_key};
+use super::sign::{key_for as signing_key, sign_after};
 use crate::cli::SnapshotArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
