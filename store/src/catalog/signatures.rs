@@ -157,9 +157,8 @@ impl Catalog<'_> {
     }
 
     /// Whether anything is where `snapshot`'s signatures are kept: false only when nothing is
-    /// there (a path that cannot be checked counts as something). For a reader that hands a
-    /// possibly signed snapshot to another without reading its signatures (the front binary,
-    /// which links no signature checks): nothing is read, so nothing is said about them twice.
+    /// there (a path that cannot be checked counts as something). Nothing is read: for a
+    /// caller that only needs to know whether there is anything to check.
     pub fn signatures_present(&self, snapshot: &ObjectId) -> bool {
         !matches!(
             fs::symlink_metadata(self.signatures_dir(snapshot)),

@@ -283,7 +283,7 @@ impl<'s> Index<'s> {
 
     /// The part of [`crate::Catalog::resolve_indexed`] that needs no catalog: the snapshot a full id
     /// with a present record and a tree index names, else None (the catalog's to answer). A
-    /// caller that does not link the catalog (the front binary) asks this alone.
+    /// caller that must not open the catalog (a mount's fast start) asks this alone.
     pub fn resolve_full_indexed(&self, reference: &str) -> Option<ObjectId> {
         let id = ObjectId::from_full_ref(reference)?;
         self.is_indexed_snapshot(&id).then_some(id)
@@ -304,8 +304,8 @@ impl<'s> Index<'s> {
     /// the catalog: the one snapshot record stored loose under `objects/` whose id starts with
     /// it and whose root has a tree index. None when there is no such record or more than one
     /// candidate (a name, an unknown or an ambiguous reference is the catalog's to answer).
-    /// For the front binary, which links no catalog: `list` shows 16-digit ids, the usual way
-    /// to name a snapshot to mount.
+    /// For a mount, whose start the catalog's open would dominate: `list` shows 16-digit ids,
+    /// a usual way to name a snapshot to mount.
     ///
     /// A record is served here as [`Index::resolve_full_indexed`] serves a full id, by the same
     /// argument: its root's index exists only for a listed snapshot's tree. Unlike the
