@@ -158,15 +158,10 @@ pub(super) fn host_path(path: &Path) -> String {
     }
 }
 
-/// Who a trust policy found signed `id` ([`Signer::signed_by`]).
-pub(super) fn signed_by(id: &ObjectId, signers: &[Signer]) -> String {
-    Signer::signed_by(id, signers)
-}
-
 /// Says who signed `id` as a step, when anyone had to.
 pub(super) fn note_signers(progress: &dyn Progress, id: &ObjectId, signers: &[Signer]) {
     if !signers.is_empty() {
-        progress.note(Note::Step(&signed_by(id, signers)));
+        progress.note(Note::Step(&Signer::signed_by(id, signers)));
     }
 }
 

@@ -6,7 +6,7 @@
 use anyhow::Result;
 use zeroclaw_bundle::{AgentOptions, Bundles, NameMoved};
 
-use super::sign::{key_for as signing_key, sign_after};
+use super::sign::{key_for, sign_after};
 use crate::cli::SnapshotArgs;
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
@@ -28,7 +28,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
             alias,
             &options,
         )?;
-        let key = signing_key(&args.sign)?;
+        let key = key_for(&args.sign)?;
         let progress = ctx.term_progress();
         let result = job.run(&progress);
         drop(progress);
@@ -47,7 +47,7 @@ pub fn run(args: SnapshotArgs, ctx: &Ctx) -> Result<Outcome> {
         return Ok(Outcome::Success);
     };
     let job = Bundles::prepare_snapshot_dir(&ctx.store_path, &dir, args.name.as_deref())?;
-    let key = signing_key(&args.sign)?;
+    let key = key_for(&args.sign)?;
     let progress = ctx.term_progress();
     let result = job.run(&progress);
     drop(progress);
