@@ -470,15 +470,11 @@ fn prepare(
         }
         _ => {
             let local = store.open()?;
-            // An id prefix the store's records answer alone needs no catalog, whose open was
-            // most of a warm mount's start (a daemon's server answered in 12.3 ms by a
-            // 12-digit prefix of the bench's 10,000-file snapshot, 3.4 ms without it).
-            // `Index::resolve_abbreviation_indexed` says why that is sound; a name, and a
-            // prefix it cannot answer alone, go to the catalog.
-            let id = match local.index().resolve_abbreviation_indexed(reference) {
-                Some(id) => id,
-                None => classified.stored_id(&local).map_err(|e| fail(e.into()))?,
-            };
+            // A name, `agent/ALIAS` or an id prefix is answered without opening the catalog
+            // when the store can (`Catalog::resolve_without_catalog`): the catalog's open was
+            // most of a mount's start (a daemon's server answered in 12.3 ms by a 12-digit
+            // prefix of the bench's 10,000-file snapshot, 3.4 ms without it).
+            let id = classified.stored_id(&local).map_err(|e| fail(e.into()))?;
             open_stored(&local, id, &trust, notes).map_err(fail)?
         }
     };

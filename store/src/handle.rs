@@ -25,13 +25,15 @@ const OWNER_ONLY: u32 = 0o700;
 /// The store format version this build writes and the highest it reads. Version 2: tree
 /// objects may be tree format 2 (entries carry their permission bits). Version 3: a small
 /// object may be stored compressed, as `objects/ab/<62 hex>.zst` (see [`ObjectDir`]).
-/// Version 4: small objects may be packed, in `objects/packs/` (see `packed`). An older
+/// Version 4: small objects may be packed, in `objects/packs/` (see `packed`). Version 5: the
+/// catalog keeps a reference table (`catalog/refs`) that every change of a name removes first
+/// and rewrites after; a version-4 build would change names without it. An older
 /// store is read as it is and its marker is raised to this version when this build opens it,
 /// before it can write a format-2 tree, a compressed or a packed object: a build that knows
 /// only an older version then refuses the store ([`StoreError::NewerStore`]) instead of
 /// meeting trees it cannot read (its `gc` would not see what they reach) or reporting
 /// compressed or packed objects as missing.
-pub const STORE_VERSION: u32 = 4;
+pub const STORE_VERSION: u32 = 5;
 pub(crate) const MARKER: &str = "STORE";
 const MARKER_HEAD: &str = "zeroclaw-bundle store";
 /// The most of the marker that is read (it is two short lines).

@@ -63,14 +63,14 @@ pub fn warm_for_mount(root: &Path, snapshot: &ObjectId) {
     }
 }
 
-/// [`warm_for_mount`] of the snapshot `reference` names when it is a full id or an id prefix
-/// the store's records resolve without the catalog ([`Index::resolve_abbreviation_indexed`],
-/// itself read-only: a directory listing and the candidates' records); anything else is left
-/// to the server (a name is the catalog's, which is the server's to open).
+/// [`warm_for_mount`] of the snapshot `reference` names when the store answers it without
+/// the catalog ([`Catalog::resolve_without_catalog`], itself read-only: the reference table, a
+/// directory listing and the candidates' records); anything else is left to the server (the
+/// catalog is the server's to open).
 pub fn warm_for_mount_ref(root: &Path, reference: &str) {
     let id = match ObjectId::from_full_ref(reference) {
         Some(id) => id,
-        None => match Index::new(&Inner::at(root)).resolve_abbreviation_indexed(reference) {
+        None => match Catalog::new(&Inner::at(root)).resolve_without_catalog(reference) {
             Some(id) => id,
             None => return,
         },

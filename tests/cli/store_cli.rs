@@ -310,10 +310,10 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.snapshot(&src);
     fs::write(
         env.store.join("STORE"),
-        "zeroclaw-bundle store\nversion 5\n",
+        "zeroclaw-bundle store\nversion 6\n",
     )
     .unwrap();
-    env.run(&["list"]).fails(1, "has format version 5");
+    env.run(&["list"]).fails(1, "has format version 6");
     // A store of the previous format (format-1 trees only) is read, and its marker raised
     // (issue 17: a build that cannot read format-2 trees must not touch it afterwards).
     fs::write(
@@ -324,7 +324,7 @@ fn bad_inputs_get_one_clear_error_and_change_nothing() {
     env.run(&["list"]).ok();
     assert_eq!(
         fs::read_to_string(env.store.join("STORE")).unwrap(),
-        "zeroclaw-bundle store\nversion 4\n"
+        "zeroclaw-bundle store\nversion 5\n"
     );
     // --dir that is a symlink, a file, missing.
     std::os::unix::fs::symlink(&src, env.path("link")).unwrap();

@@ -26,6 +26,7 @@ pub(crate) mod admission;
 pub(crate) mod dircache;
 mod keys;
 mod records;
+mod refs;
 mod session;
 pub(crate) mod signatures;
 mod verdicts;
@@ -37,6 +38,9 @@ pub use session::{
 };
 pub use signatures::StoredSignature;
 pub use verdicts::Verdicts;
+
+/// The catalog's directory (sled's, and the reference table's), below the store root.
+const CATALOG_DIR: &str = "catalog";
 
 /// The catalog room (see the module doc). Reached through [`crate::Store::catalog`].
 #[derive(Debug, Clone, Copy)]
@@ -82,11 +86,33 @@ impl<'s> Catalog<'s> {
     /// only its own fields to such a tree: its creation time and its id, by which signatures
     /// are still checked (`--require-signed`). A record whose root has no index goes to the
     /// catalog, which refuses it.
+    ///
+    /// A name or `agent/ALIAS` is answered the same way from the reference table the catalog
+    /// keeps beside it ([`Catalog::resolve_without_catalog`]).
     pub fn resolve_indexed(&self, reference: &str) -> Result<ObjectId, StoreError> {
-        match self.index().resolve_full_indexed(reference) {
+        match self.resolve_without_catalog(reference) {
             Some(id) => Ok(id),
             None => self.resolve(reference),
         }
+    }
+
+    /// The snapshot `reference` names, answered without opening the catalog, or None for the
+    /// catalog to answer (and to word the error): a name or `agent/ALIAS` by the reference
+    /// table (`refs`, kept in step with the catalog by every session that changes it), a full
+    /// id or an id prefix by the store's records ([`Index::resolve_abbreviation_indexed`]).
+    /// Whatever answers, the snapshot must be a stored record whose root has a tree index
+    /// (see [`Catalog::resolve_indexed`] for why that is sound).
+    pub fn resolve_without_catalog(&self, reference: &str) -> Option<ObjectId> {
+        let index = self.index();
+        if let Some(id) = refs::read(&self.root().join(CATALOG_DIR))
+            .and_then(|table| table.resolve(reference))
+            .filter(|id| index.is_indexed_snapshot(id))
+        {
+            return Some(id);
+        }
+        index
+            .resolve_full_indexed(reference)
+            .or_else(|| index.resolve_abbreviation_indexed(reference))
     }
 
     /// Opens a catalog session; drop it as soon as the work with it is done (sled locks the
@@ -97,7 +123,7 @@ impl<'s> Catalog<'s> {
     /// post-mortem; delete it freely), a one-line notice goes to stderr, and a new catalog is
     /// rebuilt from the snapshot records. Stat caches are lost (the next capture rehashes).
     pub fn session(&self) -> Result<CatalogSession, StoreError> {
-        let path = self.root().join("catalog");
+        let path = self.root().join(CATALOG_DIR);
         let before = fs::symlink_metadata(&path).ok();
         // Reading the (small) snapshot index once finds a log that opens but is torn.
         let why = match CatalogSession::open(&path).and_then(|c| c.snapshots().map(|_| c)) {
@@ -366,6 +392,112 @@ mod tests {
         garble_catalog(dir.path());
         assert_eq!(store.maintenance().reindex().unwrap().snapshots, 1);
         assert_eq!(store.catalog().resolve("kept").unwrap(), id);
+    }
+
+    fn named_snapshot(store: &Store, name: &str, agent: Option<&str>, at: i128) -> ObjectId {
+        let blob = store.objects().write_bytes(name.as_bytes()).unwrap();
+        let entry = crate::tree::TreeEntry::file(format!("f{at}").into_bytes(), 0o644, 1, blob);
+        let tree = Tree::from_entries(vec![entry]).unwrap();
+        let root = store.objects().write_tree(&tree).unwrap();
+        let snap = Snapshot {
+            root,
+            created_unix_ns: at,
+            host: "h".into(),
+            kind: SnapshotKind::Tree,
+            source: format!("s{at}"),
+            agent: agent.map(str::to_string),
+            name: Some(name.into()),
+            parent: None,
+            report: CaptureReport::default(),
+        };
+        let lock = store.write_lock().unwrap();
+        store.catalog().commit_snapshot(&lock, &snap, None).unwrap()
+    }
+
+    /// Moves sled's own files away, so that only what needs no catalog can answer.
+    fn without_sled<T>(root: &Path, f: impl FnOnce() -> T) -> T {
+        let (catalog, aside) = (root.join("catalog"), root.join("sled-aside"));
+        fs::create_dir(&aside).unwrap();
+        let moved: Vec<_> = fs::read_dir(&catalog)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n != refs::REFS_FILE)
+            .collect();
+        for n in &moved {
+            fs::rename(catalog.join(n), aside.join(n)).unwrap();
+        }
+        let out = f();
+        for n in &moved {
+            fs::rename(aside.join(n), catalog.join(n)).unwrap();
+        }
+        fs::remove_dir(&aside).unwrap();
+        out
+    }
+
+    /// The reference table answers a name and `agent/ALIAS` without sled, and follows every
+    /// change of the catalog: a name that moves, a forgotten snapshot, a newer agent snapshot.
+    #[test]
+    fn names_and_agents_resolve_without_the_catalog_and_follow_its_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let a = named_snapshot(&store, "n", Some("coder"), 10);
+        let quick =
+            |r: &str| without_sled(dir.path(), || store.catalog().resolve_without_catalog(r));
+        assert_eq!(quick("n"), Some(a));
+        assert_eq!(quick("agent/coder"), Some(a));
+        assert_eq!(quick("agent/other"), None);
+        assert_eq!(quick("missing"), None);
+        // The name moves to a newer snapshot, which is also the agent's newest.
+        let b = named_snapshot(&store, "n", Some("coder"), 20);
+        assert_eq!(quick("n"), Some(b));
+        assert_eq!(quick("agent/coder"), Some(b));
+        // Forgotten: the table no longer names it; the catalog words the error.
+        store.maintenance().forget(&b).unwrap();
+        assert_eq!(quick("n"), None);
+        assert_eq!(quick("agent/coder"), Some(a));
+        assert!(store.catalog().resolve_indexed("n").is_err());
+        assert_eq!(store.catalog().resolve_indexed("agent/coder").unwrap(), a);
+    }
+
+    /// A session that changed names and died before it closed (a crash) leaves no table, so
+    /// readers ask the catalog, and the next session writes the table again. A table that
+    /// names a record without a tree index, or a hand-edited one, is not trusted.
+    #[test]
+    fn a_crash_leaves_no_table_and_a_wrong_table_is_not_trusted() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(dir.path()).unwrap();
+        let a = named_snapshot(&store, "n", None, 10);
+        let b = named_snapshot(&store, "m", None, 20);
+        let snap_b = store.objects().read_snapshot(&b).unwrap();
+        let session = store.catalog().session().unwrap();
+        session
+            .add_snapshot(
+                b,
+                &Snapshot {
+                    name: Some("n".into()),
+                    ..snap_b
+                },
+            )
+            .unwrap();
+        std::mem::forget(session); // no Drop: as if killed here
+        let table = refs::path(&dir.path().join("catalog"));
+        assert!(!table.exists());
+        // sled's lock dies with the process; here the forgotten session still holds it, so
+        // the catalog itself is not asked in this test.
+        assert_eq!(
+            without_sled(dir.path(), || store.catalog().resolve_without_catalog("n")),
+            None
+        );
+        // A table that points at a record with no tree index is not trusted.
+        let record = Snapshot {
+            root: ObjectId::of(b"no such tree"),
+            ..store.objects().read_snapshot(&a).unwrap()
+        };
+        let c = store.objects().write_bytes(&record.encode()).unwrap();
+        let mut wrong = refs::RefTable::default();
+        wrong.names.insert("n".into(), c.to_hex());
+        refs::write(&dir.path().join("catalog"), &wrong).unwrap();
+        assert_eq!(store.catalog().resolve_without_catalog("n"), None);
     }
 
     /// A source's stat cache lives in a file under `dircache/`: one an older version kept in

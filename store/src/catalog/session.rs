@@ -14,7 +14,8 @@
 //! the moment a command needs it and dropped right after. A second process waits (polling)
 //! up to a timeout and then fails with [`StoreError::CatalogBusy`], never a raw lock error.
 
-use std::collections::HashMap;
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -23,6 +24,7 @@ use serde::{Deserialize, Serialize};
 
 use super::keys::{DestKey, SourceKey};
 use super::records::Records;
+use super::refs::{self, RefTable};
 use crate::error::StoreError;
 use crate::id::ObjectId;
 use crate::snapshot::{Snapshot, SnapshotKind};
@@ -543,6 +545,9 @@ pub(crate) fn push_record(out: &mut Vec<u8>, path: &[u8], entry: &StatEntry) {
 /// An open catalog. Drop it as soon as possible: it locks out other processes.
 pub struct CatalogSession {
     fresh: bool,
+    /// Whether this session changed the snapshot list or the names (the reference table was
+    /// removed first and is written again when the session closes; see `refs`).
+    refs_changed: Cell<bool>,
     path: PathBuf,
     db: sled::Db,
     snapshots: sled::Tree,
@@ -624,6 +629,7 @@ impl CatalogSession {
         let open = |name: &str| db.open_tree(name).map_err(|e| db_err(path, e));
         let catalog = CatalogSession {
             fresh,
+            refs_changed: Cell::new(false),
             path: path.to_path_buf(),
             snapshots: open("snapshots")?,
             names: open("names")?,
@@ -669,6 +675,54 @@ impl CatalogSession {
         Ok(())
     }
 
+    /// Removes the reference table, durably, before this session first changes the snapshot
+    /// list or the names (see `refs`): no crash can then leave an old table beside a newer
+    /// catalog.
+    fn changing_refs(&self) -> Result<(), StoreError> {
+        if !self.refs_changed.get() {
+            refs::invalidate(&self.path)
+                .map_err(|e| StoreError::io("remove", refs::path(&self.path), e))?;
+            self.refs_changed.set(true);
+        }
+        Ok(())
+    }
+
+    /// The reference table of the catalog as it is now: every name, and the newest snapshot
+    /// of every agent (as [`CatalogSession::resolve`] picks it: the last of the list).
+    fn ref_table(&self) -> Result<RefTable, StoreError> {
+        let mut names = BTreeMap::new();
+        for item in self.names.iter() {
+            let (k, v) = item.map_err(|e| self.err(e))?;
+            if let (Ok(name), Ok(id)) = (std::str::from_utf8(&k), <[u8; 32]>::try_from(v.as_ref()))
+            {
+                names.insert(name.to_string(), ObjectId::from_bytes(id).to_hex());
+            }
+        }
+        let mut agents = BTreeMap::new();
+        for summary in self.snapshots()? {
+            if let Some(alias) = summary.agent {
+                agents.insert(alias, summary.id.to_hex());
+            }
+        }
+        Ok(RefTable { names, agents })
+    }
+
+    /// Writes the reference table when this session changed what it holds, or found it
+    /// missing, after making the catalog durable. Best effort: a table that cannot be
+    /// written is absent, and readers ask the catalog.
+    fn keep_refs(&self) {
+        let missing = !refs::path(&self.path).exists();
+        if self.fresh || !(self.refs_changed.get() || missing) {
+            return;
+        }
+        if self.db.flush().is_err() {
+            return;
+        }
+        if let Ok(table) = self.ref_table() {
+            let _ = refs::write(&self.path, &table);
+        }
+    }
+
     fn err(&self, e: sled::Error) -> StoreError {
         db_err(&self.path, e)
     }
@@ -677,6 +731,7 @@ impl CatalogSession {
     /// snapshot moves to this one (the other is listed without it), so `list` and name
     /// resolution always agree.
     pub fn add_snapshot(&self, id: ObjectId, snap: &Snapshot) -> Result<(), StoreError> {
+        self.changing_refs()?;
         if let Some(name) = &snap.name {
             if let Some(previous) = self.name_target(name)?.filter(|p| *p != id) {
                 if let Some(v) = self
@@ -709,6 +764,7 @@ impl CatalogSession {
 
     /// Removes a snapshot and any name pointing at it.
     pub fn remove_snapshot(&self, id: &ObjectId) -> Result<(), StoreError> {
+        self.changing_refs()?;
         self.snapshots
             .remove(id.as_bytes())
             .map_err(|e| self.err(e))?;
@@ -723,6 +779,7 @@ impl CatalogSession {
 
     /// Forgets every snapshot and name (before `reindex`).
     pub fn clear_index(&self) -> Result<(), StoreError> {
+        self.changing_refs()?;
         self.snapshots.clear().map_err(|e| self.err(e))?;
         self.names.clear().map_err(|e| self.err(e))?;
         self.flush()
@@ -1015,6 +1072,14 @@ impl CatalogSession {
 }
 
 /// `{ path_len:u16 path entry }*`, entries in the fixed [`StatEntry`] layout.
+impl Drop for CatalogSession {
+    /// Keeps the reference table in step (see `refs`) while sled still holds the catalog's
+    /// lock, so no other session can change the catalog between the read and the write.
+    fn drop(&mut self) {
+        self.keep_refs();
+    }
+}
+
 #[cfg(test)]
 fn encode_stat_cache(cache: &StatCache) -> Vec<u8> {
     let mut out = Vec::with_capacity(cache.len() * (2 + 64 + STAT_LEN));

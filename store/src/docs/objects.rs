@@ -71,6 +71,6 @@
 //!
 //! A store of an older format is read as it is; its marker is raised to this build's version
 //! when this build opens it (left as is when the store is not writable), so an older build then
-//! refuses it ("has format version 4; ... upgrade zeroclaw-bundle") instead of reporting
+//! refuses it ("has format version 5; ... upgrade zeroclaw-bundle") instead of reporting
 //! compressed or packed objects missing, or meeting trees it cannot read (its `gc` would not
 //! see what they reach).

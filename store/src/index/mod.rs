@@ -292,7 +292,7 @@ impl<'s> Index<'s> {
     /// Whether `id` names a snapshot record whose root (or, from an older build, the snapshot
     /// itself) has a tree index: what [`Index::resolve_full_indexed`] answers without the
     /// catalog.
-    fn is_indexed_snapshot(&self, id: &ObjectId) -> bool {
+    pub(crate) fn is_indexed_snapshot(&self, id: &ObjectId) -> bool {
         let is_file = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
         // The record is read, not only found: a tree's id names a shared index too.
         self.objects().read_snapshot(id).is_ok_and(|snap| {
