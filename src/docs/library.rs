@@ -60,6 +60,7 @@
 //!     force: false,
 //!     replace: &[],
 //!     require: None,
+//!     ..Default::default()
 //! };
 //! let plan = bundles.import_plan(&request, &Silent)?;
 //! let imported = bundles.import(&plan, &[], &Silent)?;

@@ -25,6 +25,10 @@ pub enum ImportError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The import is an update in place (of an agent an earlier import made), and the update
+    /// could not be planned or applied.
+    #[error(transparent)]
+    Update(Box<super::update::UpdateError>),
     /// `--require-signed` refused the source (unsigned, a bad signature, an untrusted key).
     #[error(transparent)]
     Sign(#[from] crate::sign::SignError),

@@ -80,6 +80,15 @@ pub struct ImportRequest<'a> {
     /// signature by a key these allowed signers trust, checked before it becomes visible in
     /// the store (as [`crate::Bundles::require_signed`] checks it).
     pub require: Option<&'a crate::sign::AllowedSigners>,
+    /// `--update ALIAS`: the bundle is a newer version of local agent ALIAS, which an earlier
+    /// import made from a bundle of the same agent; the import is that agent's update in
+    /// place (an error when it is not). Without it, an import of a bundle whose agent this
+    /// install imported before is an update of that agent anyway (see [`ImportPlan::update`]).
+    pub update: Option<&'a str>,
+    /// What an update in place does with conflicting paths and keys.
+    pub conflicts: update::ConflictPolicy,
+    /// The operator accepted the grants an update in place adds.
+    pub accept_grants: bool,
 }
 
 /// No source and no install (both empty paths): a base for `ImportRequest { source, install,
@@ -95,6 +104,9 @@ impl Default for ImportRequest<'_> {
             force: false,
             replace: &[],
             require: None,
+            update: None,
+            conflicts: update::ConflictPolicy::Refuse,
+            accept_grants: false,
         }
     }
 }
@@ -173,6 +185,13 @@ pub struct ImportPlan {
     /// made the agent, which is still configured. The plan then changes nothing (no entries,
     /// trees, secrets or grants; `new_config` is `old_config`) and `Bundles::import` writes nothing.
     pub up_to_date: Option<UpToDate>,
+    /// Set when the bundle is a newer version of an agent an earlier import made here (its
+    /// provenance names the bundle's agent): the import is that agent's update in place,
+    /// planned three ways against the bundle it was imported from, and this plan's other
+    /// fields describe nothing to write (as for [`ImportPlan::up_to_date`]).
+    /// `Bundles::import` applies it under the update's rules: refused conflicts and grants not
+    /// accepted ([`UpdatePlan::accepting_grants`]) stop it before anything is written.
+    pub update: Option<Box<update::UpdatePlan>>,
 }
 
 /// The earlier import that makes an import a no-op.
@@ -261,9 +280,24 @@ pub fn plan(
     let expect = check_arguments(req)?;
     let target = read_target(req.install)?;
     let bundle = read_bundle(store, req, expect.as_deref(), progress)?;
-    if let Some(done) = earlier_import(store, &target.root, &target.install, &bundle, req.agent_as)?
-    {
+    if let Some(done) = earlier_import(
+        store,
+        &target.root,
+        &target.install,
+        &bundle,
+        req.agent_as.or(req.update),
+    )? {
         return Ok(up_to_date_plan(req, target, &bundle, done));
+    }
+    let routed = update::routed_record(
+        &target,
+        &bundle.manifest.root_agent,
+        req.agent_as,
+        req.update,
+    )
+    .map_err(|e| ImportError::Update(Box::new(e)))?;
+    if let Some(record) = routed {
+        return update_plan(store, req, target, &bundle, record, progress);
     }
     check_fragment(req, &bundle)?;
     let merged = merge_fragment(store, req, &target, &bundle)?;
@@ -320,10 +354,12 @@ pub fn plan(
         dropped: bundle.manifest.dropped.clone(),
         encrypt: after.typed.secrets.encrypt,
         up_to_date: None,
+        update: None,
     })
 }
 
 /// The install an import plans against, as read before the source is.
+#[derive(Clone)]
 struct Target {
     /// The install root, absolute.
     root: PathBuf,
@@ -444,7 +480,44 @@ fn up_to_date_plan(
         dropped: Vec::new(),
         encrypt: install.typed.secrets.encrypt,
         up_to_date: Some(done),
+        update: None,
     }
+}
+
+/// The plan of an import that is the update in place of the agent `record` names.
+fn update_plan(
+    store: &Store,
+    req: &ImportRequest<'_>,
+    target: Target,
+    bundle: &source::StoredBundle,
+    record: provenance::Provenance,
+    progress: &dyn Progress,
+) -> Result<ImportPlan, ImportError> {
+    let alias = record.alias.clone();
+    let request = update::UpdateRequest {
+        source: req.source,
+        install: req.install,
+        alias: Some(&alias),
+        conflicts: req.conflicts,
+        accept_grants: req.accept_grants,
+        require: req.require,
+    };
+    let summary = target.clone();
+    let planned = update::plan_against(store, &request, target, bundle, record, progress)
+        .map_err(|e| ImportError::Update(Box::new(e)))?;
+    let mut plan = up_to_date_plan(
+        req,
+        summary,
+        bundle,
+        UpToDate {
+            alias: planned.alias.clone(),
+            imported_at: String::new(),
+            snapshot: planned.base,
+        },
+    );
+    plan.up_to_date = None;
+    plan.update = Some(Box::new(planned));
+    Ok(plan)
 }
 
 /// Refuses a fragment this import must not take: a root agent whose alias is not a plain name
@@ -1089,6 +1162,21 @@ pub fn apply(
     progress: &dyn Progress,
 ) -> Result<Imported, ImportError> {
     let root = &plan.install;
+    if let Some(planned) = &plan.update {
+        let done = update::apply(store, planned, progress)
+            .map_err(|e| ImportError::Update(Box::new(e)))?;
+        return Ok(Imported {
+            alias: done.alias.clone(),
+            content_id: plan.content_id,
+            backup: done.backup,
+            secrets_filled: Vec::new(),
+            secrets_encrypted: plan.encrypt,
+            config_mode: 0,
+            secrets_left: Vec::new(),
+            provenance: provenance::path(root, &done.alias),
+            written: done.written,
+        });
+    }
     if let Some(done) = &plan.up_to_date {
         // Nothing to write: the install holds this content already.
         return Ok(Imported {

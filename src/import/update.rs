@@ -284,31 +284,91 @@ pub fn plan(
     };
     let incoming = super::read_bundle(store, &import_req, None, progress)?;
     let record = earlier_record(&target, &incoming.manifest.root_agent, req.alias)?;
+    plan_against(store, req, target, &incoming, record, progress)
+}
+
+/// The provenance record of the agent an import of a bundle of agent `bundle_alias` updates
+/// in place instead of importing beside it, or None for an import:
+/// - `update` (`--update ALIAS`) names it, and must be an agent imported from a bundle of
+///   `bundle_alias` (an error otherwise);
+/// - `agent_as` (`--as ALIAS`) naming such an agent updates it; any other `--as` is a new agent;
+/// - otherwise the one configured agent imported from a bundle of `bundle_alias`; with more
+///   than one, the operator must choose (an error naming them). An agent made by hand has no
+///   record, so its namesake is imported beside it, namespaced, as before.
+pub(super) fn routed_record(
+    target: &super::Target,
+    bundle_alias: &str,
+    agent_as: Option<&str>,
+    update: Option<&str>,
+) -> Result<Option<Provenance>, UpdateError> {
+    if let Some(alias) = update {
+        return earlier_record(target, bundle_alias, Some(alias)).map(Some);
+    }
+    let configured = |r: &Provenance| target.install.typed.agents.contains_key(&r.alias);
+    if let Some(alias) = agent_as {
+        return Ok(provenance::read(&target.root, alias)?
+            .filter(|r| r.bundle_alias == bundle_alias && configured(r)));
+    }
+    let mut records = provenance::imports_of(&target.root, bundle_alias)?;
+    records.retain(configured);
+    match records.len() {
+        0 => Ok(None),
+        1 => Ok(Some(records.remove(0))),
+        _ => Err(UpdateError::NotImported(format!(
+            "agents {} of {} were each imported from a bundle of agent {bundle_alias}: name the \
+             one to update with --update ALIAS, or import beside them with --as NEW",
+            records
+                .iter()
+                .map(|r| r.alias.as_str())
+                .collect::<Vec<_>>()
+                .join(", "),
+            target.root.display()
+        ))),
+    }
+}
+
+/// [`plan`] of the bundle `incoming`, already read into the store, against the earlier
+/// import `record` made.
+pub(super) fn plan_against(
+    store: &Store,
+    req: &UpdateRequest<'_>,
+    target: super::Target,
+    incoming: &source::StoredBundle,
+    record: Provenance,
+    progress: &dyn Progress,
+) -> Result<UpdatePlan, UpdateError> {
+    let import_req = ImportRequest {
+        source: req.source,
+        install: req.install,
+        agent_as: req.alias,
+        require: req.require,
+        ..Default::default()
+    };
     let base = read_base(store, &record)?;
     let source_text = source_text(req, &incoming.kind);
-    let mut plan = UpdatePlan::empty(req, &record, &target, &incoming, source_text.clone());
+    let mut plan = UpdatePlan::empty(req, &record, &target, incoming, source_text.clone());
     if base.content_id() == incoming.content_id() {
         plan.up_to_date = true;
         return Ok(plan);
     }
-    super::check_fragment(&import_req, &incoming)?;
-    super::check_closure(&incoming)?;
+    super::check_fragment(&import_req, incoming)?;
+    super::check_closure(incoming)?;
 
     // Names: what the first import decided, and a name for each entry the update adds.
-    let names = Names::of(&record, &base, &incoming, &target.old_config)?;
+    let names = Names::of(&record, &base, incoming, &target.old_config)?;
 
     // Files.
     let workspace = target.install.typed.agent_workspace_dir(&record.alias);
     let local = capture(store, &workspace, progress)?;
     let mut sizes = HashMap::new();
-    let merged_files = plan_files(store, &base, &incoming, local.tree, &mut sizes, &mut plan)?;
+    let merged_files = plan_files(store, &base, incoming, local.tree, &mut sizes, &mut plan)?;
 
     // Config.
     let entries = names.entry_paths();
-    let merged_config = plan_config(&base, &incoming, &names, &entries, &target, &mut plan)?;
+    let merged_config = plan_config(&base, incoming, &names, &entries, &target, &mut plan)?;
 
     // Grants: what the incoming bundle grants that the base did not, in local names.
-    plan.new_grants = new_grants(&base, &incoming, &names.names)?;
+    plan.new_grants = new_grants(&base, incoming, &names.names)?;
 
     let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
         return Ok(plan);
@@ -320,7 +380,7 @@ pub fn plan(
         &new_config,
     )?;
     let merged_tree = build_tree(store, &tree, &sizes)?;
-    let after_record = record_after(&record, &incoming, &names, source_text)?;
+    let after_record = record_after(&record, incoming, &names, source_text)?;
     plan.work = Some(Work {
         config_path: target.config_path,
         config_target: target.config_target,

@@ -200,3 +200,106 @@ fn a_new_grant_is_refused_with_exit_3_without_accept_grants() {
     assert!(config.contains("auto_approve = [\"shell\"]"), "{config}");
     loads(&h.b);
 }
+
+/// `import` of a newer version of an imported agent is its update in place (issue 39 item
+/// 1): no `<alias>_imported` copy, the three-way plan in a dry run, exit 3 for a new grant
+/// until accepted, "up to date" for the same bundle again. `--as NEW` still imports beside it,
+/// and `--update` of an agent made by hand is refused naming it.
+#[test]
+fn import_of_a_newer_version_updates_the_imported_agent_in_place() {
+    let h = Hosts::new();
+    write(&h.a.ws().join("notes.md"), b"notes, second version\n");
+    h.edit_a_config(
+        "level = \"supervised\"",
+        "level = \"supervised\"\nauto_approve = [\"shell\"]",
+    );
+    let second = h.export_a("bundle2");
+    let b = s(&h.b);
+    let before = snapshot_of(&h.b);
+
+    let dry = h
+        .env
+        .run(&["import", &s(&second), "--install", &b, "--dry-run"]);
+    assert_eq!(dry.code(), 3, "{}", dry.describe());
+    assert!(
+        dry.stdout().contains("Update of agent researcher")
+            && dry.stdout().contains("take     notes.md")
+            && dry.stdout().contains("auto_approve"),
+        "{}",
+        dry.describe()
+    );
+    let refused = h
+        .env
+        .run(&["import", &s(&second), "--install", &b, "--yes"]);
+    assert_eq!(refused.code(), 3, "{}", refused.describe());
+    assert_eq!(
+        snapshot_of(&h.b),
+        before,
+        "nothing written before acceptance"
+    );
+
+    let done = h
+        .env
+        .run(&[
+            "import",
+            &s(&second),
+            "--install",
+            &b,
+            "--yes",
+            "--accept-grants",
+        ])
+        .ok();
+    assert!(
+        done.stdout().contains("Updated agent researcher"),
+        "{}",
+        done.describe()
+    );
+    assert!(!h.b.join("agents/researcher_imported").exists());
+    assert_eq!(
+        fs::read(h.b_ws().join("notes.md")).unwrap(),
+        b"notes, second version\n"
+    );
+    let config = fs::read_to_string(h.b.join("config.toml")).unwrap();
+    assert!(!config.contains("researcher_imported"), "{config}");
+    assert!(config.contains("auto_approve = [\"shell\"]"), "{config}");
+    loads(&h.b);
+
+    // The same bundle again: up to date, nothing written.
+    let after = snapshot_of(&h.b);
+    let again = h
+        .env
+        .run(&["import", &s(&second), "--install", &b, "--yes"])
+        .ok();
+    assert!(
+        again.stdout().contains("up to date") || again.stdout().contains("Up to date"),
+        "{}",
+        again.describe()
+    );
+    assert_eq!(snapshot_of(&h.b), after);
+
+    // --as NEW: a second agent beside it, as before.
+    h.env
+        .run(&[
+            "import",
+            &s(&second),
+            "--install",
+            &b,
+            "--yes",
+            "--as",
+            "researcher2",
+        ])
+        .ok();
+    assert!(h.b.join("agents/researcher2/workspace/notes.md").exists());
+    // --update of an agent no import made: refused, naming it.
+    h.env
+        .run(&[
+            "import",
+            &s(&second),
+            "--install",
+            &b,
+            "--yes",
+            "--update",
+            "nobody",
+        ])
+        .fails(1, "agent nobody");
+}

@@ -223,7 +223,9 @@ Examples:
 
 The source is captured into the store first and imported from that snapshot only; --expect
 refuses anything but the content id that was reviewed. Without --expect, a terminal is shown a
-summary and asked; a pipe needs --expect or --yes. An alias that collides with a different
+summary and asked; a pipe needs --expect or --yes. A newer bundle of an agent imported here
+before updates it in place (three ways, as `update` does; exit 3 and 4 as there). An alias that
+collides with a different
 local entry is namespaced (<alias>_imported), an identical one is reused, and --map KIND.OLD=NEW
 points the bundle's references at a local entry instead (KIND: provider, tts_provider,
 transcription_provider, risk_profile, runtime_profile, skill_bundle, knowledge_bundle,
@@ -637,6 +639,14 @@ pub struct ImportArgs {
     /// workspace or skill tree (repeatable; the refusal prints the path to pass)
     #[arg(long, value_name = "PATH")]
     pub replace: Vec<PathBuf>,
+    /// Update local agent ALIAS in place with this bundle (it must have been imported from a
+    /// bundle of the same agent). Without it, a bundle of an agent imported here before
+    /// updates that agent; --as NEW imports it beside it instead
+    #[arg(long, value_name = "ALIAS", conflicts_with = "agent_as")]
+    pub update: Option<String>,
+    /// How an update in place settles conflicts and new grants
+    #[command(flatten)]
+    pub merge: MergeArgs,
     /// Who must have signed the bundle
     #[command(flatten)]
     pub trust: RequireArgs,
@@ -653,6 +663,21 @@ pub struct UpdateArgs {
     /// The local agent to update (default: the one imported from a bundle of this agent)
     #[arg(long = "as", value_name = "ALIAS")]
     pub agent_as: Option<String>,
+    /// How the three-way merge settles conflicts and new grants
+    #[command(flatten)]
+    pub merge: MergeArgs,
+    /// Print the three-way plan and write nothing
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Who must have signed the bundle
+    #[command(flatten)]
+    pub trust: RequireArgs,
+}
+
+/// How an update in place (`update`, or `import` of a newer version of an imported agent)
+/// settles what its three-way merge cannot decide alone.
+#[derive(Debug, Args)]
+pub struct MergeArgs {
     /// What to do with a path or key changed differently here and upstream
     #[arg(long, value_name = "POLICY", default_value = "refuse",
           value_parser = ["refuse", "keep-local", "take-incoming", "copy"])]
@@ -660,12 +685,19 @@ pub struct UpdateArgs {
     /// Apply even though the update grants something the version last imported did not
     #[arg(long)]
     pub accept_grants: bool,
-    /// Print the three-way plan and write nothing
-    #[arg(long)]
-    pub dry_run: bool,
-    /// Who must have signed the bundle
-    #[command(flatten)]
-    pub trust: RequireArgs,
+}
+
+impl MergeArgs {
+    /// The library's policy for `--conflicts`.
+    pub fn policy(&self) -> zeroclaw_bundle::ConflictPolicy {
+        use zeroclaw_bundle::ConflictPolicy;
+        match self.conflicts.as_str() {
+            "keep-local" => ConflictPolicy::KeepLocal,
+            "take-incoming" => ConflictPolicy::TakeIncoming,
+            "copy" => ConflictPolicy::Copy,
+            _ => ConflictPolicy::Refuse,
+        }
+    }
 }
 
 /// `rollback`.

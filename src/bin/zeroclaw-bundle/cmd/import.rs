@@ -6,7 +6,7 @@
 //! is shown the review and [`ImportPlan::summary`] and asked; a pipe needs `--expect` or
 //! `--yes`) and the hidden secret prompts, whose answers the library takes as data.
 
-use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
+use std::io::{IsTerminal as _, Read as _, Write as _};
 
 use anyhow::{bail, Context as _, Result};
 use zeroclaw_bundle::{
@@ -55,6 +55,9 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         expect: args.expect.as_deref(),
         force: args.force,
         replace: &args.replace,
+        update: args.update.as_deref(),
+        conflicts: args.merge.policy(),
+        accept_grants: args.merge.accept_grants,
     };
     let plan = bundles.import_plan(&request, &progress);
     progress.finish();
@@ -64,6 +67,13 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
             args.source.to_string_lossy()
         )
     })?;
+    if let Some(update) = plan.update {
+        // A newer version of an agent imported here before: its update in place.
+        if !args.dry_run && args.expect.is_none() && !args.yes {
+            confirm_update(ctx, &bundles, &update, trust.allowed)?;
+        }
+        return super::update::settle(ctx, &bundles, *update, args.dry_run, interactive);
+    }
     if plan.up_to_date.is_some() || args.dry_run {
         // Nothing to ask or write: a dry run, or the same content made this agent, still
         // configured.
@@ -132,7 +142,7 @@ fn confirm(
     zeroclaw_bundle::render_review(&review?, &mut screen).context("could not render the review")?;
     let _ = std::io::stderr().write_all(&screen);
     eprint!("{}", plan.summary());
-    if !ask(&format!(
+    if !super::ask(&format!(
         "Import agent {} into {}? [y/N] ",
         escape_text(&plan.alias),
         plan.install.display()
@@ -142,16 +152,32 @@ fn confirm(
     Ok(())
 }
 
-/// Asks `question` on stderr; true only for an answer starting with `y`.
-fn ask(question: &str) -> Result<bool> {
-    eprint!("{question}");
-    let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .context("could not read the answer")?;
-    Ok(line.trim().to_ascii_lowercase().starts_with('y'))
+/// Shows a terminal the review of the newer version, then asks whether to plan its update
+/// in place of the agent (the three-way plan and any new grant are shown next).
+fn confirm_update(
+    ctx: &Ctx,
+    bundles: &Bundles,
+    plan: &zeroclaw_bundle::UpdatePlan,
+    allowed: Option<zeroclaw_bundle::AllowedSigners>,
+) -> Result<()> {
+    let options = ReviewOptions {
+        allowed,
+        ..ReviewOptions::comparing_with(Some(&plan.install))
+    };
+    let progress = ctx.term_progress();
+    let review = bundles.review(plan.incoming.to_hex().as_ref(), &options, &progress);
+    drop(progress);
+    let mut screen = Vec::new();
+    zeroclaw_bundle::render_review(&review?, &mut screen).context("could not render the review")?;
+    let _ = std::io::stderr().write_all(&screen);
+    if !super::ask(&format!(
+        "This is a newer version of agent {}, imported into {} before: update it in place? [y/N] ",
+        escape_text(&plan.alias),
+        plan.install.display()
+    ))? {
+        bail!("not updated; nothing was written");
+    }
+    Ok(())
 }
 
 /// Asks the terminal for each credential the plan needs, input hidden: Enter skips one,

@@ -454,3 +454,16 @@ fn echoes_control_chars(fd: impl std::os::fd::AsFd) -> bool {
             .contains(LocalModes::ECHO | LocalModes::ECHOCTL)
     })
 }
+
+/// Asks `question` on stderr; true only for an answer starting with `y`.
+pub fn ask(question: &str) -> Result<bool> {
+    use std::io::{BufRead as _, Write as _};
+    eprint!("{question}");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .context("could not read the answer")?;
+    Ok(line.trim().to_ascii_lowercase().starts_with('y'))
+}

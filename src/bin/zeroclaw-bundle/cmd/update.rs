@@ -2,13 +2,13 @@
 //! `Bundles::update_plan` and `Bundles::update`); prints the three-way plan. Exit 3 when the
 //! update grants something new without `--accept-grants`, 4 when conflicts are refused.
 
+use std::io::IsTerminal as _;
+
 use anyhow::{Context, Result};
 
 use crate::cli::UpdateArgs;
 use crate::cmd::{Ctx, Outcome};
-use zeroclaw_bundle::{
-    Bundles, ConflictPolicy, Progress as _, TrustPolicy, UpdatePlan, UpdateRequest,
-};
+use zeroclaw_bundle::{Bundles, Progress as _, TrustPolicy, UpdatePlan, UpdateRequest};
 
 /// Runs `update`.
 pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -20,18 +20,13 @@ pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
         _ => None,
     };
     let bundles = ctx.bundles()?;
-    let conflicts = match args.conflicts.as_str() {
-        "keep-local" => ConflictPolicy::KeepLocal,
-        "take-incoming" => ConflictPolicy::TakeIncoming,
-        "copy" => ConflictPolicy::Copy,
-        _ => ConflictPolicy::Refuse,
-    };
+    let conflicts = args.merge.policy();
     let req = UpdateRequest {
         source: &args.source,
         install: &install,
         alias: args.agent_as.as_deref(),
         conflicts,
-        accept_grants: args.accept_grants,
+        accept_grants: args.merge.accept_grants,
         require,
     };
     let progress = ctx.term_progress();
@@ -43,6 +38,22 @@ pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
             args.source.to_string_lossy()
         )
     })?;
+    let ask = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    settle(ctx, &bundles, plan, args.dry_run, ask)
+}
+
+/// Prints an update's three-way plan (or that the agent is up to date), then applies it
+/// unless it is a dry run: conflicts refused exit 4; grants the version last imported did
+/// not have exit 3 unless accepted (`--accept-grants`, or `ask`: a terminal answers yes
+/// after seeing them). `import` of a newer version of an imported agent ends here too.
+pub fn settle(
+    ctx: &Ctx,
+    bundles: &Bundles,
+    plan: UpdatePlan,
+    dry_run: bool,
+    ask: bool,
+) -> Result<Outcome> {
+    let install = plan.install.clone();
     if plan.up_to_date {
         if ctx.json {
             ctx.print_json(&serde_json::to_value(&plan)?)?;
@@ -68,6 +79,17 @@ pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
         );
         return Ok(Outcome::Conflicts);
     }
+    let plan = match plan.grants_unaccepted() && ask && !dry_run {
+        true => {
+            let yes = super::ask(&format!(
+                "The update grants what the version last imported did not (listed `! grant` \
+                 above). Apply it to agent {}? [y/N] ",
+                crate::cmd::escape_message(&plan.alias)
+            ))?;
+            plan.accepting_grants(yes)
+        }
+        false => plan,
+    };
     if plan.grants_unaccepted() {
         crate::note!(
             "error: the update grants what the version last imported did not; nothing was \
@@ -75,7 +97,7 @@ pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
         );
         return Ok(Outcome::NewGrants);
     }
-    if args.dry_run {
+    if dry_run {
         return Ok(Outcome::Success);
     }
     let progress = ctx.term_progress();
