@@ -24,6 +24,7 @@ mod mount;
 mod read;
 mod remotes;
 mod signing;
+mod sync;
 mod transfer;
 mod trust;
 mod update;
@@ -70,6 +71,7 @@ pub use remotes::{
     RemoteSnapshot, RemoteSpec, REMOTE_GC_GRACE_SECS,
 };
 pub use signing::{Checked, SignerTrust, SigningKey, Verdict};
+pub use sync::{SyncOutcome, SyncReport, SyncRequest, SyncedAgent};
 pub use transfer::{CheckedOut, PackInput, Packed, Unpacked};
 pub use zeroclaw_bundle_mount::{MountHandle, MountOptions};
 pub use zeroclaw_bundle_store::{

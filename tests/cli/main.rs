@@ -35,6 +35,7 @@ mod store_cli;
 mod store_in_tree;
 mod store_overlap;
 mod store_races;
+mod sync_hosts;
 mod tree_index;
 mod update;
 mod update_in_place;

@@ -46,9 +46,9 @@ fn s3s_fs() -> Option<PathBuf> {
 }
 
 /// A running s3s-fs; killed and reaped on drop.
-struct Server {
+pub(crate) struct Server {
     child: Child,
-    endpoint: String,
+    pub(crate) endpoint: String,
 }
 
 impl Drop for Server {
@@ -108,7 +108,7 @@ impl Server {
 }
 
 /// A fleet whose remote `origin` is `s3://bucket/prefix` on a fresh server.
-fn s3_fleet() -> Option<(Fleet, Server)> {
+pub(crate) fn s3_fleet() -> Option<(Fleet, Server)> {
     let bin = s3s_fs()?;
     let env = TestEnv::new();
     let server = Server::start(&bin, &env.path("s3-root"), "bundles");

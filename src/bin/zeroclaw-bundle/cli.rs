@@ -247,6 +247,22 @@ export left behind are never touched. Exit status: 0 updated (or up to date), 1 
     Update(UpdateArgs),
     /// Restore an agent to the state before its last update (files and config entries)
     Rollback(RollbackArgs),
+    /// Keep imported agents in step with their remote: pull, check the signature, update in
+    /// place when nothing new is granted and nothing conflicts
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle sync                          (every agent imported from a remote)
+  zeroclaw-bundle sync origin/agent/coder --install /srv/zeroclaw
+  zeroclaw-bundle sync agent/coder --as coder2  (the remote its import came from)
+
+Signatures are required: by the store's allowed signers (`trust --allowed-signers FILE`), or
+--allowed-signers; --allow-unsigned takes unsigned bundles. An update that grants something new
+or conflicts with a local edit is held: nothing is written, and its plan and review are printed
+with the commands to look closer and apply it. An agent already up to date costs one listing of
+its remote and writes nothing. Exit status: 0 every agent up to date or updated, 1 an error (an
+agent that could not be synced, another sync of the install running), 3 an update held for new
+grants, 4 an update held for conflicts.")]
+    Sync(SyncArgs),
     /// Write a snapshot and every object it reaches into one self-verifying pack file
     Pack(PackArgs),
     /// Import a pack into the store, verifying every object before anything becomes visible
@@ -698,6 +714,26 @@ impl MergeArgs {
             _ => ConflictPolicy::Refuse,
         }
     }
+}
+
+/// `sync`.
+#[derive(Debug, Args)]
+pub struct SyncArgs {
+    /// The agent to follow: REMOTE/agent/ALIAS, or agent/ALIAS (the remote its import came
+    /// from); none: every agent imported from a remote
+    pub source: Option<String>,
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
+    pub install: Option<PathBuf>,
+    /// The local agent to update (when more than one follows the same agent)
+    #[arg(long = "as", value_name = "ALIAS")]
+    pub agent_as: Option<String>,
+    /// Check signatures against this allowed_signers file instead of the store's
+    #[arg(long, value_name = "FILE")]
+    pub allowed_signers: Option<PathBuf>,
+    /// Take bundles that no trusted key signed
+    #[arg(long)]
+    pub allow_unsigned: bool,
 }
 
 /// `rollback`.

@@ -29,6 +29,7 @@ pub mod rollback;
 pub mod show;
 pub mod sign;
 pub mod snapshot;
+pub mod sync;
 pub mod update;
 pub mod verify;
 
@@ -406,6 +407,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
             | Command::Import(_)
             | Command::Update(_)
             | Command::Rollback(_)
+            | Command::Sync(_)
     ) {
         crate::interrupt::install(ctx.cancel.clone())
             .context("could not install the signal handlers")?;
@@ -432,6 +434,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
         Command::Import(args) => import::run(args, &ctx),
         Command::Update(args) => update::run(args, &ctx),
         Command::Rollback(args) => rollback::run(args, &ctx),
+        Command::Sync(args) => sync::run(args, &ctx),
         Command::Pack(args) => pack::run_pack(args, &ctx),
         Command::Unpack(args) => pack::run_unpack(args, &ctx),
         Command::Remote(cmd) => remote::run_remote(cmd, &ctx),

@@ -116,7 +116,7 @@ pub fn settle(
     Ok(Outcome::Success)
 }
 
-fn print_plan(plan: &UpdatePlan) -> Result<()> {
+pub fn print_plan(plan: &UpdatePlan) -> Result<()> {
     let esc = |s: &str| crate::cmd::escape_message(s);
     crate::outln!(
         "Update of agent {} (bundle agent {}) from {}",
