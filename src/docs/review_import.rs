@@ -107,3 +107,38 @@
 //! `diff` finds equal to the first but for one dropped entry: the first export forced
 //! `delegate_same_risk_profile = false` and listed that; the imported agent has nothing left to
 //! drop. ZeroClaw's planner computes the same closure on both installs.
+//!
+//! ## Update in place, rollback and sync
+//!
+//! A bundle of an agent this install imported before (its provenance record names the
+//! bundle's agent) is that agent's *update*, not a second agent: `import` routes it there
+//! (`ImportPlan::update`), as `update SOURCE` does. `--update ALIAS` names the agent; `--as
+//! NEW` imports beside it instead; an agent made by hand has no record and its namesake is
+//! imported beside it, namespaced. The same bundle again is "up to date" and writes nothing.
+//!
+//! - **Three ways** (`crate::sync`): the base is the snapshot last imported, the local side a
+//!   capture of the agent as it is, the incoming side the new bundle. Per workspace path and per
+//!   config key of the entries the first import added (in the install's names: `--as`,
+//!   namespacing and `--map` carry over): changed only upstream, taken; only here, kept; the
+//!   same on both sides, fine; differently, a conflict: refused (exit 4) unless `--conflicts
+//!   keep-local|take-incoming|copy` decides (`copy` keeps the local file and writes the
+//!   incoming one beside it as `NAME.sync-conflict-YYYYMMDD-HHMMSS-ID8.EXT`). Memory,
+//!   `MEMORY_SNAPSHOT.md` and what the manifests list as left behind are never touched. The
+//!   merged config passes ZeroClaw's loader and `validate()`.
+//! - **Grants**: what the incoming bundle grants that the base did not (the rules of `diff`'s
+//!   `!`) is refused (exit 3) until accepted: `--accept-grants`, or a terminal's yes after the
+//!   plan.
+//! - **Written** as an import is (trees staged, `config.toml` last), after a state record in
+//!   `.zeroclaw-bundle/updates/ALIAS/` (both config texts, the workspace before and after as
+//!   store snapshots; the last three kept). `rollback ALIAS` merges the last state back the same
+//!   way and records itself, so it can be rolled back.
+//! - **`sync [[REMOTE/]agent/ALIAS]`** (`Bundles::sync`): for the agent named, or every agent
+//!   imported from a remote, pulls `REMOTE/agent/BUNDLE_ALIAS`, requires a signature by the
+//!   store's allowed signers (`--allow-unsigned` must be said), and updates in place when the
+//!   plan grants nothing new and has no conflict. Otherwise nothing is written: it prints the
+//!   plan, the review, and the commands to mount the snapshot and to apply it, and exits 3
+//!   (grants) or 4 (conflicts); an agent that cannot be synced is reported and exits 1 while
+//!   the others still sync. Up to date costs one listing of the remote per agent and writes
+//!   nothing. Two syncs of one install: the second fails at once, naming the lock
+//!   (`.zeroclaw-bundle/sync.lock`). `tests/cli/sync_hosts.rs` runs two hosts through 30
+//!   random rounds over a `file://` remote and over S3.

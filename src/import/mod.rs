@@ -190,7 +190,7 @@ pub struct ImportPlan {
     /// planned three ways against the bundle it was imported from, and this plan's other
     /// fields describe nothing to write (as for [`ImportPlan::up_to_date`]).
     /// `Bundles::import` applies it under the update's rules: refused conflicts and grants not
-    /// accepted ([`UpdatePlan::accepting_grants`]) stop it before anything is written.
+    /// accepted ([`update::UpdatePlan::accepting_grants`]) stop it before anything is written.
     pub update: Option<Box<update::UpdatePlan>>,
 }
 
