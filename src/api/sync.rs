@@ -8,17 +8,20 @@
 //! nothing, and two syncs of one install never run at once (the second fails, naming the
 //! lock).
 
+use std::collections::BTreeMap;
 use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::os::fd::AsFd as _;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+use zeroclaw_bundle_store::ObjectId;
 
 use super::error::{Error, Verb};
 use super::{Bundles, Progress, Result, SignerTrust, TrustPolicy};
 use crate::import::update::{ConflictPolicy, UpdatePlan, UpdateRequest};
 use crate::provenance::{self, Provenance};
+use crate::remote::KnownRecords;
 use crate::source::{classify, Takes, Target};
 
 /// The lock two syncs of one install share, below the install root.
@@ -66,6 +69,8 @@ pub struct SyncedAgent {
     pub source: String,
     /// What became of it.
     pub outcome: SyncOutcome,
+    /// The newest snapshot of the agent on the remote (absent when none could be found).
+    pub snapshot: Option<ObjectId>,
     /// The three-way plan (absent when the sync failed before planning).
     pub plan: Option<UpdatePlan>,
     /// For a held update: the snapshot to review (`zeroclaw-bundle review ID`, or mount it).
@@ -81,6 +86,9 @@ pub struct SyncReport {
     pub install: PathBuf,
     /// Each agent synced, in the order done.
     pub agents: Vec<SyncedAgent>,
+    /// What finding the newest versions asked of each remote (one listing, plus the records
+    /// this store did not hold yet): remote name -> requests and bytes. Pulls are not in it.
+    pub listings: BTreeMap<String, String>,
 }
 
 impl SyncReport {
@@ -118,25 +126,59 @@ impl Bundles {
         })?;
         let _lock = lock_sync(install).map_err(fail)?;
         let targets = self.sync_targets(request).map_err(fail)?;
+        // One listing per remote: the newest snapshot of every agent on it.
+        let mut newest: BTreeMap<String, anyhow::Result<BTreeMap<String, ObjectId>>> =
+            BTreeMap::new();
+        let mut listings = BTreeMap::new();
         let mut agents = Vec::new();
-        for (alias, source) in targets {
+        for follow in targets {
             progress.check_cancel().map_err(|e| fail(e.into()))?;
-            agents.push(self.sync_one(install, &alias, &source, &policy, progress));
+            let listed = newest.entry(follow.remote.clone()).or_insert_with(|| {
+                let (newest, traffic) = self.newest_of_agents(&follow.remote);
+                listings.extend(traffic.map(|t| (follow.remote.clone(), t)));
+                newest
+            });
+            let newest = match listed {
+                Ok(listed) => listed.get(&follow.bundle_alias).copied(),
+                Err(e) => {
+                    agents.push(follow.failed(format!("{e:#}")));
+                    continue;
+                }
+            };
+            agents.push(self.sync_one(install, &follow, newest, &policy, progress));
         }
         Ok(SyncReport {
             install: install.to_path_buf(),
             agents,
+            listings,
         })
     }
 
-    /// The agents to sync, as (local alias, `REMOTE/agent/BUNDLE_ALIAS`).
-    fn sync_targets(&self, request: &SyncRequest<'_>) -> anyhow::Result<Vec<(String, String)>> {
+    /// The newest snapshot of every agent on remote `name` (one listing; the records this
+    /// store lacks are fetched once and kept in its objects, a cache `gc` may drop), and what
+    /// that asked of the remote.
+    fn newest_of_agents(
+        &self,
+        name: &str,
+    ) -> (anyhow::Result<BTreeMap<String, ObjectId>>, Option<String>) {
+        let remote = match crate::remote::find_remote(self.root(), name)
+            .and_then(|spec| crate::remote::Remote::open(&spec, false))
+        {
+            Ok(remote) => remote,
+            Err(e) => return (Err(e.into()), None),
+        };
+        let newest = remote.newest_of_agents(&StoreRecords(&self.store));
+        (newest.map_err(Into::into), Some(remote.traffic()))
+    }
+
+    /// The agents to sync.
+    fn sync_targets(&self, request: &SyncRequest<'_>) -> anyhow::Result<Vec<Follow>> {
         let records = provenance::read_all(request.install)?;
         let Some(source) = request.source else {
             let followed: Vec<_> = records
                 .iter()
                 .filter(|r| request.alias.is_none_or(|a| a == r.alias))
-                .filter_map(|r| Some((r.alias.clone(), self.followed_remote(r)?)))
+                .filter_map(|r| self.followed_remote(r))
                 .collect();
             anyhow::ensure!(
                 !followed.is_empty(),
@@ -184,7 +226,7 @@ impl Bundles {
             Some(remote) => remote,
             None => self
                 .followed_remote(record)
-                .and_then(|s| s.split_once('/').map(|(r, _)| r.to_string()))
+                .map(|f| f.remote)
                 .ok_or_else(|| {
                     anyhow::anyhow!(
                         "agent {} was not imported from a remote: name one \
@@ -193,49 +235,63 @@ impl Bundles {
                     )
                 })?,
         };
-        Ok(vec![(
-            record.alias.clone(),
-            format!("{remote}/agent/{bundle_alias}"),
-        )])
+        Ok(vec![Follow {
+            alias: record.alias.clone(),
+            remote,
+            bundle_alias: bundle_alias.to_string(),
+            imported: record.snapshot,
+        }])
     }
 
-    /// `REMOTE/agent/BUNDLE_ALIAS` for an agent whose import came from remote REMOTE of this
-    /// store; None for any other source.
-    fn followed_remote(&self, record: &Provenance) -> Option<String> {
+    /// What an agent whose import came from a remote of this store follows; None for any
+    /// other source.
+    fn followed_remote(&self, record: &Provenance) -> Option<Follow> {
         let reference = classify(self.root(), OsStr::new(&record.source), Takes::IMPORT).ok()?;
         match reference.target {
-            Target::Remote { spec, .. } => {
-                Some(format!("{}/agent/{}", spec.name, record.bundle_alias))
-            }
+            Target::Remote { spec, .. } => Some(Follow {
+                alias: record.alias.clone(),
+                remote: spec.name,
+                bundle_alias: record.bundle_alias.clone(),
+                imported: record.snapshot,
+            }),
             _ => None,
         }
     }
 
-    /// Pulls, plans and (when nothing needs the operator) applies the update of one agent.
+    /// Pulls, plans and (when nothing needs the operator) applies the update of one agent
+    /// whose newest snapshot on its remote is `newest`. The snapshot it was last imported from
+    /// is up to date without a pull.
     fn sync_one(
         &self,
         install: &Path,
-        alias: &str,
-        source: &str,
+        follow: &Follow,
+        newest: Option<ObjectId>,
         policy: &TrustPolicy,
         progress: &dyn Progress,
     ) -> SyncedAgent {
-        let mut agent = SyncedAgent {
-            alias: alias.to_string(),
-            source: source.to_string(),
-            outcome: SyncOutcome::Failed,
-            plan: None,
-            review: None,
-            error: None,
+        let mut agent = follow.failed(String::new());
+        agent.error = None;
+        let Some(newest) = newest else {
+            return follow.failed(format!(
+                "remote {} has no snapshot of agent {}",
+                follow.remote, follow.bundle_alias
+            ));
         };
+        if newest == follow.imported {
+            agent.outcome = SyncOutcome::UpToDate;
+            agent.snapshot = Some(newest);
+            return agent;
+        }
+        let source = format!("{}/{}", follow.remote, newest.to_hex());
+        agent.snapshot = Some(newest);
         let require = match policy {
             TrustPolicy::Require(allowed) => Some(allowed),
             _ => None,
         };
         let request = UpdateRequest {
-            source: OsStr::new(source),
+            source: OsStr::new(&source),
             install,
-            alias: Some(alias),
+            alias: Some(&follow.alias),
             conflicts: ConflictPolicy::Refuse,
             accept_grants: false,
             require,
@@ -270,6 +326,47 @@ impl Bundles {
         }
         agent.plan = Some(plan);
         agent
+    }
+}
+
+/// One agent a sync follows.
+struct Follow {
+    /// The local agent.
+    alias: String,
+    /// The remote it follows.
+    remote: String,
+    /// Its alias on the remote (`agent/<bundle_alias>`).
+    bundle_alias: String,
+    /// The snapshot it was last imported from.
+    imported: ObjectId,
+}
+
+impl Follow {
+    /// The report of this agent's failed sync.
+    fn failed(&self, why: String) -> SyncedAgent {
+        SyncedAgent {
+            alias: self.alias.clone(),
+            source: format!("{}/agent/{}", self.remote, self.bundle_alias),
+            outcome: SyncOutcome::Failed,
+            snapshot: None,
+            plan: None,
+            review: None,
+            error: Some(why),
+        }
+    }
+}
+
+/// The store's objects as the records a remote walk need not fetch, and where it keeps those
+/// it fetched (loose objects no snapshot names: a cache that `gc` drops after its grace).
+struct StoreRecords<'s>(&'s zeroclaw_bundle_store::Store);
+
+impl KnownRecords for StoreRecords<'_> {
+    fn known(&self, id: &ObjectId) -> Option<Vec<u8>> {
+        self.0.objects().read_verified(id).ok()
+    }
+
+    fn keep(&self, _id: &ObjectId, record: &[u8]) {
+        let _ = self.0.objects().write_bytes(record);
     }
 }
 

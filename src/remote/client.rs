@@ -11,7 +11,7 @@
 //! [`Remote::notices`]. Index files are parsed as they stream in, keeping only the ids the
 //! caller asks about: what a pull holds is bounded by what it needs, not by the indexes.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::future::Future;
 use std::io::{Read, Write};
@@ -814,25 +814,60 @@ impl Remote {
                 });
             }
         }
-        // Newest first by creation time; equal times by id, so every host picks the same.
-        let mut best: Option<(i128, ObjectId)> = None;
-        for id in self.snapshots()? {
-            let Ok(Some(record)) = self.record(&id) else {
-                continue;
-            };
-            let Ok(snap) = zeroclaw_bundle_store::Snapshot::decode(&record) else {
-                continue;
-            };
+        let newest = self.newest_by(&NoRecords, |snap| {
             let hit = match alias {
                 Some(a) => snap.agent.as_deref() == Some(a),
                 None => snap.name.as_deref() == Some(reference),
             };
-            let key = (snap.created_unix_ns, id);
-            if hit && best.is_none_or(|b| key > b) {
-                best = Some(key);
+            hit.then(String::new)
+        })?;
+        newest.into_values().next().ok_or_else(none)
+    }
+
+    /// The newest snapshot of every agent the remote lists (`agent/<alias>` of each), after
+    /// one listing: each record comes from `records` when this host holds it, else is fetched
+    /// (checked against its id) and handed to [`KnownRecords::keep`]. What `sync` asks once per
+    /// remote, so that agents up to date cost one listing.
+    pub fn newest_of_agents(
+        &self,
+        records: &dyn KnownRecords,
+    ) -> Result<BTreeMap<String, ObjectId>, RemoteError> {
+        self.newest_by(records, |snap| snap.agent.clone())
+    }
+
+    /// Per key `key_of` gives a record (None: not counted), the newest snapshot: by creation
+    /// time, equal times by id, so every host picks the same. Records that cannot be read are
+    /// skipped (`list --remote` names them).
+    fn newest_by(
+        &self,
+        records: &dyn KnownRecords,
+        key_of: impl Fn(&zeroclaw_bundle_store::Snapshot) -> Option<String>,
+    ) -> Result<BTreeMap<String, ObjectId>, RemoteError> {
+        let mut best: BTreeMap<String, (i128, ObjectId)> = BTreeMap::new();
+        for id in self.snapshots()? {
+            let record = match records.known(&id) {
+                Some(bytes) => bytes,
+                None => match self.record(&id) {
+                    Ok(Some(bytes)) => {
+                        records.keep(&id, &bytes);
+                        bytes
+                    }
+                    _ => continue,
+                },
+            };
+            let Ok(snap) = zeroclaw_bundle_store::Snapshot::decode(&record) else {
+                continue;
+            };
+            let Some(key) = key_of(&snap) else {
+                continue;
+            };
+            let rank = (snap.created_unix_ns, id);
+            let slot = best.entry(key).or_insert(rank);
+            if rank > *slot {
+                *slot = rank;
             }
         }
-        best.map(|(_, id)| id).ok_or_else(none)
+        Ok(best.into_iter().map(|(k, (_, id))| (k, id)).collect())
     }
 
     /// The packs the remote holds (`packs/<pack>.zcpack`), with their listing entries.
@@ -1050,6 +1085,26 @@ fn explain_s3(chain: &str, refused: bool, bucket: &str, endpoint: Option<&str>) 
         }
     };
     Some(format!("{says} ({code})"))
+}
+
+/// Snapshot records this host already holds (its store), so that a walk of a remote's records
+/// fetches only the others, and keeps those it fetched.
+pub trait KnownRecords {
+    /// The record of snapshot `id`, verified, when this host holds it.
+    fn known(&self, id: &ObjectId) -> Option<Vec<u8>>;
+    /// A record just fetched from the remote and checked against its id.
+    fn keep(&self, id: &ObjectId, record: &[u8]);
+}
+
+/// No records held: every record is fetched.
+struct NoRecords;
+
+impl KnownRecords for NoRecords {
+    fn known(&self, _: &ObjectId) -> Option<Vec<u8>> {
+        None
+    }
+
+    fn keep(&self, _: &ObjectId, _: &[u8]) {}
 }
 
 /// Checks a record's bytes against the id it is stored under (what a remote record must be

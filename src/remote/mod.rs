@@ -53,9 +53,9 @@ mod local;
 mod sync;
 mod view;
 
-pub use client::Remote;
 #[cfg(feature = "fuzzing")]
 pub use client::{check_record, parse_index, IndexParser};
+pub use client::{KnownRecords, Remote};
 pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
 pub use gc::{forget, gc, GcReport, DEFAULT_GRACE_SECS};
 pub use sync::{pull_checked, push, PullReport, PushReport};

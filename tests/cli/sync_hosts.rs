@@ -234,7 +234,7 @@ fn rounds(p: &Pair, rounds: usize) {
             &p.a.ws().join(format!("upstream/{round}.md")),
             format!("upstream {round}\n").as_bytes(),
         );
-        let a_notes = rng.chance(40);
+        let a_notes = rng.chance(25);
         if a_notes {
             write(
                 &p.a.ws().join("notes.md"),
@@ -281,7 +281,7 @@ fn rounds(p: &Pair, rounds: usize) {
         let own = p.b_ws().join(format!("b-notes/{round}.md"));
         write(&own, format!("B's own notes {round}\n").as_bytes());
         kept.insert(own.clone(), fs::read(&own).unwrap());
-        let b_notes = rng.chance(30);
+        let b_notes = rng.chance(20);
         if b_notes {
             let notes = p.b_ws().join("notes.md");
             write(&notes, format!("notes by B, round {round}\n").as_bytes());
@@ -313,8 +313,8 @@ fn rounds(p: &Pair, rounds: usize) {
                 } else {
                     held_conflicts += 1;
                 }
-                // The operator settles it half of the time.
-                if rng.chance(50) {
+                // The operator settles it most of the time.
+                if rng.chance(70) {
                     let mut args = vec!["update", "origin/agent/researcher", "--install"];
                     let b = s(&p.b);
                     args.push(&b);
@@ -396,6 +396,14 @@ fn refusals_and_up_to_date(p: &Pair) {
     let run = p.sync(&[]).ok();
     assert!(run.stdout().contains("up to date"), "{}", run.describe());
     assert_eq!(mtimes(&p.b), before, "an up-to-date sync writes nothing");
+    // Up to date costs one request of the remote: its listing (the record is held here).
+    let v =
+        p.f.on("b", &["--json", "sync", "--install", &s(&p.b)])
+            .ok()
+            .json();
+    let listing = v["listings"]["origin"].as_str().unwrap_or_default();
+    assert!(listing.starts_with("1 requests,"), "{v}");
+    assert_eq!(v["agents"][0]["outcome"], "up-to-date", "{v}");
 
     write(&p.a.ws().join("unsigned.md"), b"pushed unsigned\n");
     p.publish(None);

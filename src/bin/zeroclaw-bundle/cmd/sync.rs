@@ -30,6 +30,11 @@ pub fn run(args: SyncArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&serde_json::to_value(&report)?)?;
     } else {
+        if ctx.verbose {
+            for (remote, traffic) in &report.listings {
+                crate::note!("remote {}: {traffic}", escape_message(remote));
+            }
+        }
         for agent in &report.agents {
             print_agent(ctx, &bundles, &install, agent)?;
         }
@@ -51,19 +56,13 @@ fn print_agent(
 ) -> Result<()> {
     let esc = |s: &str| escape_message(s);
     let (alias, source) = (esc(&agent.alias), esc(&agent.source));
-    let content = || {
-        agent
-            .plan
-            .as_ref()
-            .map(|p| p.content_id.short(16))
-            .unwrap_or_default()
-    };
+    let content = || agent.snapshot.map(|id| id.short(16)).unwrap_or_default();
     match agent.outcome {
         SyncOutcome::UpToDate => {
-            crate::outln!("agent {alias}: up to date with {source} ({})", content())
+            crate::outln!("agent {alias}: up to date with {source} (snapshot {})", content())
         }
         SyncOutcome::Updated => crate::outln!(
-            "agent {alias}: updated from {source} ({}; undo with `zeroclaw-bundle rollback {alias}`)",
+            "agent {alias}: updated from {source} (snapshot {}; undo with `zeroclaw-bundle rollback {alias}`)",
             content()
         ),
         SyncOutcome::Failed => {
