@@ -38,6 +38,7 @@ mod store_races;
 mod tree_index;
 mod update;
 mod update_in_place;
+mod update_recover;
 mod util;
 mod ux;
 mod ux_ops;
