@@ -3,11 +3,11 @@
 //! (`before-commit`, where a concurrent gc would strike), and in the progress of transfers
 //! (`push-packed`, `push-uploaded`, `import-verified` at `object-N`: where a test looks at
 //! the bar, or interrupts an import midway), and between the steps of an agent import
-//! (`import-step` at `trees`, `provenance`, `backup`, `config`: where a test kills it), and in
-//! a mount's server before it mounts (`mount-daemon-before-mounting`: where a test interrupts
-//! the waiting `mount --daemon`). In a
-//! build without the `test-hooks` feature every hook is an empty inline function, so normal
-//! builds carry no hook code.
+//! (`import-step` at `trees`, `provenance`, `backup`, `config`: where a test kills it), and of
+//! an update or rollback (`update-step` at `intent`, `trees`, `provenance`, `config`,
+//! `states`), and in a mount's server before it mounts (`mount-daemon-before-mounting`: where
+//! a test interrupts the waiting `mount --daemon`). In a build without the `test-hooks`
+//! feature every hook is an empty inline function, so normal builds carry no hook code.
 //!
 //! With the feature, a hook whose seam matches `ZEROCLAW_BUNDLE_TEST_HOOK_SEAM` (and whose
 //! path ends with `ZEROCLAW_BUNDLE_TEST_HOOK_PATH`, when set) runs

@@ -1,10 +1,12 @@
-//! The update verbs of the public API: [`Bundles::update_plan`], [`Bundles::update`] and
-//! [`Bundles::rollback`], thin over `crate::import::update`, which owns the rules (three-way
-//! merge against the snapshot last imported, the grants gate, the kept states).
+//! The update verbs of the public API: [`Bundles::update_plan`], [`Bundles::update`],
+//! [`Bundles::rollback`] and [`Bundles::recover_install`], thin over `crate::import::update`,
+//! which owns the rules (three-way merge against the snapshot last imported, the grants gate,
+//! the kept states), and `crate::import::journal` (the intent journal that a kill cut short).
 
 use std::path::Path;
 
 use super::{Bundles, Error, Progress, Result, Verb};
+use crate::import::journal::{self, InstallRecovered};
 use crate::import::update::{self, UpdatePlan, UpdateRequest, Updated};
 
 impl Bundles {
@@ -49,5 +51,19 @@ impl Bundles {
     ) -> Result<Updated> {
         update::rollback(&self.store, install, alias, progress)
             .map_err(|e| Error::new(Verb::Import, install.display().to_string(), e.into()))
+    }
+
+    /// Finishes every update or rollback of install `install` that was cut short (killed
+    /// after it began to write): each such agent is rolled forward to the state after its
+    /// change. Refuses, naming the path, when `config.toml` or the agent's workspace was
+    /// edited since (neither as before nor as after the change). With nothing pending it
+    /// does nothing ([`InstallRecovered::nothing_done`]).
+    pub fn recover_install(
+        &self,
+        install: &Path,
+        progress: &dyn Progress,
+    ) -> Result<InstallRecovered> {
+        journal::recover_install(&self.store, install, progress)
+            .map_err(|e| Error::new(Verb::Recover, install.display().to_string(), e.into()))
     }
 }

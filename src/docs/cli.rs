@@ -125,4 +125,7 @@
 //!   mount keeps serving it). `recover DEST` repairs what a killed publish left beside `DEST`:
 //!   it removes the hidden staging and retired trees, puts the previous bundle back when the
 //!   swap was cut in half, and removes a stale lock file; it never touches a publish that is
-//!   still running.
+//!   still running. `recover --install DIR` finishes every `update` or `rollback` of that
+//!   install that a kill cut short, rolling each agent forward to the state after it (until
+//!   then `update`, `rollback` and `import` into the install refuse); it refuses, naming the
+//!   path, when `config.toml` or the workspace was edited since.

@@ -6,6 +6,11 @@
 //!   `gc --grace 0` and `reindex` at seeded random points (24 kills by default, hundreds with
 //!   `ZCB_LONG=1`), then checks `verify`, every listed snapshot, and that the destination is
 //!   the whole old or the whole new bundle (`recover` finishes a publish a kill cut in half).
+//!   An `update` or `rollback` writes an intent journal before it changes the agent
+//!   (`crate::import::journal`); `tests/cli/update_recover.rs` SIGKILLs both at each step
+//!   (before the intent, before and during the workspace publish, before provenance, before
+//!   `config.toml`, after it), then `recover --install`: the agent is exactly as before or
+//!   exactly as after, byte for byte, and ZeroClaw loads the config.
 //!   `tests/cli/pack.rs` kills `unpack` at random points: the store verifies, lists nothing that
 //!   misses objects, and `gc --grace 0` leaves `tmp/` empty.
 //! - **gc against writers.** The store lock ([`zeroclaw_bundle_store::docs::layout`]).

@@ -187,6 +187,20 @@ pub enum ImportError {
         /// The install root.
         path: PathBuf,
     },
+    /// An update or rollback of an agent of the install was cut short and is not finished.
+    #[error(
+        "the last update or rollback of agent {alias} in {} was cut short and is not \
+         finished ({} is pending): run `zeroclaw-bundle recover --install {}` first",
+        install.display(), intent.display(), crate::publish::shell_quote(install)
+    )]
+    Pending {
+        /// The agent.
+        alias: String,
+        /// The install root.
+        install: PathBuf,
+        /// Its intent file.
+        intent: PathBuf,
+    },
     /// `config.toml` changed between the plan and the write.
     #[error("{} changed while the import ran; nothing was written (run the import again)", path.display())]
     ConfigChanged {

@@ -32,6 +32,7 @@
 
 mod dest;
 mod error;
+pub mod journal;
 pub mod merge;
 pub mod source;
 pub mod update;
@@ -392,6 +393,7 @@ fn check_arguments(req: &ImportRequest<'_>) -> Result<Option<String>, ImportErro
 /// schema version this build writes.
 fn read_target(install: &Path) -> Result<Target, ImportError> {
     let root = std::path::absolute(install).unwrap_or_else(|_| install.to_path_buf());
+    journal::refuse_pending(&root)?;
     let config_path = root.join(CONFIG_FILE);
     let config_target = config_target(&config_path)?;
     // A regular file only, capped: a FIFO or a device in its place is refused, not waited on.
@@ -1201,6 +1203,7 @@ pub fn apply(
     })? {
         return Err(ImportError::Busy { path: root.clone() });
     }
+    journal::refuse_pending(root)?;
     let (now, meta) = read_planned_config(plan)?;
     if now != plan.old_config {
         return Err(ImportError::ConfigChanged {

@@ -10,13 +10,20 @@
 //! install's names: the `--as`, namespacing and `--map` choices of that import carry over, and
 //! entries it reused or mapped stay as the install has them.
 //!
-//! [`plan`] writes only to the store (captures, the merged tree); [`apply`] writes, in this
-//! order: the state record (the pre-update workspace snapshot and both `config.toml` texts,
-//! kept beside the install's provenance, owner-only), the workspace through the staged
-//! publish, the provenance record, a backup of `config.toml`, `config.toml` last. The last
-//! [`KEEP_STATES`] states stay reachable in the store (snapshot records); [`rollback`] merges
-//! the last one back the same way (a local edit made since the update is kept, a conflicting
-//! one refuses) and records itself as a state, so a rollback can be rolled back.
+//! [`plan`] writes only to the store (captures, the merged tree); [`apply`] writes, under the
+//! install's lock, in this order: the state (both `config.toml` texts, owner-only, in
+//! [`STATES_DIR`]`/<alias>`, and snapshot records of the workspace before and after), the
+//! intent (`super::journal`: from here on a kill ends, after `recover --install`, in the state
+//! after, never in a mix), the workspace through the staged publish, the provenance record, a
+//! backup of `config.toml`, `config.toml`, the state added to `states.toml`, the intent
+//! removed. The last [`KEEP_STATES`] states stay reachable in the store (snapshot records);
+//! [`rollback`] merges the last one back the same way (a local edit made since the update is
+//! kept, a conflicting one refuses) and records itself as a state, so a rollback can be rolled
+//! back.
+//!
+//! Test hooks (`crate::hooks`): seam `update-step` with path `intent` (before the intent is
+//! written), `trees`, `provenance`, `config` (before the backup) and `states` (after
+//! `config.toml`), where a test kills an update or rollback.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ffi::OsStr;
@@ -264,6 +271,38 @@ pub enum UpdateError {
         path: PathBuf,
         /// What went wrong.
         message: String,
+    },
+    /// A write after the intent failed: the change is half done until `recover` finishes it.
+    #[error(
+        "{error}; the {verb} of agent {alias} is half done: run `zeroclaw-bundle recover \
+         --install {}` to finish it",
+        crate::publish::shell_quote(install)
+    )]
+    Unfinished {
+        /// `update` or `rollback`.
+        verb: &'static str,
+        /// The local agent.
+        alias: String,
+        /// The install root.
+        install: PathBuf,
+        /// The failure, with its causes.
+        error: String,
+    },
+    /// `recover` found the file or workspace changed since the change was cut short: it is
+    /// neither as before nor as after, and recovering would overwrite that edit.
+    #[error(
+        "{} changed since the {verb} of agent {alias} was cut short: it is neither as before \
+         nor as after the {verb}, so recover will not overwrite it; {remedy}", path.display()
+    )]
+    Edited {
+        /// `config.toml` or the workspace.
+        path: PathBuf,
+        /// `update` or `rollback`.
+        verb: String,
+        /// The local agent.
+        alias: String,
+        /// What to do about it.
+        remedy: String,
     },
 }
 
@@ -700,15 +739,8 @@ pub fn rollback(
             file.display()
         )));
     };
-    let read_text = |name: &str| {
-        let path = dir.join(name);
-        fs::read_to_string(&path).map_err(|e| UpdateError::State {
-            path: path.clone(),
-            message: e.to_string(),
-        })
-    };
-    let before_config = read_text(&last.before_config)?;
-    let after_config = read_text(&last.after_config)?;
+    let before_config = read_state_text(&dir, &last.before_config)?;
+    let after_config = read_state_text(&dir, &last.after_config)?;
     let workspace = target.install.typed.agent_workspace_dir(alias);
     let local = capture(store, &workspace, progress)?;
     let mut sizes = HashMap::new();
@@ -1082,6 +1114,15 @@ fn capture(store: &Store, dir: &Path, progress: &dyn Progress) -> Result<Capture
     })
 }
 
+/// The tree of workspace `dir` as it is now (the empty tree when it does not exist).
+pub(super) fn capture_tree(
+    store: &Store,
+    dir: &Path,
+    progress: &dyn Progress,
+) -> Result<ObjectId, UpdateError> {
+    Ok(capture(store, dir, progress)?.tree)
+}
+
 fn empty_tree() -> Tree {
     Tree::from_entries(Vec::new()).expect("an empty tree is valid")
 }
@@ -1187,28 +1228,30 @@ struct States {
     state: Vec<State>,
 }
 
-/// One state: what an update or rollback replaced, and what it wrote.
+/// One state: what an update or rollback replaced, and what it wrote. The intent journal
+/// (`super::journal`) holds one while its change is under way.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct State {
-    seq: u64,
-    verb: String,
+pub(super) struct State {
+    pub(super) seq: u64,
+    pub(super) verb: String,
     at: String,
     /// The workspace snapshot before (a snapshot record; none when there was no workspace).
     before_snapshot: Option<ObjectId>,
-    before_tree: ObjectId,
+    pub(super) before_tree: ObjectId,
     /// The snapshot record of the workspace written.
-    after_snapshot: ObjectId,
-    after_tree: ObjectId,
+    pub(super) after_snapshot: ObjectId,
+    pub(super) after_tree: ObjectId,
     /// `config.toml` before and after, file names in the state directory.
-    before_config: String,
-    after_config: String,
+    pub(super) before_config: String,
+    pub(super) after_config: String,
     /// The config entries merged (dotted local paths).
     entries: Vec<String>,
     before_provenance: Provenance,
     after_provenance: Provenance,
 }
 
-fn states_dir(root: &Path, alias: &str) -> PathBuf {
+/// The directory of agent `alias`'s states (and of its intent journal) in install `root`.
+pub(super) fn states_dir(root: &Path, alias: &str) -> PathBuf {
     root.join(STATES_DIR).join(alias)
 }
 
@@ -1229,8 +1272,22 @@ fn read_states(file: &Path) -> Result<States, UpdateError> {
     })
 }
 
-/// Writes `text` at `dest`, atomically and owner-only.
-fn write_private(store: &Store, dest: &Path, text: &str) -> Result<(), UpdateError> {
+/// The text of state file `name` (a `config.toml` before or after) in state directory `dir`.
+pub(super) fn read_state_text(dir: &Path, name: &str) -> Result<String, UpdateError> {
+    let path = dir.join(name);
+    crate::sys::read_small_text(
+        &path,
+        crate::agent::CONFIG_CAP,
+        "an update state's config.toml",
+    )
+    .map_err(|e| UpdateError::State {
+        path: path.clone(),
+        message: e.to_string(),
+    })
+}
+
+/// Writes `text` at `dest`, atomically and owner-only (not yet durable: see [`sync_dir`]).
+pub(super) fn write_private(store: &Store, dest: &Path, text: &str) -> Result<(), UpdateError> {
     let req = FileRequest {
         dest,
         force: true,
@@ -1247,6 +1304,17 @@ fn write_private(store: &Store, dest: &Path, text: &str) -> Result<(), UpdateErr
         path: dest.to_path_buf(),
         message: e.to_string(),
     })
+}
+
+/// Makes the names in directory `dir` durable (fsync(2) of the directory: a rename or unlink
+/// in it survives a crash once this returns).
+pub(super) fn sync_dir(dir: &Path) -> Result<(), UpdateError> {
+    sys::open_dir_path(dir)
+        .and_then(|fd| sys::fsync(&fd))
+        .map_err(|e| UpdateError::State {
+            path: dir.to_path_buf(),
+            message: format!("could not make it durable (fsync): {e}"),
+        })
 }
 
 /// Commits a snapshot record of tree `root` (so it stays reachable), `what` naming it.
@@ -1279,42 +1347,159 @@ fn write_change(
     let root = change.root;
     // Held until the last write: the lock goes with the descriptor.
     let _dir = lock_install(root)?;
+    super::journal::refuse_pending(root)?;
     let keep = check_unchanged(store, work, progress)?;
 
-    // 1. The state record: what is replaced, kept reachable.
-    record_state(store, change)?;
-
-    // 2. The workspace, through the staged publish (unless nothing changes in it).
-    crate::hooks::seam("update-step", "trees");
+    // 1. The state: both config texts and both trees, kept reachable.
+    let state = prepare_state(store, change)?;
     progress
         .check_cancel()
         .map_err(|_| ImportError::Interrupted)?;
+
+    // 2. The intent: from here on, a kill ends (after `recover`) in the state after.
+    crate::hooks::seam("update-step", "intent");
+    let dir = states_dir(root, change.alias);
+    super::journal::begin(store, &dir, &state)?;
+
+    // 3. The workspace, through the staged publish (unless nothing changes in it).
+    crate::hooks::seam("update-step", "trees");
     if work.merged_tree != work.local.tree {
-        publish_workspace(store, change, progress)?;
+        if let Err(e) = publish_tree(store, &work.workspace, state.after_tree, progress) {
+            return Err(abandon(store, change, &state, e));
+        }
     }
 
-    // 3. Provenance, 4. backup, 5. config.toml last.
-    crate::hooks::seam("update-step", "provenance");
-    provenance::write(root, store.root(), &work.after_record)?;
-    crate::hooks::seam("update-step", "config");
-    let backup = super::backup_path(&work.config_path);
-    super::write_file(store, &backup, false, keep, None, work.old_config.clone())?;
-    if work.new_config != work.old_config {
-        super::write_file(
-            store,
-            &work.config_target,
-            true,
-            keep,
-            None,
-            work.new_config.clone(),
-        )?;
+    // 4. Provenance, 5. backup, 6. config.toml last, 7. the state kept, the intent done.
+    let tail = Tail {
+        root,
+        alias: change.alias,
+        state: &state,
+        before_config: &work.old_config,
+        after_config: &work.new_config,
+        config_path: &work.config_path,
+        config_target: &work.config_target,
+        workspace: &work.workspace,
+        publish: false,
+        write_config: true,
+        keep,
+    };
+    let backup = finish(store, &tail, progress).map_err(|e| unfinished(change, e))?;
+    Ok(backup.expect("a change that writes config.toml has a backup"))
+}
+
+/// A publish of the workspace failed after the intent was written: when the workspace is as
+/// it was (every publish failure but a failed restore or fsync), the intent is withdrawn
+/// and nothing was written; otherwise the change is left for `recover` to finish.
+fn abandon(
+    store: &Store,
+    change: &Change<'_>,
+    state: &State,
+    e: publish::PublishError,
+) -> UpdateError {
+    let unchanged = !matches!(
+        e,
+        publish::PublishError::RestoreFailed { .. } | publish::PublishError::NotDurable { .. }
+    );
+    let error = publish_error(change.alias, &change.work.workspace, e);
+    if !unchanged {
+        return unfinished(change, error);
     }
+    let dir = states_dir(change.root, change.alias);
+    if let Err(e) = super::journal::end(&dir) {
+        return unfinished(change, e);
+    }
+    // Best effort: the state after is no longer going to be.
+    let _ = store.maintenance().forget(&state.after_snapshot);
+    error
+}
+
+/// `error`, with what to run to finish the change it cut short.
+fn unfinished(change: &Change<'_>, error: UpdateError) -> UpdateError {
+    UpdateError::Unfinished {
+        verb: change.verb,
+        alias: change.alias.to_string(),
+        install: change.root.to_path_buf(),
+        error: chain(&error),
+    }
+}
+
+/// `error` and its causes, as `: `-separated text.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(c) = cause {
+        text.push_str(": ");
+        text.push_str(&c.to_string());
+        cause = c.source();
+    }
+    text
+}
+
+/// Where the agent stands when the writes after the intent run, and what they write.
+pub(super) struct Tail<'a> {
+    pub(super) root: &'a Path,
+    pub(super) alias: &'a str,
+    pub(super) state: &'a State,
+    pub(super) before_config: &'a str,
+    pub(super) after_config: &'a str,
+    pub(super) config_path: &'a Path,
+    pub(super) config_target: &'a Path,
+    pub(super) workspace: &'a Path,
+    /// The workspace still holds the tree before: publish the one after.
+    pub(super) publish: bool,
+    /// `config.toml` still holds the text before: back it up and write the one after.
+    pub(super) write_config: bool,
+    /// The mode and owner `config.toml` keeps.
+    pub(super) keep: Keep,
+}
+
+/// The writes after the intent, each one idempotent, so that `recover` finishes a change by
+/// running them again: the workspace (when `tail.publish`), provenance, the backup and
+/// `config.toml` (when `tail.write_config`), the state kept, the intent removed. Returns the
+/// backup written.
+pub(super) fn finish(
+    store: &Store,
+    tail: &Tail<'_>,
+    progress: &dyn Progress,
+) -> Result<Option<PathBuf>, UpdateError> {
+    let state = tail.state;
+    if tail.publish {
+        publish_tree(store, tail.workspace, state.after_tree, progress)
+            .map_err(|e| publish_error(tail.alias, tail.workspace, e))?;
+    }
+    crate::hooks::seam("update-step", "provenance");
+    provenance::write(tail.root, store.root(), &state.after_provenance)?;
+    crate::hooks::seam("update-step", "config");
+    let backup = if tail.write_config {
+        let backup = super::backup_path(tail.config_path);
+        let before = tail.before_config.to_string();
+        super::write_file(store, &backup, false, tail.keep, None, before)?;
+        if tail.after_config != tail.before_config {
+            let after = tail.after_config.to_string();
+            super::write_file(store, tail.config_target, true, tail.keep, None, after)?;
+        }
+        Some(backup)
+    } else {
+        None
+    };
+    // What the intent's removal must not outlive: the new config.toml and provenance names.
+    for file in [
+        tail.config_target.to_path_buf(),
+        provenance::path(tail.root, tail.alias),
+    ] {
+        if let Some(dir) = file.parent() {
+            sync_dir(dir)?;
+        }
+    }
+    crate::hooks::seam("update-step", "states");
+    commit_state(store, tail.root, tail.alias, state)?;
+    super::journal::end(&states_dir(tail.root, tail.alias))?;
     Ok(backup)
 }
 
 /// Opens the install directory `root` and takes its exclusive lock (held while the returned
 /// descriptor lives); `Busy` when another writer holds it.
-fn lock_install(root: &Path) -> Result<std::os::fd::OwnedFd, UpdateError> {
+pub(super) fn lock_install(root: &Path) -> Result<std::os::fd::OwnedFd, UpdateError> {
     let dir = sys::open_dir_path(root).map_err(|source| ImportError::Read {
         path: root.to_path_buf(),
         source,
@@ -1352,16 +1537,22 @@ fn check_unchanged(
     if again.tree != work.local.tree {
         return Err(UpdateError::Changed(work.workspace.clone()));
     }
-    Ok(Keep {
+    Ok(keep_of(&meta))
+}
+
+/// The mode and owner of `config.toml` as `meta` describes it, which a new one keeps.
+pub(super) fn keep_of(meta: &fs::Metadata) -> Keep {
+    Keep {
         mode: meta.mode() & 0o7777,
         uid: meta.uid(),
         gid: meta.gid(),
-    })
+    }
 }
 
-/// Records the state `change` replaces and writes (config texts, workspace snapshots), then
-/// releases the states beyond the last [`KEEP_STATES`].
-fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
+/// Writes what the state of `change` needs before the intent names it: both `config.toml`
+/// texts (durable) and snapshot records of both workspace trees (reachable). Nothing in
+/// `states.toml` yet: [`commit_state`] adds the state once the change is done.
+fn prepare_state(store: &Store, change: &Change<'_>) -> Result<State, UpdateError> {
     let work = change.work;
     let root = change.root;
     let states_dir = states_dir(root, change.alias);
@@ -1369,8 +1560,7 @@ fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
         path: states_dir.clone(),
         message: e.to_string(),
     })?;
-    let states_file = states_dir.join(STATES_FILE);
-    let mut states = read_states(&states_file)?;
+    let states = read_states(&states_dir.join(STATES_FILE))?;
     let seq = states.state.last().map_or(1, |s| s.seq + 1);
     let before_config = format!("{seq}.before.toml");
     let after_config = format!("{seq}.after.toml");
@@ -1390,7 +1580,7 @@ fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
         work.merged_tree,
         format!("{} of {place}", change.verb),
     )?;
-    states.state.push(State {
+    Ok(State {
         seq,
         verb: change.verb.to_string(),
         at: rfc3339_utc(std::time::SystemTime::now()),
@@ -1403,7 +1593,19 @@ fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
         entries: work.entries.clone(),
         before_provenance: work.before_record.clone(),
         after_provenance: work.after_record.clone(),
-    });
+    })
+}
+
+/// Adds `state` to the agent's `states.toml` (once: a state already there is not added
+/// again), then releases the states beyond the last [`KEEP_STATES`].
+fn commit_state(store: &Store, root: &Path, alias: &str, state: &State) -> Result<(), UpdateError> {
+    let states_dir = states_dir(root, alias);
+    let states_file = states_dir.join(STATES_FILE);
+    let mut states = read_states(&states_file)?;
+    if states.state.iter().any(|s| s.seq == state.seq) {
+        return Ok(());
+    }
+    states.state.push(state.clone());
     let dropped: Vec<State> = if states.state.len() > KEEP_STATES {
         let n = states.state.len() - KEEP_STATES;
         states.state.drain(..n).collect()
@@ -1415,6 +1617,7 @@ fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
         message: e.to_string(),
     })?;
     write_private(store, &states_file, &text)?;
+    sync_dir(&states_dir)?;
     for old in dropped {
         // Best effort: a state no longer kept releases its snapshots and texts.
         for id in old.before_snapshot.iter().chain([&old.after_snapshot]) {
@@ -1426,29 +1629,33 @@ fn record_state(store: &Store, change: &Change<'_>) -> Result<(), UpdateError> {
     Ok(())
 }
 
-/// Publishes the merged workspace of `change` in place of the agent's, staged.
-fn publish_workspace(
+/// Publishes stored tree `tree` in place of the agent's workspace `workspace`, staged.
+fn publish_tree(
     store: &Store,
-    change: &Change<'_>,
+    workspace: &Path,
+    tree: ObjectId,
     progress: &dyn Progress,
-) -> Result<(), UpdateError> {
-    let work = change.work;
+) -> Result<(), publish::PublishError> {
     let req = PublishRequest {
-        dest: &work.workspace,
+        dest: workspace,
         force: true,
         sources: &[],
         store: Some(store.root()),
         bundle: super::NO_MARKER,
     };
-    let publish_err = |source| ImportError::Publish {
-        what: format!("the workspace of agent {}", change.alias),
-        path: work.workspace.clone(),
-        source: Box::new(source),
-    };
-    let admitted = publish::check(&req).map_err(publish_err)?;
+    let admitted = publish::check(&req)?;
     let reader = store.objects().reader();
-    publish::publish_to(&reader, &work.merged_tree, &admitted, None, progress)
-        .map_err(publish_err)?;
+    publish::publish_to(&reader, &tree, &admitted, None, progress)?;
     progress.finish();
     Ok(())
+}
+
+/// A failed publish of agent `alias`'s workspace, as an update error.
+fn publish_error(alias: &str, workspace: &Path, source: publish::PublishError) -> UpdateError {
+    ImportError::Publish {
+        what: format!("the workspace of agent {alias}"),
+        path: workspace.to_path_buf(),
+        source: Box::new(source),
+    }
+    .into()
 }

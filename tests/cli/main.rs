@@ -39,6 +39,7 @@ mod sync_hosts;
 mod tree_index;
 mod update;
 mod update_in_place;
+mod update_recover;
 mod util;
 mod ux;
 mod ux_ops;

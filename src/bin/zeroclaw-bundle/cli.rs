@@ -169,19 +169,27 @@ with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, fro
 Example:
   zeroclaw-bundle umount /tmp/review")]
     Umount(UmountArgs),
-    /// Repair a destination left by an interrupted publish
+    /// Repair a destination left by an interrupted publish, or finish a cut-short update
     #[command(
         long_about = "\
-Repair a destination left by an interrupted publish.
+Repair a destination left by an interrupted publish, or finish an update cut short.
 
-You need it after an export or checkout was killed (or interrupted twice) while it was
-publishing: it removes the hidden .zeroclaw-export-* staging and retired trees beside DEST,
-puts the previous bundle back when the swap was cut in half, and removes a stale lock file.
-An export or checkout interrupted once cleans up by itself, and prints this command when it
-could not. Safe to run at any time: it never touches a publish that is still running.",
+With DEST: You need it after an export or checkout was killed (or interrupted twice) while
+it was publishing: it removes the hidden .zeroclaw-export-* staging and retired trees beside
+DEST, puts the previous bundle back when the swap was cut in half, and removes a stale lock
+file. An export or checkout interrupted once cleans up by itself, and prints this command
+when it could not. Safe to run at any time: it never touches a publish that is still running.
+
+With --install DIR: it finishes every update or rollback of an agent of that install that
+was killed after it began to write (its intent is kept in
+DIR/.zeroclaw-bundle/updates/ALIAS/pending): the agent's workspace, provenance and config.toml
+are brought to the state after the change, so the install is never left half old, half new.
+Until then `update`, `rollback` and `import` into that install refuse. It refuses, naming the
+path, when config.toml or the workspace was edited since; with nothing pending it says so.",
         after_help = "\
-Example:
-  zeroclaw-bundle recover ./researcher-bundle"
+Examples:
+  zeroclaw-bundle recover ./researcher-bundle
+  zeroclaw-bundle recover --install ~/.zeroclaw"
     )]
     Recover(RecoverArgs),
     /// Rehash every object and check every snapshot's objects exist
@@ -907,9 +915,13 @@ pub struct UmountArgs {
 
 /// `recover`.
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["dest", "install"])))]
 pub struct RecoverArgs {
     /// The destination of the interrupted publish (`--out` of export or checkout)
-    pub dest: PathBuf,
+    pub dest: Option<PathBuf>,
+    /// Finish the updates and rollbacks of this ZeroClaw install that were cut short
+    #[arg(long, value_name = "DIR", conflicts_with = "dest")]
+    pub install: Option<PathBuf>,
 }
 
 /// The command line definition: [`Cli`], with the global options (hidden from every option
