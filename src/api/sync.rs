@@ -125,6 +125,9 @@ impl Bundles {
             ))
         })?;
         let _lock = lock_sync(install).map_err(fail)?;
+        // A killed update of this install is finished first (`recover --install`), even when
+        // every agent is up to date.
+        crate::import::journal::refuse_pending(install).map_err(|e| fail(e.into()))?;
         let targets = self.sync_targets(request).map_err(fail)?;
         // One listing per remote: the newest snapshot of every agent on it.
         let mut newest: BTreeMap<String, anyhow::Result<BTreeMap<String, ObjectId>>> =

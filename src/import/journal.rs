@@ -154,7 +154,7 @@ fn pending_aliases(root: &Path) -> io::Result<Vec<String>> {
 
 /// Refuses to plan or write into install `root` while an update or rollback of one of its
 /// agents is pending (see the module doc).
-pub(super) fn refuse_pending(root: &Path) -> Result<(), ImportError> {
+pub(crate) fn refuse_pending(root: &Path) -> Result<(), ImportError> {
     let states = root.join(update::STATES_DIR);
     let aliases = pending_aliases(root).map_err(|source| ImportError::Read {
         path: states.clone(),

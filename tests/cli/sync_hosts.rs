@@ -431,6 +431,11 @@ fn refusals_and_up_to_date(p: &Pair) {
     held.lock().unwrap();
     p.sync(&[]).fails(1, "another sync of");
     drop(held);
+    // A killed update pending in the install: the sync refuses until `recover --install`.
+    let pending = p.b.join(".zeroclaw-bundle/updates/researcher/pending");
+    write(&pending, b"planted");
+    p.sync(&[]).fails(1, "recover --install");
+    fs::remove_file(&pending).unwrap();
     p.publish(Some(&p.alice));
     let run = p.sync(&[]).ok();
     assert!(run.stdout().contains("updated from"), "{}", run.describe());
