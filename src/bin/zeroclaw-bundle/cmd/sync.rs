@@ -6,7 +6,8 @@
 
 use anyhow::{Context as _, Result};
 use zeroclaw_bundle::{
-    Bundles, Progress as _, ReviewOptions, SyncOutcome, SyncRequest, SyncedAgent,
+    AllowedSigners, Bundles, Progress as _, ReviewOptions, SignerTrust, SyncOutcome, SyncRequest,
+    SyncedAgent,
 };
 
 use crate::cli::SyncArgs;
@@ -30,13 +31,18 @@ pub fn run(args: SyncArgs, ctx: &Ctx) -> Result<Outcome> {
     if ctx.json {
         ctx.print_json(&serde_json::to_value(&report)?)?;
     } else {
+        // The review of a held update names its signers by the store's trust (or the file
+        // given), as the sync checked them.
+        let allowed = SignerTrust::resolve(&ctx.store_path, args.allowed_signers.as_deref(), false)
+            .ok()
+            .and_then(|t| t.allowed);
         if ctx.verbose {
             for (remote, traffic) in &report.listings {
                 crate::note!("remote {}: {traffic}", escape_message(remote));
             }
         }
         for agent in &report.agents {
-            print_agent(ctx, &bundles, &install, agent)?;
+            print_agent(ctx, &bundles, &install, allowed.clone(), agent)?;
         }
     }
     Ok(match report.worst() {
@@ -52,6 +58,7 @@ fn print_agent(
     ctx: &Ctx,
     bundles: &Bundles,
     install: &std::path::Path,
+    allowed: Option<AllowedSigners>,
     agent: &SyncedAgent,
 ) -> Result<()> {
     let esc = |s: &str| escape_message(s);
@@ -72,10 +79,8 @@ fn print_agent(
         }
         SyncOutcome::HeldForGrants | SyncOutcome::HeldForConflicts => {
             let why = match agent.outcome {
-                SyncOutcome::HeldForGrants => {
-                    "it grants what the version last imported did not"
-                }
-                _ => "it conflicts with a local edit",
+                SyncOutcome::HeldForGrants => "grants what the version last imported did not",
+                _ => "conflicts with a local edit",
             };
             crate::outln!("agent {alias}: held, nothing written: the newest version from {source} {why}")?;
             if let Some(plan) = &agent.plan {
@@ -84,7 +89,10 @@ fn print_agent(
             let Some(id) = agent.review.as_deref() else {
                 return Ok(());
             };
-            let options = ReviewOptions::comparing_with(Some(install));
+            let options = ReviewOptions {
+                allowed,
+                ..ReviewOptions::comparing_with(Some(install))
+            };
             let progress = ctx.term_progress();
             let review = bundles.review(std::ffi::OsStr::new(id), &options, &progress);
             drop(progress);
@@ -92,10 +100,8 @@ fn print_agent(
             zeroclaw_bundle::render_review(&review?, &mut screen)
                 .context("could not render the review")?;
             crate::cmd::write_stdout(&screen)?;
-            let short = &id[..16];
             crate::outln!(
-                "  look closer: zeroclaw-bundle mount {short} DIR   (read-only)\n  apply it:    \
-                 zeroclaw-bundle update {source} --install {} --as {alias} {}",
+                "  apply it: zeroclaw-bundle update {source} --install {} --as {alias} {}",
                 install.display(),
                 match agent.outcome {
                     SyncOutcome::HeldForGrants => "--accept-grants",
