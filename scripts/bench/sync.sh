@@ -67,11 +67,13 @@ mkdir -p "$W/install-b"
 echo 'schema_version = 3' >"$W/install-b/config.toml"
 for n in $(seq 10); do $B import "origin/agent/a$n" --install "$W/install-b" --yes >/dev/null; done
 t() { local a b; a=$(date +%s.%N); "$@" >"$W/t.out" 2>"$W/t.err"; b=$(date +%s.%N); awk -v a="$a" -v b="$b" 'BEGIN{printf "%.3f", b-a}'; }
-before=$(grep -c 'method=' "$W/s3.log" || true)
-s=$(t $B sync --install "$W/install-b")
-after=$(grep -c 'method=' "$W/s3.log" || true)
-grep -c 'up to date' "$W/t.out" | xargs printf 'no-op sync of 10 agents: %s agents up to date, '
-echo "$s s, $((after - before)) S3 requests (s3s-fs log lines)"
+s=$(t $B --json sync --install "$W/install-b")
+python3 - "$W/t.out" "$s" <<'EOF'
+import json, sys
+v = json.load(open(sys.argv[1]))
+up = sum(a["outcome"] == "up-to-date" for a in v["agents"])
+print(f"no-op sync of 10 agents: {up} up to date, {sys.argv[2]} s; remote origin: {v['listings'].get('origin')}")
+EOF
 
 # One changed file in a1's 20,000-file workspace: update in place vs a fresh import.
 echo "changed" >>"$I/agents/a1/workspace/d050/f100.md"

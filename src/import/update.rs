@@ -98,6 +98,19 @@ pub struct UpdateRequest<'a> {
     pub require: Option<&'a crate::sign::AllowedSigners>,
 }
 
+impl<'a> UpdateRequest<'a> {
+    /// The import request that reads this update's bundle (source, install, agent, signers).
+    fn as_import(&self) -> ImportRequest<'a> {
+        ImportRequest {
+            source: self.source,
+            install: self.install,
+            agent_as: self.alias,
+            require: self.require,
+            ..Default::default()
+        }
+    }
+}
+
 /// One conflicting path or key and how the policy resolved it (`None`: unresolved).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Conflict {
@@ -314,13 +327,7 @@ pub fn plan(
     progress: &dyn Progress,
 ) -> Result<UpdatePlan, UpdateError> {
     let target = super::read_target(req.install)?;
-    let import_req = ImportRequest {
-        source: req.source,
-        install: req.install,
-        agent_as: req.alias,
-        require: req.require,
-        ..Default::default()
-    };
+    let import_req = req.as_import();
     let incoming = super::read_bundle(store, &import_req, None, progress)?;
     let record = earlier_record(&target, &incoming.manifest.root_agent, req.alias)?;
     plan_against(store, req, target, &incoming, record, progress)
@@ -376,13 +383,7 @@ pub(super) fn plan_against(
     record: Provenance,
     progress: &dyn Progress,
 ) -> Result<UpdatePlan, UpdateError> {
-    let import_req = ImportRequest {
-        source: req.source,
-        install: req.install,
-        agent_as: req.alias,
-        require: req.require,
-        ..Default::default()
-    };
+    let import_req = req.as_import();
     let base = read_base(store, &record)?;
     let source_text = source_text(req, &incoming.kind);
     let mut plan = UpdatePlan::empty(req, &record, &target, incoming, source_text.clone());

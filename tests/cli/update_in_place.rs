@@ -277,29 +277,13 @@ fn import_of_a_newer_version_updates_the_imported_agent_in_place() {
     );
     assert_eq!(snapshot_of(&h.b), after);
 
+    let import_as = |flag: &str, alias: &str| {
+        h.env
+            .run(&["import", &s(&second), "--install", &b, "--yes", flag, alias])
+    };
     // --as NEW: a second agent beside it, as before.
-    h.env
-        .run(&[
-            "import",
-            &s(&second),
-            "--install",
-            &b,
-            "--yes",
-            "--as",
-            "researcher2",
-        ])
-        .ok();
+    import_as("--as", "researcher2").ok();
     assert!(h.b.join("agents/researcher2/workspace/notes.md").exists());
     // --update of an agent no import made: refused, naming it.
-    h.env
-        .run(&[
-            "import",
-            &s(&second),
-            "--install",
-            &b,
-            "--yes",
-            "--update",
-            "nobody",
-        ])
-        .fails(1, "agent nobody");
+    import_as("--update", "nobody").fails(1, "agent nobody");
 }

@@ -123,6 +123,27 @@ fn print_report(
     crate::outln!("{content_id}")
 }
 
+/// The review of stored snapshot `id` (what changed since the last import into `install`;
+/// signers named by `allowed`), rendered as `review` prints it.
+pub fn rendered_review(
+    ctx: &Ctx,
+    bundles: &Bundles,
+    id: &str,
+    install: &std::path::Path,
+    allowed: Option<zeroclaw_bundle::AllowedSigners>,
+) -> Result<Vec<u8>> {
+    let options = ReviewOptions {
+        allowed,
+        ..ReviewOptions::comparing_with(Some(install))
+    };
+    let progress = ctx.term_progress();
+    let review = bundles.review(id.as_ref(), &options, &progress);
+    drop(progress);
+    let mut screen = Vec::new();
+    zeroclaw_bundle::render_review(&review?, &mut screen).context("could not render the review")?;
+    Ok(screen)
+}
+
 /// Shows a terminal the whole review of what is about to be imported (the snapshot captured
 /// by the plan, not the directory again), then what the import does with it, and asks.
 fn confirm(
@@ -131,15 +152,13 @@ fn confirm(
     plan: &ImportPlan,
     allowed: Option<zeroclaw_bundle::AllowedSigners>,
 ) -> Result<()> {
-    let options = ReviewOptions {
+    let screen = rendered_review(
+        ctx,
+        bundles,
+        &plan.snapshot.to_hex(),
+        &plan.install,
         allowed,
-        ..ReviewOptions::comparing_with(Some(&plan.install))
-    };
-    let progress = ctx.term_progress();
-    let review = bundles.review(plan.snapshot.to_hex().as_ref(), &options, &progress);
-    drop(progress);
-    let mut screen = Vec::new();
-    zeroclaw_bundle::render_review(&review?, &mut screen).context("could not render the review")?;
+    )?;
     let _ = std::io::stderr().write_all(&screen);
     eprint!("{}", plan.summary());
     if !super::ask(&format!(
@@ -160,15 +179,13 @@ fn confirm_update(
     plan: &zeroclaw_bundle::UpdatePlan,
     allowed: Option<zeroclaw_bundle::AllowedSigners>,
 ) -> Result<()> {
-    let options = ReviewOptions {
+    let screen = rendered_review(
+        ctx,
+        bundles,
+        &plan.incoming.to_hex(),
+        &plan.install,
         allowed,
-        ..ReviewOptions::comparing_with(Some(&plan.install))
-    };
-    let progress = ctx.term_progress();
-    let review = bundles.review(plan.incoming.to_hex().as_ref(), &options, &progress);
-    drop(progress);
-    let mut screen = Vec::new();
-    zeroclaw_bundle::render_review(&review?, &mut screen).context("could not render the review")?;
+    )?;
     let _ = std::io::stderr().write_all(&screen);
     if !super::ask(&format!(
         "This is a newer version of agent {}, imported into {} before: update it in place? [y/N] ",

@@ -6,8 +6,7 @@
 
 use anyhow::{Context as _, Result};
 use zeroclaw_bundle::{
-    AllowedSigners, Bundles, Progress as _, ReviewOptions, SignerTrust, SyncOutcome, SyncRequest,
-    SyncedAgent,
+    AllowedSigners, Bundles, Progress as _, SignerTrust, SyncOutcome, SyncRequest, SyncedAgent,
 };
 
 use crate::cli::SyncArgs;
@@ -89,16 +88,7 @@ fn print_agent(
             let Some(id) = agent.review.as_deref() else {
                 return Ok(());
             };
-            let options = ReviewOptions {
-                allowed,
-                ..ReviewOptions::comparing_with(Some(install))
-            };
-            let progress = ctx.term_progress();
-            let review = bundles.review(std::ffi::OsStr::new(id), &options, &progress);
-            drop(progress);
-            let mut screen = Vec::new();
-            zeroclaw_bundle::render_review(&review?, &mut screen)
-                .context("could not render the review")?;
+            let screen = super::import::rendered_review(ctx, bundles, id, install, allowed)?;
             crate::cmd::write_stdout(&screen)?;
             crate::outln!(
                 "  apply it: zeroclaw-bundle update {source} --install {} --as {alias} {}",
