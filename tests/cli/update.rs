@@ -84,7 +84,7 @@ fn importing_the_same_content_again_changes_nothing_and_says_up_to_date() {
     assert!(other["up_to_date"].is_null(), "{other}");
     assert_eq!(other["agent"], "other", "{other}");
 
-    // Changed content is not up to date (an update: today a namespaced copy).
+    // Changed content is not up to date: it is the agent's update in place (the three-way plan).
     fs::write(
         install.root.join("agents/researcher/workspace/notes.md"),
         b"changed\n",
@@ -103,7 +103,8 @@ fn importing_the_same_content_again_changes_nothing_and_says_up_to_date() {
         ])
         .ok()
         .json();
-    assert!(plan["up_to_date"].is_null(), "{plan}");
+    assert_eq!(plan["up_to_date"], false, "{plan}");
+    assert_eq!(plan["taken"], serde_json::json!(["notes.md"]), "{plan}");
 
     // Once the operator removed the agent from config.toml, the import is a new one again.
     let config = fs::read_to_string(y.join("config.toml")).unwrap();
