@@ -125,6 +125,10 @@
 //!   incoming one beside it as `NAME.sync-conflict-YYYYMMDD-HHMMSS-ID8.EXT`). Memory,
 //!   `MEMORY_SNAPSHOT.md` and what the manifests list as left behind are never touched. The
 //!   merged config passes ZeroClaw's loader and `validate()`.
+//! - **Skill trees** (`skills/<alias>`) are not carried by an update yet: a newer version
+//!   whose skill trees differ from the version last imported is refused, naming them, with
+//!   nothing written (taking the rest alone would leave the agent with skills it was not
+//!   shipped with).
 //! - **Grants**: what the incoming bundle grants that the base did not (the rules of `diff`'s
 //!   `!`) is refused (exit 3) until accepted: `--accept-grants`, or a terminal's yes after the
 //!   plan.

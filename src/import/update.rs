@@ -274,6 +274,16 @@ pub enum UpdateError {
          review it, then update with --accept-grants", .0.join(", ")
     )]
     NewGrants(Vec<String>),
+    /// The bundle's skill trees differ from the version last imported: an update in place
+    /// carries workspace files and config, not yet skill trees, and taking the config alone
+    /// would leave the agent with skills other than the ones it was shipped with.
+    #[error(
+        "skill bundle{} {} changed since the version last imported (skills/<alias> in the \
+         bundle): an update in place does not carry skill trees yet, so nothing was written; \
+         import the new version beside the agent with `import SOURCE --as NEW`, or remove the \
+         agent and import it again", if .0.len() == 1 { "" } else { "s" }, .0.join(", ")
+    )]
+    SkillsChanged(Vec<String>),
     /// The workspace changed between the plan and the writes.
     #[error("{} changed since the update was planned; nothing was written: run it again", .0.display())]
     Changed(PathBuf),
@@ -393,6 +403,7 @@ pub(super) fn plan_against(
     }
     super::check_fragment(&import_req, incoming)?;
     super::check_closure(incoming)?;
+    refuse_changed_skills(&base, incoming)?;
 
     // Names: what the first import decided, and a name for each entry the update adds.
     let names = Names::of(&record, &base, incoming, &target.old_config)?;
@@ -434,6 +445,34 @@ pub(super) fn plan_against(
         after_record,
     });
     Ok(plan)
+}
+
+/// Refuses an update whose bundle's skill trees (`skills/<alias>`: added, removed or changed)
+/// differ from the version last imported's ([`UpdateError::SkillsChanged`]): nothing would
+/// carry them.
+fn refuse_changed_skills(
+    base: &source::StoredBundle,
+    incoming: &source::StoredBundle,
+) -> Result<(), UpdateError> {
+    let trees = |b: &source::StoredBundle| -> BTreeMap<String, ObjectId> {
+        b.skills
+            .iter()
+            .map(|(alias, t)| (alias.clone(), t.id))
+            .collect()
+    };
+    let (before, after) = (trees(base), trees(incoming));
+    let changed: Vec<String> = before
+        .keys()
+        .chain(after.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .filter(|alias| before.get(*alias) != after.get(*alias))
+        .cloned()
+        .collect();
+    match changed.is_empty() {
+        true => Ok(()),
+        false => Err(UpdateError::SkillsChanged(changed)),
+    }
 }
 
 /// The merge base: the bundle `record` names, which must be in the store.

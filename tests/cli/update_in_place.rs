@@ -287,3 +287,21 @@ fn import_of_a_newer_version_updates_the_imported_agent_in_place() {
     // --update of an agent no import made: refused, naming it.
     import_as("--update", "nobody").fails(1, "agent nobody");
 }
+
+/// A newer version whose skill trees changed is refused, naming the skill bundle, with
+/// nothing written: an update in place does not carry skill trees, and taking the rest alone
+/// would leave the agent with skills it was not shipped with.
+#[test]
+fn an_update_whose_skills_changed_is_refused_naming_them() {
+    let h = Hosts::new();
+    write(&h.a.ws().join("notes.md"), b"notes, revised upstream\n");
+    write(
+        &h.a.skills().join("web_search/SKILL.md"),
+        b"# web search, revised\n",
+    );
+    let second = h.export_a("bundle2");
+    let before = snapshot_of(&h.b);
+    h.update(&second, &["--accept-grants"])
+        .fails(1, "skill bundle research_tools changed");
+    assert_eq!(snapshot_of(&h.b), before, "nothing written");
+}
