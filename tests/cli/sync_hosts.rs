@@ -404,6 +404,28 @@ fn refusals_and_up_to_date(p: &Pair) {
     let listing = v["listings"]["origin"].as_str().unwrap_or_default();
     assert!(listing.starts_with("1 requests,"), "{v}");
     assert_eq!(v["agents"][0]["outcome"], "up-to-date", "{v}");
+    // A new export with nothing changed is a new version all the same (its manifest's export
+    // time differs): taken once with nothing to take, then up to date at one request.
+    let again = p.publish(Some(&p.alice));
+    let sync_json = || {
+        p.f.on("b", &["--json", "sync", "--install", &s(&p.b)])
+            .ok()
+            .json()
+    };
+    let v = sync_json();
+    assert_eq!(v["agents"][0]["outcome"], "updated", "{v}");
+    assert_eq!(
+        v["agents"][0]["plan"]["taken"],
+        serde_json::json!([]),
+        "{v}"
+    );
+    let before = mtimes(&p.b);
+    let v = sync_json();
+    assert_eq!(v["agents"][0]["outcome"], "up-to-date", "{v}");
+    assert_eq!(v["agents"][0]["snapshot"], again.as_str(), "{v}");
+    let listing = v["listings"]["origin"].as_str().unwrap_or_default();
+    assert!(listing.starts_with("1 requests,"), "{v}");
+    assert_eq!(mtimes(&p.b), before, "an up-to-date sync writes nothing");
 
     write(&p.a.ws().join("unsigned.md"), b"pushed unsigned\n");
     p.publish(None);
