@@ -9,7 +9,8 @@ ZB=${ZB:-$PWD/target/release/zeroclaw-bundle}
 [[ -x $ZB ]] || cargo build --release -q
 S3S=$(command -v s3s-fs || echo "${CARGO_HOME:-$HOME/.cargo}/bin/s3s-fs")
 W=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$W"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; [[ -n ${KEEP:-} ]] || rm -rf "$W"' EXIT
+[[ -n ${KEEP:-} ]] && echo "work dir (kept): $W"
 mkdir -p "$W/s3/bench"
 RUST_LOG=info NO_COLOR=1 "$S3S" --host 127.0.0.1 --port 0 --access-key k --secret-key secret-key-1 \
 	"$W/s3" >"$W/s3.log" 2>&1 &
