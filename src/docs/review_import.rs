@@ -125,6 +125,10 @@
 //!   incoming one beside it as `NAME.sync-conflict-YYYYMMDD-HHMMSS-ID8.EXT`). Memory,
 //!   `MEMORY_SNAPSHOT.md` and what the manifests list as left behind are never touched. The
 //!   merged config passes ZeroClaw's loader and `validate()`.
+//! - **Before anything is written**: `import --dry-run`, `update --dry-run` and `review SOURCE
+//!   --install DIR` print the three-way plan (taken, kept, deleted, config keys, conflicts,
+//!   new grants); `review` plans it after the review, capturing the agent's workspace into the
+//!   store only.
 //! - **Skill trees** (`skills/<alias>`) are not carried by an update yet: a newer version
 //!   whose skill trees differ from the version last imported is refused, naming them, with
 //!   nothing written (taking the rest alone would leave the agent with skills it was not

@@ -305,3 +305,29 @@ fn an_update_whose_skills_changed_is_refused_naming_them() {
         .fails(1, "skill bundle research_tools changed");
     assert_eq!(snapshot_of(&h.b), before, "nothing written");
 }
+
+/// `review` of a newer version of an imported agent ends with the three-way plan its import
+/// would apply (taken, kept, config keys, new grants), and writes nothing to the install.
+#[test]
+fn review_of_a_newer_version_shows_the_three_way_plan() {
+    let h = Hosts::new();
+    write(&h.a.ws().join("notes.md"), b"notes, revised upstream\n");
+    write(&h.b_ws().join("notes/plan.md"), b"plan, edited on b\n");
+    h.edit_a_config("model = \"claude-opus-5\"", "model = \"claude-opus-6\"");
+    let second = h.export_a("bundle2");
+    let before = snapshot_of(&h.b);
+    let run = h
+        .env
+        .run(&["review", &s(&second), "--install", &s(&h.b)])
+        .ok();
+    let out = run.stdout();
+    assert!(
+        out.contains("this is the update in place of agent researcher")
+            && out.contains("take     notes.md")
+            && out.contains("keep     notes/plan.md")
+            && out.contains("config   providers.models.anthropic.main.model (take)"),
+        "{}",
+        run.describe()
+    );
+    assert_eq!(snapshot_of(&h.b), before, "review writes nothing");
+}
