@@ -314,6 +314,7 @@ impl Bundles {
             SyncOutcome::HeldForGrants
         } else {
             match self.update(&plan, progress) {
+                Ok(done) if !done.written => SyncOutcome::UpToDate,
                 Ok(_) => SyncOutcome::Updated,
                 Err(e) => {
                     agent.error = Some(format!("{e:#}"));

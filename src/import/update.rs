@@ -215,7 +215,8 @@ struct Captured {
 pub struct Updated {
     /// The local agent.
     pub alias: String,
-    /// Whether anything was written (`false` when up to date).
+    /// Whether the agent was changed (`false` when up to date, or when nothing of it changed
+    /// and only the version imported was recorded in its provenance).
     pub written: bool,
     /// The backup of the previous `config.toml` (meaningless when nothing was written).
     pub backup: PathBuf,
@@ -741,6 +742,22 @@ pub fn apply(
         .work
         .as_ref()
         .expect("a plan that is not refused has its work");
+    if work.merged_tree == work.local.tree && work.new_config == work.old_config {
+        // Nothing of the agent changes (an export with nothing new in it, or every change
+        // already here): only the version imported is recorded, the next update's base and
+        // what `sync` compares with. No state, backup or rewrite: a timer syncing an agent
+        // whose author re-exports it unchanged leaves nothing behind.
+        let _dir = lock_install(&plan.install)?;
+        super::journal::refuse_pending(&plan.install)?;
+        check_unchanged(store, work, progress)?;
+        provenance::write(&plan.install, store.root(), &work.after_record)?;
+        return Ok(Updated {
+            alias: plan.alias.clone(),
+            written: false,
+            backup: PathBuf::new(),
+            states,
+        });
+    }
     let backup = write_change(
         store,
         &Change {

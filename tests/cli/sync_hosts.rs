@@ -405,7 +405,8 @@ fn refusals_and_up_to_date(p: &Pair) {
     assert!(listing.starts_with("1 requests,"), "{v}");
     assert_eq!(v["agents"][0]["outcome"], "up-to-date", "{v}");
     // A new export with nothing changed is a new version all the same (its manifest's export
-    // time differs): taken once with nothing to take, then up to date at one request.
+    // time differs), with nothing to take: up to date, only the version recorded (no backup,
+    // no state, no rewrite), then one request per sync.
     let again = p.publish(Some(&p.alice));
     let sync_json = || {
         p.f.on("b", &["--json", "sync", "--install", &s(&p.b)])
@@ -413,13 +414,17 @@ fn refusals_and_up_to_date(p: &Pair) {
             .json()
     };
     let v = sync_json();
-    assert_eq!(v["agents"][0]["outcome"], "updated", "{v}");
+    assert_eq!(v["agents"][0]["outcome"], "up-to-date", "{v}");
     assert_eq!(
         v["agents"][0]["plan"]["taken"],
         serde_json::json!([]),
         "{v}"
     );
-    let before = mtimes(&p.b);
+    assert_eq!(
+        mtimes(&p.b),
+        before,
+        "nothing of the agent rewritten, no backup"
+    );
     let v = sync_json();
     assert_eq!(v["agents"][0]["outcome"], "up-to-date", "{v}");
     assert_eq!(v["agents"][0]["snapshot"], again.as_str(), "{v}");
