@@ -609,6 +609,7 @@ pub fn umask_alters(mode: u32) -> bool {
 /// non-canonical mode without signals for the read, so Ctrl-C is seen here as a byte: the
 /// terminal is restored and the read fails as interrupted (a SIGINT would otherwise kill the
 /// process with echo still off). Backspace and Ctrl-U edit; Ctrl-D on an empty line cancels.
+/// The one such reader: the library asks for key passphrases with it, the CLI for secrets.
 /// `Ok(None)` when there is no terminal to ask on (a pipe, cron, a service) or stdin is not
 /// one: the caller fails with a message instead of hanging.
 pub fn read_hidden_line(prompt: &str) -> io::Result<Option<String>> {

@@ -51,6 +51,7 @@ pub use crate::progress::{Cancellable, Note, Progress, Silent, Totals};
 pub use crate::publish::{shell_quote, Published, Replace, Replaced};
 pub use crate::review::{Review, ReviewOptions};
 pub use crate::sign::{AllowedSigners, SignReport, Signer, TrustSettings};
+pub use crate::sys::read_hidden_line;
 pub use agent::{
     NameMoved, PreparedAgentSnapshot, PreparedDirSnapshot, PreparedExport, Snapshotted,
 };

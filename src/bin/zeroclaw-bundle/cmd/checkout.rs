@@ -37,7 +37,7 @@ pub fn note_cwd_swapped(out: &Path) {
 pub fn run(args: CheckoutArgs, ctx: &Ctx) -> Result<Outcome> {
     let bundles = Bundles::open_for(&ctx.store_path, Verb::Checkout, &args.snapshot)?;
     let policy = trust_policy(bundles.root(), &args.trust, &args.snapshot)?;
-    let progress = super::remote::Noting::new(ctx);
+    let progress = ctx.noting_progress();
     let done = bundles.with_trust_policy(policy).checkout(
         &args.snapshot,
         &args.out,

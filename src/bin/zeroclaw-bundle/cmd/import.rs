@@ -6,7 +6,7 @@
 //! is shown the review and [`ImportPlan::summary`] and asked; a pipe needs `--expect` or
 //! `--yes`) and the hidden secret prompts, whose answers the library takes as data.
 
-use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::io::{IsTerminal as _, Write as _};
 
 use anyhow::{bail, Context as _, Result};
 use zeroclaw_bundle::{
@@ -207,7 +207,7 @@ fn ask_secrets(ctx: &Ctx, plan: &ImportPlan) -> Result<Vec<(String, String)>> {
     );
     let mut values = Vec::new();
     for s in &plan.secrets {
-        let line = match read_hidden_line(&format!("  {}: ", s.path)) {
+        let line = match zeroclaw_bundle::read_hidden_line(&format!("  {}: ", s.path)) {
             Ok(Some(line)) => line,
             Ok(None) => bail!("no terminal to ask for the value of {} on", s.path),
             // Ctrl-D (or the terminal's input closed): no more values; the rest are left
@@ -228,58 +228,4 @@ fn ask_secrets(ctx: &Ctx, plan: &ImportPlan) -> Result<Vec<(String, String)>> {
         }
     }
     Ok(values)
-}
-
-/// Reads one line from the controlling terminal with echo off, after writing `prompt` to it.
-/// The terminal is put in non-canonical mode without signals for the read, so Ctrl-C is seen
-/// here as a byte: the terminal is restored and the read fails as interrupted (a SIGINT would
-/// otherwise kill the process with echo still off). Backspace and Ctrl-U edit; Ctrl-D on an
-/// empty line fails as end of input. `Ok(None)` when there is no terminal to ask on (a pipe,
-/// cron, a service) or stdin is not one: the caller fails with a message instead of hanging.
-fn read_hidden_line(prompt: &str) -> std::io::Result<Option<String>> {
-    use rustix::termios::{tcgetattr, tcsetattr, LocalModes, OptionalActions, SpecialCodeIndex};
-    if !std::io::stdin().is_terminal() {
-        return Ok(None);
-    }
-    let Ok(tty) = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open("/dev/tty")
-    else {
-        return Ok(None);
-    };
-    let saved = tcgetattr(&tty)?;
-    let mut raw = saved.clone();
-    raw.local_modes
-        .remove(LocalModes::ECHO | LocalModes::ICANON | LocalModes::ISIG);
-    raw.special_codes[SpecialCodeIndex::VMIN] = 1;
-    raw.special_codes[SpecialCodeIndex::VTIME] = 0;
-    tcsetattr(&tty, OptionalActions::Flush, &raw)?;
-    let read = (|| -> std::io::Result<String> {
-        (&tty).write_all(prompt.as_bytes())?;
-        (&tty).flush()?;
-        let mut line = Vec::new();
-        let mut byte = [0u8; 1];
-        loop {
-            if (&tty).read(&mut byte)? == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            match byte[0] {
-                b'\r' | b'\n' => break,
-                0x03 => return Err(std::io::ErrorKind::Interrupted.into()),
-                0x04 if line.is_empty() => return Err(std::io::ErrorKind::UnexpectedEof.into()),
-                0x7f | 0x08 => {
-                    line.pop();
-                }
-                0x15 => line.clear(),
-                b => line.push(b),
-            }
-        }
-        String::from_utf8(line).map_err(|_| std::io::ErrorKind::InvalidData.into())
-    })();
-    let _ = (&tty).write_all(b"\n");
-    let restored = tcsetattr(&tty, OptionalActions::Flush, &saved);
-    let line = read?;
-    restored?;
-    Ok(Some(line))
 }

@@ -100,6 +100,16 @@ pub struct TermProgress {
     phase: Mutex<Option<Phase>>,
     /// The command's token, which the library checks through [`Progress::cancel`].
     cancel: Cancel,
+    /// Whether the library's notes are printed ([`Ctx::noting_progress`]), and how loudly.
+    notes: Option<Loudness>,
+}
+
+/// The output flags a [`TermProgress`] that prints notes follows.
+#[derive(Clone, Copy)]
+struct Loudness {
+    quiet: bool,
+    json: bool,
+    verbose: bool,
 }
 
 struct Phase {
@@ -113,6 +123,26 @@ struct Phase {
 impl Progress for TermProgress {
     fn cancel(&self) -> Option<&Cancel> {
         Some(&self.cancel)
+    }
+
+    /// Printed on stderr when made by [`Ctx::noting_progress`], never over a bar: a step
+    /// unless `--quiet` or `--json`, a notice unless `--quiet`, a warning always, a remote's
+    /// traffic with `-v`.
+    fn note(&self, note: zeroclaw_bundle::Note<'_>) {
+        use zeroclaw_bundle::Note;
+        let Some(l) = self.notes else {
+            return;
+        };
+        self.finish();
+        match note {
+            Note::Step(text) if !l.quiet && !l.json => crate::note!("{text}"),
+            Note::Notice(text) if !l.quiet => crate::note!("notice: {text}"),
+            Note::Warning(text) => crate::note!("warning: {text}"),
+            Note::Traffic { remote, summary } if l.verbose => {
+                crate::note!("remote {remote}: {summary}")
+            }
+            _ => {}
+        }
     }
 
     fn begin(&self, what: &str, total: Option<Totals>) {
@@ -333,7 +363,20 @@ impl Ctx {
             shows: self.shows_progress(),
             phase: Mutex::new(None),
             cancel: self.cancel.clone(),
+            notes: None,
         }
+    }
+
+    /// [`Ctx::term_progress`] that also prints what the library notes on the way (the
+    /// transfer verbs: push, pull, pack, unpack, checkout, remote gc).
+    pub fn noting_progress(&self) -> TermProgress {
+        let mut progress = self.term_progress();
+        progress.notes = Some(Loudness {
+            quiet: self.quiet,
+            json: self.json,
+            verbose: self.verbose,
+        });
+        progress
     }
 
     /// Prints a JSON document on stdout, hidden characters as `\uXXXX` ([`json`]).

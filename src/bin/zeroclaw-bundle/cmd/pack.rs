@@ -73,7 +73,7 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     // `--require-signed`: a pack whose snapshot no trusted key signed is refused before
     // anything is written (a pack file: before the store is even created).
     let policy = super::checkout::trust_policy(&ctx.store_path, &args.trust, &what)?;
-    let progress = super::remote::Noting::new(ctx);
+    let progress = ctx.noting_progress();
     let stdin = io::stdin();
     let mut stream = stdin.lock();
     let input = if from_stdin {

@@ -1,68 +1,13 @@
 //! `remote add|list|remove|forget|gc`, `push`, `pull` and `list --remote`: each converts its
 //! arguments, calls [`Bundles`] and prints. Nothing here sees a credential: the object store
-//! reads them from the environment. Also what these share with `checkout` and `unpack`:
-//! [`Noting`], the terminal's progress that prints what the library notes on the way.
+//! reads them from the environment. What the library notes on the way is printed by
+//! [`Ctx::noting_progress`].
 
 use anyhow::Result;
-use zeroclaw_bundle::{Bundles, Cancel, Note, Progress, RemoteListing, Totals, Verb};
+use zeroclaw_bundle::{Bundles, RemoteListing, Verb};
 
 use crate::cli::{PullArgs, PushArgs, RemoteAddArgs, RemoteCommand};
-use crate::cmd::{count, human_bytes, Ctx, Outcome, TermProgress};
-
-/// The terminal's progress ([`Ctx::term_progress`]) that also prints what the library notes
-/// on the way, on stderr: a step unless `--quiet` or `--json`, a notice unless `--quiet`, a
-/// warning always, a remote's traffic with `-v`.
-pub struct Noting<'a> {
-    progress: TermProgress,
-    ctx: &'a Ctx,
-}
-
-impl<'a> Noting<'a> {
-    /// The progress of a command run with `ctx`.
-    pub fn new(ctx: &'a Ctx) -> Noting<'a> {
-        Noting {
-            progress: ctx.term_progress(),
-            ctx,
-        }
-    }
-}
-
-impl Progress for Noting<'_> {
-    fn begin(&self, what: &str, total: Option<Totals>) {
-        self.progress.begin(what, total);
-    }
-
-    fn begin_objects(&self, what: &str, total: Option<Totals>) {
-        self.progress.begin_objects(what, total);
-    }
-
-    fn advance(&self, done: Totals) {
-        self.progress.advance(done);
-    }
-
-    fn finish(&self) {
-        self.progress.finish();
-    }
-
-    fn cancel(&self) -> Option<&Cancel> {
-        self.progress.cancel()
-    }
-
-    fn note(&self, note: Note<'_>) {
-        let ctx = self.ctx;
-        // Never over a bar.
-        self.progress.finish();
-        match note {
-            Note::Step(text) if !ctx.quiet && !ctx.json => crate::note!("{text}"),
-            Note::Notice(text) if !ctx.quiet => crate::note!("notice: {text}"),
-            Note::Warning(text) => crate::note!("warning: {text}"),
-            Note::Traffic { remote, summary } if ctx.verbose => {
-                crate::note!("remote {remote}: {summary}")
-            }
-            _ => {}
-        }
-    }
-}
+use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `remote add|list|remove|forget|gc`.
 pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
@@ -106,7 +51,7 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
             Ok(Outcome::Success)
         }
         RemoteCommand::Forget(args) => {
-            let progress = Noting::new(ctx);
+            let progress = ctx.noting_progress();
             let gone = ctx
                 .bundles()?
                 .forget_on_remote(&args.name, &args.snapshot, &progress)?;
@@ -127,7 +72,7 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
             Ok(Outcome::Success)
         }
         RemoteCommand::Gc(args) => {
-            let progress = Noting::new(ctx);
+            let progress = ctx.noting_progress();
             let r = ctx
                 .bundles()?
                 .remote_gc(&args.name, args.grace, &progress)?;
@@ -187,7 +132,7 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
     // Signed first: the push carries every signature the store keeps.
     let signing = super::sign::key_for(&args.sign)?;
     super::sign::sign_after(ctx, &bundles, &id, signing)?;
-    let progress = Noting::new(ctx);
+    let progress = ctx.noting_progress();
     let report = bundles.push(&id.to_hex(), &spec.name, &progress);
     drop(progress);
     let report = report?;
@@ -223,7 +168,7 @@ pub fn run_push(args: PushArgs, ctx: &Ctx) -> Result<Outcome> {
 pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
     let bundles = ctx.bundles()?;
     let policy = super::checkout::trust_policy(bundles.root(), &args.trust, &args.target)?;
-    let progress = Noting::new(ctx);
+    let progress = ctx.noting_progress();
     let pulled = bundles
         .with_trust_policy(policy)
         .pull(&args.target, &progress);
@@ -246,7 +191,7 @@ pub fn run_pull(args: PullArgs, ctx: &Ctx) -> Result<Outcome> {
 /// the exit status is 1.
 pub fn run_list_remote(name: &str, ctx: &Ctx) -> Result<Outcome> {
     let bundles = ctx.bundles()?;
-    let progress = Noting::new(ctx);
+    let progress = ctx.noting_progress();
     let listing = bundles.remote_snapshots(name, &progress);
     drop(progress);
     let listing = listing?;
