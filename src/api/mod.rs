@@ -266,6 +266,18 @@ impl Bundles {
         required_signers_at(self.store.root(), &self.trust)
     }
 
+    /// This handle's required signers for a request that names none (`given`: the request's
+    /// own, which win); the caller uses `given.or(returned.as_ref())`.
+    fn unless_given(
+        &self,
+        given: Option<&AllowedSigners>,
+    ) -> anyhow::Result<Option<AllowedSigners>> {
+        match given {
+            Some(_) => Ok(None),
+            None => self.required_signers(),
+        }
+    }
+
     /// Refuses snapshot `id` unless this handle's policy is met by the signatures the store
     /// keeps for it; returns who signed (empty when nothing is required).
     fn gate_stored(&self, id: &ObjectId) -> anyhow::Result<Vec<Signer>> {
@@ -566,11 +578,7 @@ impl Bundles {
         progress: &dyn Progress,
     ) -> Result<ImportPlan> {
         let fail = |e: anyhow::Error| Error::new(Verb::Import, request.source.to_string_lossy(), e);
-        // The request's own signers win; otherwise this handle's policy applies.
-        let policy = match request.require {
-            Some(_) => None,
-            None => self.required_signers().map_err(fail)?,
-        };
+        let policy = self.unless_given(request.require).map_err(fail)?;
         let request = ImportRequest {
             require: request.require.or(policy.as_ref()),
             ..*request

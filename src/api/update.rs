@@ -20,10 +20,7 @@ impl Bundles {
         progress: &dyn Progress,
     ) -> Result<UpdatePlan> {
         let fail = |e: anyhow::Error| Error::new(Verb::Import, request.source.to_string_lossy(), e);
-        let policy = match request.require {
-            Some(_) => None,
-            None => self.required_signers().map_err(fail)?,
-        };
+        let policy = self.unless_given(request.require).map_err(fail)?;
         let request = UpdateRequest {
             require: request.require.or(policy.as_ref()),
             ..*request
