@@ -24,6 +24,10 @@ pub(crate) struct FileJob {
     pub path: String,
     /// Its position in the directory listing.
     pub slot: usize,
+    /// Its directory among the walk's open ones (see `waiting`).
+    pub dir_key: usize,
+    /// Its number in walk order (see `waiting`).
+    pub seq: u64,
     /// Where the worker sends the job back with its outcome.
     pub reply: mpsc::Sender<(FileJob, FileOutcome)>,
 }

@@ -24,16 +24,20 @@
 //! Reads happen on the opened fd only; bytes go straight into the store (hashed as written).
 //! The walker thread lists and classifies; the files it does not find in the stat cache are
 //! opened, checked and stored by a few worker threads (`file`), each through the directory
-//! fd the walker opened. Results are applied in listing order, so trees, tallies and the
-//! skip report do not depend on thread timing.
+//! fd the walker opened. The walker does not wait at a directory's end for its files: the
+//! directory waits (`waiting`), and its tree is written when its last file is in. Results sit
+//! in listing slots, and skips and failures carry their walk order, so trees, tallies, the
+//! skip report and which failure is reported do not depend on thread timing.
 
 mod ahead;
 mod file;
 pub mod root;
 pub mod sink;
+mod waiting;
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
@@ -49,6 +53,7 @@ use crate::{hooks, workers};
 
 use ahead::{Ahead, ColdMeter, StatJob, WarmJob};
 use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
+use waiting::{Answer, Ready, Waiting};
 
 pub use root::RootError;
 pub use sink::{KeepBytes, MemoryObjects, Sink};
@@ -59,9 +64,10 @@ pub use sink::{KeepBytes, MemoryObjects, Sink};
 /// after everything was stored. Labels count: `workspace` sits at depth 1.
 const MAX_DEPTH: usize = zeroclaw_bundle_store::limits::MAX_DEPTH as usize;
 
-/// Files of one directory handed to the workers and not yet answered, at most. Enough to keep
+/// Files of one walk handed to the workers and not yet answered, at most. Enough to keep
 /// every worker busy; a bound, so a directory of 100,000 files holds 100,000 small tree
-/// entries while it is read, not 100,000 queued jobs and their answers (about 360 bytes each).
+/// entries while it is read, not 100,000 queued jobs and their answers (about 360 bytes each),
+/// and the directories held open waiting on files (see `waiting`) are few.
 const IN_FLIGHT: usize = 256;
 
 /// Work for the pool: classify a batch of entries, or read one file.
@@ -74,18 +80,16 @@ pub(crate) enum Job {
     File(FileJob),
 }
 
-/// What one directory's walk has gathered so far.
-struct DirResults {
-    /// One per classified entry, in listing order; `None` until (unless) it is carried.
-    slots: Vec<Option<TreeEntry>>,
-    /// Entries skipped: (slot, path, why), reported in slot order once the directory is done.
-    skips: Vec<(usize, String, SkipReason)>,
-    /// The failure of the earliest slot that failed.
-    failure: Option<(usize, CaptureError)>,
-    /// File bytes beneath.
-    size: u64,
-    /// Files beneath.
-    files: u64,
+/// Where a directory sits in its walk.
+struct Place {
+    /// Its path prefix (`a/b/`, or `` for the root).
+    prefix: String,
+    /// The number of its own entry in walk order (see `waiting`; 0 for a walk's root).
+    seq: u64,
+    /// Where its tree goes; `None` for a directory a walk started from (kept by key).
+    parent: Option<waiting::Parent>,
+    /// How far below the snapshot root it nests.
+    depth: usize,
 }
 
 /// Why a capture failed. Paths are as they sit in the bundle (`workspace/notes.md`).
@@ -197,6 +201,10 @@ pub struct Capture<'s> {
     store_dir: (u64, u64),
     /// Whether the walk is meeting cold directories (so warming ahead pays; see `ahead`).
     cold: Arc<ColdMeter>,
+    /// The directories of the walk in progress still waiting on files (see `waiting`).
+    waiting: Waiting,
+    /// The number of the walk's earliest failure, which workers read (see `waiting`).
+    halt: Arc<AtomicU64>,
 }
 
 impl<'s> Capture<'s> {
@@ -211,6 +219,7 @@ impl<'s> Capture<'s> {
         progress: &'s dyn Progress,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
+        let halt = Arc::new(AtomicU64::new(u64::MAX));
         let old_cache = store.catalog().load_source_cache(&cache_key)?;
         // Small objects go into one pack, finished by the commit's sync.
         store.objects().pack_until_sync();
@@ -234,6 +243,8 @@ impl<'s> Capture<'s> {
             progressed: Totals::default(),
             store_dir: (store_dir.dev, store_dir.ino),
             cold: Arc::new(ColdMeter::default()),
+            waiting: Waiting::new(Arc::clone(&halt)),
+            halt,
         })
     }
 
@@ -282,36 +293,41 @@ impl<'s> Capture<'s> {
             ..Tally::default()
         };
         let prefix = prefix_of(label);
-        let walked = self.with_workers(|capture, jobs| {
-            capture.walk_dir(
-                &Arc::new(root),
-                &prefix,
-                keep,
-                &mut tally,
-                depth_of(&prefix),
-                jobs,
-            )
+        let walked = self.with_workers(&mut tally, |capture, tally, jobs| {
+            let place = Place {
+                depth: depth_of(&prefix),
+                prefix,
+                seq: 0,
+                parent: None,
+            };
+            let key = capture.walk_dir(&Arc::new(root), place, keep, tally, jobs)?;
+            capture.settle(tally)?;
+            capture.waiting.take_root(key).ok_or(CaptureError::Workers)
         })?;
         self.report.trees.push(tally);
         Ok(walked)
     }
 
-    /// Runs `walk` with worker threads reading files (see `crate::workers`); after a
-    /// failure, queued files are answered unread.
+    /// Runs `walk` with worker threads reading files (see `crate::workers`), then reports
+    /// the walk's skips in walk order. After a failure, the walk's failure is the earliest
+    /// one (see `waiting`), and files after it are answered unread.
     fn with_workers<R>(
         &mut self,
-        walk: impl FnOnce(&mut Self, &mpsc::Sender<Job>) -> Result<R, CaptureError>,
+        tally: &mut Tally,
+        walk: impl FnOnce(&mut Self, &mut Tally, &mpsc::Sender<Job>) -> Result<R, CaptureError>,
     ) -> Result<R, CaptureError> {
         let store: &Store = self.store;
         let sink = self.sink.clone();
-        workers::with_pool(
+        let halt = Arc::clone(&self.halt);
+        self.waiting = Waiting::new(Arc::clone(&halt));
+        let result = workers::with_pool(
             || (),
             |_, job: Job, stopped| match job {
                 Job::Stat(job) => job.run(),
                 Job::Warm(job) if !stopped => job.run(),
                 Job::Warm(_) => {}
                 Job::File(job) => {
-                    let outcome = if stopped {
+                    let outcome = if stopped || !Waiting::worth_doing(&halt, job.seq) {
                         FileOutcome::Failed(CaptureError::Workers)
                     } else {
                         read_file(store, &sink, &job)
@@ -320,8 +336,46 @@ impl<'s> Capture<'s> {
                     let _ = reply.send((job, outcome));
                 }
             },
-            |jobs| walk(self, jobs),
-        )
+            |jobs| {
+                let walked = walk(self, tally, jobs);
+                self.earliest_failure(walked, tally)
+            },
+        );
+        for (path, reason) in self.waiting.take_skips() {
+            self.skip(tally, path, reason);
+        }
+        result
+    }
+
+    /// The walk's result, or its earliest failure: a failure of the walker itself is kept
+    /// at the position it reached, and every file already sent is answered first, so one
+    /// before it that failed is the one reported (see `waiting`). An interrupt is reported
+    /// at once.
+    fn earliest_failure<R>(
+        &mut self,
+        walked: Result<R, CaptureError>,
+        tally: &mut Tally,
+    ) -> Result<R, CaptureError> {
+        let walked = match walked {
+            Err(CaptureError::Interrupted) => {
+                self.waiting.fail(0, CaptureError::Interrupted);
+                return Err(CaptureError::Interrupted);
+            }
+            Err(e) => {
+                let position = self.waiting.position();
+                self.waiting.fail(position, e);
+                None
+            }
+            Ok(walked) => Some(walked),
+        };
+        while let Some(answer) = self.waiting.answer(true)? {
+            self.apply(answer, tally);
+        }
+        match (self.waiting.take_failure(), walked) {
+            (Some(e), _) => Err(e),
+            (None, Some(walked)) => Ok(walked),
+            (None, None) => Err(CaptureError::Workers),
+        }
     }
 
     /// Walks a skill bundle root: only child directories admitted by `admits` are skills;
@@ -340,8 +394,8 @@ impl<'s> Capture<'s> {
             ..Tally::default()
         };
         let prefix = prefix_of(label);
-        let entries = self.with_workers(|capture, jobs| {
-            capture.walk_skills(root, &prefix, admits, keep, &mut tally, jobs)
+        let entries = self.with_workers(&mut tally, |capture, tally, jobs| {
+            capture.walk_skills(root, &prefix, admits, keep, tally, jobs)
         })?;
         self.report.trees.push(tally);
         if entries.is_empty() {
@@ -364,7 +418,7 @@ impl<'s> Capture<'s> {
         jobs: &mpsc::Sender<Job>,
     ) -> Result<Vec<(TreeEntry, u64)>, CaptureError> {
         let names = self.list(root.as_fd(), prefix)?;
-        let mut entries = Vec::new();
+        let mut skills = Vec::new();
         for sys::Listed { name, .. } in names {
             let name = name.into_vec();
             let Ok(text) = std::str::from_utf8(&name) else {
@@ -374,6 +428,7 @@ impl<'s> Capture<'s> {
             if !admits(text) || !keep(&path) {
                 continue;
             }
+            let seq = self.waiting.next_seq();
             let st = match sys::stat_at(root.as_fd(), &name) {
                 Ok(st) => st,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -381,27 +436,35 @@ impl<'s> Capture<'s> {
             };
             match st.kind {
                 FileKind::Symlink => {
-                    self.skip(tally, path, SkipReason::Symlink);
+                    self.waiting.skip(seq, path, SkipReason::Symlink);
                     continue;
                 }
                 FileKind::Dir if self.is_store(&st) => {
-                    self.skip(tally, path, SkipReason::Store);
+                    self.waiting.skip(seq, path, SkipReason::Store);
                     continue;
                 }
                 FileKind::Dir => {}
                 _ => continue,
             }
-            let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, tally)? else {
+            let Some(sub) = self.open_dir(root.as_fd(), &name, &st, &path, seq)? else {
                 continue;
             };
-            let walked = self.walk_dir(
-                &Arc::new(sub),
-                &format!("{path}/"),
-                keep,
-                tally,
-                depth_of(&path),
-                jobs,
-            )?;
+            let place = Place {
+                prefix: format!("{path}/"),
+                seq,
+                parent: None,
+                depth: depth_of(&path),
+            };
+            let key = self.walk_dir(&Arc::new(sub), place, keep, tally, jobs)?;
+            skills.push((name, key));
+            if self.waiting.failed() {
+                return Err(CaptureError::Workers);
+            }
+        }
+        self.settle(tally)?;
+        let mut entries = Vec::new();
+        for (name, key) in skills {
+            let walked = self.waiting.take_root(key).ok_or(CaptureError::Workers)?;
             if walked.files > 0 {
                 entries.push((walked.entry(name), walked.files));
             }
@@ -419,19 +482,27 @@ impl<'s> Capture<'s> {
     }
 
     /// Walks one directory: classifies every entry, hands uncached files to the workers (at
-    /// most [`IN_FLIGHT`] of this directory's at a time), recurses into subdirectories
-    /// meanwhile, applies each file's result as it arrives, then writes the tree. What
-    /// depends on order does not depend on arrival: entries sit in listing slots, skips are
-    /// reported in listing order, and a failure is the one of the earliest slot.
+    /// most [`IN_FLIGHT`] of the walk's at a time), recurses into subdirectories meanwhile,
+    /// and applies answers as they arrive. Returns the directory's key among the walk's open
+    /// ones: its tree is written once its last file is in (see `waiting`), into slot `slot`
+    /// of `parent` (`None` for a walk's starting directory, kept by key). `seq` is the
+    /// number of its own entry. What depends on order does not depend on arrival: entries
+    /// sit in listing slots, and skips and failures carry their walk order.
     fn walk_dir(
         &mut self,
         dir: &Arc<OwnedFd>,
-        prefix: &str,
+        place: Place,
         keep: Keep<'_>,
         tally: &mut Tally,
-        depth: usize,
         jobs: &mpsc::Sender<Job>,
-    ) -> Result<Walked, CaptureError> {
+    ) -> Result<usize, CaptureError> {
+        let Place {
+            prefix,
+            seq,
+            parent,
+            depth,
+        } = place;
+        let prefix = prefix.as_str();
         if depth > MAX_DEPTH {
             return Err(CaptureError::TooDeep {
                 path: display_dir(prefix),
@@ -445,33 +516,31 @@ impl<'s> Capture<'s> {
         if first_touch {
             self.cold.observe(started.elapsed(), names.len());
         }
-        let (reply_tx, reply_rx) = mpsc::channel::<(FileJob, FileOutcome)>();
-        let mut done = DirResults {
-            slots: Vec::with_capacity(names.len()),
-            skips: Vec::new(),
-            failure: None,
-            size: 0,
-            files: 0,
-        };
-        let mut pending = 0usize;
+        let key = self.waiting.open(prefix, names.len(), seq);
+        if let Some((parent, slot, name)) = parent {
+            self.waiting.wait_for(parent, slot, name, key);
+        }
         let mut ahead = Ahead::new(dir, prefix, names, &self.cold);
         while let Some((name, path, classified)) = ahead.next(keep, jobs)? {
             self.progress
                 .check_cancel()
                 .map_err(|_| CaptureError::Interrupted)?;
+            self.take_answers(false, tally)?;
+            let seq = self.waiting.next_seq();
             let classified = match classified {
                 Ok(st) => st,
                 // Vanished between readdir and stat: it is not part of this tree.
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
                 Err(source) => return Err(CaptureError::Unreadable { path, source }),
             };
-            let slot = done.slots.len();
-            done.slots.push(None);
+            let slots = &mut self.waiting.dir(key).slots;
+            let slot = slots.len();
+            slots.push(None);
             match classified.kind {
-                FileKind::Symlink => done.skips.push((slot, path, SkipReason::Symlink)),
-                FileKind::Special => done.skips.push((slot, path, SkipReason::Special)),
+                FileKind::Symlink => self.waiting.skip(seq, path, SkipReason::Symlink),
+                FileKind::Special => self.waiting.skip(seq, path, SkipReason::Special),
                 FileKind::File if classified.nlink > 1 => {
-                    done.skips.push((slot, path, SkipReason::HardLink))
+                    self.waiting.skip(seq, path, SkipReason::HardLink)
                 }
                 FileKind::File => {
                     let hit = if self.sink.wants_bytes(&path) {
@@ -480,18 +549,16 @@ impl<'s> Capture<'s> {
                         self.cached(path.as_bytes(), &classified)
                     };
                     if let Some((position, hit)) = hit {
-                        self.count_cached(position, hit.size, &mut done, tally);
+                        self.count_cached(position, hit.size, key, tally);
                         // The mode of this walk's own no-follow stat of the entry (through its
                         // directory's fd), never one from the cache: the record matched its
                         // identity and ctime, and a chmod moves the ctime.
-                        done.slots[slot] =
+                        self.waiting.dir(key).slots[slot] =
                             Some(TreeEntry::file(name, classified.perm, hit.size, hit.id));
                         continue;
                     }
-                    if pending == IN_FLIGHT {
-                        let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
-                        self.apply(reply, &mut done, tally);
-                        pending -= 1;
+                    if self.waiting.in_flight() >= IN_FLIGHT {
+                        self.take_answers(true, tally)?;
                     }
                     let job = FileJob {
                         dir: Arc::clone(dir),
@@ -499,117 +566,132 @@ impl<'s> Capture<'s> {
                         classified,
                         path,
                         slot,
-                        reply: reply_tx.clone(),
+                        dir_key: key,
+                        seq,
+                        reply: self.waiting.answers(),
                     };
                     jobs.send(Job::File(job))
                         .map_err(|_| CaptureError::Workers)?;
-                    pending += 1;
+                    self.waiting.sent(key);
                 }
                 FileKind::Dir if self.is_store(&classified) => {
-                    done.skips.push((slot, path, SkipReason::Store))
+                    self.waiting.skip(seq, path, SkipReason::Store)
                 }
                 FileKind::Dir => {
-                    let Some(sub) = self.open_dir(dir.as_fd(), &name, &classified, &path, tally)?
+                    let Some(sub) = self.open_dir(dir.as_fd(), &name, &classified, &path, seq)?
                     else {
                         continue;
                     };
-                    let walked = self.walk_dir(
-                        &Arc::new(sub),
-                        &format!("{path}/"),
-                        keep,
-                        tally,
-                        depth + 1,
-                        jobs,
-                    )?;
-                    done.size += walked.size;
-                    done.files += walked.files;
-                    done.slots[slot] = Some(walked.entry(name));
+                    let place = Place {
+                        prefix: format!("{path}/"),
+                        seq,
+                        parent: Some((key, slot, name)),
+                        depth: depth + 1,
+                    };
+                    self.walk_dir(&Arc::new(sub), place, keep, tally, jobs)?;
                 }
             }
         }
-        drop(reply_tx);
-        self.finish_dir(&reply_rx, pending, done, tally, prefix)
+        if let Some(ready) = self.waiting.listed(key) {
+            self.complete(ready);
+        }
+        Ok(key)
+    }
+
+    /// Applies the answers that are in (with `block`, at least one, when any is out). The
+    /// walker stops once the walk has failed (its failure is settled by `earliest_failure`).
+    fn take_answers(&mut self, block: bool, tally: &mut Tally) -> Result<(), CaptureError> {
+        let mut block = block;
+        while let Some(answer) = self.waiting.answer(std::mem::take(&mut block))? {
+            self.apply(answer, tally);
+        }
+        if self.waiting.failed() {
+            return Err(CaptureError::Workers);
+        }
+        Ok(())
+    }
+
+    /// Waits for every file still at the workers (the walker has listed everything).
+    fn settle(&mut self, tally: &mut Tally) -> Result<(), CaptureError> {
+        while self.waiting.in_flight() > 0 {
+            self.take_answers(true, tally)?;
+        }
+        Ok(())
     }
 
     /// Counts a file the stat cache vouches for (entry `position` of the old cache, `size`
-    /// bytes) as carried: kept in the new cache, in the work stats, the directory's results,
+    /// bytes) as carried: kept in the new cache, in the work stats, its directory's results,
     /// the tally and the progress.
-    fn count_cached(
-        &mut self,
-        position: usize,
-        size: u64,
-        done: &mut DirResults,
-        tally: &mut Tally,
-    ) {
+    fn count_cached(&mut self, position: usize, size: u64, key: usize, tally: &mut Tally) {
         self.old_cache.keep(position);
         self.stats.cached_files += 1;
-        done.files += 1;
-        done.size += size;
+        let dir = self.waiting.dir(key);
+        dir.files += 1;
+        dir.size += size;
         tally.files += 1;
         tally.bytes += size;
         self.advance(size);
     }
 
-    /// Finishes one directory: applies the `pending` results still with the workers, fails
-    /// with the earliest slot's failure, reports the skips in listing order, writes the tree.
-    fn finish_dir(
-        &mut self,
-        reply_rx: &mpsc::Receiver<(FileJob, FileOutcome)>,
-        pending: usize,
-        mut done: DirResults,
-        tally: &mut Tally,
-        prefix: &str,
-    ) -> Result<Walked, CaptureError> {
-        for _ in 0..pending {
-            let reply = reply_rx.recv().map_err(|_| CaptureError::Workers)?;
-            self.apply(reply, &mut done, tally);
+    /// Writes the tree of a directory whose entries are all in, puts it in its parent's
+    /// slot, and so on up while that completes the parent too. Once the walk has failed
+    /// nothing more is written.
+    fn complete(&mut self, ready: Ready) {
+        let mut ready = ready;
+        loop {
+            if self.waiting.failed() {
+                return;
+            }
+            let Ready { key, dir, parent } = ready;
+            let id = match self.write_tree(dir.slots.into_iter().flatten().collect(), &dir.prefix) {
+                Ok(id) => id,
+                Err(e) => {
+                    self.waiting.fail(dir.seq, e);
+                    return;
+                }
+            };
+            let walked = Walked {
+                id,
+                size: dir.size,
+                files: dir.files,
+            };
+            let Some((parent, slot, name)) = parent else {
+                self.waiting.root_written(key, walked);
+                return;
+            };
+            let above = self.waiting.dir(parent);
+            above.size += walked.size;
+            above.files += walked.files;
+            above.slots[slot] = Some(walked.entry(name));
+            match self.waiting.arrived(parent) {
+                Some(next) => ready = next,
+                None => return,
+            }
         }
-        if let Some((_, e)) = done.failure {
-            return Err(e);
-        }
-        // Stable: each slot has at most one skip.
-        done.skips.sort_by_key(|(slot, _, _)| *slot);
-        for (_, path, reason) in done.skips {
-            self.skip(tally, path, reason);
-        }
-        let id = self.write_tree(done.slots.into_iter().flatten().collect(), prefix)?;
-        Ok(Walked {
-            id,
-            size: done.size,
-            files: done.files,
-        })
     }
 
-    /// Applies one worker's result to its directory's results (and the stat cache, the work
-    /// stats and the progress spinner, counted as soon as a file is stored: a directory can
-    /// hold most of a tree).
-    fn apply(
-        &mut self,
-        (job, outcome): (FileJob, FileOutcome),
-        done: &mut DirResults,
-        tally: &mut Tally,
-    ) {
+    /// Applies one worker's answer to its directory (and the stat cache, the work stats and
+    /// the progress spinner, counted as soon as a file is stored: a directory can hold most
+    /// of a tree); writes the directory's tree if it was the last thing it waited for.
+    fn apply(&mut self, (job, outcome): Answer, tally: &mut Tally) {
+        let key = job.dir_key;
         match outcome {
-            FileOutcome::Failed(e) => {
-                if done
-                    .failure
-                    .as_ref()
-                    .is_none_or(|(slot, _)| job.slot < *slot)
-                {
-                    done.failure = Some((job.slot, e));
-                }
-            }
-            FileOutcome::Skipped(reason) => done.skips.push((job.slot, job.path, reason)),
+            FileOutcome::Failed(e) => self.waiting.fail(job.seq, e),
+            FileOutcome::Skipped(reason) => self.waiting.skip(job.seq, job.path, reason),
             FileOutcome::Stored { id, len, opened } => {
                 self.advance(len);
                 self.stored(&job.path, id, len, &opened);
-                done.files += 1;
-                done.size += len;
                 tally.files += 1;
                 tally.bytes += len;
+                let dir = self.waiting.dir(key);
+                dir.files += 1;
+                dir.size += len;
                 // The mode of the opened fd's fstat (setuid, setgid, sticky dropped).
-                done.slots[job.slot] = Some(TreeEntry::file(job.name, opened.perm, len, id));
+                dir.slots[job.slot] = Some(TreeEntry::file(job.name, opened.perm, len, id));
             }
+        }
+        if let Some(ready) = self.waiting.arrived(key) {
+            self.complete(ready);
         }
     }
 
@@ -665,7 +747,7 @@ impl<'s> Capture<'s> {
         name: &[u8],
         classified: &Stat,
         path: &str,
-        tally: &mut Tally,
+        seq: u64,
     ) -> Result<Option<OwnedFd>, CaptureError> {
         hooks::seam("classify-open", path);
         let sub = match sys::open_dir_at(dir, name) {
@@ -673,7 +755,7 @@ impl<'s> Capture<'s> {
             Err(e) => {
                 return match open_failure(dir, name, path, e) {
                     OpenFailure::Skip(reason) => {
-                        self.skip(tally, path.to_string(), reason);
+                        self.waiting.skip(seq, path.to_string(), reason);
                         Ok(None)
                     }
                     OpenFailure::Fail(e) => Err(e),
@@ -685,7 +767,8 @@ impl<'s> Capture<'s> {
             source,
         })?;
         if !opened.same_object(classified) {
-            self.skip(tally, path.to_string(), SkipReason::Replaced);
+            self.waiting
+                .skip(seq, path.to_string(), SkipReason::Replaced);
             return Ok(None);
         }
         Ok(Some(sub))

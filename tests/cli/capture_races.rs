@@ -133,3 +133,57 @@ fn root_swapped_for_a_symlink_while_opened_fails() {
     assert_nowhere(&env, &[&r], b"HOST SECRET", "root -> symlink");
     fs::remove_file(&src).unwrap();
 }
+
+/// The walker does not wait at a directory's end for its files, so answers from workers
+/// arrive in any order. What is reported must not depend on it: here `a/victim.md`'s worker
+/// is held for a second, so `b/victim.md`'s swap is seen first, yet the capture names
+/// `a/victim.md`, the first in walk order (as a walker that waited would have).
+#[test]
+fn the_failure_reported_is_the_first_in_walk_order_not_the_first_to_arrive() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a/victim.md"), b"a");
+    write(&src.join("b/victim.md"), b"b");
+    write(&env.path("host/secret.txt"), b"HOST SECRET");
+    let cmd = format!(
+        "case \"$HOOK_PATH\" in a/*) sleep 1;; esac; rm {0}/\"$HOOK_PATH\" && ln -s {1} {0}/\"$HOOK_PATH\"",
+        src.display(),
+        env.path("host/secret.txt").display()
+    );
+    let r = hooked_snapshot(&env, &src, "classify-open", "victim.md", &cmd)
+        .fails(1, "a/victim.md was swapped for a symlink");
+    assert!(!r.stderr().contains("b/victim.md"), "{}", r.describe());
+    assert_eq!(list_len(&env), 0);
+    assert_nowhere(&env, &[&r], b"HOST SECRET", "two swaps");
+}
+
+/// Skips are reported in walk order even when a worker's skip (a file replaced while it was
+/// opened, in `a/`) comes back after the walker has moved on and skipped a symlink in `b/`.
+#[test]
+fn skips_are_reported_in_walk_order_whatever_order_the_workers_answer_in() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    write(&src.join("a/x.md"), b"x");
+    write(&src.join("b/keep.md"), b"keep");
+    std::os::unix::fs::symlink("keep.md", src.join("b/link")).unwrap();
+    write(&env.path("other.md"), b"other file");
+    let cmd = format!(
+        "sleep 1; mv {} {}/a/x.md",
+        env.path("other.md").display(),
+        src.display()
+    );
+    let v = hooked_snapshot(&env, &src, "classify-open", "a/x.md", &cmd)
+        .ok()
+        .json();
+    let skipped: Vec<(&str, &str)> = v["report"]["skipped"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["path"].as_str().unwrap(), s["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        skipped,
+        [("a/x.md", "replaced"), ("b/link", "symlink")],
+        "{v}"
+    );
+}
