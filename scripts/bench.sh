@@ -402,10 +402,10 @@ section_store() {
 			RESTIC_S1=$(restic -r "$W/restic/repo" snapshots -q --tag initial --json | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["short_id"])') || true
 	fi
 	have borg && measure store "$op" "borg create" cold "cd \"\$CORPUS\" && $BRG create \"\$W/borg/repo::initial\" .$SYNC" || true
-	# untimed: a squashfs image of the initial tree (default options, gzip), for unsquashfs
-	# in the checkout rows
+	# untimed: a squashfs image of the initial tree (zstd, the stronger peer: it unpacks
+	# faster than the default gzip), for unsquashfs in the checkout rows
 	have mksquashfs && mkdir -p "$W/sq" &&
-		{ mksquashfs "$CORPUS" "$W/sq/initial.sqsh" -noappend -quiet -no-progress >"$W/sq/mk.log" 2>&1 ||
+		{ mksquashfs "$CORPUS" "$W/sq/initial.sqsh" -comp zstd -noappend -quiet -no-progress >"$W/sq/mk.log" 2>&1 ||
 			rm -f "$W/sq/initial.sqsh"; }
 	have b3sum && measure store "$op" "b3sum of every file (hash floor)" cold \
 		'find "$CORPUS" -type f -print0 | xargs -0 b3sum >/dev/null' "" "informational: read + hash only, nothing stored" || true
@@ -437,8 +437,9 @@ section_store() {
 	meta "1% change" "$mline"
 	ours_snapshot "$op" cold || true
 	have rsync && measure store "$op" "rsync -a" cold 'rsync -a "$CORPUS/" "$W/rsync/copy/"' || true
+	# tar with the same sync as ours (a capture ends in one syncfs), as the peer harness has it
 	have tar && measure store "$op" "tar level-1 incremental" cold \
-		'tar --listed-incremental="$W/tar/level1.snar" -cf "$W/tar/level1.tar" -C "$CORPUS" .' \
+		'tar --listed-incremental="$W/tar/level1.snar" -cf "$W/tar/level1.tar" -C "$CORPUS" . && sync -f "$W/tar/level1.tar"' \
 		'cp "$W/tar/level0.snar" "$W/tar/level1.snar"' || true
 	have git && measure store "$op" "git add -A && git commit" cold "$G add -A && $G commit -q -m changed" || true
 	have ostree && measure store "$op" "ostree commit" cold "$OST commit --branch=bench -s changed --tree=dir=\"\$CORPUS\"" || true
@@ -463,7 +464,7 @@ section_store() {
 	log "-- $op"
 	local our_co="\"\$ZB\" --store \"$OUR_STORE\" checkout $OUR_ID_INITIAL --out \"\$W/co/ours\$R\"$SYNC"
 	local sq_co='unsquashfs -q -d "$W/co/squashfs$R" "$W/sq/initial.sqsh" >/dev/null'"$SYNC"
-	local sq_note="image of the initial tree, default options (gzip)"
+	local sq_note="image of the initial tree, -comp zstd"
 	local sq_measured=0
 	if [[ $ZB_CHECKOUT == 1 && -n $OUR_ID_INITIAL && -f $W/sq/initial.sqsh ]]; then
 		# The two closest rows, measured in alternating rounds.
@@ -745,18 +746,20 @@ section_mount() {
 	log "-- plain dir"
 	read_tree mount "plain dir"
 
-	# squashfuse_ll's image (default mksquashfs options: gzip), built first: the "mount ready"
-	# of ours and squashfuse_ll is measured in alternating rounds
+	# squashfuse_ll's image (-comp zstd, as the peer harness builds it), built first: the
+	# "mount ready" of ours and squashfuse_ll is measured in alternating rounds
 	local sq_image=0
 	if have mksquashfs && have squashfuse_ll; then
 		measure info "build image for the mount peers" "mksquashfs" once \
-			'mksquashfs "$CORPUS" "$W/mount/tree.sqsh" -noappend -quiet -no-progress' "" "default options (gzip)" &&
+			'mksquashfs "$CORPUS" "$W/mount/tree.sqsh" -comp zstd -noappend -quiet -no-progress' "" "-comp zstd" &&
 			sq_image=1
 	fi
 	local sq_start='squashfuse_ll "$W/mount/tree.sqsh" "$M"' sq_umount='fusermount3 -u "$M"'
 	local our_start our_umount='"$ZB" umount "$M"'
 	[[ $ZB_MOUNT == 1 ]] && ensure_ours_snapshot
-	our_start="\"\$ZB\" --store \"$OUR_STORE\" mount $OUR_ID_LAST \"\$M\" --daemon"
+	# By the name a user types (the snapshot's catalog name), as the peer harness mounts.
+	[[ -n $OUR_ID_LAST ]] && "$ZB" --store "$OUR_STORE" -q snapshot --dir "$CORPUS" --name bench-last >/dev/null 2>&1 || true
+	our_start="\"\$ZB\" --store \"$OUR_STORE\" mount bench-last \"\$M\" --daemon"
 	if [[ $ZB_MOUNT == 1 && -n $OUR_ID_LAST && $sq_image == 1 ]]; then
 		ready_alternating "$OURS" "$our_start" "$our_umount" squashfuse_ll "$sq_start" "$sq_umount" || true
 	fi
