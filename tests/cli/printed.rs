@@ -276,7 +276,8 @@ fn unpack_says_which_objects_it_read_and_which_the_store_held() {
 
 /// The whole scrollback of a tmux session, wrapped lines joined.
 fn scrollback(t: &Tmux) -> String {
-    let out = Command::new("tmux")
+    let out = t
+        .command()
         .args(["capture-pane", "-p", "-J", "-S", "-", "-t", &t.name])
         .output()
         .unwrap();
@@ -284,7 +285,8 @@ fn scrollback(t: &Tmux) -> String {
 }
 
 fn send(t: &Tmux, keys: &[&str]) {
-    let ok = Command::new("tmux")
+    let ok = t
+        .command()
         .args(["send-keys", "-t", &t.name])
         .args(keys)
         .status()

@@ -1265,7 +1265,8 @@ fn sign_on_a_terminal(env: &TestEnv, id: &str, key: &Path, passphrase: &str) -> 
     let t = Tmux::start("passphrase", &script)?;
     screen_until(&t, |s| s.contains("Enter passphrase for"));
     for keys in [&["-l", passphrase][..], &["Enter"]] {
-        let sent = Command::new("tmux")
+        let sent = t
+            .command()
             .args(["send-keys", "-t", &t.name])
             .args(keys)
             .status()

@@ -738,8 +738,22 @@ impl Tmux {
             return None;
         }
         let name = format!("zb-{tag}-{}", std::process::id());
+        // A server of its own (`-L`): sessions of tests running at once on the default
+        // server raced its exit when another test killed the last session ("server exited
+        // unexpectedly").
         let ok = Command::new("tmux")
-            .args(["new-session", "-d", "-s", &name, "-x", "120", "-y", "20"])
+            .args([
+                "-L",
+                &name,
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "20",
+            ])
             .arg(format!("bash {}; sleep 600", script.display()))
             .status()
             .unwrap()
@@ -748,8 +762,16 @@ impl Tmux {
         Some(Tmux { name })
     }
 
+    /// A `tmux` command talking to this session's own server.
+    pub(crate) fn command(&self) -> Command {
+        let mut c = Command::new("tmux");
+        c.args(["-L", &self.name]);
+        c
+    }
+
     pub(crate) fn screen(&self) -> String {
-        let out = Command::new("tmux")
+        let out = self
+            .command()
             .args(["capture-pane", "-p", "-t", &self.name])
             .output()
             .unwrap();
@@ -759,9 +781,7 @@ impl Tmux {
 
 impl Drop for Tmux {
     fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
+        let _ = self.command().args(["kill-server"]).status();
     }
 }
 
@@ -883,7 +903,8 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
     let t = Tmux::start("ctrl-c", &script).expect("tmux ran above");
     wait_file(&ready);
     screen_until(&t, |s| s.contains("capturing:"));
-    let sent = Command::new("tmux")
+    let sent = t
+        .command()
         .args(["send-keys", "-t", &t.name, "C-c"])
         .status()
         .unwrap();
