@@ -36,11 +36,33 @@
 //! Entries and attributes never expire and the page cache is kept across opens, so a warm
 //! `find` over the mount costs what it costs on a plain directory. Flushes are answered ENOSYS
 //! once and the kernel stops sending them (nothing is ever dirty). Each object is checked
-//! against its blake3 on first read; a damaged one answers EIO.
+//! against its blake3 on first read (a passed-through file's on first open, see below); a
+//! damaged one answers EIO.
+//!
+//! ## Reads at the speed of the disk (FUSE passthrough)
+//!
+//! On Linux 6.9 and later, a mount whose server runs as root lets the kernel read a large file
+//! straight from the store's object file, with no round trip to the server per read and no
+//! second copy of the bytes in the page cache. It applies to a file of more than 256 KiB
+//! whose object is stored as one raw file (`objects/<2 hex>/<62 hex>`, which the store writes
+//! once, makes read-only and never writes again), and only after that object hashed to its
+//! id: the server checks it on the file's first open, as it checks every object on first read,
+//! and a damaged one fails the open with EIO and is never handed to the kernel. Smaller files
+//! (which the store may keep compressed or packed), a pack file's mount and a remote
+//! snapshot's mount are read through the server, as before; so is every file when the
+//! kernel does not offer passthrough, when the server lacks `CAP_SYS_ADMIN` (a mount by a user
+//! other than root), when the kernel refuses a backing file (a store on overlayfs, say: the
+//! mount then stops trying), or with `--no-passthrough`
+//! ([`crate::MountOptions::passthrough`]), which is there for comparison.
+//!
+//! Which path a mount takes is on its root: `getfattr -n user.zeroclaw.passthrough MOUNT`
+//! prints `on`, or `off: REASON` ([`crate::XATTR_PASSTHROUGH`], [`crate::Passthrough`]);
+//! `zeroclaw-bundle -v mount` prints the same as it mounts.
 //!
 //! Listing a directory does not hint its files' contents to the page cache until a file of the
-//! mount has been opened: the first file opened in a directory hints that file and its later
-//! siblings, so a `find` reads metadata only while a `tar` over the mount reads ahead.
+//! mount has been opened: the first file read in a directory (or opened, when it is passed
+//! through) hints that file and its later siblings, so a `find` reads metadata only while a
+//! `tar` over the mount reads ahead.
 //!
 //! ## Leases and unmounting
 //!

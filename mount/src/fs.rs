@@ -11,6 +11,18 @@
 //! - Reads are positioned reads on the blob ([`Blob::read_at`]); no file is ever loaded
 //!   whole. A blob is hashed once, on its first read, and the verdict is cached per id: a
 //!   corrupt or wrongly sized object fails every read with EIO.
+//! - FUSE passthrough (see `passthrough`): an open of a file of at least
+//!   [`PASSTHROUGH_MIN_SIZE`] bytes, while the mount passes reads through, opens and verifies
+//!   the blob at once (a corrupt one fails the open with EIO, and its file is never handed
+//!   to the kernel); when the blob is a whole raw object file of the store, that file is
+//!   registered as the inode's backing file and the open is answered FOPEN_PASSTHROUGH with
+//!   file handle `PASSTHROUGH_FH`: the kernel then reads the object file itself and sends no
+//!   READ for that open. Any other open (a smaller file; a compressed, packed or fetched
+//!   blob; passthrough off) is answered as above and read through this daemon. Smaller files
+//!   are left out because only opening them tells whether the store keeps them raw, loose,
+//!   compressed or packed (it compresses and packs objects of up to 256 KiB), and opening one
+//!   at every open would cost a warm read more than passthrough saves (once read, their
+//!   bytes stay in the mount's page cache: a warm open sends no READ either way).
 //! - Nothing is ever written, in two independent lines. First, the mount carries `ro`: the
 //!   VFS then refuses every open for writing (O_WRONLY, O_RDWR, O_TRUNC, O_CREAT of a new
 //!   name) and every namespace, attribute and xattr change with EROFS before this daemon
@@ -49,6 +61,7 @@ use zeroclaw_bundle_store::{Blob, EntryKind, ObjectId, ObjectSource, StoreError,
 
 use crate::cache::TreeCache;
 use crate::inodes::{InodeTable, Node, ROOT};
+use crate::passthrough::{Backings, PASSTHROUGH_FH, XATTR_PASSTHROUGH};
 
 /// The extended attribute carrying an entry's object id (blob id, or tree id for a directory).
 pub const XATTR_BLAKE3: &str = "user.zeroclaw.blake3";
@@ -70,6 +83,19 @@ const MAX_FAULTS: usize = 64;
 const OPEN_BLOBS: usize = 256;
 /// File bytes hinted per listed directory.
 const PREFETCH_BYTES: u64 = 32 * 1024 * 1024;
+/// The smallest file whose opens may be passed through: one byte more than the largest object
+/// the store compresses or packs (see the module doc).
+pub(crate) const PASSTHROUGH_MIN_SIZE: u64 = 256 * 1024 + 1;
+
+/// Requests heard, for tests that pin what the kernel sends ([`crate::MountHandle`]'s
+/// `file_requests` and `read_requests`).
+#[derive(Debug, Default)]
+pub(crate) struct Requests {
+    /// OPEN, FLUSH and RELEASE of files (not directories).
+    pub(crate) files: AtomicU64,
+    /// READ.
+    pub(crate) reads: AtomicU64,
+}
 
 /// Starts the thread that passes prefetch hints to the source; it ends when the file system
 /// (the only sender) is dropped.
@@ -203,9 +229,11 @@ pub(crate) struct SnapshotFs {
     /// Whether any file was read yet (then listings hint file contents too).
     files_opened: AtomicBool,
     faults: Arc<Faults>,
-    /// OPEN, FLUSH and RELEASE requests heard (of files, not directories): one flush in the
-    /// mount's life (see the module doc).
-    file_requests: Arc<AtomicU64>,
+    /// Requests heard: one flush in the mount's life, no READ for a passthrough open (see
+    /// the module doc).
+    requests: Arc<Requests>,
+    /// Passthrough: the mount's decision and the backing files registered per inode.
+    backings: Arc<Backings>,
 }
 
 impl SnapshotFs {
@@ -216,7 +244,8 @@ impl SnapshotFs {
         root_tree: Tree,
         view: View,
         faults: Arc<Faults>,
-        file_requests: Arc<AtomicU64>,
+        requests: Arc<Requests>,
+        backings: Arc<Backings>,
     ) -> SnapshotFs {
         let source_for_prefetch = Arc::clone(&source);
         let trees = TreeCache::new(view.tree_cache_entries);
@@ -234,7 +263,8 @@ impl SnapshotFs {
             hinted_dirs: Mutex::new(std::collections::HashSet::new()),
             files_opened: AtomicBool::new(false),
             faults,
-            file_requests,
+            requests,
+            backings,
         }
     }
 
@@ -316,6 +346,29 @@ impl SnapshotFs {
         }
         open.insert(ino.0, (blob.clone(), tick));
         Ok(blob)
+    }
+
+    /// The backing file an open of file `ino` passes its reads through to: the one its inode
+    /// already has, else its blob's own file when the mount passes reads through and the blob
+    /// is a whole raw object file, verified here first (a damaged blob fails the open). `None`:
+    /// the open is read through this daemon (the blob, opened, stays in the cache of open
+    /// blobs for those reads). Registering also hints the file's siblings, as a first read
+    /// does (a passthrough open sends no READ).
+    fn passthrough_open(
+        &self,
+        ino: INodeNo,
+        reply: &ReplyOpen,
+    ) -> Result<Option<Arc<fuser::BackingId>>, Fault> {
+        if let Some(id) = self.backings.reuse(ino.0) {
+            return Ok(Some(id));
+        }
+        if !self.backings.is_on() {
+            return Ok(None);
+        }
+        let blob = self.blob_of(ino)?;
+        Ok(blob
+            .backing_file()
+            .and_then(|file| self.backings.register(ino.0, reply, file)))
     }
 
     fn damaged(&self, err: &StoreError) -> Fault {
@@ -504,6 +557,8 @@ impl SnapshotFs {
             &self.view.root_note,
         ) {
             Ok(note.as_bytes().to_vec())
+        } else if ino.0 == ROOT && name.as_bytes() == XATTR_PASSTHROUGH.as_bytes() {
+            Ok(self.backings.status().to_string().into_bytes())
         } else {
             Err(Fault::NoAttribute)
         }
@@ -545,6 +600,9 @@ impl Filesystem for SnapshotFs {
         ] {
             let _ = config.add_capabilities(wanted);
         }
+        // FUSE_PASSTHROUGH with max_stack_depth 1, when wanted and allowed (see
+        // `passthrough`); nothing asked above excludes it (the writeback cache would).
+        self.backings.init(config);
         Ok(())
     }
 
@@ -579,13 +637,16 @@ impl Filesystem for SnapshotFs {
     }
 
     /// Refuses every open that asks for write access or truncation (EROFS), and directories
-    /// (EISDIR); answers a read-only open with file handle 0 and FOPEN_KEEP_CACHE, so the
-    /// page cache survives across opens (content never changes). The blob is opened and
-    /// verified on its first read. Not answered ENOSYS: the kernel would then stop sending
-    /// opens at all (`no_open`), and a write open after a remount `rw` (or on a mount without
-    /// `ro`) would succeed without this check (see the module doc).
+    /// (EISDIR). A read-only open of a file of at least [`PASSTHROUGH_MIN_SIZE`] bytes is
+    /// passed through when it can be (see the module doc and `passthrough`): it then fails
+    /// with EIO when the blob is damaged. Any other is answered with file handle 0 and
+    /// FOPEN_KEEP_CACHE, so the page cache survives across opens (content never changes),
+    /// and its blob is opened and verified on its first read. Not answered ENOSYS: the
+    /// kernel would then stop sending opens at all (`no_open`), and a write open after a
+    /// remount `rw` (or on a mount without `ro`) would succeed without this check (see the
+    /// module doc).
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
-        self.file_requests.fetch_add(1, Ordering::Relaxed);
+        self.requests.files.fetch_add(1, Ordering::Relaxed);
         let result = (|| {
             let node = self.node(ino)?;
             if node.kind == EntryKind::Dir {
@@ -594,12 +655,26 @@ impl Filesystem for SnapshotFs {
             if flags.acc_mode() != OpenAccMode::O_RDONLY || crate::sys::truncates(flags.0) {
                 return Err(Fault::ReadOnly);
             }
-            Ok(())
+            Ok(node)
         })();
-        match result {
-            Ok(()) => reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE),
-            Err(fault) => reply.error(errno(fault)),
+        let node = match result {
+            Ok(node) => node,
+            Err(fault) => return reply.error(errno(fault)),
+        };
+        if node.size >= PASSTHROUGH_MIN_SIZE {
+            match self.passthrough_open(ino, &reply) {
+                // No other flag: the kernel fails a passthrough open that carries any but
+                // FOPEN_DIRECT_IO, FOPEN_PARALLEL_DIRECT_WRITES and FOPEN_NOFLUSH
+                // (FOPEN_PASSTHROUGH_MASK) with EIO; FOPEN_KEEP_CACHE is not among them (the
+                // page cache used is the object file's own).
+                Ok(Some(id)) => {
+                    return reply.opened_passthrough(PASSTHROUGH_FH, FopenFlags::empty(), &id)
+                }
+                Ok(None) => {}
+                Err(fault) => return reply.error(errno(fault)),
+            }
         }
+        reply.opened(FileHandle(0), FopenFlags::FOPEN_KEEP_CACHE)
     }
 
     fn read(
@@ -613,6 +688,7 @@ impl Filesystem for SnapshotFs {
         _lock_owner: Option<LockOwner>,
         reply: ReplyData,
     ) {
+        self.requests.reads.fetch_add(1, Ordering::Relaxed);
         let blob = match self.blob_of(ino) {
             Ok(blob) => blob,
             Err(fault) => return reply.error(errno(fault)),
@@ -636,23 +712,28 @@ impl Filesystem for SnapshotFs {
         _lock_owner: LockOwner,
         reply: ReplyEmpty,
     ) {
-        self.file_requests.fetch_add(1, Ordering::Relaxed);
+        self.requests.files.fetch_add(1, Ordering::Relaxed);
         // Nothing is ever dirty: ENOSYS once, and the kernel stops sending flushes on close
         // (`no_flush`).
         reply.error(Errno::ENOSYS);
     }
 
+    /// A passthrough open's release counts its inode's backing file down (closed with the
+    /// last open, see `passthrough`).
     fn release(
         &self,
         _req: &Request,
-        _ino: INodeNo,
-        _fh: FileHandle,
+        ino: INodeNo,
+        fh: FileHandle,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         _flush: bool,
         reply: ReplyEmpty,
     ) {
-        self.file_requests.fetch_add(1, Ordering::Relaxed);
+        self.requests.files.fetch_add(1, Ordering::Relaxed);
+        if fh == PASSTHROUGH_FH {
+            self.backings.release(ino.0);
+        }
         reply.ok();
     }
 
@@ -777,6 +858,10 @@ impl Filesystem for SnapshotFs {
                 list.push(0);
                 if ino.0 == ROOT && self.view.root_note.is_some() {
                     list.extend_from_slice(XATTR_SIGNATURES.as_bytes());
+                    list.push(0);
+                }
+                if ino.0 == ROOT {
+                    list.extend_from_slice(XATTR_PASSTHROUGH.as_bytes());
                     list.push(0);
                 }
                 reply_xattr(&list, size, reply);

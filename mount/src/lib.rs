@@ -6,6 +6,10 @@
 //! bounded LRU; file reads are positioned reads on the object; each blob is verified against
 //! its blake3 id on first open (damage answers EIO); every write answers EROFS. Each file
 //! and directory carries the extended attribute `user.zeroclaw.blake3`, its object id.
+//! Where the kernel allows it (Linux 6.9+, a server with `CAP_SYS_ADMIN`), an open of a large
+//! file whose object is a whole raw file of the store is passed through: the object is
+//! verified, then the kernel reads its file directly ([`Passthrough`]; the root's
+//! `user.zeroclaw.passthrough` says `on`, or `off: REASON`).
 //!
 //! Mount options are always `ro,nosuid,nodev,noatime,default_permissions`, plus `noexec`
 //! unless [`MountOptions::allow_exec`], and `allow_other` only when asked. A file shows the
@@ -51,12 +55,14 @@ mod error;
 mod fs;
 mod inodes;
 mod mountpoint;
+mod passthrough;
 mod session;
 mod sys;
 
 pub use error::MountError;
 pub use fs::{XATTR_BLAKE3, XATTR_SIGNATURES};
 pub use mountpoint::{check_mountpoint, unmount};
+pub use passthrough::{Passthrough, XATTR_PASSTHROUGH};
 pub use session::{mount, MountHandle, MountOptions, Unmounter};
 pub use zeroclaw_bundle_store::ObjectSource;
 

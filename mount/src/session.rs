@@ -18,7 +18,7 @@
 //!   file closes) rather than left to turn stale when this process exits.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant, SystemTime};
@@ -28,8 +28,9 @@ use zeroclaw_bundle_store::limits::{check_expansion, within_limits, Expansion};
 use zeroclaw_bundle_store::{Lease, ObjectId, ObjectSource};
 
 use crate::error::MountError;
-use crate::fs::{Faults, SnapshotFs, View};
+use crate::fs::{Faults, Requests, SnapshotFs, View};
 use crate::mountpoint::checked_mountpoint;
+use crate::passthrough::{Backings, Passthrough};
 use crate::sys::{self, UnmountOutcome, FSNAME};
 
 /// How to mount. `MountOptions::default()` is the safe choice: private to the mounting user,
@@ -64,6 +65,13 @@ pub struct MountOptions {
     /// the source (a store's expansion record): the walk over every tree before mounting is
     /// skipped. `None` (the default): the mount walks and refuses a tree past the limits.
     pub known_expansion: Option<Expansion>,
+    /// Whether reads of large whole objects may be handed to the kernel (FUSE passthrough):
+    /// [`Passthrough::On`] (the default) uses it wherever the kernel and the privileges allow
+    /// it, [`Passthrough::Off`] never does, and its reason is what the mount then reports
+    /// ([`MountHandle::passthrough`], the root's [`crate::XATTR_PASSTHROUGH`]). Reads stay
+    /// verified either way; off, every read goes through the mount server (for a comparison,
+    /// or a source whose blobs are never whole object files).
+    pub passthrough: Passthrough,
 }
 
 impl Default for MountOptions {
@@ -83,6 +91,7 @@ impl Default for MountOptions {
             kernel_ro: true,
             root_note: None,
             known_expansion: None,
+            passthrough: Passthrough::On,
         }
     }
 }
@@ -147,7 +156,8 @@ pub struct MountHandle {
     path: PathBuf,
     session: Option<BackgroundSession>,
     faults: Arc<Faults>,
-    file_requests: Arc<AtomicU64>,
+    requests: Arc<Requests>,
+    backings: Arc<Backings>,
     lease: Option<Lease>,
 }
 
@@ -219,14 +229,16 @@ pub fn mount(
         root_note: options.root_note.clone(),
     };
     let faults = Arc::new(Faults::default());
-    let file_requests = Arc::new(AtomicU64::new(0));
+    let requests = Arc::new(Requests::default());
+    let backings = Arc::new(Backings::new(&options.passthrough));
     let fs = SnapshotFs::new(
         source,
         root,
         root_tree,
         view,
         faults.clone(),
-        Arc::clone(&file_requests),
+        Arc::clone(&requests),
+        Arc::clone(&backings),
     );
     let mount_err = |source| MountError::Mount {
         path: mountpoint.to_path_buf(),
@@ -239,7 +251,8 @@ pub fn mount(
         path,
         session: Some(session),
         faults,
-        file_requests,
+        requests,
+        backings,
         lease: None,
     })
 }
@@ -275,7 +288,36 @@ impl MountHandle {
     /// that pin when the kernel stops sending them (see `fs`).
     #[doc(hidden)]
     pub fn file_requests(&self) -> u64 {
-        self.file_requests.load(Ordering::Relaxed)
+        self.requests.files.load(Ordering::Relaxed)
+    }
+
+    /// How many READ requests the daemon has answered: for tests that pin that a
+    /// passed-through file is read by the kernel alone (see `passthrough`).
+    #[doc(hidden)]
+    pub fn read_requests(&self) -> u64 {
+        self.requests.reads.load(Ordering::Relaxed)
+    }
+
+    /// How many opens were answered with passthrough: for tests (see `passthrough`).
+    #[doc(hidden)]
+    pub fn passed_through(&self) -> u64 {
+        self.backings.opened()
+    }
+
+    /// How many backing files the kernel refused to register: for tests that pin that a
+    /// refusal turns passthrough off for the rest of the mount (one, unless several
+    /// opens tried at once; see `passthrough`).
+    #[doc(hidden)]
+    pub fn passthrough_refusals(&self) -> u64 {
+        self.backings.refused()
+    }
+
+    /// Whether the mount passes reads through to the store's object files, or why not, as
+    /// its root's [`crate::XATTR_PASSTHROUGH`] says: settled when the mount answered (the
+    /// kernel's handshake), and turned off for good should the kernel refuse a backing file
+    /// later (see [`Passthrough`]).
+    pub fn passthrough(&self) -> Passthrough {
+        self.backings.status()
     }
 
     /// Blocks until the mount goes away: unmounted through an [`Unmounter`], by

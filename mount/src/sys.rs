@@ -1,5 +1,6 @@
 //! The only module of this crate that talks to the kernel directly (rustix, `/proc`, the
-//! `fusermount3` helper): mount table lookups, unmounting, and the user ids the view reports.
+//! `fusermount3` helper): mount table lookups, unmounting, the user ids the view reports, and
+//! whether this process holds the capability FUSE passthrough needs.
 //!
 //! Mount points are compared as absolute paths in this process's mount namespace, the form
 //! `/proc/self/mountinfo` prints (see proc_pid_mountinfo(5): field 5, octal-escaped).
@@ -149,6 +150,39 @@ pub(crate) fn user_ids() -> (u32, u32) {
 /// True when running with euid 0 (mount(2) and umount(2) work directly).
 pub(crate) fn is_root() -> bool {
     rustix::process::geteuid().is_root()
+}
+
+/// Why this process may not register FUSE backing files (passthrough), when that can be
+/// told before trying: the kernel's ioctl requires `CAP_SYS_ADMIN` in the initial user
+/// namespace. Read from `/proc/self/status` (`CapEff`, proc_pid_status(5)) and
+/// `/proc/self/uid_map` (user_namespaces(7): the initial namespace maps all of 0..2^32-1 onto
+/// itself). `None` when neither rules it out, or cannot be read: the kernel then decides at
+/// the first registration.
+pub(crate) fn passthrough_refusal() -> Option<&'static str> {
+    const CAP_SYS_ADMIN: u32 = 21;
+    let caps = fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("CapEff:"))
+                .and_then(|hex| u64::from_str_radix(hex.trim(), 16).ok())
+        });
+    if caps.is_some_and(|caps| caps & (1 << CAP_SYS_ADMIN) == 0) {
+        return Some(
+            "the mount server lacks CAP_SYS_ADMIN, which the kernel requires to pass reads \
+             through (mount as root)",
+        );
+    }
+    let uid_map = fs::read_to_string("/proc/self/uid_map").ok()?;
+    let fields: Vec<&str> = uid_map.split_whitespace().collect();
+    if fields != ["0", "0", "4294967295"] {
+        return Some(
+            "the mount server runs in a user namespace, and the kernel requires CAP_SYS_ADMIN \
+             in the initial one to pass reads through",
+        );
+    }
+    None
 }
 
 /// How an unmount attempt ended.

@@ -64,8 +64,8 @@ pub use error::{Error, ErrorKind, Verb};
 pub use import_report::ImportReport;
 pub use maintenance::{Forgot, LeftAlone, Recovered, Verified};
 pub use mount::{
-    MountError, MountNote, MountReport, MountRequest, Mounted, PreparedMount, RemoteTraffic,
-    Unmounted, Unmounter,
+    MountError, MountNote, MountReport, MountRequest, Mounted, Passthrough, PreparedMount,
+    RemoteTraffic, Unmounted, Unmounter,
 };
 pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, ShownSnapshot};
 pub use remotes::{

@@ -19,6 +19,9 @@
 //! pack file and a remote snapshot always are; and the tree index is read whole into memory
 //! (`INDEX_IN_MEMORY`) only once the mount answers, a moment later (`INDEX_READ_DELAY`).
 //!
+//! Reads of a stored snapshot's large files are passed through to the kernel where it allows
+//! (see [`Passthrough`]); a pack file or a remote snapshot is read through the mount server.
+//!
 //! The library installs no signal handlers and never daemonizes: a caller that stops a mount
 //! on a signal unmounts it through [`Mounted::unmounter`] from the thread that waits for the
 //! signal; [`Mounted::serve`] then returns.
@@ -38,7 +41,7 @@ use crate::sign::{self, Trust};
 use crate::source::{classify, Takes, Target};
 use zeroclaw_bundle_mount::{check_mountpoint, MountHandle, MountOptions};
 
-pub use zeroclaw_bundle_mount::{MountError, Unmounter};
+pub use zeroclaw_bundle_mount::{MountError, Passthrough, Unmounter};
 
 /// The largest tree index a mount reads whole; a larger one is read tree by tree (positioned
 /// reads) and never held. A mount that walks every tree before it answers (the expansion
@@ -505,6 +508,10 @@ fn prepare(
                 .unwrap_or_else(|| opened.signed_by.clone()),
         ),
         known_expansion: options.known_expansion.or(opened.known_expansion),
+        passthrough: match (&options.passthrough, opened.passthrough_off) {
+            (Passthrough::On, Some(why)) => Passthrough::Off(why.to_string()),
+            (asked, _) => asked.clone(),
+        },
         ..options.clone()
     };
     // Where a test interrupts the waiting `mount --daemon` (no-op in normal builds).
@@ -532,6 +539,9 @@ struct Opened {
     known_expansion: Option<zeroclaw_bundle_store::limits::Expansion>,
     index_later: Option<Arc<SnapshotSource>>,
     traffic: Option<RemoteTraffic>,
+    /// Why reads are never passed through to the kernel, whatever the options: the source
+    /// has no whole object files of the store to hand over.
+    passthrough_off: Option<&'static str>,
 }
 
 /// The signature checks of a mount: `policy`, with the request's file and requirement over
@@ -638,6 +648,9 @@ fn open_pack(
         known_expansion: None,
         index_later: None,
         traffic: None,
+        passthrough_off: Some(
+            "a pack file is served: its objects are read from the pack through the mount server",
+        ),
     })
 }
 
@@ -684,6 +697,9 @@ fn open_remote(
         known_expansion: None,
         index_later: None,
         traffic: Some(traffic),
+        passthrough_off: Some(
+            "a remote snapshot is served: its files are fetched through the mount server",
+        ),
     })
 }
 
@@ -721,6 +737,7 @@ fn open_stored(
         lease: Some(lease),
         known_expansion,
         traffic: None,
+        passthrough_off: None,
     })
 }
 
@@ -793,6 +810,15 @@ impl Mounted {
     /// What the mount asked of its remote so far (a mount of a remote ref only).
     pub fn traffic(&self) -> Option<RemoteTraffic> {
         self.traffic.clone()
+    }
+
+    /// Whether the mount passes reads of large whole objects through to the kernel (FUSE
+    /// passthrough), or why not: as its root's `user.zeroclaw.passthrough` says, and
+    /// [`Passthrough::note`] is the line `mount -v` prints. Off from the start for a pack file
+    /// or a remote snapshot (no whole object file of the store to hand over), when the
+    /// options turned it off, or when the kernel or the privileges do not allow it.
+    pub fn passthrough(&self) -> Passthrough {
+        self.handle.passthrough()
     }
 
     /// The mount as `--json` reports it, served by this process.

@@ -47,6 +47,7 @@ fn help_names_packs_remote_refs_aws_files_and_the_global_options() {
             ".zcpack",
             "origin/",
             "--allow-other",
+            "--no-passthrough",
         ],
         "mount --help",
     );
@@ -125,7 +126,7 @@ fn readme_synopsis_has_every_verb_and_flag() {
             "remote remove NAME",
             "pack <SNAPSHOT> --out FILE|- [--force]",
             "[--exclude GLOB]",
-            "[--allow-other]",
+            "[--allow-other] [--no-passthrough]",
             "remote forget",
             "remote gc",
             "list [--remote NAME]",

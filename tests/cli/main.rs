@@ -19,6 +19,7 @@ mod import_paths;
 mod import_trust;
 mod json_schema;
 mod mount;
+mod mount_passthrough;
 mod operator_gates;
 mod oracle;
 mod pack;

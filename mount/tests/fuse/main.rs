@@ -7,13 +7,15 @@
 //! source, and when), `listing` (a listing carries every entry's attributes, so stat-ing
 //! the listed entries asks the daemon nothing), `lifecycle` (unmount leaves nothing behind,
 //! busy and stale mounts are explained), `expansion` (when the mount walks every tree before
-//! it answers).
+//! it answers), `passthrough` (large raw objects are read by the kernel from the store's
+//! files, verified first; the rest through the daemon; the root's xattr says which).
 
 mod damage;
 mod expansion;
 mod large;
 mod lifecycle;
 mod listing;
+mod passthrough;
 mod prefetch;
 mod readonly;
 mod tree;

@@ -158,7 +158,9 @@ Examples:
 The first argument is a SNAPSHOT of this store, a PACK file (from `pack`; an update pack needs
 its base in this store), or a remote ref NAME/<id|name|agent/alias> (NAME from `remote list`).
 Needs /dev/fuse and fusermount3 (root, or a user allowed to use FUSE); --allow-other lets
-other users see the mount.
+other users see the mount. Mounted by root on Linux 6.9 or later, a stored snapshot's large
+files are read by the kernel straight from the store (FUSE passthrough; each object is
+verified first); -v says whether the mount does, --no-passthrough turns it off.
 
 ", "SNAPSHOT is one of: a full snapshot id; a unique id prefix of 8 or more hex digits; a name given
 with `snapshot --name`; or agent/<alias> (the latest snapshot of that agent, from `export` or
@@ -898,6 +900,11 @@ pub struct MountArgs {
     /// Let other users see the mount (needs user_allow_other in /etc/fuse.conf unless root)
     #[arg(long)]
     pub allow_other: bool,
+    /// Read every file through the mount server, never letting the kernel read large files
+    /// straight from the store (FUSE passthrough, on by default where the kernel allows it;
+    /// `-v` says which)
+    #[arg(long)]
+    pub no_passthrough: bool,
     /// Internal: the background half of `--daemon`
     #[arg(long, hide = true)]
     pub daemon_child: bool,
@@ -1014,8 +1021,8 @@ pub const STORE_ENV: &str = "ZEROCLAW_BUNDLE_STORE";
 
 /// A `mount` or `umount` command line read without clap, when it is one clap reads the same
 /// way: the global options, the command and its operands (two for `mount`, one for `umount`),
-/// and `mount`'s flags (`--daemon`, `--daemon-child`, `--allow-other`, `--allowed-signers
-/// FILE`, `--require-signed`), each at most once, all UTF-8, no operand or value that starts
+/// and `mount`'s flags (`--daemon`, `--daemon-child`, `--allow-other`, `--no-passthrough`,
+/// `--allowed-signers FILE`, `--require-signed`), each at most once, all UTF-8, no operand or value that starts
 /// with `-`. Anything else (help, a short-flag cluster, `--`, a repeated or unknown flag, a
 /// missing operand, `-q` with `-v`, an empty `$ZEROCLAW_BUNDLE_STORE`) is None, and clap parses
 /// it (or says why it cannot). `store_env` is `$ZEROCLAW_BUNDLE_STORE`, read by the caller. A
@@ -1037,6 +1044,7 @@ pub fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli
     let mut command: Option<&str> = None;
     let (mut daemon, mut daemon_child, mut allow_other, mut require_signed) =
         (false, false, false, false);
+    let mut no_passthrough = false;
     let mut operands: Vec<&str> = Vec::new();
     let mut words = args.iter().skip(1).map(|w| w.to_str());
     while let Some(word) = words.next() {
@@ -1061,6 +1069,7 @@ pub fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli
             "--daemon" if in_mount(command) => once(&mut daemon)?,
             "--daemon-child" if in_mount(command) => once(&mut daemon_child)?,
             "--allow-other" if in_mount(command) => once(&mut allow_other)?,
+            "--no-passthrough" if in_mount(command) => once(&mut no_passthrough)?,
             "--require-signed" if in_mount(command) => once(&mut require_signed)?,
             "--allowed-signers" if in_mount(command) => value(&mut allowed_signers, next_value())?,
             _ if word.is_empty() || word.starts_with('-') || command.is_none() => return None,
@@ -1083,6 +1092,7 @@ pub fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli
             mountpoint: PathBuf::from(mountpoint),
             daemon,
             allow_other,
+            no_passthrough,
             daemon_child,
             trust: RequireArgs {
                 allowed_signers,
@@ -1163,6 +1173,7 @@ mod tests {
             format!("--store /s --verbose mount --daemon-child {id} /m --allow-other --allowed-signers /a --require-signed"),
             format!("--store /s -q --json mount --daemon {id} m"),
             format!("--store /s mount {id} m -v --allowed-signers=/a"),
+            format!("--store /s -v mount {id} /m --no-passthrough --daemon"),
             "--store /s mount agent/researcher ./review".to_string(),
             "--store /s mount ./x.zcpack mount".to_string(),
             "--store /s mount mount m".to_string(),
@@ -1191,6 +1202,8 @@ mod tests {
             format!("--store /s mount {id} -- /m"),
             format!("--store /s mount {id} /m --help"),
             format!("--store /s mount {id} /m --daemon=yes"),
+            format!("--store /s mount {id} /m --no-passthrough --no-passthrough"),
+            format!("--store /s mount {id} /m --no-passthrough=yes"),
             format!("--store /s mount {id} /m --allowed-signers"),
             format!("--store /s mount {id} /m --allowed-signers --daemon"),
             format!("--store= mount {id} /m"),

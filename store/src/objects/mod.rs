@@ -12,7 +12,9 @@
 //! frame at `objects/<2 hex>/<62 hex>.zst`. Either way its id is the blake3 of its
 //! uncompressed bytes. Every reader here accepts both forms (raw first: it is the only form of
 //! large objects and of every object an older version wrote), so callers never know which
-//! one they got; a compressed object is decoded whole (at most 256 KiB) into memory.
+//! one they got; a compressed object is decoded whole (at most 256 KiB) into memory. A raw
+//! loose object's [`Blob`] is the only one that hands out its file ([`Blob::backing_file`]:
+//! a mount lets the kernel read it directly, after verifying it).
 //! Writers check both forms before writing, so an object normally has one file; should both
 //! exist (an import racing a capture), either is valid and `remove` takes both.
 //!
@@ -84,6 +86,8 @@ pub struct Blob {
 enum BlobData {
     /// `len` bytes of the file from `offset`.
     Range { file: Arc<File>, offset: u64 },
+    /// A raw object file of this store, whole, opened read-only (see [`Blob::backing_file`]).
+    Object(Arc<File>),
     /// The bytes themselves (a compressed object, decoded).
     Memory(Arc<[u8]>),
 }
@@ -96,6 +100,33 @@ impl Blob {
             data: BlobData::Range { file, offset },
             len,
         }
+    }
+
+    /// A raw object file of this store (`objects/<2 hex>/<62 hex>`), whole: `len` is the
+    /// file's length when it was opened, read-only.
+    fn from_object_file(file: File, len: u64) -> Blob {
+        Blob {
+            data: BlobData::Object(Arc::new(file)),
+            len,
+        }
+    }
+
+    /// The file this blob is, whole, when it is a raw object file of the store (opened
+    /// read-only from `objects/<2 hex>/<62 hex>`, which the store writes once, makes
+    /// read-only and renames into place, and never writes again) and the file is still
+    /// exactly [`Blob::len`] bytes long. `None` for anything else: a member of a pack, a
+    /// compressed object decoded into memory, a blob some other source made of a file
+    /// ([`Blob::from_range`]).
+    ///
+    /// For a reader that hands the file itself to someone else (a FUSE mount passing reads
+    /// through to it): its bytes are the blob's only as long as the object is intact, so
+    /// [`Blob::verify`] it first, as every other reader of a blob does.
+    pub fn backing_file(&self) -> Option<&File> {
+        let BlobData::Object(file) = &self.data else {
+            return None;
+        };
+        let meta = file.metadata().ok()?;
+        (meta.is_file() && meta.len() == self.len).then_some(&**file)
     }
 
     /// A blob held in memory (a compressed object, decoded).
@@ -126,6 +157,7 @@ impl Blob {
             .min(usize::try_from(self.len - pos).unwrap_or(usize::MAX));
         let (file, offset) = match &self.data {
             BlobData::Range { file, offset } => (file, *offset),
+            BlobData::Object(file) => (file, 0),
             BlobData::Memory(bytes) => {
                 let start = usize::try_from(pos).expect("below len, which fits in memory");
                 buf[..want].copy_from_slice(&bytes[start..start + want]);
@@ -621,7 +653,7 @@ impl ObjectDir {
                     .metadata()
                     .map_err(|e| StoreError::io("stat", &path, e))?
                     .len();
-                return Ok(Stored::Raw(Blob::from_range(Arc::new(file), 0, len), path));
+                return Ok(Stored::Raw(Blob::from_object_file(file, len), path));
             }
             let frame = read_frame(&file, &path)?;
             let bytes = compressed::decompress(&frame)

@@ -3,6 +3,10 @@
 //! the mount answers are the library's ([`Bundles::prepare_mount_at`]); this file parses,
 //! prints, daemonizes and maps signals.
 //!
+//! With `-v` the mount says which path its reads take (FUSE passthrough on, or off and why:
+//! the library's [`Passthrough::note`]) and, for a remote, what it fetched; `--daemon`'s
+//! server passes those lines to the waiting parent, which prints them.
+//!
 //! The foreground mount serves until unmounted or interrupted: SIGINT/SIGTERM unmount cleanly
 //! and exit 0 (a busy mount stays up and says so). `--daemon` re-executes this binary in a
 //! new session as the server, waits until it reports that the mount answers (a line on a
@@ -21,16 +25,19 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
-use zeroclaw_bundle::{Bundles, MountError, MountNote, MountReport, MountRequest, ObjectId};
+use zeroclaw_bundle::{
+    Bundles, MountError, MountNote, MountReport, MountRequest, ObjectId, Passthrough,
+};
 
 use crate::cli::{MountArgs, UmountArgs};
 use crate::cmd::{Ctx, Outcome};
 
 /// The line the daemon child prints on its stdout once the mount answers.
 const READY: &str = "zeroclaw-bundle-mount-ready";
-/// The prefix of a line the daemon child prints before [`READY`] with `-v`: what the mount
-/// asked of its remote so far, for the parent to say (the child's stderr is gone by then).
-const TRAFFIC: &str = "zeroclaw-bundle-mount-traffic";
+/// The prefix of a line the daemon child prints before [`READY`] with `-v`, for the parent to
+/// say (the child's stderr is gone by then): which path reads take, what the mount asked of
+/// its remote so far.
+const VERBOSE: &str = "zeroclaw-bundle-mount-verbose";
 
 /// Runs `mount`.
 pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
@@ -52,6 +59,9 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     };
     let mut request = MountRequest::new(&args.snapshot, &args.mountpoint);
     request.options.allow_other = args.allow_other;
+    if args.no_passthrough {
+        request.options.passthrough = Passthrough::Off("turned off (--no-passthrough)".into());
+    }
     request.allowed_signers = args.trust.allowed_signers.as_deref();
     request.require_signed = args.trust.require_signed;
     request.notes = &notes;
@@ -83,11 +93,16 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
         }
     });
     let traffic = mounted.traffic();
+    // With -v: which path reads take, settled by now (the kernel's handshake is answered).
+    let read_path = mounted.passthrough().note();
     if args.daemon_child {
         // Tell the waiting parent, then stop talking: it closes the pipe after this line.
         let mut out = std::io::stdout().lock();
-        if let (Some(traffic), true) = (&traffic, ctx.verbose) {
-            let _ = writeln!(out, "{TRAFFIC} {traffic}");
+        if ctx.verbose {
+            let _ = writeln!(out, "{VERBOSE} {read_path}");
+            if let Some(traffic) = &traffic {
+                let _ = writeln!(out, "{VERBOSE} {traffic}");
+            }
         }
         reported.store(true, Ordering::SeqCst);
         let _ = writeln!(out, "{READY} {} {}", std::process::id(), mounted.id());
@@ -103,6 +118,9 @@ pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
             args.mountpoint.display(),
             args.mountpoint.display()
         );
+    }
+    if ctx.verbose && !args.daemon_child {
+        crate::note!("{read_path}");
     }
     let ended = mounted.serve();
     handler.close();
@@ -157,9 +175,10 @@ fn spawn_daemon(args: &MountArgs, ctx: &Ctx) -> Result<Outcome> {
         stdout
             .read_line(&mut line)
             .context("could not read from the mount server")?;
-        match line.trim_end().strip_prefix(TRAFFIC) {
-            // With -v: what the mount fetched from its remote before it answered.
-            Some(traffic) => crate::note!("{}", traffic.trim_start()),
+        match line.trim_end().strip_prefix(VERBOSE) {
+            // With -v: which path reads take, what the mount fetched from its remote before it
+            // answered.
+            Some(said) => crate::note!("{}", said.trim_start()),
             None => break,
         }
     }
@@ -214,6 +233,9 @@ fn server_command(args: &MountArgs, ctx: &Ctx) -> Result<Command> {
     cmd.args(["mount", "--daemon-child"]);
     if args.allow_other {
         cmd.arg("--allow-other");
+    }
+    if args.no_passthrough {
+        cmd.arg("--no-passthrough");
     }
     // The server checks the signatures (and refuses) as a foreground mount does.
     if let Some(file) = &args.trust.allowed_signers {
