@@ -31,7 +31,7 @@ use std::sync::Mutex;
 use crate::error::{DecodeError, StoreError};
 use crate::id::ObjectId;
 use crate::objects::StoreReader;
-use crate::objects::{Blob, ObjectDir, Staging};
+use crate::objects::{Blob, Holding, ObjectDir, Staging};
 use crate::pack::{bad, corrupt_in_pack, decode_pack_object, PackReader};
 use crate::pack_format::PackEntry;
 use crate::snapshot::Snapshot;
@@ -99,6 +99,7 @@ pub(crate) fn land_objects(
     store: &Packs<'_>,
     packs: &[PackReader],
     mut jobs: Vec<(usize, PackEntry)>,
+    fresh: bool,
     watch: &dyn ImportWatch,
 ) -> Result<(), StoreError> {
     jobs.sort_by_key(|(p, e)| (*p, e.offset));
@@ -153,7 +154,7 @@ pub(crate) fn land_objects(
                         fail(StoreError::Interrupted);
                         return;
                     }
-                    match land_one(&packs[*p], e, objects, &staging, &mut bufs) {
+                    match land_one(&packs[*p], e, objects, fresh, &staging, &mut bufs) {
                         Ok(()) => watch.advance(e.stored_len),
                         Err(err) => fail(err),
                     }
@@ -179,18 +180,27 @@ struct Buffers {
     zstd: Option<zstd::bulk::Decompressor<'static>>,
 }
 
-/// Reads, decodes, verifies and (unless the store has it) stages one object.
+/// Reads, decodes, verifies and (unless the store has it) stages one object: packed when
+/// it is small and the store has no copy of it (always, in a `fresh` store: one that held no
+/// object when the import began), else as a file of its own.
 fn land_one(
     pack: &PackReader,
     e: &PackEntry,
     objects: &ObjectDir,
+    fresh: bool,
     staging: &Staging,
     bufs: &mut Buffers,
 ) -> Result<(), StoreError> {
     let path = pack.path();
     // Held already: a concurrent import landed it, or it is a damaged tree this import
-    // replaces (see `closure_needs`); only an intact copy is kept.
-    let have = objects.has_with_len(&e.id, e.len) && objects.is_intact(&e.id);
+    // replaces (see `closure_needs`); only an intact copy is kept, and a damaged one is
+    // replaced by a file in its place.
+    let holding = match fresh {
+        true => Holding::Absent,
+        false => objects.holding(&e.id, e.len),
+    };
+    let have = holding == Holding::Intact;
+    let packed = holding == Holding::Absent && Staging::packable(e.len);
     if e.len > IN_MEMORY || e.stored_len > IN_MEMORY {
         let mut stored = BufReader::with_capacity(STREAM_BUF, pack.stored_reader(e));
         if have {
@@ -249,12 +259,15 @@ fn land_one(
     if have {
         return Ok(());
     }
-    if e.zstd && crate::objects::compressed::storable(&bufs.stored, bytes.len()) {
-        // The pack's frame is what the store would write for these bytes: it lands as it is
-        // (no recompression, and the unpacked store is as small as a captured one).
-        return staging.put_verified_frame(&e.id, &bufs.stored);
+    // The pack's frame is what the store would write for these bytes: it lands as it is
+    // (no recompression, and the unpacked store is as small as a captured one).
+    let frame = e.zstd && crate::objects::compressed::storable(&bufs.stored, bytes.len());
+    match (packed, frame) {
+        (true, true) => staging.pack_verified(&e.id, &bufs.stored, e.len, true),
+        (true, false) => staging.pack_verified(&e.id, bytes, e.len, false),
+        (false, true) => staging.put_verified_frame(&e.id, &bufs.stored),
+        (false, false) => staging.put_verified(&e.id, bytes),
     }
-    staging.put_verified(&e.id, bytes)
 }
 
 /// A received record must not take over this store's refs: its name must not already name
@@ -352,9 +365,11 @@ impl Packs<'_> {
                 pack.path().display()
             ),
         )?;
+        // A store with no object yet (one this unpack created) is not asked for each one.
+        let fresh = self.objects().is_empty()?;
         // Only what the snapshot reaches and the store lacks: any other object the pack lists
         // (an extra snapshot record, an unused blob) is never written.
-        let walk = closure_walk(self, packs, &snapshot.root)?;
+        let walk = closure_walk(self, packs, &snapshot.root, fresh)?;
         let (missing, from_pack) = (walk.missing, walk.from_packs);
         if let Some(first) = missing.first() {
             return Err(bad(
@@ -372,7 +387,7 @@ impl Packs<'_> {
         }
         // The record is read and hashed by `snapshot()` and written by the commit.
         let jobs = jobs_for(packs, &from_pack);
-        land_objects(self, packs, jobs, watch)?;
+        land_objects(self, packs, jobs, fresh, watch)?;
         self.catalog()
             .add_received_signatures(&lock, &pack.root, &signatures)?;
         let trees = ReceivedTrees {
@@ -409,7 +424,7 @@ impl Packs<'_> {
         packs: &[PackReader],
         root: &ObjectId,
     ) -> Result<(Vec<ObjectId>, Vec<ObjectId>), StoreError> {
-        let walk = closure_walk(self, packs, root)?;
+        let walk = closure_walk(self, packs, root, false)?;
         Ok((walk.missing, walk.from_packs))
     }
 
@@ -451,13 +466,14 @@ impl Packs<'_> {
             &snapshot.root,
             &format!("snapshot {}", snapshot_id.short(12)),
         )?;
-        let (missing, from_packs) = self.closure_needs(packs, &snapshot.root)?;
-        if let Some(first) = missing.first() {
+        let fresh = self.objects().is_empty()?;
+        let walk = closure_walk(self, packs, &snapshot.root, fresh)?;
+        if let Some(first) = walk.missing.first() {
             return Err(StoreError::MissingObject(*first));
         }
-        let jobs = jobs_for(packs, &from_packs);
+        let jobs = jobs_for(packs, &walk.from_packs);
         // Every pack's trailer is checked too, even one that only provided trees.
-        land_objects(self, packs, jobs, watch)?;
+        land_objects(self, packs, jobs, fresh, watch)?;
         let trees = ReceivedTrees {
             packs,
             store: self.objects().reader(),
@@ -537,12 +553,15 @@ struct ClosureWalk {
     reached: usize,
 }
 
-/// [`Packs::closure_needs`], counting what it reached too.
+/// [`Packs::closure_needs`], counting what it reached too; in a `fresh` store (one that held
+/// no object when the import began: [`ObjectDir::is_empty`]) nothing is looked up in it.
 fn closure_walk(
     store: &Packs<'_>,
     packs: &[PackReader],
     root: &ObjectId,
+    fresh: bool,
 ) -> Result<ClosureWalk, StoreError> {
+    let has = |id: &ObjectId| !fresh && store.objects().has(id);
     let mut missing = Vec::new();
     let mut from_packs = Vec::new();
     let mut seen = HashSet::new();
@@ -553,7 +572,7 @@ fn closure_walk(
         }
         // A tree the store holds damaged (`verify` names it) is taken from the packs like a
         // missing one, so unpacking or pulling the snapshot again replaces it.
-        let held = match store.objects().has(&id) {
+        let held = match has(&id) {
             true => match store.objects().read_tree(&id) {
                 Ok(tree) => Some(tree),
                 Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => None,
@@ -573,7 +592,7 @@ fn closure_walk(
         for e in tree.entries() {
             if e.kind == EntryKind::Dir {
                 stack.push(e.id);
-            } else if seen.insert(e.id) && !store.objects().has(&e.id) {
+            } else if seen.insert(e.id) && !has(&e.id) {
                 match find_in(packs, &e.id) {
                     Some(_) => from_packs.push(e.id),
                     None => missing.push(e.id),
