@@ -163,9 +163,14 @@ pub(crate) struct Packer {
     by_prefix: HashMap<u64, u32>,
     collided: HashMap<ObjectId, u32>,
     /// False for an import's packer ([`ImportPacks`]), which is never looked up: it keeps no
-    /// map of its ids.
+    /// map of its ids, and its bytes are written [`PENDING`] at a time (from `pending`), not
+    /// one object at a time.
     lookups: bool,
+    pending: Vec<u8>,
 }
+
+/// Bytes an import's packer gathers before it writes them.
+const PENDING: usize = 1 << 20;
 
 /// One appended object (49 bytes of fields; the lengths are at most 256 KiB and its frame).
 #[derive(Clone, Copy)]
@@ -640,6 +645,7 @@ impl Packer {
             by_prefix: HashMap::new(),
             collided: HashMap::new(),
             lookups: true,
+            pending: Vec::new(),
         };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
         header.extend_from_slice(MAGIC);
@@ -651,11 +657,30 @@ impl Packer {
     }
 
     fn write(&mut self, bytes: &[u8]) -> Result<(), StoreError> {
-        (&*self.file)
-            .write_all(bytes)
-            .map_err(|e| StoreError::io("write", &self.path, e))?;
+        if self.lookups {
+            // A lookup may read the object from the file as soon as it is appended.
+            (&*self.file)
+                .write_all(bytes)
+                .map_err(|e| StoreError::io("write", &self.path, e))?;
+        } else {
+            self.pending.extend_from_slice(bytes);
+            if self.pending.len() >= PENDING {
+                self.flush()?;
+            }
+        }
         self.hasher.update(bytes);
         self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Writes what an import's packer gathered.
+    fn flush(&mut self) -> Result<(), StoreError> {
+        if !self.pending.is_empty() {
+            (&*self.file)
+                .write_all(&self.pending)
+                .map_err(|e| StoreError::io("write", &self.path, e))?;
+            self.pending.clear();
+        }
         Ok(())
     }
 
@@ -724,6 +749,8 @@ impl Packer {
         if !chunk.is_empty() {
             self.write(&chunk)?;
         }
+        self.flush()?;
+        self.pending = Vec::new();
         let digest = self.hasher.finish();
         let trailer = encode_trailer(objects_end, &digest);
         (&*self.file)
