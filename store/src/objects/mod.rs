@@ -1489,6 +1489,69 @@ mod tests {
             .unwrap()
     }
 
+    /// A store is empty until its first object, whatever its form: a loose file, a pack,
+    /// even a pack that cannot be read.
+    #[test]
+    fn a_store_is_empty_until_its_first_object_in_any_form() {
+        let (_d, used) = store();
+        let o = used.objects();
+        assert!(o.is_empty().unwrap(), "a new store");
+        let id = o.write_bytes(&text(100)).unwrap();
+        assert!(!o.is_empty().unwrap(), "one loose object");
+        o.remove(&id).unwrap();
+        assert!(o.is_empty().unwrap(), "removed again");
+        o.pack_until_sync();
+        o.write_bytes(&text(100)).unwrap();
+        o.sync().unwrap();
+        assert!(o.file_of(&id).is_none() && o.has(&id));
+        assert!(!o.is_empty().unwrap(), "one packed object");
+
+        let (_e, junk) = store();
+        let packs = junk.objects().tmp_dir().with_file_name("objects/packs");
+        fs::create_dir_all(&packs).unwrap();
+        fs::write(packs.join("junk.pack"), b"not a pack").unwrap();
+        assert!(
+            !junk.objects().is_empty().unwrap(),
+            "a pack file, even unreadable"
+        );
+    }
+
+    /// What an import finds of an object: nothing, an intact copy in any form, or a damaged
+    /// one (torn to another length, or its bytes changed).
+    #[test]
+    fn holding_tells_intact_damaged_and_absent_apart_in_every_form() {
+        let (_d, store) = store();
+        let o = store.objects();
+        let absent = text(6_000);
+        assert_eq!(
+            o.holding(&ObjectId::of(&absent), absent.len() as u64),
+            Holding::Absent
+        );
+        for bytes in [text(100), text(20_000), random(300_000, 9)] {
+            let id = o.write_bytes(&bytes).unwrap();
+            let len = bytes.len() as u64;
+            assert_eq!(o.holding(&id, len), Holding::Intact, "{len}");
+            let file = o.file_of(&id).unwrap();
+            fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+            let whole = fs::read(&file).unwrap();
+            let mut changed = whole.clone();
+            let last = changed.len() - 1;
+            changed[last] ^= 1;
+            for damaged in [&whole[..whole.len() / 2], &changed[..]] {
+                fs::write(&file, damaged).unwrap();
+                assert_eq!(o.holding(&id, len), Holding::Damaged, "{len}");
+            }
+            fs::remove_file(&file).unwrap();
+            assert_eq!(o.holding(&id, len), Holding::Absent, "{len}");
+        }
+        o.pack_until_sync();
+        let bytes = text(30_000);
+        let id = o.write_bytes(&bytes).unwrap();
+        o.sync().unwrap();
+        assert_eq!(o.holding(&id, bytes.len() as u64), Holding::Intact);
+        assert_eq!(o.holding(&id, bytes.len() as u64 + 1), Holding::Damaged);
+    }
+
     #[test]
     fn unpack_lands_a_packs_frames_as_compressed_objects() {
         use crate::pack::PackReader;

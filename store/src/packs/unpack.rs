@@ -8,19 +8,27 @@
 //! order by `available_parallelism()` workers; each reads an object's stored bytes once,
 //! decompresses them (capped at the length the index declares: a decompression bomb stops
 //! there), hashes the result once, compares it with the id and writes it into a staging
-//! directory under `<store>/tmp/` ([`crate::objects::Staging`]). An object of up to
+//! directory under `<store>/tmp/` ([`crate::objects::Staging`]): an object of at most 256 KiB
+//! the store has no copy of is appended to the staging's object pack (the form a capture
+//! writes: one file for thousands of small objects, where a file each cost a create and a
+//! rename apiece, most of a cold unpack of the bench corpus), any other one is a file of its
+//! own. An object of up to
 //! [`IN_MEMORY`] bytes (stored and decoded) is handled in a buffer its worker reuses; a larger
 //! one streams from the pack through the decoder and the hasher into its staged file, so no
 //! allocation follows a declared length above that. Meanwhile one more thread checks each
 //! pack's trailer hash with one sequential read. Only when the trailer and every object
-//! passed are the staged files renamed into `objects/` (cheap), then
+//! passed is the staged pack fsynced and renamed into `objects/packs/` and are the staged
+//! files renamed into `objects/` (cheap), then
 //! [`crate::Catalog::commit_snapshot`] syncs the filesystem once (`syncfs`, no fsync per object) and
 //! writes the record, then the catalog entry. A failure anywhere removes the staging
 //! directory: nothing is imported. A kill leaves at most that directory (which `gc` removes)
 //! or, during the renames, unreferenced objects: never a snapshot that lists missing objects.
 //! A pack's signatures (its signature section) are kept beside the record just before it is
 //! committed. An object the store already holds intact (same id, length and hash) is verified but not
-//! staged; a tree the store holds damaged is replaced by the pack's verified copy.
+//! staged; a tree the store holds damaged is replaced by the pack's verified copy (a file in
+//! its place). A store that holds no object when the import begins (one `unpack` just
+//! created: [`ObjectDir::is_empty`]) is not asked for any object, neither by the walk of what
+//! to import nor by the workers.
 
 use std::collections::HashSet;
 use std::io::{self, BufReader};
@@ -613,6 +621,7 @@ mod tests {
     use crate::handle::Store;
     use crate::pack::PackOptions;
     use crate::tree::{Tree, TreeEntry};
+    use std::os::unix::fs::PermissionsExt;
 
     /// Bytes that do not compress (the store's test generator, seeded from `seed`).
     fn noise(seed: u64, len: usize) -> Vec<u8> {
@@ -831,6 +840,119 @@ mod tests {
             assert_nothing_imported(&store);
         }
     }
+    /// Every object `store` lists, by id: (packed, compressed); an object listed twice fails.
+    fn forms(store: &Store) -> std::collections::HashMap<ObjectId, (bool, bool)> {
+        let mut out = std::collections::HashMap::new();
+        for o in store.objects().list().unwrap() {
+            let again = out.insert(o.id, (o.packed, o.compressed));
+            assert!(again.is_none(), "{} is stored twice", o.id.short(12));
+        }
+        out
+    }
+
+    /// How many object packs `store` holds.
+    fn pack_files(store: &Store) -> usize {
+        let packs = store.objects().tmp_dir().with_file_name("objects/packs");
+        std::fs::read_dir(packs).map(|rd| rd.count()).unwrap_or(0)
+    }
+
+    /// Issue 43: an unpack into a new store lands what a capture would have written: the small
+    /// objects in one object pack (the compressible one as the pack's zstd frame), only the
+    /// object over 256 KiB and the record as files of their own; nothing left in tmp/.
+    #[test]
+    fn an_unpack_into_a_new_store_lands_its_small_objects_in_one_pack() {
+        let mut files = many_files();
+        files.push(("text".into(), b"compressible text ".repeat(2_000)));
+        files.push(("big".into(), noise(99, 300_000)));
+        let dir = tempfile::tempdir().unwrap();
+        let (id, pack) = packed(dir.path(), &files);
+        let (store, result) = unpack_into(dir.path(), "new", &pack);
+        assert_eq!(result.unwrap(), id);
+        let forms = forms(&store);
+        let big = ObjectId::of(&files.last().unwrap().1);
+        let loose: HashSet<ObjectId> = forms
+            .iter()
+            .filter(|(_, (packed, _))| !packed)
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(
+            loose,
+            HashSet::from([id, big]),
+            "only the big blob and the record"
+        );
+        // The blobs and the root tree, packed.
+        assert_eq!(forms.len(), files.len() + 2);
+        let text = ObjectId::of(&files[files.len() - 2].1);
+        assert_eq!(forms[&text], (true, true), "the pack's frame, packed");
+        assert_eq!(pack_files(&store), 1);
+        for (_, bytes) in &files {
+            assert_eq!(
+                store.objects().read_verified(&ObjectId::of(bytes)).unwrap(),
+                *bytes
+            );
+        }
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
+        assert_eq!(
+            std::fs::read_dir(store.objects().tmp_dir())
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+
+    /// Into a store in use: what it lacks lands packed, what it holds intact is not written
+    /// again, and the root tree it holds damaged is replaced by a file of the verified bytes.
+    #[test]
+    fn an_unpack_into_a_store_in_use_packs_what_it_lacks_and_replaces_a_damaged_tree() {
+        let files = many_files();
+        let dir = tempfile::tempdir().unwrap();
+        let (id, pack) = packed(dir.path(), &files);
+        let src = Store::open_or_create(&dir.path().join("src")).unwrap();
+        let root = src.objects().read_snapshot(&id).unwrap().root;
+        let dst = Store::open_or_create(&dir.path().join("dst")).unwrap();
+        for (_, bytes) in &files[..10] {
+            dst.objects().write_bytes(bytes).unwrap();
+        }
+        let tree = src.objects().read_verified(&root).unwrap();
+        assert_eq!(dst.objects().write_bytes(&tree).unwrap(), root);
+        let file = dst.objects().file_of(&root).unwrap();
+        let mut damaged = tree.clone();
+        damaged[20] ^= 0x40;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&file, &damaged).unwrap();
+        let path = dir.path().join("in-use.zcpack");
+        std::fs::write(&path, &pack).unwrap();
+        let report = dst
+            .packs()
+            .unpack_counted(&PackReader::open(&path).unwrap(), &NoWatch)
+            .unwrap();
+        assert_eq!(report.id, id);
+        assert_eq!((report.read, report.present), (files.len() - 10 + 2, 10));
+        let forms = forms(&dst);
+        for (i, (_, bytes)) in files.iter().enumerate() {
+            let packed = forms[&ObjectId::of(bytes)].0;
+            assert_eq!(
+                packed,
+                i >= 10,
+                "file {i}: held ones stay, lacked ones are packed"
+            );
+        }
+        assert!(!forms[&root].0, "the damaged tree is replaced by a file");
+        assert_eq!(std::fs::read(&file).unwrap(), tree);
+        assert_eq!(pack_files(&dst), 1);
+        assert!(dst
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
+    }
+
     /// A tree of files (name, bytes) written into `store`, and its id.
     fn tree_of(store: &Store, files: &[(&str, &[u8])]) -> (ObjectId, Vec<u8>) {
         let entries = files
