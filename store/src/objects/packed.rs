@@ -287,8 +287,21 @@ impl Packed {
     /// Publishes the packs of an import (see [`ImportPacks`]): each is finished (index,
     /// trailer, fsync) and renamed into `packs/`, where lookups find it from now on.
     pub(crate) fn publish_import(&self, packs: ImportPacks) -> Result<(), StoreError> {
-        let ImportPacks { full, current, .. } = packs;
-        for packer in full.into_iter().chain(current) {
+        let ImportPacks {
+            current, finished, ..
+        } = packs;
+        for mut pack in finished {
+            let name = file_name(&pack.path);
+            let dest = self.dir.join(&name);
+            rename_making_dir(&pack.path, &dest, &self.dir)
+                .map_err(|e| StoreError::io("rename into", &dest, e))?;
+            pack.path = dest;
+            let mut state = lock(&self.state);
+            if state.seen.insert(name) {
+                Arc::make_mut(&mut state.packs).push(Arc::new(pack));
+            }
+        }
+        if let Some(packer) = current {
             self.publish(packer)?;
         }
         Ok(())
@@ -533,6 +546,17 @@ fn geometric_split(ascending: &[u64]) -> usize {
     split
 }
 
+/// Renames `from` to `dest` in `dir`, making `dir` first when it is missing.
+fn rename_making_dir(from: &Path, dest: &Path, dir: &Path) -> io::Result<()> {
+    fs::rename(from, dest).or_else(|e| {
+        if e.kind() != io::ErrorKind::NotFound {
+            return Err(e);
+        }
+        fs::create_dir_all(dir)?;
+        fs::rename(from, dest)
+    })
+}
+
 fn file_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -557,13 +581,16 @@ fn find_in(packs: &[Arc<LocalPack>], id: &ObjectId) -> Result<Option<Found>, Sto
 /// file each cost a create and a rename apiece (on the bench corpus, 10,400 of them took most
 /// of a cold unpack). Nothing here is visible in the store, and nothing is looked up here:
 /// [`Packed::publish_import`] finishes them and renames them into `packs/` only once the
-/// whole import verified; dropped instead (a failed import), each removes its file. Rolls over
-/// as a capture's packer does.
+/// whole import verified. Rolls over as a capture's packer does: a full pack is finished
+/// (index, trailer, fsync) at once, in the staging directory, so only the pack being written
+/// holds its entries in memory. Dropped instead (a failed import), the pack being written
+/// removes its file; the finished ones go with the staging directory.
 #[derive(Debug)]
 pub(crate) struct ImportPacks {
     dir: PathBuf,
     current: Option<Packer>,
-    full: Vec<Packer>,
+    finished: Vec<LocalPack>,
+    added: usize,
 }
 
 impl ImportPacks {
@@ -573,7 +600,8 @@ impl ImportPacks {
         ImportPacks {
             dir: dir.to_path_buf(),
             current: None,
-            full: Vec::new(),
+            finished: Vec::new(),
+            added: 0,
         }
     }
 
@@ -597,19 +625,18 @@ impl ImportPacks {
             }
         };
         packer.append(id, stored, len, zstd)?;
+        self.added += 1;
         if packer.is_full() {
-            self.full.extend(self.current.take());
+            if let Some(full) = self.current.take() {
+                self.finished.push(full.finish_into(&self.dir)?);
+            }
         }
         Ok(())
     }
 
     /// How many objects were added.
     pub(crate) fn len(&self) -> usize {
-        self.full
-            .iter()
-            .chain(&self.current)
-            .map(|p| p.slots.len())
-            .sum()
+        self.added
     }
 }
 
@@ -760,14 +787,8 @@ impl Packer {
             .sync_data()
             .map_err(|e| StoreError::io("sync", &self.path, e))?;
         let dest = dir.join(format!("{}{SUFFIX}", digest.to_hex()));
-        let renamed = fs::rename(&self.path, &dest).or_else(|e| {
-            if e.kind() != io::ErrorKind::NotFound {
-                return Err(e);
-            }
-            fs::create_dir_all(dir)?;
-            fs::rename(&self.path, &dest)
-        });
-        renamed.map_err(|e| StoreError::io("rename into", &dest, e))?;
+        rename_making_dir(&self.path, &dest, dir)
+            .map_err(|e| StoreError::io("rename into", &dest, e))?;
         self.path = PathBuf::new(); // renamed: nothing for Drop to remove
         Ok(LocalPack {
             path: dest,
@@ -1316,6 +1337,49 @@ mod tests {
         let fresh = Store::open_or_create(store.root()).unwrap();
         for i in [0, ROLL_ENTRIES - 1, ROLL_ENTRIES, ROLL_ENTRIES + 2] {
             assert_eq!(fresh.objects().read_verified(&ids[i]).unwrap(), objects[i]);
+        }
+    }
+
+    /// An import's packs roll over too; the full one is finished at once in the staging
+    /// directory (its entries are not held until the end), and nothing of either is in the
+    /// store until the staging lands: a staging dropped instead leaves nothing.
+    #[test]
+    fn an_imports_packs_roll_over_and_land_only_with_the_staging() {
+        let (_t, store) = store();
+        let objects: Vec<Vec<u8>> = (0..ROLL_ENTRIES + 3)
+            .map(|i| format!("object {i}").into_bytes())
+            .collect();
+        let stage = |objects: &[Vec<u8>]| {
+            let staging = store.objects().staging().unwrap();
+            for o in objects {
+                staging
+                    .pack_verified(&ObjectId::of(o), o, o.len() as u64, false)
+                    .unwrap();
+            }
+            staging
+        };
+        let dropped = stage(&objects[..ROLL_ENTRIES + 1]);
+        let finished: Vec<_> = fs::read_dir(dropped.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(SUFFIX))
+            .collect();
+        assert_eq!(finished.len(), 1, "the full pack, finished in the staging");
+        drop(dropped);
+        assert!(pack_files(&store).is_empty());
+        assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
+        assert!(store.objects().is_empty().unwrap());
+
+        let staging = stage(&objects);
+        assert_eq!(staging.len(), objects.len());
+        staging.land().unwrap();
+        assert_eq!(pack_files(&store).len(), 2);
+        assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
+        let fresh = Store::open_or_create(store.root()).unwrap();
+        for i in [0, ROLL_ENTRIES - 1, ROLL_ENTRIES, ROLL_ENTRIES + 2] {
+            let id = ObjectId::of(&objects[i]);
+            assert_eq!(fresh.objects().read_verified(&id).unwrap(), objects[i]);
+            assert_eq!(store.objects().read_verified(&id).unwrap(), objects[i]);
         }
     }
 }
