@@ -65,7 +65,9 @@
 //! of packs grows with the logarithm of the store, not with the number of captures; the merged
 //! pack is whole before the old ones go (a crash between leaves objects in two packs, merged at
 //! the next gc). A snapshot record is read loose first, so a mount or `list` loads no pack index
-//! to read one. Objects an import lands stay loose files.
+//! to read one. An import (`unpack`, `pull`) packs the small objects it lands the same way,
+//! in a pack of its own renamed into `packs/` once everything it carried verified; an object
+//! it replaces because the store holds it damaged is landed as a file instead.
 //!
 //! ## Older stores
 //!

@@ -48,8 +48,12 @@
 //! worker per core, each read, decompressed (capped at the length its index declares) and
 //! hashed once, and written into a staging directory under `<store>/tmp/` (objects over 8 MiB
 //! stream, so no allocation follows a declared length), while one more thread checks the
-//! trailer hash. Only when the trailer and every object passed are the staged objects renamed
-//! into `objects/`, then the record and the catalog entry are written (one `syncfs` before the
-//! record), and the snapshot's tree index is written from the pack. A failure at any object
+//! trailer hash. The objects of at most 256 KiB the store has no copy of are appended to one
+//! object pack there (the form a capture writes: see the objects chapter), the others are a
+//! file each. Only when the trailer and every object passed is that pack fsynced and renamed
+//! into `objects/packs/` and are the staged files renamed into `objects/`, then the record and
+//! the catalog entry are written (one `syncfs` before the record), and the snapshot's tree
+//! index is written from the pack. A store that holds no object yet (a new one) is not asked
+//! for each object the snapshot reaches. A failure at any object
 //! removes the staging directory; a kill leaves at most that directory, which `gc` removes. What
 //! the pack lists beyond what its snapshot reaches is never written.

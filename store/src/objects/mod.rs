@@ -48,7 +48,7 @@ use crate::tree::Tree;
 pub(crate) mod compressed;
 mod packed;
 
-use packed::{Found, Packed};
+use packed::{Found, ImportPacks, Packed};
 
 /// Inputs below this size are hashed in memory before anything is written (and may be stored
 /// compressed: see `compressed`).
@@ -374,6 +374,77 @@ impl ObjectDir {
         self.open_blob(id).and_then(|b| b.verify(id)).is_ok()
     }
 
+    /// What the store holds of object `id` of `len` bytes, for an import deciding whether to
+    /// land it: as [`ObjectDir::has_with_len`] and [`ObjectDir::is_intact`] together tell, and
+    /// whether some other copy (a torn one, of another length) is there, in the same few
+    /// lookups.
+    pub(crate) fn holding(&self, id: &ObjectId, len: u64) -> Holding {
+        let judged = |o: &ObjectDir| match o.is_intact(id) {
+            true => Holding::Intact,
+            false => Holding::Damaged,
+        };
+        let mut torn = false;
+        if len <= SMALL as u64 {
+            if let Ok(Some(found)) = self.packed.find(id) {
+                if found.entry.len == len {
+                    return judged(self);
+                }
+                torn = true;
+            }
+        }
+        if let Ok(m) = fs::symlink_metadata(self.path_of(id)) {
+            if m.is_file() && m.len() == len {
+                return judged(self);
+            }
+            torn = true;
+        }
+        if len <= SMALL as u64 {
+            match sys::open_regular(&self.compressed_path_of(id)) {
+                Ok(Some(file)) => {
+                    let decoded = read_frame(&file, &self.compressed_path_of(id))
+                        .ok()
+                        .and_then(|frame| compressed::decompress(&frame).ok());
+                    if decoded.is_some_and(|bytes| bytes.len() as u64 == len) {
+                        return judged(self);
+                    }
+                    torn = true;
+                }
+                Ok(None) => torn = true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(_) => torn = true,
+            }
+        }
+        if torn {
+            Holding::Damaged
+        } else {
+            Holding::Absent
+        }
+    }
+
+    /// True when the store holds no object at all, in any form (a store just created, which
+    /// an unpack usually fills): then an import need not look up, one by one, objects that
+    /// cannot be there. Reads `packs/` and then the fan-out directories up to the first entry
+    /// (so one or two directory reads in a store in use). An object written by another
+    /// process after this answer is at worst imported again (harmless: a second copy).
+    pub(crate) fn is_empty(&self) -> Result<bool, StoreError> {
+        if self.packed.any_pack()? {
+            return Ok(false);
+        }
+        for i in 0..=255u8 {
+            let dir = self.objects.join(format!("{i:02x}"));
+            match fs::read_dir(&dir) {
+                Ok(mut rd) => {
+                    if rd.next().is_some() {
+                        return Ok(false);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("list", &dir, e)),
+            }
+        }
+        Ok(true)
+    }
+
     /// True when the object exists (in any form).
     pub fn has(&self, id: &ObjectId) -> bool {
         matches!(self.packed.find(id), Ok(Some(_))) || self.file_of(id).is_some()
@@ -532,6 +603,7 @@ impl ObjectDir {
                 Ok(()) => {
                     return Ok(Staging {
                         objects: self.clone(),
+                        packs: Mutex::new(ImportPacks::new(&dir)),
                         dir,
                         staged: Mutex::new(Vec::new()),
                         done: false,
@@ -869,6 +941,18 @@ pub struct ListedObject {
     pub packed: bool,
 }
 
+/// What an import finds of an object in the store ([`ObjectDir::holding`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holding {
+    /// A copy of the right length whose bytes hash to the id: nothing to land.
+    Intact,
+    /// Some copy that is not intact (torn, or its bytes damaged): the import lands a
+    /// verified one over it.
+    Damaged,
+    /// No copy at all.
+    Absent,
+}
+
 /// A packed object as stored: a raw one in place, a compressed one read and decoded (it must
 /// decode to its entry's length).
 fn stored_in_pack(id: &ObjectId, found: Found) -> Result<Stored, StoreError> {
@@ -934,19 +1018,24 @@ fn making_parent<T>(path: &Path, op: impl Fn() -> io::Result<T>) -> io::Result<T
 }
 
 /// A directory under `<store>/tmp/` where an import (`unpack`, `pull`) writes objects it has
-/// verified, each as a read-only file named by its id (fanned out as in `objects/`). Nothing in it is visible in the store:
-/// [`Staging::land`] renames every staged object into `objects/` only once the whole import
+/// verified: the small ones it lacked appended to packs ([`Staging::pack_verified`], see
+/// `packed::ImportPacks`), the others each as a read-only file named by its id (fanned out as
+/// in `objects/`). Nothing in it is visible in the store: [`Staging::land`] renames the packs
+/// into `objects/packs/` and every staged file into `objects/` only once the whole import
 /// verified (cheap renames within one filesystem); dropping a staging that did not land
 /// removes it with everything in it. A process killed meanwhile leaves the directory, which
 /// `gc` removes (staging is only done under the store's write lock, which gc excludes).
-/// Objects are not fsynced here: the commit's `syncfs` covers them, as for a capture.
+/// Loose objects are not fsynced here: the commit's `syncfs` covers them, as for a capture;
+/// each pack is fsynced before its rename, as a capture's is.
 #[derive(Debug)]
 pub(crate) struct Staging {
     objects: ObjectDir,
     dir: PathBuf,
-    /// Objects completely written (only these are landed), each with whether it is staged
-    /// compressed.
+    /// Objects completely written as files (only these are landed), each with whether it is
+    /// staged compressed.
     staged: Mutex<Vec<(ObjectId, bool)>>,
+    /// Objects appended to packs.
+    packs: Mutex<ImportPacks>,
     done: bool,
 }
 
@@ -1007,6 +1096,29 @@ impl Staging {
         self.put(id, frame, true)
     }
 
+    /// Appends object `id` of `len` bytes (at most the size of a packed object) to the
+    /// staging's packs, stored as `stored`: its bytes, or a zstd frame of them when `zstd`
+    /// (one that `compressed::storable` accepts). The caller has hashed the bytes and
+    /// compared the hash with `id`, and the store lacks the object (a damaged copy is
+    /// replaced by a staged file instead, which takes its place).
+    pub(crate) fn pack_verified(
+        &self,
+        id: &ObjectId,
+        stored: &[u8],
+        len: u64,
+        zstd: bool,
+    ) -> Result<(), StoreError> {
+        self.packs
+            .lock()
+            .expect("no panic holds the packs")
+            .add(id, stored, len, zstd)
+    }
+
+    /// Whether an object of `len` bytes may go into the staging's packs.
+    pub(crate) fn packable(len: u64) -> bool {
+        len <= SMALL as u64
+    }
+
     fn put(&self, id: &ObjectId, stored: &[u8], compressed: bool) -> Result<(), StoreError> {
         let (mut file, path) = self.create(id, compressed)?;
         file.write_all(stored)
@@ -1031,9 +1143,10 @@ impl Staging {
         })
     }
 
-    /// How many objects are staged.
+    /// How many objects are staged (as files and packed).
     pub(crate) fn len(&self) -> usize {
         self.staged.lock().expect("no panic holds the list").len()
+            + self.packs.lock().expect("no panic holds the packs").len()
     }
 
     /// Renames every staged object into `objects/` (an object already there is replaced by
@@ -1041,6 +1154,13 @@ impl Staging {
     /// verified. An interruption midway leaves some objects landed, unreferenced until the
     /// record is committed: the crash invariant allows that.
     pub(crate) fn land(mut self) -> Result<(), StoreError> {
+        let packs = std::mem::replace(
+            &mut *self.packs.lock().expect("no panic holds the packs"),
+            ImportPacks::new(&self.dir),
+        );
+        // The packed objects were absent from the store: the packs hold no copy of them to
+        // drop, and none of the staged files below.
+        self.objects.packed.publish_import(packs)?;
         let staged = std::mem::take(&mut *self.staged.lock().expect("no panic holds the list"));
         for &(id, compressed) in &staged {
             let dest = if compressed {
@@ -1399,6 +1519,69 @@ mod tests {
             .catalog()
             .commit_snapshot(&lock, &Snapshot::for_test(root, "s"), None)
             .unwrap()
+    }
+
+    /// A store is empty until its first object, whatever its form: a loose file, a pack,
+    /// even a pack that cannot be read.
+    #[test]
+    fn a_store_is_empty_until_its_first_object_in_any_form() {
+        let (_d, used) = store();
+        let o = used.objects();
+        assert!(o.is_empty().unwrap(), "a new store");
+        let id = o.write_bytes(&text(100)).unwrap();
+        assert!(!o.is_empty().unwrap(), "one loose object");
+        o.remove(&id).unwrap();
+        assert!(o.is_empty().unwrap(), "removed again");
+        o.pack_until_sync();
+        o.write_bytes(&text(100)).unwrap();
+        o.sync().unwrap();
+        assert!(o.file_of(&id).is_none() && o.has(&id));
+        assert!(!o.is_empty().unwrap(), "one packed object");
+
+        let (_e, junk) = store();
+        let packs = junk.objects().tmp_dir().with_file_name("objects/packs");
+        fs::create_dir_all(&packs).unwrap();
+        fs::write(packs.join("junk.pack"), b"not a pack").unwrap();
+        assert!(
+            !junk.objects().is_empty().unwrap(),
+            "a pack file, even unreadable"
+        );
+    }
+
+    /// What an import finds of an object: nothing, an intact copy in any form, or a damaged
+    /// one (torn to another length, or its bytes changed).
+    #[test]
+    fn holding_tells_intact_damaged_and_absent_apart_in_every_form() {
+        let (_d, store) = store();
+        let o = store.objects();
+        let absent = text(6_000);
+        assert_eq!(
+            o.holding(&ObjectId::of(&absent), absent.len() as u64),
+            Holding::Absent
+        );
+        for bytes in [text(100), text(20_000), random(300_000, 9)] {
+            let id = o.write_bytes(&bytes).unwrap();
+            let len = bytes.len() as u64;
+            assert_eq!(o.holding(&id, len), Holding::Intact, "{len}");
+            let file = o.file_of(&id).unwrap();
+            fs::set_permissions(&file, fs::Permissions::from_mode(0o644)).unwrap();
+            let whole = fs::read(&file).unwrap();
+            let mut changed = whole.clone();
+            let last = changed.len() - 1;
+            changed[last] ^= 1;
+            for damaged in [&whole[..whole.len() / 2], &changed[..]] {
+                fs::write(&file, damaged).unwrap();
+                assert_eq!(o.holding(&id, len), Holding::Damaged, "{len}");
+            }
+            fs::remove_file(&file).unwrap();
+            assert_eq!(o.holding(&id, len), Holding::Absent, "{len}");
+        }
+        o.pack_until_sync();
+        let bytes = text(30_000);
+        let id = o.write_bytes(&bytes).unwrap();
+        o.sync().unwrap();
+        assert_eq!(o.holding(&id, bytes.len() as u64), Holding::Intact);
+        assert_eq!(o.holding(&id, bytes.len() as u64 + 1), Holding::Damaged);
     }
 
     #[test]

@@ -8,19 +8,27 @@
 //! order by `available_parallelism()` workers; each reads an object's stored bytes once,
 //! decompresses them (capped at the length the index declares: a decompression bomb stops
 //! there), hashes the result once, compares it with the id and writes it into a staging
-//! directory under `<store>/tmp/` ([`crate::objects::Staging`]). An object of up to
+//! directory under `<store>/tmp/` ([`crate::objects::Staging`]): an object of at most 256 KiB
+//! the store has no copy of is appended to the staging's object pack (the form a capture
+//! writes: one file for thousands of small objects, where a file each cost a create and a
+//! rename apiece, most of a cold unpack of the bench corpus), any other one is a file of its
+//! own. An object of up to
 //! [`IN_MEMORY`] bytes (stored and decoded) is handled in a buffer its worker reuses; a larger
 //! one streams from the pack through the decoder and the hasher into its staged file, so no
 //! allocation follows a declared length above that. Meanwhile one more thread checks each
 //! pack's trailer hash with one sequential read. Only when the trailer and every object
-//! passed are the staged files renamed into `objects/` (cheap), then
+//! passed is the staged pack fsynced and renamed into `objects/packs/` and are the staged
+//! files renamed into `objects/` (cheap), then
 //! [`crate::Catalog::commit_snapshot`] syncs the filesystem once (`syncfs`, no fsync per object) and
 //! writes the record, then the catalog entry. A failure anywhere removes the staging
 //! directory: nothing is imported. A kill leaves at most that directory (which `gc` removes)
 //! or, during the renames, unreferenced objects: never a snapshot that lists missing objects.
 //! A pack's signatures (its signature section) are kept beside the record just before it is
 //! committed. An object the store already holds intact (same id, length and hash) is verified but not
-//! staged; a tree the store holds damaged is replaced by the pack's verified copy.
+//! staged; a tree the store holds damaged is replaced by the pack's verified copy (a file in
+//! its place). A store that holds no object when the import begins (one `unpack` just
+//! created: [`ObjectDir::is_empty`]) is not asked for any object, neither by the walk of what
+//! to import nor by the workers.
 
 use std::collections::HashSet;
 use std::io::{self, BufReader};
@@ -31,7 +39,7 @@ use std::sync::Mutex;
 use crate::error::{DecodeError, StoreError};
 use crate::id::ObjectId;
 use crate::objects::StoreReader;
-use crate::objects::{Blob, ObjectDir, Staging};
+use crate::objects::{Blob, Holding, ObjectDir, Staging};
 use crate::pack::{bad, corrupt_in_pack, decode_pack_object, PackReader};
 use crate::pack_format::PackEntry;
 use crate::snapshot::Snapshot;
@@ -99,6 +107,7 @@ pub(crate) fn land_objects(
     store: &Packs<'_>,
     packs: &[PackReader],
     mut jobs: Vec<(usize, PackEntry)>,
+    fresh: bool,
     watch: &dyn ImportWatch,
 ) -> Result<(), StoreError> {
     jobs.sort_by_key(|(p, e)| (*p, e.offset));
@@ -153,7 +162,7 @@ pub(crate) fn land_objects(
                         fail(StoreError::Interrupted);
                         return;
                     }
-                    match land_one(&packs[*p], e, objects, &staging, &mut bufs) {
+                    match land_one(&packs[*p], e, objects, fresh, &staging, &mut bufs) {
                         Ok(()) => watch.advance(e.stored_len),
                         Err(err) => fail(err),
                     }
@@ -179,18 +188,27 @@ struct Buffers {
     zstd: Option<zstd::bulk::Decompressor<'static>>,
 }
 
-/// Reads, decodes, verifies and (unless the store has it) stages one object.
+/// Reads, decodes, verifies and (unless the store has it) stages one object: packed when
+/// it is small and the store has no copy of it (always, in a `fresh` store: one that held no
+/// object when the import began), else as a file of its own.
 fn land_one(
     pack: &PackReader,
     e: &PackEntry,
     objects: &ObjectDir,
+    fresh: bool,
     staging: &Staging,
     bufs: &mut Buffers,
 ) -> Result<(), StoreError> {
     let path = pack.path();
     // Held already: a concurrent import landed it, or it is a damaged tree this import
-    // replaces (see `closure_needs`); only an intact copy is kept.
-    let have = objects.has_with_len(&e.id, e.len) && objects.is_intact(&e.id);
+    // replaces (see `closure_needs`); only an intact copy is kept, and a damaged one is
+    // replaced by a file in its place.
+    let holding = match fresh {
+        true => Holding::Absent,
+        false => objects.holding(&e.id, e.len),
+    };
+    let have = holding == Holding::Intact;
+    let packed = holding == Holding::Absent && Staging::packable(e.len);
     if e.len > IN_MEMORY || e.stored_len > IN_MEMORY {
         let mut stored = BufReader::with_capacity(STREAM_BUF, pack.stored_reader(e));
         if have {
@@ -249,12 +267,15 @@ fn land_one(
     if have {
         return Ok(());
     }
-    if e.zstd && crate::objects::compressed::storable(&bufs.stored, bytes.len()) {
-        // The pack's frame is what the store would write for these bytes: it lands as it is
-        // (no recompression, and the unpacked store is as small as a captured one).
-        return staging.put_verified_frame(&e.id, &bufs.stored);
+    // The pack's frame is what the store would write for these bytes: it lands as it is
+    // (no recompression, and the unpacked store is as small as a captured one).
+    let frame = e.zstd && crate::objects::compressed::storable(&bufs.stored, bytes.len());
+    match (packed, frame) {
+        (true, true) => staging.pack_verified(&e.id, &bufs.stored, e.len, true),
+        (true, false) => staging.pack_verified(&e.id, bytes, e.len, false),
+        (false, true) => staging.put_verified_frame(&e.id, &bufs.stored),
+        (false, false) => staging.put_verified(&e.id, bytes),
     }
-    staging.put_verified(&e.id, bytes)
 }
 
 /// A received record must not take over this store's refs: its name must not already name
@@ -352,9 +373,11 @@ impl Packs<'_> {
                 pack.path().display()
             ),
         )?;
+        // A store with no object yet (one this unpack created) is not asked for each one.
+        let fresh = self.objects().is_empty()?;
         // Only what the snapshot reaches and the store lacks: any other object the pack lists
         // (an extra snapshot record, an unused blob) is never written.
-        let walk = closure_walk(self, packs, &snapshot.root)?;
+        let walk = closure_walk(self, packs, &snapshot.root, fresh)?;
         let (missing, from_pack) = (walk.missing, walk.from_packs);
         if let Some(first) = missing.first() {
             return Err(bad(
@@ -372,7 +395,7 @@ impl Packs<'_> {
         }
         // The record is read and hashed by `snapshot()` and written by the commit.
         let jobs = jobs_for(packs, &from_pack);
-        land_objects(self, packs, jobs, watch)?;
+        land_objects(self, packs, jobs, fresh, watch)?;
         self.catalog()
             .add_received_signatures(&lock, &pack.root, &signatures)?;
         let trees = ReceivedTrees {
@@ -409,7 +432,7 @@ impl Packs<'_> {
         packs: &[PackReader],
         root: &ObjectId,
     ) -> Result<(Vec<ObjectId>, Vec<ObjectId>), StoreError> {
-        let walk = closure_walk(self, packs, root)?;
+        let walk = closure_walk(self, packs, root, false)?;
         Ok((walk.missing, walk.from_packs))
     }
 
@@ -451,13 +474,14 @@ impl Packs<'_> {
             &snapshot.root,
             &format!("snapshot {}", snapshot_id.short(12)),
         )?;
-        let (missing, from_packs) = self.closure_needs(packs, &snapshot.root)?;
-        if let Some(first) = missing.first() {
+        let fresh = self.objects().is_empty()?;
+        let walk = closure_walk(self, packs, &snapshot.root, fresh)?;
+        if let Some(first) = walk.missing.first() {
             return Err(StoreError::MissingObject(*first));
         }
-        let jobs = jobs_for(packs, &from_packs);
+        let jobs = jobs_for(packs, &walk.from_packs);
         // Every pack's trailer is checked too, even one that only provided trees.
-        land_objects(self, packs, jobs, watch)?;
+        land_objects(self, packs, jobs, fresh, watch)?;
         let trees = ReceivedTrees {
             packs,
             store: self.objects().reader(),
@@ -537,12 +561,15 @@ struct ClosureWalk {
     reached: usize,
 }
 
-/// [`Packs::closure_needs`], counting what it reached too.
+/// [`Packs::closure_needs`], counting what it reached too; in a `fresh` store (one that held
+/// no object when the import began: [`ObjectDir::is_empty`]) nothing is looked up in it.
 fn closure_walk(
     store: &Packs<'_>,
     packs: &[PackReader],
     root: &ObjectId,
+    fresh: bool,
 ) -> Result<ClosureWalk, StoreError> {
+    let has = |id: &ObjectId| !fresh && store.objects().has(id);
     let mut missing = Vec::new();
     let mut from_packs = Vec::new();
     let mut seen = HashSet::new();
@@ -553,7 +580,7 @@ fn closure_walk(
         }
         // A tree the store holds damaged (`verify` names it) is taken from the packs like a
         // missing one, so unpacking or pulling the snapshot again replaces it.
-        let held = match store.objects().has(&id) {
+        let held = match has(&id) {
             true => match store.objects().read_tree(&id) {
                 Ok(tree) => Some(tree),
                 Err(StoreError::CorruptObject { .. } | StoreError::Undecodable { .. }) => None,
@@ -573,7 +600,7 @@ fn closure_walk(
         for e in tree.entries() {
             if e.kind == EntryKind::Dir {
                 stack.push(e.id);
-            } else if seen.insert(e.id) && !store.objects().has(&e.id) {
+            } else if seen.insert(e.id) && !has(&e.id) {
                 match find_in(packs, &e.id) {
                     Some(_) => from_packs.push(e.id),
                     None => missing.push(e.id),
@@ -594,6 +621,7 @@ mod tests {
     use crate::handle::Store;
     use crate::pack::PackOptions;
     use crate::tree::{Tree, TreeEntry};
+    use std::os::unix::fs::PermissionsExt;
 
     /// Bytes that do not compress (the store's test generator, seeded from `seed`).
     fn noise(seed: u64, len: usize) -> Vec<u8> {
@@ -812,6 +840,119 @@ mod tests {
             assert_nothing_imported(&store);
         }
     }
+    /// Every object `store` lists, by id: (packed, compressed); an object listed twice fails.
+    fn forms(store: &Store) -> std::collections::HashMap<ObjectId, (bool, bool)> {
+        let mut out = std::collections::HashMap::new();
+        for o in store.objects().list().unwrap() {
+            let again = out.insert(o.id, (o.packed, o.compressed));
+            assert!(again.is_none(), "{} is stored twice", o.id.short(12));
+        }
+        out
+    }
+
+    /// How many object packs `store` holds.
+    fn pack_files(store: &Store) -> usize {
+        let packs = store.objects().tmp_dir().with_file_name("objects/packs");
+        std::fs::read_dir(packs).map(|rd| rd.count()).unwrap_or(0)
+    }
+
+    /// Issue 43: an unpack into a new store lands what a capture would have written: the small
+    /// objects in one object pack (the compressible one as the pack's zstd frame), only the
+    /// object over 256 KiB and the record as files of their own; nothing left in tmp/.
+    #[test]
+    fn an_unpack_into_a_new_store_lands_its_small_objects_in_one_pack() {
+        let mut files = many_files();
+        files.push(("text".into(), b"compressible text ".repeat(2_000)));
+        files.push(("big".into(), noise(99, 300_000)));
+        let dir = tempfile::tempdir().unwrap();
+        let (id, pack) = packed(dir.path(), &files);
+        let (store, result) = unpack_into(dir.path(), "new", &pack);
+        assert_eq!(result.unwrap(), id);
+        let forms = forms(&store);
+        let big = ObjectId::of(&files.last().unwrap().1);
+        let loose: HashSet<ObjectId> = forms
+            .iter()
+            .filter(|(_, (packed, _))| !packed)
+            .map(|(id, _)| *id)
+            .collect();
+        assert_eq!(
+            loose,
+            HashSet::from([id, big]),
+            "only the big blob and the record"
+        );
+        // The blobs and the root tree, packed.
+        assert_eq!(forms.len(), files.len() + 2);
+        let text = ObjectId::of(&files[files.len() - 2].1);
+        assert_eq!(forms[&text], (true, true), "the pack's frame, packed");
+        assert_eq!(pack_files(&store), 1);
+        for (_, bytes) in &files {
+            assert_eq!(
+                store.objects().read_verified(&ObjectId::of(bytes)).unwrap(),
+                *bytes
+            );
+        }
+        assert!(store
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
+        assert_eq!(
+            std::fs::read_dir(store.objects().tmp_dir())
+                .unwrap()
+                .count(),
+            0
+        );
+    }
+
+    /// Into a store in use: what it lacks lands packed, what it holds intact is not written
+    /// again, and the root tree it holds damaged is replaced by a file of the verified bytes.
+    #[test]
+    fn an_unpack_into_a_store_in_use_packs_what_it_lacks_and_replaces_a_damaged_tree() {
+        let files = many_files();
+        let dir = tempfile::tempdir().unwrap();
+        let (id, pack) = packed(dir.path(), &files);
+        let src = Store::open_or_create(&dir.path().join("src")).unwrap();
+        let root = src.objects().read_snapshot(&id).unwrap().root;
+        let dst = Store::open_or_create(&dir.path().join("dst")).unwrap();
+        for (_, bytes) in &files[..10] {
+            dst.objects().write_bytes(bytes).unwrap();
+        }
+        let tree = src.objects().read_verified(&root).unwrap();
+        assert_eq!(dst.objects().write_bytes(&tree).unwrap(), root);
+        let file = dst.objects().file_of(&root).unwrap();
+        let mut damaged = tree.clone();
+        damaged[20] ^= 0x40;
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&file, &damaged).unwrap();
+        let path = dir.path().join("in-use.zcpack");
+        std::fs::write(&path, &pack).unwrap();
+        let report = dst
+            .packs()
+            .unpack_counted(&PackReader::open(&path).unwrap(), &NoWatch)
+            .unwrap();
+        assert_eq!(report.id, id);
+        assert_eq!((report.read, report.present), (files.len() - 10 + 2, 10));
+        let forms = forms(&dst);
+        for (i, (_, bytes)) in files.iter().enumerate() {
+            let packed = forms[&ObjectId::of(bytes)].0;
+            assert_eq!(
+                packed,
+                i >= 10,
+                "file {i}: held ones stay, lacked ones are packed"
+            );
+        }
+        assert!(!forms[&root].0, "the damaged tree is replaced by a file");
+        assert_eq!(std::fs::read(&file).unwrap(), tree);
+        assert_eq!(pack_files(&dst), 1);
+        assert!(dst
+            .maintenance()
+            .verify(&mut |_, _| {})
+            .unwrap()
+            .problems
+            .is_empty());
+    }
+
     /// A tree of files (name, bytes) written into `store`, and its id.
     fn tree_of(store: &Store, files: &[(&str, &[u8])]) -> (ObjectId, Vec<u8>) {
         let entries = files
