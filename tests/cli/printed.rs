@@ -11,7 +11,6 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::util::{write, Run, TestEnv, BIN};
 use crate::ux::{screen_until, wait_file, Tmux};
