@@ -37,6 +37,24 @@ pub(crate) const INDEX_HEADER: &str = "zeroclaw-bundle remote index 1";
 const SINGLE_PUT_MAX: u64 = 16 << 20;
 /// Multipart part size (S3's minimum is 5 MiB).
 const PART: usize = 8 << 20;
+/// The bytes of one ranged GET of a pull.
+const PULL_PART: u64 = 8 << 20;
+/// Ranged GETs of a pull in flight at once.
+const PULL_IN_FLIGHT: usize = 8;
+
+/// The bytes of one ranged GET of a pull: [`PULL_PART`], or with the test hooks
+/// `ZEROCLAW_BUNDLE_TEST_PULL_PART` (small packs in many parts).
+fn pull_part() -> u64 {
+    #[cfg(feature = "test-hooks")]
+    if let Some(n) = std::env::var("ZEROCLAW_BUNDLE_TEST_PULL_PART")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|n| *n > 0)
+    {
+        return n;
+    }
+    PULL_PART
+}
 /// An index file is at most this big (32 million ids); a larger one is refused unread.
 const MAX_INDEX_BYTES: u64 = 2 << 30;
 
@@ -653,45 +671,162 @@ impl Remote {
         })
     }
 
-    /// Downloads `key` into the local file `out` (created new); its size, or `None` when the
-    /// remote has no such key.
-    /// `received` hears the bytes written so far.
-    pub(crate) fn get_file(
+    /// Downloads each `(key, file)` of `jobs` into its local file (created new, the size of
+    /// the key): ranged GETs of [`PULL_PART`] bytes, [`PULL_IN_FLIGHT`] at a time across all
+    /// the keys, each part streamed to its offset (memory: one chunk per request in flight).
+    /// Per job its size, or `None` when the remote has no such key (gone before or during the
+    /// download). A part that arrives short, long or at another range (a server that ignores
+    /// `Range` answers 200: refused by the object store) fails naming its key. `received`
+    /// hears the bytes written so far, over all the jobs.
+    pub(crate) fn get_files(
         &self,
-        key: &str,
-        out: &FsPath,
+        jobs: &[(String, std::path::PathBuf)],
         received: &dyn Fn(u64),
-    ) -> Result<Option<u64>, RemoteError> {
-        let io = |op, e| RemoteError::Io {
-            op,
-            path: out.to_path_buf(),
-            source: e,
-        };
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(out)
-            .map_err(|e| io("create", e))?;
-        let path = Path::from(key);
+    ) -> Result<Vec<Option<u64>>, RemoteError> {
         // Not synced: a downloaded pack is a temporary file, verified before use; the objects
         // imported from it are made durable by the store's commit.
         self.run(async {
-            let got = match self.store.get(&path).await {
-                Ok(g) => g,
-                Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                Err(e) => return Err(self.request("download", key, e)),
-            };
-            let mut stream = got.into_stream();
-            let mut n = 0u64;
-            while let Some(chunk) = stream.next().await {
-                self.check_cancel()?;
-                let chunk = chunk.map_err(|e| self.request("download", key, e))?;
-                f.write_all(&chunk).map_err(|e| io("write", e))?;
-                n += chunk.len() as u64;
-                received(n);
+            let sizes: Vec<Result<Option<u64>, RemoteError>> = futures_util::stream::iter(jobs)
+                .map(|(key, _)| async move {
+                    match self.store.head(&Path::from(key.as_str())).await {
+                        Ok(meta) => Ok(Some(meta.size)),
+                        Err(object_store::Error::NotFound { .. }) => Ok(None),
+                        Err(e) => Err(self.request("download", key, e)),
+                    }
+                })
+                .buffered(PULL_IN_FLIGHT)
+                .collect()
+                .await;
+            let mut files = Vec::with_capacity(jobs.len());
+            let mut parts = Vec::new();
+            let part = pull_part();
+            for (i, ((_, out), size)) in jobs.iter().zip(sizes).enumerate() {
+                let Some(size) = size? else {
+                    files.push(None);
+                    continue;
+                };
+                let io = |op, e| RemoteError::Io {
+                    op,
+                    path: out.clone(),
+                    source: e,
+                };
+                let f = std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(out)
+                    .map_err(|e| io("create", e))?;
+                f.set_len(size).map_err(|e| io("size", e))?;
+                files.push(Some((f, size)));
+                let mut start = 0;
+                while start < size {
+                    let end = size.min(start + part);
+                    parts.push((i, start..end));
+                    start = end;
+                }
             }
-            Ok(Some(n))
+            let done = std::cell::Cell::new(0u64);
+            let mut gone = vec![false; jobs.len()];
+            let files = &files;
+            let done = &done;
+            let mut fetches = futures_util::stream::iter(parts)
+                .map(|(i, range)| async move {
+                    let (key, out) = &jobs[i];
+                    let Some((file, size)) = &files[i] else {
+                        return Ok((i, false));
+                    };
+                    let found = self
+                        .get_part(key, file, out, *size, range, &|n| {
+                            done.set(done.get() + n);
+                            received(done.get());
+                        })
+                        .await?;
+                    Ok::<_, RemoteError>((i, found))
+                })
+                .buffer_unordered(PULL_IN_FLIGHT);
+            while let Some(fetched) = fetches.next().await {
+                let (i, found) = fetched?;
+                if !found {
+                    gone[i] = true;
+                }
+            }
+            Ok(files
+                .iter()
+                .zip(gone)
+                .map(|(f, gone)| f.as_ref().filter(|_| !gone).map(|(_, size)| *size))
+                .collect())
         })
+    }
+
+    /// Bytes `range` of `key` (`size` bytes long when the download began) written at their
+    /// offset of `file` (the local `out`); `false` when the key is gone. `wrote` hears each
+    /// chunk's length.
+    async fn get_part(
+        &self,
+        key: &str,
+        file: &File,
+        out: &FsPath,
+        size: u64,
+        range: std::ops::Range<u64>,
+        wrote: &dyn Fn(u64),
+    ) -> Result<bool, RemoteError> {
+        use std::os::unix::fs::FileExt;
+        let options = object_store::GetOptions {
+            range: Some(object_store::GetRange::Bounded(range.clone())),
+            ..Default::default()
+        };
+        let got = match self.store.get_opts(&Path::from(key), options).await {
+            Ok(g) => g,
+            Err(object_store::Error::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(self.request("download", key, e)),
+        };
+        if got.meta.size != size || got.range != range {
+            return Err(self.corrupt(
+                key,
+                format!(
+                    "returned range {}..{} of {} bytes for range {}..{} of {size}",
+                    got.range.start, got.range.end, got.meta.size, range.start, range.end
+                ),
+            ));
+        }
+        let mut stream = got.into_stream();
+        let mut at = range.start;
+        while let Some(chunk) = stream.next().await {
+            self.check_cancel()?;
+            let chunk = chunk.map_err(|e| self.request("download", key, e))?;
+            let n = chunk.len() as u64;
+            if at + n > range.end {
+                return Err(self.corrupt(
+                    key,
+                    format!(
+                        "returned more than {} bytes for range {}..{}",
+                        range.end - range.start,
+                        range.start,
+                        range.end
+                    ),
+                ));
+            }
+            file.write_all_at(&chunk, at).map_err(|e| RemoteError::Io {
+                op: "write",
+                path: out.to_path_buf(),
+                source: e,
+            })?;
+            at += n;
+            wrote(n);
+        }
+        if at != range.end {
+            return Err(self.corrupt(
+                key,
+                format!(
+                    "returned {} bytes for range {}..{}, not {}",
+                    at - range.start,
+                    range.start,
+                    range.end,
+                    range.end - range.start
+                ),
+            ));
+        }
+        crate::hooks::seam("pull-part", &format!("{key}@{}", range.start));
+        Ok(true)
     }
 
     /// The snapshot ids the remote lists (`snapshots/<id>`). Other names are ignored and

@@ -561,24 +561,23 @@ fn download(
             .sum(),
     };
     progress.begin_objects("downloading", Some(total));
-    let mut before = Totals::default();
-    for p in want {
+    // All the round's packs at once (their parts in parallel), into temporary files.
+    let mut jobs = Vec::with_capacity(want.len());
+    for p in &want {
         got.tried.insert(p.clone());
         let local = tmp_path(store, "pull")?;
         got.temps.0.push(local.clone());
-        let key = format!("packs/{p}.zcpack");
+        jobs.push((format!("packs/{p}.zcpack"), local));
+    }
+    let fetched = remote.get_files(&jobs, &|bytes| progress.advance(Totals { files: 0, bytes }))?;
+    let mut before = Totals::default();
+    for ((p, (key, local)), n) in want.iter().zip(jobs).zip(fetched) {
         // Listed by an index, then gone (a remote gc): another candidate may hold it.
-        let fetched = remote.get_file(&key, &local, &|bytes| {
-            progress.advance(Totals {
-                files: before.files,
-                bytes: before.bytes + bytes,
-            })
-        });
-        let Some(n) = fetched? else {
+        let Some(n) = n else {
             continue;
         };
         // Objects are counted per pack, once it is whole (its index is at its end).
-        before.files += scan.listed.get(&p).copied().unwrap_or(0);
+        before.files += scan.listed.get(p).copied().unwrap_or(0);
         before.bytes += n;
         progress.advance(before);
         report.bytes += n;
