@@ -37,11 +37,12 @@
 //!
 //! A pull reads the record, walks its trees through the local store and the packs that hold
 //! what the store lacks (found through the indexes), downloads those packs into the store's
-//! `tmp/`, verifies each (trailer checksum, every object against its id), then imports the
+//! `tmp/` (a round's packs at once, each as ranged GETs of 8 MiB parts, 8 in flight, each
+//! part written at its offset), verifies each (trailer checksum, every object against its id), then imports the
 //! objects and commits the record, as `unpack` does.
 //!
 //! The handle's cancellation token ([`Remote::with_cancel`]; the binary trips it on SIGINT or
-//! SIGTERM) stops a push or pull at its next step or upload part: its temporary pack is removed and the remote holds at most what a
+//! SIGTERM) stops a push or pull at its next step, upload part or downloaded chunk: its temporary pack is removed and the remote holds at most what a
 //! kill would leave.
 
 mod aws;
