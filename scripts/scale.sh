@@ -26,10 +26,11 @@
 # printed, not checked). It fails only when a command under test fails (the figures would
 # mean nothing then).
 #
-# Run time and space: huge and medium take a few minutes each. million takes about 40 minutes
-# on 2 cores (most of it generating the files, git, and the two checkouts) and needs about
-# 15 GB free at SCALE_DIR (the tree, its tar, git's loose objects, two checkouts; each is
-# removed once measured) and about 6 million free inodes.
+# Run time and space: huge and medium take a few minutes each. million took 33 minutes on 2
+# busy cores: generating the files 2, their tar 2, git add -A && git commit 7, removing git's
+# 1.2 million loose objects 14 (untimed), tar -x 1, our phases under 3 together. It needs
+# about 15 GB free at SCALE_DIR (the tree, its tar, git's loose objects, two checkouts; each
+# is removed once measured) and about 2.5 million free inodes (two trees at a time).
 #
 # Usage:  scripts/scale.sh                     (also: BENCH_SECTIONS=scale scripts/bench.sh)
 #         SCALE_LAYOUTS=million scripts/scale.sh
