@@ -12,6 +12,9 @@
 # Environment:
 #   BENCH_SCALE=1.0          corpus scale (1.0 = ~20k files / ~600 MiB)
 #   BENCH_SEED=42            corpus seed (same seed + scale = same tree)
+#   BENCH_CORPUS_SCRIPT=     a generator with make-corpus.sh's interface to use instead of
+#                            bench/gen_corpus.py (e.g. an independent harness's), so both
+#                            measure one tree
 #   BENCH_DIR=/tmp/zb-bench  work dir; removed and recreated at start
 #   BENCH_REPEAT=3           timed repetitions of warm, repeatable operations (median reported;
 #                            one untimed warm-up run precedes them)
@@ -82,6 +85,27 @@ CORPUS=$W/corpus
 RESULTS=$W/results.tsv
 META=$W/meta.tsv
 GEN=(python3 "$SCRIPT_DIR/bench/gen_corpus.py")
+# Another corpus generator with make-corpus.sh's interface (`SCRIPT [--scale F] [--seed N] DIR`,
+# `SCRIPT --mutate --percent P [--seed N] DIR`): so this bench and an independent harness
+# measure one tree (their corpora differ in shape: directories, large files, and how much a
+# "1% change" rewrites).
+BENCH_CORPUS_SCRIPT=${BENCH_CORPUS_SCRIPT:-}
+corpus_generate() {
+	if [[ -n $BENCH_CORPUS_SCRIPT ]]; then
+		"$BENCH_CORPUS_SCRIPT" --scale "$BENCH_SCALE" --seed "$BENCH_SEED" "$CORPUS" >/dev/null &&
+			echo "corpus: $(find "$CORPUS" -type f | wc -l) files from $BENCH_CORPUS_SCRIPT (scale $BENCH_SCALE, seed $BENCH_SEED)"
+	else
+		"${GEN[@]}" generate --out "$CORPUS" --seed "$BENCH_SEED" --scale "$BENCH_SCALE"
+	fi
+}
+corpus_mutate() { # seed
+	if [[ -n $BENCH_CORPUS_SCRIPT ]]; then
+		"$BENCH_CORPUS_SCRIPT" --mutate --percent 1 --seed "$1" "$CORPUS" >/dev/null &&
+			echo "1% of files mutated by $BENCH_CORPUS_SCRIPT (seed $1)"
+	else
+		"${GEN[@]}" mutate --dir "$CORPUS" --seed "$1" --fraction 0.01
+	fi
+}
 
 # Peers' environment (exported so the timed `bash -c` commands see it).
 export W CORPUS ZB
@@ -432,7 +456,7 @@ section_store() {
 	# --- 1% of files changed (cold: each tool reads the changed tree from disk) ---
 	op="capture after 1% changed"
 	local mline
-	mline=$("${GEN[@]}" mutate --dir "$CORPUS" --seed "$BENCH_SEED" --fraction 0.01)
+	mline=$(corpus_mutate "$BENCH_SEED")
 	log "-- $op: $mline"
 	meta "1% change" "$mline"
 	ours_snapshot "$op" cold || true
@@ -949,7 +973,7 @@ section_pack() {
 
 	# --since after 1% of files changed (a different seed than the store section's change).
 	local mline
-	mline=$("${GEN[@]}" mutate --dir "$CORPUS" --seed "$((BENCH_SEED + 1))" --fraction 0.01)
+	mline=$(corpus_mutate "$((BENCH_SEED + 1))")
 	meta "pack: 1% change" "$mline"
 	if "$ZB" --store "$PS" snapshot --dir "$CORPUS" >"$PK/snap2.out" 2>"$PK/snap2.err"; then
 		export PACK_ID2
@@ -1059,7 +1083,7 @@ main() {
 
 	log "generating corpus (seed $BENCH_SEED, scale $BENCH_SCALE)"
 	local corpus_line
-	corpus_line=$("${GEN[@]}" generate --out "$CORPUS" --seed "$BENCH_SEED" --scale "$BENCH_SCALE")
+	corpus_line=$(corpus_generate)
 	log "$corpus_line"
 
 	meta "date" "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
