@@ -37,7 +37,6 @@ mod waiting;
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::AtomicU64;
 use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
@@ -203,8 +202,6 @@ pub struct Capture<'s> {
     cold: Arc<ColdMeter>,
     /// The directories of the walk in progress still waiting on files (see `waiting`).
     waiting: Waiting,
-    /// The number of the walk's earliest failure, which workers read (see `waiting`).
-    halt: Arc<AtomicU64>,
 }
 
 impl<'s> Capture<'s> {
@@ -219,7 +216,6 @@ impl<'s> Capture<'s> {
         progress: &'s dyn Progress,
     ) -> Result<Capture<'s>, StoreError> {
         let start_ns = crate::clock::now_ns();
-        let halt = Arc::new(AtomicU64::new(u64::MAX));
         let old_cache = store.catalog().load_source_cache(&cache_key)?;
         // Small objects go into one pack, finished by the commit's sync.
         store.objects().pack_until_sync();
@@ -243,8 +239,7 @@ impl<'s> Capture<'s> {
             progressed: Totals::default(),
             store_dir: (store_dir.dev, store_dir.ino),
             cold: Arc::new(ColdMeter::default()),
-            waiting: Waiting::new(Arc::clone(&halt)),
-            halt,
+            waiting: Waiting::new(),
         })
     }
 
@@ -318,8 +313,8 @@ impl<'s> Capture<'s> {
     ) -> Result<R, CaptureError> {
         let store: &Store = self.store;
         let sink = self.sink.clone();
-        let halt = Arc::clone(&self.halt);
-        self.waiting = Waiting::new(Arc::clone(&halt));
+        self.waiting = Waiting::new();
+        let halt = self.waiting.halt();
         let result = workers::with_pool(
             || (),
             |_, job: Job, stopped| match job {

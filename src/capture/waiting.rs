@@ -81,9 +81,9 @@ pub(crate) struct Waiting {
 }
 
 impl Waiting {
-    /// A new walk's bookkeeping; the workers read `halt` (see [`Waiting::halt`]).
-    pub(crate) fn new(halt: Arc<AtomicU64>) -> Waiting {
-        halt.store(u64::MAX, Ordering::Relaxed);
+    /// A new walk's bookkeeping.
+    pub(crate) fn new() -> Waiting {
+        let halt = Arc::new(AtomicU64::new(u64::MAX));
         let (answers_tx, answers_rx) = mpsc::channel();
         Waiting {
             dirs: Vec::new(),
@@ -97,6 +97,11 @@ impl Waiting {
             answers_tx,
             answers_rx,
         }
+    }
+
+    /// What the workers read to tell whether a job is worth doing ([`Waiting::worth_doing`]).
+    pub(crate) fn halt(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.halt)
     }
 
     /// Whether a job numbered `seq` is worth doing, given the failures so far (for a worker).
