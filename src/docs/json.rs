@@ -33,7 +33,7 @@
 //! | `mount` | `{snapshot, mountpoint, pid}` once the mount answers (foreground or `--daemon`) |
 //! | `umount` | `{mountpoint}` |
 //! | `recover` | `{destination, restored_from, removed_old, removed_staging, left_alone:[{path, reason}]}` |
-//! | `recover --install` | `{install, completed:[{alias, verb, seq, workspace_published, config_written, backup, leftovers}]}` (one entry per agent whose update or rollback was finished; `[]`: nothing was pending) |
+//! | `recover --install` | `{install, completed:[{alias, verb, seq, published:[the trees published again], config_written, backup, leftovers}]}` (one entry per agent whose update or rollback was finished; `[]`: nothing was pending) |
 //! | `verify` | `{objects, bytes, snapshots, tree_indexes, tree_indexes_missing, problems:[{problem, message, snapshot?, object?, path?}]}` |
 //! | `gc` | `{reachable, removed, freed_bytes, young_kept, young_kept_bytes, temp_removed, temp_freed_bytes, tree_indexes_removed, signatures_removed, dest_records_removed, duplicates_removed, duplicate_bytes, packs_merged}` |
 //! | `reindex` | `{snapshots, tree_indexes_written, problems}` |

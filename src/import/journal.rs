@@ -4,8 +4,8 @@
 //! A change of an agent (`super::update`) first makes its state durable and reachable: both
 //! `config.toml` texts in the agent's state directory
 //! (`<install>/.zeroclaw-bundle/updates/<alias>/N.before.toml`, `N.after.toml`) and snapshot
-//! records of both workspace trees in the store. Then, before its first write to the agent, it
-//! writes the intent: `<install>/.zeroclaw-bundle/updates/<alias>/pending`, the state it is
+//! records of the trees before and after, of the workspace and of each skill directory it
+//! replaces, in the store. Then, before its first write to the agent, it writes the intent: `<install>/.zeroclaw-bundle/updates/<alias>/pending`, the state it is
 //! going to (its `seq` and `verb` first), staged, renamed into place and made durable with an
 //! fsync of the directory. That write is the change's commit point: a change killed before it
 //! left the agent as it was; one killed after it is finished by [`recover_install`], which
@@ -62,15 +62,15 @@ pub struct Completed {
     pub verb: String,
     /// The number of the state it went to (in the agent's `states.toml`).
     pub seq: u64,
-    /// The workspace still held the files before and was published again; `false`: it held
-    /// those after already.
-    pub workspace_published: bool,
+    /// The trees (`the workspace of agent A`, `skill bundle S`) that still held the files
+    /// before and were published again; the others held those after already.
+    pub published: Vec<String>,
     /// `config.toml` still held the text before and was written; `false`: it held the text
     /// after already.
     pub config_written: bool,
     /// The backup of `config.toml` written with it.
     pub backup: Option<PathBuf>,
-    /// What the killed publish had left beside the workspace, removed (or put back).
+    /// What the killed publish had left beside a tree, removed (or put back).
     pub leftovers: Vec<PathBuf>,
 }
 
@@ -236,31 +236,41 @@ fn complete(
         ));
     }
 
-    // The workspace (where the install as before puts it): first what a killed publish left
-    // beside it, then as before (to publish) or as after (published).
-    let workspace = Install::from_toml_str(root, &before)
-        .map_err(|source| ImportError::Install {
-            root: root.to_path_buf(),
-            source,
-        })?
-        .typed
-        .agent_workspace_dir(alias);
-    let cleaned = crate::publish::recover(&workspace).map_err(|source| ImportError::Publish {
-        what: format!("the workspace of agent {alias}"),
-        path: workspace.clone(),
-        source: Box::new(source),
-    })?;
-    let tree = update::capture_tree(store, &workspace, progress)?;
-    if tree != state.after_tree && tree != state.before_tree {
-        return Err(edited(
-            workspace.clone(),
-            format!(
-                "move your edit out of it and put the files after back (`zeroclaw-bundle \
-                 checkout {} --out {} --force`), then run recover again",
-                state.after_snapshot.to_hex(),
-                workspace.display()
-            ),
-        ));
+    let trees = trees_of(root, alias, &state, (&before, &after))?;
+    let mut publish = Vec::new();
+    let mut leftovers = Vec::new();
+    let mut remove = Vec::new();
+    for t in trees {
+        let cleaned = crate::publish::recover(&t.dir).map_err(|source| ImportError::Publish {
+            what: t.what.clone(),
+            path: t.dir.clone(),
+            source: Box::new(source),
+        })?;
+        leftovers.extend(
+            cleaned
+                .restored_from
+                .into_iter()
+                .chain(cleaned.removed_old)
+                .chain(cleaned.removed_staging),
+        );
+        let tree = update::capture_tree(store, &t.dir, progress)?;
+        if tree != t.after_tree && tree != t.before_tree {
+            return Err(edited(
+                t.dir.clone(),
+                format!(
+                    "move your edit out of it and put the files after back (`zeroclaw-bundle \
+                     checkout {} --out {} --force`), then run recover again",
+                    t.after_snapshot.to_hex(),
+                    t.dir.display()
+                ),
+            ));
+        }
+        if t.remove {
+            remove.push(t.dir.clone());
+        }
+        if tree != t.after_tree {
+            publish.push((t.what, t.dir, t.after_tree));
+        }
     }
 
     let tail = Tail {
@@ -271,8 +281,8 @@ fn complete(
         after_config: &after,
         config_path: &config_path,
         config_target: &config_target,
-        workspace: &workspace,
-        publish: tree != state.after_tree,
+        publish,
+        remove,
         write_config: now != after,
         keep: update::keep_of(&meta),
     };
@@ -281,14 +291,61 @@ fn complete(
         alias: alias.to_string(),
         verb: state.verb.clone(),
         seq: state.seq,
-        workspace_published: tail.publish,
+        published: tail.publish.into_iter().map(|(what, ..)| what).collect(),
         config_written: tail.write_config,
         backup,
-        leftovers: cleaned
-            .restored_from
-            .into_iter()
-            .chain(cleaned.removed_old)
-            .chain(cleaned.removed_staging)
-            .collect(),
+        leftovers,
     }))
+}
+
+/// One tree of a cut-short change, as `recover` settles it.
+struct Settled {
+    what: String,
+    dir: PathBuf,
+    before_tree: zeroclaw_bundle_store::ObjectId,
+    after_tree: zeroclaw_bundle_store::ObjectId,
+    after_snapshot: zeroclaw_bundle_store::ObjectId,
+    /// Removed once emptied.
+    remove: bool,
+}
+
+/// The trees the change in `state` replaces: the workspace (where the install as before, of
+/// the `configs` before and after, puts it), then each skill bundle's directory (where the
+/// install after puts it, or before when the change drops it).
+fn trees_of(
+    root: &Path,
+    alias: &str,
+    state: &State,
+    configs: (&str, &str),
+) -> Result<Vec<Settled>, UpdateError> {
+    let load = |text: &str| {
+        Install::from_toml_str(root, text).map_err(|source| ImportError::Install {
+            root: root.to_path_buf(),
+            source,
+        })
+    };
+    let (install_before, install_after) = (load(configs.0)?, load(configs.1)?);
+    let mut trees = vec![Settled {
+        what: format!("the workspace of agent {alias}"),
+        dir: install_before.typed.agent_workspace_dir(alias),
+        before_tree: state.before_tree,
+        after_tree: state.after_tree,
+        after_snapshot: state.after_snapshot,
+        remove: false,
+    }];
+    for skill in &state.skills {
+        let installs = [&install_after, &install_before];
+        let Some(dir) = update::skill_dir(root, &skill.alias, &installs)? else {
+            continue;
+        };
+        trees.push(Settled {
+            what: format!("skill bundle {}", skill.alias),
+            dir,
+            before_tree: skill.before_tree,
+            after_tree: skill.after_tree,
+            after_snapshot: skill.after_snapshot,
+            remove: skill.remove,
+        });
+    }
+    Ok(trees)
 }

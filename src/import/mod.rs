@@ -317,7 +317,11 @@ pub fn plan(
         &new_config,
     )?;
     let (places, without_content) = places(&target, &after, &bundle, &merged, &alias)?;
-    check_overlaps(&target, &places)?;
+    let homes: Vec<(String, PathBuf)> = places
+        .iter()
+        .map(|p| (p.what.clone(), p.dest.clone()))
+        .collect();
+    check_overlaps(&target, &homes)?;
     let trees = tree_plans(store, req, places)?;
     let secrets = secret_plans(&bundle, &merged);
     let grants = local_grants(&bundle, &merged)?;
@@ -732,7 +736,7 @@ fn places(
 /// Refuses a place that is not the tree's own: one in (or around) the directory of a skill
 /// bundle or the workspace of an agent the install already has (a `directory` inside another
 /// bundle's would add skills to every agent using that bundle), or another tree's.
-fn check_overlaps(target: &Target, places: &[Place]) -> Result<(), ImportError> {
+fn check_overlaps(target: &Target, places: &[(String, PathBuf)]) -> Result<(), ImportError> {
     let install = &target.install;
     let mut taken: Vec<(String, PathBuf)> = Vec::new();
     for name in install.typed.skill_bundles.keys() {
@@ -746,15 +750,12 @@ fn check_overlaps(target: &Target, places: &[Place]) -> Result<(), ImportError> 
         let dir = install.typed.agent_workspace_dir(name);
         taken.push((format!("the workspace of agent {name}"), dir));
     }
-    for (i, t) in places.iter().enumerate() {
-        let others = places[i + 1..]
-            .iter()
-            .map(|b| (b.what.clone(), b.dest.clone()));
-        for (what, dir) in taken.iter().cloned().chain(others) {
-            if overlap(&t.dest, &dir) {
+    for (i, (place_what, dest)) in places.iter().enumerate() {
+        for (what, dir) in taken.iter().chain(&places[i + 1..]) {
+            if overlap(dest, dir) {
                 return Err(ImportError::Overlaps {
-                    path: t.dest.clone(),
-                    what: t.what.clone(),
+                    path: dest.clone(),
+                    what: place_what.clone(),
                     other: format!("{what} at {}", dir.display()),
                 });
             }

@@ -5,7 +5,10 @@
 //! bundle last imported; it must be in the store), the local state is a capture of the agent's
 //! workspace as it is now and the install's `config.toml`, the incoming state is the new
 //! bundle. Files merge per path of the workspace; paths no export carries (ZeroClaw's memory
-//! rule, and what the bundles' manifests list as left behind) are never touched. Config
+//! rule, and what the bundles' manifests list as left behind) are never touched. The skill
+//! bundles the agent's import added merge the same way, each in its directory (one the update
+//! adds is written where the install puts skills; one it drops goes once emptied); a change to
+//! a skill bundle the install had of its own is refused, since other agents may load it. Config
 //! merges per key of the entries the first import added (`Provenance::entries`, owned), in the
 //! install's names: the `--as`, namespacing and `--map` choices of that import carry over, and
 //! entries it reused or mapped stay as the install has them.
@@ -14,7 +17,7 @@
 //! install's lock, in this order: the state (both `config.toml` texts, owner-only, in
 //! [`STATES_DIR`]`/<alias>`, and snapshot records of the workspace before and after), the
 //! intent (`super::journal`: from here on a kill ends, after `recover --install`, in the state
-//! after, never in a mix), the workspace through the staged publish, the provenance record, a
+//! after, never in a mix), the workspace and skill directories through the staged publish, the provenance record, a
 //! backup of `config.toml`, `config.toml`, the state added to `states.toml`, the intent
 //! removed. The last [`KEEP_STATES`] states stay reachable in the store (snapshot records);
 //! [`rollback`] merges the last one back the same way (a local edit made since the update is
@@ -39,7 +42,7 @@ use zeroclaw_bundle_store::{
 
 use super::merge::{self, Kind};
 use super::{source, ImportError, ImportRequest, SourceKind};
-use crate::agent::{rfc3339_utc, Grant, CONFIG_FILE};
+use crate::agent::{rfc3339_utc, Grant, Install, CONFIG_FILE};
 use crate::progress::Progress;
 use crate::provenance::{self, EntryFate, Provenance};
 use crate::publish::{self, FileRequest, Keep, PublishRequest};
@@ -198,9 +201,54 @@ struct Work {
     workspace: PathBuf,
     local: Captured,
     merged_tree: ObjectId,
+    /// The skill bundles' directories merged beside the workspace.
+    skills: Vec<SkillWork>,
     entries: Vec<String>,
     before_record: Provenance,
     after_record: Provenance,
+}
+
+impl Work {
+    /// The trees the change writes (what, where, which tree), the workspace first: those
+    /// whose merged tree is not the one there.
+    fn changed_trees(&self, alias: &str) -> Vec<(String, PathBuf, ObjectId)> {
+        let workspace = (self.merged_tree != self.local.tree).then(|| {
+            (
+                format!("the workspace of agent {alias}"),
+                self.workspace.clone(),
+                self.merged_tree,
+            )
+        });
+        let skills = self
+            .skills
+            .iter()
+            .filter(|s| s.merged != s.local.tree)
+            .map(|s| (format!("skill bundle {}", s.alias), s.dir.clone(), s.merged));
+        workspace.into_iter().chain(skills).collect()
+    }
+
+    /// Nothing of the agent changes: every tree and `config.toml` stay as they are.
+    fn changes_nothing(&self) -> bool {
+        self.merged_tree == self.local.tree
+            && self.skills.iter().all(|s| s.merged == s.local.tree)
+            && self.new_config == self.old_config
+    }
+}
+
+/// One skill bundle's directory an update or rollback merges: one the agent's import added.
+#[derive(Debug, Clone)]
+struct SkillWork {
+    /// The local skill bundle.
+    alias: String,
+    /// Its directory.
+    dir: PathBuf,
+    /// The directory as captured before.
+    local: Captured,
+    /// The merged tree written there.
+    merged: ObjectId,
+    /// The config after does not configure the bundle and nothing is left in its directory:
+    /// the directory is removed once emptied.
+    remove: bool,
 }
 
 /// A workspace as captured: its snapshot record (none when it does not exist) and tree.
@@ -275,16 +323,20 @@ pub enum UpdateError {
          review it, then update with --accept-grants", .0.join(", ")
     )]
     NewGrants(Vec<String>),
-    /// The bundle's skill trees differ from the version last imported: an update in place
-    /// carries workspace files and config, not yet skill trees, and taking the config alone
-    /// would leave the agent with skills other than the ones it was shipped with.
+    /// A skill bundle's tree changed upstream in a way an update in place cannot carry: the
+    /// install's own skill bundle (the first import reused or mapped it rather than adding
+    /// it), or one whose directory the update would move.
     #[error(
-        "skill bundle{} {} changed since the version last imported (skills/<alias> in the \
-         bundle): an update in place does not carry skill trees yet, so nothing was written; \
-         import the new version beside the agent with `import SOURCE --as NEW`, or remove the \
-         agent and import it again", if .0.len() == 1 { "" } else { "s" }, .0.join(", ")
+        "skill bundle {alias} changed since the version last imported, and an update in place \
+         cannot carry it: {why}; nothing was written; import the new version beside the agent \
+         with `import SOURCE --as NEW`"
     )]
-    SkillsChanged(Vec<String>),
+    SkillNotCarried {
+        /// The local skill bundle.
+        alias: String,
+        /// Why not.
+        why: String,
+    },
     /// The workspace changed between the plan and the writes.
     #[error("{} changed since the update was planned; nothing was written: run it again", .0.display())]
     Changed(PathBuf),
@@ -404,7 +456,6 @@ pub(super) fn plan_against(
     }
     super::check_fragment(&import_req, incoming)?;
     super::check_closure(incoming)?;
-    refuse_changed_skills(&base, incoming)?;
 
     // Names: what the first import decided, and a name for each entry the update adds.
     let names = Names::of(&record, &base, incoming, &target.old_config)?;
@@ -413,25 +464,68 @@ pub(super) fn plan_against(
     let workspace = target.install.typed.agent_workspace_dir(&record.alias);
     let local = capture(store, &workspace, progress)?;
     let mut sizes = HashMap::new();
-    let merged_files = plan_files(store, &base, incoming, local.tree, &mut sizes, &mut plan)?;
+    let behind = left_behind(&[&base, incoming], "workspace/");
+    let workspace_uncarried = |p: &[u8]| uncarried(&behind, p);
+    let trees = ThreeTrees {
+        base: base.workspace.map(|t| t.id),
+        local: local.tree,
+        incoming: incoming.workspace.map(|t| t.id),
+    };
+    let merged_files = plan_files(
+        store,
+        &trees,
+        &workspace_uncarried,
+        "",
+        &mut sizes,
+        &mut plan,
+    )?;
 
     // Config.
     let entries = names.entry_paths();
     let merged_config = plan_config(&base, incoming, &names, &entries, &target, &mut plan)?;
+    let after_install = match &merged_config {
+        Some(text) => Some(super::check_merged(
+            &target.install,
+            &target.root,
+            &target.config_path,
+            text,
+        )?),
+        None => None,
+    };
+
+    // Skill bundles: the trees of those the agent's import added, merged the same way.
+    let skills = plan_skills(
+        store,
+        &SkillInput {
+            base: &base,
+            incoming,
+            names: &names,
+            target: &target,
+            after: after_install.as_ref(),
+        },
+        &mut sizes,
+        &mut plan,
+        progress,
+    )?;
 
     // Grants: what the incoming bundle grants that the base did not, in local names.
     plan.new_grants = new_grants(&base, incoming, &names.names)?;
 
-    let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
+    let (Some(tree), Some(new_config), Some(skills)) = (merged_files, merged_config, skills) else {
         return Ok(plan);
     };
-    super::check_merged(
-        &target.install,
-        &target.root,
-        &target.config_path,
-        &new_config,
-    )?;
     let merged_tree = build_tree(store, &tree, &sizes)?;
+    let skills = skills
+        .into_iter()
+        .map(|(planned, side)| {
+            let merged = build_tree(store, &side, &sizes)?;
+            Ok(SkillWork {
+                remove: planned.remove && side.is_empty(),
+                merged,
+                ..planned
+            })
+        })
+        .collect::<Result<Vec<_>, UpdateError>>()?;
     let after_record = record_after(&record, incoming, &names, source_text)?;
     plan.work = Some(Work {
         config_path: target.config_path,
@@ -441,6 +535,7 @@ pub(super) fn plan_against(
         workspace,
         local,
         merged_tree,
+        skills,
         entries,
         before_record: record,
         after_record,
@@ -448,32 +543,163 @@ pub(super) fn plan_against(
     Ok(plan)
 }
 
-/// Refuses an update whose bundle's skill trees (`skills/<alias>`: added, removed or changed)
-/// differ from the version last imported's ([`UpdateError::SkillsChanged`]): nothing would
-/// carry them.
-fn refuse_changed_skills(
-    base: &source::StoredBundle,
-    incoming: &source::StoredBundle,
-) -> Result<(), UpdateError> {
-    let trees = |b: &source::StoredBundle| -> BTreeMap<String, ObjectId> {
-        b.skills
-            .iter()
-            .map(|(alias, t)| (alias.clone(), t.id))
-            .collect()
-    };
-    let (before, after) = (trees(base), trees(incoming));
-    let changed: Vec<String> = before
-        .keys()
-        .chain(after.keys())
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .filter(|alias| before.get(*alias) != after.get(*alias))
-        .cloned()
+/// The three trees of one directory's merge (none: empty).
+struct ThreeTrees {
+    base: Option<ObjectId>,
+    local: ObjectId,
+    incoming: Option<ObjectId>,
+}
+
+/// What [`plan_skills`] reads.
+struct SkillInput<'a> {
+    base: &'a source::StoredBundle,
+    incoming: &'a source::StoredBundle,
+    names: &'a Names,
+    target: &'a super::Target,
+    /// The install as the merged config makes it (none: the config merge was refused).
+    after: Option<&'a Install>,
+}
+
+/// The skill bundles whose trees changed upstream, merged three ways in their directories:
+/// lists in `plan` what each takes, deletes, keeps and conflicts on (paths shown as `skill
+/// bundle L: PATH`); each one's work (its `merged` tree not yet written) with its merged
+/// side, or `None` when a conflict is left unresolved or the merged config is not known.
+/// Refuses a change no update can carry ([`UpdateError::SkillNotCarried`]): the install's
+/// own skill bundle, or a directory that moves.
+fn plan_skills(
+    store: &Store,
+    input: &SkillInput<'_>,
+    sizes: &mut HashMap<ObjectId, u64>,
+    plan: &mut UpdatePlan,
+    progress: &dyn Progress,
+) -> Result<Option<Vec<(SkillWork, Side)>>, UpdateError> {
+    let (base, incoming, names, target) = (input.base, input.incoming, input.names, input.target);
+    let aliases: BTreeSet<&String> = base
+        .skills
+        .iter()
+        .chain(&incoming.skills)
+        .map(|(alias, _)| alias)
         .collect();
-    match changed.is_empty() {
-        true => Ok(()),
-        false => Err(UpdateError::SkillsChanged(changed)),
+    let mut out = Some(Vec::new());
+    let mut new_homes = Vec::new();
+    for bundle_alias in aliases {
+        let (before, after) = (
+            super::skill_tree(base, bundle_alias).map(|t| t.id),
+            super::skill_tree(incoming, bundle_alias).map(|t| t.id),
+        );
+        if before == after {
+            continue;
+        }
+        let key = (Kind::SkillBundle, bundle_alias.clone());
+        let local_alias = names
+            .names
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| bundle_alias.clone());
+        let not_carried = |why: String| UpdateError::SkillNotCarried {
+            alias: local_alias.clone(),
+            why,
+        };
+        if !names.owned_base.contains(&key) && !names.owned_incoming.contains(&key) {
+            return Err(not_carried(
+                "it is this install's own skill bundle (the first import used it rather than \
+                 adding one), and other agents may load it"
+                    .to_string(),
+            ));
+        }
+        let dir_in = |install: &Install| -> Result<Option<PathBuf>, UpdateError> {
+            if !install.typed.skill_bundles.contains_key(&local_alias) {
+                return Ok(None);
+            }
+            zeroclaw_config::skill_bundles::resolve_directory(
+                &install.typed,
+                &target.root,
+                &local_alias,
+            )
+            .map(Some)
+            .map_err(|e| {
+                ImportError::Invalid {
+                    path: target.config_path.clone(),
+                    problem: e.to_string(),
+                }
+                .into()
+            })
+        };
+        let now = dir_in(&target.install)?;
+        let then = match input.after {
+            Some(after) => dir_in(after)?,
+            None => None,
+        };
+        if let (Some(now), Some(then)) = (&now, &then) {
+            if now != then {
+                return Err(not_carried(format!(
+                    "its directory would move from {} to {}",
+                    now.display(),
+                    then.display()
+                )));
+            }
+        }
+        let dir = match (now, then.clone()) {
+            (Some(dir), _) => Some(dir),
+            (None, Some(dir)) => {
+                check_new_skill_home(target, input.after, &local_alias, bundle_alias, &dir)?;
+                new_homes.push((format!("skill bundle {local_alias}"), dir.clone()));
+                Some(dir)
+            }
+            (None, None) => None,
+        };
+        let local = match &dir {
+            Some(dir) => capture(store, dir, progress)?,
+            None => Captured {
+                snapshot: None,
+                tree: store.objects().write_tree(&empty_tree())?,
+            },
+        };
+        let behind = left_behind(&[base, incoming], &format!("skills/{bundle_alias}/"));
+        let skill_uncarried = |p: &[u8]| behind_path(&behind, p);
+        let trees = ThreeTrees {
+            base: before,
+            local: local.tree,
+            incoming: after,
+        };
+        let shown = format!("skill bundle {local_alias}: ");
+        let merged = plan_files(store, &trees, &skill_uncarried, &shown, sizes, plan)?;
+        match (merged, dir, &mut out) {
+            (Some(side), Some(dir), Some(out)) => out.push((
+                SkillWork {
+                    alias: local_alias,
+                    dir,
+                    local,
+                    merged: local.tree,
+                    remove: then.is_none() && input.after.is_some(),
+                },
+                side,
+            )),
+            _ => out = None,
+        }
     }
+    super::check_overlaps(target, &new_homes)?;
+    Ok(out)
+}
+
+/// Checks the directory `dir` of skill bundle `local_alias`, which the update adds, as an
+/// import checks it: inside the install's place for skills (its overlaps with other trees are
+/// checked once every new one is known).
+fn check_new_skill_home(
+    target: &super::Target,
+    after: Option<&Install>,
+    local_alias: &str,
+    bundle_alias: &str,
+    dir: &Path,
+) -> Result<(), UpdateError> {
+    let what = format!("skill bundle {local_alias}");
+    let field = format!("skill_bundles.{bundle_alias}.directory");
+    let raw = after
+        .and_then(|a| a.typed.skill_bundles.get(local_alias))
+        .and_then(|b| b.directory.clone());
+    let configured = raw.as_deref().map(|raw| (field.as_str(), raw));
+    super::dest::Homes::of(&target.root)?.confine_skill(dir, &what, configured)?;
+    Ok(())
 }
 
 /// The merge base: the bundle `record` names, which must be in the store.
@@ -532,31 +758,31 @@ impl UpdatePlan {
     }
 }
 
-/// The workspace merge: lists in `plan` the paths taken, deleted and kept and the conflicts;
-/// the merged tree, or `None` when a conflict is left unresolved.
+/// One directory's merge (the workspace, or a skill bundle's directory, its paths shown after
+/// `shown`): lists in `plan` the paths taken, deleted and kept and the conflicts; the merged
+/// side, or `None` when a conflict is left unresolved. Paths `untouched` holds are never
+/// taken, deleted or replaced.
 fn plan_files(
     store: &Store,
-    base: &source::StoredBundle,
-    incoming: &source::StoredBundle,
-    local_tree: ObjectId,
+    trees: &ThreeTrees,
+    untouched: &dyn Fn(&[u8]) -> bool,
+    shown: &str,
     sizes: &mut HashMap<ObjectId, u64>,
     plan: &mut UpdatePlan,
 ) -> Result<Option<Side>, UpdateError> {
-    let base_side = flatten(store, base.workspace.map(|t| t.id), sizes)?;
-    let incoming_side = flatten(store, incoming.workspace.map(|t| t.id), sizes)?;
-    let local_side = flatten(store, Some(local_tree), sizes)?;
-    let behind = left_behind(&[base, incoming]);
-    let uncarried = |p: &[u8]| uncarried(&behind, p);
-    let file_plan = sync::files::plan(&base_side, &local_side, &incoming_side, &uncarried);
+    let base_side = flatten(store, trees.base, sizes)?;
+    let incoming_side = flatten(store, trees.incoming, sizes)?;
+    let local_side = flatten(store, Some(trees.local), sizes)?;
+    let file_plan = sync::files::plan(&base_side, &local_side, &incoming_side, untouched);
+    let show = |path: &[u8]| format!("{shown}{}", String::from_utf8_lossy(path));
     for (path, decision) in &file_plan.paths {
-        let shown = String::from_utf8_lossy(path).into_owned();
         let is_file = |e: &Entry| e.kind != EntryKind::Dir;
         match decision {
-            Decision::Take(e) if is_file(e) => plan.taken.push(shown),
+            Decision::Take(e) if is_file(e) => plan.taken.push(show(path)),
             Decision::Delete if base_side.get(path).is_some_and(is_file) => {
-                plan.deleted.push(shown)
+                plan.deleted.push(show(path))
             }
-            Decision::Keep(e) if is_file(e) => plan.kept.push(shown),
+            Decision::Keep(e) if is_file(e) => plan.kept.push(show(path)),
             _ => {}
         }
     }
@@ -564,18 +790,24 @@ fn plan_files(
     Ok(match file_plan.resolve(plan.policy.engine(), &stamp) {
         Ok(merged) => {
             plan.conflicts
-                .extend(merged.resolved.iter().map(resolved_file_conflict));
+                .extend(merged.resolved.iter().map(|r| Conflict {
+                    path: show(&r.path),
+                    ..resolved_file_conflict(r)
+                }));
             Some(merged.tree)
         }
         Err(refused) => {
             plan.conflicts
-                .extend(refused.conflicts.iter().map(refused_file_conflict));
+                .extend(refused.conflicts.iter().map(|c| Conflict {
+                    path: show(&c.path),
+                    ..refused_file_conflict(c)
+                }));
             None
         }
     })
 }
 
-/// A workspace conflict the policy resolved, as the plan lists it.
+/// A conflict the policy resolved, as the plan lists it (its path as in its directory).
 fn resolved_file_conflict(r: &sync::files::Resolved) -> Conflict {
     Conflict {
         path: String::from_utf8_lossy(&r.path).into_owned(),
@@ -590,7 +822,7 @@ fn resolved_file_conflict(r: &sync::files::Resolved) -> Conflict {
     }
 }
 
-/// A workspace conflict left unresolved, as the plan lists it.
+/// A conflict left unresolved, as the plan lists it (its path as in its directory).
 fn refused_file_conflict(c: &sync::files::Unresolved) -> Conflict {
     Conflict {
         path: String::from_utf8_lossy(&c.path).into_owned(),
@@ -742,7 +974,7 @@ pub fn apply(
         .work
         .as_ref()
         .expect("a plan that is not refused has its work");
-    if work.merged_tree == work.local.tree && work.new_config == work.old_config {
+    if work.changes_nothing() {
         // Nothing of the agent changes (an export with nothing new in it, or every change
         // already here): only the version imported is recorded, the next update's base and
         // what `sync` compares with. No state, backup or rewrite: a timer syncing an agent
@@ -800,28 +1032,15 @@ pub fn rollback(
     let after_config = read_state_text(&dir, &last.after_config)?;
     let workspace = target.install.typed.agent_workspace_dir(alias);
     let local = capture(store, &workspace, progress)?;
-    let mut sizes = HashMap::new();
-    let after_side = flatten(store, Some(last.after_tree), &mut sizes)?;
-    let before_side = flatten(store, Some(last.before_tree), &mut sizes)?;
-    let local_side = flatten(store, Some(local.tree), &mut sizes)?;
     let untouched = |p: &[u8]| uncarried(&[], p);
-    let stamp = Stamp::from_unix_secs(crate::clock::now_ns() / 1_000_000_000);
-    let files = sync::files::plan(&after_side, &local_side, &before_side, &untouched)
-        .resolve(Conflicts::Refuse, &stamp)
-        .map_err(|r| {
-            UpdateError::Conflicts(
-                r.conflicts
-                    .iter()
-                    .map(|c| {
-                        format!(
-                            "{} ({})",
-                            String::from_utf8_lossy(&c.path),
-                            c.kind.describe()
-                        )
-                    })
-                    .collect(),
-            )
-        })?;
+    let merged_tree = merge_back(
+        store,
+        &last.after_tree,
+        &local.tree,
+        &last.before_tree,
+        &untouched,
+        "",
+    )?;
     let new_config = if target.old_config == after_config {
         before_config
     } else {
@@ -847,13 +1066,37 @@ pub fn rollback(
         })?;
         super::with_line_endings_of(&target.old_config, merged.text)
     };
-    super::check_merged(
+    let rolled_back = super::check_merged(
         &target.install,
         &target.root,
         &target.config_path,
         &new_config,
     )?;
-    let merged_tree = build_tree(store, &files.tree, &sizes)?;
+    let mut skills = Vec::new();
+    for skill in &last.skills {
+        let installs = [&target.install, &rolled_back];
+        let Some(dir) = skill_dir(&target.root, &skill.alias, &installs)? else {
+            continue;
+        };
+        let local = capture(store, &dir, progress)?;
+        let shown = format!("skill bundle {}: ", skill.alias);
+        let merged = merge_back(
+            store,
+            &skill.after_tree,
+            &local.tree,
+            &skill.before_tree,
+            &|_| false,
+            &shown,
+        )?;
+        let configured = rolled_back.typed.skill_bundles.contains_key(&skill.alias);
+        skills.push(SkillWork {
+            alias: skill.alias.clone(),
+            dir,
+            local,
+            remove: !configured && merged == empty_tree_id(store)?,
+            merged,
+        });
+    }
     let current_record =
         provenance::read(&target.root, alias)?.unwrap_or_else(|| last.after_provenance.clone());
     let work = Work {
@@ -864,6 +1107,7 @@ pub fn rollback(
         workspace,
         local,
         merged_tree,
+        skills,
         entries: last.entries.clone(),
         before_record: current_record,
         after_record: last.before_provenance.clone(),
@@ -884,6 +1128,42 @@ pub fn rollback(
         backup,
         states: file,
     })
+}
+
+/// The tree a rollback writes in one directory: the state before (`before`) merged three ways
+/// against the state after (`after`, the base) and the directory as it is (`local`), so an
+/// edit made since the change is kept; a conflicting one refuses, its path shown after
+/// `shown`. Paths `untouched` holds stay as they are.
+fn merge_back(
+    store: &Store,
+    after: &ObjectId,
+    local: &ObjectId,
+    before: &ObjectId,
+    untouched: &dyn Fn(&[u8]) -> bool,
+    shown: &str,
+) -> Result<ObjectId, UpdateError> {
+    let mut sizes = HashMap::new();
+    let after_side = flatten(store, Some(*after), &mut sizes)?;
+    let before_side = flatten(store, Some(*before), &mut sizes)?;
+    let local_side = flatten(store, Some(*local), &mut sizes)?;
+    let stamp = Stamp::from_unix_secs(crate::clock::now_ns() / 1_000_000_000);
+    let files = sync::files::plan(&after_side, &local_side, &before_side, untouched)
+        .resolve(Conflicts::Refuse, &stamp)
+        .map_err(|r| {
+            UpdateError::Conflicts(
+                r.conflicts
+                    .iter()
+                    .map(|c| {
+                        format!(
+                            "{shown}{} ({})",
+                            String::from_utf8_lossy(&c.path),
+                            c.kind.describe()
+                        )
+                    })
+                    .collect(),
+            )
+        })?;
+    build_tree(store, &files.tree, &sizes)
 }
 
 /// The provenance record of the agent to update: `alias`'s, or the one record of
@@ -1060,26 +1340,32 @@ impl Names {
     }
 }
 
-/// Workspace paths (relative) the bundles' manifests list as left behind.
-fn left_behind(bundles: &[&source::StoredBundle]) -> Vec<String> {
+/// Paths under `prefix` (`workspace/`, `skills/<alias>/`) the bundles' manifests list as left
+/// behind, relative to it.
+fn left_behind(bundles: &[&source::StoredBundle], prefix: &str) -> Vec<String> {
     bundles
         .iter()
         .flat_map(|b| b.manifest.dropped.iter())
-        .filter_map(|d| d.path.strip_prefix("workspace/").map(str::to_string))
+        .filter_map(|d| d.path.strip_prefix(prefix).map(str::to_string))
         .collect()
 }
 
 /// Whether workspace path `path` is one no export carries: ZeroClaw's memory rule, or at or
 /// under a path in `behind`.
 fn uncarried(behind: &[String], path: &[u8]) -> bool {
+    !crate::agent::workspace_entry_included(&String::from_utf8_lossy(path))
+        || behind_path(behind, path)
+}
+
+/// Whether `path` is at or under a path in `behind`.
+fn behind_path(behind: &[String], path: &[u8]) -> bool {
     let text = String::from_utf8_lossy(path);
-    !crate::agent::workspace_entry_included(&text)
-        || behind.iter().any(|b| {
-            text == b.as_str()
-                || text
-                    .strip_prefix(b.as_str())
-                    .is_some_and(|r| r.starts_with('/'))
-        })
+    behind.iter().any(|b| {
+        text == b.as_str()
+            || text
+                .strip_prefix(b.as_str())
+                .is_some_and(|r| r.starts_with('/'))
+    })
 }
 
 /// New grants: the incoming bundle's that the base does not have, by kind, path and detail,
@@ -1178,6 +1464,11 @@ pub(super) fn capture_tree(
     progress: &dyn Progress,
 ) -> Result<ObjectId, UpdateError> {
     Ok(capture(store, dir, progress)?.tree)
+}
+
+/// The id of the empty tree (written, so it is in the store).
+fn empty_tree_id(store: &Store) -> Result<ObjectId, StoreError> {
+    store.objects().write_tree(&empty_tree())
 }
 
 fn empty_tree() -> Tree {
@@ -1305,6 +1596,50 @@ pub(super) struct State {
     entries: Vec<String>,
     before_provenance: Provenance,
     after_provenance: Provenance,
+    /// The skill bundles' directories the change replaced beside the workspace.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) skills: Vec<SkillState>,
+}
+
+/// What a change replaced in one skill bundle's directory, and what it wrote there.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct SkillState {
+    /// The local skill bundle; its directory is where the install (after the change, or
+    /// before it when the change removes it) puts it.
+    pub(super) alias: String,
+    /// The directory's snapshot before (a snapshot record).
+    before_snapshot: ObjectId,
+    pub(super) before_tree: ObjectId,
+    /// The snapshot record of the tree written.
+    pub(super) after_snapshot: ObjectId,
+    pub(super) after_tree: ObjectId,
+    /// The directory is removed once emptied (see `SkillWork::remove`).
+    #[serde(default)]
+    pub(super) remove: bool,
+}
+
+/// The directory of skill bundle `alias` in the first of `installs` (rooted at `root`) that
+/// configures it.
+pub(super) fn skill_dir(
+    root: &Path,
+    alias: &str,
+    installs: &[&Install],
+) -> Result<Option<PathBuf>, UpdateError> {
+    let Some(install) = installs
+        .iter()
+        .find(|i| i.typed.skill_bundles.contains_key(alias))
+    else {
+        return Ok(None);
+    };
+    zeroclaw_config::skill_bundles::resolve_directory(&install.typed, root, alias)
+        .map(Some)
+        .map_err(|e| {
+            ImportError::Invalid {
+                path: root.join(CONFIG_FILE),
+                problem: format!("skill bundle {alias}: {e}"),
+            }
+            .into()
+        })
 }
 
 /// The directory of agent `alias`'s states (and of its intent journal) in install `root`.
@@ -1418,11 +1753,18 @@ fn write_change(
     let dir = states_dir(root, change.alias);
     super::journal::begin(store, &dir, &state)?;
 
-    // 3. The workspace, through the staged publish (unless nothing changes in it).
+    // 3. The workspace and skill directories, each through the staged publish (unless
+    // nothing changes in it).
     crate::hooks::seam("update-step", "trees");
-    if work.merged_tree != work.local.tree {
-        if let Err(e) = publish_tree(store, &work.workspace, state.after_tree, progress) {
-            return Err(abandon(store, change, &state, e));
+    for (i, (what, dir, tree)) in work.changed_trees(change.alias).into_iter().enumerate() {
+        if let Err(e) = publish_tree(store, &dir, tree, progress) {
+            return Err(abandon(
+                store,
+                change,
+                &state,
+                i == 0,
+                publish_error(what, &dir, e),
+            ));
         }
     }
 
@@ -1435,8 +1777,13 @@ fn write_change(
         after_config: &work.new_config,
         config_path: &work.config_path,
         config_target: &work.config_target,
-        workspace: &work.workspace,
-        publish: false,
+        publish: Vec::new(),
+        remove: work
+            .skills
+            .iter()
+            .filter(|s| s.remove)
+            .map(|s| s.dir.clone())
+            .collect(),
         write_config: true,
         keep,
     };
@@ -1444,21 +1791,19 @@ fn write_change(
     Ok(backup.expect("a change that writes config.toml has a backup"))
 }
 
-/// A publish of the workspace failed after the intent was written: when the workspace is as
-/// it was (every publish failure but a failed restore or fsync), the intent is withdrawn
-/// and nothing was written; otherwise the change is left for `recover` to finish.
+/// A publish failed after the intent was written: when it was the change's first (`first`)
+/// and left its directory as it was (every publish failure but a failed restore or fsync),
+/// the intent is withdrawn and nothing was written; otherwise the change is left for
+/// `recover` to finish.
 fn abandon(
     store: &Store,
     change: &Change<'_>,
     state: &State,
-    e: publish::PublishError,
+    first: bool,
+    failed: (UpdateError, bool),
 ) -> UpdateError {
-    let unchanged = !matches!(
-        e,
-        publish::PublishError::RestoreFailed { .. } | publish::PublishError::NotDurable { .. }
-    );
-    let error = publish_error(change.alias, &change.work.workspace, e);
-    if !unchanged {
+    let (error, unchanged) = failed;
+    if !(first && unchanged) {
         return unfinished(change, error);
     }
     let dir = states_dir(change.root, change.alias);
@@ -1466,7 +1811,10 @@ fn abandon(
         return unfinished(change, e);
     }
     // Best effort: the state after is no longer going to be.
-    let _ = store.maintenance().forget(&state.after_snapshot);
+    let skill_snapshots = state.skills.iter().map(|s| &s.after_snapshot);
+    for id in [&state.after_snapshot].into_iter().chain(skill_snapshots) {
+        let _ = store.maintenance().forget(id);
+    }
     error
 }
 
@@ -1501,9 +1849,10 @@ pub(super) struct Tail<'a> {
     pub(super) after_config: &'a str,
     pub(super) config_path: &'a Path,
     pub(super) config_target: &'a Path,
-    pub(super) workspace: &'a Path,
-    /// The workspace still holds the tree before: publish the one after.
-    pub(super) publish: bool,
+    /// The trees still as before, to publish as after: what, where, which tree.
+    pub(super) publish: Vec<(String, PathBuf, ObjectId)>,
+    /// The emptied directories the change removes (skill bundles the config after drops).
+    pub(super) remove: Vec<PathBuf>,
     /// `config.toml` still holds the text before: back it up and write the one after.
     pub(super) write_config: bool,
     /// The mode and owner `config.toml` keeps.
@@ -1511,7 +1860,7 @@ pub(super) struct Tail<'a> {
 }
 
 /// The writes after the intent, each one idempotent, so that `recover` finishes a change by
-/// running them again: the workspace (when `tail.publish`), provenance, the backup and
+/// running them again: the trees still as before (`tail.publish`), provenance, the backup and
 /// `config.toml` (when `tail.write_config`), the state kept, the intent removed. Returns the
 /// backup written.
 pub(super) fn finish(
@@ -1520,9 +1869,12 @@ pub(super) fn finish(
     progress: &dyn Progress,
 ) -> Result<Option<PathBuf>, UpdateError> {
     let state = tail.state;
-    if tail.publish {
-        publish_tree(store, tail.workspace, state.after_tree, progress)
-            .map_err(|e| publish_error(tail.alias, tail.workspace, e))?;
+    for (what, dir, tree) in &tail.publish {
+        publish_tree(store, dir, *tree, progress)
+            .map_err(|e| publish_error(what.clone(), dir, e).0)?;
+    }
+    for dir in &tail.remove {
+        remove_emptied(dir)?;
     }
     crate::hooks::seam("update-step", "provenance");
     provenance::write(tail.root, store.root(), &state.after_provenance)?;
@@ -1552,6 +1904,24 @@ pub(super) fn finish(
     commit_state(store, tail.root, tail.alias, state)?;
     super::journal::end(&states_dir(tail.root, tail.alias))?;
     Ok(backup)
+}
+
+/// Removes the emptied directory `dir` (gone already: done), durably.
+fn remove_emptied(dir: &Path) -> Result<(), UpdateError> {
+    match fs::remove_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(UpdateError::State {
+                path: dir.to_path_buf(),
+                message: format!("could not remove the emptied directory: {e}"),
+            })
+        }
+    }
+    match dir.parent() {
+        Some(parent) => sync_dir(parent),
+        None => Ok(()),
+    }
 }
 
 /// Opens the install directory `root` and takes its exclusive lock (held while the returned
@@ -1593,6 +1963,11 @@ fn check_unchanged(
     let again = capture(store, &work.workspace, progress)?;
     if again.tree != work.local.tree {
         return Err(UpdateError::Changed(work.workspace.clone()));
+    }
+    for skill in &work.skills {
+        if capture(store, &skill.dir, progress)?.tree != skill.local.tree {
+            return Err(UpdateError::Changed(skill.dir.clone()));
+        }
     }
     Ok(keep_of(&meta))
 }
@@ -1637,6 +2012,29 @@ fn prepare_state(store: &Store, change: &Change<'_>) -> Result<State, UpdateErro
         work.merged_tree,
         format!("{} of {place}", change.verb),
     )?;
+    let mut skills = Vec::new();
+    for skill in &work.skills {
+        let place = format!("skill bundle {} at {}", skill.alias, root.display());
+        skills.push(SkillState {
+            alias: skill.alias.clone(),
+            before_snapshot: match skill.local.snapshot {
+                Some(id) => id,
+                None => record_tree(
+                    store,
+                    skill.local.tree,
+                    format!("before {} of {place}", change.verb),
+                )?,
+            },
+            before_tree: skill.local.tree,
+            after_snapshot: record_tree(
+                store,
+                skill.merged,
+                format!("{} of {place}", change.verb),
+            )?,
+            after_tree: skill.merged,
+            remove: skill.remove,
+        });
+    }
     Ok(State {
         seq,
         verb: change.verb.to_string(),
@@ -1650,6 +2048,7 @@ fn prepare_state(store: &Store, change: &Change<'_>) -> Result<State, UpdateErro
         entries: work.entries.clone(),
         before_provenance: work.before_record.clone(),
         after_provenance: work.after_record.clone(),
+        skills,
     })
 }
 
@@ -1677,7 +2076,16 @@ fn commit_state(store: &Store, root: &Path, alias: &str, state: &State) -> Resul
     sync_dir(&states_dir)?;
     for old in dropped {
         // Best effort: a state no longer kept releases its snapshots and texts.
-        for id in old.before_snapshot.iter().chain([&old.after_snapshot]) {
+        let skill_snapshots = old
+            .skills
+            .iter()
+            .flat_map(|s| [&s.before_snapshot, &s.after_snapshot]);
+        for id in old
+            .before_snapshot
+            .iter()
+            .chain([&old.after_snapshot])
+            .chain(skill_snapshots)
+        {
             let _ = store.maintenance().forget(id);
         }
         let _ = fs::remove_file(states_dir.join(&old.before_config));
@@ -1707,12 +2115,17 @@ fn publish_tree(
     Ok(())
 }
 
-/// A failed publish of agent `alias`'s workspace, as an update error.
-fn publish_error(alias: &str, workspace: &Path, source: publish::PublishError) -> UpdateError {
-    ImportError::Publish {
-        what: format!("the workspace of agent {alias}"),
-        path: workspace.to_path_buf(),
+/// A failed publish of `what` at `dir`, as an update error, and whether it left `dir` as it
+/// was (every failure but a failed restore or fsync).
+fn publish_error(what: String, dir: &Path, source: publish::PublishError) -> (UpdateError, bool) {
+    let unchanged = !matches!(
+        source,
+        publish::PublishError::RestoreFailed { .. } | publish::PublishError::NotDurable { .. }
+    );
+    let error = ImportError::Publish {
+        what,
+        path: dir.to_path_buf(),
         source: Box::new(source),
-    }
-    .into()
+    };
+    (error.into(), unchanged)
 }

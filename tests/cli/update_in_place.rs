@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::export::{export, Install};
 use crate::import::{import, loads, onboarded};
 use crate::oracle::snapshot_of;
-use crate::util::{write, TestEnv};
+use crate::util::{copy_tree, read_tree, write, TestEnv};
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
@@ -291,19 +291,208 @@ fn import_of_a_newer_version_updates_the_imported_agent_in_place() {
 /// A newer version whose skill trees changed is refused, naming the skill bundle, with
 /// nothing written: an update in place does not carry skill trees, and taking the rest alone
 /// would leave the agent with skills it was not shipped with.
+/// The skill bundle the agent's import added is merged three ways like the workspace: a skill
+/// changed upstream is taken, a skill file edited here is kept, a file changed both ways is
+/// a conflict (refused, then a `.sync-conflict-` copy); `rollback` gives back the skill
+/// directory byte for byte, and a second rollback the update.
 #[test]
-fn an_update_whose_skills_changed_is_refused_naming_them() {
+fn an_update_carries_the_skill_trees_three_ways_and_rollback_restores_them() {
     let h = Hosts::new();
-    write(&h.a.ws().join("notes.md"), b"notes, revised upstream\n");
+    let b_skills = h.b.join("shared/skills/research_tools");
+    assert!(
+        b_skills.join("web_search/SKILL.md").is_file(),
+        "imported skills"
+    );
     write(
         &h.a.skills().join("web_search/SKILL.md"),
         b"# web search, revised\n",
     );
+    write(&h.a.skills().join("summarize/SKILL.md"), b"# summarize\n");
+    write(
+        &h.a.skills().join("web_search/run.sh"),
+        b"#!/bin/sh\necho a\n",
+    );
+    write(&b_skills.join("web_search/notes.md"), b"b's own notes\n");
+    write(&b_skills.join("web_search/run.sh"), b"#!/bin/sh\necho b\n");
     let second = h.export_a("bundle2");
     let before = snapshot_of(&h.b);
-    h.update(&second, &["--accept-grants"])
-        .fails(1, "skill bundle research_tools changed");
+    let agent = |b: &Path| {
+        (
+            fs::read(b.join("config.toml")).unwrap(),
+            read_tree(&b.join("shared/skills/research_tools")),
+            read_tree(&b.join("agents/researcher/workspace")),
+        )
+    };
+    let agent_before = agent(&h.b);
+
+    // run.sh changed on both sides: refused, naming it, nothing written.
+    let refused = h
+        .update(&second, &["--accept-grants"])
+        .fails(4, "conflicts refused, nothing was written");
+    assert!(
+        refused
+            .stdout()
+            .contains("CONFLICT skill bundle research_tools: web_search/run.sh"),
+        "{}",
+        refused.describe()
+    );
     assert_eq!(snapshot_of(&h.b), before, "nothing written");
+
+    let run = h
+        .update(&second, &["--accept-grants", "--conflicts", "copy"])
+        .ok();
+    let read = |p: &str| fs::read(b_skills.join(p)).unwrap();
+    assert_eq!(
+        read("web_search/SKILL.md"),
+        b"# web search, revised\n",
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        read("summarize/SKILL.md"),
+        b"# summarize\n",
+        "new skill taken"
+    );
+    assert_eq!(
+        read("web_search/notes.md"),
+        b"b's own notes\n",
+        "local file kept"
+    );
+    assert_eq!(
+        read("web_search/run.sh"),
+        b"#!/bin/sh\necho b\n",
+        "local side kept"
+    );
+    let copies: Vec<_> = fs::read_dir(b_skills.join("web_search"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("run.sync-conflict-") && n.ends_with(".sh"))
+        .collect();
+    assert_eq!(copies.len(), 1, "one conflict copy: {copies:?}");
+    assert_eq!(
+        read(&format!("web_search/{}", copies[0])),
+        b"#!/bin/sh\necho a\n"
+    );
+    assert!(
+        run.stdout()
+            .contains("take     skill bundle research_tools: web_search/SKILL.md"),
+        "{}",
+        run.describe()
+    );
+    loads(&h.b);
+    let agent_after = agent(&h.b);
+
+    h.env
+        .run(&["rollback", "researcher", "--install", &s(&h.b)])
+        .ok();
+    assert!(
+        agent(&h.b) == agent_before,
+        "rollback restores config, skills and workspace"
+    );
+    h.env
+        .run(&["rollback", "researcher", "--install", &s(&h.b)])
+        .ok();
+    assert!(agent(&h.b) == agent_after, "a rollback of the rollback");
+}
+
+/// A skill bundle the new version adds is written where the install puts skills and rolled
+/// back to nothing (no empty directory left); one the next version drops goes with its files.
+#[test]
+fn an_update_adds_and_drops_whole_skill_bundles_and_rollback_removes_what_it_added() {
+    let h = Hosts::new();
+    let skills_of = |b: &Path| {
+        (
+            fs::read(b.join("config.toml")).unwrap(),
+            read_tree(&b.join("shared/skills")),
+        )
+    };
+    let before = skills_of(&h.b);
+    h.edit_a_config(
+        "skill_bundles = [\"research_tools\"]",
+        "skill_bundles = [\"research_tools\", \"writing_tools\"]",
+    );
+    h.edit_a_config(
+        "[skill_bundles.research_tools]",
+        "[skill_bundles.writing_tools]\n\n[skill_bundles.research_tools]",
+    );
+    let writing = h.a.root.join("shared/skills/writing_tools");
+    write(&writing.join("draft/SKILL.md"), b"# draft\n");
+    let second = h.export_a("bundle2");
+    let run = h.update(&second, &["--accept-grants"]).ok();
+    let added = h.b.join("shared/skills/writing_tools/draft/SKILL.md");
+    assert_eq!(
+        fs::read(&added).unwrap(),
+        b"# draft\n",
+        "{}",
+        run.describe()
+    );
+    loads(&h.b);
+    let after = skills_of(&h.b);
+
+    h.env
+        .run(&["rollback", "researcher", "--install", &s(&h.b)])
+        .ok();
+    assert!(
+        skills_of(&h.b) == before,
+        "rollback removes the added bundle"
+    );
+    assert!(!h.b.join("shared/skills/writing_tools").exists());
+    h.env
+        .run(&["rollback", "researcher", "--install", &s(&h.b)])
+        .ok();
+    assert!(skills_of(&h.b) == after, "a rollback of the rollback");
+
+    // The next version drops it again.
+    h.edit_a_config(
+        "skill_bundles = [\"research_tools\", \"writing_tools\"]",
+        "skill_bundles = [\"research_tools\"]",
+    );
+    h.edit_a_config("[skill_bundles.writing_tools]\n\n", "");
+    let third = h.export_a("bundle3");
+    let run = h.update(&third, &["--accept-grants"]).ok();
+    assert!(
+        !h.b.join("shared/skills/writing_tools").exists(),
+        "{}",
+        run.describe()
+    );
+    loads(&h.b);
+}
+
+/// A skill bundle the install had before the agent came (the first import used it, content
+/// equal) is the install's own: an update that changes it is refused, naming it.
+#[test]
+fn an_update_of_a_skill_bundle_the_install_owns_is_refused_naming_it() {
+    let env = TestEnv::new();
+    let a = Install::new(&env);
+    let first = env.path("bundle1");
+    export(&env, &a, &first, &[], &[]).ok();
+    // B already has research_tools with the same content: the import uses it.
+    let b = onboarded(&env, "b");
+    let exported = first.join("skills/research_tools");
+    fs::create_dir_all(b.join("shared/skills")).unwrap();
+    copy_tree(&exported, &b.join("shared/skills/research_tools"));
+    let config = b.join("config.toml");
+    let mut text = fs::read_to_string(&config).unwrap();
+    text.push_str("\n[skill_bundles.research_tools]\nexclude = [\"internal_only\"]\n");
+    fs::write(&config, text).unwrap();
+    import(&env, &first, &b, &["--yes"]).ok();
+    assert!(!b.join("shared/skills/research_tools_imported").exists());
+    write(&a.skills().join("web_search/SKILL.md"), b"# revised\n");
+    let second = env.path("bundle2");
+    export(&env, &a, &second, &[], &[]).ok();
+    let before = snapshot_of(&b);
+    env.run(&[
+        "update",
+        &s(&second),
+        "--install",
+        &s(&b),
+        "--accept-grants",
+    ])
+    .fails(
+        1,
+        "skill bundle research_tools changed since the version last imported",
+    );
+    assert_eq!(snapshot_of(&b), before, "nothing written");
 }
 
 /// `review` of a newer version of an imported agent ends with the three-way plan its import

@@ -20,19 +20,25 @@ fn s(p: &Path) -> String {
 }
 
 /// What an update changes and a recover must leave whole: `config.toml` and every file and
-/// directory of the agent's workspace (bytes and exec bit).
+/// directory of the agent's workspace and of the skill bundle its import added (bytes and
+/// exec bit).
 #[derive(Debug, PartialEq)]
 struct AgentState {
     config: Vec<u8>,
     workspace: BTreeMap<Vec<u8>, Node>,
+    skills: BTreeMap<Vec<u8>, Node>,
 }
 
 fn state_of(b: &Path) -> AgentState {
     AgentState {
         config: fs::read(b.join("config.toml")).unwrap(),
         workspace: read_tree(&b.join("agents/researcher/workspace")),
+        skills: read_tree(&b.join(SKILLS)),
     }
 }
+
+/// Where host B keeps the skill bundle the agent's import added.
+const SKILLS: &str = "shared/skills/research_tools";
 
 /// Host A exported twice (the second time with a changed file, a new file and a changed
 /// config key); each host B imports the first bundle and edits its own copy.
@@ -50,6 +56,11 @@ impl Hosts {
         export(&env, &a, &first, &[], &[]).ok();
         write(&a.ws().join("notes.md"), b"notes, revised upstream\n");
         write(&a.ws().join("notes/new.md"), b"a new page\n");
+        write(
+            &a.skills().join("web_search/SKILL.md"),
+            b"# web search, revised\n",
+        );
+        write(&a.skills().join("summarize/SKILL.md"), b"# summarize\n");
         let config = a.root.join("config.toml");
         let text = fs::read_to_string(&config).unwrap();
         fs::write(
@@ -70,6 +81,7 @@ impl Hosts {
         let ws = b.join("agents/researcher/workspace");
         write(&ws.join("notes/plan.md"), b"plan, edited on b\n");
         write(&ws.join("memory/brain.db"), b"b's own memory");
+        write(&b.join(SKILLS).join("web_search/notes.md"), b"b's notes\n");
         let config = b.join("config.toml");
         let text = fs::read_to_string(&config).unwrap();
         assert!(text.contains("model = \"gpt-backup\""), "{text}");
@@ -143,6 +155,14 @@ const STEPS: &[(&str, &str, bool, Ends)] = &[
         true,
         Ends::After,
     ),
+    ("publish-write", "web_search/SKILL.md", false, Ends::After),
+    ("before-swap", "research_tools", false, Ends::After),
+    (
+        "publish-after-exchange",
+        "research_tools",
+        false,
+        Ends::After,
+    ),
     ("update-step", "provenance", false, Ends::After),
     ("update-step", "config", false, Ends::After),
     ("update-step", "states", false, Ends::After),
@@ -183,6 +203,11 @@ fn check_recovered(
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     assert_eq!(beside, ["workspace"], "{what}: left beside the workspace");
+    let beside: Vec<String> = fs::read_dir(b.join("shared/skills"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(beside, ["research_tools"], "{what}: left beside the skills");
     assert!(
         !b.join(".zeroclaw-bundle/updates/researcher/pending")
             .exists(),
@@ -271,7 +296,7 @@ fn a_pending_update_blocks_update_rollback_and_import_until_recover() {
     assert_eq!(completed.len(), 1, "{json}");
     assert_eq!(completed[0]["alias"], "researcher", "{json}");
     assert_eq!(completed[0]["verb"], "update", "{json}");
-    assert_eq!(completed[0]["workspace_published"], false, "{json}");
+    assert_eq!(completed[0]["published"], serde_json::json!([]), "{json}");
     assert_eq!(completed[0]["config_written"], true, "{json}");
     loads(&b);
     let again = h.update(&b, &[]).ok();

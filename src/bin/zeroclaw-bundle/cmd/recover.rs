@@ -73,10 +73,10 @@ fn print_install(done: &InstallRecovered) -> Result<()> {
         for p in &c.leftovers {
             crate::outln!("removed what the killed publish left: {}", p.display())?;
         }
-        let workspace = if c.workspace_published {
-            "workspace published"
+        let workspace = if c.published.is_empty() {
+            "workspace already in place".to_string()
         } else {
-            "workspace already in place"
+            format!("{} published", c.published.join(", "))
         };
         let config = match (&c.backup, c.config_written) {
             (Some(backup), true) => format!(
