@@ -562,8 +562,26 @@ impl Bundles {
         options: &ReviewOptions,
         progress: &dyn Progress,
     ) -> Result<Review> {
-        crate::review::review(&self.store, source, options, progress)
-            .map_err(|e| Error::new(Verb::Review, source.to_string_lossy(), e.into()))
+        let mut review = crate::review::review(&self.store, source, options, progress)
+            .map_err(|e| Error::new(Verb::Review, source.to_string_lossy(), e.into()))?;
+        if let (Some(install), true) = (&options.install, review.install.is_some()) {
+            // The plan writes only to the store (a capture of the agent's workspace); one that
+            // cannot be made (not an update, or refused) leaves the review as it is: the
+            // import says why.
+            let request = crate::UpdateRequest {
+                source,
+                install,
+                alias: None,
+                conflicts: crate::ConflictPolicy::Refuse,
+                accept_grants: false,
+                require: None,
+            };
+            review.update_plan = self
+                .update_plan(&request, progress)
+                .ok()
+                .filter(|p| !p.up_to_date);
+        }
+        Ok(review)
     }
 
     /// Plans the import of `request.source` into `request.install`: the source is captured

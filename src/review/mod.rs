@@ -195,6 +195,7 @@ pub fn review(
         updates,
         signatures,
         mount: format!("zeroclaw-bundle mount {} <DIR>", snapshot.to_hex()),
+        update_plan: None,
     })
 }
 

@@ -47,6 +47,10 @@ pub struct Review {
     pub signatures: Vec<crate::sign::Checked>,
     /// The command that mounts what was reviewed, read-only (`<DIR>` is the operator's).
     pub mount: String,
+    /// When the source is a newer version of an agent imported into the install compared
+    /// with: the three-way plan its import would apply there (taken, kept, conflicts, config
+    /// keys, new grants). Set by [`crate::Bundles::review`]; nothing is written to the install.
+    pub update_plan: Option<crate::UpdatePlan>,
 }
 
 /// What the bundle's manifest and config say.

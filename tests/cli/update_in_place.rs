@@ -519,4 +519,21 @@ fn review_of_a_newer_version_shows_the_three_way_plan() {
         run.describe()
     );
     assert_eq!(snapshot_of(&h.b), before, "review writes nothing");
+    // The same plan in the JSON document.
+    let json = h
+        .env
+        .run(&["--json", "review", &s(&second), "--install", &s(&h.b)])
+        .ok()
+        .json();
+    let plan = &json["update_plan"];
+    assert_eq!(plan["alias"], "researcher", "{json}");
+    assert_eq!(plan["taken"], serde_json::json!(["notes.md"]), "{json}");
+    assert_eq!(plan["kept"], serde_json::json!(["notes/plan.md"]), "{json}");
+    assert!(
+        plan["config_keys"]
+            .to_string()
+            .contains("providers.models.anthropic.main.model"),
+        "{json}"
+    );
+    assert_eq!(snapshot_of(&h.b), before, "review writes nothing");
 }

@@ -3,13 +3,11 @@
 //! prints the content id only). The verb and its screen are the library's
 //! ([`Bundles::review`], [`zeroclaw_bundle::render_review`]); this file opens the store the
 //! source needs, calls it and prints. A newer version of an agent imported into the install
-//! is followed by the three-way plan its import would apply ([`Bundles::update_plan`]). Exit 0
+//! is followed by the three-way plan its import would apply (`Review::update_plan`). Exit 0
 //! whenever the review was produced, whatever it found.
 
 use anyhow::Result;
-use zeroclaw_bundle::{
-    Bundles, ConflictPolicy, ReviewOptions, SignerTrust, UpdatePlan, UpdateRequest,
-};
+use zeroclaw_bundle::{Bundles, ReviewOptions, SignerTrust};
 
 use crate::cli::ReviewArgs;
 use crate::cmd::{Ctx, Outcome};
@@ -45,35 +43,15 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {
         let mut text = Vec::new();
         zeroclaw_bundle::render_review(&review, &mut text)?;
         crate::cmd::write_stdout(&text)?;
-        if let Some(plan) = three_way_plan(ctx, &bundles, &args) {
+        if let Some(plan) = &review.update_plan {
             crate::outln!(
                 "\nImported into {} now, this is the update in place of agent {} (three ways: \
                  nothing is written by review):",
                 plan.install.display(),
                 crate::cmd::escape_message(&plan.alias)
             )?;
-            super::update::print_plan(&plan)?;
+            super::update::print_plan(plan)?;
         }
     }
     Ok(Outcome::Success)
-}
-
-/// The three-way plan an import of the reviewed source into the install would follow, when it
-/// is a newer version of an agent imported there (`Bundles::update_plan`: it captures the
-/// agent's workspace into the store, and writes nothing to the install). None otherwise, or
-/// when it cannot be planned (the import says why).
-fn three_way_plan(ctx: &Ctx, bundles: &Bundles, args: &ReviewArgs) -> Option<UpdatePlan> {
-    let install = Bundles::import_install(args.install.as_deref()).ok()?;
-    let request = UpdateRequest {
-        source: &args.source,
-        install: &install,
-        alias: None,
-        conflicts: ConflictPolicy::Refuse,
-        accept_grants: false,
-        require: None,
-    };
-    let progress = ctx.term_progress();
-    let plan = bundles.update_plan(&request, &progress).ok();
-    drop(progress);
-    plan.filter(|p| !p.up_to_date)
 }
