@@ -9,9 +9,11 @@
 //! (staged, fsynced, renamed), owner-only; `review` reads it. A missing directory or file means
 //! "never imported by this tool". A file that does not parse is an error naming its path: a
 //! review must not silently skip the update diff.
-
-// Read by `review` and written by `import`, both landing next.
-#![allow(dead_code)]
+//!
+//! The snapshot a provenance record names is the merge base of the agent's next update, so
+//! the store must keep it: each write also leaves a hold in the store
+//! (`<store>/holds/<key>.toml`: install, agent, snapshot), and `forget` refuses a snapshot
+//! whose holder's provenance still names it ([`holders`]).
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -97,6 +99,14 @@ pub enum ProvenanceError {
     /// The file could not be published.
     #[error(transparent)]
     Write(#[from] FileError),
+    /// The store's hold of the snapshot could not be written.
+    #[error("could not write the store's hold {} (it keeps the snapshot the agent was imported from)", path.display())]
+    Hold {
+        /// The hold file.
+        path: PathBuf,
+        /// The cause.
+        source: io::Error,
+    },
 }
 
 /// The provenance file of local agent `alias` in the install rooted at `install_root` (the
@@ -156,6 +166,7 @@ pub fn write(
         path: dir.to_path_buf(),
         source,
     })?;
+    hold(install_root, store, record)?;
     let text = toml::to_string(record).expect("a provenance record always serializes");
     let req = FileRequest {
         dest: &file,
@@ -168,6 +179,116 @@ pub fn write(
     };
     publish_file(&req, |out: &mut dyn Write| out.write_all(text.as_bytes()))?;
     Ok(())
+}
+
+/// The directory of a store that holds its holds: one small file per imported agent, naming
+/// the snapshot its provenance names (the merge base of its next update), so that `forget`
+/// can refuse to drop it (see [`holders`]). The store cannot see installs; the hold is how it
+/// learns which of its snapshots an install still needs.
+pub const HOLDS_DIR: &str = "holds";
+
+/// One hold: install `install`'s agent `alias` was imported from `snapshot`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Hold {
+    snapshot: ObjectId,
+    install: PathBuf,
+    alias: String,
+}
+
+/// An agent whose provenance names a snapshot: the install, the agent, its provenance file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Holder {
+    /// The install root.
+    pub install: PathBuf,
+    /// The local agent.
+    pub alias: String,
+    /// Its provenance file.
+    pub file: PathBuf,
+}
+
+/// Writes (replaces) the hold of `record`'s agent in `store`, before its provenance is written:
+/// a kill between the two leaves a hold the provenance does not back, which [`holders`]
+/// drops as stale.
+fn hold(install_root: &Path, store: &Path, record: &Provenance) -> Result<(), ProvenanceError> {
+    let install = std::path::absolute(install_root).unwrap_or_else(|_| install_root.into());
+    let dir = store.join(HOLDS_DIR);
+    fs::create_dir_all(&dir).map_err(|source| ProvenanceError::CreateDir {
+        path: dir.clone(),
+        source,
+    })?;
+    let mut key = install.as_os_str().as_encoded_bytes().to_vec();
+    key.push(0);
+    key.extend_from_slice(record.alias.as_bytes());
+    let file = dir.join(format!("{}.toml", ObjectId::of(&key).short(32)));
+    let hold = Hold {
+        snapshot: record.snapshot,
+        install,
+        alias: record.alias.clone(),
+    };
+    let text = toml::to_string(&hold).expect("a hold always serializes");
+    // Inside the store, so not through `publish_file` (which refuses the store): staged
+    // beside, synced, renamed over.
+    let write_err = |source: io::Error| ProvenanceError::Hold {
+        path: file.clone(),
+        source,
+    };
+    let mut staged = tempfile::NamedTempFile::new_in(&dir).map_err(write_err)?;
+    staged.write_all(text.as_bytes()).map_err(write_err)?;
+    staged.as_file().sync_all().map_err(write_err)?;
+    staged.persist(&file).map_err(|e| write_err(e.error))?;
+    crate::sys::open_dir_path(&dir)
+        .and_then(|fd| crate::sys::fsync(&fd))
+        .map_err(write_err)
+}
+
+/// The agents of any install whose provenance still names snapshot `id`, by the holds of
+/// `store`. A hold whose provenance no longer names `id` (the agent was updated since, its
+/// record removed, the install gone) is stale and removed; one that cannot be read is kept
+/// and skipped (a store's holds never block more than what they name).
+pub fn holders(store: &Path, id: &ObjectId) -> Result<Vec<Holder>, ProvenanceError> {
+    let dir = store.join(HOLDS_DIR);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(source) => return Err(ProvenanceError::Read { path: dir, source }),
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| ProvenanceError::Read {
+            path: dir.clone(),
+            source,
+        })?;
+        let hold_file = entry.path();
+        let Ok(text) = crate::sys::read_small_text(&hold_file, RECORD_CAP, "a store hold") else {
+            continue;
+        };
+        let Ok(hold) = toml::from_str::<Hold>(&text) else {
+            continue;
+        };
+        if hold.snapshot != *id {
+            continue;
+        }
+        let file = path(&hold.install, &hold.alias);
+        match read_file(&file) {
+            Ok(Some(record)) if record.snapshot == *id => out.push(Holder {
+                install: hold.install,
+                alias: hold.alias,
+                file,
+            }),
+            // Unreadable now (permissions, a half-written disk): it may still name `id`.
+            Err(ProvenanceError::Read { .. }) => out.push(Holder {
+                install: hold.install,
+                alias: hold.alias,
+                file,
+            }),
+            _ => {
+                // Best effort: a stale hold only costs a read at the next forget.
+                let _ = fs::remove_file(&hold_file);
+            }
+        }
+    }
+    out.sort_by(|a, b| (&a.install, &a.alias).cmp(&(&b.install, &b.alias)));
+    Ok(out)
 }
 
 fn read_file(file: &Path) -> Result<Option<Provenance>, ProvenanceError> {

@@ -216,6 +216,27 @@ impl Bundles {
         let id = self
             .stored("forget", reference)
             .map_err(|e| fail(e.into()))?;
+        let holders =
+            crate::provenance::holders(self.store.root(), &id).map_err(|e| fail(e.into()))?;
+        if let Some(first) = holders.first() {
+            return Err(fail(anyhow::anyhow!(
+                "snapshot {} is what agent {} of {} was last imported from{}: its next update \
+                 merges against it, so it is kept; to let it go, remove {} (the agent is then \
+                 imported beside, not updated) and forget it again",
+                id.short(16),
+                first.alias,
+                first.install.display(),
+                match holders.len() {
+                    1 => String::new(),
+                    n => format!(
+                        " (and {} more agent{})",
+                        n - 1,
+                        if n == 2 { "" } else { "s" }
+                    ),
+                },
+                first.file.display()
+            )));
+        }
         let forgotten = self
             .store
             .maintenance()

@@ -395,6 +395,46 @@ fn an_update_carries_the_skill_trees_three_ways_and_rollback_restores_them() {
     assert!(agent(&h.b) == agent_after, "a rollback of the rollback");
 }
 
+/// The snapshot an agent was last imported from is its next update's merge base: `forget`
+/// refuses it, naming the agent and its provenance file; once an update moves the agent on,
+/// the old one may go and the new one is held.
+#[test]
+fn forget_refuses_the_snapshot_an_imported_agent_was_last_imported_from() {
+    let h = Hosts::new();
+    let record = fs::read_to_string(h.b.join(".zeroclaw-bundle/imports/researcher.toml")).unwrap();
+    let base = record
+        .lines()
+        .find_map(|l| l.strip_prefix("snapshot = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap()
+        .to_string();
+    h.env
+        .run(&["forget", &base])
+        .fails(1, "is what agent researcher of");
+    write(&h.a.ws().join("notes.md"), b"notes, revised upstream\n");
+    let second = h.export_a("bundle2");
+    h.update(&second, &[]).ok();
+    h.env.run(&["forget", &base]).ok();
+    let record = fs::read_to_string(h.b.join(".zeroclaw-bundle/imports/researcher.toml")).unwrap();
+    let now = record
+        .lines()
+        .find_map(|l| l.strip_prefix("snapshot = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .unwrap()
+        .to_string();
+    assert_ne!(now, base);
+    let refused = h.env.run(&["forget", &now]).fails(1, "researcher.toml");
+    assert!(
+        refused.stderr().contains("imported beside, not updated"),
+        "{}",
+        refused.describe()
+    );
+    // The update still has its base.
+    write(&h.a.ws().join("notes.md"), b"notes, revised again\n");
+    let third = h.export_a("bundle3");
+    h.update(&third, &[]).ok();
+}
+
 /// A skill bundle the new version adds is written where the install puts skills and rolled
 /// back to nothing (no empty directory left); one the next version drops goes with its files.
 #[test]
