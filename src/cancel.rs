@@ -13,8 +13,9 @@
 //! Work checks the token at its safe points ([`Cancel::check`]) and then fails with its own
 //! `Interrupted` error after unwinding its cleanups (a staging tree is removed, nothing is
 //! recorded). A publish marks its destination on the token while it runs
-//! ([`Cancel::publishing`]), so whoever stops the process at once can name the destination
-//! `recover` repairs.
+//! ([`Cancel::publishing`]), and an update past its commit point its install
+//! ([`Cancel::changing_install`]), so whoever stops the process at once can name the
+//! `recover` that repairs it ([`Cancel::recovery_command`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,6 +31,7 @@ pub struct Interrupted;
 pub struct Cancel {
     flag: Arc<AtomicBool>,
     publishing: Arc<Mutex<Option<PathBuf>>>,
+    changing: Arc<Mutex<Option<PathBuf>>>,
 }
 
 impl Cancel {
@@ -77,6 +79,37 @@ impl Cancel {
     /// The destination of the publish running now, if any (see [`Cancel::publishing`]).
     pub fn publishing_to(&self) -> Option<PathBuf> {
         self.publishing.lock().ok().and_then(|slot| slot.clone())
+    }
+
+    /// Marks an update or rollback of an agent of install `root` as past its commit point
+    /// until the guard drops: a process stopped meanwhile leaves a change that `recover
+    /// --install` finishes (its publishes included).
+    pub fn changing_install(&self, root: &Path) -> PublishingGuard {
+        if let Ok(mut slot) = self.changing.lock() {
+            *slot = Some(root.to_path_buf());
+        }
+        PublishingGuard {
+            slot: Arc::clone(&self.changing),
+        }
+    }
+
+    /// The command that finishes what a process stopped now would leave half done: `recover
+    /// --install ROOT` during an update past its commit point ([`Cancel::changing_install`]),
+    /// `recover DEST` during a publish ([`Cancel::publishing`]), else none.
+    pub fn recovery_command(&self) -> Option<String> {
+        let slot = |m: &Mutex<Option<PathBuf>>| m.lock().ok().and_then(|s| s.clone());
+        if let Some(root) = slot(&self.changing) {
+            return Some(format!(
+                "zeroclaw-bundle recover --install {}",
+                crate::publish::shell_quote(&root)
+            ));
+        }
+        slot(&self.publishing).map(|dest| {
+            format!(
+                "zeroclaw-bundle recover {}",
+                crate::publish::shell_quote(&dest)
+            )
+        })
     }
 }
 

@@ -1752,6 +1752,7 @@ fn write_change(
     crate::hooks::seam("update-step", "intent");
     let dir = states_dir(root, change.alias);
     super::journal::begin(store, &dir, &state)?;
+    let _changing = progress.cancel().map(|c| c.changing_install(root));
 
     // 3. The workspace and skill directories, each through the staged publish (unless
     // nothing changes in it).

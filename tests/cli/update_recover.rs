@@ -374,3 +374,27 @@ fn an_update_whose_publish_fails_withdraws_its_intent_and_writes_nothing() {
     h.update(&b, &[]).ok();
     loads(&b);
 }
+
+/// Ctrl-C twice during an update past its commit point stops it at once and names the
+/// command that finishes it: `recover --install DIR` (not the `recover DEST` of the publish
+/// running then), which does.
+#[test]
+fn a_second_ctrl_c_during_an_update_names_recover_install() {
+    let h = Hosts::new();
+    let b = h.host_b("b");
+    let (_, after) = h.before_and_after(&b);
+    let hook = [
+        ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", "publish-write"),
+        ("ZEROCLAW_BUNDLE_TEST_HOOK_PATH", "notes.md"),
+        (
+            "ZEROCLAW_BUNDLE_TEST_HOOK_CMD",
+            "kill -INT $PPID; sleep 0.5; kill -INT $PPID; sleep 5",
+        ),
+    ];
+    let run = h.update(&b, &hook);
+    assert_eq!(run.code(), 130, "{}", run.describe());
+    let hint = format!("recover --install {}", s(&b));
+    assert!(run.stderr().contains(&hint), "{}", run.describe());
+    h.recover(&b).ok();
+    assert_eq!(state_of(&b), after, "recover finished the update");
+}

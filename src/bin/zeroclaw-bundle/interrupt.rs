@@ -2,8 +2,9 @@
 //! publish, pack, push, pull) trip the command's [`Cancel`] token, so the work stops at its
 //! next safe point, where it fails with its `Interrupted` error and unwinds its cleanups (a
 //! staging tree is removed, nothing is recorded); `main` then exits 130. A second signal stops
-//! the process at once, after printing the command that finishes the job when a publish was
-//! running (`zeroclaw-bundle recover DEST`, from [`Cancel::publishing_to`]).
+//! the process at once, after printing the command that finishes the job when a publish or an
+//! update was running (`zeroclaw-bundle recover DEST` or `recover --install DIR`, from
+//! [`Cancel::recovery_command`]).
 //!
 //! Only `cmd` and `main` use this module: the library never installs handlers nor reads
 //! signal state. Without [`install`] (every other command), the default dispositions stay:
@@ -37,12 +38,9 @@ pub fn install(cancel: Cancel) -> std::io::Result<()> {
             if seen == 0 {
                 continue;
             }
-            let hint = cancel.publishing_to().map(|d| {
-                format!(
-                    "; finish the interrupted publish with: zeroclaw-bundle recover {}",
-                    zeroclaw_bundle::shell_quote(&d)
-                )
-            });
+            let hint = cancel
+                .recovery_command()
+                .map(|command| format!("; finish what was interrupted with: {command}"));
             crate::note!(
                 "\nerror: interrupted twice: stopped at once{}",
                 hint.unwrap_or_default()
