@@ -133,7 +133,8 @@ impl Pair {
     }
 }
 
-/// B's workspace files and `config.toml`, path -> bytes (what rollback must restore).
+/// B's workspace files, the files of the skill bundle its import added and `config.toml`,
+/// path -> bytes (what rollback must restore).
 fn state_of(b: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     out.insert(
@@ -141,7 +142,8 @@ fn state_of(b: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
         fs::read(b.join("config.toml")).unwrap(),
     );
     let ws = b.join("agents/researcher/workspace");
-    for entry in walk(&ws) {
+    let skills = b.join("shared/skills/research_tools");
+    for entry in walk(&ws).into_iter().chain(walk(&skills)) {
         out.insert(
             entry.strip_prefix(b).unwrap().to_path_buf(),
             fs::read(&entry).unwrap(),
@@ -208,8 +210,9 @@ fn check_kept(p: &Pair, kept: &Kept, round: usize) {
     let _ = config;
 }
 
-/// The rounds: A edits (a workspace file, a config key, sometimes a grant), signs, pushes; B
-/// edits its copy (memory, a file of its own, sometimes the file A edits) and syncs.
+/// The rounds: A edits (a workspace file, a config key, sometimes a skill or a grant), signs,
+/// pushes; B edits its copy (memory, a file of its own, sometimes a skill of its own or the
+/// file A edits) and syncs.
 fn rounds(p: &Pair, rounds: usize) {
     let seed = std::env::var("SYNC_ROUNDS_SEED")
         .ok()
@@ -239,6 +242,12 @@ fn rounds(p: &Pair, rounds: usize) {
             write(
                 &p.a.ws().join("notes.md"),
                 format!("notes by A, round {round}\n").as_bytes(),
+            );
+        }
+        if rng.chance(25) {
+            write(
+                &p.a.skills().join("web_search/SKILL.md"),
+                format!("# web search, round {round}\n").as_bytes(),
             );
         }
         edit_config(
@@ -281,6 +290,12 @@ fn rounds(p: &Pair, rounds: usize) {
         let own = p.b_ws().join(format!("b-notes/{round}.md"));
         write(&own, format!("B's own notes {round}\n").as_bytes());
         kept.insert(own.clone(), fs::read(&own).unwrap());
+        if rng.chance(30) {
+            let skill =
+                p.b.join(format!("shared/skills/research_tools/b-{round}/SKILL.md"));
+            write(&skill, format!("# B's own skill {round}\n").as_bytes());
+            kept.insert(skill.clone(), fs::read(&skill).unwrap());
+        }
         let b_notes = rng.chance(20);
         if b_notes {
             let notes = p.b_ws().join("notes.md");
