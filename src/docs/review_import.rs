@@ -129,10 +129,14 @@
 //!   --install DIR` print the three-way plan (taken, kept, deleted, config keys, conflicts,
 //!   new grants); `review` plans it after the review, capturing the agent's workspace into the
 //!   store only.
-//! - **Skill trees** (`skills/<alias>`) are not carried by an update yet: a newer version
-//!   whose skill trees differ from the version last imported is refused, naming them, with
-//!   nothing written (taking the rest alone would leave the agent with skills it was not
-//!   shipped with).
+//! - **Skill trees** (`skills/<alias>`) of the skill bundles the agent's import added merge
+//!   three ways too, each in its directory (paths shown as `skill bundle S: PATH`): a skill
+//!   bundle the new version adds is written where the install puts skills, one it drops is
+//!   removed once emptied (a skill file of the operator's own in it is kept). A change to a
+//!   skill bundle the install had of its own (the first import used it rather than adding
+//!   one) is refused, naming it: other agents may load it.
+//! - **The base stays**: `forget` refuses the snapshot an agent was last imported from (the
+//!   store keeps a hold per imported agent, checked against its provenance).
 //! - **Grants**: what the incoming bundle grants that the base did not (the rules of `diff`'s
 //!   `!`) is refused (exit 3) until accepted: `--accept-grants`, or a terminal's yes after the
 //!   plan.
