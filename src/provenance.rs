@@ -122,19 +122,8 @@ pub fn read(install_root: &Path, alias: &str) -> Result<Option<Provenance>, Prov
 
 /// Every provenance record of the install, in alias order.
 pub fn read_all(install_root: &Path) -> Result<Vec<Provenance>, ProvenanceError> {
-    let dir = install_root.join(DIR);
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(ProvenanceError::Read { path: dir, source }),
-    };
     let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| ProvenanceError::Read {
-            path: dir.clone(),
-            source,
-        })?;
-        let file = entry.path();
+    for file in files_in(&install_root.join(DIR))? {
         if file.extension().is_some_and(|e| e == "toml") {
             out.extend(read_file(&file)?);
         }
@@ -246,19 +235,8 @@ fn hold(install_root: &Path, store: &Path, record: &Provenance) -> Result<(), Pr
 /// record removed, the install gone) is stale and removed; one that cannot be read is kept
 /// and skipped (a store's holds never block more than what they name).
 pub fn holders(store: &Path, id: &ObjectId) -> Result<Vec<Holder>, ProvenanceError> {
-    let dir = store.join(HOLDS_DIR);
-    let entries = match fs::read_dir(&dir) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(source) => return Err(ProvenanceError::Read { path: dir, source }),
-    };
     let mut out = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|source| ProvenanceError::Read {
-            path: dir.clone(),
-            source,
-        })?;
-        let hold_file = entry.path();
+    for hold_file in files_in(&store.join(HOLDS_DIR))? {
         let Ok(text) = crate::sys::read_small_text(&hold_file, RECORD_CAP, "a store hold") else {
             continue;
         };
@@ -289,6 +267,21 @@ pub fn holders(store: &Path, id: &ObjectId) -> Result<Vec<Holder>, ProvenanceErr
     }
     out.sort_by(|a, b| (&a.install, &a.alias).cmp(&(&b.install, &b.alias)));
     Ok(out)
+}
+
+/// The entries of directory `dir` (none when it does not exist).
+fn files_in(dir: &Path) -> Result<Vec<PathBuf>, ProvenanceError> {
+    let read_err = |source| ProvenanceError::Read {
+        path: dir.to_path_buf(),
+        source,
+    };
+    match fs::read_dir(dir) {
+        Ok(entries) => entries
+            .map(|e| e.map(|e| e.path()).map_err(read_err))
+            .collect(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(source) => Err(read_err(source)),
+    }
 }
 
 fn read_file(file: &Path) -> Result<Option<Provenance>, ProvenanceError> {
