@@ -34,11 +34,13 @@ pub(crate) struct FileJob {
 
 /// What became of a file.
 pub(crate) enum FileOutcome {
-    /// Stored: the blob id, its length, and the fstat of the opened fd.
+    /// Stored: the blob id, its length, the fstat of the opened fd, and the clock just
+    /// before that fstat (what the stat cache's racy rule measures the file's times against).
     Stored {
         id: ObjectId,
         len: u64,
         opened: Stat,
+        read_from_ns: i64,
     },
     /// Skipped and counted.
     Skipped(SkipReason),
@@ -95,6 +97,9 @@ pub(crate) fn read_file(store: &Store, sink: &Sink, job: &FileJob) -> FileOutcom
             }
         }
     };
+    // Every change to the file from now on moves its ctime past this moment minus the clock's
+    // tick: the stat cache may trust the times fstat gives when they are older than that.
+    let read_from_ns = crate::clock::now_ns();
     let opened = match sys::fstat(&file) {
         Ok(st) => st,
         Err(source) => {
@@ -115,7 +120,12 @@ pub(crate) fn read_file(store: &Store, sink: &Sink, job: &FileJob) -> FileOutcom
         return FileOutcome::Skipped(SkipReason::HardLink);
     }
     match sink.put_blob(store, &job.path, &mut file) {
-        Ok((id, len)) => FileOutcome::Stored { id, len, opened },
+        Ok((id, len)) => FileOutcome::Stored {
+            id,
+            len,
+            opened,
+            read_from_ns,
+        },
         Err(StoreError::Io {
             op: "read", error, ..
         }) => FileOutcome::Failed(CaptureError::Unreadable {

@@ -19,7 +19,8 @@
 //! - the stat cache lets an unchanged file (same dev, ino, size, mtime, ctime, and a blob of
 //!   that length referenced by a snapshot) skip opening and hashing; the racy rule
 //!   (`crate::statmatch`, shared with publish) rehashes any entry whose mtime or ctime is not
-//!   older than the capture start minus its granularity.
+//!   older than the capture start minus its granularity, and caches a hashed file only when
+//!   its times are older than the moment it was read minus its granularity.
 //!
 //! Reads happen on the opened fd only; bytes go straight into the store (hashed as written).
 //! The walker thread lists and classifies; the files it does not find in the stat cache are
@@ -673,9 +674,14 @@ impl<'s> Capture<'s> {
         match outcome {
             FileOutcome::Failed(e) => self.waiting.fail(job.seq, e),
             FileOutcome::Skipped(reason) => self.waiting.skip(job.seq, job.path, reason),
-            FileOutcome::Stored { id, len, opened } => {
+            FileOutcome::Stored {
+                id,
+                len,
+                opened,
+                read_from_ns,
+            } => {
                 self.advance(len);
-                self.stored(&job.path, id, len, &opened);
+                self.stored(&job.path, id, len, &opened, read_from_ns);
                 tally.files += 1;
                 tally.bytes += len;
                 let dir = self.waiting.dir(key);
@@ -769,18 +775,24 @@ impl<'s> Capture<'s> {
         Ok(Some(sub))
     }
 
-    /// Records a freshly hashed file in the work stats and the stat-cache difference.
-    fn stored(&mut self, path: &str, id: ObjectId, len: u64, opened: &Stat) {
+    /// Records a freshly hashed file in the work stats and the stat-cache difference;
+    /// `read_from_ns` is the clock just before its fstat.
+    fn stored(&mut self, path: &str, id: ObjectId, len: u64, opened: &Stat, read_from_ns: i64) {
         self.stats.hashed_files += 1;
         self.stats.hashed_bytes += len;
         if len != opened.size {
             return; // it changed while being read: never trust a cache entry for it
         }
-        // A file changed within the timestamp granularity of this capture's start may change
-        // again without its times moving (same tick, same size): such a record would later
-        // pass for unchanged while holding the old bytes. Like git's racily clean entries,
-        // it is not cached; the next capture reads it again.
-        if !self.racy.trusts(opened.mtime_ns, opened.ctime_ns) {
+        // A file changed within the timestamp granularity of the moment it was read may
+        // change again without its times moving (same tick, same size): such a record would
+        // later pass for unchanged while holding the old bytes. Like git's racily clean
+        // entries, it is not cached; the next capture reads it again. Measured against the
+        // file's own read (not the capture's start): a file last changed a second before a
+        // long capture reached it is safe, and a corpus written just before its first
+        // snapshot is not read again by the next one. The granularity is the fine one when
+        // the file's times show sub-second precision (`statmatch`).
+        let fine = opened.mtime_ns % 1_000_000_000 != 0 || opened.ctime_ns % 1_000_000_000 != 0;
+        if !Racy::recorded_at(read_from_ns, fine).trusts(opened.mtime_ns, opened.ctime_ns) {
             return;
         }
         let entry = StatEntry {

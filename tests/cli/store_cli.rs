@@ -210,6 +210,31 @@ fn incremental_capture_reuses_unchanged_and_catches_subsecond_edits() {
     assert_eq!(env.cat(idb, "f4.md"), b"edit-B");
 }
 
+/// The racy rule measures a file's times against the moment it was read, not the capture's
+/// start: files last changed well before the first capture read them (a corpus written
+/// just before its first snapshot) are cached by it, so the next capture reads none of them.
+#[test]
+fn files_changed_well_before_the_first_capture_read_them_are_cached_by_it() {
+    let env = TestEnv::new();
+    let src = env.path("src");
+    for i in 0..20 {
+        write(
+            &src.join(format!("f{i}.md")),
+            format!("file {i}").as_bytes(),
+        );
+    }
+    // Past the fine granularity (the ctime of a file on this filesystem shows nanoseconds),
+    // well inside the coarse one the capture's start is measured with.
+    std::thread::sleep(Duration::from_millis(400));
+    let first = env.snapshot_json(&src);
+    assert_eq!(first["work"]["hashed_files"], 20, "{first}");
+    // The next capture trusts a cached entry once its times are past the coarse window.
+    std::thread::sleep(Duration::from_millis(2100));
+    let second = env.snapshot_json(&src);
+    assert_eq!(second["work"]["cached_files"], 20, "{second}");
+    assert_eq!(second["work"]["hashed_files"], 0, "{second}");
+}
+
 #[test]
 fn snapshot_refs_full_prefix_name_unknown_and_ambiguous() {
     let env = TestEnv::new();
