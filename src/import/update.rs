@@ -17,9 +17,9 @@
 //! install's lock, in this order: the state (both `config.toml` texts, owner-only, in
 //! [`STATES_DIR`]`/<alias>`, and snapshot records of the workspace before and after), the
 //! intent (`super::journal`: from here on a kill ends, after `recover --install`, in the state
-//! after, never in a mix), the workspace and skill directories through the staged publish, the provenance record, a
-//! backup of `config.toml`, `config.toml`, the state added to `states.toml`, the intent
-//! removed. The last [`KEEP_STATES`] states stay reachable in the store (snapshot records);
+//! after, never in a mix), the workspace and skill directories through the staged publish,
+//! the provenance record, a backup of `config.toml`, `config.toml`, the state added to
+//! `states.toml`, the intent removed. The last [`KEEP_STATES`] states stay reachable in the store (snapshot records);
 //! [`rollback`] merges the last one back the same way (a local edit made since the update is
 //! kept, a conflicting one refuses) and records itself as a state, so a rollback can be rolled
 //! back.
