@@ -32,7 +32,7 @@ mod manifest;
 // export uses ZeroClaw's own planner, which applies it; the vectors stay as the record of it.
 #[cfg(test)]
 mod names;
-mod plan;
+pub(crate) mod plan;
 // Test-only since ZeroClaw's renderers write the bundle files: builds manifests to read back.
 #[cfg(test)]
 mod render;
