@@ -68,7 +68,7 @@ pub use mount::{
     MountError, MountNote, MountReport, MountRequest, Mounted, Passthrough, PreparedMount,
     RemoteTraffic, Unmounted, Unmounter,
 };
-pub use plugin::{LeftOut, PluginExported, PluginServer, PreparedPluginExport};
+pub use plugin::{LeftOut, PluginExported, PluginReview, PluginServer, PreparedPluginExport};
 pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, ShownSnapshot};
 pub use remotes::{
     PullReport, PushReport, RemoteForgotten, RemoteGcReport, RemoteListing, RemoteRemoved,

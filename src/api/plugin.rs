@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Bundles, Error, Replace, Result, Verb};
 use crate::plugin::PluginExportJob;
-pub use crate::plugin::{LeftOut, PluginExported, PluginServer};
+pub use crate::plugin::{LeftOut, PluginExported, PluginReview, PluginServer};
 
 /// An `export-plugin` whose install, skill bundle and destination were checked, and whose
 /// destination is claimed: nothing was captured or written, and no store was created.

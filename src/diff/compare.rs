@@ -10,8 +10,8 @@
 use zeroclaw_bundle_store::StoreError;
 
 use crate::agent::{
-    compare_bundles, manifests_differ_only_in_export_time, AgentError, SemanticChange, CONFIG_FILE,
-    MANIFEST_FILE,
+    compare_bundles, compare_configs, manifests_differ_only_in_export_time, AgentError,
+    SemanticChange, CONFIG_FILE, MANIFEST_FILE,
 };
 use crate::diff::side::{Side, SideError};
 use crate::diff::{diff, Change, DiffError, Status, Summary};
@@ -188,6 +188,20 @@ pub fn compare_sides(
     })
 }
 
+/// What side `s`'s Agent Plugin servers mean to ZeroClaw (`crate::plugin::config_of`), when
+/// it is a plugin holding its `plugin.json` and `mcp.json` bytes.
+fn plugin_config(s: &Side) -> Result<Option<String>, StoreError> {
+    let Some(Some(manifest)) = s.top_file(crate::plugin::MANIFEST_FILE)? else {
+        return Ok(None);
+    };
+    let mcp = match s.top_file(crate::plugin::MCP_FILE)? {
+        Some(Some(bytes)) => Some(bytes),
+        Some(None) => return Ok(None),
+        None => None,
+    };
+    Ok(crate::plugin::config_of(&manifest, mcp.as_deref()))
+}
+
 /// A side's bundle files.
 enum BundleFiles {
     /// Both files, with their bytes.
@@ -213,6 +227,17 @@ fn semantic(a: &Side, b: &Side, opts: DiffOptions) -> Result<Semantic, CompareEr
         )
     };
     let (fa, fb) = (files(a)?, files(b)?);
+    if let (BundleFiles::NotBundle, BundleFiles::NotBundle) = (&fa, &fb) {
+        if let (Some(pa), Some(pb)) = (plugin_config(a)?, plugin_config(b)?) {
+            // Two Agent Plugins: what their servers mean to ZeroClaw, key by key, each change
+            // marked by the one grant model.
+            let changes = compare_configs(&pa, &pb).map_err(CompareError::Bundles)?;
+            return Ok(Semantic {
+                changes,
+                ..Semantic::default()
+            });
+        }
+    }
     let mut not_held = Vec::new();
     for (name, side, f) in [('A', a, &fa), ('B', b, &fb)] {
         let label = side.label.clone();

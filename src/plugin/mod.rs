@@ -15,10 +15,14 @@
 //! single diagnostic.
 
 mod export;
+mod fragment;
 mod mcp;
+mod review;
 mod store_source;
 
 pub use export::{LeftOut, PluginExportJob, PluginExported, PluginServer};
+pub use fragment::config_of;
+pub use review::{is_plugin, review_tree, PluginReview};
 pub use store_source::validate_tree;
 
 /// The manifest's file name at the plugin root (spec §5.1); also the publish marker.

@@ -2,32 +2,50 @@
 //! snapshot tree. Trees in the store hold regular files and directories only (a capture
 //! never records a symlink), so every path is confined to the root (§4.1) by construction.
 
-use agent_plugins::{DirEntry, FileKind, LoadedPlugin, PackagePath, Source};
+use agent_plugins::{DirEntry, FileKind, LoadedPlugin, PackagePath, Rejection, Source};
 use anyhow::{bail, Result};
-use zeroclaw_bundle_store::{escape_name, resolve_path, ObjectId, Store, StoreError, TreeEntry};
+use std::collections::HashMap;
+
+use zeroclaw_bundle_store::{
+    escape_name, resolve_path, ObjectId, Store, StoreError, Tree, TreeEntry,
+};
 
 /// How large a file the loader may ask to read from the store (a manifest, `mcp.json`, a
 /// `SKILL.md`): a bound on memory, far above any real one.
 const MAX_READ: u64 = 4 << 20;
 
-/// Reads a plugin out of tree `root` of `store`.
+/// Reads a plugin out of tree `root` of `store`. Decoded trees are kept (the loader asks
+/// three questions of each of `skills/`'s entries; a plugin with 10,000 skills must not decode
+/// `skills/` 30,000 times).
 struct TreeSource<'a> {
     store: &'a Store,
     root: ObjectId,
+    trees: HashMap<ObjectId, Tree>,
 }
 
 impl TreeSource<'_> {
-    fn entry(&self, path: &PackagePath) -> Result<Option<TreeEntry>, StoreError> {
-        match resolve_path(
-            &self.store.objects().reader(),
-            &self.root,
-            path.as_str().as_bytes(),
-            "plugin",
-        ) {
-            Ok(e) => Ok(Some(e)),
-            Err(StoreError::NoSuchPath { .. }) => Ok(None),
-            Err(e) => Err(e),
+    fn entry(&mut self, path: &PackagePath) -> Result<Option<TreeEntry>, StoreError> {
+        let mut current = TreeEntry::dir(Vec::new(), 0, self.root);
+        for part in path
+            .as_str()
+            .split('/')
+            .filter(|p| !p.is_empty() && *p != ".")
+        {
+            if current.kind.is_file() {
+                return Ok(None);
+            }
+            let tree = match self.trees.entry(current.id) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(self.store.objects().read_tree(&current.id)?)
+                }
+            };
+            match tree.get(part.as_bytes()) {
+                Some(e) => current = e.clone(),
+                None => return Ok(None),
+            }
         }
+        Ok(Some(current))
     }
 }
 
@@ -75,6 +93,7 @@ impl Source for TreeSource<'_> {
             .objects()
             .read_tree(&entry.id)
             .map_err(|e| e.to_string())?;
+        self.trees.insert(entry.id, tree.clone());
         Ok(tree
             .entries()
             .iter()
@@ -91,12 +110,20 @@ impl Source for TreeSource<'_> {
     }
 }
 
+/// Loads the plugin in tree `root` with the spec's loader: its verdict, diagnostics and all.
+pub(crate) fn load_tree(store: &Store, root: &ObjectId) -> Result<LoadedPlugin, Rejection> {
+    agent_plugins::load(&mut TreeSource {
+        store,
+        root: *root,
+        trees: HashMap::new(),
+    })
+}
+
 /// Loads the plugin in tree `root` with the spec's loader and requires a clean result: the
 /// manifest accepted and not one diagnostic (a skipped skill, a skipped server, a disabled
 /// `mcp.json`, an ignored field). Each problem is named by the spec rule and its place.
 pub fn validate_tree(store: &Store, root: &ObjectId) -> Result<LoadedPlugin> {
-    let mut source = TreeSource { store, root: *root };
-    let loaded = match agent_plugins::load(&mut source) {
+    let loaded = match load_tree(store, root) {
         Ok(loaded) => loaded,
         Err(rejection) => {
             bail!("the plugin does not load under the Agent Plugins spec: {rejection}")

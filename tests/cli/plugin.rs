@@ -221,3 +221,245 @@ fn export_plugin_force_replaces_its_own_plugin_only() {
         b"{\"name\": \"someone-else\"}\n"
     );
 }
+
+/// A copy of vendored plugin `name` (tests/plugins/ORIGIN.md) in the test's directory.
+fn real_plugin(env: &TestEnv, name: &str) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/plugins")
+        .join(name);
+    let to = env.path(&format!("plugins/{name}"));
+    std::fs::create_dir_all(env.path("plugins")).expect("mkdir");
+    copy_tree(&from, &to);
+    to
+}
+
+fn review_json(env: &TestEnv, dir: &Path) -> serde_json::Value {
+    env.run(&[OsStr::new("--json"), OsStr::new("review"), dir.as_os_str()])
+        .ok()
+        .json()
+}
+
+fn refused_lines(review: &serde_json::Value) -> Vec<String> {
+    review["plugin"]["refused"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no refused list: {review}"))
+        .iter()
+        .map(|r| r.as_str().expect("string").to_string())
+        .collect()
+}
+
+fn server_names(review: &serde_json::Value) -> Vec<String> {
+    review["plugin"]["servers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no servers: {review}"))
+        .iter()
+        .map(|s| s["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+#[test]
+fn review_of_a_published_plugin_shows_every_server_it_starts() {
+    let env = TestEnv::new();
+    let dir = real_plugin(&env, "core");
+    let r = review_json(&env, &dir);
+    assert_eq!(r["plugin"]["name"], "agent-plugins-conformance", "{r}");
+    assert_eq!(
+        r["plugin"]["skills"],
+        serde_json::json!(["conformance-guide"])
+    );
+    // As published without its probe-workdir, `relative` names a cwd that is not there.
+    assert_eq!(server_names(&r), ["default", "root", "data"], "{r}");
+    assert!(
+        refused_lines(&r)
+            .iter()
+            .any(|l| l.contains("mcp.json#relative") && l.contains("./probe-workdir")),
+        "{r}"
+    );
+    let default = &r["plugin"]["servers"][0]["target"];
+    assert!(
+        default.as_str().is_some_and(|t| t
+            .starts_with("node '${PLUGIN_ROOT}/dist/probe.mjs' default 'arg with spaces' ''")
+            && t.ends_with("(in ${PLUGIN_ROOT})")),
+        "the full command line, every argument: {default}"
+    );
+    let kinds: Vec<&str> = r["plugin"]["grants"]
+        .as_array()
+        .expect("grants")
+        .iter()
+        .map(|g| g["kind"].as_str().expect("kind"))
+        .collect();
+    assert!(
+        kinds.contains(&"mcp_server") && kinds.contains(&"process_env"),
+        "{kinds:?}"
+    );
+
+    std::fs::create_dir(dir.join("probe-workdir")).expect("mkdir");
+    write(&dir.join("probe-workdir/README.md"), b"work dir\n");
+    let r = review_json(&env, &dir);
+    assert_eq!(
+        server_names(&r),
+        ["default", "relative", "root", "data"],
+        "{r}"
+    );
+    let text = env
+        .run(&[OsStr::new("review"), dir.as_os_str()])
+        .ok()
+        .stdout();
+    assert!(
+        text.contains("Agent Plugin `agent-plugins-conformance` 0.1.0"),
+        "{text}"
+    );
+    assert!(text.contains("relative (stdio): starts node '${PLUGIN_ROOT}/dist/probe.mjs' relative (in ./probe-workdir)"), "{text}");
+}
+
+#[test]
+fn review_refuses_each_containment_case_at_its_narrowest_boundary() {
+    let env = TestEnv::new();
+    let dir = real_plugin(&env, "recovery");
+    // As the conformance suite does at run time: a link out of the root.
+    std::os::unix::fs::symlink("..", dir.join("escape-link")).expect("symlink");
+    let r = review_json(&env, &dir);
+    assert_eq!(server_names(&r), ["recovery-valid"], "{r}");
+    let refused = refused_lines(&r);
+    for (place, why) in [
+        ("mcp.json#recovery-invalid", "command"),
+        ("mcp.json#recovery-cwd-escape", "./.."),
+        ("mcp.json#recovery-cwd-data-escape", "${PLUGIN_DATA}/.."),
+        (
+            "mcp.json#recovery-cwd-symlink-escape",
+            "./escape-link is not a directory inside",
+        ),
+        ("mcp.json#recovery-unknown-field", "conformanceUnknown"),
+        ("mcp.json#recovery-env-plugin-root", "PLUGIN_ROOT"),
+        ("mcp.json#recovery-env-plugin-data", "PLUGIN_DATA"),
+        ("mcp.json#recovery-http-fragment", "fragment"),
+        ("mcp.json#recovery-http-duplicate-headers", "more than once"),
+        ("skills/conformance-recovery-invalid/", "YAML"),
+        ("plugin.json", "conformanceUnknown"),
+    ] {
+        assert!(
+            refused.iter().any(|l| l.contains(place) && l.contains(why)),
+            "{place} ({why}) not refused: {refused:#?}"
+        );
+    }
+    assert_eq!(
+        r["plugin"]["skills"],
+        serde_json::json!(["conformance-recovery-valid"])
+    );
+
+    // `../` in a command, and a bundled command that is a symlink out of the root.
+    let mcp = std::fs::read_to_string(dir.join("mcp.json")).expect("mcp.json");
+    let mcp = mcp
+        .replacen(
+            "\"command\": \"node\",\n      \"args\": [\"${PLUGIN_ROOT}/dist/probe.mjs\"]",
+            "\"command\": \"./../escape-command-posix\"",
+            1,
+        )
+        .replacen(
+            "\"type\": \"stdio\"\n    }",
+            "\"type\": \"stdio\",\n      \"command\": \"./bin/tool\"\n    }",
+            1,
+        );
+    write(&dir.join("mcp.json"), mcp.as_bytes());
+    std::fs::create_dir(dir.join("bin")).expect("mkdir");
+    std::os::unix::fs::symlink("/bin/sh", dir.join("bin/tool")).expect("symlink");
+    let r = review_json(&env, &dir);
+    let refused = refused_lines(&r);
+    assert!(server_names(&r).is_empty(), "{r}");
+    assert!(
+        refused.iter().any(|l| l.contains("mcp.json#recovery-valid") && l.contains("outside the plugin root")),
+        "../ in a command: {refused:#?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|l| l.contains("mcp.json#recovery-invalid")
+                && l.contains("./bin/tool is not a file inside")),
+        "a symlinked command: {refused:#?}"
+    );
+}
+
+#[test]
+fn review_of_a_plugin_with_a_broken_mcp_json_keeps_its_skill() {
+    let env = TestEnv::new();
+    let dir = real_plugin(&env, "invalid-mcp");
+    let r = review_json(&env, &dir);
+    assert_eq!(
+        r["plugin"]["skills"],
+        serde_json::json!(["conformance-invalid-mcp-valid"])
+    );
+    assert!(server_names(&r).is_empty());
+    assert!(
+        refused_lines(&r)
+            .iter()
+            .any(|l| l.contains("mcp-disabled") && l.contains("mcp.json")),
+        "{r}"
+    );
+}
+
+#[test]
+fn review_refuses_a_whole_plugin_with_an_unknown_schema_or_a_bad_name() {
+    let env = TestEnv::new();
+    let dir = real_plugin(&env, "core");
+    let manifest = std::fs::read_to_string(dir.join("plugin.json")).expect("read");
+    for (bad, needle) in [
+        (manifest.replace("1.0.0/plugin", "9.0.0/plugin"), "9.0.0"),
+        (
+            manifest.replace("\"agent-plugins-conformance\"", "\"Bad_Name\""),
+            "Bad_Name",
+        ),
+    ] {
+        write(&dir.join("plugin.json"), bad.as_bytes());
+        let r = review_json(&env, &dir);
+        let rejected = r["plugin"]["rejected"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{r}"));
+        assert!(rejected.contains(needle), "{rejected}");
+        assert!(server_names(&r).is_empty());
+    }
+}
+
+#[test]
+fn diff_of_two_plugin_versions_marks_a_new_server_and_a_changed_command() {
+    let env = TestEnv::new();
+    let a = real_plugin(&env, "core");
+    let b = env.path("core-v2");
+    copy_tree(&a, &b);
+    let mcp = std::fs::read_to_string(b.join("mcp.json")).expect("read");
+    let mcp = mcp.replacen("\"command\": \"node\"", "\"command\": \"bash\"", 1).replacen(
+        "\"mcpServers\": {",
+        "\"mcpServers\": {\n    \"exfil\": {\"type\": \"streamable-http\", \"url\": \"https://exfil.example.com/mcp\"},",
+        1,
+    );
+    write(&b.join("mcp.json"), mcp.as_bytes());
+    let r = env.run(&[OsStr::new("diff"), a.as_os_str(), b.as_os_str()]);
+    assert_eq!(r.code(), 1, "{}", r.describe());
+    let text = r.stdout();
+    let marked = |needle: &str| {
+        text.lines()
+            .any(|l| l.starts_with('!') && l.contains(needle))
+    };
+    assert!(
+        marked("mcp.servers.default.command"),
+        "changed command: {text}"
+    );
+    assert!(marked("mcp.servers.exfil"), "new server: {text}");
+    assert!(
+        !marked("mcp.servers.root"),
+        "an unchanged server is no grant: {text}"
+    );
+    // The same diff in the other direction removes: no new grant there.
+    let r = env.run(&[
+        OsStr::new("diff"),
+        OsStr::new("--exit-on-new-grants"),
+        b.as_os_str(),
+        a.as_os_str(),
+    ]);
+    assert!(
+        !r.stdout()
+            .lines()
+            .any(|l| l.starts_with('!') && l.contains("exfil")),
+        "{}",
+        r.describe()
+    );
+}
