@@ -12,7 +12,7 @@
 use agent_plugins::{Command, Cwd, LoadedPlugin, McpOutcome, McpServer, ServerEntry};
 use anyhow::Result;
 use serde::Serialize;
-use zeroclaw_bundle_store::{resolve_path, ObjectId, Store};
+use zeroclaw_bundle_store::{escape_name, resolve_path, ObjectId, Store};
 
 use super::fragment::servers_fragment;
 use super::store_source::load_tree;
@@ -77,6 +77,27 @@ pub(crate) fn check_tree(store: &Store, root: &ObjectId) -> Result<Checked, Stri
         format!("{MANIFEST_FILE}: {r}{name}")
     })?;
     let mut refused: Vec<String> = plugin.diagnostics.iter().map(ToString::to_string).collect();
+    // A directory under `skills/` the loader passed over without a word (no `SKILL.md`: a
+    // symlinked one is never carried) is named too: it is not imported.
+    if let Ok(skills) = resolve_path(&store.objects().reader(), root, b"skills", "plugin") {
+        if !skills.kind.is_file() {
+            if let Ok(tree) = store.objects().read_tree(&skills.id) {
+                for e in tree.entries() {
+                    let dir = escape_name(&e.name);
+                    if !plugin.skills.iter().any(|s| s.directory == dir)
+                        && !refused
+                            .iter()
+                            .any(|r| r.contains(&format!("skills/{dir}/")))
+                    {
+                        refused.push(format!(
+                            "skill-skipped (§7.1) at skills/{dir}/: no SKILL.md in the plugin \
+                             (a symlinked one is never carried), so not a skill"
+                        ));
+                    }
+                }
+            }
+        }
+    }
     let mut servers = Vec::new();
     if let McpOutcome::Configured(mcp) = &plugin.mcp {
         for entry in &mcp.servers {
@@ -204,7 +225,9 @@ fn shown(entry: &ServerEntry) -> PluginServer {
             let cwd = match &s.cwd {
                 Cwd::PluginRoot => "${PLUGIN_ROOT}".to_string(),
                 Cwd::Relative(p) => p.as_str().to_string(),
-                Cwd::RootAnchored(p) | Cwd::DataAnchored(p) => p.clone(),
+                Cwd::RootAnchored(p) => format!("${{PLUGIN_ROOT}}/{p}"),
+                Cwd::DataAnchored(p) if p.is_empty() => "${PLUGIN_DATA}".to_string(),
+                Cwd::DataAnchored(p) => format!("${{PLUGIN_DATA}}/{p}"),
             };
             PluginServer {
                 name: entry.name.clone(),

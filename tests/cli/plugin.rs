@@ -463,3 +463,67 @@ fn diff_of_two_plugin_versions_marks_a_new_server_and_a_changed_command() {
         r.describe()
     );
 }
+
+/// Hostile plugins at review: a `SKILL.md` symlinked to `/etc/passwd` is never read (the
+/// capture does not follow it; the spec's loader skips the skill, named); 10,000 skills load;
+/// a 100 MB `plugin.json` refuses the whole plugin with its size named. Nothing is written
+/// outside the store.
+#[test]
+fn hostile_plugins_at_review() {
+    let env = TestEnv::new();
+    let dir = real_plugin(&env, "core");
+    std::fs::create_dir(dir.join("skills/passwd")).expect("mkdir");
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("skills/passwd/SKILL.md")).expect("ln");
+    let run = env
+        .run(&[OsStr::new("--json"), OsStr::new("review"), dir.as_os_str()])
+        .ok();
+    let r = run.json();
+    assert_eq!(
+        r["plugin"]["skills"],
+        serde_json::json!(["conformance-guide"]),
+        "{r}"
+    );
+    assert!(
+        refused_lines(&r)
+            .iter()
+            .any(|l| l.contains("skills/passwd/")),
+        "the skill is refused, named: {r}"
+    );
+    let passwd = std::fs::read("/etc/passwd").expect("passwd");
+    let first = passwd.split(|b| *b == b'\n').next().expect("a line");
+    assert_nowhere(&env, &[&run], first, "/etc/passwd's first line");
+    std::fs::remove_dir_all(dir.join("skills/passwd")).expect("rm");
+
+    let many = env.path("many");
+    write(
+        &many.join("plugin.json"),
+        b"{\"$schema\": \"https://agent-plugins.org/schemas/1.0.0/plugin.schema.json\", \"name\": \"many\"}",
+    );
+    for i in 0..10_000 {
+        let name = format!("s{i:05}");
+        write(
+            &many.join(format!("skills/{name}/SKILL.md")),
+            format!("---\nname: {name}\ndescription: skill {i}\n---\n").as_bytes(),
+        );
+    }
+    let mut c = env.cmd();
+    c.args([OsStr::new("--json"), OsStr::new("review"), many.as_os_str()]);
+    let r = run_within(c, std::time::Duration::from_secs(120))
+        .ok()
+        .json();
+    assert_eq!(r["plugin"]["skills"].as_array().map(Vec::len), Some(10_000));
+
+    let big = env.path("big");
+    let mut manifest = b"{\"$schema\": \"https://agent-plugins.org/schemas/1.0.0/plugin.schema.json\", \"name\": \"big\", \"description\": \"".to_vec();
+    manifest.resize(100 << 20, b'a');
+    manifest.extend_from_slice(b"\"}");
+    write(&big.join("plugin.json"), &manifest);
+    let r = review_json(&env, &big);
+    let rejected = r["plugin"]["rejected"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
+    assert!(
+        rejected.contains("plugin.json") && rejected.contains("104857602 bytes"),
+        "{rejected}"
+    );
+}
