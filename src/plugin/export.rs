@@ -303,7 +303,7 @@ impl PluginExportJob {
                         zeroclaw_only.insert(server.name.clone(), Value::Object(r.zeroclaw_only));
                     }
                     members.push((server.name.clone(), r.entry));
-                    shown.push(shown_server(server, &self.required_secrets));
+                    shown.push(shown_server(server));
                 }
                 Err(reason) => left_out.push(LeftOut {
                     server: server.name.clone(),
@@ -312,7 +312,9 @@ impl PluginExportJob {
             }
         }
         let carried: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
-        let required_secrets: Vec<String> = self
+        // Scrubbed by the planner, and already blank in the install (a secret never filled
+        // after an import): both are what an importer fills, as its import asks.
+        let mut required_secrets: Vec<String> = self
             .required_secrets
             .iter()
             .filter(|p| {
@@ -322,6 +324,19 @@ impl PluginExportJob {
             })
             .cloned()
             .collect();
+        for server in self
+            .servers
+            .iter()
+            .filter(|s| carried.contains(&s.name.as_str()))
+        {
+            for (field, map) in [("env", &server.env), ("headers", &server.headers)] {
+                for k in map.iter().filter(|(_, v)| v.is_empty()).map(|(k, _)| k) {
+                    required_secrets.push(format!("mcp.servers.{}.{field}.{k}", server.name));
+                }
+            }
+        }
+        required_secrets.sort();
+        required_secrets.dedup();
         let manifest = self.manifest(&required_secrets, zeroclaw_only)?;
         entries.push(file_entry(store, MANIFEST_FILE, manifest.as_bytes())?);
         if !members.is_empty() {
@@ -457,8 +472,9 @@ fn closure_servers(plan: &ExportPlan) -> Result<Vec<McpServerConfig>> {
         .collect()
 }
 
-/// What review shows of a carried server.
-fn shown_server(server: &McpServerConfig, required_secrets: &[String]) -> PluginServer {
+/// What review shows of a carried server: its `env` and `headers` are the credentials it
+/// asks for (each value is scrubbed or blank in the plugin).
+fn shown_server(server: &McpServerConfig) -> PluginServer {
     let (transport, target) = match server.transport {
         McpTransport::Stdio => (
             "stdio",
@@ -470,15 +486,18 @@ fn shown_server(server: &McpServerConfig, required_secrets: &[String]) -> Plugin
         McpTransport::Http => ("streamable-http", server.url.clone().unwrap_or_default()),
         McpTransport::Sse => ("sse", server.url.clone().unwrap_or_default()),
     };
-    let prefix = format!("mcp.servers.{}.", server.name);
+    let mut secrets: Vec<String> = server
+        .env
+        .keys()
+        .map(|k| format!("env.{k}"))
+        .chain(server.headers.keys().map(|k| format!("headers.{k}")))
+        .collect();
+    secrets.sort();
     PluginServer {
         name: server.name.clone(),
         transport: transport.to_string(),
         target,
-        secrets: required_secrets
-            .iter()
-            .filter_map(|p| p.strip_prefix(&prefix).map(str::to_string))
-            .collect(),
+        secrets,
     }
 }
 

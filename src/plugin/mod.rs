@@ -16,12 +16,14 @@
 
 mod export;
 mod fragment;
+mod import;
 mod mcp;
 mod review;
 mod store_source;
 
 pub use export::{LeftOut, PluginExportJob, PluginExported, PluginServer};
 pub use fragment::config_of;
+pub(crate) use import::{translate, PLUGINS_DIR};
 pub use review::{is_plugin, review_tree, PluginReview};
 pub use store_source::validate_tree;
 

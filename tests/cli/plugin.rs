@@ -527,3 +527,238 @@ fn hostile_plugins_at_review() {
         "{rejected}"
     );
 }
+
+/// A fresh install with one agent, `helper`; `local_github` adds a local MCP server named
+/// `github` (as the exported plugin's is).
+fn base_install(env: &TestEnv, dir: &str, local_github: bool) -> PathBuf {
+    let root = env.path(dir);
+    let mut config = String::from(
+        "schema_version = 3\n\n[providers.models.anthropic.main]\nmodel = \"claude-opus-5\"\n\n\
+         [risk_profiles.default]\n\n[agents.helper]\nmodel_provider = \"anthropic.main\"\n\
+         risk_profile = \"default\"\n",
+    );
+    if local_github {
+        config.push_str(
+            "\n[[mcp.servers]]\nname = \"github\"\ncommand = \"/usr/local/bin/local-github\"\n",
+        );
+    }
+    write(&root.join("config.toml"), config.as_bytes());
+    write(
+        &root.join("agents/helper/workspace/IDENTITY.md"),
+        b"# helper\n",
+    );
+    root
+}
+
+fn import_plugin(env: &TestEnv, plugin: &Path, install: &Path, extra: &[&str]) -> Run {
+    let mut args: Vec<&OsStr> = vec![
+        OsStr::new("--json"),
+        OsStr::new("import"),
+        plugin.as_os_str(),
+        OsStr::new("--install"),
+        install.as_os_str(),
+        OsStr::new("--yes"),
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    env.run(&args)
+}
+
+/// What an import means to ZeroClaw: the typed plugin entries of the loaded config.
+fn meaning(root: &Path) -> serde_json::Value {
+    let config = crate::import::loads(root);
+    let mut servers: Vec<_> = config.mcp.servers.clone();
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+    serde_json::json!({
+        "skill_bundles": serde_json::to_value(&config.skill_bundles).expect("json"),
+        "mcp_bundles": serde_json::to_value(&config.mcp_bundles).expect("json"),
+        "servers": serde_json::to_value(&servers).expect("json"),
+        "helper_skill_bundles": config.agents["helper"].skill_bundles,
+        "helper_mcp_bundles": config.agents["helper"].mcp_bundles,
+    })
+}
+
+/// Export a skill bundle as a plugin, import it into a fresh install (attached to its
+/// agent), export that again: the same plugin, byte for byte (`diff` says nothing), and both
+/// imports mean the same to ZeroClaw's `Config`.
+#[test]
+fn plugin_round_trip_export_import_export() {
+    let env = TestEnv::new();
+    let source = plugin_install(&env);
+    let p1 = env.path("p1");
+    export_plugin(&env, &source, &p1, &[]).ok();
+
+    let c = base_install(&env, "c", false);
+    let run = import_plugin(&env, &p1, &c, &["--attach", "helper"]).ok();
+    let report = run.json();
+    assert!(
+        c.join("shared/plugins/research_tools/skills/web-search/SKILL.md")
+            .is_file(),
+        "{report}"
+    );
+    let p2 = env.path("p2");
+    let r = env.run(&[
+        OsStr::new("export-plugin"),
+        OsStr::new("research_tools"),
+        OsStr::new("--install"),
+        c.as_os_str(),
+        OsStr::new("--out"),
+        p2.as_os_str(),
+    ]);
+    r.ok();
+    let diff = env.run(&[OsStr::new("diff"), p1.as_os_str(), p2.as_os_str()]);
+    assert_eq!(
+        diff.code(),
+        0,
+        "the round trip changed the plugin: {}",
+        diff.describe()
+    );
+
+    let d = base_install(&env, "d", false);
+    import_plugin(&env, &p2, &d, &["--attach", "helper"]).ok();
+    let (mc, md) = (meaning(&c), meaning(&d));
+    assert_eq!(mc, md, "both imports mean the same to ZeroClaw");
+    assert_eq!(
+        mc["helper_mcp_bundles"],
+        serde_json::json!(["research_tools"])
+    );
+    assert_eq!(mc["servers"][0]["name"], "github");
+    assert_eq!(mc["servers"][0]["tool_timeout_secs"], 30);
+    assert_eq!(mc["servers"][1]["url"], "https://search.example.com/mcp");
+}
+
+/// A server named like a local one is namespaced, the local one untouched; without
+/// `--attach` no agent reaches the plugin; the blanked credentials are the secrets to fill.
+#[test]
+fn plugin_import_namespaces_a_colliding_server_and_attaches_only_when_asked() {
+    let env = TestEnv::new();
+    let source = plugin_install(&env);
+    let p1 = env.path("p1");
+    export_plugin(&env, &source, &p1, &[]).ok();
+    let b = base_install(&env, "b", true);
+    let run = import_plugin(&env, &p1, &b, &[]).ok();
+    let report = run.json();
+    let config = crate::import::loads(&b);
+    let names: Vec<&str> = config.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["github", "github_imported", "search"], "{report}");
+    assert_eq!(config.mcp.servers[0].command, "/usr/local/bin/local-github");
+    assert_eq!(config.mcp.servers[1].command, "npx");
+    assert_eq!(
+        config.mcp_bundles["research_tools"].servers,
+        ["github_imported", "search"]
+    );
+    assert!(config.agents["helper"].skill_bundles.is_empty());
+    assert!(config.agents["helper"].mcp_bundles.is_empty());
+    let text = report.to_string();
+    assert!(
+        text.contains("mcp.servers.github_imported.env.GITHUB_TOKEN"),
+        "{report}"
+    );
+
+    // --attach names an agent that exists, or nothing is written.
+    let before = std::fs::read(b.join("config.toml")).expect("config");
+    import_plugin(&env, &p1, &b, &["--attach", "nobody"]).fails(1, "--attach nobody");
+    assert_eq!(
+        std::fs::read(b.join("config.toml")).expect("config"),
+        before
+    );
+}
+
+/// A published plugin: its skill is imported; each server ZeroClaw cannot run as the spec
+/// means it (a `${PLUGIN_DATA}`, a `cwd`) and each the spec refuses is named, not imported.
+/// `--expect` pins the reviewed content.
+#[test]
+fn plugin_import_of_published_plugins_names_what_it_refuses() {
+    let env = TestEnv::new();
+    let dir = real_plugin(&env, "core");
+    std::fs::create_dir(dir.join("probe-workdir")).expect("mkdir");
+    write(&dir.join("probe-workdir/README.md"), b"work dir\n");
+    let install = base_install(&env, "i", false);
+    import_plugin(&env, &dir, &install, &["--expect", "0000000000000000"]).fails(1, "expect");
+    let review = review_json(&env, &dir);
+    let root = review["root"].as_str().expect("root").to_string();
+    let run = import_plugin(&env, &dir, &install, &["--expect", &root]).ok();
+    let report = run.json().to_string();
+    for (server, why) in [
+        ("default", "PLUGIN_DATA"),
+        ("relative", "cwd"),
+        ("root", "cwd"),
+        ("data", "cwd"),
+    ] {
+        assert!(
+            report.contains(&format!("mcp.json#{server}: ")) && report.contains(why),
+            "{server} not named: {report}"
+        );
+    }
+    let config = crate::import::loads(&install);
+    assert!(config.mcp.servers.is_empty());
+    assert_eq!(
+        config.skill_bundles["agent-plugins-conformance"]
+            .directory
+            .as_deref(),
+        Some("shared/plugins/agent-plugins-conformance/skills")
+    );
+    assert!(install
+        .join("shared/plugins/agent-plugins-conformance/skills/conformance-guide/SKILL.md")
+        .is_file());
+
+    // The recovery plugin: its one valid server imports, with ${PLUGIN_ROOT} expanded.
+    let rec = real_plugin(&env, "recovery");
+    std::os::unix::fs::symlink("..", rec.join("escape-link")).expect("symlink");
+    let run = import_plugin(&env, &rec, &install, &[]).ok();
+    let config = crate::import::loads(&install);
+    let names: Vec<&str> = config.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["recovery-valid"], "{}", run.stdout());
+    let plugin_root = install.join("shared/plugins/agent-plugins-conformance-recovery");
+    assert_eq!(
+        config.mcp.servers[0].args,
+        [format!("{}/dist/probe.mjs", plugin_root.display())]
+    );
+    assert!(
+        !plugin_root.join("escape-link").exists(),
+        "a symlink is never carried"
+    );
+}
+
+/// Hostile plugins at import: nothing outside the install is written, and what cannot be
+/// imported is refused clearly with the install unchanged.
+#[test]
+fn hostile_plugins_at_import() {
+    let env = TestEnv::new();
+    let install = base_install(&env, "i", false);
+    let before = std::fs::read(install.join("config.toml")).expect("config");
+
+    // SKILL.md -> /etc/passwd: the skill is not imported; no byte of the file lands.
+    let dir = real_plugin(&env, "core");
+    std::fs::create_dir(dir.join("skills/passwd")).expect("mkdir");
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("skills/passwd/SKILL.md")).expect("ln");
+    let run = import_plugin(&env, &dir, &install, &[]).ok();
+    assert!(run.stdout().contains("skills/passwd/"), "{}", run.stdout());
+    let passwd = std::fs::read("/etc/passwd").expect("passwd");
+    let first = passwd.split(|b| *b == b'\n').next().expect("a line");
+    for (path, bytes) in files_under(&install) {
+        assert!(!contains(&bytes, first), "/etc/passwd reached {path}");
+    }
+
+    // A 100 MB plugin.json: refused whole, the install as it was before this import.
+    let after_first = std::fs::read(install.join("config.toml")).expect("config");
+    assert_ne!(after_first, before);
+    let big = env.path("big");
+    let mut manifest = b"{\"$schema\": \"https://agent-plugins.org/schemas/1.0.0/plugin.schema.json\", \"name\": \"big\", \"description\": \"".to_vec();
+    manifest.resize(100 << 20, b'a');
+    manifest.extend_from_slice(b"\"}");
+    write(&big.join("plugin.json"), &manifest);
+    import_plugin(&env, &big, &install, &[]).fails(1, "104857602 bytes");
+    assert_eq!(
+        std::fs::read(install.join("config.toml")).expect("config"),
+        after_first
+    );
+    assert!(!install.join("shared/plugins/big").exists());
+
+    // Nothing outside the install: the test directory holds only what the test made.
+    let mut top: Vec<String> = std::fs::read_dir(env.path(""))
+        .expect("ls")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    top.sort();
+    assert_eq!(top, ["big", "i", "plugins", "store"]);
+}

@@ -681,6 +681,10 @@ pub struct ImportArgs {
     /// updates that agent; --as NEW imports it beside it instead
     #[arg(long, value_name = "ALIAS", conflicts_with = "agent_as")]
     pub update: Option<String>,
+    /// An Agent Plugin only: give local agent AGENT its skills and MCP servers (its
+    /// `skill_bundles` and `mcp_bundles` gain the plugin's; the confirmation shows the grants)
+    #[arg(long, value_name = "AGENT")]
+    pub attach: Option<String>,
     /// How an update in place settles conflicts and new grants
     #[command(flatten)]
     pub merge: MergeArgs,

@@ -58,6 +58,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         update: args.update.as_deref(),
         conflicts: args.merge.policy(),
         accept_grants: args.merge.accept_grants,
+        attach: args.attach.as_deref(),
     };
     let plan = bundles.import_plan(&request, &progress);
     progress.finish();
