@@ -159,7 +159,7 @@ fn contained(store: &Store, root: &ObjectId, entry: &ServerEntry) -> Result<(), 
         }
     }
     if let Cwd::Relative(path) = &s.cwd {
-        if !find(path.as_str()).is_some_and(|e| !e.kind.is_file()) {
+        if find(path.as_str()).is_none_or(|e| e.kind.is_file()) {
             return Err(format!(
                 "cwd {} is not a directory inside the plugin (a symlink out of the root is \
                  never carried)",
