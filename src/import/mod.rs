@@ -198,6 +198,9 @@ pub struct ImportPlan {
     /// `Bundles::import` applies it under the update's rules: refused conflicts and grants not
     /// accepted ([`update::UpdatePlan::accepting_grants`]) stop it before anything is written.
     pub update: Option<Box<update::UpdatePlan>>,
+    /// Set when the source is an Agent Plugin (`crate::plugin`): its name. Then `alias` names
+    /// its provenance record (`plugin.<skill bundle>`), not an agent, and no agent is made.
+    pub plugin: Option<String>,
 }
 
 /// The earlier import that makes an import a no-op.
@@ -378,6 +381,7 @@ pub fn plan(
         encrypt: after.typed.secrets.encrypt,
         up_to_date: None,
         update: None,
+        plugin: None,
     })
 }
 
@@ -505,6 +509,7 @@ fn up_to_date_plan(
         encrypt: install.typed.secrets.encrypt,
         up_to_date: Some(done),
         update: None,
+        plugin: None,
     }
 }
 

@@ -128,7 +128,15 @@ pub(super) fn plan(
         .iter()
         .map(|r| format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {r}"))
         .collect();
-    if req.attach.is_none() {
+    if let Some(agent) = req.attach {
+        notes.push(format!(
+            "agent {agent} is attached: its skill_bundles gain {skill_alias}{}",
+            mcp_alias
+                .as_deref()
+                .map(|m| format!(" and its mcp_bundles gain {m} (the servers above)"))
+                .unwrap_or_default()
+        ));
+    } else {
         notes.push(format!(
             "no agent reaches skill bundle {skill_alias}{}: --attach AGENT gives one them",
             mcp_alias
@@ -175,6 +183,7 @@ pub(super) fn plan(
         encrypt: after.typed.secrets.encrypt,
         up_to_date: None,
         update: None,
+        plugin: Some(translated.name.clone()),
     })
 }
 
