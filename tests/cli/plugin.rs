@@ -754,11 +754,39 @@ fn hostile_plugins_at_import() {
     );
     assert!(!install.join("shared/plugins/big").exists());
 
+    // 10,000 skills: all imported, under the install.
+    let many = env.path("many");
+    write(
+        &many.join("plugin.json"),
+        b"{\"$schema\": \"https://agent-plugins.org/schemas/1.0.0/plugin.schema.json\", \"name\": \"many\"}",
+    );
+    for i in 0..10_000 {
+        let name = format!("s{i:05}");
+        write(
+            &many.join(format!("skills/{name}/SKILL.md")),
+            format!("---\nname: {name}\ndescription: skill {i}\n---\n").as_bytes(),
+        );
+    }
+    let mut c = env.cmd();
+    c.args([
+        OsStr::new("import"),
+        many.as_os_str(),
+        OsStr::new("--install"),
+        install.as_os_str(),
+        OsStr::new("--yes"),
+    ]);
+    run_within(c, std::time::Duration::from_secs(300)).ok();
+    let skills = std::fs::read_dir(install.join("shared/plugins/many/skills"))
+        .expect("skills")
+        .count();
+    assert_eq!(skills, 10_000);
+    crate::import::loads(&install);
+
     // Nothing outside the install: the test directory holds only what the test made.
     let mut top: Vec<String> = std::fs::read_dir(env.path(""))
         .expect("ls")
         .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
         .collect();
     top.sort();
-    assert_eq!(top, ["big", "i", "plugins", "store"]);
+    assert_eq!(top, ["big", "i", "many", "plugins", "store"]);
 }
