@@ -88,7 +88,7 @@ pub struct AgentCaptureOptions<'a> {
 /// (`USER.md`) and the agent's long-term memory (`MEMORY.md`).
 pub const PERSONAL_FILES: &[&str] = &["USER.md", "MEMORY.md"];
 
-fn open_source(source: &TreeSource) -> Result<Option<OwnedFd>, root::RootError> {
+pub(crate) fn open_source(source: &TreeSource) -> Result<Option<OwnedFd>, root::RootError> {
     match source {
         TreeSource::Anchored { anchor, components } => root::open_anchored(anchor, components),
         TreeSource::Configured { path } => root::open_configured(path),
@@ -373,18 +373,18 @@ fn rendered_entries(store: &Store, bundle: &RenderedBundle) -> Result<Vec<TreeEn
 }
 
 /// Where a snapshot came from; [`commit`] stamps the time and the host.
-struct Origin {
-    kind: SnapshotKind,
-    source: String,
-    agent: Option<String>,
-    name: Option<String>,
+pub(crate) struct Origin {
+    pub(crate) kind: SnapshotKind,
+    pub(crate) source: String,
+    pub(crate) agent: Option<String>,
+    pub(crate) name: Option<String>,
 }
 
 /// The one commit of every capture (`capture_agent`, `capture_dir`): the snapshot record of
 /// tree `root` (written, with everything it reaches, before this), then its catalog entry and
 /// the capture's stat-cache changes. Cancelling `progress`'s token during the capture stops it
 /// here at the latest: nothing is recorded.
-fn commit(
+pub(crate) fn commit(
     store: &Store,
     lock: &WriteLock,
     origin: Origin,

@@ -61,6 +61,7 @@ pub mod docs;
 mod export;
 mod hooks;
 mod import;
+mod plugin;
 mod progress;
 mod provenance;
 mod publish;

@@ -149,6 +149,16 @@ pub fn compare_bundles(
     Ok(out)
 }
 
+/// Compares two config fragments that have no agent (what an Agent Plugin's `mcp.json`
+/// means to ZeroClaw, `crate::plugin`): key by key, each change marked by the one grant rule
+/// table ([`key_grant`]), environment and header values masked.
+pub fn compare_configs(a_config: &str, b_config: &str) -> Result<Vec<SemanticChange>, AgentError> {
+    let (ta, tb) = (parse(a_config, "A")?, parse(b_config, "B")?);
+    let mut out = Vec::new();
+    config_changes(&leaves(&ta), &leaves(&tb), &[], &mut out);
+    Ok(out)
+}
+
 /// What a side grants: the flags its `config.toml` yields (what an import would run; a
 /// hand-edited config cannot hide a grant behind an unchanged manifest), plus the manifest's
 /// `carried_skills` flags (carried content, not config).

@@ -143,6 +143,7 @@ pub(crate) fn key_grant(
     let field = key.rsplit('.').next().unwrap_or("");
     [
         endpoint_grant(key, field, old, new),
+        command_grant(key, field, old, new),
         new_server_grant(key, new, new_server),
         process_env_grant(key, old, new),
         sandbox_grant(key, field, old, new),
@@ -173,6 +174,31 @@ fn endpoint_grant(
             Some(_) => "the agent's requests go to a different endpoint".to_string(),
             None => format!("the agent's requests go to {}", plain(n)),
         },
+    ))
+}
+
+/// An MCP server's `command` or `args` changed: the agent starts another process than the
+/// one the operator accepted. (A new server is [`new_server_grant`]'s; ZeroClaw's planner
+/// flags the process of an agent bundle's server too, but an Agent Plugin's servers have no
+/// agent to plan, so this rule is what marks them.)
+fn command_grant(
+    key: &str,
+    field: &str,
+    old: Option<&Node>,
+    new: Option<&Node>,
+) -> Option<(GrantKind, String)> {
+    let server = key
+        .strip_prefix("mcp.servers.")
+        .and_then(|r| r.split('.').next())?;
+    if !matches!(field, "command" | "args") || key != format!("mcp.servers.{server}.{field}") {
+        return None;
+    }
+    let (Some(_), Some(_)) = (old, new) else {
+        return None;
+    };
+    Some((
+        GrantKind::Flag(RiskKind::ProcessSpawn),
+        format!("MCP server `{server}` starts a different process ({field} changed)"),
     ))
 }
 
@@ -461,6 +487,19 @@ pub fn bundle_grants(manifest: &Manifest, config_text: &str) -> Result<Vec<Grant
         .collect();
     out.extend(rules);
     Ok(out)
+}
+
+/// The grants of a config fragment that has no agent (what an Agent Plugin's `mcp.json` means
+/// to ZeroClaw, `crate::plugin`): [`config_grants`] of its keys. Not valid TOML is an error.
+pub(crate) fn fragment_grants(config_text: &str) -> Result<Vec<Grant>, AgentError> {
+    let doc: toml_edit::DocumentMut =
+        config_text
+            .parse()
+            .map_err(|e: toml_edit::TomlError| AgentError::InvalidManifest {
+                field: "mcp.json as config".to_string(),
+                problem: format!("is not valid TOML: {}", e.message().trim()),
+            })?;
+    Ok(config_grants(&Table::from_toml_edit(doc.as_table())))
 }
 
 /// The grants [`key_grant`] finds in a config on its own (every key against nothing), one per

@@ -32,7 +32,7 @@ mod manifest;
 // export uses ZeroClaw's own planner, which applies it; the vectors stay as the record of it.
 #[cfg(test)]
 mod names;
-mod plan;
+pub(crate) mod plan;
 // Test-only since ZeroClaw's renderers write the bundle files: builds manifests to read back.
 #[cfg(test)]
 mod render;
@@ -41,10 +41,13 @@ mod unknown;
 mod value;
 
 pub use bundle::{CaptureOutcome, RenderedBundle};
-pub use compare::{compare_bundles, mask_manifest_secrets, mask_secrets, SemanticChange};
+pub use compare::{
+    compare_bundles, compare_configs, mask_manifest_secrets, mask_secrets, SemanticChange,
+};
 pub use error::{AgentError, INSTALL_DEFAULT};
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
+pub(crate) use grants::fragment_grants;
 pub use grants::{bundle_grants, Grant, GrantKind};
 pub(crate) use install::CONFIG_CAP;
 pub use install::{install_root, require_install, Install};

@@ -331,11 +331,18 @@ fn render_plan(plan: &ImportPlan, dry_run: bool) -> String {
         plan.content_id.short(16),
         plan.install.display()
     );
-    out += &format!(
-        "  agent {} -> {}\n",
-        escape_text(&plan.bundle_alias),
-        escape_text(&plan.alias)
-    );
+    out += &match &plan.plugin {
+        Some(name) => format!(
+            "  Agent Plugin {} -> skill bundle {}\n",
+            escape_text(name),
+            escape_text(plan.alias.strip_prefix("plugin.").unwrap_or(&plan.alias))
+        ),
+        None => format!(
+            "  agent {} -> {}\n",
+            escape_text(&plan.bundle_alias),
+            escape_text(&plan.alias)
+        ),
+    };
     out += "Config entries:\n";
     for d in &plan.decisions {
         let line = match d.action {
@@ -433,9 +440,12 @@ fn render_plan(plan: &ImportPlan, dry_run: bool) -> String {
 
 fn render_done(plan: &ImportPlan, done: &Imported) -> String {
     let mut out = render_plan(plan, false);
+    let what = match &plan.plugin {
+        Some(name) => format!("Agent Plugin {}", escape_text(name)),
+        None => format!("agent {}", escape_text(&done.alias)),
+    };
     out += &format!(
-        "Imported agent {} into {}; the previous config.toml is {}\n",
-        escape_text(&done.alias),
+        "Imported {what} into {}; the previous config.toml is {}\n",
         plan.install.display(),
         done.backup.display()
     );

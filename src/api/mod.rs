@@ -21,6 +21,7 @@ mod import_report;
 mod json;
 mod maintenance;
 mod mount;
+mod plugin;
 mod read;
 mod remotes;
 mod signing;
@@ -67,6 +68,7 @@ pub use mount::{
     MountError, MountNote, MountReport, MountRequest, Mounted, Passthrough, PreparedMount,
     RemoteTraffic, Unmounted, Unmounter,
 };
+pub use plugin::{LeftOut, PluginExported, PluginReview, PluginServer, PreparedPluginExport};
 pub use read::{FileBytes, ListEntry, Listed, OpenedSnapshot, ReadVerb, ShownSnapshot};
 pub use remotes::{
     PullReport, PushReport, RemoteForgotten, RemoteGcReport, RemoteListing, RemoteRemoved,

@@ -10,8 +10,8 @@
 use zeroclaw_bundle_store::StoreError;
 
 use crate::agent::{
-    compare_bundles, manifests_differ_only_in_export_time, AgentError, SemanticChange, CONFIG_FILE,
-    MANIFEST_FILE,
+    compare_bundles, compare_configs, manifests_differ_only_in_export_time, AgentError,
+    SemanticChange, CONFIG_FILE, MANIFEST_FILE,
 };
 use crate::diff::side::{Side, SideError};
 use crate::diff::{diff, Change, DiffError, Status, Summary};
@@ -201,18 +201,39 @@ enum BundleFiles {
 /// The semantic section, when both sides are whole agent bundles. With `opts.gate`, a side
 /// whose grants cannot be read is an error: the gate never passes what it could not check.
 fn semantic(a: &Side, b: &Side, opts: DiffOptions) -> Result<Semantic, CompareError> {
-    let files = |s: &Side| -> Result<BundleFiles, StoreError> {
-        Ok(
-            match (s.top_file(MANIFEST_FILE)?, s.top_file(CONFIG_FILE)?) {
-                (Some(Some(manifest)), Some(Some(config))) => {
-                    BundleFiles::Held { manifest, config }
-                }
-                (Some(None), _) | (_, Some(None)) => BundleFiles::NotHeld,
-                _ => BundleFiles::NotBundle,
-            },
-        )
+    // Two reads of each side's root: the manifest, then the rest (an Agent Plugin's files
+    // with the config).
+    let files = |s: &Side| -> Result<(BundleFiles, Option<String>), StoreError> {
+        let manifest = s.top_file(MANIFEST_FILE)?;
+        let [config, plugin, mcp] = s.top_files([
+            CONFIG_FILE,
+            crate::plugin::MANIFEST_FILE,
+            crate::plugin::MCP_FILE,
+        ])?;
+        let bundle = match (manifest, config) {
+            (Some(Some(manifest)), Some(Some(config))) => BundleFiles::Held { manifest, config },
+            (Some(None), _) | (_, Some(None)) => BundleFiles::NotHeld,
+            _ => BundleFiles::NotBundle,
+        };
+        // What an Agent Plugin's servers mean to ZeroClaw, when it holds its files' bytes.
+        let plugin = match (plugin, mcp) {
+            (Some(Some(p)), Some(Some(m))) => crate::plugin::config_of(&p, Some(&m)),
+            (Some(Some(p)), None) => crate::plugin::config_of(&p, None),
+            _ => None,
+        };
+        Ok((bundle, plugin))
     };
-    let (fa, fb) = (files(a)?, files(b)?);
+    let ((fa, pa), (fb, pb)) = (files(a)?, files(b)?);
+    if let (BundleFiles::NotBundle, BundleFiles::NotBundle, Some(pa), Some(pb)) = (&fa, &fb, pa, pb)
+    {
+        // Two Agent Plugins: what their servers mean to ZeroClaw, key by key, each change
+        // marked by the one grant model.
+        let changes = compare_configs(&pa, &pb).map_err(CompareError::Bundles)?;
+        return Ok(Semantic {
+            changes,
+            ..Semantic::default()
+        });
+    }
     let mut not_held = Vec::new();
     for (name, side, f) in [('A', a, &fa), ('B', b, &fb)] {
         let label = side.label.clone();

@@ -211,6 +211,26 @@ impl Side {
         Ok(Some(side.bytes(&e.id, e.size, BUNDLE_FILE_CAP)?))
     }
 
+    /// Several top-level files of this side, as [`Side::top_file`] reads each, from one read
+    /// of the root tree.
+    pub fn top_files<const N: usize>(
+        &self,
+        names: [&str; N],
+    ) -> Result<[Option<Option<Vec<u8>>>; N], StoreError> {
+        let mut out: [Option<Option<Vec<u8>>>; N] = std::array::from_fn(|_| None);
+        if !self.whole || self.root.entry.kind != EntryKind::Dir {
+            return Ok(out);
+        }
+        let side = self.tree_side();
+        let tree = side.tree(&self.root.entry.id)?;
+        for (slot, name) in out.iter_mut().zip(names) {
+            if let Some(e) = tree.get(name.as_bytes()).filter(|e| e.kind.is_file()) {
+                *slot = Some(side.bytes(&e.id, e.size, BUNDLE_FILE_CAP)?);
+            }
+        }
+        Ok(out)
+    }
+
     /// The signatures carried with the side's snapshot (opaque bytes; see `sign`): the
     /// store's for a stored snapshot, the pack's section, the remote's; `None` for a
     /// directory, which is no snapshot. A `SNAP:PATH` side is the snapshot's too.

@@ -10,6 +10,7 @@
 //!   this tool is stricter than ZeroClaw's own export.
 //! - [`diff`]: sides, output formats, the semantic section and new grants.
 //! - [`review_import`]: what `review` shows, and how `import` merges, writes and recovers.
+//! - [`plugins`]: Agent Plugins: `export-plugin`, and a plugin reviewed, diffed and imported.
 //! - [`packs`]: carrying a snapshot as one file.
 //! - [`remotes`]: remote stores: credentials, layout, push and pull, remote refs, remote gc.
 //! - [`signatures`]: signed snapshots and the trust policy.
@@ -29,6 +30,7 @@ pub mod diff;
 pub mod json;
 pub mod library;
 pub mod packs;
+pub mod plugins;
 pub mod reliability;
 pub mod remotes;
 pub mod review_import;

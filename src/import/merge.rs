@@ -748,7 +748,7 @@ pub struct MergeInput<'a> {
     pub install: &'a str,
     /// The bundle's `config.toml` text.
     pub fragment: &'a str,
-    /// The bundle's root agent.
+    /// The bundle's root agent; empty for a fragment without an agent (an Agent Plugin).
     pub root_agent: &'a str,
     /// The bundle's `required_secrets` (bundle names).
     pub required_secrets: &'a [String],
@@ -900,7 +900,10 @@ fn read_sides(fragment: &DocumentMut, doc: &DocumentMut) -> Result<Sides, Import
 fn check_incoming(input: &MergeInput<'_>, sides: &Sides) -> Result<(), ImportError> {
     let incoming = &sides.incoming;
     let agents: Vec<&Entry> = incoming.iter().filter(|e| e.kind == Kind::Agent).collect();
-    if agents.len() != 1 || agents[0].alias != input.root_agent {
+    // An empty root agent: a fragment without one (an Agent Plugin's skill bundle and MCP
+    // servers, `crate::plugin`), which must then hold no agent at all.
+    let expected = usize::from(!input.root_agent.is_empty());
+    if agents.len() != expected || agents.first().is_some_and(|a| a.alias != input.root_agent) {
         return Err(ImportError::Fragment {
             path: "agents".into(),
             problem: format!(

@@ -34,6 +34,7 @@ mod dest;
 mod error;
 pub mod journal;
 pub mod merge;
+mod plugin;
 pub mod source;
 pub mod update;
 
@@ -90,6 +91,9 @@ pub struct ImportRequest<'a> {
     pub conflicts: update::ConflictPolicy,
     /// The operator accepted the grants an update in place adds.
     pub accept_grants: bool,
+    /// `--attach AGENT`: an Agent Plugin's skill bundle and MCP bundle are added to local agent
+    /// AGENT's `skill_bundles` and `mcp_bundles` (without it, no agent reaches them).
+    pub attach: Option<&'a str>,
 }
 
 /// No source and no install (both empty paths): a base for `ImportRequest { source, install,
@@ -108,6 +112,7 @@ impl Default for ImportRequest<'_> {
             update: None,
             conflicts: update::ConflictPolicy::Refuse,
             accept_grants: false,
+            attach: None,
         }
     }
 }
@@ -193,6 +198,9 @@ pub struct ImportPlan {
     /// `Bundles::import` applies it under the update's rules: refused conflicts and grants not
     /// accepted ([`update::UpdatePlan::accepting_grants`]) stop it before anything is written.
     pub update: Option<Box<update::UpdatePlan>>,
+    /// Set when the source is an Agent Plugin (`crate::plugin`): its name. Then `alias` names
+    /// its provenance record (`plugin.<skill bundle>`), not an agent, and no agent is made.
+    pub plugin: Option<String>,
 }
 
 /// The earlier import that makes an import a no-op.
@@ -280,7 +288,24 @@ pub fn plan(
 ) -> Result<ImportPlan, ImportError> {
     let expect = check_arguments(req)?;
     let target = read_target(req.install)?;
-    let bundle = read_bundle(store, req, expect.as_deref(), progress)?;
+    let (snapshot, kind) = source::capture(store, req.source, req.require, progress)?;
+    let record = store.objects().read_snapshot(&snapshot)?;
+    if crate::plugin::is_plugin(store, &record.root)
+        && store
+            .objects()
+            .read_tree(&record.root)?
+            .get(MANIFEST_FILE.as_bytes())
+            .is_none()
+    {
+        return plugin::plan(store, req, target, snapshot, kind, record.root, expect);
+    }
+    if let Some(agent) = req.attach {
+        return Err(ImportError::BadArgument {
+            arg: format!("--attach {agent}"),
+            problem: "attaches an Agent Plugin; an agent bundle brings its own agent".to_string(),
+        });
+    }
+    let bundle = read_bundle(store, req, snapshot, kind, expect.as_deref())?;
     if let Some(done) = earlier_import(
         store,
         &target.root,
@@ -360,12 +385,13 @@ pub fn plan(
         encrypt: after.typed.secrets.encrypt,
         up_to_date: None,
         update: None,
+        plugin: None,
     })
 }
 
 /// The install an import plans against, as read before the source is.
 #[derive(Clone)]
-struct Target {
+pub(crate) struct Target {
     /// The install root, absolute.
     root: PathBuf,
     /// Its `config.toml`.
@@ -434,10 +460,10 @@ fn read_target(install: &Path) -> Result<Target, ImportError> {
 fn read_bundle(
     store: &Store,
     req: &ImportRequest<'_>,
+    snapshot: ObjectId,
+    kind: SourceKind,
     expect: Option<&str>,
-    progress: &dyn Progress,
 ) -> Result<source::StoredBundle, ImportError> {
-    let (snapshot, kind) = source::capture(store, req.source, req.require, progress)?;
     let bundle = source::read(store, snapshot, kind)?;
     if let Some(expect) = expect {
         if !source::matches_expect(&bundle, expect)? {
@@ -487,6 +513,7 @@ fn up_to_date_plan(
         encrypt: install.typed.secrets.encrypt,
         up_to_date: Some(done),
         update: None,
+        plugin: None,
     }
 }
 
@@ -766,7 +793,7 @@ fn check_overlaps(target: &Target, places: &[(String, PathBuf)]) -> Result<(), I
 
 /// The trees published, each replacing only what the operator allowed (`--force`,
 /// `--replace`).
-fn tree_plans(
+pub(crate) fn tree_plans(
     store: &Store,
     req: &ImportRequest<'_>,
     places: Vec<Place>,
@@ -856,7 +883,7 @@ fn earlier_import(
 /// Loads `text` the way the install was loaded (ZeroClaw's migration and loader) and runs
 /// ZeroClaw's `validate()`: no section the install's own config did not already lose may be
 /// skipped, and the schema version stays the install's.
-fn check_merged(
+pub(crate) fn check_merged(
     before: &Install,
     root: &Path,
     config_path: &Path,
@@ -958,7 +985,7 @@ fn overlap(a: &Path, b: &Path) -> bool {
 }
 
 /// A tree of the bundle and where it goes, before what is there was looked at.
-struct Place {
+pub(crate) struct Place {
     what: String,
     bundle_path: String,
     dest: PathBuf,
@@ -1011,7 +1038,7 @@ fn config_target(config: &Path) -> Result<PathBuf, ImportError> {
 /// string is part of the string's value (a TOML parser keeps `\r\n` there as written) and
 /// is left as it is: an install's own multi-line strings keep theirs, an imported one keeps
 /// the bundle's.
-fn with_line_endings_of(original: &str, text: String) -> String {
+pub(crate) fn with_line_endings_of(original: &str, text: String) -> String {
     let crlf = original.matches("\r\n").count();
     let lf = original.matches('\n').count() - crlf;
     if crlf == 0 || crlf < lf {
@@ -1101,7 +1128,7 @@ fn count(store: &Store, tree: &ObjectId) -> Result<(u64, u64), ImportError> {
 }
 
 /// `config.toml.<UTC time>.bak` beside `config`, not yet taken.
-fn backup_path(config: &Path) -> PathBuf {
+pub(crate) fn backup_path(config: &Path) -> PathBuf {
     let stamp: String = crate::clock::rfc3339_utc(i128::from(crate::clock::now_ns()))
         .chars()
         .filter(|c| c.is_ascii_alphanumeric())

@@ -391,7 +391,9 @@ pub fn plan(
 ) -> Result<UpdatePlan, UpdateError> {
     let target = super::read_target(req.install)?;
     let import_req = req.as_import();
-    let incoming = super::read_bundle(store, &import_req, None, progress)?;
+    let (snapshot, kind) =
+        super::source::capture(store, import_req.source, import_req.require, progress)?;
+    let incoming = super::read_bundle(store, &import_req, snapshot, kind, None)?;
     let record = earlier_record(&target, &incoming.manifest.root_agent, req.alias)?;
     plan_against(store, req, target, &incoming, record, progress)
 }

@@ -102,6 +102,15 @@ pub enum ReviewError {
     /// The install's import records could not be read.
     #[error(transparent)]
     Provenance(#[from] ProvenanceError),
+    /// The Agent Plugin in the snapshot could not be read.
+    #[error("could not review the Agent Plugin in snapshot {snapshot}")]
+    Plugin {
+        /// Its id (short).
+        snapshot: String,
+        /// What failed.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// The snapshot's signatures could not be read.
     #[error("could not read the signatures of snapshot {snapshot}")]
     Signatures {
@@ -155,7 +164,25 @@ pub fn review(
             })
         }
     };
-    let (bundle, not_a_bundle) = bundle_review(&side, &record.root).map_err(read_err)?;
+    let (bundle, mut not_a_bundle) = bundle_review(&side, &record.root).map_err(read_err)?;
+    // Not an agent bundle but an Agent Plugin: what its servers and skills ask to be accepted.
+    let plugin = match bundle.is_none() && crate::plugin::is_plugin(store, &record.root) {
+        true => {
+            not_a_bundle = Some(
+                "an Agent Plugin (agent-plugins.org): its skills and MCP servers are below"
+                    .to_string(),
+            );
+            Some(
+                crate::plugin::review_tree(store, &record.root).map_err(|e| {
+                    ReviewError::Plugin {
+                        snapshot: snapshot.short(12),
+                        source: e.into(),
+                    }
+                })?,
+            )
+        }
+        false => None,
+    };
     let mut updates = Vec::new();
     let install = match &opts.install {
         Some(path) => {
@@ -189,6 +216,7 @@ pub fn review(
         skipped: record.report.skipped.clone(),
         bundle,
         not_a_bundle,
+        plugin,
         scan,
         scan_cap: opts.scan_cap,
         install,

@@ -21,11 +21,98 @@ pub fn render(review: &Review, out: &mut dyn Write) -> io::Result<()> {
         grants_section(b, out)?;
         statements_section(b, out)?;
     }
+    if let Some(p) = &r.plugin {
+        writeln!(out)?;
+        plugin_section(p, out)?;
+    }
     files_section(r, out)?;
     if let Some(install) = &r.install {
         install_section(r, install, out)?;
     }
     footer(r, out)
+}
+
+/// An Agent Plugin's statements: every server it starts or connects to, the credentials each
+/// asks for, the grants to accept, and every component the spec refuses.
+fn plugin_section(p: &crate::plugin::PluginReview, out: &mut dyn Write) -> io::Result<()> {
+    if let Some(why) = &p.rejected {
+        writeln!(
+            out,
+            "Agent Plugin refused as a whole (nothing of it can be imported): {}",
+            escape_text(why)
+        )?;
+        return Ok(());
+    }
+    let version = p
+        .version
+        .as_deref()
+        .map(|v| format!(" {v}"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "Agent Plugin `{}`{}",
+        escape_text(&p.name),
+        escape_text(&version)
+    )?;
+    if let Some(d) = &p.description {
+        writeln!(out, "  {}", escape_text(d))?;
+    }
+    writeln!(
+        out,
+        "  skills: {}",
+        if p.skills.is_empty() {
+            "none".to_string()
+        } else {
+            escape_text(&p.skills.join(", "))
+        }
+    )?;
+    if p.servers.is_empty() {
+        writeln!(out, "  MCP servers: none")?;
+    } else {
+        writeln!(
+            out,
+            "  MCP servers (each is a process it starts or a host it connects to):"
+        )?;
+        for s in &p.servers {
+            let what = if s.transport == "stdio" {
+                "starts"
+            } else {
+                "connects to"
+            };
+            writeln!(
+                out,
+                "    {} ({}): {what} {}",
+                escape_text(&s.name),
+                escape_text(&s.transport),
+                escape_text(&crate::agent::shown_detail(&s.target))
+            )?;
+            for c in &s.secrets {
+                writeln!(out, "      asks for credential {}", escape_text(c))?;
+            }
+        }
+    }
+    if !p.grants.is_empty() {
+        writeln!(
+            out,
+            "  Capabilities granted to an agent it is attached to (accept each):"
+        )?;
+        for g in &p.grants {
+            writeln!(
+                out,
+                "    - {} at {}: {}",
+                g.kind.as_str(),
+                escape_text(&g.path),
+                escape_text(&g.detail)
+            )?;
+        }
+    }
+    if !p.refused.is_empty() {
+        writeln!(out, "  Refused by the Agent Plugins spec (never imported):")?;
+        for r in &p.refused {
+            writeln!(out, "    {}", escape_text(r))?;
+        }
+    }
+    Ok(())
 }
 
 /// What was reviewed: the source, the agent, the totals by part, what the capture skipped.

@@ -33,6 +33,9 @@ pub struct Review {
     /// Why the snapshot is not read as an agent bundle (no manifest, or one that does not
     /// parse), when it is not.
     pub not_a_bundle: Option<String>,
+    /// What an Agent Plugin asks to be accepted, when the snapshot is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plugin: Option<crate::plugin::PluginReview>,
     /// What the file walk found.
     #[serde(flatten)]
     pub scan: FileScan,

@@ -23,6 +23,7 @@ mod mount_passthrough;
 mod operator_gates;
 mod oracle;
 mod pack;
+mod plugin;
 mod printed;
 mod remote;
 mod remote_fleet;

@@ -91,6 +91,17 @@ Examples:
 A second export to the same --out while one runs fails at once. A failed export records no
 snapshot, so agent/<alias> keeps naming the last export that succeeded.")]
     Export(ExportArgs),
+    /// Publish a skill bundle, with its agents' MCP servers, as an Agent Plugin
+    #[command(after_help = "\
+Examples:
+  zeroclaw-bundle export-plugin research_tools --out ./research-tools-plugin
+  zeroclaw-bundle export-plugin ops --install /srv/zeroclaw --name acme.ops --out ./ops
+
+Writes an Agent Plugin (agent-plugins.org, spec 1.0.0): skills/<name>/SKILL.md with each
+skill's files, mcp.json with the MCP servers the agents that attach the bundle reach (secrets
+scrubbed to \"\" and listed, as export scrubs them), and plugin.json. The result must load under
+the spec with no diagnostic, or nothing is written.")]
+    ExportPlugin(ExportPluginArgs),
     /// Capture an agent (or any directory with --dir) into the store
     #[command(after_help = "\
 Examples:
@@ -670,6 +681,10 @@ pub struct ImportArgs {
     /// updates that agent; --as NEW imports it beside it instead
     #[arg(long, value_name = "ALIAS", conflicts_with = "agent_as")]
     pub update: Option<String>,
+    /// An Agent Plugin only: give local agent AGENT its skills and MCP servers (its
+    /// `skill_bundles` and `mcp_bundles` gain the plugin's; the confirmation shows the grants)
+    #[arg(long, value_name = "AGENT")]
+    pub attach: Option<String>,
     /// How an update in place settles conflicts and new grants
     #[command(flatten)]
     pub merge: MergeArgs,
@@ -815,6 +830,28 @@ pub struct ExportArgs {
     /// Sign the new snapshot
     #[command(flatten)]
     pub sign: SignFlags,
+}
+
+/// `export-plugin`.
+#[derive(Debug, Args)]
+pub struct ExportPluginArgs {
+    /// Skill bundle alias to export (`[skill_bundles.<alias>]`)
+    pub skill_bundle: String,
+    /// Destination plugin directory (created if it does not exist)
+    #[arg(long, short, value_name = "DIR")]
+    pub out: PathBuf,
+    // ZeroClaw install [default: INSTALL_DEFAULT]
+    #[arg(long, value_name = "DIR", help = install_help())]
+    pub install: Option<PathBuf>,
+    /// The plugin name (default: the alias, lowercased, `_` as `-`)
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Replace the destination when it is a plugin this tool wrote or a previous checkout
+    #[arg(long)]
+    pub force: bool,
+    /// Replace the destination whatever it holds (implies --force): its files are deleted
+    #[arg(long)]
+    pub replace_any: bool,
 }
 
 /// `show`.

@@ -58,6 +58,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         update: args.update.as_deref(),
         conflicts: args.merge.policy(),
         accept_grants: args.merge.accept_grants,
+        attach: args.attach.as_deref(),
     };
     let plan = bundles.import_plan(&request, &progress);
     progress.finish();
@@ -161,9 +162,12 @@ fn confirm(
     )?;
     let _ = std::io::stderr().write_all(&screen);
     eprint!("{}", plan.summary());
+    let what = match &plan.plugin {
+        Some(name) => format!("Agent Plugin {}", escape_text(name)),
+        None => format!("agent {}", escape_text(&plan.alias)),
+    };
     if !super::ask(&format!(
-        "Import agent {} into {}? [y/N] ",
-        escape_text(&plan.alias),
+        "Import {what} into {}? [y/N] ",
         plan.install.display()
     ))? {
         bail!("not imported; nothing was written");

@@ -15,6 +15,7 @@ pub mod checkout;
 pub mod diff;
 pub mod entry;
 pub mod export;
+pub mod export_plugin;
 pub mod gc;
 pub mod import;
 pub mod json;
@@ -440,6 +441,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
     if matches!(
         cli.command,
         Command::Export(_)
+            | Command::ExportPlugin(_)
             | Command::Snapshot(_)
             | Command::Checkout(_)
             | Command::Push(_)
@@ -457,6 +459,7 @@ pub fn run(cli: Cli, cancel: &Cancel) -> Result<Outcome> {
     }
     match cli.command {
         Command::Export(args) => export::run(args, &ctx),
+        Command::ExportPlugin(args) => export_plugin::run(args, &ctx),
         Command::Snapshot(args) => snapshot::run(args, &ctx),
         Command::List(args) => match &args.remote {
             Some(name) => remote::run_list_remote(name, &ctx),

@@ -1,0 +1,234 @@
+//! The import of an Agent Plugin, planned with this module's machinery: what it writes is
+//! decided by `crate::plugin` (its translation: a skill bundle, `mcp.servers` entries and an
+//! `mcp_bundles` entry, the plugin tree under `shared/plugins/<alias>/`); here it is pinned to
+//! `--expect`, merged (never overwriting: a server named like a local one is namespaced),
+//! attached to an agent only with `--attach`, loaded by ZeroClaw's loader and `validate()`,
+//! and planned for the same `apply` as an agent import (staged publish, provenance, backup,
+//! atomic `config.toml`).
+
+use std::collections::BTreeSet;
+
+use toml_edit::{Array, DocumentMut, Item, Value};
+use zeroclaw_bundle_store::{ObjectId, Store};
+
+use super::merge::{self, Action, Kind};
+use super::{
+    backup_path, check_merged, tree_plans, with_line_endings_of, ImportError, ImportPlan,
+    ImportRequest, Place, SecretPlan, SourceKind, Target,
+};
+
+/// Plans the import of the Agent Plugin in snapshot `snapshot` (root tree `root`).
+pub(super) fn plan(
+    store: &Store,
+    req: &ImportRequest<'_>,
+    target: Target,
+    snapshot: ObjectId,
+    kind: SourceKind,
+    root: ObjectId,
+    expect: Option<String>,
+) -> Result<ImportPlan, ImportError> {
+    if let Some(expect) = &expect {
+        if !root.to_hex().starts_with(expect.as_str()) {
+            return Err(ImportError::NotExpected {
+                arg: req.source.to_string_lossy().into_owned(),
+                expected: expect.clone(),
+                actual: root,
+            });
+        }
+    }
+    for (flag, given) in [("--as", req.agent_as), ("--update", req.update)] {
+        if let Some(v) = given {
+            return Err(ImportError::BadArgument {
+                arg: format!("{flag} {v}"),
+                problem: "names an agent of an agent bundle; an Agent Plugin has none (use \
+                          --attach AGENT to give a local agent its skills and servers)"
+                    .to_string(),
+            });
+        }
+    }
+    let taken: BTreeSet<String> = merge::taken_aliases(&target.old_config)?
+        .into_iter()
+        .filter(|(k, _)| matches!(k, Kind::SkillBundle | Kind::McpBundle))
+        .map(|(_, a)| a)
+        .collect();
+    let translated =
+        crate::plugin::translate(store, &root, &target.root, &taken).map_err(|problem| {
+            ImportError::NotABundle {
+                snapshot,
+                problem: format!("an Agent Plugin the Agent Plugins spec refuses: {problem}"),
+            }
+        })?;
+    let never_reused = |_: &str, _: &str| -> Result<Option<String>, ImportError> {
+        Ok(Some(
+            "an Agent Plugin's skills are never reused".to_string(),
+        ))
+    };
+    let merged = merge::merge(&merge::MergeInput {
+        install: &target.old_config,
+        fragment: &translated.fragment,
+        root_agent: "",
+        required_secrets: &translated.required_secrets,
+        agent_as: None,
+        maps: req.maps,
+        skill_content_differs: &never_reused,
+        config_path: &target.config_path,
+    })?;
+    let local = |kind: Kind| {
+        merged
+            .local(kind, &translated.alias)
+            .filter(|d| d.action != Action::LeftOut)
+            .map(|d| d.local.clone())
+    };
+    let skill_alias = local(Kind::SkillBundle).unwrap_or_else(|| translated.alias.clone());
+    let mcp_alias = local(Kind::McpBundle);
+    let mut text = merged.text.clone();
+    if let Some(agent) = req.attach {
+        text = attach(&text, agent, &skill_alias, mcp_alias.as_deref(), &target)?;
+    }
+    let new_config = with_line_endings_of(&target.old_config, text);
+    let after = check_merged(
+        &target.install,
+        &target.root,
+        &target.config_path,
+        &new_config,
+    )?;
+    let trees = tree_plans(
+        store,
+        req,
+        vec![Place {
+            what: format!("Agent Plugin {}", translated.name),
+            bundle_path: String::new(),
+            dest: target
+                .root
+                .join(crate::plugin::PLUGINS_DIR)
+                .join(&skill_alias),
+            tree: root,
+        }],
+    )?;
+    let secrets = translated
+        .required_secrets
+        .iter()
+        .map(|p| SecretPlan {
+            bundle_path: p.clone(),
+            path: merged.localize(p).0,
+        })
+        .collect();
+    // What an agent attached to it is granted: the one grant model over the servers, in
+    // local names.
+    let mut grants =
+        crate::agent::fragment_grants(&translated.fragment).map_err(|e| ImportError::Fragment {
+            path: "mcp.servers".into(),
+            problem: e.to_string(),
+        })?;
+    for g in &mut grants {
+        g.path = merged.localize(&g.path).0;
+    }
+    let mut notes: Vec<String> = translated
+        .refused
+        .iter()
+        .map(|r| format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {r}"))
+        .collect();
+    if let Some(agent) = req.attach {
+        notes.push(format!(
+            "agent {agent} is attached: its skill_bundles gain {skill_alias}{}",
+            mcp_alias
+                .as_deref()
+                .map(|m| format!(" and its mcp_bundles gain {m} (the servers above)"))
+                .unwrap_or_default()
+        ));
+    } else {
+        notes.push(format!(
+            "no agent reaches skill bundle {skill_alias}{}: --attach AGENT gives one them",
+            mcp_alias
+                .as_deref()
+                .map(|m| format!(" or MCP bundle {m}"))
+                .unwrap_or_default()
+        ));
+    }
+    notes.extend(merged.notes.iter().cloned());
+    let super::Target {
+        root: install,
+        config_path,
+        config_target,
+        old_config,
+        install: _,
+    } = target;
+    Ok(ImportPlan {
+        source: match kind {
+            SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
+                .unwrap_or_else(|_| req.source.into())
+                .to_string_lossy()
+                .into_owned(),
+            _ => req.source.to_string_lossy().into_owned(),
+        },
+        source_kind: kind,
+        snapshot,
+        content_id: root,
+        bundle_alias: format!("plugin:{}", translated.name),
+        // Never an agent's alias (an agent alias has no dot): the provenance record of the
+        // plugin lives beside the agents' and never replaces one.
+        alias: format!("plugin.{skill_alias}"),
+        backup: backup_path(&config_path),
+        install,
+        config_path,
+        config_target,
+        decisions: merged.decisions,
+        notes,
+        old_config,
+        new_config,
+        trees,
+        secrets,
+        grants,
+        dropped: Vec::new(),
+        encrypt: after.typed.secrets.encrypt,
+        up_to_date: None,
+        update: None,
+        plugin: Some(translated.name.clone()),
+    })
+}
+
+/// `text` with `skill_alias` (and `mcp_alias`) added to agent `agent`'s `skill_bundles`
+/// (and `mcp_bundles`); the agent must be configured.
+fn attach(
+    text: &str,
+    agent: &str,
+    skill_alias: &str,
+    mcp_alias: Option<&str>,
+    target: &Target,
+) -> Result<String, ImportError> {
+    let bad = |problem: String| ImportError::BadArgument {
+        arg: format!("--attach {agent}"),
+        problem,
+    };
+    if !target.install.typed.agents.contains_key(agent) {
+        return Err(bad(format!(
+            "no agent {agent} in {} (configured: {})",
+            target.config_path.display(),
+            target.install.agent_aliases().join(", ")
+        )));
+    }
+    let mut doc: DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| bad(format!("config.toml is not TOML: {e}")))?;
+    let table = doc
+        .get_mut("agents")
+        .and_then(|a| a.get_mut(agent))
+        .and_then(Item::as_table_like_mut)
+        .ok_or_else(|| bad(format!("agents.{agent} is not a table")))?;
+    for (field, alias) in [
+        ("skill_bundles", Some(skill_alias)),
+        ("mcp_bundles", mcp_alias),
+    ] {
+        let Some(alias) = alias else { continue };
+        let item = table
+            .entry(field)
+            .or_insert(Item::Value(Value::Array(Array::new())));
+        let list = item
+            .as_array_mut()
+            .ok_or_else(|| bad(format!("agents.{agent}.{field} is not an array")))?;
+        if !list.iter().any(|v| v.as_str() == Some(alias)) {
+            list.push(alias);
+        }
+    }
+    Ok(doc.to_string())
+}
