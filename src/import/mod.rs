@@ -358,13 +358,7 @@ pub fn plan(
         install: _,
     } = target;
     Ok(ImportPlan {
-        source: match bundle.kind {
-            SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
-                .unwrap_or_else(|_| req.source.into())
-                .to_string_lossy()
-                .into_owned(),
-            _ => req.source.to_string_lossy().into_owned(),
-        },
+        source: source_text(req.source, &bundle.kind),
         source_kind: bundle.kind.clone(),
         snapshot: bundle.snapshot,
         content_id: bundle.content_id(),
@@ -594,6 +588,18 @@ fn check_fragment(
         });
     }
     Ok(())
+}
+
+/// The source as a plan and provenance name it: a directory or pack by its absolute path,
+/// anything else (a snapshot or remote ref) as given.
+fn source_text(source: &std::ffi::OsStr, kind: &SourceKind) -> String {
+    match kind {
+        SourceKind::Directory | SourceKind::Pack => std::path::absolute(source)
+            .unwrap_or_else(|_| source.into())
+            .to_string_lossy()
+            .into_owned(),
+        _ => source.to_string_lossy().into_owned(),
+    }
 }
 
 /// The tree the bundle carries for skill bundle `alias`, when it carries one.

@@ -27,25 +27,7 @@ pub(super) fn plan(
     root: ObjectId,
     expect: Option<String>,
 ) -> Result<ImportPlan, ImportError> {
-    if let Some(expect) = &expect {
-        if !root.to_hex().starts_with(expect.as_str()) {
-            return Err(ImportError::NotExpected {
-                arg: req.source.to_string_lossy().into_owned(),
-                expected: expect.clone(),
-                actual: root,
-            });
-        }
-    }
-    for (flag, given) in [("--as", req.agent_as), ("--update", req.update)] {
-        if let Some(v) = given {
-            return Err(ImportError::BadArgument {
-                arg: format!("{flag} {v}"),
-                problem: "names an agent of an agent bundle; an Agent Plugin has none (use \
-                          --attach AGENT to give a local agent its skills and servers)"
-                    .to_string(),
-            });
-        }
-    }
+    check_request(req, root, expect.as_deref())?;
     let taken: BTreeSet<String> = merge::taken_aliases(&target.old_config)?
         .into_iter()
         .filter(|(k, _)| matches!(k, Kind::SkillBundle | Kind::McpBundle))
@@ -58,29 +40,7 @@ pub(super) fn plan(
                 problem: format!("an Agent Plugin the Agent Plugins spec refuses: {problem}"),
             }
         })?;
-    let never_reused = |_: &str, _: &str| -> Result<Option<String>, ImportError> {
-        Ok(Some(
-            "an Agent Plugin's skills are never reused".to_string(),
-        ))
-    };
-    let merged = merge::merge(&merge::MergeInput {
-        install: &target.old_config,
-        fragment: &translated.fragment,
-        root_agent: "",
-        required_secrets: &translated.required_secrets,
-        agent_as: None,
-        maps: req.maps,
-        skill_content_differs: &never_reused,
-        config_path: &target.config_path,
-    })?;
-    let local = |kind: Kind| {
-        merged
-            .local(kind, &translated.alias)
-            .filter(|d| d.action != Action::LeftOut)
-            .map(|d| d.local.clone())
-    };
-    let skill_alias = local(Kind::SkillBundle).unwrap_or_else(|| translated.alias.clone());
-    let mcp_alias = local(Kind::McpBundle);
+    let (merged, skill_alias, mcp_alias) = merge_translated(req, &target, &translated)?;
     let mut text = merged.text.clone();
     if let Some(agent) = req.attach {
         text = attach(&text, agent, &skill_alias, mcp_alias.as_deref(), &target)?;
@@ -123,29 +83,13 @@ pub(super) fn plan(
     for g in &mut grants {
         g.path = merged.localize(&g.path).0;
     }
-    let mut notes: Vec<String> = translated
-        .refused
-        .iter()
-        .map(|r| format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {r}"))
-        .collect();
-    if let Some(agent) = req.attach {
-        notes.push(format!(
-            "agent {agent} is attached: its skill_bundles gain {skill_alias}{}",
-            mcp_alias
-                .as_deref()
-                .map(|m| format!(" and its mcp_bundles gain {m} (the servers above)"))
-                .unwrap_or_default()
-        ));
-    } else {
-        notes.push(format!(
-            "no agent reaches skill bundle {skill_alias}{}: --attach AGENT gives one them",
-            mcp_alias
-                .as_deref()
-                .map(|m| format!(" or MCP bundle {m}"))
-                .unwrap_or_default()
-        ));
-    }
-    notes.extend(merged.notes.iter().cloned());
+    let notes = notes_of(
+        &translated.refused,
+        req.attach,
+        &skill_alias,
+        mcp_alias.as_deref(),
+        &merged.notes,
+    );
     let super::Target {
         root: install,
         config_path,
@@ -154,13 +98,7 @@ pub(super) fn plan(
         install: _,
     } = target;
     Ok(ImportPlan {
-        source: match kind {
-            SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
-                .unwrap_or_else(|_| req.source.into())
-                .to_string_lossy()
-                .into_owned(),
-            _ => req.source.to_string_lossy().into_owned(),
-        },
+        source: super::source_text(req.source, &kind),
         source_kind: kind,
         snapshot,
         content_id: root,
@@ -185,6 +123,100 @@ pub(super) fn plan(
         update: None,
         plugin: Some(translated.name.clone()),
     })
+}
+
+/// Merges the plugin's translated fragment into the install's config (never overwriting, a
+/// plugin's skills never reusing a local bundle): the merge, and the local aliases of its
+/// skill bundle and (when it has servers) its MCP bundle.
+fn merge_translated(
+    req: &ImportRequest<'_>,
+    target: &Target,
+    translated: &crate::plugin::PluginFragment,
+) -> Result<(merge::Merged, String, Option<String>), ImportError> {
+    let never_reused = |_: &str, _: &str| -> Result<Option<String>, ImportError> {
+        Ok(Some(
+            "an Agent Plugin's skills are never reused".to_string(),
+        ))
+    };
+    let merged = merge::merge(&merge::MergeInput {
+        install: &target.old_config,
+        fragment: &translated.fragment,
+        root_agent: "",
+        required_secrets: &translated.required_secrets,
+        agent_as: None,
+        maps: req.maps,
+        skill_content_differs: &never_reused,
+        config_path: &target.config_path,
+    })?;
+    let local = |kind: Kind| {
+        merged
+            .local(kind, &translated.alias)
+            .filter(|d| d.action != Action::LeftOut)
+            .map(|d| d.local.clone())
+    };
+    let skill_alias = local(Kind::SkillBundle).unwrap_or_else(|| translated.alias.clone());
+    let mcp_alias = local(Kind::McpBundle);
+    Ok((merged, skill_alias, mcp_alias))
+}
+
+/// Refuses what an import of an Agent Plugin cannot honour: an `--expect` the content id
+/// does not start with, and `--as`/`--update` (they name an agent of an agent bundle).
+fn check_request(
+    req: &ImportRequest<'_>,
+    root: ObjectId,
+    expect: Option<&str>,
+) -> Result<(), ImportError> {
+    if let Some(expect) = expect {
+        if !root.to_hex().starts_with(expect) {
+            return Err(ImportError::NotExpected {
+                arg: req.source.to_string_lossy().into_owned(),
+                expected: expect.to_string(),
+                actual: root,
+            });
+        }
+    }
+    for (flag, given) in [("--as", req.agent_as), ("--update", req.update)] {
+        if let Some(v) = given {
+            return Err(ImportError::BadArgument {
+                arg: format!("{flag} {v}"),
+                problem: "names an agent of an agent bundle; an Agent Plugin has none (use \
+                          --attach AGENT to give a local agent its skills and servers)"
+                    .to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The plan's notes: what was refused, which agent is attached (or that none is), then the
+/// merge's own.
+fn notes_of(
+    refused: &[String],
+    attach: Option<&str>,
+    skill_alias: &str,
+    mcp_alias: Option<&str>,
+    merge_notes: &[String],
+) -> Vec<String> {
+    let mut notes: Vec<String> = refused
+        .iter()
+        .map(|r| format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {r}"))
+        .collect();
+    notes.push(match attach {
+        Some(agent) => format!(
+            "agent {agent} is attached: its skill_bundles gain {skill_alias}{}",
+            mcp_alias
+                .map(|m| format!(" and its mcp_bundles gain {m} (the servers above)"))
+                .unwrap_or_default()
+        ),
+        None => format!(
+            "no agent reaches skill bundle {skill_alias}{}: --attach AGENT gives one them",
+            mcp_alias
+                .map(|m| format!(" or MCP bundle {m}"))
+                .unwrap_or_default()
+        ),
+    });
+    notes.extend(merge_notes.iter().cloned());
+    notes
 }
 
 /// `text` with `skill_alias` (and `mcp_alias`) added to agent `agent`'s `skill_bundles`

@@ -450,7 +450,7 @@ pub(super) fn plan_against(
 ) -> Result<UpdatePlan, UpdateError> {
     let import_req = req.as_import();
     let base = read_base(store, &record)?;
-    let source_text = source_text(req, &incoming.kind);
+    let source_text = super::source_text(req.source, &incoming.kind);
     let mut plan = UpdatePlan::empty(req, &record, &target, incoming, source_text.clone());
     if base.content_id() == incoming.content_id() {
         plan.up_to_date = true;
@@ -716,17 +716,6 @@ fn read_base(store: &Store, record: &Provenance) -> Result<source::StoredBundle,
         });
     }
     Ok(source::read(store, record.snapshot, SourceKind::Snapshot)?)
-}
-
-/// The source as the plan and provenance name it: a directory or pack by its absolute path.
-fn source_text(req: &UpdateRequest<'_>, kind: &SourceKind) -> String {
-    match kind {
-        SourceKind::Directory | SourceKind::Pack => std::path::absolute(req.source)
-            .unwrap_or_else(|_| req.source.into())
-            .to_string_lossy()
-            .into_owned(),
-        _ => req.source.to_string_lossy().into_owned(),
-    }
 }
 
 impl UpdatePlan {

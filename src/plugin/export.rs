@@ -292,51 +292,14 @@ impl PluginExportJob {
         };
 
         let mut entries = Vec::new();
-        let mut members = Vec::new();
-        let mut shown = Vec::new();
-        let mut left_out = Vec::new();
-        let mut zeroclaw_only = Map::new();
-        for server in &self.servers {
-            match mcp::render(server) {
-                Ok(r) => {
-                    if !r.zeroclaw_only.is_empty() {
-                        zeroclaw_only.insert(server.name.clone(), Value::Object(r.zeroclaw_only));
-                    }
-                    members.push((server.name.clone(), r.entry));
-                    shown.push(shown_server(server));
-                }
-                Err(reason) => left_out.push(LeftOut {
-                    server: server.name.clone(),
-                    reason,
-                }),
-            }
-        }
+        let Servers {
+            members,
+            shown,
+            left_out,
+            zeroclaw_only,
+        } = self.render_servers();
         let carried: Vec<&str> = members.iter().map(|(n, _)| n.as_str()).collect();
-        // Scrubbed by the planner, and already blank in the install (a secret never filled
-        // after an import): both are what an importer fills, as its import asks.
-        let mut required_secrets: Vec<String> = self
-            .required_secrets
-            .iter()
-            .filter(|p| {
-                carried
-                    .iter()
-                    .any(|n| p.starts_with(&format!("mcp.servers.{n}.")))
-            })
-            .cloned()
-            .collect();
-        for server in self
-            .servers
-            .iter()
-            .filter(|s| carried.contains(&s.name.as_str()))
-        {
-            for (field, map) in [("env", &server.env), ("headers", &server.headers)] {
-                for k in map.iter().filter(|(_, v)| v.is_empty()).map(|(k, _)| k) {
-                    required_secrets.push(format!("mcp.servers.{}.{field}.{k}", server.name));
-                }
-            }
-        }
-        required_secrets.sort();
-        required_secrets.dedup();
+        let required_secrets = self.secrets_to_fill(&carried);
         let manifest = self.manifest(&required_secrets, zeroclaw_only)?;
         entries.push(file_entry(store, MANIFEST_FILE, manifest.as_bytes())?);
         if !members.is_empty() {
@@ -400,6 +363,58 @@ impl PluginExportJob {
             snapshot,
             replaced: self.replaced,
         })
+    }
+
+    /// The servers as `mcp.json` carries them (the spec cannot carry some: those are left
+    /// out, with why), as the report shows them, and their ZeroClaw-only fields.
+    fn render_servers(&self) -> Servers {
+        let mut out = Servers::default();
+        for server in &self.servers {
+            match mcp::render(server) {
+                Ok(r) => {
+                    if !r.zeroclaw_only.is_empty() {
+                        out.zeroclaw_only
+                            .insert(server.name.clone(), Value::Object(r.zeroclaw_only));
+                    }
+                    out.members.push((server.name.clone(), r.entry));
+                    out.shown.push(shown_server(server));
+                }
+                Err(reason) => out.left_out.push(LeftOut {
+                    server: server.name.clone(),
+                    reason,
+                }),
+            }
+        }
+        out
+    }
+
+    /// The secrets an importer fills, of the `carried` servers: scrubbed by the planner, and
+    /// already blank in the install (a secret never filled after an import); sorted.
+    fn secrets_to_fill(&self, carried: &[&str]) -> Vec<String> {
+        let mut required_secrets: Vec<String> = self
+            .required_secrets
+            .iter()
+            .filter(|p| {
+                carried
+                    .iter()
+                    .any(|n| p.starts_with(&format!("mcp.servers.{n}.")))
+            })
+            .cloned()
+            .collect();
+        for server in self
+            .servers
+            .iter()
+            .filter(|s| carried.contains(&s.name.as_str()))
+        {
+            for (field, map) in [("env", &server.env), ("headers", &server.headers)] {
+                for k in map.iter().filter(|(_, v)| v.is_empty()).map(|(k, _)| k) {
+                    required_secrets.push(format!("mcp.servers.{}.{field}.{k}", server.name));
+                }
+            }
+        }
+        required_secrets.sort();
+        required_secrets.dedup();
+        required_secrets
     }
 
     /// `plugin.json`: the spec's fields from the bundle, and in this tool's extension the
@@ -474,6 +489,15 @@ fn closure_servers(plan: &ExportPlan) -> Result<Vec<McpServerConfig>> {
 
 /// What review shows of a carried server: its `env` and `headers` are the credentials it
 /// asks for (each value is scrubbed or blank in the plugin).
+/// The skill bundle's servers, rendered for the plugin (see `PluginExportJob::render_servers`).
+#[derive(Default)]
+struct Servers {
+    members: Vec<(String, Value)>,
+    shown: Vec<PluginServer>,
+    left_out: Vec<LeftOut>,
+    zeroclaw_only: Map<String, Value>,
+}
+
 fn shown_server(server: &McpServerConfig) -> PluginServer {
     let (transport, target) = match server.transport {
         McpTransport::Stdio => (

@@ -23,7 +23,7 @@ mod store_source;
 
 pub use export::{LeftOut, PluginExportJob, PluginExported, PluginServer};
 pub use fragment::config_of;
-pub(crate) use import::{translate, PLUGINS_DIR};
+pub(crate) use import::{translate, PluginFragment, PLUGINS_DIR};
 pub use review::{is_plugin, review_tree, PluginReview};
 pub use store_source::validate_tree;
 
