@@ -6,6 +6,7 @@ mod capture_depth;
 mod capture_races;
 mod crash_campaign;
 mod diff;
+mod encrypt;
 mod export;
 mod file_modes;
 mod first_run;

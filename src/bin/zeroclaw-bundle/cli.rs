@@ -373,6 +373,16 @@ pub struct SignersArgs {
     pub allowed_signers: Option<PathBuf>,
 }
 
+/// `--identity` of the commands that read a pack file, which may be encrypted.
+#[derive(Debug, Args)]
+pub struct IdentityArg {
+    /// Decrypt an encrypted pack (made with `pack --encrypt-to`) with this age identity file
+    /// or SSH private key (default: the key `sign` uses, ~/.ssh/id_ed25519); a passphrase is
+    /// asked on the terminal
+    #[arg(long, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+}
+
 /// `--require-signed` of the commands that make a snapshot visible or usable.
 #[derive(Debug, Args)]
 pub struct RequireArgs {
@@ -557,6 +567,10 @@ pub struct PackArgs {
     /// Sign before packing (the pack carries the signatures)
     #[command(flatten)]
     pub sign: SignFlags,
+    /// Encrypt the pack to these recipients (age1..., ssh-ed25519 ..., ssh-rsa ..., or a file
+    /// of them, one a line): a standard age file, which `age -d -i KEY` also opens
+    #[arg(long, value_name = "RECIPIENT", num_args = 1..)]
+    pub encrypt_to: Vec<String>,
 }
 
 /// `unpack`.
@@ -576,6 +590,9 @@ pub struct UnpackArgs {
     /// Signature checks
     #[command(flatten)]
     pub trust: RequireArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `diff`.
@@ -628,6 +645,9 @@ pub struct DiffArgs {
     /// Who signed each side
     #[command(flatten)]
     pub signers: SignersArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `import`.
@@ -676,6 +696,9 @@ pub struct ImportArgs {
     /// Who must have signed the bundle
     #[command(flatten)]
     pub trust: RequireArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `update`.
@@ -911,6 +934,9 @@ pub struct MountArgs {
     /// Signature checks
     #[command(flatten)]
     pub trust: RequireArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `umount`.
@@ -1098,6 +1124,8 @@ pub fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli
                 allowed_signers,
                 require_signed,
             },
+            // `--identity` is clap's to read (an unknown flag here).
+            identity: IdentityArg { identity: None },
         }),
         (Some("umount"), [mountpoint]) => Command::Umount(UmountArgs {
             mountpoint: PathBuf::from(mountpoint),
@@ -1134,6 +1162,9 @@ pub struct ReviewArgs {
     /// Who signed
     #[command(flatten)]
     pub signers: SignersArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// The help of `--install` ([`zeroclaw_bundle::INSTALL_DEFAULT`] is its default, in the words

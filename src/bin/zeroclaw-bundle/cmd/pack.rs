@@ -7,7 +7,7 @@
 use std::io;
 
 use anyhow::{bail, Result};
-use zeroclaw_bundle::{Bundles, PackInput, Packed, Verb};
+use zeroclaw_bundle::{Bundles, PackInput, Packed, Recipients, Verb};
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
@@ -24,12 +24,18 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     if to_stdout && ctx.json {
         bail!("--json needs --out FILE: with --out -, stdout carries the pack");
     }
+    // Recipients are read before anything is written: one that does not parse is named.
+    let recipients = match args.encrypt_to.is_empty() {
+        true => None,
+        false => Some(Recipients::parse(&args.encrypt_to)?),
+    };
+    let to = recipients.as_ref();
     let progress = ctx.term_progress();
     let packed = if to_stdout {
-        bundles.pack_to_stdout(&id.to_hex(), options, &progress)
+        bundles.pack_sealed_to_stdout(&id.to_hex(), options, to, &progress)
     } else {
         // Created 0600 when the snapshot holds a file others may not read.
-        bundles.pack(&id.to_hex(), &args.out, options, args.force, &progress)
+        bundles.pack_sealed(&id.to_hex(), &args.out, options, args.force, to, &progress)
     };
     drop(progress);
     report(ctx, &packed?)
@@ -73,13 +79,19 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     // `--require-signed`: a pack whose snapshot no trusted key signed is refused before
     // anything is written (a pack file: before the store is even created).
     let policy = super::checkout::trust_policy(&ctx.store_path, &args.trust, &what)?;
+    // An encrypted pack is decrypted whole (authenticated) before the unpack reads it.
+    let mut decrypting = super::crypt::Decrypting::new(args.identity.identity.as_deref());
+    let plain = match from_stdin {
+        true => args.pack.clone(),
+        false => decrypting.arg(args.pack.as_os_str())?.into(),
+    };
     let progress = ctx.noting_progress();
     let stdin = io::stdin();
     let mut stream = stdin.lock();
     let input = if from_stdin {
         PackInput::Stream(&mut stream)
     } else {
-        PackInput::File(&args.pack)
+        PackInput::File(&plain)
     };
     let unpacked = Bundles::unpack_at(&ctx.store_path, input, policy, &progress);
     drop(progress);
