@@ -728,6 +728,8 @@ mod tests {
             name: name.into(),
             url: "file:///nowhere".into(),
             endpoint: None,
+            encrypted: false,
+            identity: None,
         }
     }
 

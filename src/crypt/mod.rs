@@ -568,6 +568,20 @@ impl DataKeys {
         Ok(out)
     }
 
+    /// An age writer over `out`, encrypting under the newest generation (finish it).
+    pub fn writer<W: Write>(&self, out: W) -> Result<age::stream::StreamWriter<W>, CryptError> {
+        let newest = self.generations[self.generations.len() - 1].to_public();
+        let fail = |source| CryptError::Io {
+            op: "encrypt",
+            path: PathBuf::from("an upload"),
+            source,
+        };
+        age::Encryptor::with_recipients(std::iter::once(&newest as _))
+            .map_err(|e| fail(io::Error::other(e.to_string())))?
+            .wrap_output(out)
+            .map_err(fail)
+    }
+
     /// The plain bytes of `bytes`, encrypted under any generation; `what` names it.
     pub fn open(&self, bytes: &[u8], what: &str) -> Result<Vec<u8>, CryptError> {
         open(&Identities::of_data_keys(self), bytes, what)

@@ -51,12 +51,13 @@ mod config;
 mod counting;
 mod gc;
 mod local;
+mod sealed;
 mod sync;
 mod view;
 
 #[cfg(feature = "fuzzing")]
 pub use client::{check_record, parse_index, IndexParser};
-pub use client::{KnownRecords, Remote};
+pub use client::{KnownRecords, Remote, KEY_FILE};
 pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
 pub use gc::{forget, gc, GcReport, DEFAULT_GRACE_SECS};
 pub use sync::{pull_checked, push, PullReport, PushReport};

@@ -448,6 +448,10 @@ Remotes are kept in <store>/remotes.toml. Credentials are never taken from the c
 or stored: set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_REGION) in the environment,
 or use the AWS CLI's ~/.aws/credentials and ~/.aws/config (profile AWS_PROFILE, else default).")]
     Add(RemoteAddArgs),
+    /// Change the recipients of an encrypted remote: add one, or remove one (what is pushed
+    /// after a removal is under a new data key the removed recipient cannot read)
+    #[command(subcommand)]
+    Recipients(RecipientsCommand),
     /// List the configured remotes
     List,
     /// Remove a remote from remotes.toml (the remote's data is not touched)
@@ -507,6 +511,35 @@ pub struct RemoteAddArgs {
     /// An S3-compatible server's endpoint (MinIO, Garage, Ceph RGW): http://HOST:PORT
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
+    /// Make the (empty) remote encrypted to these recipients (age1..., ssh-ed25519 ...,
+    /// ssh-rsa ..., or a file of them): everything pushed is sealed, under keyed names
+    #[arg(long, value_name = "RECIPIENT", num_args = 1..)]
+    pub encrypt_to: Vec<String>,
+    /// The remote is already encrypted (another host ran --encrypt-to): use its key file
+    #[arg(long, conflicts_with = "encrypt_to")]
+    pub encrypted: bool,
+    /// The identity that opens the encrypted remote's key file on this host (default: the
+    /// key `sign` uses; ZEROCLAW_BUNDLE_IDENTITY overrides it)
+    #[arg(long, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+}
+
+/// `remote recipients`.
+#[derive(Debug, Subcommand)]
+pub enum RecipientsCommand {
+    /// Add a recipient to an encrypted remote's key file
+    Add(RecipientArgs),
+    /// Remove a recipient; pushes from now on use a new data key it cannot read
+    Remove(RecipientArgs),
+}
+
+/// `remote recipients add|remove`.
+#[derive(Debug, Args)]
+pub struct RecipientArgs {
+    /// The remote's name
+    pub name: String,
+    /// The recipient (age1..., ssh-ed25519 ..., ssh-rsa ..., or a file holding one)
+    pub recipient: String,
 }
 
 /// `push`.
