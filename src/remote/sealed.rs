@@ -533,6 +533,10 @@ fn not_here(key: &str, what: &str) -> object_store::Error {
 struct Shared(Arc<Mutex<Vec<u8>>>);
 
 impl Shared {
+    fn len(&self) -> usize {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
     fn take(&self) -> Vec<u8> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
@@ -552,9 +556,11 @@ impl Write for Shared {
     }
 }
 
-/// A multipart upload that encrypts as it goes: each part handed to it leaves as the
-/// ciphertext written so far (age holds back at most one 64 KiB chunk, so each part but the
-/// last stays over S3's 5 MiB minimum when the caller's parts are 8 MiB).
+/// The least ciphertext sent as one part of a multipart upload (S3's minimum is 5 MiB).
+const PART_MIN: usize = 6 << 20;
+
+/// A multipart upload that encrypts as it goes: the ciphertext leaves as a part once at
+/// least [`PART_MIN`] bytes of it are written, and the rest as the last part on completion.
 struct SealedUpload {
     key: String,
     inner: Box<dyn MultipartUpload>,
@@ -581,11 +587,12 @@ impl MultipartUpload for SealedUpload {
         if let Err(e) = written {
             return Box::pin(async move { Err(e) });
         }
-        let sealed = self.out.take();
-        if sealed.is_empty() {
+        // Parts leave once they are large enough: S3 refuses a part under 5 MiB but the last
+        // (the caller's own last part may be small, and age adds the final chunk after it).
+        if self.out.len() < PART_MIN {
             return Box::pin(async { Ok(()) });
         }
-        self.inner.put_part(PutPayload::from(sealed))
+        self.inner.put_part(PutPayload::from(self.out.take()))
     }
 
     async fn complete(&mut self) -> Result<PutResult> {
@@ -594,10 +601,9 @@ impl MultipartUpload for SealedUpload {
             .take()
             .ok_or_else(|| refuse(&self.key, "completed twice"))?;
         writer.finish().map_err(|e| refuse(&self.key, e))?;
-        let last = self.out.take();
-        if !last.is_empty() {
-            self.inner.put_part(PutPayload::from(last)).await?;
-        }
+        self.inner
+            .put_part(PutPayload::from(self.out.take()))
+            .await?;
         self.inner.complete().await
     }
 

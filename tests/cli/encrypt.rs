@@ -40,7 +40,7 @@ pub fn ssh_key(env: &TestEnv, name: &str, kind: &str) -> (PathBuf, String) {
         .output()
         .expect("ssh-keygen");
     assert!(out.status.success(), "{out:?}");
-    let public = fs::read_to_string(file.with_extension("pub")).unwrap();
+    let public = fs::read_to_string(format!("{}.pub", file.display())).unwrap();
     (file, public.trim().to_string())
 }
 
