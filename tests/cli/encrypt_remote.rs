@@ -332,3 +332,77 @@ fn encrypted_remote_add_names_a_bad_recipient_and_writes_nothing() {
     let r = f.on("a", &["remote", "list"]);
     assert!(!r.stdout().contains("origin"), "{}", r.describe());
 }
+
+/// A mount of an encrypted remote snapshot reads one file by ranged GETs of the age chunks
+/// that hold it: the requests and bytes are counted, and the other large file is not fetched.
+#[test]
+fn s3_encrypted_remote_mount_reads_only_the_chunks_it_needs() {
+    if !crate::mount::fuse_available() {
+        return;
+    }
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    let (key, recipient) = age_key(&f.env, "k.key");
+    let src = crate::remote::tree(&f.env.path("src"), 7);
+    write(&src.join("big/one.bin"), &bytes(70, 400_000));
+    write(&src.join("big/two.bin"), &bytes(71, 400_000));
+    f.on(
+        "a",
+        &[
+            "remote",
+            "add",
+            "origin",
+            &f.url,
+            "--endpoint",
+            &ep,
+            "--encrypt-to",
+            &recipient,
+        ],
+    )
+    .ok();
+    let id = f.snapshot("a", &src);
+    f.on_with(
+        "a",
+        &["push", &id],
+        &[("ZEROCLAW_BUNDLE_IDENTITY", &s(&key))],
+    )
+    .ok();
+    encrypted_host(&f, "b", &ep, Some(&key));
+    let packs = f.env.path("s3-root/bundles/fleet/agents/packs");
+    let pack: Vec<_> = fs::read_dir(&packs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(pack.len(), 1);
+    let pack_size = fs::metadata(&pack[0]).unwrap().len();
+    assert!(pack_size > 800_000);
+    let reference = format!("origin/{}", &id[..12]);
+    let run = crate::remote_read::with_remote_mount(&f, &reference, |mnt| {
+        let got = fs::read(mnt.join("big/one.bin")).unwrap();
+        assert!(
+            got == bytes(70, 400_000),
+            "big/one.bin differs when mounted"
+        );
+    });
+    let t = crate::remote_read::traffic(&run.stderr());
+    let (requests, from_packs) = t.get("packs").copied().unwrap_or_default();
+    // The file's 400 000 bytes in whole 64 KiB chunks (7 of them, 8 when it straddles one
+    // more), the first window of the pack (header and first chunk, read once), and the chunks
+    // of the pack's header, trailer and index: far from the whole pack, and nothing of
+    // big/two.bin.
+    let chunk = 65_536 + 16;
+    assert!(
+        (400_000..=400_000 + 6 * chunk).contains(&from_packs),
+        "read {from_packs} bytes in {requests} requests of a {pack_size}-byte pack for one \
+         400000-byte file ({t:?})"
+    );
+    assert!(requests <= 8, "{requests} requests ({t:?})");
+    with_remote_mount_check(&f, &reference, &src);
+    drop(server);
+}
+
+fn with_remote_mount_check(f: &Fleet, reference: &str, src: &Path) {
+    crate::remote_read::with_remote_mount(f, reference, |mnt| assert_same_tree(src, mnt));
+}
