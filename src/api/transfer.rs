@@ -282,7 +282,7 @@ impl Bundles {
 
     /// [`Bundles::pack`], encrypted to `recipients` when given (`pack --encrypt-to`): the file
     /// is then a standard age file of the plain pack (`age -d -i KEY` gives the pack back), and
-    /// reading it takes an identity ([`Bundles::decrypt_pack`]).
+    /// reading it takes an identity ([`crate::PlainPack::decrypt`]).
     ///
     pub fn pack_sealed(
         &self,

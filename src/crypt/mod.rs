@@ -347,7 +347,7 @@ fn ssh_identity(
     }
 }
 
-/// Whether the file at `path` is an age file (starts with [`MAGIC`]).
+/// Whether the file at `path` is an age file (starts with `age-encryption.org/v1`).
 pub fn is_encrypted_file(path: &Path) -> Result<bool, CryptError> {
     let mut head = [0u8; MAGIC.len()];
     let mut file = File::open(path).map_err(|source| CryptError::Io {
@@ -701,7 +701,7 @@ mod tests {
     #[test]
     fn key_files_round_trip_and_rotation_keeps_old_generations_and_names() {
         let (id, public) = x25519();
-        let r = Recipients::parse(&[public.clone()]).unwrap();
+        let r = Recipients::parse(std::slice::from_ref(&public)).unwrap();
         let keys = DataKeys::generate();
         let old = keys.seal(b"old").unwrap();
         let rotated = keys.rotated();
