@@ -245,7 +245,8 @@ impl Remote {
                 .map_err(|e| invalid(format!("it is encrypted, and {e}")))?;
             let bytes = remote.get_raw(KEY_FILE)?.ok_or_else(|| {
                 invalid(format!(
-                    "it is configured as encrypted but holds no {KEY_FILE}: refusing to read or                      write it without its keys (nothing falls back to plaintext)"
+                    "it is configured as encrypted but holds no {KEY_FILE}: refusing to read or \
+                     write it without its keys (nothing falls back to plaintext)"
                 ))
             })?;
             let (keys, recipients) = DataKeys::unwrap(
@@ -327,7 +328,8 @@ impl Remote {
         };
         if !self.list("snapshots")?.is_empty() {
             return Err(invalid(
-                "it already holds snapshots in plaintext; an encrypted remote starts empty (use                  another bucket or prefix)"
+                "it already holds snapshots in plaintext; an encrypted remote starts empty (use \
+                 another bucket or prefix)"
                     .into(),
             ));
         }
@@ -336,7 +338,8 @@ impl Remote {
             .map_err(|e| invalid(e.to_string()))?;
         if !self.put_raw(KEY_FILE, wrapped, true)? {
             return Err(invalid(format!(
-                "it already has a key file ({KEY_FILE}): add it without --encrypt-to but with                  --encrypted, or change its recipients with `remote recipients`"
+                "it already has a key file ({KEY_FILE}): add it without --encrypt-to but with \
+                 --encrypted, or change its recipients with `remote recipients`"
             )));
         }
         Ok(())

@@ -37,7 +37,9 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
                         String::new()
                     } else {
                         format!(
-                            "; pushes from now on use data key generation {generations}, which                              the removed recipient cannot read (what it could read before, it                              still can: re-push to a new encrypted remote to rotate everything)"
+                            "; pushes from now on use data key generation {generations}, which \
+                             the removed recipient cannot read (what it could read before, it \
+                             still can: re-push to a new encrypted remote to rotate everything)"
                         )
                     }
                 );
