@@ -729,6 +729,7 @@ mod tests {
             url: "file:///nowhere".into(),
             endpoint: None,
             encrypted: false,
+            key_id: None,
             identity: None,
         }
     }

@@ -131,6 +131,7 @@ impl Bundles {
             url: url.to_string(),
             endpoint: endpoint.map(str::to_string),
             encrypted: false,
+            key_id: None,
             identity: None,
         };
         crate::remote::add_remote(self.store.root(), &spec)
@@ -158,6 +159,7 @@ impl Bundles {
             url: url.to_string(),
             endpoint: endpoint.map(str::to_string),
             encrypted: false,
+            key_id: None,
             identity: identity
                 .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
                 .map(|p| p.to_string_lossy().into_owned()),
@@ -174,7 +176,7 @@ impl Bundles {
             )));
         }
         let plain = Remote::open(&spec, true).map_err(|e| fail(e.into()))?;
-        match recipients {
+        let key_id = match recipients {
             Some(to) => plain.seal_new(to).map_err(|e| fail(e.into()))?,
             None if !plain.has_key_file().map_err(|e| fail(e.into()))? => {
                 return Err(fail(anyhow!(
@@ -182,9 +184,15 @@ impl Bundles {
                     crate::remote::KEY_FILE
                 )))
             }
-            None => {}
-        }
+            None => {
+                // Opened now: the identity must open its key file, whose key id is pinned.
+                spec.encrypted = true;
+                let opened = Remote::open(&spec, false).map_err(|e| fail(e.into()))?;
+                opened.key_id().unwrap_or_default()
+            }
+        };
         spec.encrypted = true;
+        spec.key_id = Some(key_id);
         crate::remote::add_remote(self.store.root(), &spec)
             .map_err(|e| Error::new(Verb::Remote, name, e.into()))?;
         Ok(spec)

@@ -535,6 +535,23 @@ impl DataKeys {
         DataKeys::from_generations(generations)
     }
 
+    /// The key id: a digest of the first generation that reveals nothing of it, pinned in
+    /// `remotes.toml` when the remote is added, so a key file replaced by someone who could
+    /// write to the bucket (encrypting to the recipients needs only their public keys) is
+    /// refused instead of trusted.
+    pub fn id(&self) -> String {
+        let first = self.generations[0].to_string();
+        blake3::derive_key(
+            "zeroclaw-bundle remote key id v1",
+            first.expose_secret().as_bytes(),
+        )
+        .iter()
+        .fold(String::new(), |mut s, b| {
+            let _ = write!(s, "{b:02x}");
+            s
+        })
+    }
+
     /// How many generations there are.
     pub fn generations(&self) -> usize {
         self.generations.len()

@@ -255,10 +255,24 @@ impl Remote {
                 &format!("remote {} {KEY_FILE}", spec.name),
             )
             .map_err(|e| invalid(e.to_string()))?;
+            if let Some(pinned) = &spec.key_id {
+                if keys.id() != *pinned {
+                    return Err(invalid(format!(
+                        "its key file {KEY_FILE} holds another data key than the one it had when \
+                         it was added here (key id {pinned}): it was replaced, possibly by \
+                         someone who can write to the bucket; refusing it"
+                    )));
+                }
+            }
             remote.store = Arc::new(Sealed::new(Arc::clone(&remote.raw), keys.clone()));
             remote.sealed = Some((keys, recipients));
         }
         Ok(remote)
+    }
+
+    /// An encrypted remote's key id ([`DataKeys::id`]; `None`: not encrypted).
+    pub fn key_id(&self) -> Option<String> {
+        self.sealed.as_ref().map(|(k, _)| k.id())
     }
 
     /// Whether this remote is encrypted.
@@ -321,7 +335,7 @@ impl Remote {
 
     /// Makes this remote encrypted to `recipients`: a fresh data key in a new key file.
     /// Refused when it already has one, or already holds snapshots in plaintext.
-    pub(crate) fn seal_new(&self, recipients: &Recipients) -> Result<(), RemoteError> {
+    pub(crate) fn seal_new(&self, recipients: &Recipients) -> Result<String, RemoteError> {
         let invalid = |why: String| RemoteError::Invalid {
             name: self.name.clone(),
             why,
@@ -333,16 +347,15 @@ impl Remote {
                     .into(),
             ));
         }
-        let wrapped = DataKeys::generate()
-            .wrap(recipients)
-            .map_err(|e| invalid(e.to_string()))?;
+        let keys = DataKeys::generate();
+        let wrapped = keys.wrap(recipients).map_err(|e| invalid(e.to_string()))?;
         if !self.put_raw(KEY_FILE, wrapped, true)? {
             return Err(invalid(format!(
                 "it already has a key file ({KEY_FILE}): add it without --encrypt-to but with \
                  --encrypted, or change its recipients with `remote recipients`"
             )));
         }
-        Ok(())
+        Ok(keys.id())
     }
 
     /// Whether the bucket has an encrypted remote's key file (a push without encryption is

@@ -23,6 +23,10 @@ pub struct RemoteSpec {
     /// and nothing is ever pushed to it in plaintext (see `sealed`).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub encrypted: bool,
+    /// An encrypted remote's key id, pinned when it was added (see `crypt::DataKeys::id`): a
+    /// key file holding another data key is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
     /// The identity that opens its key file (`remote add --identity`; none: the key `sign`
     /// uses). `ZEROCLAW_BUNDLE_IDENTITY` overrides it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -183,6 +187,7 @@ pub fn load_remotes(store_root: &Path) -> Result<Vec<RemoteSpec>, RemoteError> {
                     )
                 })?,
             },
+            key_id: field("key_id")?,
             identity: field("identity")?,
         };
         validate(&spec).map_err(|e| config_err(&path, e.to_string()))?;
@@ -237,6 +242,9 @@ pub fn add_remote(store_root: &Path, spec: &RemoteSpec) -> Result<(), RemoteErro
     if spec.encrypted {
         t.insert("encrypted", value(true));
     }
+    if let Some(id) = &spec.key_id {
+        t.insert("key_id", value(id));
+    }
     if let Some(identity) = &spec.identity {
         t.insert("identity", value(identity));
     }
@@ -275,6 +283,7 @@ pub fn remove_remote(store_root: &Path, name: &str) -> Result<RemoteSpec, Remote
         url: text("url").unwrap_or_default(),
         endpoint: text("endpoint"),
         encrypted: item.get("encrypted").and_then(Item::as_bool) == Some(true),
+        key_id: text("key_id"),
         identity: text("identity"),
     };
     write_doc(store_root, &path, &doc)?;
@@ -308,6 +317,7 @@ mod tests {
             url: url.into(),
             endpoint: endpoint.map(String::from),
             encrypted: false,
+            key_id: None,
             identity: None,
         }
     }

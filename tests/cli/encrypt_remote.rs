@@ -47,9 +47,20 @@ fn objects(f: &Fleet) -> Vec<PathBuf> {
     out
 }
 
-/// A host whose `origin` is the encrypted remote, opened with `identity` (`None`: none set,
-/// and no default key in its HOME).
+/// A host whose `origin` is the encrypted remote, opened with `identity` (recorded in its
+/// remotes.toml with `Some`; with `None`, given only to `remote add`, through
+/// `ZEROCLAW_BUNDLE_IDENTITY`, so later commands have none unless they are given one).
 fn encrypted_host(f: &Fleet, host: &str, ep: &str, identity: Option<&Path>) {
+    encrypted_host_with(f, host, ep, identity, None);
+}
+
+fn encrypted_host_with(
+    f: &Fleet,
+    host: &str,
+    ep: &str,
+    identity: Option<&Path>,
+    env: Option<&Path>,
+) {
     let mut args = vec![
         "remote",
         "add",
@@ -64,7 +75,12 @@ fn encrypted_host(f: &Fleet, host: &str, ep: &str, identity: Option<&Path>) {
         id = s(p);
         args.extend(["--identity", &id]);
     }
-    f.on(host, &args).ok();
+    let env_value = env.map(s);
+    let vars: Vec<(&str, &str)> = env_value
+        .iter()
+        .map(|v| ("ZEROCLAW_BUNDLE_IDENTITY", v.as_str()))
+        .collect();
+    f.on_with(host, &args, &vars).ok();
 }
 
 fn snapshot_count(f: &Fleet, host: &str) -> usize {
@@ -154,7 +170,7 @@ fn s3_encrypted_remote_leaks_nothing_and_refuses_every_change() {
     // signature checked (carried inside the encryption).
     let allowed = f.env.path("allowed_signers");
     fs::write(&allowed, format!("ops@example.com {ssh_public}\n")).unwrap();
-    encrypted_host(&f, "b", &ep, None);
+    encrypted_host_with(&f, "b", &ep, None, Some(&ssh_id));
     let env_id = [("ZEROCLAW_BUNDLE_IDENTITY", s(&ssh_id))];
     let env_id: Vec<(&str, &str)> = env_id.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let r = f
@@ -182,12 +198,32 @@ fn s3_encrypted_remote_leaks_nothing_and_refuses_every_change() {
     f.on_with("b", &["diff", &id, &format!("origin/{id}")], &env_id)
         .ok();
 
-    // A wrong identity, or none: a clear error, nothing imported.
-    encrypted_host(&f, "c", &ep, Some(&wrong));
-    f.on("c", &["pull", &format!("origin/{id}")])
-        .fails(1, "no identity given opens it");
+    // A wrong identity, or none: a clear error, nothing imported (adding the remote with a
+    // wrong identity is refused the same way).
+    f.on(
+        "c",
+        &[
+            "remote",
+            "add",
+            "origin",
+            &f.url,
+            "--endpoint",
+            &ep,
+            "--encrypted",
+            "--identity",
+            &s(&wrong),
+        ],
+    )
+    .fails(1, "no identity given opens it");
+    encrypted_host(&f, "c", &ep, Some(&age_id));
+    f.on_with(
+        "c",
+        &["pull", &format!("origin/{id}")],
+        &[("ZEROCLAW_BUNDLE_IDENTITY", &s(&wrong))],
+    )
+    .fails(1, "no identity given opens it");
     assert_eq!(snapshot_count(&f, "c"), 0);
-    encrypted_host(&f, "d", &ep, None);
+    encrypted_host_with(&f, "d", &ep, None, Some(&age_id));
     f.on("d", &["pull", &format!("origin/{id}")])
         .fails(1, "identity");
     assert_eq!(snapshot_count(&f, "d"), 0);
@@ -207,12 +243,12 @@ fn s3_encrypted_remote_leaks_nothing_and_refuses_every_change() {
         let good = fs::read(o).unwrap();
         let header_end = good.windows(4).position(|w| w == b"\n---").unwrap();
         for at in [header_end / 2, header_end + 60, good.len() - 1] {
-            let mut bad = good.clone();
-            bad[at] ^= 0x04;
-            fs::write(o, &bad).unwrap();
             probe += 1;
             let host = format!("probe-{probe}");
             encrypted_host(&f, &host, &ep, Some(&age_id));
+            let mut bad = good.clone();
+            bad[at] ^= 0x04;
+            fs::write(o, &bad).unwrap();
             let is_trees = o.to_string_lossy().contains("/trees/");
             let r = if is_trees {
                 // Only a remote diff or mount reads the trees pack.
@@ -233,7 +269,8 @@ fn s3_encrypted_remote_leaks_nothing_and_refuses_every_change() {
             assert!(
                 r.code() != 0
                     && (err.contains("authentication failed")
-                        || err.contains("no identity given opens it")),
+                        || err.contains("no identity given opens it")
+                        || err.contains("keys/keyring.age")),
                 "byte {at} of {o:?} changed was not refused\n{}",
                 r.describe()
             );
@@ -271,14 +308,28 @@ fn s3_recipients_added_and_removed() {
     let src1 = crate::remote::tree(&f.env.path("src1"), 1);
     let old = f.snapshot("a", &src1);
     f.on("a", &["push", &old]).ok();
-    // Bob cannot read it yet; added, he can, without anything being re-uploaded.
-    encrypted_host(&f, "bob", &ep, Some(&bob));
-    f.on("bob", &["pull", &format!("origin/{old}")])
-        .fails(1, "no identity given opens it");
+    // Bob cannot open it yet (adding the remote checks his identity opens it); added as a
+    // recipient, he can, without anything being re-uploaded.
+    f.on(
+        "bob",
+        &[
+            "remote",
+            "add",
+            "origin",
+            &f.url,
+            "--endpoint",
+            &ep,
+            "--encrypted",
+            "--identity",
+            &s(&bob),
+        ],
+    )
+    .fails(1, "no identity given opens it");
     let before = objects(&f).len();
     f.on("a", &["remote", "recipients", "add", "origin", &bob_r])
         .ok();
     assert_eq!(objects(&f).len(), before, "only the key file was rewritten");
+    encrypted_host(&f, "bob", &ep, Some(&bob));
     f.pull_and_check("bob", &old, &src1);
 
     // Bob removed: what was there stays readable by alice; what is pushed from now on, bob
@@ -302,6 +353,34 @@ fn s3_recipients_added_and_removed() {
     let r = f.on("bob2", &["pull", &format!("origin/{new}")]);
     assert_ne!(r.code(), 0, "{}", r.describe());
     assert_eq!(snapshot_count(&f, "bob2"), 0);
+    fs::write(key_file(&f), &now_keys).unwrap();
+    // A key file replaced by someone who can write to the bucket (encrypting to the
+    // recipients needs only their public keys): refused by every host that pinned the key.
+    let (evil, _) = age_key(&f.env, "evil.key");
+    let evil_secret = fs::read_to_string(&evil)
+        .unwrap()
+        .lines()
+        .find(|l| l.starts_with("AGE-SECRET-KEY-"))
+        .unwrap()
+        .to_string();
+    let forged_plain = f.env.path("forged.txt");
+    fs::write(
+        &forged_plain,
+        format!("zeroclaw-bundle remote keys 1\nrecipient {alice_r}\nkey {evil_secret}\n"),
+    )
+    .unwrap();
+    let out = std::process::Command::new("age")
+        .args(["-r", &alice_r, "-o"])
+        .arg(key_file(&f))
+        .arg(&forged_plain)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let src3 = crate::remote::tree(&f.env.path("src3"), 3);
+    let third = f.snapshot("a", &src3);
+    f.on("a", &["push", &third]).fails(1, "was replaced");
+    f.on("alice2", &["pull", &format!("origin/{new}")])
+        .fails(1, "was replaced");
     fs::write(key_file(&f), &now_keys).unwrap();
     // Removing the last recipient is refused.
     f.on("a", &["remote", "recipients", "remove", "origin", &alice_r])
