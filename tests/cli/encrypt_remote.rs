@@ -485,3 +485,42 @@ fn s3_encrypted_remote_mount_reads_only_the_chunks_it_needs() {
 fn with_remote_mount_check(f: &Fleet, reference: &str, src: &Path) {
     crate::remote_read::with_remote_mount(f, reference, |mnt| assert_same_tree(src, mnt));
 }
+
+/// `remote forget` and `remote gc` on an encrypted remote: the same rounds as on a plaintext
+/// one (mark, age, delete; the kept snapshot still pulls), with every host opening the key
+/// file made by a first one.
+#[test]
+fn s3_encrypted_remote_forget_then_gc() {
+    let Some((f, server)) = s3_fleet() else {
+        return;
+    };
+    let ep = server.endpoint.clone();
+    let (key, recipient) = age_key(&f.env, "k.key");
+    f.on(
+        "seed",
+        &[
+            "remote",
+            "add",
+            "origin",
+            &f.url,
+            "--endpoint",
+            &ep,
+            "--encrypt-to",
+            &recipient,
+        ],
+    )
+    .ok();
+    let key = s(&key);
+    crate::remote_fleet::forget_then_gc(
+        &f,
+        &["--endpoint", &ep, "--encrypted", "--identity", &key],
+    );
+    for o in objects(&f) {
+        let head = fs::read(&o).unwrap();
+        assert!(
+            head.starts_with(b"age-encryption.org/v1\n"),
+            "{o:?} is an age file"
+        );
+    }
+    drop(server);
+}
