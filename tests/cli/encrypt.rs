@@ -275,3 +275,65 @@ fn an_encrypted_pack_mounts_with_its_identity() {
     let _m = crate::mount::mount_daemon_with(&empty, &arg, &mnt, &["--identity", &s(&key)]);
     assert_same_tree(&src, &mnt);
 }
+
+/// `review` and `import` of an encrypted pack of an agent bundle: with the identity, the same
+/// content id as the bundle and an import; with a wrong one, a clear error and the install
+/// untouched.
+#[test]
+fn an_encrypted_agent_pack_reviews_and_imports_with_its_identity_only() {
+    let env = TestEnv::new();
+    let (_, bundle) = crate::import::our_bundle(&env);
+    let v = env.run(&["--json", "review", &s(&bundle)]).ok().json();
+    let (root, snapshot) = (
+        v["root"].as_str().unwrap().to_string(),
+        v["snapshot"].as_str().unwrap().to_string(),
+    );
+    let (key, recipient) = age_key(&env, "k.key");
+    let (wrong, _) = age_key(&env, "wrong.key");
+    let sealed = env.path("researcher.zcpack.age");
+    env.run(&[
+        "pack",
+        &snapshot,
+        "--out",
+        &s(&sealed),
+        "--encrypt-to",
+        &recipient,
+    ])
+    .ok();
+    let other = TestEnv::new();
+    let v = other
+        .run(&["--json", "review", &s(&sealed), "--identity", &s(&key)])
+        .ok()
+        .json();
+    assert_eq!(v["root"].as_str(), Some(root.as_str()), "{v}");
+    let y = crate::import::onboarded(&env, "y");
+    let before = crate::import::state(&y);
+    let fresh = TestEnv::new();
+    fresh
+        .run(&[
+            "import",
+            &s(&sealed),
+            "--install",
+            &s(&y),
+            "--expect",
+            &root,
+            "--identity",
+            &s(&wrong),
+        ])
+        .fails(1, "no identity given opens it");
+    assert_eq!(crate::import::state(&y), before, "the install is untouched");
+    assert_eq!(fresh.snapshot_count(), 0, "nothing captured");
+    fresh
+        .run(&[
+            "import",
+            &s(&sealed),
+            "--install",
+            &s(&y),
+            "--expect",
+            &root,
+            "--identity",
+            &s(&key),
+        ])
+        .ok();
+    assert_ne!(crate::import::state(&y), before, "imported");
+}
