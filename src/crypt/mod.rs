@@ -276,6 +276,19 @@ impl Identities {
         names.join(", ")
     }
 
+    /// The plaintext of the age stream `input` (`what` names it): refused at once when no
+    /// identity opens it; a changed or cut chunk fails the read that reaches it.
+    pub fn decrypt_stream<'a, R: Read + 'a>(
+        &self,
+        input: R,
+        what: &str,
+    ) -> Result<Box<dyn Read + 'a>, CryptError> {
+        Ok(Box::new(Authenticated {
+            inner: self.open(input, what)?,
+            what: what.to_string(),
+        }))
+    }
+
     /// A decryptor of `input`, refusing it when no identity opens it.
     fn open<R: Read>(
         &self,
@@ -286,6 +299,28 @@ impl Identities {
         decryptor
             .decrypt(self.keys.iter().map(|k| k.as_ref() as &dyn age::Identity))
             .map_err(|e| decrypt_error(e, what, self))
+    }
+}
+
+/// A decrypting reader whose failures say what was refused and why.
+struct Authenticated<R> {
+    inner: age::stream::StreamReader<R>,
+    what: String,
+}
+
+impl<R: Read> Read for Authenticated<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.inner.read(buf).map_err(|e| match e.kind() {
+            io::ErrorKind::Interrupted => e,
+            _ => io::Error::new(
+                io::ErrorKind::InvalidData,
+                CryptError::Tampered {
+                    what: self.what.clone(),
+                    why: e.to_string(),
+                }
+                .to_string(),
+            ),
+        })
     }
 }
 

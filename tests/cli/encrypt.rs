@@ -337,3 +337,57 @@ fn an_encrypted_agent_pack_reviews_and_imports_with_its_identity_only() {
         .ok();
     assert_ne!(crate::import::state(&y), before, "imported");
 }
+
+/// `pack --out - --encrypt-to` into `unpack -`: the encrypted stream is recognised by its
+/// first bytes and decrypted as it is spooled; a wrong identity or a changed byte on the
+/// stream is refused and nothing is imported.
+#[test]
+fn an_encrypted_pack_streams_through_stdin() {
+    let env = TestEnv::new();
+    let src = marked_tree(&env, "src");
+    let id = env.snapshot(&src);
+    let (key, recipient) = age_key(&env, "k.key");
+    let (wrong, _) = age_key(&env, "wrong.key");
+    let sealed = env.path("p.age");
+    let out = env
+        .cmd()
+        .args(["pack", &id, "--out", "-", "--encrypt-to", &recipient])
+        .stdout(fs::File::create(&sealed).unwrap())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let good = fs::read(&sealed).unwrap();
+    assert!(good.starts_with(b"age-encryption.org/v1\n"));
+    let mut bad = good.clone();
+    let mid = bad.len() / 2;
+    bad[mid] ^= 0x10;
+    let unpack = |bytes: &[u8], identity: &Path| {
+        let b = TestEnv::new();
+        let input = env.path("stdin.age");
+        fs::write(&input, bytes).unwrap();
+        let mut c = b.cmd();
+        c.args(["unpack", "-", "--identity", &s(identity)])
+            .stdin(fs::File::open(&input).unwrap());
+        let r = crate::util::run_command(c);
+        let imported = b.store.exists() && b.snapshot_count() > 0;
+        (r, imported)
+    };
+    let (r, imported) = unpack(&good, &key);
+    assert_eq!(r.code(), 0, "{}", r.describe());
+    assert_eq!(r.last_line(), id);
+    assert!(imported);
+    let (r, imported) = unpack(&good, &wrong);
+    assert!(
+        r.code() == 1 && r.stderr().contains("no identity given opens it"),
+        "{}",
+        r.describe()
+    );
+    assert!(!imported);
+    let (r, imported) = unpack(&bad, &key);
+    assert!(
+        r.code() == 1 && r.stderr().contains("authentication failed"),
+        "{}",
+        r.describe()
+    );
+    assert!(!imported);
+}

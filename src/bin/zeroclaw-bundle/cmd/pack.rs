@@ -4,10 +4,13 @@
 //! whole pack verified before anything is written, the snapshot record committed last; a
 //! store the unpack was to create exists only once it succeeded).
 
-use std::io;
+use std::io::{self, Read};
 
-use anyhow::{bail, Result};
-use zeroclaw_bundle::{Bundles, PackInput, Packed, Recipients, Verb};
+use anyhow::{bail, Context as _, Result};
+use zeroclaw_bundle::{Bundles, Identities, PackInput, Packed, Recipients, Verb};
+
+/// The first bytes of an age file (an encrypted pack).
+const MAGIC: &[u8] = b"age-encryption.org/v1";
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
@@ -87,7 +90,23 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     };
     let progress = ctx.noting_progress();
     let stdin = io::stdin();
-    let mut stream = stdin.lock();
+    let mut stream: Box<dyn Read> = Box::new(stdin.lock());
+    if from_stdin {
+        // An encrypted pack on stdin: its first bytes say so, and it is decrypted as it is
+        // spooled (a changed chunk fails the spool, before anything is imported).
+        let mut head = Vec::new();
+        (&mut stream)
+            .take(MAGIC.len() as u64)
+            .read_to_end(&mut head)
+            .context("could not read the pack from stdin")?;
+        let whole = io::Cursor::new(head.clone()).chain(stream);
+        stream = if head == MAGIC {
+            Identities::load(args.identity.identity.as_deref())?
+                .decrypt_stream(whole, "the pack from stdin")?
+        } else {
+            Box::new(whole)
+        };
+    }
     let input = if from_stdin {
         PackInput::Stream(&mut stream)
     } else {
