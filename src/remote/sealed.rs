@@ -345,6 +345,16 @@ impl Sealed {
         reader
             .read_exact(&mut out)
             .map_err(|e| tampered(e.to_string()))?;
+        if range.end == layout.size {
+            // A range to the end checks the end: an object cut at a chunk boundary ends in a
+            // chunk not sealed as the last one.
+            let mut more = [0u8; 1];
+            match reader.read(&mut more) {
+                Ok(0) => {}
+                Ok(_) => return Err(tampered("longer than its size".into())),
+                Err(e) => return Err(tampered(e.to_string())),
+            }
+        }
         Ok(out)
     }
 
@@ -616,6 +626,70 @@ impl MultipartUpload for SealedUpload {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use object_store::ObjectStoreExt as _;
+
+    /// A store of one object, for the reads below.
+    fn one_object(bytes: &[u8]) -> (Sealed, Arc<object_store::memory::InMemory>) {
+        let inner = Arc::new(object_store::memory::InMemory::new());
+        let sealed = Sealed::new(inner.clone(), DataKeys::generate());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(sealed.put(
+            &Path::from("packs/p.zcpack"),
+            PutPayload::from(bytes.to_vec()),
+        ))
+        .unwrap();
+        (sealed, inner)
+    }
+
+    fn read(sealed: &Sealed, range: Range<u64>) -> Result<Vec<u8>> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let got = sealed
+                .get_opts(
+                    &Path::from("packs/p.zcpack"),
+                    GetOptions {
+                        range: Some(GetRange::Bounded(range)),
+                        ..Default::default()
+                    },
+                )
+                .await?;
+            Ok(got.bytes().await?.to_vec())
+        })
+    }
+
+    #[test]
+    fn ranges_read_back_and_a_cut_object_is_refused() {
+        let data: Vec<u8> = (0..5 * CHUNK as usize + 77)
+            .map(|i| (i % 251) as u8)
+            .collect();
+        let (sealed, inner) = one_object(&data);
+        let n = data.len() as u64;
+        for r in [0..10, CHUNK - 5..CHUNK + 5, 3 * CHUNK..n, n - 1..n, 0..n] {
+            assert_eq!(
+                read(&sealed, r.clone()).unwrap(),
+                data[r.start as usize..r.end as usize]
+            );
+        }
+        // Cut at a chunk boundary: what is left still decrypts chunk by chunk, but its end
+        // is not the sealed end.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let keyed = sealed.keyed(&Path::from("packs/p.zcpack"));
+        let whole = rt.block_on(async { inner.get(&keyed).await.unwrap().bytes().await.unwrap() });
+        let start = payload_start(&whole).unwrap() as usize;
+        let cut = whole[..start + 3 * SEALED_CHUNK as usize].to_vec();
+        rt.block_on(inner.put(&keyed, PutPayload::from(cut)))
+            .unwrap();
+        sealed.forget(&keyed);
+        let size = 3 * CHUNK - PATH_HEAD;
+        let e = read(&sealed, size - 10..size).unwrap_err();
+        assert!(e.to_string().contains("authentication failed"), "{e}");
+    }
 
     #[test]
     fn sizes_follow_age_chunks() {
