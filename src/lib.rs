@@ -56,6 +56,7 @@ mod clock;
 mod credential_keys;
 mod credential_scan;
 mod credentials;
+mod crypt;
 mod diff;
 pub mod docs;
 mod export;

@@ -728,6 +728,9 @@ mod tests {
             name: name.into(),
             url: "file:///nowhere".into(),
             endpoint: None,
+            encrypted: false,
+            key_id: None,
+            identity: None,
         }
     }
 

@@ -42,6 +42,7 @@ pub use crate::agent::{Grant, GrantKind, Manifest, RenderedBundle, RiskKind, Sem
 pub use crate::cancel::{Cancel, Interrupted};
 pub use crate::capture::CaptureStats;
 pub use crate::credentials::CredentialFinding;
+pub use crate::crypt::{is_encrypted_file, CryptError, Identities, PlainPack, Recipients};
 pub use crate::diff::compare::{DiffOptions, Semantic};
 pub use crate::diff::{Change, Status, Summary};
 pub use crate::export::{AgentSnapshot, DirSnapshot};

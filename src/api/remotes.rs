@@ -5,7 +5,7 @@
 //! `-v`, what was asked of it ([`Note::Notice`], [`Note::Traffic`]), failed or not.
 //! Credentials never pass through here: the object store reads them from the environment.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, Context as _};
 use serde::ser::{Serialize, SerializeStruct as _, Serializer};
@@ -130,10 +130,120 @@ impl Bundles {
             name: name.to_string(),
             url: url.to_string(),
             endpoint: endpoint.map(str::to_string),
+            encrypted: false,
+            key_id: None,
+            identity: None,
         };
         crate::remote::add_remote(self.store.root(), &spec)
             .map_err(|e| Error::new(Verb::Remote, name, e.into()))?;
         Ok(spec)
+    }
+
+    /// [`Bundles::add_remote`] of an encrypted remote. With `recipients`, the remote (which
+    /// must hold no snapshot yet) gets a fresh data key, wrapped to each recipient in its key
+    /// file (`keys/keyring.age`); without, it must already have one (another host made it
+    /// encrypted). `identity` is the file that opens the key file on this host (none: the
+    /// key `sign` uses; `ZEROCLAW_BUNDLE_IDENTITY` overrides it). Everything pushed to it is
+    /// then sealed, under keyed names; nothing falls back to plaintext.
+    pub fn add_encrypted_remote(
+        &self,
+        name: &str,
+        url: &str,
+        endpoint: Option<&str>,
+        recipients: Option<&crate::crypt::Recipients>,
+        identity: Option<&Path>,
+    ) -> Result<RemoteSpec> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Remote, name, e);
+        let mut spec = RemoteSpec {
+            name: name.to_string(),
+            url: url.to_string(),
+            endpoint: endpoint.map(str::to_string),
+            encrypted: false,
+            key_id: None,
+            identity: identity
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()))
+                .map(|p| p.to_string_lossy().into_owned()),
+        };
+        // The name is checked free before anything is written to the remote.
+        if crate::remote::load_remotes(self.store.root())
+            .map_err(|e| fail(e.into()))?
+            .iter()
+            .any(|r| r.name == name)
+        {
+            return Err(fail(anyhow!(
+                "already configured in {}",
+                self.store.root().join("remotes.toml").display()
+            )));
+        }
+        let plain = Remote::open(&spec, true).map_err(|e| fail(e.into()))?;
+        let key_id = match recipients {
+            Some(to) => plain.seal_new(to).map_err(|e| fail(e.into()))?,
+            None if !plain.has_key_file().map_err(|e| fail(e.into()))? => {
+                return Err(fail(anyhow!(
+                    "it has no key file ({}): make it encrypted with --encrypt-to RECIPIENT",
+                    crate::remote::KEY_FILE
+                )))
+            }
+            None => {
+                // Opened now: the identity must open its key file, whose key id is pinned.
+                spec.encrypted = true;
+                let opened = Remote::open(&spec, false).map_err(|e| fail(e.into()))?;
+                opened.key_id().unwrap_or_default()
+            }
+        };
+        spec.encrypted = true;
+        spec.key_id = Some(key_id);
+        crate::remote::add_remote(self.store.root(), &spec)
+            .map_err(|e| Error::new(Verb::Remote, name, e.into()))?;
+        Ok(spec)
+    }
+
+    /// Changes the recipients of the encrypted remote `name`: `add` one, or remove one (then a
+    /// new data key generation is made, so what is pushed from now on cannot be read by the
+    /// removed recipient; what it already downloaded, or could read before, stays readable to
+    /// it). Opens the key file with this host's identity. Returns the recipients now and the
+    /// number of data key generations.
+    pub fn change_remote_recipients(
+        &self,
+        name: &str,
+        recipient: &str,
+        add: bool,
+    ) -> Result<(Vec<String>, usize)> {
+        let fail = |e: anyhow::Error| Error::new(Verb::Remote, name, e);
+        let spec =
+            crate::remote::find_remote(self.store.root(), name).map_err(|e| fail(e.into()))?;
+        if !spec.encrypted {
+            return Err(fail(anyhow!("it is not an encrypted remote")));
+        }
+        let remote = Remote::open(&spec, false).map_err(|e| fail(e.into()))?;
+        let mut now: Vec<String> = remote.recipients().unwrap_or_default().to_vec();
+        let given = crate::crypt::Recipients::parse(&[recipient.to_string()])
+            .map_err(|e| fail(e.into()))?;
+        let texts = given.texts().to_vec();
+        if add {
+            for t in texts {
+                if !now.contains(&t) {
+                    now.push(t);
+                }
+            }
+        } else {
+            let before = now.len();
+            now.retain(|r| !texts.contains(r));
+            if now.len() == before {
+                return Err(fail(anyhow!(
+                    "{recipient:?} is not one of its recipients ({})",
+                    now.join("; ")
+                )));
+            }
+            if now.is_empty() {
+                return Err(fail(anyhow!(
+                    "{recipient:?} is its only recipient: add another first"
+                )));
+            }
+        }
+        let to = crate::crypt::Recipients::parse(&now).map_err(|e| fail(e.into()))?;
+        let generations = remote.rewrap(&to, !add).map_err(|e| fail(e.into()))?;
+        Ok((now, generations))
     }
 
     /// The remotes configured in the store, in file order.

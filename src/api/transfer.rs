@@ -24,6 +24,7 @@ use zeroclaw_bundle_store::{
 
 use super::{Bundles, Error, Result, TrustPolicy, Verb};
 use crate::cancel::Cancel;
+use crate::crypt::Recipients;
 use crate::progress::{ImportProgress, Note, Progress, Totals};
 use crate::publish::{check, check_replacement, publish_snapshot, PublishRequest};
 use crate::publish::{Published, Replace, Replaced};
@@ -276,6 +277,22 @@ impl Bundles {
         replace: bool,
         progress: &dyn Progress,
     ) -> Result<Packed> {
+        self.pack_sealed(reference, out, options, replace, None, progress)
+    }
+
+    /// [`Bundles::pack`], encrypted to `recipients` when given (`pack --encrypt-to`): the file
+    /// is then a standard age file of the plain pack (`age -d -i KEY` gives the pack back), and
+    /// reading it takes an identity ([`crate::PlainPack::decrypt`]).
+    ///
+    pub fn pack_sealed(
+        &self,
+        reference: &str,
+        out: &Path,
+        options: PackOptions,
+        replace: bool,
+        recipients: Option<&Recipients>,
+        progress: &dyn Progress,
+    ) -> Result<Packed> {
         let fail = |e: anyhow::Error| Error::new(Verb::Pack, reference, e);
         let id = self.stored("pack", reference).map_err(|e| fail(e.into()))?;
         let total = self
@@ -305,13 +322,19 @@ impl Bundles {
         );
         let mut done = 0;
         let stats = crate::publish::publish_file(&req, |w| {
-            self.store.packs().write(&id, options, w, &mut |n| {
-                done += n;
-                progress.advance(Totals {
-                    files: 0,
-                    bytes: done,
-                });
-            })
+            let mut write = |w: &mut dyn Write| {
+                self.store.packs().write(&id, options, w, &mut |n| {
+                    done += n;
+                    progress.advance(Totals {
+                        files: 0,
+                        bytes: done,
+                    });
+                })
+            };
+            match recipients {
+                None => write(w),
+                Some(to) => crate::crypt::encrypt_to(to, w, encrypting, write),
+            }
         });
         progress.finish();
         let stats = stats.map_err(|e| fail(e.into()))?;
@@ -338,6 +361,18 @@ impl Bundles {
         options: PackOptions,
         progress: &dyn Progress,
     ) -> Result<Packed> {
+        self.pack_sealed_to_stdout(reference, options, None, progress)
+    }
+
+    /// [`Bundles::pack_to_stdout`], encrypted to `recipients` when given (see
+    /// [`Bundles::pack_sealed`]).
+    pub fn pack_sealed_to_stdout(
+        &self,
+        reference: &str,
+        options: PackOptions,
+        recipients: Option<&Recipients>,
+        progress: &dyn Progress,
+    ) -> Result<Packed> {
         let fail = |e: anyhow::Error| Error::new(Verb::Pack, reference, e);
         let id = self.stored("pack", reference).map_err(|e| fail(e.into()))?;
         if io::stdout().is_terminal() {
@@ -359,13 +394,20 @@ impl Bundles {
             }),
         );
         let mut done = 0;
-        let stats = pack_to_stdout(&self.store, &id, options, progress.cancel(), &mut |n| {
-            done += n;
-            progress.advance(Totals {
-                files: 0,
-                bytes: done,
-            });
-        });
+        let stats = pack_to_stdout(
+            &self.store,
+            &id,
+            options,
+            recipients,
+            progress.cancel(),
+            &mut |n| {
+                done += n;
+                progress.advance(Totals {
+                    files: 0,
+                    bytes: done,
+                });
+            },
+        );
         progress.finish();
         Ok(Packed {
             id,
@@ -965,6 +1007,7 @@ fn pack_to_stdout(
     store: &Store,
     id: &ObjectId,
     options: PackOptions,
+    recipients: Option<&Recipients>,
     cancel: Option<&Cancel>,
     progress: &mut dyn FnMut(u64),
 ) -> anyhow::Result<PackStats> {
@@ -995,13 +1038,15 @@ fn pack_to_stdout(
         inner: io::BufWriter::new(stdout.lock()),
         held: None,
     };
-    let stats = store
-        .packs()
-        .write(id, options, &mut out, progress)
-        .map_err(|e| match e {
-            StoreError::PackOutput { error, .. } => broken(error),
-            e => anyhow::Error::new(e).context("could not write the pack to stdout"),
-        })?;
+    let mut write = |w: &mut dyn Write| store.packs().write(id, options, w, progress);
+    let written = match recipients {
+        None => write(&mut out),
+        Some(to) => crate::crypt::encrypt_to(to, &mut out, encrypting, write),
+    };
+    let stats = written.map_err(|e| match e {
+        StoreError::PackOutput { error, .. } => broken(error),
+        e => anyhow::Error::new(e).context("could not write the pack to stdout"),
+    })?;
     out.inner.flush().map_err(broken)?;
     taken()?;
     if let Some(last) = out.held.take() {
@@ -1010,6 +1055,14 @@ fn pack_to_stdout(
     }
     taken()?;
     Ok(stats)
+}
+
+/// An error of the age encryption around a pack, as the pack's output error.
+fn encrypting(error: io::Error) -> StoreError {
+    StoreError::PackOutput {
+        op: "encrypt",
+        error,
+    }
 }
 
 /// A writer that holds back the last byte written through it (see [`pack_to_stdout`]).

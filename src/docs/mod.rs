@@ -14,6 +14,8 @@
 //! - [`packs`]: carrying a snapshot as one file.
 //! - [`remotes`]: remote stores: credentials, layout, push and pull, remote refs, remote gc.
 //! - [`signatures`]: signed snapshots and the trust policy.
+//! - [`encryption`]: encrypted packs and remotes (age recipients, identities, what a bucket
+//!   still shows, changing recipients).
 //! - [`library`]: linking this crate (how `zeroclaw bundle` is meant to work).
 //! - [`architecture`]: the crates and the one path every verb takes.
 //! - [`reliability`]: what each guarantee rests on and which test holds it.
@@ -27,6 +29,7 @@ pub mod architecture;
 pub mod bundle;
 pub mod cli;
 pub mod diff;
+pub mod encryption;
 pub mod json;
 pub mod library;
 pub mod packs;

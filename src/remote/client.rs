@@ -28,8 +28,10 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload,
 use zeroclaw_bundle_store::{read_pack_layout, ObjectId, PackLayout, StoreError};
 
 use super::counting::{Counters, Counting};
+use super::sealed::Sealed;
 use super::{RemoteError, RemoteSpec};
 use crate::cancel::Cancel;
+use crate::crypt::{DataKeys, Recipients};
 
 /// The first line of an index file.
 pub(crate) const INDEX_HEADER: &str = "zeroclaw-bundle remote index 1";
@@ -116,7 +118,16 @@ pub struct Remote {
     ignored: Mutex<Ignored>,
     /// Stops the requests and the steps of a push, pull or gc (see [`Remote::with_cancel`]).
     cancel: Cancel,
+    /// The bucket as it is (requests counted, nothing sealed): where the key file lives.
+    raw: Arc<dyn ObjectStore>,
+    /// An encrypted remote's data keys and the recipients its key file names.
+    sealed: Option<(DataKeys, Vec<String>)>,
 }
+
+/// The key of an encrypted remote's key file: its data keys, encrypted to its recipients.
+pub const KEY_FILE: &str = "keys/keyring.age";
+/// The largest key file read.
+const KEY_FILE_MAX: u64 = 1 << 20;
 
 impl Drop for Remote {
     fn drop(&mut self) {
@@ -211,15 +222,184 @@ impl Remote {
             let bucket = rest.split_once('/').map_or(rest, |(b, _)| b);
             (bucket.to_string(), spec.endpoint.clone())
         });
-        Ok(Remote {
+        let raw: Arc<dyn ObjectStore> = Arc::new(Counting::new(store, Arc::clone(&counters)));
+        let mut remote = Remote {
             name: spec.name.clone(),
             rt: Some(rt),
-            store: Arc::new(Counting::new(store, Arc::clone(&counters))),
+            store: Arc::clone(&raw),
             counters,
             s3,
             ignored: Mutex::new(Ignored::default()),
             cancel: Cancel::new(),
+            raw,
+            sealed: None,
+        };
+        if spec.encrypted {
+            // Never a fallback to plaintext: without its key file, an encrypted remote is
+            // refused.
+            let identity = std::env::var_os("ZEROCLAW_BUNDLE_IDENTITY")
+                .filter(|v| !v.is_empty())
+                .map(std::path::PathBuf::from)
+                .or_else(|| spec.identity.as_ref().map(std::path::PathBuf::from));
+            let identities = crate::crypt::Identities::load(identity.as_deref())
+                .map_err(|e| invalid(format!("it is encrypted, and {e}")))?;
+            let bytes = remote.get_raw(KEY_FILE)?.ok_or_else(|| {
+                invalid(format!(
+                    "it is configured as encrypted but holds no {KEY_FILE}: refusing to read or \
+                     write it without its keys (nothing falls back to plaintext)"
+                ))
+            })?;
+            let (keys, recipients) = DataKeys::unwrap(
+                &identities,
+                &bytes,
+                &format!("remote {} {KEY_FILE}", spec.name),
+            )
+            .map_err(|e| invalid(e.to_string()))?;
+            if let Some(pinned) = &spec.key_id {
+                if keys.id() != *pinned {
+                    return Err(invalid(format!(
+                        "its key file {KEY_FILE} holds another data key than the one it had when \
+                         it was added here (key id {pinned}): it was replaced, possibly by \
+                         someone who can write to the bucket; refusing it"
+                    )));
+                }
+            }
+            remote.store = Arc::new(Sealed::new(Arc::clone(&remote.raw), keys.clone()));
+            remote.sealed = Some((keys, recipients));
+        }
+        Ok(remote)
+    }
+
+    /// An encrypted remote's key id ([`DataKeys::id`]; `None`: not encrypted).
+    pub fn key_id(&self) -> Option<String> {
+        self.sealed.as_ref().map(|(k, _)| k.id())
+    }
+
+    /// Whether this remote is encrypted.
+    pub fn is_encrypted(&self) -> bool {
+        self.sealed.is_some()
+    }
+
+    /// The bytes of `key` in the bucket as they are (not unsealed), or `None`.
+    pub(crate) fn get_raw(&self, key: &str) -> Result<Option<Vec<u8>>, RemoteError> {
+        let path = Path::from(key);
+        self.run(async {
+            let got = match self.raw.get(&path).await {
+                Ok(g) => g,
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(self.request("read", key, e)),
+            };
+            if got.meta.size > KEY_FILE_MAX {
+                return Err(self.corrupt(
+                    key,
+                    format!("is {} bytes, over {KEY_FILE_MAX}", got.meta.size),
+                ));
+            }
+            let bytes = got
+                .bytes()
+                .await
+                .map_err(|e| self.request("read", key, e))?;
+            Ok(Some(bytes.to_vec()))
         })
+    }
+
+    /// Writes `bytes` at `key` in the bucket as they are (already sealed); with `new`, only
+    /// when nothing is there (`false`: something was).
+    pub(crate) fn put_raw(
+        &self,
+        key: &str,
+        bytes: Vec<u8>,
+        new: bool,
+    ) -> Result<bool, RemoteError> {
+        let path = Path::from(key);
+        let opts = PutOptions {
+            mode: if new {
+                PutMode::Create
+            } else {
+                PutMode::Overwrite
+            },
+            ..Default::default()
+        };
+        self.run(async {
+            match self
+                .raw
+                .put_opts(&path, PutPayload::from(bytes), opts)
+                .await
+            {
+                Ok(_) => Ok(true),
+                Err(object_store::Error::AlreadyExists { .. }) => Ok(false),
+                Err(e) => Err(self.request("write", key, e)),
+            }
+        })
+    }
+
+    /// Makes this remote encrypted to `recipients`: a fresh data key in a new key file.
+    /// Refused when it already has one, or already holds snapshots in plaintext.
+    pub(crate) fn seal_new(&self, recipients: &Recipients) -> Result<String, RemoteError> {
+        let invalid = |why: String| RemoteError::Invalid {
+            name: self.name.clone(),
+            why,
+        };
+        if !self.list("snapshots")?.is_empty() {
+            return Err(invalid(
+                "it already holds snapshots in plaintext; an encrypted remote starts empty (use \
+                 another bucket or prefix)"
+                    .into(),
+            ));
+        }
+        let keys = DataKeys::generate();
+        let wrapped = keys.wrap(recipients).map_err(|e| invalid(e.to_string()))?;
+        if !self.put_raw(KEY_FILE, wrapped, true)? {
+            return Err(invalid(format!(
+                "it already has a key file ({KEY_FILE}): add it without --encrypt-to but with \
+                 --encrypted, or change its recipients with `remote recipients`"
+            )));
+        }
+        Ok(keys.id())
+    }
+
+    /// Whether the bucket has an encrypted remote's key file (a push without encryption is
+    /// then refused).
+    pub(crate) fn has_key_file(&self) -> Result<bool, RemoteError> {
+        Ok(self.size_raw(KEY_FILE)?.is_some())
+    }
+
+    fn size_raw(&self, key: &str) -> Result<Option<u64>, RemoteError> {
+        let path = Path::from(key);
+        self.run(async {
+            match self.raw.head(&path).await {
+                Ok(meta) => Ok(Some(meta.size)),
+                Err(object_store::Error::NotFound { .. }) => Ok(None),
+                Err(e) => Err(self.request("stat", key, e)),
+            }
+        })
+    }
+
+    /// The recipients an encrypted remote's key file names (`None`: not encrypted).
+    pub fn recipients(&self) -> Option<&[String]> {
+        self.sealed.as_ref().map(|(_, r)| r.as_slice())
+    }
+
+    /// Rewrites an encrypted remote's key file for `recipients`; with `rotate`, adds a data
+    /// key generation that everything written from now on is encrypted to (what a removed
+    /// recipient must not read). The old generations stay in the file, so what was pushed
+    /// before stays readable by the recipients left.
+    pub(crate) fn rewrap(
+        &self,
+        recipients: &Recipients,
+        rotate: bool,
+    ) -> Result<usize, RemoteError> {
+        let invalid = |why: String| RemoteError::Invalid {
+            name: self.name.clone(),
+            why,
+        };
+        let Some((keys, _)) = &self.sealed else {
+            return Err(invalid("it is not encrypted".into()));
+        };
+        let keys = if rotate { keys.rotated() } else { keys.clone() };
+        let wrapped = keys.wrap(recipients).map_err(|e| invalid(e.to_string()))?;
+        self.put_raw(KEY_FILE, wrapped, false)?;
+        Ok(keys.generations())
     }
 
     /// This handle with `cancel` stopping its requests and the steps of a push, pull or gc

@@ -19,6 +19,18 @@ pub struct RemoteSpec {
     pub url: String,
     /// An S3-compatible server's endpoint (`http://host:port`), for `s3://` only.
     pub endpoint: Option<String>,
+    /// Encrypted (`remote add --encrypt-to`): everything on it is sealed under its data key,
+    /// and nothing is ever pushed to it in plaintext (see `sealed`).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub encrypted: bool,
+    /// An encrypted remote's key id, pinned when it was added (see `crypt::DataKeys::id`): a
+    /// key file holding another data key is refused.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<String>,
+    /// The identity that opens its key file (`remote add --identity`; none: the key `sign`
+    /// uses). `ZEROCLAW_BUNDLE_IDENTITY` overrides it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub identity: Option<String>,
 }
 
 fn file_of(store_root: &Path) -> PathBuf {
@@ -166,6 +178,17 @@ pub fn load_remotes(store_root: &Path) -> Result<Vec<RemoteSpec>, RemoteError> {
             url: field("url")?
                 .ok_or_else(|| config_err(&path, format!("remote.{name}.url is missing")))?,
             endpoint: field("endpoint")?,
+            encrypted: match item.get("encrypted") {
+                None => false,
+                Some(v) => v.as_bool().ok_or_else(|| {
+                    config_err(
+                        &path,
+                        format!("remote.{name}.encrypted is not true or false"),
+                    )
+                })?,
+            },
+            key_id: field("key_id")?,
+            identity: field("identity")?,
         };
         validate(&spec).map_err(|e| config_err(&path, e.to_string()))?;
         out.push(spec);
@@ -216,6 +239,15 @@ pub fn add_remote(store_root: &Path, spec: &RemoteSpec) -> Result<(), RemoteErro
     if let Some(ep) = &spec.endpoint {
         t.insert("endpoint", value(ep));
     }
+    if spec.encrypted {
+        t.insert("encrypted", value(true));
+    }
+    if let Some(id) = &spec.key_id {
+        t.insert("key_id", value(id));
+    }
+    if let Some(identity) = &spec.identity {
+        t.insert("identity", value(identity));
+    }
     remotes.insert(&spec.name, Item::Table(t));
     write_doc(store_root, &path, &doc)
 }
@@ -250,6 +282,9 @@ pub fn remove_remote(store_root: &Path, name: &str) -> Result<RemoteSpec, Remote
         name: name.to_string(),
         url: text("url").unwrap_or_default(),
         endpoint: text("endpoint"),
+        encrypted: item.get("encrypted").and_then(Item::as_bool) == Some(true),
+        key_id: text("key_id"),
+        identity: text("identity"),
     };
     write_doc(store_root, &path, &doc)?;
     Ok(spec)
@@ -281,6 +316,9 @@ mod tests {
             name: name.into(),
             url: url.into(),
             endpoint: endpoint.map(String::from),
+            encrypted: false,
+            key_id: None,
+            identity: None,
         }
     }
 

@@ -41,6 +41,17 @@
 //! part written at its offset), verifies each (trailer checksum, every object against its id), then imports the
 //! objects and commits the record, as `unpack` does.
 //!
+//! An **encrypted remote** (`remote add NAME URL --encrypt-to RECIPIENT...`) keeps the same
+//! layout behind `sealed`: every key but its first component is a keyed name (blake3 keyed
+//! hash under a name key derived from the remote's first data key), and every object is an
+//! age file under the remote's newest data key holding its plaintext key and its bytes, so the
+//! bucket shows no id, no name and no byte of content, and a changed byte or a moved object
+//! fails authentication. The data keys (one per generation: a recipient removed means a new
+//! one) are in `keys/keyring.age`, an age file encrypted to every recipient and rewritten by
+//! `remote recipients add|remove`; `remotes.toml` pins the first key's id, so a key file
+//! replaced by someone who can only write to the bucket is refused. A bucket with a key file
+//! never takes a plaintext push.
+//!
 //! The handle's cancellation token ([`Remote::with_cancel`]; the binary trips it on SIGINT or
 //! SIGTERM) stops a push or pull at its next step, upload part or downloaded chunk: its temporary pack is removed and the remote holds at most what a
 //! kill would leave.
@@ -51,12 +62,13 @@ mod config;
 mod counting;
 mod gc;
 mod local;
+mod sealed;
 mod sync;
 mod view;
 
 #[cfg(feature = "fuzzing")]
 pub use client::{check_record, parse_index, IndexParser};
-pub use client::{KnownRecords, Remote};
+pub use client::{KnownRecords, Remote, KEY_FILE};
 pub use config::{add_remote, find_remote, load_remotes, remove_remote, RemoteSpec};
 pub use gc::{forget, gc, GcReport, DEFAULT_GRACE_SECS};
 pub use sync::{pull_checked, push, PullReport, PushReport};

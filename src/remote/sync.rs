@@ -206,6 +206,19 @@ pub fn push(
     let _lock = store.write_lock()?;
     let started = Instant::now();
     let marks: HashSet<String> = remote.marks()?.into_keys().collect();
+    // Never plaintext to an encrypted remote: a bucket with a key file takes sealed pushes only
+    // (asked after the first listing, whose errors say what to check about credentials).
+    if !remote.is_encrypted() && remote.has_key_file()? {
+        return Err(RemoteError::Invalid {
+            name: remote.name().to_string(),
+            why: format!(
+                "it is an encrypted remote (it holds {}) but is configured here without encryption: \
+                 refusing to push plaintext to it; add it again with `remote add NAME URL \
+                 --encrypted`",
+                super::client::KEY_FILE
+            ),
+        });
+    }
     crate::hooks::seam("remote-after-marks", remote.name());
     let listed = remote.record(id)?.is_some();
     let closure = closure_ids(store, id, &snap.root)?;

@@ -6,6 +6,8 @@ mod capture_depth;
 mod capture_races;
 mod crash_campaign;
 mod diff;
+mod encrypt;
+mod encrypt_remote;
 mod export;
 mod file_modes;
 mod first_run;

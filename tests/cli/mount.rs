@@ -56,14 +56,25 @@ impl Drop for Mounted<'_> {
 }
 
 pub(crate) fn mount_daemon<'a>(env: &'a TestEnv, snapshot: &str, at: &Path) -> Mounted<'a> {
+    mount_daemon_with(env, snapshot, at, &[])
+}
+
+/// [`mount_daemon`] with `extra` arguments.
+pub(crate) fn mount_daemon_with<'a>(
+    env: &'a TestEnv,
+    snapshot: &str,
+    at: &Path,
+    extra: &[&str],
+) -> Mounted<'a> {
     fs::create_dir_all(at).unwrap();
-    env.run(&[
+    let mut args = vec![
         OsStr::new("mount"),
         OsStr::new(snapshot),
         at.as_os_str(),
         OsStr::new("--daemon"),
-    ])
-    .ok();
+    ];
+    args.extend(extra.iter().map(OsStr::new));
+    env.run(&args).ok();
     assert!(mounted(at), "mount returned but {at:?} is not in mountinfo");
     Mounted {
         env,

@@ -384,6 +384,16 @@ pub struct SignersArgs {
     pub allowed_signers: Option<PathBuf>,
 }
 
+/// `--identity` of the commands that read a pack file, which may be encrypted.
+#[derive(Debug, Args)]
+pub struct IdentityArg {
+    /// Decrypt an encrypted pack (made with `pack --encrypt-to`) with this age identity file
+    /// or SSH private key (default: the key `sign` uses, ~/.ssh/id_ed25519); a passphrase is
+    /// asked on the terminal
+    #[arg(long, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+}
+
 /// `--require-signed` of the commands that make a snapshot visible or usable.
 #[derive(Debug, Args)]
 pub struct RequireArgs {
@@ -449,6 +459,10 @@ Remotes are kept in <store>/remotes.toml. Credentials are never taken from the c
 or stored: set AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY (and AWS_REGION) in the environment,
 or use the AWS CLI's ~/.aws/credentials and ~/.aws/config (profile AWS_PROFILE, else default).")]
     Add(RemoteAddArgs),
+    /// Change the recipients of an encrypted remote: add one, or remove one (what is pushed
+    /// after a removal is under a new data key the removed recipient cannot read)
+    #[command(subcommand)]
+    Recipients(RecipientsCommand),
     /// List the configured remotes
     List,
     /// Remove a remote from remotes.toml (the remote's data is not touched)
@@ -508,6 +522,35 @@ pub struct RemoteAddArgs {
     /// An S3-compatible server's endpoint (MinIO, Garage, Ceph RGW): http://HOST:PORT
     #[arg(long, value_name = "URL")]
     pub endpoint: Option<String>,
+    /// Make the (empty) remote encrypted to these recipients (age1..., ssh-ed25519 ...,
+    /// ssh-rsa ..., or a file of them): everything pushed is sealed, under keyed names
+    #[arg(long, value_name = "RECIPIENT", num_args = 1..)]
+    pub encrypt_to: Vec<String>,
+    /// The remote is already encrypted (another host ran --encrypt-to): use its key file
+    #[arg(long, conflicts_with = "encrypt_to")]
+    pub encrypted: bool,
+    /// The identity that opens the encrypted remote's key file on this host (default: the
+    /// key `sign` uses; ZEROCLAW_BUNDLE_IDENTITY overrides it)
+    #[arg(long, value_name = "FILE")]
+    pub identity: Option<PathBuf>,
+}
+
+/// `remote recipients`.
+#[derive(Debug, Subcommand)]
+pub enum RecipientsCommand {
+    /// Add a recipient to an encrypted remote's key file
+    Add(RecipientArgs),
+    /// Remove a recipient; pushes from now on use a new data key it cannot read
+    Remove(RecipientArgs),
+}
+
+/// `remote recipients add|remove`.
+#[derive(Debug, Args)]
+pub struct RecipientArgs {
+    /// The remote's name
+    pub name: String,
+    /// The recipient (age1..., ssh-ed25519 ..., ssh-rsa ..., or a file holding one)
+    pub recipient: String,
 }
 
 /// `push`.
@@ -568,6 +611,10 @@ pub struct PackArgs {
     /// Sign before packing (the pack carries the signatures)
     #[command(flatten)]
     pub sign: SignFlags,
+    /// Encrypt the pack to these recipients (age1..., ssh-ed25519 ..., ssh-rsa ..., or a file
+    /// of them, one a line): a standard age file, which `age -d -i KEY` also opens
+    #[arg(long, value_name = "RECIPIENT", num_args = 1..)]
+    pub encrypt_to: Vec<String>,
 }
 
 /// `unpack`.
@@ -587,6 +634,9 @@ pub struct UnpackArgs {
     /// Signature checks
     #[command(flatten)]
     pub trust: RequireArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `diff`.
@@ -639,6 +689,9 @@ pub struct DiffArgs {
     /// Who signed each side
     #[command(flatten)]
     pub signers: SignersArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `import`.
@@ -691,6 +744,9 @@ pub struct ImportArgs {
     /// Who must have signed the bundle
     #[command(flatten)]
     pub trust: RequireArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `update`.
@@ -948,6 +1004,9 @@ pub struct MountArgs {
     /// Signature checks
     #[command(flatten)]
     pub trust: RequireArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// `umount`.
@@ -1135,6 +1194,8 @@ pub fn parse_mount(args: &[OsString], store_env: Option<OsString>) -> Option<Cli
                 allowed_signers,
                 require_signed,
             },
+            // `--identity` is clap's to read (an unknown flag here).
+            identity: IdentityArg { identity: None },
         }),
         (Some("umount"), [mountpoint]) => Command::Umount(UmountArgs {
             mountpoint: PathBuf::from(mountpoint),
@@ -1171,6 +1232,9 @@ pub struct ReviewArgs {
     /// Who signed
     #[command(flatten)]
     pub signers: SignersArgs,
+    /// An encrypted pack's identity
+    #[command(flatten)]
+    pub identity: IdentityArg,
 }
 
 /// The help of `--install` ([`zeroclaw_bundle::INSTALL_DEFAULT`] is its default, in the words

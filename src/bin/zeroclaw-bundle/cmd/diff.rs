@@ -21,7 +21,10 @@ use crate::cli::DiffArgs;
 use crate::cmd::{escape_message, stdout_error, Ctx, Outcome, StdoutClosed};
 
 /// Runs `diff`.
-pub fn run(args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
+pub fn run(mut args: DiffArgs, ctx: &Ctx) -> Result<Outcome> {
+    let mut decrypting = super::crypt::Decrypting::new(args.identity.identity.as_deref());
+    args.a = decrypting.arg(&args.a)?;
+    args.b = decrypting.arg(&args.b)?;
     // `-q` is the global option (before or after the command): it prints nothing, so asking
     // for an output form with it is a mistake said at once.
     if ctx.quiet && (args.stat || args.content) {

@@ -45,10 +45,18 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
     }
     let policy = trust.policy(&args.source.to_string_lossy())?;
     let bundles = Bundles::create(&ctx.store_path)?.with_trust_policy(policy);
+    // An encrypted pack is decrypted whole (authenticated) before anything is captured.
+    let mut decrypting = super::crypt::Decrypting::new(args.identity.identity.as_deref());
+    let source = decrypting.arg(&args.source).with_context(|| {
+        format!(
+            "could not import {}; nothing was written to the install",
+            args.source.to_string_lossy()
+        )
+    })?;
     let progress = ctx.term_progress();
     let request = ImportRequest {
         require: None,
-        source: &args.source,
+        source: &source,
         install: &install,
         agent_as: args.agent_as.as_deref(),
         maps: &maps,

@@ -12,6 +12,7 @@
 
 pub mod cat;
 pub mod checkout;
+pub mod crypt;
 pub mod diff;
 pub mod entry;
 pub mod export;

@@ -40,10 +40,14 @@ const READY: &str = "zeroclaw-bundle-mount-ready";
 const VERBOSE: &str = "zeroclaw-bundle-mount-verbose";
 
 /// Runs `mount`.
-pub fn run(args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
+pub fn run(mut args: MountArgs, ctx: &Ctx) -> Result<Outcome> {
     if args.daemon {
         return spawn_daemon(&args, ctx);
     }
+    // An encrypted pack is decrypted whole (authenticated) into a private copy, kept until
+    // the mount ends.
+    let mut decrypting = super::crypt::Decrypting::new(args.identity.identity.as_deref());
+    args.snapshot = decrypting.arg_string(&args.snapshot)?;
     // The server of `--daemon` says nothing on the way (its stderr reaches the operator only
     // when it fails), but what concerns the allowed signers.
     let quiet = ctx.quiet || args.daemon_child;
@@ -243,6 +247,12 @@ fn server_command(args: &MountArgs, ctx: &Ctx) -> Result<Command> {
     }
     if args.trust.require_signed {
         cmd.arg("--require-signed");
+    }
+    if let Some(file) = &args.identity.identity {
+        cmd.arg(joined(
+            "--identity=",
+            &std::path::absolute(file).unwrap_or(file.clone()),
+        ));
     }
     let snapshot: std::ffi::OsString = match Path::new(&args.snapshot) {
         p if p.is_file() => std::path::absolute(p)

@@ -4,10 +4,13 @@
 //! whole pack verified before anything is written, the snapshot record committed last; a
 //! store the unpack was to create exists only once it succeeded).
 
-use std::io;
+use std::io::{self, Read};
 
-use anyhow::{bail, Result};
-use zeroclaw_bundle::{Bundles, PackInput, Packed, Verb};
+use anyhow::{bail, Context as _, Result};
+use zeroclaw_bundle::{Bundles, Identities, PackInput, Packed, Recipients, Verb};
+
+/// The first bytes of an age file (an encrypted pack).
+const MAGIC: &[u8] = b"age-encryption.org/v1";
 
 use crate::cli::{PackArgs, UnpackArgs};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
@@ -24,12 +27,18 @@ pub fn run_pack(args: PackArgs, ctx: &Ctx) -> Result<Outcome> {
     if to_stdout && ctx.json {
         bail!("--json needs --out FILE: with --out -, stdout carries the pack");
     }
+    // Recipients are read before anything is written: one that does not parse is named.
+    let recipients = match args.encrypt_to.is_empty() {
+        true => None,
+        false => Some(Recipients::parse(&args.encrypt_to)?),
+    };
+    let to = recipients.as_ref();
     let progress = ctx.term_progress();
     let packed = if to_stdout {
-        bundles.pack_to_stdout(&id.to_hex(), options, &progress)
+        bundles.pack_sealed_to_stdout(&id.to_hex(), options, to, &progress)
     } else {
         // Created 0600 when the snapshot holds a file others may not read.
-        bundles.pack(&id.to_hex(), &args.out, options, args.force, &progress)
+        bundles.pack_sealed(&id.to_hex(), &args.out, options, args.force, to, &progress)
     };
     drop(progress);
     report(ctx, &packed?)
@@ -73,13 +82,35 @@ pub fn run_unpack(args: UnpackArgs, ctx: &Ctx) -> Result<Outcome> {
     // `--require-signed`: a pack whose snapshot no trusted key signed is refused before
     // anything is written (a pack file: before the store is even created).
     let policy = super::checkout::trust_policy(&ctx.store_path, &args.trust, &what)?;
+    // An encrypted pack is decrypted whole (authenticated) before the unpack reads it.
+    let mut decrypting = super::crypt::Decrypting::new(args.identity.identity.as_deref());
+    let plain = match from_stdin {
+        true => args.pack.clone(),
+        false => decrypting.arg(args.pack.as_os_str())?.into(),
+    };
     let progress = ctx.noting_progress();
     let stdin = io::stdin();
-    let mut stream = stdin.lock();
+    let mut stream: Box<dyn Read> = Box::new(stdin.lock());
+    if from_stdin {
+        // An encrypted pack on stdin: its first bytes say so, and it is decrypted as it is
+        // spooled (a changed chunk fails the spool, before anything is imported).
+        let mut head = Vec::new();
+        (&mut stream)
+            .take(MAGIC.len() as u64)
+            .read_to_end(&mut head)
+            .context("could not read the pack from stdin")?;
+        let whole = io::Cursor::new(head.clone()).chain(stream);
+        stream = if head == MAGIC {
+            Identities::load(args.identity.identity.as_deref())?
+                .decrypt_stream(whole, "the pack from stdin")?
+        } else {
+            Box::new(whole)
+        };
+    }
     let input = if from_stdin {
         PackInput::Stream(&mut stream)
     } else {
-        PackInput::File(&args.pack)
+        PackInput::File(&plain)
     };
     let unpacked = Bundles::unpack_at(&ctx.store_path, input, policy, &progress);
     drop(progress);

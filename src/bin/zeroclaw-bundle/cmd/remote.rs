@@ -4,15 +4,48 @@
 //! [`Ctx::noting_progress`].
 
 use anyhow::Result;
-use zeroclaw_bundle::{Bundles, RemoteListing, Verb};
+use zeroclaw_bundle::{Bundles, Recipients, RemoteListing, Verb};
 
-use crate::cli::{PullArgs, PushArgs, RemoteAddArgs, RemoteCommand};
+use crate::cli::{PullArgs, PushArgs, RecipientsCommand, RemoteAddArgs, RemoteCommand};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
 /// Runs `remote add|list|remove|forget|gc`.
 pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
     match cmd {
         RemoteCommand::Add(args) => add(args, ctx),
+        RemoteCommand::Recipients(change) => {
+            let (args, add) = match change {
+                RecipientsCommand::Add(a) => (a, true),
+                RecipientsCommand::Remove(a) => (a, false),
+            };
+            let (now, generations) =
+                ctx.bundles()?
+                    .change_remote_recipients(&args.name, &args.recipient, add)?;
+            if ctx.json {
+                ctx.print_json(&serde_json::json!({
+                    "remote": args.name,
+                    "recipients": now,
+                    "data_key_generations": generations,
+                }))?;
+            } else if !ctx.quiet {
+                crate::note!(
+                    "remote {}: {} now ({}){}",
+                    args.name,
+                    count(now.len() as u64, "recipient"),
+                    now.join("; "),
+                    if add {
+                        String::new()
+                    } else {
+                        format!(
+                            "; pushes from now on use data key generation {generations}, which \
+                             the removed recipient cannot read (what it could read before, it \
+                             still can: re-push to a new encrypted remote to rotate everything)"
+                        )
+                    }
+                );
+            }
+            Ok(Outcome::Success)
+        }
         RemoteCommand::Remove(args) => {
             let gone = ctx.bundles()?.remove_remote(&args.name)?;
             if ctx.json {
@@ -111,11 +144,23 @@ pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
 
 /// Runs `remote add`: the one remote command that creates a store.
 fn add(args: RemoteAddArgs, ctx: &Ctx) -> Result<Outcome> {
-    let spec = Bundles::create(&ctx.store_path)?.add_remote(
-        &args.name,
-        &args.url,
-        args.endpoint.as_deref(),
-    )?;
+    let bundles = Bundles::create(&ctx.store_path)?;
+    let spec = if args.encrypt_to.is_empty() && !args.encrypted {
+        bundles.add_remote(&args.name, &args.url, args.endpoint.as_deref())?
+    } else {
+        // Recipients are read before anything is written: one that does not parse is named.
+        let recipients = match args.encrypt_to.is_empty() {
+            true => None,
+            false => Some(Recipients::parse(&args.encrypt_to)?),
+        };
+        bundles.add_encrypted_remote(
+            &args.name,
+            &args.url,
+            args.endpoint.as_deref(),
+            recipients.as_ref(),
+            args.identity.as_deref(),
+        )?
+    };
     if ctx.json {
         ctx.print_json(&serde_json::to_value(&spec)?)?;
     } else if !ctx.quiet {

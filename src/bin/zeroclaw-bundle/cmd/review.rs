@@ -13,7 +13,9 @@ use crate::cli::ReviewArgs;
 use crate::cmd::{Ctx, Outcome};
 
 /// Runs `review`.
-pub fn run(args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {
+pub fn run(mut args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {
+    let mut decrypting = super::crypt::Decrypting::new(args.identity.identity.as_deref());
+    args.source = decrypting.arg(&args.source)?;
     // A path that is not there is said as such before a store is created or read; a
     // directory or a pack is added to the store (created if needed, as `snapshot --dir` and
     // `unpack` do); a snapshot or remote ref needs the store that holds it or its remote.
