@@ -235,39 +235,50 @@ impl Remote {
             sealed: None,
         };
         if spec.encrypted {
-            // Never a fallback to plaintext: without its key file, an encrypted remote is
-            // refused.
-            let identity = std::env::var_os("ZEROCLAW_BUNDLE_IDENTITY")
-                .filter(|v| !v.is_empty())
-                .map(std::path::PathBuf::from)
-                .or_else(|| spec.identity.as_ref().map(std::path::PathBuf::from));
-            let identities = crate::crypt::Identities::load(identity.as_deref())
-                .map_err(|e| invalid(format!("it is encrypted, and {e}")))?;
-            let bytes = remote.get_raw(KEY_FILE)?.ok_or_else(|| {
-                invalid(format!(
-                    "it is configured as encrypted but holds no {KEY_FILE}: refusing to read or \
-                     write it without its keys (nothing falls back to plaintext)"
-                ))
-            })?;
-            let (keys, recipients) = DataKeys::unwrap(
-                &identities,
-                &bytes,
-                &format!("remote {} {KEY_FILE}", spec.name),
-            )
-            .map_err(|e| invalid(e.to_string()))?;
-            if let Some(pinned) = &spec.key_id {
-                if keys.id() != *pinned {
-                    return Err(invalid(format!(
-                        "its key file {KEY_FILE} holds another data key than the one it had when \
-                         it was added here (key id {pinned}): it was replaced, possibly by \
-                         someone who can write to the bucket; refusing it"
-                    )));
-                }
-            }
-            remote.store = Arc::new(Sealed::new(Arc::clone(&remote.raw), keys.clone()));
-            remote.sealed = Some((keys, recipients));
+            remote.seal(spec)?;
         }
         Ok(remote)
+    }
+
+    /// Puts the sealing layer of encrypted remote `spec` in front of the bucket: its key file
+    /// opened with the identity (`ZEROCLAW_BUNDLE_IDENTITY`, else the configured one) and
+    /// checked against the pinned key id. Never a fallback to plaintext: without its key
+    /// file, an encrypted remote is refused.
+    fn seal(&mut self, spec: &RemoteSpec) -> Result<(), RemoteError> {
+        let invalid = |why: String| RemoteError::Invalid {
+            name: spec.name.clone(),
+            why,
+        };
+        let identity = std::env::var_os("ZEROCLAW_BUNDLE_IDENTITY")
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| spec.identity.as_ref().map(std::path::PathBuf::from));
+        let identities = crate::crypt::Identities::load(identity.as_deref())
+            .map_err(|e| invalid(format!("it is encrypted, and {e}")))?;
+        let bytes = self.get_raw(KEY_FILE)?.ok_or_else(|| {
+            invalid(format!(
+                "it is configured as encrypted but holds no {KEY_FILE}: refusing to read or \
+                 write it without its keys (nothing falls back to plaintext)"
+            ))
+        })?;
+        let (keys, recipients) = DataKeys::unwrap(
+            &identities,
+            &bytes,
+            &format!("remote {} {KEY_FILE}", spec.name),
+        )
+        .map_err(|e| invalid(e.to_string()))?;
+        if let Some(pinned) = &spec.key_id {
+            if keys.id() != *pinned {
+                return Err(invalid(format!(
+                    "its key file {KEY_FILE} holds another data key than the one it had when \
+                     it was added here (key id {pinned}): it was replaced, possibly by \
+                     someone who can write to the bucket; refusing it"
+                )));
+            }
+        }
+        self.store = Arc::new(Sealed::new(Arc::clone(&self.raw), keys.clone()));
+        self.sealed = Some((keys, recipients));
+        Ok(())
     }
 
     /// An encrypted remote's key id ([`DataKeys::id`]; `None`: not encrypted).

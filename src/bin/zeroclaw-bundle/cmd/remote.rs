@@ -9,137 +9,152 @@ use zeroclaw_bundle::{Bundles, Recipients, RemoteListing, Verb};
 use crate::cli::{PullArgs, PushArgs, RecipientsCommand, RemoteAddArgs, RemoteCommand};
 use crate::cmd::{count, human_bytes, Ctx, Outcome};
 
-/// Runs `remote add|list|remove|forget|gc`.
+/// Runs `remote add|list|remove|forget|gc` and `remote recipients add|remove`.
 pub fn run_remote(cmd: RemoteCommand, ctx: &Ctx) -> Result<Outcome> {
     match cmd {
         RemoteCommand::Add(args) => add(args, ctx),
-        RemoteCommand::Recipients(change) => {
-            let (args, add) = match change {
-                RecipientsCommand::Add(a) => (a, true),
-                RecipientsCommand::Remove(a) => (a, false),
-            };
-            let (now, generations) =
-                ctx.bundles()?
-                    .change_remote_recipients(&args.name, &args.recipient, add)?;
-            if ctx.json {
-                ctx.print_json(&serde_json::json!({
-                    "remote": args.name,
-                    "recipients": now,
-                    "data_key_generations": generations,
-                }))?;
-            } else if !ctx.quiet {
-                crate::note!(
-                    "remote {}: {} now ({}){}",
-                    args.name,
-                    count(now.len() as u64, "recipient"),
-                    now.join("; "),
-                    if add {
-                        String::new()
-                    } else {
-                        format!(
-                            "; pushes from now on use data key generation {generations}, which \
-                             the removed recipient cannot read (what it could read before, it \
-                             still can: re-push to a new encrypted remote to rotate everything)"
-                        )
-                    }
-                );
+        RemoteCommand::Recipients(change) => recipients(change, ctx),
+        RemoteCommand::Remove(args) => remove(args, ctx),
+        RemoteCommand::List => list(ctx),
+        RemoteCommand::Forget(args) => forget(args, ctx),
+        RemoteCommand::Gc(args) => gc(args, ctx),
+    }
+}
+
+/// Runs `remote recipients add|remove`.
+fn recipients(change: RecipientsCommand, ctx: &Ctx) -> Result<Outcome> {
+    let (args, add) = match change {
+        RecipientsCommand::Add(a) => (a, true),
+        RecipientsCommand::Remove(a) => (a, false),
+    };
+    let (now, generations) =
+        ctx.bundles()?
+            .change_remote_recipients(&args.name, &args.recipient, add)?;
+    if ctx.json {
+        ctx.print_json(&serde_json::json!({
+            "remote": args.name,
+            "recipients": now,
+            "data_key_generations": generations,
+        }))?;
+    } else if !ctx.quiet {
+        crate::note!(
+            "remote {}: {} now ({}){}",
+            args.name,
+            count(now.len() as u64, "recipient"),
+            now.join("; "),
+            if add {
+                String::new()
+            } else {
+                format!(
+                    "; pushes from now on use data key generation {generations}, which \
+                     the removed recipient cannot read (what it could read before, it \
+                     still can: re-push to a new encrypted remote to rotate everything)"
+                )
             }
-            Ok(Outcome::Success)
-        }
-        RemoteCommand::Remove(args) => {
-            let gone = ctx.bundles()?.remove_remote(&args.name)?;
-            if ctx.json {
-                ctx.print_json(&serde_json::to_value(&gone)?)?;
-            } else if !ctx.quiet {
-                // Not the URL: an entry removed because it carries a token must not print it.
-                crate::note!(
-                    "removed remote {} from {}; nothing on the remote was touched",
-                    gone.name,
-                    gone.file.display()
-                );
-            }
-            Ok(Outcome::Success)
-        }
-        RemoteCommand::List => {
-            // Like every command that only reads: no store is an error, not an empty list.
-            let bundles = ctx.bundles()?;
-            let remotes = bundles.remotes()?;
-            if ctx.json {
-                ctx.print_json(&serde_json::to_value(&remotes)?)?;
-                return Ok(Outcome::Success);
-            }
-            if remotes.is_empty() && !ctx.quiet {
-                crate::note!(
-                    "no remotes in the store {}; add one with `remote add NAME URL`",
-                    bundles.root().display()
-                );
-            }
-            for r in &remotes {
-                let (name, url) = (escape_text(&r.name), escape_text(&r.url));
-                match &r.endpoint {
-                    Some(ep) => crate::outln!("{name}\t{url}\t(endpoint {})", escape_text(ep))?,
-                    None => crate::outln!("{name}\t{url}")?,
-                }
-            }
-            Ok(Outcome::Success)
-        }
-        RemoteCommand::Forget(args) => {
-            let progress = ctx.noting_progress();
-            let gone = ctx
-                .bundles()?
-                .forget_on_remote(&args.name, &args.snapshot, &progress)?;
-            drop(progress);
-            if ctx.json {
-                ctx.print_json(&serde_json::to_value(&gone)?)?;
-                return Ok(Outcome::Success);
-            }
-            if !ctx.quiet {
-                crate::note!(
-                    "forgot {} on {}: its record is gone; `remote gc {}` removes what only it reached",
-                    gone.snapshot.short(12),
-                    gone.remote,
-                    gone.remote
-                );
-            }
-            crate::outln!("{}", gone.snapshot)?;
-            Ok(Outcome::Success)
-        }
-        RemoteCommand::Gc(args) => {
-            let progress = ctx.noting_progress();
-            let r = ctx
-                .bundles()?
-                .remote_gc(&args.name, args.grace, &progress)?;
-            drop(progress);
-            if ctx.json {
-                ctx.print_json(&serde_json::to_value(&r)?)?;
-                return Ok(Outcome::Success);
-            }
-            crate::outln!(
-                "{}: {} snapshots reach {} objects in {} packs; deleted {} packs ({}), {} indexes, {} trees packs; marked {} packs (deleted by a gc after {} s), {} marked earlier and younger than that, {} marks removed",
-                r.remote,
-                r.snapshots,
-                r.reachable,
-                r.live_packs,
-                r.deleted_packs,
-                human_bytes(r.deleted_bytes),
-                r.deleted_indexes,
-                r.deleted_trees,
-                r.marked,
-                args.grace,
-                r.marked_young,
-                r.unmarked
-            )?;
-            if r.unwalked > 0 {
-                crate::note!(
-                    "note: {} snapshots on {} have no trees pack (pushed by an older build): \
-                     every pack was kept; `push` of each adds it",
-                    r.unwalked,
-                    r.remote
-                );
-            }
-            Ok(Outcome::Success)
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+/// Runs `remote remove`.
+fn remove(args: crate::cli::RemoteRemoveArgs, ctx: &Ctx) -> Result<Outcome> {
+    let gone = ctx.bundles()?.remove_remote(&args.name)?;
+    if ctx.json {
+        ctx.print_json(&serde_json::to_value(&gone)?)?;
+    } else if !ctx.quiet {
+        // Not the URL: an entry removed because it carries a token must not print it.
+        crate::note!(
+            "removed remote {} from {}; nothing on the remote was touched",
+            gone.name,
+            gone.file.display()
+        );
+    }
+    Ok(Outcome::Success)
+}
+
+/// Runs `remote list`.
+fn list(ctx: &Ctx) -> Result<Outcome> {
+    // Like every command that only reads: no store is an error, not an empty list.
+    let bundles = ctx.bundles()?;
+    let remotes = bundles.remotes()?;
+    if ctx.json {
+        ctx.print_json(&serde_json::to_value(&remotes)?)?;
+        return Ok(Outcome::Success);
+    }
+    if remotes.is_empty() && !ctx.quiet {
+        crate::note!(
+            "no remotes in the store {}; add one with `remote add NAME URL`",
+            bundles.root().display()
+        );
+    }
+    for r in &remotes {
+        let (name, url) = (escape_text(&r.name), escape_text(&r.url));
+        match &r.endpoint {
+            Some(ep) => crate::outln!("{name}\t{url}\t(endpoint {})", escape_text(ep))?,
+            None => crate::outln!("{name}\t{url}")?,
         }
     }
+    Ok(Outcome::Success)
+}
+
+/// Runs `remote forget`.
+fn forget(args: crate::cli::RemoteForgetArgs, ctx: &Ctx) -> Result<Outcome> {
+    let progress = ctx.noting_progress();
+    let gone = ctx
+        .bundles()?
+        .forget_on_remote(&args.name, &args.snapshot, &progress)?;
+    drop(progress);
+    if ctx.json {
+        ctx.print_json(&serde_json::to_value(&gone)?)?;
+        return Ok(Outcome::Success);
+    }
+    if !ctx.quiet {
+        crate::note!(
+            "forgot {} on {}: its record is gone; `remote gc {}` removes what only it reached",
+            gone.snapshot.short(12),
+            gone.remote,
+            gone.remote
+        );
+    }
+    crate::outln!("{}", gone.snapshot)?;
+    Ok(Outcome::Success)
+}
+
+/// Runs `remote gc`.
+fn gc(args: crate::cli::RemoteGcArgs, ctx: &Ctx) -> Result<Outcome> {
+    let progress = ctx.noting_progress();
+    let r = ctx
+        .bundles()?
+        .remote_gc(&args.name, args.grace, &progress)?;
+    drop(progress);
+    if ctx.json {
+        ctx.print_json(&serde_json::to_value(&r)?)?;
+        return Ok(Outcome::Success);
+    }
+    crate::outln!(
+        "{}: {} snapshots reach {} objects in {} packs; deleted {} packs ({}), {} indexes, {} trees packs; marked {} packs (deleted by a gc after {} s), {} marked earlier and younger than that, {} marks removed",
+        r.remote,
+        r.snapshots,
+        r.reachable,
+        r.live_packs,
+        r.deleted_packs,
+        human_bytes(r.deleted_bytes),
+        r.deleted_indexes,
+        r.deleted_trees,
+        r.marked,
+        args.grace,
+        r.marked_young,
+        r.unmarked
+    )?;
+    if r.unwalked > 0 {
+        crate::note!(
+            "note: {} snapshots on {} have no trees pack (pushed by an older build): \
+             every pack was kept; `push` of each adds it",
+            r.unwalked,
+            r.remote
+        );
+    }
+    Ok(Outcome::Success)
 }
 
 /// Runs `remote add`: the one remote command that creates a store.
