@@ -39,7 +39,7 @@ agentic = true
 summary_provider = "anthropic.summarizer"
 
 [skill_bundles.research_tools]
-exclude = ["internal_only"]
+exclude = ["internal-only"]
 
 [skill_bundles.writing]
 
@@ -85,11 +85,14 @@ printf '#!/bin/sh\necho "fetching $1"\n' > "$ws/tools/fetch.sh"
 chmod +x "$ws/tools/fetch.sh"
 ln -sf /etc/hostname "$ws/host-link"
 sk="$root/shared/skills"
-mkdir -p "$sk/research_tools/web_search" "$sk/research_tools/summarize" \
-  "$sk/research_tools/internal_only" "$sk/writing/drafts"
-printf '# web_search\nSearch the web and cite sources.\n' > "$sk/research_tools/web_search/SKILL.md"
-printf '# summarize\nSummarize a document in five bullets.\n' > "$sk/research_tools/summarize/SKILL.md"
-printf '# internal_only\nExcluded by config: must not travel.\n' > "$sk/research_tools/internal_only/SKILL.md"
+mkdir -p "$sk/research_tools/web-search" "$sk/research_tools/summarize" \
+  "$sk/research_tools/internal-only" "$sk/writing/drafts"
+# Each SKILL.md opens with the name and description agents read first (agentskills.io), so the
+# bundle also exports as an Agent Plugin (`export-plugin research_tools`).
+skill() { printf -- '---\nname: %s\ndescription: %s\n---\n# %s\n%s\n' "$2" "$3" "$2" "$3" > "$1/$2/SKILL.md"; }
+skill "$sk/research_tools" web-search 'Search the web and cite sources.'
+skill "$sk/research_tools" summarize 'Summarize a document in five bullets.'
+skill "$sk/research_tools" internal-only 'Excluded by config: must not travel.'
 printf 'loose file at the bundle root: ignored\n' > "$sk/research_tools/.sync-marker"
-printf '# drafts\nKeep drafts short.\n' > "$sk/writing/drafts/SKILL.md"
+skill "$sk/writing" drafts 'Keep drafts short.'
 echo "$root"
