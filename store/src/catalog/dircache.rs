@@ -6,7 +6,11 @@
 //! directory, as much as `git status` spends on its index. And sled holds everything
 //! inserted into or read from it in memory: a 300,000-file cache (about 30 MB) written
 //! through it kept 30 MB more for the rest of the session, which took a first capture of
-//! such a tree past 64 MiB. A file is read and written in pieces instead.
+//! such a tree past 64 MiB. A file is written in pieces instead, and never loaded whole:
+//! one pass checks it and keeps 8 bytes a record (a keyed hash of the path and the
+//! record's offset), and a capture reads the records it asks for from the file, through a
+//! few windows (at 1.2 million files the records are 122 MB; loaded whole they took a no-op
+//! snapshot to 179 MiB).
 //!
 //! A cache only saves work, so nothing here is synced or locked beyond the store's writer
 //! lock the capture already holds: a file is written to `tmp/` and renamed into place (two
@@ -20,13 +24,18 @@
 //!
 //! Format: [`MAGIC`], the key's length (u32 big-endian) and bytes, the records (the catalog's
 //! `{path_len:u16 path entry}` encoding), then the blake3 of everything before it (32 bytes).
+//! The records are in no required order (the index does not need one); a writer puts the
+//! kept ones in the old file's order, then the new ones in walk order, which keeps the
+//! file in about the order the next walk asks.
 
+use std::cell::{Cell, RefCell};
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use super::keys::SourceKey;
-use super::session::{record_at, SourceStatCache, StatCacheUpdate};
+use super::session::{record_at, SourceStatCache, StatCacheUpdate, StatEntry, STAT_LEN};
 use super::Catalog;
 use crate::error::StoreError;
 use crate::id::{IdHasher, ObjectId};
@@ -38,7 +47,7 @@ pub(crate) const DIR: &str = "dircache";
 const MAGIC: &[u8] = b"zeroclaw-bundle dircache 1\n";
 /// A cache file above this is not read (a real one holds about 100 bytes per file).
 const MAX_FILE: u64 = 1 << 32;
-/// About how many bytes of records a loaded piece holds.
+/// Bytes read at a time while a cache file is checked.
 const PIECE: usize = 64 * 1024;
 
 impl Catalog<'_> {
@@ -49,9 +58,8 @@ impl Catalog<'_> {
 
     /// The cache of source `key`: `None` when there is no file, empty when it is unusable
     /// (see the module doc). Fails only when the file exists and cannot be read
-    /// (permissions, an I/O error), naming it. Read in pieces of about [`PIECE`] bytes,
-    /// hashed as they come, so the records are in memory once, never a second time as one
-    /// buffer.
+    /// (permissions, an I/O error), naming it. Checked and indexed in one pass (see
+    /// [`read_index`]); the records stay in the file and are read as the capture asks.
     pub(crate) fn load_dircache(
         &self,
         key: &SourceKey,
@@ -63,11 +71,11 @@ impl Catalog<'_> {
         // capture. Whatever is not a regular file of at most `MAX_FILE` bytes is no cache.
         let read = sys::open_regular(&path).and_then(|file| match file {
             None => Ok(Some(None)),
-            Some(file) => read_pieces(file, &key).map(|p| Some(Some(p))),
+            Some(file) => read_index(file, &key, &path).map(|p| Some(Some(p))),
         });
         match read {
-            Ok(Some(Some(pieces))) => Ok(Some(
-                pieces.map_or_else(SourceStatCache::empty, SourceStatCache::from_pieces),
+            Ok(Some(Some(indexed))) => Ok(Some(
+                indexed.map_or_else(SourceStatCache::empty, SourceStatCache::from_file),
             )),
             Ok(Some(None)) | Ok(None) => Ok(Some(SourceStatCache::empty())),
             // Nothing there (also when `dircache` is not a directory: the write then fails
@@ -158,15 +166,20 @@ fn write_file(path: &Path, key: &[u8], update: &StatCacheUpdate) -> Result<(), S
     out.flush().map_err(failed)
 }
 
-/// The records of a whole, checksummed cache file of `key` in pieces of whole records;
-/// `None` for anything else (torn, foreign, another key, a failed checksum).
-fn read_pieces(file: fs::File, key: &[u8]) -> io::Result<Option<Vec<Vec<u8>>>> {
+/// A whole, checksummed cache file of `key`, indexed for lookups that read its records from
+/// the file as they are asked for; `None` for anything else (torn, foreign, another key, a
+/// failed checksum). One sequential pass hashes the file and keeps, per record, 32 bits of a
+/// keyed hash of its path and its offset (8 bytes a record: 10 MB at 1.2 million files, where
+/// the records themselves are 122 MB). The file is never written in place (a new cache is
+/// renamed over it), so the open file keeps the bytes the pass checked.
+fn read_index(file: fs::File, key: &[u8], path: &Path) -> io::Result<Option<CacheFile>> {
     let len = file.metadata()?.len();
     let header = (MAGIC.len() + 4 + key.len()) as u64;
     if len > MAX_FILE || len < header + 32 {
         return Ok(None);
     }
-    let mut input = io::BufReader::with_capacity(PIECE, file.take(len));
+    let end = len - 32;
+    let mut input = io::BufReader::with_capacity(PIECE, (&file).take(len));
     let mut sum = IdHasher::new();
     let mut head = vec![0u8; header as usize];
     if !read_full(&mut input, &mut head)? {
@@ -177,9 +190,12 @@ fn read_pieces(file: fs::File, key: &[u8]) -> io::Result<Option<Vec<Vec<u8>>>> {
     if head != want_head {
         return Ok(None);
     }
-    let mut left = len - header - 32;
-    let mut pieces = Vec::new();
-    let mut block: Vec<u8> = Vec::new();
+    let hasher = std::collections::hash_map::RandomState::new();
+    let mut slots = Vec::new();
+    let mut left = end - header;
+    // Offset (from the first record) of `block[0]`.
+    let mut block_at = 0u64;
+    let mut block: Vec<u8> = Vec::with_capacity(2 * PIECE);
     while left > 0 {
         let start = block.len();
         let want = (PIECE as u64).min(left) as usize;
@@ -189,23 +205,192 @@ fn read_pieces(file: fs::File, key: &[u8]) -> io::Result<Option<Vec<Vec<u8>>>> {
         }
         sum.update(&block[start..]);
         left -= want as u64;
-        let mut end = 0;
-        while let Some((_, _, next)) = record_at(&block, end) {
-            end = next;
+        let mut pos = 0;
+        while let Some((record_path, _, next)) = record_at(&block, pos) {
+            // Below `MAX_FILE`, so every offset fits.
+            let offset = u32::try_from(block_at + pos as u64).unwrap_or(u32::MAX);
+            slots.push(slot(&hasher, record_path, offset));
+            pos = next;
         }
-        if end == 0 && left > 0 {
-            continue; // one record longer than a piece so far: read on
-        }
-        if end > 0 {
-            pieces.push(block[..end].to_vec());
-            block.drain(..end);
-        }
+        block.drain(..pos);
+        block_at += pos as u64;
     }
     let mut stored = [0u8; 32];
     if !block.is_empty() || !read_full(&mut input, &mut stored)? {
         return Ok(None);
     }
-    Ok((sum.finish().as_bytes() == &stored).then_some(pieces))
+    if sum.finish().as_bytes() != &stored {
+        return Ok(None);
+    }
+    drop(input);
+    slots.sort_unstable();
+    slots.shrink_to_fit();
+    Ok(Some(CacheFile {
+        file,
+        path: path.to_path_buf(),
+        start: header,
+        records: end - header,
+        slots,
+        hasher,
+        windows: RefCell::new(Vec::new()),
+        used: Cell::new(0),
+        cursor: Cell::new(0),
+    }))
+}
+
+/// The index slot of a record: 32 bits of the keyed hash of its path, then its offset. Keyed
+/// per load, so names chosen to collide cannot be made to (a run of equal hashes is searched
+/// record by record).
+fn slot(hasher: &std::collections::hash_map::RandomState, path: &[u8], offset: u32) -> u64 {
+    use std::hash::BuildHasher;
+    (hasher.hash_one(path) >> 32) << 32 | u64::from(offset)
+}
+
+/// Bytes of records one window of a [`CacheFile`] holds: more than the longest record (a
+/// 64 KiB path and its entry).
+const WINDOW: usize = 128 * 1024;
+/// Windows a [`CacheFile`] keeps: the walk asks for records in about the order they were
+/// written, and for a directory's own record after its files.
+const WINDOWS: usize = 4;
+/// The shortest record (an empty path and its entry): record offsets divided by it are
+/// distinct, so they number the "kept" bits.
+pub(crate) const MIN_RECORD: u64 = 2 + STAT_LEN as u64;
+
+/// A checked cache file being used by a capture (see [`read_index`]): its records are read
+/// from the file through a few windows of [`WINDOW`] bytes when asked for. Memory: 8 bytes a
+/// record and the windows, never the records.
+pub(crate) struct CacheFile {
+    file: fs::File,
+    /// For error messages.
+    path: PathBuf,
+    /// Where the records start in the file.
+    start: u64,
+    /// Bytes of records.
+    records: u64,
+    /// `hash32 << 32 | offset` per record, sorted.
+    slots: Vec<u64>,
+    hasher: std::collections::hash_map::RandomState,
+    /// (offset, bytes, last use) of the records read.
+    windows: RefCell<Vec<(u64, Vec<u8>, u64)>>,
+    /// Lookups so far (the windows' clock).
+    used: Cell<u64>,
+    /// The offset just past the last record found: the walk most often asks for the next
+    /// record next, found there without hashing its path.
+    cursor: Cell<u64>,
+}
+
+impl CacheFile {
+    /// Records in the file.
+    pub(crate) fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// How many "kept" bits the records need (see [`MIN_RECORD`]).
+    pub(crate) fn positions(&self) -> usize {
+        self.records.div_ceil(MIN_RECORD) as usize
+    }
+
+    /// The entry for `path` and its position (its offset over [`MIN_RECORD`]).
+    pub(crate) fn get(&self, path: &[u8]) -> Option<(usize, StatEntry)> {
+        let cursor = self.cursor.get();
+        if let Some(found) = self.probe(cursor, path) {
+            return Some(found);
+        }
+        let want = slot(&self.hasher, path, 0) >> 32;
+        let first = self.slots.partition_point(|s| s >> 32 < want);
+        self.slots[first..]
+            .iter()
+            .take_while(|s| *s >> 32 == want)
+            .find_map(|s| self.probe(s & u64::from(u32::MAX), path))
+    }
+
+    /// The entry of the record at `offset` when its path is `path`; moves the cursor past it.
+    /// An unreadable file reads as a miss (a cache only saves work).
+    fn probe(&self, offset: u64, path: &[u8]) -> Option<(usize, StatEntry)> {
+        if offset >= self.records {
+            return None;
+        }
+        let clock = self.used.get() + 1;
+        self.used.set(clock);
+        let mut windows = self.windows.borrow_mut();
+        let hit = windows.iter().position(|(at, bytes, _)| {
+            offset >= *at && record_at(bytes, (offset - at) as usize).is_some()
+        });
+        let w = match hit {
+            Some(w) => w,
+            None => {
+                let len = (WINDOW as u64).min(self.records - offset) as usize;
+                let w = if windows.len() < WINDOWS {
+                    windows.push((offset, vec![0u8; WINDOW], 0));
+                    windows.len() - 1
+                } else {
+                    let oldest = windows.iter().enumerate().min_by_key(|(_, w)| w.2);
+                    oldest.map_or(0, |(w, _)| w)
+                };
+                let (at, bytes, _) = &mut windows[w];
+                bytes.resize(len, 0);
+                if self.file.read_exact_at(bytes, self.start + offset).is_err() {
+                    bytes.clear();
+                    return None;
+                }
+                *at = offset;
+                w
+            }
+        };
+        let (at, bytes, last) = &mut windows[w];
+        *last = clock;
+        let (found, entry, next) = record_at(bytes, (offset - *at) as usize)?;
+        if found != path {
+            return None;
+        }
+        self.cursor.set(*at + next as u64);
+        Some(((offset / MIN_RECORD) as usize, StatEntry::decode(entry)?))
+    }
+
+    /// Calls `f` with each record whose position `keep` accepts, in file order.
+    pub(crate) fn for_each_kept(
+        &self,
+        keep: &dyn Fn(usize) -> bool,
+        f: &mut dyn FnMut(&[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let failed = |e| StoreError::io("read stat cache", &self.path, e);
+        let mut block = vec![0u8; 2 * WINDOW];
+        let mut carried = 0;
+        let mut at = 0u64;
+        // Offset of `block[0]`.
+        let mut block_at = 0u64;
+        while at < self.records {
+            let want = (block.len() - carried).min((self.records - at) as usize);
+            self.file
+                .read_exact_at(&mut block[carried..carried + want], self.start + at)
+                .map_err(failed)?;
+            at += want as u64;
+            let filled = carried + want;
+            let mut pos = 0;
+            while let Some((_, _, end)) = record_at(&block[..filled], pos) {
+                if keep(((block_at + pos as u64) / MIN_RECORD) as usize) {
+                    f(&block[pos..end])?;
+                }
+                pos = end;
+            }
+            block.copy_within(pos..filled, 0);
+            carried = filled - pos;
+            block_at += pos as u64;
+        }
+        Ok(())
+    }
+
+    /// Calls `f` with every entry, in file order.
+    pub(crate) fn for_each_entry(&self, f: &mut dyn FnMut(StatEntry)) -> Result<(), StoreError> {
+        self.for_each_kept(&|_| true, &mut |record| {
+            if let Some((_, entry, _)) = record_at(record, 0) {
+                if let Some(entry) = StatEntry::decode(entry) {
+                    f(entry);
+                }
+            }
+            Ok(())
+        })
+    }
 }
 
 /// Fills `buf`; false when the input ends first.
@@ -326,5 +511,107 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains(DIR), "{err}");
         assert_eq!(fs::read_dir(store.objects().tmp_dir()).unwrap().count(), 0);
+    }
+
+    /// A cache of a directory of 200,000 files (and a few elsewhere) is read from its file as
+    /// asked for: every entry is found in walk order and out of it, a missing one is not, and
+    /// the update keeps exactly the entries marked kept plus the new ones.
+    #[test]
+    fn a_large_directory_is_found_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("s")).unwrap();
+        let key = SourceKey::Diff("/srv/big".into());
+        let name = |i: u32| format!("big/entry-{i:06}.txt").into_bytes();
+        let mut cache = SourceStatCache::empty();
+        cache.put(b"a.md", &entry(1));
+        for i in 0..200_000 {
+            cache.put(&name(i), &entry(u64::from(i) + 10));
+        }
+        cache.put(b"big/", &entry(2));
+        cache.put(b"z/last.md", &entry(3));
+        store
+            .catalog()
+            .write_dircache(&cache.into_update(&key))
+            .unwrap();
+        let mut loaded = load(&store, &key);
+        assert_eq!(loaded.len(), 200_003);
+        assert!(loaded.in_file(), "{loaded:?}");
+        // In walk order: a directory's files, then its own record.
+        for i in 0..200_000 {
+            let (at, got) = loaded.get(&name(i)).unwrap();
+            assert_eq!(got, entry(u64::from(i) + 10));
+            if i % 1000 != 7 {
+                loaded.keep(at);
+            }
+        }
+        let (at, got) = loaded.get(b"big/").unwrap();
+        assert_eq!(got, entry(2));
+        loaded.keep(at);
+        // Out of order, far apart, and the same one twice.
+        for i in [199_999, 3, 150_000, 3, 0] {
+            assert_eq!(loaded.get(&name(i)).unwrap().1, entry(u64::from(i) + 10));
+        }
+        assert_eq!(loaded.get(b"z/last.md").unwrap().1, entry(3));
+        assert_eq!(loaded.get(b"a.md").unwrap().1, entry(1));
+        assert!(loaded.get(b"big/entry-200000.txt").is_none());
+        assert!(loaded.get(b"big/entry-00000.txt").is_none());
+        assert!(loaded.get(b"").is_none());
+        loaded.put(b"new.md", &entry(4));
+        store
+            .catalog()
+            .write_dircache(&loaded.into_update(&key))
+            .unwrap();
+        let again = load(&store, &key);
+        // 200,000 - 200 dropped + `big/` + `new.md`.
+        assert_eq!(again.len(), 199_802);
+        assert!(again.get(&name(7)).is_none());
+        assert!(again.get(b"a.md").is_none(), "not kept");
+        assert_eq!(again.get(&name(8)).unwrap().1, entry(18));
+        assert_eq!(again.get(b"new.md").unwrap().1, entry(4));
+        assert_eq!(again.get(b"big/").unwrap().1, entry(2));
+    }
+
+    /// A file written by an earlier version (records in path order, then the new ones in walk
+    /// order; the format has not changed) is read as it is: its records in any order, a path
+    /// stored twice found once.
+    #[test]
+    fn a_file_in_any_order_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("s")).unwrap();
+        let key = SourceKey::Diff("/srv/old".into());
+        let encoded = key.encode();
+        let mut bytes = [MAGIC, &(encoded.len() as u32).to_be_bytes()[..], &encoded].concat();
+        let mut records = Vec::new();
+        for (path, size) in [
+            (&b"b/x.md"[..], 5),
+            (b"a/", 6),
+            (b"a/y.md", 7),
+            (b"a/y.md", 7),
+            (b"", 8),
+            (b"a", 9),
+        ] {
+            super::super::session::push_record(&mut records, path, &entry(size));
+        }
+        bytes.extend_from_slice(&records);
+        let sum = ObjectId::of(&bytes);
+        bytes.extend_from_slice(sum.as_bytes());
+        fs::create_dir_all(store.root().join(DIR)).unwrap();
+        fs::write(store.catalog().dircache_path(&encoded), &bytes).unwrap();
+        let mut loaded = load(&store, &key);
+        for (path, size) in [(&b"a/y.md"[..], 7), (b"b/x.md", 5), (b"a/", 6), (b"a", 9)] {
+            let (at, got) = loaded.get(path).unwrap();
+            assert_eq!(got, entry(size), "{}", String::from_utf8_lossy(path));
+            loaded.keep(at);
+        }
+        assert!(loaded.get(b"a/z.md").is_none());
+        // The empty path and the second copy were not kept: the new file drops them.
+        store
+            .catalog()
+            .write_dircache(&loaded.into_update(&key))
+            .unwrap();
+        let again = load(&store, &key);
+        assert_eq!(again.len(), 4);
+        assert!(again.get(b"").is_none());
+        assert_eq!(again.get(b"a/y.md").unwrap().1, entry(7));
     }
 }
