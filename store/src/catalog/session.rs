@@ -202,6 +202,14 @@ pub struct DestCache {
 }
 
 impl DestCache {
+    /// The record of `entries` taken at `recorded_at_ns`.
+    pub(crate) fn new(entries: SourceStatCache, recorded_at_ns: i64) -> DestCache {
+        DestCache {
+            entries,
+            recorded_at_ns,
+        }
+    }
+
     /// The entry recorded for `path`.
     pub fn get(&self, path: &[u8]) -> Option<StatEntry> {
         self.entries.get(path).map(|(_, entry)| entry)
@@ -261,6 +269,19 @@ impl DestRecord {
     /// moment once every file is staged.
     pub fn set_recorded_at(&mut self, recorded_at_ns: i64) {
         self.recorded_at_ns = recorded_at_ns;
+    }
+
+    /// When the stats were taken, ns since the epoch.
+    pub(crate) fn recorded_at_ns(&self) -> i64 {
+        self.recorded_at_ns
+    }
+
+    /// Calls `f` with each record, in the order they were pushed.
+    pub(crate) fn for_each_record(
+        &self,
+        f: &mut dyn FnMut(&[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.records.for_each(f)
     }
 
     /// Records one file (a path too long for the format, 64 KiB, is simply not recorded).
