@@ -42,7 +42,8 @@ use std::path::{Path, PathBuf};
 
 use super::keys::{DestKey, SourceKey};
 use super::session::{
-    record_at, DestCache, DestRecord, SourceStatCache, StatCacheUpdate, StatEntry, STAT_LEN,
+    record_at, DestCache, DestRecord, EachRecord, SourceStatCache, StatCacheUpdate, StatEntry,
+    STAT_LEN,
 };
 use super::Catalog;
 use crate::error::StoreError;
@@ -278,7 +279,7 @@ fn write_file(
     path: &Path,
     head: &[u8],
     extra: &[u8],
-    records: &dyn Fn(&mut dyn FnMut(&[u8]) -> Result<(), StoreError>) -> Result<(), StoreError>,
+    records: &EachRecord<'_>,
 ) -> Result<(), StoreError> {
     let failed = |e| StoreError::io("write", path, e);
     // 256 KiB writes: the corpus's 2 MB cache went out in 250 writes of 8 KiB.

@@ -570,7 +570,7 @@ impl SourceStatCache {
 }
 
 /// Something that calls its argument with each whole record it holds, in order.
-type EachRecord<'a> =
+pub(crate) type EachRecord<'a> =
     dyn Fn(&mut dyn FnMut(&[u8]) -> Result<(), StoreError>) -> Result<(), StoreError> + 'a;
 
 /// About how many bytes of records one stored chunk of a source's stat cache holds.
