@@ -434,11 +434,49 @@ impl CacheFile {
             return Some(found);
         }
         let want = slot(&self.hasher, path, 0) >> 32;
-        let first = self.slots.partition_point(|s| s >> 32 < want);
+        let first = self.first_slot(want);
         self.slots[first..]
             .iter()
             .take_while(|s| *s >> 32 == want)
             .find_map(|s| self.probe(s & u64::from(u32::MAX), path))
+    }
+
+    /// The first slot whose hash is `want` or more. The hashes are uniform, so the slot is
+    /// near `want / 2^32` of the way through: searched outwards from there (a few nearby
+    /// cache lines), not by bisecting all of them (about 20 probes, most of them cache
+    /// misses, which made a no-op capture of 400,000 files a tenth slower).
+    fn first_slot(&self, want: u64) -> usize {
+        let n = self.slots.len();
+        if n == 0 {
+            return 0;
+        }
+        let key = |i: usize| self.slots[i] >> 32;
+        let guess = (((u128::from(want) * n as u128) >> 32) as usize).min(n - 1);
+        // Every slot below `lo` is below `want`; every one from `hi` on is not.
+        let (mut lo, mut hi) = (0, n);
+        let mut step = 1;
+        if key(guess) < want {
+            lo = guess + 1;
+            while guess + step < n {
+                if key(guess + step) >= want {
+                    hi = guess + step;
+                    break;
+                }
+                lo = guess + step + 1;
+                step *= 2;
+            }
+        } else {
+            hi = guess;
+            while step <= guess {
+                if key(guess - step) < want {
+                    lo = guess - step + 1;
+                    break;
+                }
+                hi = guess - step;
+                step *= 2;
+            }
+        }
+        lo + self.slots[lo..hi].partition_point(|s| s >> 32 < want)
     }
 
     /// The entry of the record at `offset` when its path is `path`; moves the cursor past it.
@@ -671,6 +709,18 @@ mod tests {
             .catalog()
             .write_dircache(&cache.into_update(&key))
             .unwrap();
+        // The search from the interpolated guess agrees with a bisection everywhere.
+        let path = store.catalog().dircache_path(&key.encode());
+        let file = fs::File::open(&path).unwrap();
+        let (indexed, _) = read_index(file, &header(MAGIC, &key.encode()), 0, &path)
+            .unwrap()
+            .unwrap();
+        let hashes = indexed.slots.iter().map(|s| s >> 32);
+        let probes = hashes.flat_map(|h| [h, h + 1, h.saturating_sub(1)]);
+        for want in probes.chain([0, u64::from(u32::MAX), 1 << 31]) {
+            let bisected = indexed.slots.partition_point(|s| s >> 32 < want);
+            assert_eq!(indexed.first_slot(want), bisected, "{want}");
+        }
         let mut loaded = load(&store, &key);
         assert_eq!(loaded.len(), 200_003);
         assert!(loaded.in_file(), "{loaded:?}");
