@@ -119,7 +119,7 @@ pub(crate) fn read_file(store: &Store, sink: &Sink, job: &FileJob) -> FileOutcom
     if opened.nlink > 1 {
         return FileOutcome::Skipped(SkipReason::HardLink);
     }
-    match sink.put_blob(store, &job.path, &mut file) {
+    match sink.put_blob(store, &job.path, &mut file, opened.size) {
         Ok((id, len)) => FileOutcome::Stored {
             id,
             len,

@@ -62,15 +62,16 @@ impl Sink {
         }
     }
 
-    /// Stores (or hashes) one file's bytes: its id and length.
+    /// Stores (or hashes) one file's bytes (`size`: its stat, a guess): its id and length.
     pub(crate) fn put_blob(
         &self,
         store: &Store,
         path: &str,
         reader: &mut dyn Read,
+        size: u64,
     ) -> Result<(ObjectId, u64), StoreError> {
         let Sink::Memory(objects, keep) = self else {
-            return store.objects().write_from(reader);
+            return store.objects().write_from_sized(reader, size);
         };
         let limit = match keep {
             KeepBytes::Every(limit) => Some(*limit),
@@ -80,7 +81,9 @@ impl Sink {
         let mut hasher = IdHasher::new();
         let mut kept = Some(Vec::new());
         let mut len = 0u64;
-        let mut buf = vec![0u8; 64 * 1024];
+        // About the file's size (zeroed: a 64 KiB buffer per small file was mostly memset).
+        let first = usize::try_from(size).map_or(usize::MAX, |n| n.saturating_add(1));
+        let mut buf = vec![0u8; first.clamp(64, 64 * 1024)];
         loop {
             let n = reader.read(&mut buf).map_err(|source| StoreError::Io {
                 op: "read",

@@ -133,10 +133,8 @@ pub fn check_replacement(
     }
     let recorded = store.is_some_and(|s| {
         s.catalog()
-            .session()
-            .ok()
-            .and_then(|c| c.load_dest_cache(&dest_key(admitted)).ok()?)
-            .is_some()
+            .has_dest_record(&dest_key(admitted))
+            .unwrap_or(false)
     });
     if recorded {
         return Ok(Some(Replaced::Checkout));

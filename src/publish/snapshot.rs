@@ -39,14 +39,7 @@ pub fn publish_snapshot(
     let key = dest_key(admitted);
     // Read only when there is a previous tree to reuse from: a checkout into a new
     // directory never opens the catalog for it.
-    let load = || {
-        store
-            .catalog()
-            .session()
-            .and_then(|c| c.load_dest_cache(&key))
-            .ok()
-            .flatten()
-    };
+    let load = || store.catalog().load_dest_record(&key).ok().flatten();
     // Filled as the files are staged; its time is set when they all are.
     let mut record = store.catalog().dest_record(0);
     // Trees from the snapshot's tree index (one sequential read) rather than one object
@@ -99,10 +92,7 @@ pub fn publish_snapshot(
         .ok()
     };
     if let Some(record) = record {
-        let _ = store
-            .catalog()
-            .session()
-            .and_then(|c| c.store_dest_cache(&key, &record));
+        let _ = store.catalog().store_dest_record(&key, &record);
     }
     Ok(published)
 }

@@ -332,12 +332,12 @@ fn the_record_taken_while_staging_is_what_the_published_tree_shows() {
         &DestRecord::new,
     )
     .unwrap();
-    let catalog = env.store.catalog().session().unwrap();
+    let catalog = env.store.catalog();
     let (staged_key, after_key) = (DestKey::new(&env.path("a")), DestKey::new(&env.path("b")));
-    catalog.store_dest_cache(&staged_key, &record).unwrap();
-    catalog.store_dest_cache(&after_key, &after).unwrap();
-    let staged = catalog.load_dest_cache(&staged_key).unwrap().unwrap();
-    let after = catalog.load_dest_cache(&after_key).unwrap().unwrap();
+    catalog.store_dest_record(&staged_key, &record).unwrap();
+    catalog.store_dest_record(&after_key, &after).unwrap();
+    let staged = catalog.load_dest_record(&staged_key).unwrap().unwrap();
+    let after = catalog.load_dest_record(&after_key).unwrap().unwrap();
     assert_eq!((staged.len(), after.len()), (8, 8));
     for (rel, (_, bytes)) in expected(&env.new) {
         if bytes.is_none() {
@@ -355,7 +355,6 @@ fn the_record_taken_while_staging_is_what_the_published_tree_shows() {
         assert_eq!((entry.ino, entry.ctime_ns), (st.ino, st.ctime_ns), "{rel}");
     }
     assert!(staged.recorded_at_ns() <= after.recorded_at_ns());
-    drop(catalog);
 
     // Over the published tree, the record is read once.
     let mut again = DestRecord::new(0);

@@ -8,7 +8,7 @@
 //! packed, and a reader over them; `objects/`, `tmp/`), [`Store::index`] ([`Index`]: the tree
 //! index of each snapshot's root and the record of what it expands to; `trees/`),
 //! [`Store::catalog`] ([`Catalog`]: the commit, snapshots and names, the stat caches of
-//! captures, destination records, verdicts and signatures; `catalog/`, `dircache/`,
+//! captures, destination records, verdicts and signatures; `catalog/`, `dircache/`, `destcache/`,
 //! `signatures/`), [`Store::packs`] ([`Packs`]: a snapshot written out as a pack, packs
 //! unpacked and imported; no directory of its own) and [`Store::maintenance`]
 //! ([`Maintenance`]: verify, gc, reindex, forget and the leases of mounts; `leases/`). A room
@@ -27,7 +27,7 @@
 //! <store>/objects/packs/<digest>.pack  the small objects of a capture, packed (format 4;
 //!                            see `packed`)
 //! <store>/tmp/               temp files of writers in progress, staging dirs of imports
-//! <store>/catalog/           sled: snapshot index, names, destination records (rebuildable)
+//! <store>/catalog/           sled: snapshot index, names (rebuildable)
 //! <store>/trees/<root>.pack  the tree index of every snapshot whose root tree is <root>: a
 //!                            trees-only pack rooted at that tree (a derived cache); an older
 //!                            build's per-snapshot index is `trees/<snapshot>.pack`
@@ -35,6 +35,8 @@
 //!                            written with its index, so a mount need not walk every tree
 //! <store>/dircache/<hash>    the stat cache of each captured source and each directory
 //!                            `diff` hashed (outside sled)
+//! <store>/destcache/<hash>   the destination record of each checkout or export directory
+//!                            (outside sled)
 //! <store>/leases/            leases of mounts that are not a lock on their record: a file per
 //!                            mount, and records forgotten while mounted (see `lease`)
 //! <store>/signatures/<id>/   opaque signatures of snapshot <id>, each named by its blake3

@@ -2,7 +2,8 @@
 //! capture or a publish work. It owns `<store>/catalog/` (sled, opened only by [`session`]:
 //! the snapshot list, names, destination records, older stat caches), the catalogs set aside
 //! as `catalog.broken-*`, `<store>/dircache/` (the stat caches of captured sources and the
-//! verdicts of checks: [`dircache`], [`verdicts`]) and `<store>/signatures/` ([`signatures`]).
+//! verdicts of checks: [`dircache`], [`verdicts`]), `<store>/destcache/` (destination records,
+//! also [`dircache`]) and `<store>/signatures/` ([`signatures`]).
 //!
 //! The commit is here: [`Catalog::commit_snapshot`] is the one place that enforces the write
 //! order of the crate doc (objects synced, record written and synced, catalog entry, then the

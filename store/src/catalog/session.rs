@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::dircache::CacheFile;
 use super::keys::{DestKey, SourceKey};
 use super::records::Records;
 use super::refs::{self, RefTable};
@@ -148,7 +149,7 @@ pub struct StatEntry {
     pub id: ObjectId,
 }
 
-const STAT_LEN: usize = 8 * 5 + 1 + 32;
+pub(crate) const STAT_LEN: usize = 8 * 5 + 1 + 32;
 
 impl StatEntry {
     fn encode(&self) -> [u8; STAT_LEN] {
@@ -163,7 +164,7 @@ impl StatEntry {
         out
     }
 
-    fn decode(b: &[u8]) -> Option<StatEntry> {
+    pub(crate) fn decode(b: &[u8]) -> Option<StatEntry> {
         if b.len() != STAT_LEN {
             return None;
         }
@@ -201,6 +202,14 @@ pub struct DestCache {
 }
 
 impl DestCache {
+    /// The record of `entries` taken at `recorded_at_ns`.
+    pub(crate) fn new(entries: SourceStatCache, recorded_at_ns: i64) -> DestCache {
+        DestCache {
+            entries,
+            recorded_at_ns,
+        }
+    }
+
     /// The entry recorded for `path`.
     pub fn get(&self, path: &[u8]) -> Option<StatEntry> {
         self.entries.get(path).map(|(_, entry)| entry)
@@ -225,8 +234,7 @@ impl DestCache {
     /// fine timestamps, so a shorter racy window applies).
     pub fn has_fine_times(&self) -> bool {
         self.entries
-            .entries()
-            .any(|e| e.mtime_ns % 1_000_000_000 != 0 || e.ctime_ns % 1_000_000_000 != 0)
+            .any_entry(&|e| e.mtime_ns % 1_000_000_000 != 0 || e.ctime_ns % 1_000_000_000 != 0)
     }
 }
 
@@ -261,6 +269,19 @@ impl DestRecord {
     /// moment once every file is staged.
     pub fn set_recorded_at(&mut self, recorded_at_ns: i64) {
         self.recorded_at_ns = recorded_at_ns;
+    }
+
+    /// When the stats were taken, ns since the epoch.
+    pub(crate) fn recorded_at_ns(&self) -> i64 {
+        self.recorded_at_ns
+    }
+
+    /// Calls `f` with each record, in the order they were pushed.
+    pub(crate) fn for_each_record(
+        &self,
+        f: &mut dyn FnMut(&[u8]) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        self.records.for_each(f)
     }
 
     /// Records one file (a path too long for the format, 64 KiB, is simply not recorded).
@@ -304,8 +325,9 @@ impl StatCacheUpdate {
         &self.key
     }
 
-    /// Calls `f` with each record of the new cache: the kept ones in path order, then the
-    /// new ones in the order the capture added them. Nothing when unchanged.
+    /// Calls `f` with each record of the new cache: the kept ones in the order they were
+    /// stored (path order for a catalog value), then the new ones in the order the capture
+    /// added them. Nothing when unchanged.
     pub(crate) fn for_each_record(
         &self,
         f: &mut dyn FnMut(&[u8]) -> Result<(), StoreError>,
@@ -313,44 +335,95 @@ impl StatCacheUpdate {
         let Some(cache) = &self.cache else {
             return Ok(());
         };
-        for (i, at) in cache.index.iter().enumerate() {
-            if cache.is_kept(i) {
-                if let Some((_, _, record)) = cache.record(*at) {
-                    f(record)?;
+        match &cache.stored {
+            Stored::Chunks(c) => {
+                for (i, at) in c.index.iter().enumerate() {
+                    if cache.is_kept(i) {
+                        if let Some((_, _, record)) = c.record(*at) {
+                            f(record)?;
+                        }
+                    }
                 }
             }
+            Stored::File(file) => file.for_each_kept(&|i| cache.is_kept(i), f)?,
         }
         cache.changed.for_each(f)
     }
 }
 
-/// The stat cache of one source as a capture uses it: the catalog value itself (records
-/// `{path_len:u16 path entry}`, see `encode_stat_cache`) with an index of record offsets
-/// sorted by path, one bit per record for "seen again unchanged", and the new or changed
-/// records packed the same way (spilled to an unnamed file past a bound when the cache was
-/// loaded through [`crate::Catalog::load_source_cache`]). About 4 bytes per file beyond the
-/// stored record, where a map of owned paths took about 3 times the record (580 bytes per
-/// file in all at 300,000 files).
+/// The stat cache of one source as a capture uses it: the stored records, one bit per
+/// record for "seen again unchanged", and the new or changed records packed the same way
+/// (spilled to an unnamed file past a bound when the cache was loaded through
+/// [`crate::Catalog::load_source_cache`]). The stored records are either a checked file that
+/// stays on disk (see `dircache`: 8 bytes a record in memory) or the catalog value itself
+/// (an older version's cache, a destination record: records `{path_len:u16 path entry}`, see
+/// `encode_stat_cache`, with an index of record offsets sorted by path, about 4 bytes per file
+/// beyond the stored record, where a map of owned paths took about 3 times the record).
 pub struct SourceStatCache {
-    /// The stored chunks, as sled returned them (sharing sled's own copy while the catalog
-    /// is open, so reading a cache costs one copy of it, not two). No record spans chunks.
-    chunks: Vec<sled::IVec>,
-    /// Records as `chunk << 32 | offset`, sorted by path, one per distinct path.
-    index: Vec<u64>,
-    /// Bit `i`: record `index[i]` was seen again unchanged (kept in the new cache).
+    stored: Stored,
+    /// Bit `i`: the record at position `i` was seen again unchanged (kept in the new cache).
     seen: Vec<u64>,
+    /// Bits set in `seen`.
+    kept: usize,
     /// New or changed records, encoded.
     changed: Records,
+}
+
+/// Where the records a cache was loaded with are.
+enum Stored {
+    /// In memory, from the catalog.
+    Chunks(Chunks),
+    /// In a cache file, read as asked for.
+    File(CacheFile),
+}
+
+/// Records held in memory, as sled returned them, with their index.
+struct Chunks {
+    /// The stored chunks (sharing sled's own copy while the catalog is open, so reading a
+    /// cache costs one copy of it, not two). No record spans chunks.
+    chunks: Vec<sled::IVec>,
+    /// Records as `chunk << 32 | offset`, sorted by path, one per distinct path; a record's
+    /// position is its place here.
+    index: Vec<u64>,
     /// Where the last lookup hit: a walk asks for a directory's files in name order, which
     /// is path order, so the next one is most often the next record (one comparison instead
     /// of a binary search).
     last: std::cell::Cell<usize>,
 }
 
+impl Chunks {
+    /// The record at index value `at`: (path, entry bytes, the record's bytes).
+    fn record(&self, at: u64) -> Option<(&[u8], &[u8], &[u8])> {
+        let chunk = self.chunks.get(usize::try_from(at >> 32).ok()?)?;
+        let pos = (at & u64::from(u32::MAX)) as usize;
+        let (path, entry, end) = record_at(chunk, pos)?;
+        Some((path, entry, &chunk[pos..end]))
+    }
+
+    fn path(&self, at: u64) -> &[u8] {
+        self.record(at).map(|(p, _, _)| p).unwrap_or_default()
+    }
+
+    fn get(&self, path: &[u8]) -> Option<(usize, StatEntry)> {
+        let next = self.last.get() + 1;
+        let at = match self.index.get(next) {
+            Some(at) if self.path(*at) == path => next,
+            _ => self
+                .index
+                .binary_search_by(|at| self.path(*at).cmp(path))
+                .ok()?,
+        };
+        self.last.set(at);
+        let (_, entry, _) = self.record(self.index[at])?;
+        Some((at, StatEntry::decode(entry)?))
+    }
+}
+
 impl std::fmt::Debug for SourceStatCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SourceStatCache")
-            .field("entries", &self.index.len())
+            .field("entries", &self.len())
+            .field("in_file", &matches!(self.stored, Stored::File(_)))
             .field("changed_bytes", &self.changed.len())
             .finish()
     }
@@ -371,52 +444,59 @@ impl SourceStatCache {
                 pos = end;
             }
         }
-        let mut cache = SourceStatCache {
+        let mut stored = Chunks {
             chunks,
             index: Vec::new(),
-            seen: Vec::new(),
-            changed: Records::default(),
             last: std::cell::Cell::new(0),
         };
         // Stable: it merges the runs it finds, and a stored cache is one or two runs (the
         // kept records in path order, then the added ones in walk order, which is path order
         // but for a name that is a prefix of its sibling's, and where files of one directory
         // were answered out of order), so this is about one pass, not a full sort.
-        index.sort_by(|a, b| cache.path(*a).cmp(cache.path(*b)));
-        index.dedup_by(|a, b| cache.path(*a) == cache.path(*b));
+        index.sort_by(|a, b| stored.path(*a).cmp(stored.path(*b)));
+        index.dedup_by(|a, b| stored.path(*a) == stored.path(*b));
         index.shrink_to_fit();
-        cache.seen = vec![0u64; index.len().div_ceil(64)];
-        cache.index = index;
-        cache
+        let seen = vec![0u64; index.len().div_ceil(64)];
+        stored.index = index;
+        SourceStatCache {
+            stored: Stored::Chunks(stored),
+            seen,
+            kept: 0,
+            changed: Records::default(),
+        }
     }
 
-    /// The record at index value `at`: (path, entry bytes, the record's bytes).
-    fn record(&self, at: u64) -> Option<(&[u8], &[u8], &[u8])> {
-        let chunk = self.chunks.get(usize::try_from(at >> 32).ok()?)?;
-        let pos = (at & u64::from(u32::MAX)) as usize;
-        let (path, entry, end) = record_at(chunk, pos)?;
-        Some((path, entry, &chunk[pos..end]))
+    /// The cache whose records stay in the checked file `file` (see `dircache`).
+    pub(crate) fn from_file(file: CacheFile) -> SourceStatCache {
+        SourceStatCache {
+            seen: vec![0u64; file.positions().div_ceil(64)],
+            stored: Stored::File(file),
+            kept: 0,
+            changed: Records::default(),
+        }
     }
 
-    fn path(&self, at: u64) -> &[u8] {
-        self.record(at).map(|(p, _, _)| p).unwrap_or_default()
+    /// True when any loaded entry satisfies `pred`.
+    fn any_entry(&self, pred: &dyn Fn(&StatEntry) -> bool) -> bool {
+        match &self.stored {
+            Stored::Chunks(c) => c
+                .index
+                .iter()
+                .filter_map(|at| StatEntry::decode(c.record(*at)?.1))
+                .any(|e| pred(&e)),
+            Stored::File(file) => {
+                let mut any = false;
+                // Unreadable: no entry shown (the caller only tunes a window with it).
+                let _ = file.for_each_entry(&mut |e| any = any || pred(&e));
+                any
+            }
+        }
     }
 
-    /// The loaded entries, in path order.
-    fn entries(&self) -> impl Iterator<Item = StatEntry> + '_ {
-        self.index
-            .iter()
-            .filter_map(|at| StatEntry::decode(self.record(*at)?.1))
-    }
-
-    /// The cache held by `pieces` of whole records (read from a file, not the catalog: see
-    /// `dircache`).
-    pub(crate) fn from_pieces(pieces: Vec<Vec<u8>>) -> SourceStatCache {
-        let chunks = pieces
-            .into_iter()
-            .map(|piece| sled::IVec::from(&piece[..]))
-            .collect();
-        SourceStatCache::from_chunks(chunks)
+    /// Whether the records stay in a cache file (not loaded).
+    #[cfg(test)]
+    pub(crate) fn in_file(&self) -> bool {
+        matches!(self.stored, Stored::File(_))
     }
 
     /// An empty cache (a source never captured).
@@ -426,34 +506,34 @@ impl SourceStatCache {
 
     /// Entries in the loaded cache.
     pub fn len(&self) -> usize {
-        self.index.len()
+        match &self.stored {
+            Stored::Chunks(c) => c.index.len(),
+            Stored::File(file) => file.len(),
+        }
     }
 
     /// True when the loaded cache holds nothing.
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
+        self.len() == 0
     }
 
     /// The entry for `path`, with its position (for [`SourceStatCache::keep`]).
     pub fn get(&self, path: &[u8]) -> Option<(usize, StatEntry)> {
-        let next = self.last.get() + 1;
-        let at = match self.index.get(next) {
-            Some(at) if self.path(*at) == path => next,
-            _ => self
-                .index
-                .binary_search_by(|at| self.path(*at).cmp(path))
-                .ok()?,
-        };
-        self.last.set(at);
-        let (_, entry, _) = self.record(self.index[at])?;
-        Some((at, StatEntry::decode(entry)?))
+        match &self.stored {
+            Stored::Chunks(c) => c.get(path),
+            Stored::File(file) => file.get(path),
+        }
     }
 
     /// Keeps entry `position` (from [`SourceStatCache::get`]) in the new cache: its file was
     /// seen again unchanged.
     pub fn keep(&mut self, position: usize) {
         if let Some(word) = self.seen.get_mut(position / 64) {
-            *word |= 1 << (position % 64);
+            let bit = 1 << (position % 64);
+            if *word & bit == 0 {
+                *word |= bit;
+                self.kept += 1;
+            }
         }
     }
 
@@ -468,9 +548,11 @@ impl SourceStatCache {
         self.changed.spill_into(dir);
     }
 
-    /// Whether entry `i` of the index was kept.
+    /// Whether the record at position `i` was kept.
     fn is_kept(&self, i: usize) -> bool {
-        self.seen[i / 64] & (1 << (i % 64)) != 0
+        self.seen
+            .get(i / 64)
+            .is_some_and(|word| word & (1 << (i % 64)) != 0)
     }
 
     /// The new cache: the kept entries plus the new ones; empty when that is exactly the
@@ -478,8 +560,7 @@ impl SourceStatCache {
     pub fn into_update(self, source: &SourceKey) -> StatCacheUpdate {
         let in_dircache = matches!(source, SourceKey::Diff(_));
         let key = source.encode();
-        let all_kept = (0..self.index.len()).all(|i| self.is_kept(i));
-        let unchanged = all_kept && self.changed.is_empty();
+        let unchanged = self.kept == self.len() && self.changed.is_empty();
         StatCacheUpdate {
             key,
             cache: (!unchanged).then_some(self),
@@ -489,7 +570,7 @@ impl SourceStatCache {
 }
 
 /// Something that calls its argument with each whole record it holds, in order.
-type EachRecord<'a> =
+pub(crate) type EachRecord<'a> =
     dyn Fn(&mut dyn FnMut(&[u8]) -> Result<(), StoreError>) -> Result<(), StoreError> + 'a;
 
 /// About how many bytes of records one stored chunk of a source's stat cache holds.

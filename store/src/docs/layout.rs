@@ -8,9 +8,12 @@
 //!                            its uncompressed bytes
 //! <store>/objects/packs/<digest>.pack  the small objects of a capture, packed into one file
 //! <store>/tmp/               writers' temp files and staging directories
-//! <store>/catalog/           sled, format 2: snapshot index, names, destination records (the stat
-//!                            of each file a checkout or export wrote, so the next one there reuses
-//!                            it); rebuildable with `reindex`
+//! <store>/catalog/           sled, format 2: snapshot index, names (and an older version's
+//!                            destination records); rebuildable with `reindex`
+//! <store>/destcache/<hash>   the destination record of each checkout or export directory (the
+//!                            stat of each file it wrote, so the next one there reuses it; a file
+//!                            per destination, outside sled, checksummed; gc drops the ones whose
+//!                            directory is gone)
 //! <store>/trees/<root>.pack  the tree index of every snapshot with root tree <root> (a derived
 //!                            cache); `trees/<snapshot-id>.pack` from older builds
 //! <store>/trees/<root>.expansion  what tree <root> expands to (depth, entries, bytes)

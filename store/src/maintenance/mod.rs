@@ -810,9 +810,10 @@ impl<'s> Maintenance<'s> {
         report.signatures_removed = self.catalog().remove_orphan_signatures(&live.records)?;
         // A destination's record is only good for the next publish to it: once the directory
         // is gone (a review checkout deleted, say), so is the record.
-        report.dest_records_removed = self.catalog().session()?.remove_dest_records(&|path| {
-            matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound)
-        })?;
+        let gone = |path: &std::path::Path| matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
+        // Files (this version's records) and an older version's in the catalog.
+        report.dest_records_removed = self.catalog().remove_dest_files(&gone)?
+            + self.catalog().session()?.remove_dest_records(&gone)?;
         Ok(())
     }
 
