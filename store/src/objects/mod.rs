@@ -520,7 +520,7 @@ impl ObjectDir {
     }
 
     /// [`ObjectDir::write_from`] for a reader of about `size` bytes (its stat: a guess, any
-    /// length is stored whole). The first [`SMALL`] bytes are read into a buffer of about the
+    /// length is stored whole). The first `SMALL` bytes are read into a buffer of about the
     /// file's size, not zeroed: a zeroed 256 KiB buffer per file, taken from each worker's
     /// malloc arena, cost a memset of 256 KiB per file (100 GB for 400,000 small files) and
     /// kept a first capture's arenas large.
