@@ -227,12 +227,21 @@ fn walk(
             if entry.kind == EntryKind::Dir {
                 if dir.0 == SKILLS_DIR.as_bytes() {
                     let skills = side.tree(&entry.id)?;
+                    // A skill bundle holds skills (its child directories); an Agent Plugin's
+                    // `skills/<name>/` is one skill itself (its SKILL.md is right there), and
+                    // is not counted as a bundle of none.
+                    let is_one_skill = skills
+                        .entries()
+                        .iter()
+                        .any(|e| e.kind != EntryKind::Dir && e.name == b"SKILL.md");
                     let n = skills
                         .entries()
                         .iter()
                         .filter(|e| e.kind == EntryKind::Dir)
                         .count();
-                    part_of(&mut parts, &path).skills = Some(n as u64);
+                    if !is_one_skill {
+                        part_of(&mut parts, &path).skills = Some(n as u64);
+                    }
                 }
                 stack.push((path, entry.id));
                 continue;

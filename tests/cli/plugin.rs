@@ -267,6 +267,12 @@ fn review_of_a_published_plugin_shows_every_server_it_starts() {
         r["plugin"]["skills"],
         serde_json::json!(["conformance-guide"])
     );
+    // A plugin's `skills/<name>/` is one skill, not a skill bundle of none.
+    let parts = r["parts"].to_string();
+    assert!(
+        parts.contains("skills/conformance-guide") && !parts.contains("\"skills\":0"),
+        "{parts}"
+    );
     // As published without its probe-workdir, `relative` names a cwd that is not there.
     assert_eq!(server_names(&r), ["default", "root", "data"], "{r}");
     assert!(
