@@ -661,6 +661,39 @@ mod tests {
         })
     }
 
+    /// Every single-byte change of a sealed object (header, sealed name, payload, tag) is
+    /// refused: no read of it returns bytes. Each read is by a fresh handle (a handle caches
+    /// what it read of an object: a small object whole).
+    #[test]
+    fn every_single_byte_flip_of_a_sealed_object_is_refused() {
+        let data: Vec<u8> = (0..700).map(|i| (i % 251) as u8).collect();
+        let inner = Arc::new(object_store::memory::InMemory::new());
+        let keys = DataKeys::generate();
+        let fresh = || Sealed::new(inner.clone(), keys.clone());
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let name = Path::from("packs/p.zcpack");
+        rt.block_on(fresh().put(&name, PutPayload::from(data.clone())))
+            .unwrap();
+        assert_eq!(read(&fresh(), 0..700).unwrap(), data);
+        let keyed = fresh().keyed(&name);
+        let whole = rt.block_on(async { inner.get(&keyed).await.unwrap().bytes().await.unwrap() });
+        for i in 0..whole.len() {
+            let mut flipped = whole.to_vec();
+            flipped[i] ^= 0x01;
+            rt.block_on(inner.put(&keyed, PutPayload::from(flipped)))
+                .unwrap();
+            for range in [0..700, 0..1, 699..700] {
+                assert!(
+                    read(&fresh(), range.clone()).is_err(),
+                    "byte {i} of {} flipped, range {range:?} still read",
+                    whole.len()
+                );
+            }
+        }
+    }
+
     #[test]
     fn ranges_read_back_and_a_cut_object_is_refused() {
         let data: Vec<u8> = (0..5 * CHUNK as usize + 77)
