@@ -247,22 +247,21 @@ pub fn holders(store: &Path, id: &ObjectId) -> Result<Vec<Holder>, ProvenanceErr
             continue;
         }
         let file = path(&hold.install, &hold.alias);
-        match read_file(&file) {
-            Ok(Some(record)) if record.snapshot == *id => out.push(Holder {
-                install: hold.install,
-                alias: hold.alias,
-                file,
-            }),
+        let holds = match read_file(&file) {
+            Ok(Some(record)) => record.snapshot == *id,
             // Unreadable now (permissions, a half-written disk): it may still name `id`.
-            Err(ProvenanceError::Read { .. }) => out.push(Holder {
+            Err(ProvenanceError::Read { .. }) => true,
+            _ => false,
+        };
+        if holds {
+            out.push(Holder {
                 install: hold.install,
                 alias: hold.alias,
                 file,
-            }),
-            _ => {
-                // Best effort: a stale hold only costs a read at the next forget.
-                let _ = fs::remove_file(&hold_file);
-            }
+            });
+        } else {
+            // Best effort: a stale hold only costs a read at the next forget.
+            let _ = fs::remove_file(&hold_file);
         }
     }
     out.sort_by(|a, b| (&a.install, &a.alias).cmp(&(&b.install, &b.alias)));

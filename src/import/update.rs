@@ -609,27 +609,9 @@ fn plan_skills(
                     .to_string(),
             ));
         }
-        let dir_in = |install: &Install| -> Result<Option<PathBuf>, UpdateError> {
-            if !install.typed.skill_bundles.contains_key(&local_alias) {
-                return Ok(None);
-            }
-            zeroclaw_config::skill_bundles::resolve_directory(
-                &install.typed,
-                &target.root,
-                &local_alias,
-            )
-            .map(Some)
-            .map_err(|e| {
-                ImportError::Invalid {
-                    path: target.config_path.clone(),
-                    problem: e.to_string(),
-                }
-                .into()
-            })
-        };
-        let now = dir_in(&target.install)?;
+        let now = skill_dir(&target.root, &local_alias, &[&target.install])?;
         let then = match input.after {
-            Some(after) => dir_in(after)?,
+            Some(after) => skill_dir(&target.root, &local_alias, &[after])?,
             None => None,
         };
         if let (Some(now), Some(then)) = (&now, &then) {
