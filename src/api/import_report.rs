@@ -335,7 +335,7 @@ fn render_plan(plan: &ImportPlan, dry_run: bool) -> String {
         Some(name) => format!(
             "  Agent Plugin {} -> skill bundle {}\n",
             escape_text(name),
-            escape_text(plan.alias.strip_prefix("plugin.").unwrap_or(&plan.alias))
+            escape_text(crate::plugin::record_skill_alias(&plan.alias).unwrap_or(&plan.alias))
         ),
         None => format!(
             "  agent {} -> {}\n",

@@ -326,8 +326,8 @@ fn trees_of(
     };
     let (install_before, install_after) = (load(configs.0)?, load(configs.1)?);
     let mut trees = vec![Settled {
-        what: format!("the workspace of agent {alias}"),
-        dir: install_before.typed.agent_workspace_dir(alias),
+        what: update::merged_dir_noun(alias),
+        dir: update::merged_dir(&install_before, root, alias),
         before_tree: state.before_tree,
         after_tree: state.after_tree,
         after_snapshot: state.after_snapshot,

@@ -289,15 +289,13 @@ pub fn plan(
     let expect = check_arguments(req)?;
     let target = read_target(req.install)?;
     let (snapshot, kind) = source::capture(store, req.source, req.require, progress)?;
-    let record = store.objects().read_snapshot(&snapshot)?;
-    if crate::plugin::is_plugin(store, &record.root)
-        && store
-            .objects()
-            .read_tree(&record.root)?
-            .get(MANIFEST_FILE.as_bytes())
-            .is_none()
-    {
-        return plugin::plan(store, req, target, snapshot, kind, record.root, expect);
+    if let Some(root) = plugin_root(store, snapshot)? {
+        let incoming = update::IncomingPlugin {
+            snapshot,
+            root,
+            kind,
+        };
+        return plugin::plan(store, req, target, incoming, expect, progress);
     }
     if let Some(agent) = req.attach {
         return Err(ImportError::BadArgument {
@@ -449,6 +447,22 @@ fn read_target(install: &Path) -> Result<Target, ImportError> {
     })
 }
 
+/// The root tree of snapshot `snapshot` when it is an Agent Plugin (a `plugin.json` and no
+/// bundle manifest), else None.
+pub(super) fn plugin_root(
+    store: &Store,
+    snapshot: ObjectId,
+) -> Result<Option<ObjectId>, ImportError> {
+    let root = store.objects().read_snapshot(&snapshot)?.root;
+    let plugin = crate::plugin::is_plugin(store, &root)
+        && store
+            .objects()
+            .read_tree(&root)?
+            .get(MANIFEST_FILE.as_bytes())
+            .is_none();
+    Ok(plugin.then_some(root))
+}
+
 /// Captures the source into the store, reads the bundle from that snapshot, and checks it is
 /// the content `--expect` names.
 fn read_bundle(
@@ -478,6 +492,31 @@ fn up_to_date_plan(
     bundle: &source::StoredBundle,
     done: UpToDate,
 ) -> ImportPlan {
+    let arrived = Arrived {
+        kind: bundle.kind.clone(),
+        snapshot: bundle.snapshot,
+        content_id: bundle.content_id(),
+        bundle_alias: bundle.manifest.root_agent.clone(),
+    };
+    unchanged_plan(req, target, arrived, done)
+}
+
+/// What an import read, as a plan that changes nothing names it.
+pub(super) struct Arrived {
+    pub kind: SourceKind,
+    pub snapshot: ObjectId,
+    pub content_id: ObjectId,
+    pub bundle_alias: String,
+}
+
+/// A plan that changes nothing of the install (up to date, or carrying an update in place
+/// that `apply` runs instead), for what `arrived` is.
+pub(super) fn unchanged_plan(
+    req: &ImportRequest<'_>,
+    target: Target,
+    arrived: Arrived,
+    done: UpToDate,
+) -> ImportPlan {
     let Target {
         root,
         config_path,
@@ -487,10 +526,10 @@ fn up_to_date_plan(
     } = target;
     ImportPlan {
         source: req.source.to_string_lossy().into_owned(),
-        source_kind: bundle.kind.clone(),
-        snapshot: bundle.snapshot,
-        content_id: bundle.content_id(),
-        bundle_alias: bundle.manifest.root_agent.clone(),
+        source_kind: arrived.kind,
+        snapshot: arrived.snapshot,
+        content_id: arrived.content_id,
+        bundle_alias: arrived.bundle_alias,
         alias: done.alias.clone(),
         backup: backup_path(&config_path),
         install: root,

@@ -11,22 +11,26 @@ use std::collections::BTreeSet;
 use toml_edit::{Array, DocumentMut, Item, Value};
 use zeroclaw_bundle_store::{ObjectId, Store};
 
+use crate::progress::Progress;
+
 use super::merge::{self, Action, Kind};
+use super::update;
 use super::{
     backup_path, check_merged, tree_plans, with_line_endings_of, ImportError, ImportPlan,
-    ImportRequest, Place, SecretPlan, SourceKind, Target,
+    ImportRequest, Place, SecretPlan, Target,
 };
 
-/// Plans the import of the Agent Plugin in snapshot `snapshot` (root tree `root`).
+/// Plans the import of the Agent Plugin `incoming`: an update in place of the earlier import
+/// of a plugin of the same name the install still configures, else a new one.
 pub(super) fn plan(
     store: &Store,
     req: &ImportRequest<'_>,
     target: Target,
-    snapshot: ObjectId,
-    kind: SourceKind,
-    root: ObjectId,
+    incoming: update::IncomingPlugin,
     expect: Option<String>,
+    progress: &dyn Progress,
 ) -> Result<ImportPlan, ImportError> {
+    let (snapshot, root) = (incoming.snapshot, incoming.root);
     check_request(req, root, expect.as_deref())?;
     let taken: BTreeSet<String> = merge::taken_aliases(&target.old_config)?
         .into_iter()
@@ -40,6 +44,19 @@ pub(super) fn plan(
                 problem: format!("an Agent Plugin the Agent Plugins spec refuses: {problem}"),
             }
         })?;
+    if let Some(record) = update::plugin_record(&target, &translated.name, None)
+        .map_err(|e| ImportError::Update(Box::new(e)))?
+    {
+        return update_plan(
+            store,
+            req,
+            target,
+            incoming,
+            record,
+            &translated.name,
+            progress,
+        );
+    }
     let (merged, skill_alias, mcp_alias) = merge_translated(req, &target, &translated)?;
     let mut text = merged.text.clone();
     if let Some(agent) = req.attach {
@@ -98,14 +115,14 @@ pub(super) fn plan(
         install: _,
     } = target;
     Ok(ImportPlan {
-        source: super::source_text(req.source, &kind),
-        source_kind: kind,
+        source: super::source_text(req.source, &incoming.kind),
+        source_kind: incoming.kind,
         snapshot,
         content_id: root,
-        bundle_alias: format!("plugin:{}", translated.name),
+        bundle_alias: crate::plugin::record_bundle_alias(&translated.name),
         // Never an agent's alias (an agent alias has no dot): the provenance record of the
         // plugin lives beside the agents' and never replaces one.
-        alias: format!("plugin.{skill_alias}"),
+        alias: format!("{}{skill_alias}", crate::plugin::RECORD_PREFIX),
         backup: backup_path(&config_path),
         install,
         config_path,
@@ -123,6 +140,64 @@ pub(super) fn plan(
         update: None,
         plugin: Some(translated.name.clone()),
     })
+}
+
+/// The plan of an import of a plugin this install imported before (`record`): its update in
+/// place (`update::plan_plugin_against`), or nothing when it holds this version already.
+/// `--attach` is refused here: an update changes only what the plugin's import added.
+fn update_plan(
+    store: &Store,
+    req: &ImportRequest<'_>,
+    target: Target,
+    incoming: update::IncomingPlugin,
+    record: crate::provenance::Provenance,
+    name: &str,
+    progress: &dyn Progress,
+) -> Result<ImportPlan, ImportError> {
+    let skill_alias = crate::plugin::record_skill_alias(&record.alias)
+        .unwrap_or(&record.alias)
+        .to_string();
+    if let Some(agent) = req.attach {
+        return Err(ImportError::BadArgument {
+            arg: format!("--attach {agent}"),
+            problem: format!(
+                "Agent Plugin {name} is imported already, as skill bundle {skill_alias}, so this \
+                 import updates it in place and attaches nothing: add {skill_alias} to \
+                 agents.{agent}.skill_bundles (and mcp_bundles) in config.toml, or import it \
+                 without --attach first"
+            ),
+        });
+    }
+    let request = update::UpdateRequest {
+        source: req.source,
+        install: req.install,
+        alias: Some(&record.alias),
+        conflicts: req.conflicts,
+        accept_grants: req.accept_grants,
+        require: req.require,
+    };
+    let summary = target.clone();
+    let planned =
+        update::plan_plugin_against(store, &request, target, &incoming, record.clone(), progress)
+            .map_err(|e| ImportError::Update(Box::new(e)))?;
+    let arrived = super::Arrived {
+        kind: incoming.kind,
+        snapshot: incoming.snapshot,
+        content_id: incoming.root,
+        bundle_alias: crate::plugin::record_bundle_alias(name),
+    };
+    let done = super::UpToDate {
+        alias: record.alias,
+        imported_at: record.imported_at,
+        snapshot: record.snapshot,
+    };
+    let mut plan = super::unchanged_plan(req, summary, arrived, done);
+    plan.plugin = Some(name.to_string());
+    if !planned.up_to_date {
+        plan.up_to_date = None;
+        plan.update = Some(Box::new(planned));
+    }
+    Ok(plan)
 }
 
 /// Merges the plugin's translated fragment into the install's config (never overwriting, a

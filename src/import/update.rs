@@ -214,7 +214,7 @@ impl Work {
     fn changed_trees(&self, alias: &str) -> Vec<(String, PathBuf, ObjectId)> {
         let workspace = (self.merged_tree != self.local.tree).then(|| {
             (
-                format!("the workspace of agent {alias}"),
+                merged_dir_noun(alias),
                 self.workspace.clone(),
                 self.merged_tree,
             )
@@ -393,6 +393,28 @@ pub fn plan(
     let import_req = req.as_import();
     let (snapshot, kind) =
         super::source::capture(store, import_req.source, import_req.require, progress)?;
+    if let Some(root) = super::plugin_root(store, snapshot)? {
+        let incoming = IncomingPlugin {
+            snapshot,
+            root,
+            kind,
+        };
+        let name = crate::plugin::plugin_name(store, &root).map_err(|problem| {
+            ImportError::NotABundle {
+                snapshot,
+                problem: format!("an Agent Plugin the Agent Plugins spec refuses: {problem}"),
+            }
+        })?;
+        let record = plugin_record(&target, &name, req.alias)?.ok_or_else(|| {
+            UpdateError::NotImported(format!(
+                "Agent Plugin {name} was not imported into {}{}: nothing to update; import it \
+                 instead",
+                target.root.display(),
+                req.alias.map(|a| format!(" as {a}")).unwrap_or_default()
+            ))
+        })?;
+        return plan_plugin_against(store, req, target, &incoming, record, progress);
+    }
     let incoming = super::read_bundle(store, &import_req, snapshot, kind, None)?;
     let record = earlier_record(&target, &incoming.manifest.root_agent, req.alias)?;
     plan_against(store, req, target, &incoming, record, progress)
@@ -438,6 +460,37 @@ pub(super) fn routed_record(
     }
 }
 
+/// The provenance record of the earlier import of Agent Plugin `name` whose skill bundle the
+/// install still configures (`alias`, when given, names it: `plugin.<alias>` or its skill
+/// bundle `<alias>`); None when there is none. More than one: the operator must choose.
+pub(super) fn plugin_record(
+    target: &super::Target,
+    name: &str,
+    alias: Option<&str>,
+) -> Result<Option<Provenance>, UpdateError> {
+    let mut records =
+        provenance::imports_of(&target.root, &crate::plugin::record_bundle_alias(name))?;
+    records.retain(|r| {
+        let skill_alias = crate::plugin::record_skill_alias(&r.alias).unwrap_or_default();
+        target.install.typed.skill_bundles.contains_key(skill_alias)
+            && alias.is_none_or(|a| a == r.alias || a == skill_alias)
+    });
+    match records.len() {
+        0 => Ok(None),
+        1 => Ok(Some(records.remove(0))),
+        _ => Err(UpdateError::NotImported(format!(
+            "Agent Plugin {name} was imported into {} more than once (skill bundles {}): name \
+             the one to update with --as SKILL_BUNDLE",
+            target.root.display(),
+            records
+                .iter()
+                .map(|r| crate::plugin::record_skill_alias(&r.alias).unwrap_or(&r.alias))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
 /// [`plan`] of the bundle `incoming`, already read into the store, against the earlier
 /// import `record` made.
 pub(super) fn plan_against(
@@ -451,7 +504,13 @@ pub(super) fn plan_against(
     let import_req = req.as_import();
     let base = read_base(store, &record)?;
     let source_text = super::source_text(req.source, &incoming.kind);
-    let mut plan = UpdatePlan::empty(req, &record, &target, incoming, source_text.clone());
+    let mut plan = UpdatePlan::empty(
+        req,
+        &record,
+        &target,
+        (incoming.snapshot, incoming.content_id()),
+        source_text.clone(),
+    );
     if base.content_id() == incoming.content_id() {
         plan.up_to_date = true;
         return Ok(plan);
@@ -460,7 +519,12 @@ pub(super) fn plan_against(
     super::check_closure(incoming)?;
 
     // Names: what the first import decided, and a name for each entry the update adds.
-    let names = Names::of(&record, &base, incoming, &target.old_config)?;
+    let names = Names::of(
+        &record,
+        &base.fragment,
+        &incoming.fragment,
+        &target.old_config,
+    )?;
 
     // Files.
     let workspace = target.install.typed.agent_workspace_dir(&record.alias);
@@ -484,7 +548,14 @@ pub(super) fn plan_against(
 
     // Config.
     let entries = names.entry_paths();
-    let merged_config = plan_config(&base, incoming, &names, &entries, &target, &mut plan)?;
+    let merged_config = plan_config(
+        &base.fragment,
+        &incoming.fragment,
+        &names,
+        &entries,
+        &target,
+        &mut plan,
+    )?;
     let after_install = match &merged_config {
         Some(text) => Some(super::check_merged(
             &target.install,
@@ -528,7 +599,13 @@ pub(super) fn plan_against(
             })
         })
         .collect::<Result<Vec<_>, UpdateError>>()?;
-    let after_record = record_after(&record, incoming, &names, source_text)?;
+    let after_record = record_after(
+        &record,
+        incoming.snapshot,
+        &incoming.fragment,
+        &names,
+        source_text,
+    )?;
     plan.work = Some(Work {
         config_path: target.config_path,
         config_target: target.config_target,
@@ -538,6 +615,131 @@ pub(super) fn plan_against(
         local,
         merged_tree,
         skills,
+        entries,
+        before_record: record,
+        after_record,
+    });
+    Ok(plan)
+}
+
+/// An Agent Plugin's newer version, as captured into the store.
+#[derive(Debug, Clone)]
+pub(super) struct IncomingPlugin {
+    /// Its snapshot.
+    pub snapshot: ObjectId,
+    /// The plugin tree (its content id).
+    pub root: ObjectId,
+    /// What the source was.
+    pub kind: SourceKind,
+}
+
+/// [`plan_against`] for an Agent Plugin this install imported before (`record`, alias
+/// `plugin.<alias>`): the plugin tree its import wrote under `shared/plugins/<alias>/` merges
+/// three ways like a workspace (an edit made here is kept, its skills with it), and the
+/// entries the import added (the skill bundle, the MCP bundle, the servers) merge per key,
+/// both versions translated under the alias the first import chose, so their fragments name
+/// the same entries. A new server or a changed command line is a new grant.
+pub(super) fn plan_plugin_against(
+    store: &Store,
+    req: &UpdateRequest<'_>,
+    target: super::Target,
+    incoming: &IncomingPlugin,
+    record: Provenance,
+    progress: &dyn Progress,
+) -> Result<UpdatePlan, UpdateError> {
+    let base_root = read_base_root(store, &record)?;
+    let source_text = super::source_text(req.source, &incoming.kind);
+    let mut plan = UpdatePlan::empty(
+        req,
+        &record,
+        &target,
+        (incoming.snapshot, incoming.root),
+        source_text.clone(),
+    );
+    if base_root == incoming.root {
+        plan.up_to_date = true;
+        return Ok(plan);
+    }
+    let local_alias = crate::plugin::record_skill_alias(&record.alias)
+        .unwrap_or(&record.alias)
+        .to_string();
+    // The alias the first translation chose: its skill bundle's name in the record.
+    let alias = record
+        .entries
+        .keys()
+        .find_map(|path| match Kind::parse_prefix(path) {
+            Some((Kind::SkillBundle, a)) => Some(a.to_string()),
+            _ => None,
+        })
+        .unwrap_or_else(|| local_alias.clone());
+    let translate = |root: &ObjectId, snapshot: ObjectId| {
+        crate::plugin::translate_as(store, root, &target.root, &alias).map_err(|problem| {
+            ImportError::NotABundle {
+                snapshot,
+                problem: format!("an Agent Plugin the Agent Plugins spec refuses: {problem}"),
+            }
+        })
+    };
+    let base = translate(&base_root, record.snapshot)?;
+    let new = translate(&incoming.root, incoming.snapshot)?;
+    let names = Names::of(&record, &base.fragment, &new.fragment, &target.old_config)?;
+
+    // The plugin tree, merged as a workspace is (no memory rule: a plugin carries no memory).
+    let dir = merged_dir(&target.install, &target.root, &record.alias);
+    let local = capture(store, &dir, progress)?;
+    let mut sizes = HashMap::new();
+    let trees = ThreeTrees {
+        base: Some(base_root),
+        local: local.tree,
+        incoming: Some(incoming.root),
+    };
+    let merged_files = plan_files(store, &trees, &|_| false, "", &mut sizes, &mut plan)?;
+
+    // Config: the entries the plugin's import added, per key.
+    let entries = names.entry_paths();
+    let merged_config = plan_config(
+        &base.fragment,
+        &new.fragment,
+        &names,
+        &entries,
+        &target,
+        &mut plan,
+    )?;
+    if let Some(text) = &merged_config {
+        super::check_merged(&target.install, &target.root, &target.config_path, text)?;
+    }
+    let grants = |fragment: &str| {
+        crate::agent::fragment_grants(fragment).map_err(|e| ImportError::Fragment {
+            path: "mcp.servers".into(),
+            problem: e.to_string(),
+        })
+    };
+    plan.new_grants = grants_added(
+        grants(&base.fragment)?,
+        grants(&new.fragment)?,
+        &names.names,
+    );
+
+    let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
+        return Ok(plan);
+    };
+    let merged_tree = build_tree(store, &tree, &sizes)?;
+    let after_record = record_after(
+        &record,
+        incoming.snapshot,
+        &new.fragment,
+        &names,
+        source_text,
+    )?;
+    plan.work = Some(Work {
+        config_path: target.config_path,
+        config_target: target.config_target,
+        old_config: target.old_config,
+        new_config,
+        workspace: dir,
+        local,
+        merged_tree,
+        skills: Vec::new(),
         entries,
         before_record: record,
         after_record,
@@ -688,16 +890,22 @@ fn check_new_skill_home(
 
 /// The merge base: the bundle `record` names, which must be in the store.
 fn read_base(store: &Store, record: &Provenance) -> Result<source::StoredBundle, UpdateError> {
-    let base_snapshot = store.objects().read_snapshot(&record.snapshot);
-    if base_snapshot.is_err() {
-        return Err(UpdateError::BaseMissing {
+    read_base_root(store, record)?;
+    Ok(source::read(store, record.snapshot, SourceKind::Snapshot)?)
+}
+
+/// The root tree of the snapshot `record` was last imported from (the merge base); an error
+/// that says how to bring it back when the store no longer has it.
+fn read_base_root(store: &Store, record: &Provenance) -> Result<ObjectId, UpdateError> {
+    match store.objects().read_snapshot(&record.snapshot) {
+        Ok(snapshot) => Ok(snapshot.root),
+        Err(_) => Err(UpdateError::BaseMissing {
             alias: record.alias.clone(),
             snapshot: record.snapshot,
             short: record.snapshot.short(16),
             from: record.source.clone(),
-        });
+        }),
     }
-    Ok(source::read(store, record.snapshot, SourceKind::Snapshot)?)
 }
 
 impl UpdatePlan {
@@ -706,7 +914,7 @@ impl UpdatePlan {
         req: &UpdateRequest<'_>,
         record: &Provenance,
         target: &super::Target,
-        incoming: &source::StoredBundle,
+        (incoming, content_id): (ObjectId, ObjectId),
         source: String,
     ) -> UpdatePlan {
         UpdatePlan {
@@ -715,8 +923,8 @@ impl UpdatePlan {
             bundle_alias: record.bundle_alias.clone(),
             install: target.root.clone(),
             base: record.snapshot,
-            incoming: incoming.snapshot,
-            content_id: incoming.content_id(),
+            incoming,
+            content_id,
             up_to_date: false,
             taken: Vec::new(),
             deleted: Vec::new(),
@@ -810,15 +1018,15 @@ fn refused_file_conflict(c: &sync::files::Unresolved) -> Conflict {
 /// The config merge, per key of the owned `entries` (dotted local paths): lists in `plan` the keys
 /// and conflicts; the merged `config.toml`, or `None` when a conflict is left unresolved.
 fn plan_config(
-    base: &source::StoredBundle,
-    incoming: &source::StoredBundle,
+    base_fragment: &str,
+    incoming_fragment: &str,
     names: &Names,
     entries: &[String],
     target: &super::Target,
     plan: &mut UpdatePlan,
 ) -> Result<Option<String>, UpdateError> {
-    let base_text = merge::localize(&base.fragment, &names.names, &names.owned_base)?;
-    let incoming_text = merge::localize(&incoming.fragment, &names.names, &names.owned_incoming)?;
+    let base_text = merge::localize(base_fragment, &names.names, &names.owned_base)?;
+    let incoming_text = merge::localize(incoming_fragment, &names.names, &names.owned_incoming)?;
     let entry_refs: Vec<&str> = entries.iter().map(String::as_str).collect();
     match sync::config::merge_config(
         &base_text,
@@ -891,19 +1099,20 @@ fn key_action(
 }
 
 /// The provenance record after the update: `record` moved to the incoming snapshot, with the
-/// incoming bundle's entries in local names.
+/// entries of the incoming config fragment in local names.
 fn record_after(
     record: &Provenance,
-    incoming: &source::StoredBundle,
+    incoming_snapshot: ObjectId,
+    incoming_fragment: &str,
     names: &Names,
     source: String,
 ) -> Result<Provenance, UpdateError> {
     let mut after = record.clone();
-    after.snapshot = incoming.snapshot;
+    after.snapshot = incoming_snapshot;
     after.source = source;
     after.imported_at = rfc3339_utc(std::time::SystemTime::now());
     after.tool_version = env!("CARGO_PKG_VERSION").to_string();
-    after.entries = names.fates(incoming)?;
+    after.entries = names.fates(incoming_fragment)?;
     after.renamed = after
         .entries
         .iter()
@@ -1003,9 +1212,10 @@ pub fn rollback(
     };
     let before_config = read_state_text(&dir, &last.before_config)?;
     let after_config = read_state_text(&dir, &last.after_config)?;
-    let workspace = target.install.typed.agent_workspace_dir(alias);
+    let workspace = merged_dir(&target.install, &target.root, alias);
     let local = capture(store, &workspace, progress)?;
-    let untouched = |p: &[u8]| uncarried(&[], p);
+    let plugin = crate::plugin::record_skill_alias(alias).is_some();
+    let untouched = |p: &[u8]| !plugin && uncarried(&[], p);
     let merged_tree = merge_back(
         store,
         &last.after_tree,
@@ -1200,13 +1410,13 @@ struct Names {
 impl Names {
     fn of(
         record: &Provenance,
-        base: &source::StoredBundle,
-        incoming: &source::StoredBundle,
+        base_fragment: &str,
+        incoming_fragment: &str,
         install: &str,
     ) -> Result<Names, UpdateError> {
         let mut names = BTreeMap::new();
         let mut owned = BTreeSet::new();
-        let base_entries = merge::fragment_aliases(&base.fragment)?;
+        let base_entries = merge::fragment_aliases(base_fragment)?;
         if record.entries.is_empty() {
             // A record from before updates: only the agent is known to be the import's own;
             // every other entry keeps the name the import gave it (renamed, or its own).
@@ -1241,7 +1451,7 @@ impl Names {
             .collect();
         let mut owned_incoming = BTreeSet::new();
         let taken = merge::taken_aliases(install)?;
-        for key in merge::fragment_aliases(&incoming.fragment)? {
+        for key in merge::fragment_aliases(incoming_fragment)? {
             if names.contains_key(&key) {
                 if owned.contains(&key) {
                     owned_incoming.insert(key);
@@ -1298,11 +1508,8 @@ impl Names {
     }
 
     /// The provenance entries after the update: those of the incoming bundle.
-    fn fates(
-        &self,
-        incoming: &source::StoredBundle,
-    ) -> Result<BTreeMap<String, EntryFate>, UpdateError> {
-        Ok(merge::fragment_aliases(&incoming.fragment)?
+    fn fates(&self, incoming_fragment: &str) -> Result<BTreeMap<String, EntryFate>, UpdateError> {
+        Ok(merge::fragment_aliases(incoming_fragment)?
             .into_iter()
             .filter_map(|key| {
                 let local = self.names.get(&key)?.clone();
@@ -1356,16 +1563,26 @@ fn new_grants(
             }
         })
     };
+    Ok(grants_added(grants(base)?, grants(incoming)?, names))
+}
+
+/// The grants of `incoming` that `base` does not have, by kind, path and detail, with local
+/// paths (stale grants are no grants).
+fn grants_added(
+    base: Vec<Grant>,
+    incoming: Vec<Grant>,
+    names: &BTreeMap<(Kind, String), String>,
+) -> Vec<Grant> {
     let key = |g: &Grant| (format!("{:?}", g.kind), g.path.clone(), g.detail.clone());
-    let had: BTreeSet<_> = grants(base)?.iter().filter(|g| !g.stale).map(key).collect();
-    Ok(grants(incoming)?
+    let had: BTreeSet<_> = base.iter().filter(|g| !g.stale).map(key).collect();
+    incoming
         .into_iter()
         .filter(|g| !g.stale && !had.contains(&key(g)))
         .map(|g| Grant {
             path: localize_path(&g.path, names),
             ..g
         })
-        .collect())
+        .collect()
 }
 
 /// A dotted bundle path in local names (the longest entry prefix that `names` renames).
@@ -1613,6 +1830,23 @@ pub(super) fn skill_dir(
             }
             .into()
         })
+}
+
+/// The directory an update of record `alias` merges three ways: agent `alias`'s workspace,
+/// or for an Agent Plugin's record (`plugin.<alias>`) the plugin tree the import wrote.
+pub(super) fn merged_dir(install: &Install, root: &Path, alias: &str) -> PathBuf {
+    match crate::plugin::record_skill_alias(alias) {
+        Some(skill_alias) => root.join(crate::plugin::PLUGINS_DIR).join(skill_alias),
+        None => install.typed.agent_workspace_dir(alias),
+    }
+}
+
+/// What [`merged_dir`] is, for the operator.
+pub(super) fn merged_dir_noun(alias: &str) -> String {
+    match crate::plugin::record_skill_alias(alias) {
+        Some(skill_alias) => format!("the Agent Plugin tree of skill bundle {skill_alias}"),
+        None => format!("the workspace of agent {alias}"),
+    }
 }
 
 /// The directory of agent `alias`'s states (and of its intent journal) in install `root`.

@@ -73,6 +73,43 @@ pub(crate) fn translate(
     } else {
         base
     };
+    translate_checked(checked, name, alias, install_root)
+}
+
+/// [`translate`] under the alias `alias` an earlier import of the plugin chose (an update in
+/// place translates both versions under it, so their fragments name the same entries).
+pub(crate) fn translate_as(
+    store: &Store,
+    root: &ObjectId,
+    install_root: &Path,
+    alias: &str,
+) -> Result<PluginFragment, String> {
+    let checked = check_tree(store, root)?;
+    let name = checked.plugin.manifest.name.to_string();
+    translate_checked(checked, name, alias.to_string(), install_root)
+}
+
+/// The skill bundle alias of the plugin record `record_alias` (`plugin.<alias>`, as
+/// [`RECORD_PREFIX`] makes them), or None for an agent's record.
+pub(crate) fn record_skill_alias(record_alias: &str) -> Option<&str> {
+    record_alias.strip_prefix(RECORD_PREFIX)
+}
+
+/// The prefix of a plugin import's provenance record alias (an agent alias has no dot, so
+/// the two never meet).
+pub(crate) const RECORD_PREFIX: &str = "plugin.";
+
+/// The bundle alias a plugin import's provenance record carries for plugin `name`.
+pub(crate) fn record_bundle_alias(name: &str) -> String {
+    format!("plugin:{name}")
+}
+
+fn translate_checked(
+    checked: super::review::Checked,
+    name: String,
+    alias: String,
+    install_root: &Path,
+) -> Result<PluginFragment, String> {
     let plugin_root = install_root.join(PLUGINS_DIR).join(&alias);
     // ZeroClaw has no plugin data directory: a `${PLUGIN_DATA}` refuses its server (below),
     // so this anchor is never written into the config.

@@ -62,6 +62,12 @@ pub fn is_plugin(store: &Store, root: &ObjectId) -> bool {
     .is_ok_and(|e| e.kind.is_file())
 }
 
+/// The `name` of the plugin in tree `root`, once the spec's loader and containment accept it
+/// (`Err`: the spec's rejection, its words).
+pub(crate) fn plugin_name(store: &Store, root: &ObjectId) -> Result<String, String> {
+    Ok(check_tree(store, root)?.plugin.manifest.name.to_string())
+}
+
 /// Loads the plugin in tree `root`: the spec's loader, then containment. `Err` is the
 /// spec's rejection of the whole plugin (its words).
 pub(crate) fn check_tree(store: &Store, root: &ObjectId) -> Result<Checked, String> {

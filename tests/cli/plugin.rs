@@ -796,3 +796,202 @@ fn hostile_plugins_at_import() {
     top.sort();
     assert_eq!(top, ["big", "i", "many", "plugins", "store"]);
 }
+
+/// Host B with plugin version 1 imported (attached to `helper`), a credential filled in and
+/// a note added beside a skill; version 2 exported upstream (a changed skill, a new server):
+/// (B, version 2).
+fn plugin_update_hosts(env: &TestEnv) -> (PathBuf, PathBuf) {
+    let source = plugin_install(&env);
+    let p1 = env.path("p1");
+    export_plugin(&env, &source, &p1, &[]).ok();
+    let b = base_install(&env, "b", true);
+    import_plugin(&env, &p1, &b, &["--attach", "helper"]).ok();
+    let tree = b.join("shared/plugins/research_tools");
+    // Here: a credential filled in, a note beside a skill.
+    let config_path = b.join("config.toml");
+    let filled = std::fs::read_to_string(&config_path)
+        .expect("config")
+        .replacen("GITHUB_TOKEN = \"\"", "GITHUB_TOKEN = \"local-token\"", 1);
+    assert!(filled.contains("local-token"), "{filled}");
+    write(&config_path, filled.as_bytes());
+    write(&tree.join("skills/web-search/NOTES.md"), b"mine\n");
+
+    // Upstream: the skill changes, a server is added.
+    let sk = source.join("shared/skills/research_tools/web-search/SKILL.md");
+    write(
+        &sk,
+        b"---\nname: web-search\ndescription: Search the web and cite sources.\n---\n\n# Web search v2\n",
+    );
+    let text = std::fs::read_to_string(source.join("config.toml")).expect("config");
+    let text = text
+        .replace(
+            "servers = [\"github\", \"search\", \"root-shell\"]",
+            "servers = [\"github\", \"search\", \"root-shell\", \"fetch\"]",
+        )
+        .replace(
+            "[agents.researcher]",
+            "[[mcp.servers]]\nname = \"fetch\"\ncommand = \"uvx\"\nargs = [\"mcp-server-fetch\"]\n\n[agents.researcher]",
+        );
+    write(&source.join("config.toml"), text.as_bytes());
+    let p2 = env.path("p2");
+    export_plugin(&env, &source, &p2, &[]).ok();
+
+    (b, p2)
+}
+
+/// A second import of a plugin this install imported before is its update in place, never a
+/// second copy beside it: the plugin tree merges three ways (a file added here is kept), the
+/// entries its import added merge per key (a credential filled here is kept, the namespaced
+/// server keeps its local name), a new server waits for `--accept-grants`, the same version
+/// again changes nothing, `rollback plugin.ALIAS` gives back the version before byte for
+/// byte, and the `update` verb takes a plugin too.
+#[test]
+fn a_second_import_of_a_plugin_updates_it_in_place_and_rollback_restores_it() {
+    let env = TestEnv::new();
+    let (b, p2) = plugin_update_hosts(&env);
+    let tree = b.join("shared/plugins/research_tools");
+    let config_path = b.join("config.toml");
+    let before_config = std::fs::read(&config_path).expect("config");
+    let skill = tree.join("skills/web-search/SKILL.md");
+    let before_skill = std::fs::read(&skill).expect("skill");
+
+    // Without --accept-grants: held, nothing written.
+    let held = import_plugin(&env, &p2, &b, &[]);
+    assert_ne!(held.code(), 0, "{}", held.describe());
+    assert!(
+        held.stderr().contains("--accept-grants") && held.stdout().contains("mcp.servers.fetch"),
+        "{}",
+        held.describe()
+    );
+    assert_eq!(std::fs::read(&config_path).expect("config"), before_config);
+    assert_eq!(std::fs::read(&skill).expect("skill"), before_skill);
+
+    let run = import_plugin(&env, &p2, &b, &["--accept-grants"]).ok();
+    let report = run.json();
+    assert_eq!(report["alias"], "plugin.research_tools", "{report}");
+    assert_eq!(
+        report["kept"],
+        serde_json::json!(["skills/web-search/NOTES.md"])
+    );
+    let config = crate::import::loads(&b);
+    let bundles: Vec<&String> = config.skill_bundles.keys().collect();
+    assert_eq!(bundles, ["research_tools"], "no second copy: {report}");
+    assert!(std::fs::read_to_string(&skill)
+        .expect("skill")
+        .contains("v2"));
+    assert_eq!(
+        std::fs::read(tree.join("skills/web-search/NOTES.md")).expect("note"),
+        b"mine\n",
+        "a file added here is kept"
+    );
+    let names: Vec<&str> = config.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["github", "github_imported", "search", "fetch"]);
+    assert_eq!(
+        config.mcp.servers[1].env["GITHUB_TOKEN"], "local-token",
+        "a credential filled here is kept"
+    );
+    assert_eq!(
+        config.mcp_bundles["research_tools"].servers,
+        ["fetch", "github_imported", "search"]
+    );
+    assert_eq!(config.agents["helper"].skill_bundles, ["research_tools"]);
+    let after_config = std::fs::read(&config_path).expect("config");
+
+    // The same version again: nothing to do.
+    let again = import_plugin(&env, &p2, &b, &[]).ok().json();
+    assert_eq!(
+        again["up_to_date"]["agent"], "plugin.research_tools",
+        "{again}"
+    );
+    assert_eq!(std::fs::read(&config_path).expect("config"), after_config);
+
+    // Rollback: the version before, byte for byte, the note kept.
+    env.run(&[
+        "rollback",
+        "plugin.research_tools",
+        "--install",
+        &b.to_string_lossy(),
+    ])
+    .ok();
+    assert_eq!(std::fs::read(&config_path).expect("config"), before_config);
+    assert_eq!(std::fs::read(&skill).expect("skill"), before_skill);
+    assert!(tree.join("skills/web-search/NOTES.md").is_file());
+
+    // The update verb takes a plugin as import does.
+    env.run(&[
+        OsStr::new("update"),
+        p2.as_os_str(),
+        OsStr::new("--install"),
+        b.as_os_str(),
+        OsStr::new("--accept-grants"),
+    ])
+    .ok();
+    assert_eq!(std::fs::read(&config_path).expect("config"), after_config);
+}
+
+/// A plugin update killed inside the publish of the plugin tree, or before `config.toml`, then
+/// `recover --install`: the plugin is wholly the new version (tree and config), never a mix,
+/// and nothing is left beside the plugin tree.
+#[test]
+fn a_plugin_update_killed_mid_way_is_finished_by_recover() {
+    for (seam, path) in [
+        ("before-swap", "research_tools"),
+        ("publish-write", "skills/web-search/SKILL.md"),
+        ("update-step", "config"),
+    ] {
+        let env = TestEnv::new();
+        let (b, p2) = plugin_update_hosts(&env);
+        let hook = [
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_SEAM", seam),
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_PATH", path),
+            ("ZEROCLAW_BUNDLE_TEST_HOOK_CMD", "kill -9 $PPID; sleep 5"),
+        ];
+        let args = [
+            OsStr::new("import"),
+            p2.as_os_str(),
+            OsStr::new("--install"),
+            b.as_os_str(),
+            OsStr::new("--yes"),
+            OsStr::new("--accept-grants"),
+        ];
+        let killed = env.run_with(&args, &hook);
+        assert_eq!(
+            killed.out.status.code(),
+            None,
+            "{seam} {path}: killed\n{}",
+            killed.describe()
+        );
+        let recovered = env
+            .run(&[
+                OsStr::new("recover"),
+                OsStr::new("--install"),
+                b.as_os_str(),
+            ])
+            .ok();
+        assert!(
+            recovered.stdout().contains("finished the update"),
+            "{seam} {path}: {}",
+            recovered.describe()
+        );
+        let config = crate::import::loads(&b);
+        let names: Vec<&str> = config.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            ["github", "github_imported", "search", "fetch"],
+            "{seam} {path}"
+        );
+        let tree = b.join("shared/plugins/research_tools");
+        assert!(
+            std::fs::read_to_string(tree.join("skills/web-search/SKILL.md"))
+                .expect("skill")
+                .contains("v2"),
+            "{seam} {path}"
+        );
+        assert!(tree.join("skills/web-search/NOTES.md").is_file());
+        let beside: Vec<String> = std::fs::read_dir(b.join("shared/plugins"))
+            .expect("plugins")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(beside, ["research_tools"], "{seam} {path}: left beside");
+    }
+}
