@@ -801,11 +801,11 @@ fn hostile_plugins_at_import() {
 /// a note added beside a skill; version 2 exported upstream (a changed skill, a new server):
 /// (B, version 2).
 fn plugin_update_hosts(env: &TestEnv) -> (PathBuf, PathBuf) {
-    let source = plugin_install(&env);
+    let source = plugin_install(env);
     let p1 = env.path("p1");
-    export_plugin(&env, &source, &p1, &[]).ok();
-    let b = base_install(&env, "b", true);
-    import_plugin(&env, &p1, &b, &["--attach", "helper"]).ok();
+    export_plugin(env, &source, &p1, &[]).ok();
+    let b = base_install(env, "b", true);
+    import_plugin(env, &p1, &b, &["--attach", "helper"]).ok();
     let tree = b.join("shared/plugins/research_tools");
     // Here: a credential filled in, a note beside a skill.
     let config_path = b.join("config.toml");
@@ -834,7 +834,7 @@ fn plugin_update_hosts(env: &TestEnv) -> (PathBuf, PathBuf) {
         );
     write(&source.join("config.toml"), text.as_bytes());
     let p2 = env.path("p2");
-    export_plugin(&env, &source, &p2, &[]).ok();
+    export_plugin(env, &source, &p2, &[]).ok();
 
     (b, p2)
 }
