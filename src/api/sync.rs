@@ -247,8 +247,12 @@ impl Bundles {
     }
 
     /// What an agent whose import came from a remote of this store follows; None for any
-    /// other source.
+    /// other source, and for an Agent Plugin's record (a remote keeps no "newest version of
+    /// plugin P": `update REMOTE/REF` or a second `import` updates a plugin in place).
     fn followed_remote(&self, record: &Provenance) -> Option<Follow> {
+        if crate::plugin::record_skill_alias(&record.alias).is_some() {
+            return None;
+        }
         let reference = classify(self.root(), OsStr::new(&record.source), Takes::IMPORT).ok()?;
         match reference.target {
             Target::Remote { spec, .. } => Some(Follow {

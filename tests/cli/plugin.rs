@@ -995,3 +995,38 @@ fn a_plugin_update_killed_mid_way_is_finished_by_recover() {
         assert_eq!(beside, ["research_tools"], "{seam} {path}: left beside");
     }
 }
+
+/// A plugin imported from a remote is updated from the remote by name (`update REMOTE/ID`),
+/// and `sync` (which follows agents) passes over it instead of failing on it.
+#[test]
+fn a_plugin_from_a_remote_updates_from_it_and_sync_passes_it_over() {
+    let env = TestEnv::new();
+    let (b, p2) = plugin_update_hosts(&env);
+    let remote = env.path("remote");
+    let url = format!("file://{}", remote.display());
+    env.run(&["remote", "add", "origin", &url]).ok();
+    let id = env.snapshot(&p2);
+    env.run(&["push", &id, "origin"]).ok();
+    let from_remote = format!("origin/{id}");
+    env.run(&[
+        "update",
+        &from_remote,
+        "--install",
+        &b.to_string_lossy(),
+        "--accept-grants",
+    ])
+    .ok();
+    let config = crate::import::loads(&b);
+    assert!(config.mcp.servers.iter().any(|s| s.name == "fetch"));
+    let sync = env.run(&[
+        "sync",
+        "--install",
+        &b.to_string_lossy(),
+        "--allow-unsigned",
+    ]);
+    assert!(
+        !sync.describe().contains("plugin:"),
+        "sync must not follow a plugin: {}",
+        sync.describe()
+    );
+}
