@@ -1030,3 +1030,66 @@ fn a_plugin_from_a_remote_updates_from_it_and_sync_passes_it_over() {
         sync.describe()
     );
 }
+
+/// Published plugins mounted for review, from a snapshot and from a pack: the mounted tree is
+/// the plugin byte for byte (every file, mode and name), `review` of the mountpoint sees what
+/// `review` of the directory sees (the same servers, the same refusals), real tools read it,
+/// and an import from the mountpoint lands the same config as one from the directory.
+#[test]
+fn published_plugins_mount_for_review_from_a_snapshot_and_a_pack() {
+    if !crate::mount::fuse_available() {
+        return;
+    }
+    let env = TestEnv::new();
+    for name in ["core", "recovery", "invalid-mcp"] {
+        let dir = real_plugin(&env, name);
+        let id = env.snapshot(&dir);
+        let pack = env.path(&format!("{name}.zbp"));
+        env.run(&[
+            OsStr::new("pack"),
+            OsStr::new(&id),
+            OsStr::new("--out"),
+            pack.as_os_str(),
+        ])
+        .ok();
+        let from_dir = review_json(&env, &dir);
+        assert!(from_dir["plugin"]["name"].is_string(), "{from_dir}");
+        for (how, what) in [
+            ("snapshot", id.clone()),
+            ("pack", pack.to_string_lossy().into_owned()),
+        ] {
+            let at = env.path(&format!("mnt-{name}-{how}"));
+            let _mounted = crate::mount::mount_daemon(&env, &what, &at);
+            assert_eq!(read_tree(&at), read_tree(&dir), "{name} from a {how}");
+            let mounted = review_json(&env, &at);
+            assert_eq!(
+                mounted["plugin"], from_dir["plugin"],
+                "{name} from a {how}: review of the mount"
+            );
+            let listed = std::process::Command::new("find")
+                .arg(&at)
+                .arg("-name")
+                .arg("SKILL.md")
+                .output()
+                .expect("find");
+            assert!(
+                String::from_utf8_lossy(&listed.stdout).contains("/skills/"),
+                "{name} from a {how}: find over the mount"
+            );
+            if name == "core" {
+                let via_mount = base_install(&env, &format!("via-{how}"), false);
+                import_plugin(&env, &at, &via_mount, &[]).ok();
+                let via_dir = base_install(&env, &format!("direct-{how}"), false);
+                import_plugin(&env, &dir, &via_dir, &[]).ok();
+                // Each install has its own root in the command paths: compare what the
+                // config means with that root taken out.
+                let strip = |root: &Path| {
+                    meaning(root)
+                        .to_string()
+                        .replace(&root.to_string_lossy().into_owned(), "ROOT")
+                };
+                assert_eq!(strip(&via_mount), strip(&via_dir), "{how}");
+            }
+        }
+    }
+}
