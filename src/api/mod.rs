@@ -47,7 +47,9 @@ pub use crate::diff::compare::{DiffOptions, Semantic};
 pub use crate::diff::{Change, Status, Summary};
 pub use crate::export::{AgentSnapshot, DirSnapshot};
 pub use crate::import::journal::{Completed, InstallRecovered};
-pub use crate::import::update::{ConflictPolicy, UpdatePlan, UpdateRequest, Updated};
+pub use crate::import::update::{
+    subject as update_subject, ConflictPolicy, UpdatePlan, UpdateRequest, Updated,
+};
 pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
 pub use crate::progress::{Cancellable, Note, Progress, Silent, Totals};
 pub use crate::publish::{shell_quote, Published, Replace, Replaced};

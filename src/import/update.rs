@@ -173,7 +173,32 @@ pub struct UpdatePlan {
     work: Option<Work>,
 }
 
+/// Who an update of provenance record `alias` is of, for the operator: `agent ALIAS`, or for
+/// an Agent Plugin's record `the Agent Plugin imported as skill bundle S`.
+pub fn subject(alias: &str) -> String {
+    match crate::plugin::record_skill_alias(alias) {
+        Some(skill_alias) => format!("the Agent Plugin imported as skill bundle {skill_alias}"),
+        None => format!("agent {alias}"),
+    }
+}
+
 impl UpdatePlan {
+    /// Who the update is of, for the operator (see [`subject`]).
+    pub fn subject(&self) -> String {
+        subject(&self.alias)
+    }
+
+    /// What the incoming version is of, for the operator: `bundle agent A`, or `Agent Plugin
+    /// NAME`.
+    pub fn incoming_noun(&self) -> String {
+        match crate::plugin::plugin_of_bundle_alias(&self.bundle_alias) {
+            Some(name) if crate::plugin::record_skill_alias(&self.alias).is_some() => {
+                format!("Agent Plugin {name}")
+            }
+            _ => format!("bundle agent {}", self.bundle_alias),
+        }
+    }
+
     /// A conflict the policy left unresolved: [`crate::Bundles::update`] refuses.
     pub fn refused(&self) -> bool {
         self.conflicts.iter().any(|c| c.resolution.is_none())
@@ -350,8 +375,9 @@ pub enum UpdateError {
     },
     /// A write after the intent failed: the change is half done until `recover` finishes it.
     #[error(
-        "{error}; the {verb} of agent {alias} is half done: run `zeroclaw-bundle recover \
+        "{error}; the {verb} of {} is half done: run `zeroclaw-bundle recover \
          --install {}` to finish it",
+        subject(alias),
         crate::publish::shell_quote(install)
     )]
     Unfinished {
@@ -367,8 +393,9 @@ pub enum UpdateError {
     /// `recover` found the file or workspace changed since the change was cut short: it is
     /// neither as before nor as after, and recovering would overwrite that edit.
     #[error(
-        "{} changed since the {verb} of agent {alias} was cut short: it is neither as before \
-         nor as after the {verb}, so recover will not overwrite it; {remedy}", path.display()
+        "{} changed since the {verb} of {} was cut short: it is neither as before \
+         nor as after the {verb}, so recover will not overwrite it; {remedy}", path.display(),
+        subject(alias)
     )]
     Edited {
         /// `config.toml` or the workspace.

@@ -101,8 +101,15 @@ pub(crate) const RECORD_PREFIX: &str = "plugin.";
 
 /// The bundle alias a plugin import's provenance record carries for plugin `name`.
 pub(crate) fn record_bundle_alias(name: &str) -> String {
-    format!("plugin:{name}")
+    format!("{BUNDLE_ALIAS_PREFIX}{name}")
 }
+
+/// The plugin name in a plugin record's bundle alias ([`record_bundle_alias`]), or None.
+pub(crate) fn plugin_of_bundle_alias(bundle_alias: &str) -> Option<&str> {
+    bundle_alias.strip_prefix(BUNDLE_ALIAS_PREFIX)
+}
+
+const BUNDLE_ALIAS_PREFIX: &str = "plugin:";
 
 fn translate_checked(
     checked: super::review::Checked,

@@ -200,8 +200,8 @@ fn confirm_update(
     )?;
     let _ = std::io::stderr().write_all(&screen);
     if !super::ask(&format!(
-        "This is a newer version of agent {}, imported into {} before: update it in place? [y/N] ",
-        escape_text(&plan.alias),
+        "This is a newer version of {}, imported into {} before: update it in place? [y/N] ",
+        escape_text(&plan.subject()),
         plan.install.display()
     ))? {
         bail!("not updated; nothing was written");

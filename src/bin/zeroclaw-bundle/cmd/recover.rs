@@ -86,9 +86,9 @@ fn print_install(done: &InstallRecovered) -> Result<()> {
             _ => "config.toml already in place".to_string(),
         };
         crate::outln!(
-            "finished the {} of agent {} in {} (state {}): {workspace}, {config}",
+            "finished the {} of {} in {} (state {}): {workspace}, {config}",
             c.verb,
-            c.alias,
+            zeroclaw_bundle::update_subject(&c.alias),
             done.install.display(),
             c.seq
         )?;

@@ -47,10 +47,10 @@ pub fn run(mut args: ReviewArgs, ctx: &Ctx) -> Result<Outcome> {
         crate::cmd::write_stdout(&text)?;
         if let Some(plan) = &review.update_plan {
             crate::outln!(
-                "\nImported into {} now, this is the update in place of agent {} (three ways: \
+                "\nImported into {} now, this is the update in place of {} (three ways: \
                  nothing is written by review):",
                 plan.install.display(),
-                crate::cmd::escape_message(&plan.alias)
+                crate::cmd::escape_message(&plan.subject())
             )?;
             super::update::print_plan(plan)?;
         }

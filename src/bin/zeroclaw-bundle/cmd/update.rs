@@ -119,9 +119,9 @@ pub fn settle(
 pub fn print_plan(plan: &UpdatePlan) -> Result<()> {
     let esc = |s: &str| crate::cmd::escape_message(s);
     crate::outln!(
-        "Update of agent {} (bundle agent {}) from {}",
-        plan.alias,
-        plan.bundle_alias,
+        "Update of {} ({}) from {}",
+        esc(&plan.subject()),
+        esc(&plan.incoming_noun()),
         esc(&plan.source)
     )?;
     for (label, paths) in [
