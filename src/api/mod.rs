@@ -569,10 +569,11 @@ impl Bundles {
     ) -> Result<Review> {
         let mut review = crate::review::review(&self.store, source, options, progress)
             .map_err(|e| Error::new(Verb::Review, source.to_string_lossy(), e.into()))?;
-        if let (Some(install), true) = (&options.install, review.install.is_some()) {
-            // The plan writes only to the store (a capture of the agent's workspace); one that
-            // cannot be made (not an update, or refused) leaves the review as it is: the
-            // import says why.
+        let comparable = review.install.is_some() || review.plugin.is_some();
+        if let (Some(install), true) = (&options.install, comparable) {
+            // The plan writes only to the store (a capture of the agent's workspace or the
+            // plugin's tree); one that cannot be made (not an update, or refused) leaves the
+            // review as it is: the import says why.
             let request = crate::UpdateRequest {
                 source,
                 install,

@@ -855,6 +855,23 @@ fn a_second_import_of_a_plugin_updates_it_in_place_and_rollback_restores_it() {
     let skill = tree.join("skills/web-search/SKILL.md");
     let before_skill = std::fs::read(&skill).expect("skill");
 
+    // Review against the install shows the three-way plan, and writes nothing.
+    let review = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("review"),
+            p2.as_os_str(),
+            OsStr::new("--install"),
+            b.as_os_str(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(
+        review["update_plan"]["kept"],
+        serde_json::json!(["skills/web-search/NOTES.md"]),
+        "{review}"
+    );
+
     // Without --accept-grants: held, nothing written.
     let held = import_plugin(&env, &p2, &b, &[]);
     assert_ne!(held.code(), 0, "{}", held.describe());
