@@ -12,7 +12,7 @@
 //! key of the bundle's config against nothing. Export, review, import and diff all go through
 //! these two, so a grant one of them shows and another does not is a defect.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
@@ -505,19 +505,55 @@ pub(crate) fn fragment_grants(config_text: &str) -> Result<Vec<Grant>, AgentErro
 /// The grants [`key_grant`] finds in a config on its own (every key against nothing), one per
 /// kind and path: an MCP server is one grant at `mcp.servers.<name>` saying how it runs.
 pub(crate) fn config_grants(config: &Table) -> Vec<Grant> {
-    let leaves = leaves(config);
+    change_grants_of(&BTreeMap::new(), &leaves(config))
+}
+
+/// The grants of the change from config fragment `old_text` to `new_text` (an update of an
+/// Agent Plugin): [`key_grant`] of every key that differs, so a server added or a command
+/// changed is a grant and a server or list entry removed is none. Not valid TOML is an error.
+pub(crate) fn fragment_change_grants(
+    old_text: &str,
+    new_text: &str,
+) -> Result<Vec<Grant>, AgentError> {
+    let parse = |text: &str| -> Result<BTreeMap<String, Node>, AgentError> {
+        let doc: toml_edit::DocumentMut =
+            text.parse()
+                .map_err(|e: toml_edit::TomlError| AgentError::InvalidManifest {
+                    field: "mcp.json as config".to_string(),
+                    problem: format!("is not valid TOML: {}", e.message().trim()),
+                })?;
+        Ok(leaves(&Table::from_toml_edit(doc.as_table())))
+    };
+    Ok(change_grants_of(&parse(old_text)?, &parse(new_text)?))
+}
+
+/// [`key_grant`] of every key whose value differs between the leaves `old` and `new`, one
+/// grant per kind and path (an MCP server's at `mcp.servers.<name>`, saying how it runs).
+fn change_grants_of(old: &BTreeMap<String, Node>, new: &BTreeMap<String, Node>) -> Vec<Grant> {
+    let server_of = |key: &str| {
+        key.strip_prefix("mcp.servers.")
+            .and_then(|r| r.split('.').next())
+            .map(str::to_string)
+    };
+    let old_servers: BTreeSet<String> = old.keys().filter_map(|k| server_of(k)).collect();
+    let leaves = new;
+    let keys: BTreeSet<&String> = old.keys().chain(new.keys()).collect();
     let mut out: Vec<Grant> = Vec::new();
-    for (key, value) in &leaves {
-        let server = key
-            .strip_prefix("mcp.servers.")
-            .and_then(|r| r.split('.').next());
-        let Some((kind, detail)) = key_grant(key, None, Some(value), server.is_some()) else {
+    for key in keys {
+        let (before, after) = (old.get(key), new.get(key));
+        if before == after {
+            continue;
+        }
+        let server = server_of(key);
+        let new_server = server.as_ref().is_some_and(|s| !old_servers.contains(s));
+        let server = server.as_deref();
+        let Some((kind, detail)) = key_grant(key, before, after, new_server) else {
             continue;
         };
         let (path, detail) = match (kind, server) {
             (GrantKind::McpServer, Some(name)) => {
                 let at = format!("mcp.servers.{name}");
-                let how = server_line(&leaves, &at);
+                let how = server_line(leaves, &at);
                 (at, format!("MCP server `{name}`: {how}"))
             }
             _ => (key.clone(), detail),
@@ -638,5 +674,68 @@ fn plain(node: &Node) -> String {
     match node {
         Node::Str(s) => s.clone(),
         other => super::value::inline_text(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = r#"
+[mcp_bundles.p]
+servers = ["probe", "web"]
+
+[[mcp.servers]]
+name = "probe"
+command = "node"
+args = ["probe.mjs"]
+
+[[mcp.servers]]
+name = "web"
+transport = "http"
+url = "https://web.example.com/mcp"
+"#;
+
+    fn paths(old: &str, new: &str) -> Vec<String> {
+        fragment_change_grants(old, new)
+            .expect("grants")
+            .into_iter()
+            .map(|g| format!("{} {}", g.kind.as_str(), g.path))
+            .collect()
+    }
+
+    #[test]
+    fn a_change_grants_what_it_adds_and_nothing_for_what_it_removes() {
+        assert!(paths(BASE, BASE).is_empty(), "no change, no grant");
+        let removed = BASE.replace("[\"probe\", \"web\"]", "[\"web\"]").replace(
+            "[[mcp.servers]]\nname = \"probe\"\ncommand = \"node\"\nargs = [\"probe.mjs\"]\n",
+            "",
+        );
+        assert!(
+            paths(BASE, &removed).is_empty(),
+            "{:?}",
+            paths(BASE, &removed)
+        );
+        let added = BASE.replace("[\"probe\", \"web\"]", "[\"probe\", \"web\", \"x\"]")
+            + "\n[[mcp.servers]]\nname = \"x\"\ncommand = \"sh\"\n";
+        assert_eq!(
+            paths(BASE, &added),
+            [
+                "mcp_server mcp.servers.x",
+                "mcp_bundle_servers mcp_bundles.p.servers"
+            ]
+        );
+        let moved = BASE.replace(
+            "https://web.example.com/mcp",
+            "https://evil.example.com/mcp",
+        );
+        assert_eq!(paths(BASE, &moved), ["endpoint mcp.servers.web.url"]);
+        let command = BASE.replace("command = \"node\"", "command = \"python3\"");
+        assert_eq!(
+            paths(BASE, &command).len(),
+            1,
+            "{:?}",
+            paths(BASE, &command)
+        );
     }
 }

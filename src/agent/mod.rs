@@ -47,8 +47,8 @@ pub use compare::{
 pub use error::{AgentError, INSTALL_DEFAULT};
 pub use filter::BundleFilter;
 pub use flags::shown_detail;
-pub(crate) use grants::fragment_grants;
 pub use grants::{bundle_grants, Grant, GrantKind};
+pub(crate) use grants::{fragment_change_grants, fragment_grants};
 pub(crate) use install::CONFIG_CAP;
 pub use install::{install_root, require_install, Install};
 pub(crate) use layout::workspace_entry_included;

@@ -274,7 +274,7 @@ fn notes_of(
 ) -> Vec<String> {
     let mut notes: Vec<String> = refused
         .iter()
-        .map(|r| format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {r}"))
+        .map(|r| crate::plugin::refused_note(r))
         .collect();
     notes.push(match attach {
         Some(agent) => format!(

@@ -169,6 +169,11 @@ pub struct UpdatePlan {
     pub accept_grants: bool,
     /// The conflict policy.
     pub policy: ConflictPolicy,
+    /// What the operator should know that no list above says: for an Agent Plugin, each
+    /// component of the incoming version the spec or ZeroClaw refuses (not imported, so an
+    /// update drops it where the version before had it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     #[serde(skip)]
     work: Option<Work>,
 }
@@ -342,6 +347,13 @@ pub enum UpdateError {
          keep-local|take-incoming|copy", .0.len(), .0.join(", ")
     )]
     Conflicts(Vec<String>),
+    /// A rollback would overwrite edits made since the change it undoes.
+    #[error(
+        "{} path(s) or key(s) were edited since the change this rolls back, and rolling back \
+         would overwrite them: {}; copy those edits elsewhere and undo them (or remove the \
+         files), then roll back again", .0.len(), .0.join(", ")
+    )]
+    RollbackConflicts(Vec<String>),
     /// New grants not accepted.
     #[error(
         "the update grants what the version last imported did not ({}); nothing was written: \
@@ -710,6 +722,11 @@ pub(super) fn plan_plugin_against(
     let base = translate(&base_root, record.snapshot)?;
     let new = translate(&incoming.root, incoming.snapshot)?;
     let names = Names::of(&record, &base.fragment, &new.fragment, &target.old_config)?;
+    plan.notes = new
+        .refused
+        .iter()
+        .map(|r| crate::plugin::refused_note(r))
+        .collect();
 
     // The plugin tree, merged as a workspace is (no memory rule: a plugin carries no memory).
     let dir = merged_dir(&target.install, &target.root, &record.alias);
@@ -735,17 +752,16 @@ pub(super) fn plan_plugin_against(
     if let Some(text) = &merged_config {
         super::check_merged(&target.install, &target.root, &target.config_path, text)?;
     }
-    let grants = |fragment: &str| {
-        crate::agent::fragment_grants(fragment).map_err(|e| ImportError::Fragment {
-            path: "mcp.servers".into(),
-            problem: e.to_string(),
-        })
-    };
-    plan.new_grants = grants_added(
-        grants(&base.fragment)?,
-        grants(&new.fragment)?,
-        &names.names,
-    );
+    // What the change grants: a server added, a command or endpoint changed (a server
+    // removed grants nothing).
+    let grants =
+        crate::agent::fragment_change_grants(&base.fragment, &new.fragment).map_err(|e| {
+            ImportError::Fragment {
+                path: "mcp.servers".into(),
+                problem: e.to_string(),
+            }
+        })?;
+    plan.new_grants = grants_added(Vec::new(), grants, &names.names);
 
     let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
         return Ok(plan);
@@ -961,6 +977,7 @@ impl UpdatePlan {
             new_grants: Vec::new(),
             accept_grants: req.accept_grants,
             policy: req.conflicts,
+            notes: Vec::new(),
             work: None,
         }
     }
@@ -1263,12 +1280,16 @@ pub fn rollback(
             Conflicts::Refuse,
         )
         .map_err(|e| match e {
-            sync::config::ConfigMergeError::Refused { conflicts } => UpdateError::Conflicts(
-                conflicts
-                    .iter()
-                    .map(|c| format!("{} ({})", sync::config::dotted(&c.path), c.kind.describe()))
-                    .collect(),
-            ),
+            sync::config::ConfigMergeError::Refused { conflicts } => {
+                UpdateError::RollbackConflicts(
+                    conflicts
+                        .iter()
+                        .map(|c| {
+                            format!("{} ({})", sync::config::dotted(&c.path), c.kind.describe())
+                        })
+                        .collect(),
+                )
+            }
             other => UpdateError::Import(ImportError::Invalid {
                 path: target.config_path.clone(),
                 problem: other.to_string(),
@@ -1360,7 +1381,7 @@ fn merge_back(
     let files = sync::files::plan(&after_side, &local_side, &before_side, untouched)
         .resolve(Conflicts::Refuse, &stamp)
         .map_err(|r| {
-            UpdateError::Conflicts(
+            UpdateError::RollbackConflicts(
                 r.conflicts
                     .iter()
                     .map(|c| {

@@ -182,6 +182,12 @@ fn translate_checked(
     })
 }
 
+/// The note an import or update shows for component `refused` (`where: why`), which it does
+/// not import.
+pub(crate) fn refused_note(refused: &str) -> String {
+    format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {refused}")
+}
+
 /// The ZeroClaw-only fields `export-plugin` keeps in the manifest's extension, back on their
 /// server. `tls_ca_cert_path` is not taken: a path of the exporting host means nothing here.
 fn zeroclaw_only(fields: &serde_json::Value, table: &mut Table) {

@@ -24,8 +24,8 @@ mod store_source;
 pub use export::{LeftOut, PluginExportJob, PluginExported, PluginServer};
 pub use fragment::config_of;
 pub(crate) use import::{
-    plugin_of_bundle_alias, record_bundle_alias, record_skill_alias, translate, translate_as,
-    PluginFragment, PLUGINS_DIR, RECORD_PREFIX,
+    plugin_of_bundle_alias, record_bundle_alias, record_skill_alias, refused_note, translate,
+    translate_as, PluginFragment, PLUGINS_DIR, RECORD_PREFIX,
 };
 pub(crate) use review::plugin_name;
 pub use review::{is_plugin, review_tree, PluginReview};

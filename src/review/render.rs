@@ -362,6 +362,15 @@ fn install_section(r: &Review, install: &InstallReview, out: &mut dyn Write) -> 
                 "Install {shown}: no agent imported from a bundle of `{}`: a new agent",
                 escape_text(&b.agent)
             )?,
+            None if r.update_plan.is_some() => writeln!(
+                out,
+                "Install {shown}: this Agent Plugin was imported here before (its update is \
+                 below)"
+            )?,
+            None if r.plugin.is_some() => writeln!(
+                out,
+                "Install {shown}: no earlier import of this Agent Plugin: a new one"
+            )?,
             None => writeln!(out, "Install {shown}: not compared (not an agent bundle)")?,
         }
     }

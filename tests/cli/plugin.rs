@@ -944,6 +944,53 @@ fn a_second_import_of_a_plugin_updates_it_in_place_and_rollback_restores_it() {
     ])
     .ok();
     assert_eq!(std::fs::read(&config_path).expect("config"), after_config);
+
+    // An edit made since the update: rollback refuses to overwrite it, naming it, and says
+    // what to do (rollback has no --conflicts).
+    write(&skill, b"edited here after the update\n");
+    let refused = env.run(&[
+        "rollback",
+        "plugin.research_tools",
+        "--install",
+        &b.to_string_lossy(),
+    ]);
+    let refused = refused.fails(1, "skills/web-search/SKILL.md");
+    assert!(
+        refused.stderr().contains("roll back again") && !refused.stderr().contains("--conflicts"),
+        "{}",
+        refused.describe()
+    );
+    assert_eq!(std::fs::read(&config_path).expect("config"), after_config);
+}
+
+/// Removing a server upstream grants nothing: an update that only takes a server away needs
+/// no `--accept-grants` (the MCP bundle's shorter list is no new grant).
+#[test]
+fn a_plugin_update_that_removes_a_server_grants_nothing() {
+    let env = TestEnv::new();
+    let (b, _) = plugin_update_hosts(&env);
+    let source = env.path("install");
+    let text = std::fs::read_to_string(source.join("config.toml")).expect("config");
+    // Version 2 (exported, not imported here) added a server: this version has neither it
+    // nor `search`.
+    let text = text.replace(
+        "servers = [\"github\", \"search\", \"root-shell\", \"fetch\"]",
+        "servers = [\"github\", \"root-shell\"]",
+    );
+    assert!(text.contains("servers = [\"github\", \"root-shell\"]"));
+    write(&source.join("config.toml"), text.as_bytes());
+    let p3 = env.path("p3");
+    export_plugin(&env, &source, &p3, &[]).ok();
+    let run = import_plugin(&env, &p3, &b, &[]).ok();
+    let report = run.json();
+    assert_eq!(report["new_grants"], serde_json::json!([]), "{report}");
+    let config = crate::import::loads(&b);
+    let names: Vec<&str> = config.mcp.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["github", "github_imported"], "{report}");
+    assert_eq!(
+        config.mcp_bundles["research_tools"].servers,
+        ["github_imported"]
+    );
 }
 
 /// A plugin update killed inside the publish of the plugin tree, or before `config.toml`, then
@@ -1109,4 +1156,35 @@ fn published_plugins_mount_for_review_from_a_snapshot_and_a_pack() {
             }
         }
     }
+}
+
+/// A newer version whose skill the spec refuses (its `SKILL.md` a symlink to /etc/passwd):
+/// the update plan says so in a note, never drops the skill in silence, and nothing outside
+/// the install is touched.
+#[test]
+fn a_plugin_update_names_what_the_new_version_has_refused() {
+    let env = TestEnv::new();
+    let (b, p2) = plugin_update_hosts(&env);
+    let hostile = env.path("hostile");
+    copy_tree(&p2, &hostile);
+    let skill = hostile.join("skills/web-search/SKILL.md");
+    std::fs::remove_file(&skill).expect("rm");
+    std::os::unix::fs::symlink("/etc/passwd", &skill).expect("symlink");
+    let passwd = std::fs::read("/etc/passwd").expect("passwd");
+    // Review first (it shows the update's plan, and its note), then the update itself.
+    let human = env.run(&[
+        OsStr::new("review"),
+        hostile.as_os_str(),
+        OsStr::new("--install"),
+        b.as_os_str(),
+    ]);
+    assert!(human.ok().stdout().contains("note: not imported"));
+    let run = import_plugin(&env, &hostile, &b, &["--accept-grants"]).ok();
+    let report = run.json();
+    let notes = report["notes"].to_string();
+    assert!(
+        notes.contains("not imported") && notes.contains("web-search"),
+        "{report}"
+    );
+    assert_eq!(std::fs::read("/etc/passwd").expect("passwd"), passwd);
 }

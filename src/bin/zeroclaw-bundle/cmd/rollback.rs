@@ -14,18 +14,14 @@ pub fn run(args: RollbackArgs, ctx: &Ctx) -> Result<Outcome> {
     let progress = ctx.term_progress();
     let done = bundles.rollback(&install, &args.alias, &progress);
     progress.finish();
-    let done = done.with_context(|| {
-        format!(
-            "could not roll back agent {}; nothing was written",
-            args.alias
-        )
-    })?;
+    let subject = zeroclaw_bundle::update_subject(&args.alias);
+    let done = done.with_context(|| format!("could not roll back {subject}"))?;
     if ctx.json {
         ctx.print_json(&serde_json::to_value(&done)?)?;
     } else {
         crate::outln!(
-            "Rolled back agent {} in {} (config.toml before the rollback kept as {})",
-            done.alias,
+            "Rolled back {subject} in {} to the state before its last update or rollback \
+             (config.toml before the rollback kept as {}; a second rollback undoes this one)",
             install.display(),
             done.backup.display()
         )?;

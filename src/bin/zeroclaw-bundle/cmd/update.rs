@@ -59,8 +59,8 @@ pub fn settle(
             ctx.print_json(&serde_json::to_value(&plan)?)?;
         } else {
             crate::outln!(
-                "Up to date: agent {} in {} holds {}",
-                plan.alias,
+                "Up to date: {} in {} holds {}",
+                plan.subject(),
                 install.display(),
                 plan.content_id.to_hex()
             )?;
@@ -69,6 +69,9 @@ pub fn settle(
     }
     if ctx.json {
         ctx.print_json(&serde_json::to_value(&plan)?)?;
+    } else if ctx.quiet {
+        // Only what stops the update or asks for a yes: conflicts refused, grants, notes.
+        print_what_stops(&plan)?;
     } else {
         print_plan(&plan)?;
     }
@@ -103,14 +106,15 @@ pub fn settle(
     let progress = ctx.term_progress();
     let done = bundles.update(&plan, &progress);
     progress.finish();
-    let done = done.with_context(|| format!("could not update agent {}", plan.alias))?;
+    let done = done.with_context(|| format!("could not update {}", plan.subject()))?;
     if !ctx.json {
         crate::outln!(
-            "Updated agent {} in {} (previous config.toml kept as {}; undo with `zeroclaw-bundle rollback {}`)",
-            done.alias,
+            "Updated {} in {} (previous config.toml kept as {}; undo with `zeroclaw-bundle rollback {} --install {}`)",
+            plan.subject(),
             install.display(),
             done.backup.display(),
-            done.alias
+            done.alias,
+            zeroclaw_bundle::shell_quote(&install)
         )?;
     }
     Ok(Outcome::Success)
@@ -144,8 +148,25 @@ pub fn print_plan(plan: &UpdatePlan) -> Result<()> {
             c.resolution.as_deref().unwrap_or("refused")
         )?;
     }
+    print_grants_and_notes(plan)
+}
+
+/// The plan's lines under `--quiet`: the conflicts left unresolved, the grants, the notes.
+fn print_what_stops(plan: &UpdatePlan) -> Result<()> {
+    let esc = |s: &str| crate::cmd::escape_message(s);
+    for c in plan.conflicts.iter().filter(|c| c.resolution.is_none()) {
+        crate::outln!("  CONFLICT {} ({}): refused", esc(&c.path), c.kind)?;
+    }
+    print_grants_and_notes(plan)
+}
+
+fn print_grants_and_notes(plan: &UpdatePlan) -> Result<()> {
+    let esc = |s: &str| crate::cmd::escape_message(s);
     for g in &plan.new_grants {
         crate::outln!("  ! grant  {}: {}", esc(&g.path), esc(&g.detail))?;
+    }
+    for n in &plan.notes {
+        crate::outln!("  note: {}", esc(n))?;
     }
     Ok(())
 }
