@@ -569,21 +569,7 @@ pub(super) fn plan_against(
     let workspace = target.install.typed.agent_workspace_dir(&record.alias);
     let local = capture(store, &workspace, progress)?;
     let mut sizes = HashMap::new();
-    let behind = left_behind(&[&base, incoming], "workspace/");
-    let workspace_uncarried = |p: &[u8]| uncarried(&behind, p);
-    let trees = ThreeTrees {
-        base: base.workspace.map(|t| t.id),
-        local: local.tree,
-        incoming: incoming.workspace.map(|t| t.id),
-    };
-    let merged_files = plan_files(
-        store,
-        &trees,
-        &workspace_uncarried,
-        "",
-        &mut sizes,
-        &mut plan,
-    )?;
+    let merged_files = plan_workspace(store, (&base, incoming), &local, &mut sizes, &mut plan)?;
 
     // Config.
     let entries = names.entry_paths();
@@ -788,6 +774,24 @@ pub(super) fn plan_plugin_against(
         after_record,
     });
     Ok(plan)
+}
+
+/// The workspace's merge ([`plan_files`]): the `base` and `incoming` bundles' workspace trees
+/// against the `local` capture; paths no export carries stay untouched.
+fn plan_workspace(
+    store: &Store,
+    (base, incoming): (&source::StoredBundle, &source::StoredBundle),
+    local: &Captured,
+    sizes: &mut HashMap<ObjectId, u64>,
+    plan: &mut UpdatePlan,
+) -> Result<Option<Side>, UpdateError> {
+    let behind = left_behind(&[base, incoming], "workspace/");
+    let trees = ThreeTrees {
+        base: base.workspace.map(|t| t.id),
+        local: local.tree,
+        incoming: incoming.workspace.map(|t| t.id),
+    };
+    plan_files(store, &trees, &|p| uncarried(&behind, p), "", sizes, plan)
 }
 
 /// The three trees of one directory's merge (none: empty).
@@ -1268,35 +1272,7 @@ pub fn rollback(
         &untouched,
         "",
     )?;
-    let new_config = if target.old_config == after_config {
-        before_config
-    } else {
-        let entries: Vec<&str> = last.entries.iter().map(String::as_str).collect();
-        let merged = sync::config::merge_config(
-            &after_config,
-            &target.old_config,
-            &before_config,
-            &entries,
-            Conflicts::Refuse,
-        )
-        .map_err(|e| match e {
-            sync::config::ConfigMergeError::Refused { conflicts } => {
-                UpdateError::RollbackConflicts(
-                    conflicts
-                        .iter()
-                        .map(|c| {
-                            format!("{} ({})", sync::config::dotted(&c.path), c.kind.describe())
-                        })
-                        .collect(),
-                )
-            }
-            other => UpdateError::Import(ImportError::Invalid {
-                path: target.config_path.clone(),
-                problem: other.to_string(),
-            }),
-        })?;
-        super::with_line_endings_of(&target.old_config, merged.text)
-    };
+    let new_config = config_back(&target, &last.entries, before_config, &after_config)?;
     let rolled_back = super::check_merged(
         &target.install,
         &target.root,
@@ -1359,6 +1335,41 @@ pub fn rollback(
         backup,
         states: file,
     })
+}
+
+/// The `config.toml` a rollback writes: `before` (the text before the change) when the
+/// install's is still `after` (the text the change wrote); else `before` merged back three
+/// ways over the change's `entries`, an edit made since refusing where it conflicts.
+fn config_back(
+    target: &super::Target,
+    entries: &[String],
+    before: String,
+    after: &str,
+) -> Result<String, UpdateError> {
+    if target.old_config == after {
+        return Ok(before);
+    }
+    let entries: Vec<&str> = entries.iter().map(String::as_str).collect();
+    let merged = sync::config::merge_config(
+        after,
+        &target.old_config,
+        &before,
+        &entries,
+        Conflicts::Refuse,
+    )
+    .map_err(|e| match e {
+        sync::config::ConfigMergeError::Refused { conflicts } => UpdateError::RollbackConflicts(
+            conflicts
+                .iter()
+                .map(|c| format!("{} ({})", sync::config::dotted(&c.path), c.kind.describe()))
+                .collect(),
+        ),
+        other => UpdateError::Import(ImportError::Invalid {
+            path: target.config_path.clone(),
+            problem: other.to_string(),
+        }),
+    })?;
+    Ok(super::with_line_endings_of(&target.old_config, merged.text))
 }
 
 /// The tree a rollback writes in one directory: the state before (`before`) merged three ways
