@@ -737,7 +737,12 @@ impl Tmux {
             eprintln!("SKIPPED: tmux is missing");
             return None;
         }
-        let name = format!("zb-{tag}-{}", std::process::id());
+        // One name per session, even within one test: a test that starts a second session
+        // under the name of the first raced the exit of the server it had just killed
+        // ("server exited unexpectedly", seen in CI with three passphrase prompts in a row).
+        static SESSIONS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("zb-{tag}-{}-{n}", std::process::id());
         // A server of its own (`-L`): sessions of tests running at once on the default
         // server raced its exit when another test killed the last session ("server exited
         // unexpectedly").
