@@ -4,7 +4,8 @@
 //! `--expect`, merged (never overwriting: a server named like a local one is namespaced),
 //! attached to an agent only with `--attach`, loaded by ZeroClaw's loader and `validate()`,
 //! and planned for the same `apply` as an agent import (staged publish, provenance, backup,
-//! atomic `config.toml`).
+//! atomic `config.toml`). A plugin of a name the install imported before is updated in place
+//! instead (`super::update::plan_plugin_against`), never imported beside itself.
 
 use std::collections::BTreeSet;
 

@@ -13,6 +13,11 @@
 //! install's names: the `--as`, namespacing and `--map` choices of that import carry over, and
 //! entries it reused or mapped stay as the install has them.
 //!
+//! An Agent Plugin imported before updates the same way ([`plan_plugin_against`]): its plugin
+//! tree under `shared/plugins/<alias>/` is the directory merged, and the entries its import
+//! added (skill bundle, MCP bundle, servers) are the config merged; its record is
+//! `plugin.<alias>`, which `rollback` and `recover` take as they take an agent's.
+//!
 //! [`plan`] writes only to the store (captures, the merged tree); [`apply`] writes, under the
 //! install's lock, in this order: the state (both `config.toml` texts, owner-only, in
 //! [`STATES_DIR`]`/<alias>`, and snapshot records of the workspace before and after), the
@@ -519,7 +524,8 @@ pub(super) fn plugin_record(
         1 => Ok(Some(records.remove(0))),
         _ => Err(UpdateError::NotImported(format!(
             "Agent Plugin {name} was imported into {} more than once (skill bundles {}): name \
-             the one to update with --as SKILL_BUNDLE",
+             the one to update (`zeroclaw-bundle update SOURCE --install DIR --as \
+             SKILL_BUNDLE`)",
             target.root.display(),
             records
                 .iter()
