@@ -40,6 +40,13 @@ use zeroclaw_bundle_store::{
 
 use crate::remote::{Remote, RemoteError, RemoteSpec, RemoteView};
 
+/// The largest tree index a stored snapshot opened here (for `diff`, `ls`, `cat`, `show`) is
+/// read whole; a larger one is read tree by tree. A `diff` of two snapshots of 1.2 million
+/// files (`SCALE_LAYOUTS=million scripts/scale.sh`) held both 62 MiB indexes whole and peaked
+/// at 177 MiB; tree by tree it reads only the trees that differ. The benchmark corpus's index
+/// (10,000 files) is under 1 MiB, read whole as before.
+const INDEX_IN_MEMORY: u64 = 4 << 20;
+
 /// A form of the grammar, for what a verb takes and what an error names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
@@ -690,7 +697,7 @@ pub fn open(
             let store = need_store()?;
             let id = reference.stored_id(store)?;
             let snapshot = store.objects().read_snapshot(&id)?;
-            let held = Held::Store(store.index().snapshot_source(&id));
+            let held = Held::Store(store.index().snapshot_source_within(&id, INDEX_IN_MEMORY));
             (id, snapshot, held, id.short(12))
         }
     };

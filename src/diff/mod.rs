@@ -327,7 +327,7 @@ impl Walk<'_> {
         let source = if side == 'A' { self.a } else { self.b };
         source
             .tree(id)
-            .map(|t| t.entries().to_vec())
+            .map(Tree::into_entries)
             .map_err(|source| DiffError::Read { side, source })
     }
 

@@ -248,6 +248,12 @@ impl Tree {
         &self.entries
     }
 
+    /// The entries, sorted by name bytes, taken out of the tree (no copy: a walk that holds a
+    /// huge directory's entries holds them once).
+    pub fn into_entries(self) -> Vec<TreeEntry> {
+        self.entries
+    }
+
     /// The format this tree is encoded in: 2, or 1 for a tree decoded from format 1.
     pub fn format_version(&self) -> u8 {
         self.version
