@@ -753,7 +753,7 @@ pub(super) fn plan_plugin_against(
                 problem: e.to_string(),
             }
         })?;
-    plan.new_grants = grants_added(Vec::new(), grants, &names.names);
+    plan.new_grants = localized(grants, &names.names);
 
     let (Some(tree), Some(new_config)) = (merged_files, merged_config) else {
         return Ok(plan);
@@ -1628,21 +1628,20 @@ fn new_grants(
             }
         })
     };
-    Ok(grants_added(grants(base)?, grants(incoming)?, names))
+    let key = |g: &Grant| (format!("{:?}", g.kind), g.path.clone(), g.detail.clone());
+    let had: BTreeSet<_> = grants(base)?.iter().filter(|g| !g.stale).map(key).collect();
+    let added = grants(incoming)?
+        .into_iter()
+        .filter(|g| !had.contains(&key(g)))
+        .collect();
+    Ok(localized(added, names))
 }
 
-/// The grants of `incoming` that `base` does not have, by kind, path and detail, with local
-/// paths (stale grants are no grants).
-fn grants_added(
-    base: Vec<Grant>,
-    incoming: Vec<Grant>,
-    names: &BTreeMap<(Kind, String), String>,
-) -> Vec<Grant> {
-    let key = |g: &Grant| (format!("{:?}", g.kind), g.path.clone(), g.detail.clone());
-    let had: BTreeSet<_> = base.iter().filter(|g| !g.stale).map(key).collect();
-    incoming
+/// `grants` less the stale ones, with local paths.
+fn localized(grants: Vec<Grant>, names: &BTreeMap<(Kind, String), String>) -> Vec<Grant> {
+    grants
         .into_iter()
-        .filter(|g| !g.stale && !had.contains(&key(g)))
+        .filter(|g| !g.stale)
         .map(|g| Grant {
             path: localize_path(&g.path, names),
             ..g
