@@ -51,6 +51,7 @@ pub use crate::import::update::{
     subject as update_subject, ConflictPolicy, UpdatePlan, UpdateRequest, Updated,
 };
 pub use crate::import::{ImportPlan, ImportRequest, Imported, MapArg};
+pub use crate::plugin::VersionChange;
 pub use crate::progress::{Cancellable, Note, Progress, Silent, Totals};
 pub use crate::publish::{shell_quote, Published, Replace, Replaced};
 pub use crate::review::{Review, ReviewOptions};

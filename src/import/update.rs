@@ -179,6 +179,11 @@ pub struct UpdatePlan {
     /// update drops it where the version before had it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// For an Agent Plugin whose incoming `version` is older than the one imported before (by
+    /// SemVer): both versions. Applied like any update, once the operator has seen it (it is
+    /// also the first of `notes`); an older version may bring back what the newer one fixed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub downgrade: Option<crate::plugin::VersionChange>,
     #[serde(skip)]
     work: Option<Work>,
 }
@@ -714,10 +719,12 @@ pub(super) fn plan_plugin_against(
     let base = translate(&base_root, record.snapshot)?;
     let new = translate(&incoming.root, incoming.snapshot)?;
     let names = Names::of(&record, &base.fragment, &new.fragment, &target.old_config)?;
-    plan.notes = new
-        .refused
+    plan.downgrade = crate::plugin::downgrade(base.version.as_deref(), new.version.as_deref());
+    plan.notes = plan
+        .downgrade
         .iter()
-        .map(|r| crate::plugin::refused_note(r))
+        .map(ToString::to_string)
+        .chain(new.refused.iter().map(|r| crate::plugin::refused_note(r)))
         .collect();
 
     // The plugin tree, merged as a workspace is (no memory rule: a plugin carries no memory).
@@ -988,6 +995,7 @@ impl UpdatePlan {
             accept_grants: req.accept_grants,
             policy: req.conflicts,
             notes: Vec::new(),
+            downgrade: None,
             work: None,
         }
     }

@@ -39,6 +39,8 @@ pub(crate) struct PluginFragment {
     pub required_secrets: Vec<String>,
     /// Components not imported, each `where: why`.
     pub refused: Vec<String>,
+    /// The manifest's `version`, as written.
+    pub version: Option<String>,
 }
 
 /// Translates the plugin in tree `root` for the install at `install_root`, whose config
@@ -121,6 +123,7 @@ fn translate_checked(
     // ZeroClaw has no plugin data directory: a `${PLUGIN_DATA}` refuses its server (below),
     // so this anchor is never written into the config.
     let anchors = Anchors::new(&plugin_root, install_root.join("data/plugins").join(&alias));
+    let version = checked.plugin.manifest.version.clone();
     let mut refused = checked.refused;
     let mut servers = Vec::new();
     let mut secrets = Vec::new();
@@ -179,6 +182,7 @@ fn translate_checked(
         fragment,
         required_secrets: secrets,
         refused,
+        version,
     })
 }
 
@@ -186,6 +190,39 @@ fn translate_checked(
 /// not import.
 pub(crate) fn refused_note(refused: &str) -> String {
     format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {refused}")
+}
+
+/// The version change of an update from a plugin at `imported` to one at `incoming` (their
+/// manifests' `version`) when it goes back: both are SemVer and `incoming` is the lower
+/// (`1.3.0` to `1.2.0`, `1.0.0` to `1.0.0-rc.1`). `None` when it goes forward, stays, or either
+/// is missing or not SemVer (nothing can be said of its order).
+pub(crate) fn downgrade(imported: Option<&str>, incoming: Option<&str>) -> Option<VersionChange> {
+    let (imported, incoming) = (imported?, incoming?);
+    let older = semver::Version::parse(incoming.trim()).ok()?
+        < semver::Version::parse(imported.trim()).ok()?;
+    older.then(|| VersionChange {
+        imported: imported.to_string(),
+        incoming: incoming.to_string(),
+    })
+}
+
+/// A plugin's `version` before and after an update (see [`downgrade`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VersionChange {
+    /// The version imported before (the update's base).
+    pub imported: String,
+    /// The version the update brings.
+    pub incoming: String,
+}
+
+impl std::fmt::Display for VersionChange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "a downgrade: version {} is older than version {}, imported before",
+            self.incoming, self.imported
+        )
+    }
 }
 
 /// The ZeroClaw-only fields `export-plugin` keeps in the manifest's extension, back on their

@@ -1188,3 +1188,77 @@ fn a_plugin_update_names_what_the_new_version_has_refused() {
     );
     assert_eq!(std::fs::read("/etc/passwd").expect("passwd"), passwd);
 }
+
+/// Sets the `version` of the exported plugin at `dir` (its `plugin.json`).
+fn set_plugin_version(dir: &Path, version: &str) {
+    let path = dir.join("plugin.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("plugin.json")).expect("json");
+    manifest["version"] = serde_json::json!(version);
+    write(
+        &path,
+        serde_json::to_string_pretty(&manifest)
+            .expect("json")
+            .as_bytes(),
+    );
+}
+
+/// An update to an older version of a plugin (by SemVer) is named a downgrade wherever the
+/// operator looks before it is applied: review's plan, the update's plan (JSON and text, the
+/// first note) and its prompt; a newer version is not.
+#[test]
+fn a_plugin_update_to_an_older_version_is_named_a_downgrade() {
+    let env = TestEnv::new();
+    let source = plugin_install(&env);
+    let newer = env.path("newer");
+    export_plugin(&env, &source, &newer, &[]).ok();
+    set_plugin_version(&newer, "1.3.0");
+    let b = base_install(&env, "b", true);
+    import_plugin(&env, &newer, &b, &["--attach", "helper"]).ok();
+
+    let older = env.path("older");
+    export_plugin(&env, &source, &older, &[]).ok();
+    set_plugin_version(&older, "1.2.0");
+    let expected = serde_json::json!({"imported": "1.3.0", "incoming": "1.2.0"});
+    let review = env
+        .run(&[
+            OsStr::new("--json"),
+            OsStr::new("review"),
+            older.as_os_str(),
+            OsStr::new("--install"),
+            b.as_os_str(),
+        ])
+        .ok()
+        .json();
+    assert_eq!(review["update_plan"]["downgrade"], expected, "{review}");
+    let text = env
+        .run(&[
+            OsStr::new("update"),
+            older.as_os_str(),
+            OsStr::new("--install"),
+            b.as_os_str(),
+            OsStr::new("--dry-run"),
+        ])
+        .ok()
+        .stdout();
+    assert!(
+        text.contains("note: a downgrade: version 1.2.0 is older than version 1.3.0"),
+        "{text}"
+    );
+    let applied = import_plugin(&env, &older, &b, &[]).ok().json();
+    assert_eq!(applied["downgrade"], expected, "{applied}");
+    assert!(
+        applied["notes"][0]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("a downgrade"),
+        "{applied}"
+    );
+
+    // Forward again: no downgrade.
+    let newest = env.path("newest");
+    export_plugin(&env, &source, &newest, &[]).ok();
+    set_plugin_version(&newest, "1.4.0");
+    let forward = import_plugin(&env, &newest, &b, &[]).ok().json();
+    assert!(forward.get("downgrade").is_none(), "{forward}");
+}

@@ -199,8 +199,16 @@ fn confirm_update(
         allowed,
     )?;
     let _ = std::io::stderr().write_all(&screen);
+    let which = match &plan.downgrade {
+        Some(change) => format!(
+            "an OLDER version ({}; {} was imported)",
+            escape_text(&change.incoming),
+            escape_text(&change.imported)
+        ),
+        None => "a newer version".to_string(),
+    };
     if !super::ask(&format!(
-        "This is a newer version of {}, imported into {} before: update it in place? [y/N] ",
+        "This is {which} of {}, imported into {} before: update it in place? [y/N] ",
         escape_text(&plan.subject()),
         plan.install.display()
     ))? {
