@@ -206,7 +206,8 @@ pub(crate) fn downgrade(imported: Option<&str>, incoming: Option<&str>) -> Optio
     })
 }
 
-/// A plugin's `version` before and after an update (see [`downgrade`]).
+/// A plugin's `version` before and after an update that goes back to an older one (by
+/// SemVer), as [`crate::UpdatePlan`] names it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct VersionChange {
     /// The version imported before (the update's base).
