@@ -581,6 +581,7 @@ impl Bundles {
                 alias: None,
                 conflicts: crate::ConflictPolicy::Refuse,
                 accept_grants: false,
+                allow_downgrade: false,
                 require: None,
             };
             review.update_plan = self

@@ -301,6 +301,7 @@ impl Bundles {
             alias: Some(&follow.alias),
             conflicts: ConflictPolicy::Refuse,
             accept_grants: false,
+            allow_downgrade: false,
             require,
         };
         let plan = match self.update_plan(&request, progress) {

@@ -33,7 +33,7 @@
 //! | `mount` | `{snapshot, mountpoint, pid}` once the mount answers (foreground or `--daemon`) |
 //! | `umount` | `{mountpoint}` |
 //! | `recover` | `{destination, restored_from, removed_old, removed_staging, left_alone:[{path, reason}]}` |
-//! | `update` (and `--dry-run`) | the plan: `{source, alias, bundle_alias, install, base, incoming, content_id, up_to_date, taken, deleted, kept, conflicts:[{path, kind, resolution}], config_keys:[{key, action}], new_grants, accept_grants, policy, notes?, downgrade?:{imported, incoming}}` (a skill bundle's paths read `skill bundle S: PATH`; `resolution` null: refused; `notes` and `downgrade` only when there are any: an Agent Plugin's refused components, and its update to an older version by SemVer) |
+//! | `update` (and `--dry-run`) | the plan: `{source, alias, bundle_alias, install, base, incoming, content_id, up_to_date, taken, deleted, kept, conflicts:[{path, kind, resolution}], config_keys:[{key, action}], new_grants, accept_grants, policy, notes?, downgrade?:{imported, incoming}, allow_downgrade?}` (a skill bundle's paths read `skill bundle S: PATH`; `resolution` null: refused; `notes`, `downgrade` and `allow_downgrade` only when there are any: an Agent Plugin's refused components, its update to an older version by SemVer, refused unless allowed) |
 //! | `rollback` | `{alias, written, backup, states}` |
 //! | `sync` | `{install, agents:[{alias, source, outcome, snapshot, plan` (as `update`'s)`, review, error}], listings}` |
 //! | `recover --install` | `{install, completed:[{alias, verb, seq, published:[the trees published again], config_written, backup, leftovers}]}` (one entry per agent whose update or rollback was finished; `[]`: nothing was pending) |

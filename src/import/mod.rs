@@ -91,6 +91,8 @@ pub struct ImportRequest<'a> {
     pub conflicts: update::ConflictPolicy,
     /// The operator accepted the grants an update in place adds.
     pub accept_grants: bool,
+    /// The operator allowed an update in place to an older version of an Agent Plugin.
+    pub allow_downgrade: bool,
     /// `--attach AGENT`: an Agent Plugin's skill bundle and MCP bundle are added to local agent
     /// AGENT's `skill_bundles` and `mcp_bundles` (without it, no agent reaches them).
     pub attach: Option<&'a str>,
@@ -112,6 +114,7 @@ impl Default for ImportRequest<'_> {
             update: None,
             conflicts: update::ConflictPolicy::Refuse,
             accept_grants: false,
+            allow_downgrade: false,
             attach: None,
         }
     }
@@ -566,6 +569,7 @@ fn update_plan(
         alias: Some(&alias),
         conflicts: req.conflicts,
         accept_grants: req.accept_grants,
+        allow_downgrade: req.allow_downgrade,
         require: req.require,
     };
     let summary = target.clone();

@@ -175,6 +175,7 @@ fn update_plan(
         alias: Some(&record.alias),
         conflicts: req.conflicts,
         accept_grants: req.accept_grants,
+        allow_downgrade: req.allow_downgrade,
         require: req.require,
     };
     let summary = target.clone();

@@ -102,6 +102,9 @@ pub struct UpdateRequest<'a> {
     pub conflicts: ConflictPolicy,
     /// The operator accepted the grants the update adds.
     pub accept_grants: bool,
+    /// The operator allowed an Agent Plugin's update to an older version (see
+    /// [`UpdatePlan::downgrade`]).
+    pub allow_downgrade: bool,
     /// Who must have signed the bundle (as for import).
     pub require: Option<&'a crate::sign::AllowedSigners>,
 }
@@ -180,10 +183,14 @@ pub struct UpdatePlan {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     /// For an Agent Plugin whose incoming `version` is older than the one imported before (by
-    /// SemVer): both versions. Applied like any update, once the operator has seen it (it is
-    /// also the first of `notes`); an older version may bring back what the newer one fixed.
+    /// SemVer): both versions. Refused unless allowed (`allow_downgrade`): an older version may
+    /// bring back what the newer one fixed, and a source that serves an old version is how
+    /// that is done to an operator. It is also the first of `notes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub downgrade: Option<crate::plugin::VersionChange>,
+    /// The operator allowed the downgrade.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_downgrade: bool,
     #[serde(skip)]
     work: Option<Work>,
 }
@@ -227,6 +234,18 @@ impl UpdatePlan {
     /// The plan accepted with `accept_grants`.
     pub fn accepting_grants(mut self, accept: bool) -> UpdatePlan {
         self.accept_grants = accept;
+        self
+    }
+
+    /// The update goes back to an older version that was not allowed:
+    /// [`crate::Bundles::update`] refuses.
+    pub fn downgrade_unallowed(&self) -> bool {
+        self.downgrade.is_some() && !self.allow_downgrade
+    }
+
+    /// The plan with its downgrade allowed (or not).
+    pub fn allowing_downgrade(mut self, allow: bool) -> UpdatePlan {
+        self.allow_downgrade = allow;
         self
     }
 }
@@ -370,6 +389,12 @@ pub enum UpdateError {
          review it, then update with --accept-grants", .0.join(", ")
     )]
     NewGrants(Vec<String>),
+    /// An update to an older version, not allowed.
+    #[error(
+        "{0}; nothing was written: an older version may bring back what the newer one fixed; \
+         review it, then update with --allow-downgrade"
+    )]
+    Downgrade(crate::plugin::VersionChange),
     /// A skill bundle's tree changed upstream in a way an update in place cannot carry: the
     /// install's own skill bundle (the first import reused or mapped it rather than adding
     /// it), or one whose directory the update would move.
@@ -996,6 +1021,7 @@ impl UpdatePlan {
             policy: req.conflicts,
             notes: Vec::new(),
             downgrade: None,
+            allow_downgrade: req.allow_downgrade,
             work: None,
         }
     }
@@ -1213,6 +1239,9 @@ pub fn apply(
         return Err(UpdateError::NewGrants(
             plan.new_grants.iter().map(|g| g.path.clone()).collect(),
         ));
+    }
+    if let (Some(change), true) = (&plan.downgrade, plan.downgrade_unallowed()) {
+        return Err(UpdateError::Downgrade(change.clone()));
     }
     let work = plan
         .work

@@ -1204,8 +1204,8 @@ fn set_plugin_version(dir: &Path, version: &str) {
 }
 
 /// An update to an older version of a plugin (by SemVer) is named a downgrade wherever the
-/// operator looks before it is applied: review's plan, the update's plan (JSON and text, the
-/// first note) and its prompt; a newer version is not.
+/// operator looks before it is applied (review's plan, the update's plan in JSON and text,
+/// its first note) and is refused without --allow-downgrade; a newer version is neither.
 #[test]
 fn a_plugin_update_to_an_older_version_is_named_a_downgrade() {
     let env = TestEnv::new();
@@ -1231,22 +1231,45 @@ fn a_plugin_update_to_an_older_version_is_named_a_downgrade() {
         .ok()
         .json();
     assert_eq!(review["update_plan"]["downgrade"], expected, "{review}");
-    let text = env
-        .run(&[
-            OsStr::new("update"),
-            older.as_os_str(),
-            OsStr::new("--install"),
-            b.as_os_str(),
-            OsStr::new("--dry-run"),
-        ])
-        .ok()
-        .stdout();
+    let dry = env.run(&[
+        OsStr::new("update"),
+        older.as_os_str(),
+        OsStr::new("--install"),
+        b.as_os_str(),
+        OsStr::new("--dry-run"),
+    ]);
     assert!(
-        text.contains("note: a downgrade: version 1.2.0 is older than version 1.3.0"),
-        "{text}"
+        dry.stdout()
+            .contains("note: a downgrade: version 1.2.0 is older than version 1.3.0"),
+        "{}",
+        dry.stdout()
     );
-    let applied = import_plugin(&env, &older, &b, &[]).ok().json();
+    // Not applied without --allow-downgrade (the import's --yes is no allowance): exit 1,
+    // the reason named, nothing written.
+    let config_before = std::fs::read(b.join("config.toml")).expect("config");
+    let tree = b.join("shared/plugins/research_tools");
+    let manifest_before = std::fs::read(tree.join("plugin.json")).expect("manifest");
+    for refused in [dry, import_plugin(&env, &older, &b, &[])] {
+        assert_eq!(refused.code(), 1, "{}", refused.stderr());
+        assert!(
+            refused.stderr().contains("--allow-downgrade"),
+            "{}",
+            refused.stderr()
+        );
+    }
+    assert_eq!(
+        std::fs::read(b.join("config.toml")).expect("config"),
+        config_before
+    );
+    assert_eq!(
+        std::fs::read(tree.join("plugin.json")).expect("manifest"),
+        manifest_before
+    );
+    let applied = import_plugin(&env, &older, &b, &["--allow-downgrade"])
+        .ok()
+        .json();
     assert_eq!(applied["downgrade"], expected, "{applied}");
+    assert_eq!(applied["allow_downgrade"], true, "{applied}");
     assert!(
         applied["notes"][0]
             .as_str()

@@ -262,8 +262,9 @@ Examples:
 
 Per workspace path and config key: changed only upstream, taken; changed only here, kept;
 changed differently on both sides, a conflict. Memory, MEMORY_SNAPSHOT.md and whatever the
-export left behind are never touched. Exit status: 0 updated (or up to date), 1 error,
-3 the update grants something new and --accept-grants was not given, 4 conflicts refused
+export left behind are never touched. Exit status: 0 updated (or up to date), 1 error (or an
+Agent Plugin's older version without --allow-downgrade), 3 the update grants something new
+and --accept-grants was not given, 4 conflicts refused
 (nothing written; choose with --conflicts keep-local|take-incoming|copy).")]
     Update(UpdateArgs),
     /// Restore an agent to the state before its last update (files and config entries)
@@ -782,6 +783,9 @@ pub struct MergeArgs {
     /// Apply even though the update grants something the version last imported did not
     #[arg(long)]
     pub accept_grants: bool,
+    /// Apply even though the update goes back to an older version of an Agent Plugin
+    #[arg(long)]
+    pub allow_downgrade: bool,
 }
 
 impl MergeArgs {

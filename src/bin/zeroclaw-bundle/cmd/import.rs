@@ -66,6 +66,7 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
         update: args.update.as_deref(),
         conflicts: args.merge.policy(),
         accept_grants: args.merge.accept_grants,
+        allow_downgrade: args.merge.allow_downgrade,
         attach: args.attach.as_deref(),
     };
     let plan = bundles.import_plan(&request, &progress);
@@ -78,10 +79,13 @@ pub fn run(args: ImportArgs, ctx: &Ctx) -> Result<Outcome> {
     })?;
     if let Some(update) = plan.update {
         // A newer version of an agent imported here before: its update in place.
+        let mut update = *update;
         if !args.dry_run && args.expect.is_none() && !args.yes {
             confirm_update(ctx, &bundles, &update, trust.allowed)?;
+            // The question named an older version as such: the yes allows it.
+            update = update.allowing_downgrade(true);
         }
-        return super::update::settle(ctx, &bundles, *update, args.dry_run, interactive);
+        return super::update::settle(ctx, &bundles, update, args.dry_run, interactive);
     }
     if plan.up_to_date.is_some() || args.dry_run {
         // Nothing to ask or write: a dry run, or the same content made this agent, still

@@ -27,6 +27,7 @@ pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
         alias: args.agent_as.as_deref(),
         conflicts,
         accept_grants: args.merge.accept_grants,
+        allow_downgrade: args.merge.allow_downgrade,
         require,
     };
     let progress = ctx.term_progress();
@@ -45,7 +46,8 @@ pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
 /// Prints an update's three-way plan (or that the agent is up to date), then applies it
 /// unless it is a dry run: conflicts refused exit 4; grants the version last imported did
 /// not have exit 3 unless accepted (`--accept-grants`, or `ask`: a terminal answers yes
-/// after seeing them). `import` of a newer version of an imported agent ends here too.
+/// after seeing them); an Agent Plugin's older version exits 1 unless allowed
+/// (`--allow-downgrade`, or a terminal's yes). `import` of a newer version of an imported agent ends here too.
 pub fn settle(
     ctx: &Ctx,
     bundles: &Bundles,
@@ -99,6 +101,28 @@ pub fn settle(
              written: review it, then update with --accept-grants"
         );
         return Ok(Outcome::NewGrants);
+    }
+    let plan = match (
+        &plan.downgrade,
+        plan.downgrade_unallowed() && ask && !dry_run,
+    ) {
+        (Some(change), true) => {
+            let yes = super::ask(&format!(
+                "The update is {}. Apply it to {}? [y/N] ",
+                crate::cmd::escape_message(&change.to_string()),
+                crate::cmd::escape_message(&plan.subject())
+            ))?;
+            plan.allowing_downgrade(yes)
+        }
+        _ => plan,
+    };
+    if let (Some(change), true) = (&plan.downgrade, plan.downgrade_unallowed()) {
+        crate::note!(
+            "error: the update is {}; nothing was written: review it, then update with \
+             --allow-downgrade",
+            crate::cmd::escape_message(&change.to_string())
+        );
+        return Ok(Outcome::Failure);
     }
     if dry_run {
         return Ok(Outcome::Success);
