@@ -237,10 +237,10 @@ impl UpdatePlan {
         self
     }
 
-    /// The update goes back to an older version that was not allowed:
+    /// The older version the update goes back to, when that was not allowed:
     /// [`crate::Bundles::update`] refuses.
-    pub fn downgrade_unallowed(&self) -> bool {
-        self.downgrade.is_some() && !self.allow_downgrade
+    pub fn unallowed_downgrade(&self) -> Option<&crate::plugin::VersionChange> {
+        self.downgrade.as_ref().filter(|_| !self.allow_downgrade)
     }
 
     /// The plan with its downgrade allowed (or not).
@@ -744,7 +744,8 @@ pub(super) fn plan_plugin_against(
     let base = translate(&base_root, record.snapshot)?;
     let new = translate(&incoming.root, incoming.snapshot)?;
     let names = Names::of(&record, &base.fragment, &new.fragment, &target.old_config)?;
-    plan.downgrade = crate::plugin::downgrade(base.version.as_deref(), new.version.as_deref());
+    plan.downgrade =
+        crate::plugin::VersionChange::backwards(base.version.as_deref(), new.version.as_deref());
     plan.notes = plan
         .downgrade
         .iter()
@@ -1240,7 +1241,7 @@ pub fn apply(
             plan.new_grants.iter().map(|g| g.path.clone()).collect(),
         ));
     }
-    if let (Some(change), true) = (&plan.downgrade, plan.downgrade_unallowed()) {
+    if let Some(change) = plan.unallowed_downgrade() {
         return Err(UpdateError::Downgrade(change.clone()));
     }
     let work = plan

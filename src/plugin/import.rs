@@ -192,20 +192,6 @@ pub(crate) fn refused_note(refused: &str) -> String {
     format!("not imported (refused by the Agent Plugins spec or ZeroClaw): {refused}")
 }
 
-/// The version change of an update from a plugin at `imported` to one at `incoming` (their
-/// manifests' `version`) when it goes back: both are SemVer and `incoming` is the lower
-/// (`1.3.0` to `1.2.0`, `1.0.0` to `1.0.0-rc.1`). `None` when it goes forward, stays, or either
-/// is missing or not SemVer (nothing can be said of its order).
-pub(crate) fn downgrade(imported: Option<&str>, incoming: Option<&str>) -> Option<VersionChange> {
-    let (imported, incoming) = (imported?, incoming?);
-    let older = semver::Version::parse(incoming.trim()).ok()?
-        < semver::Version::parse(imported.trim()).ok()?;
-    older.then(|| VersionChange {
-        imported: imported.to_string(),
-        incoming: incoming.to_string(),
-    })
-}
-
 /// A plugin's `version` before and after an update that goes back to an older one (by
 /// SemVer), as [`crate::UpdatePlan`] names it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -214,6 +200,22 @@ pub struct VersionChange {
     pub imported: String,
     /// The version the update brings.
     pub incoming: String,
+}
+
+impl VersionChange {
+    /// The change of an update from a plugin at `imported` to one at `incoming` (their
+    /// manifests' `version`) when it goes back: both are SemVer and `incoming` is the lower
+    /// (`1.3.0` to `1.2.0`, `1.0.0` to `1.0.0-rc.1`). `None` when it goes forward, stays, or
+    /// either is missing or not SemVer (nothing can be said of its order).
+    pub(crate) fn backwards(imported: Option<&str>, incoming: Option<&str>) -> Option<Self> {
+        let (imported, incoming) = (imported?, incoming?);
+        let older = semver::Version::parse(incoming.trim()).ok()?
+            < semver::Version::parse(imported.trim()).ok()?;
+        older.then(|| VersionChange {
+            imported: imported.to_string(),
+            incoming: incoming.to_string(),
+        })
+    }
 }
 
 impl std::fmt::Display for VersionChange {

@@ -25,8 +25,8 @@ pub use export::{LeftOut, PluginExportJob, PluginExported, PluginServer};
 pub use fragment::config_of;
 pub use import::VersionChange;
 pub(crate) use import::{
-    downgrade, plugin_of_bundle_alias, record_bundle_alias, record_skill_alias, refused_note,
-    translate, translate_as, PluginFragment, PLUGINS_DIR, RECORD_PREFIX,
+    plugin_of_bundle_alias, record_bundle_alias, record_skill_alias, refused_note, translate,
+    translate_as, PluginFragment, PLUGINS_DIR, RECORD_PREFIX,
 };
 pub(crate) use review::plugin_name;
 pub use review::{is_plugin, review_tree, PluginReview};

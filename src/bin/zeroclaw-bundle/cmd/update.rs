@@ -47,7 +47,8 @@ pub fn run(args: UpdateArgs, ctx: &Ctx) -> Result<Outcome> {
 /// unless it is a dry run: conflicts refused exit 4; grants the version last imported did
 /// not have exit 3 unless accepted (`--accept-grants`, or `ask`: a terminal answers yes
 /// after seeing them); an Agent Plugin's older version exits 1 unless allowed
-/// (`--allow-downgrade`, or a terminal's yes). `import` of a newer version of an imported agent ends here too.
+/// (`--allow-downgrade`, or a terminal's yes). `import` of another version of an imported
+/// agent or plugin ends here too.
 pub fn settle(
     ctx: &Ctx,
     bundles: &Bundles,
@@ -102,21 +103,25 @@ pub fn settle(
         );
         return Ok(Outcome::NewGrants);
     }
-    let plan = match (
-        &plan.downgrade,
-        plan.downgrade_unallowed() && ask && !dry_run,
-    ) {
-        (Some(change), true) => {
-            let yes = super::ask(&format!(
+    // Asked before it is refused, as grants are: the question names the older version.
+    let question = plan
+        .unallowed_downgrade()
+        .filter(|_| ask && !dry_run)
+        .map(|change| {
+            format!(
                 "The update is {}. Apply it to {}? [y/N] ",
                 crate::cmd::escape_message(&change.to_string()),
                 crate::cmd::escape_message(&plan.subject())
-            ))?;
+            )
+        });
+    let plan = match question {
+        Some(question) => {
+            let yes = super::ask(&question)?;
             plan.allowing_downgrade(yes)
         }
-        _ => plan,
+        None => plan,
     };
-    if let (Some(change), true) = (&plan.downgrade, plan.downgrade_unallowed()) {
+    if let Some(change) = plan.unallowed_downgrade() {
         crate::note!(
             "error: the update is {}; nothing was written: review it, then update with \
              --allow-downgrade",
