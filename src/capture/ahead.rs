@@ -42,7 +42,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc, Weak};
 use std::time::Duration;
 
-use zeroclaw_bundle_store::escape_name;
+use zeroclaw_bundle_store::{escape_name, heap};
 
 use crate::capture::{CaptureError, Job, Keep};
 use crate::sys::{self, Listed, Stat};
@@ -162,7 +162,8 @@ fn entry_path(prefix: &str, name: &[u8]) -> String {
 pub(crate) struct Ahead {
     dir: Arc<OwnedFd>,
     prefix: String,
-    names: std::vec::IntoIter<Listed>,
+    /// The names not yet batched, last first (taken with `pop`; released whole on drop).
+    names: Vec<Listed>,
     cold: Arc<ColdMeter>,
     reply_tx: mpsc::Sender<(usize, Vec<Classified>)>,
     reply_rx: mpsc::Receiver<(usize, Vec<Classified>)>,
@@ -183,10 +184,12 @@ impl Ahead {
         cold: &Arc<ColdMeter>,
     ) -> Ahead {
         let (reply_tx, reply_rx) = mpsc::channel();
+        let mut names = names;
+        names.reverse();
         Ahead {
             dir: Arc::clone(dir),
             prefix: prefix.to_string(),
-            names: names.into_iter(),
+            names,
             cold: Arc::clone(cold),
             reply_tx,
             reply_rx,
@@ -241,7 +244,7 @@ impl Ahead {
     /// cold, the kept ones the listing calls directories are sent to be warmed.
     fn batch(&mut self, keep: Keep<'_>, jobs: &mpsc::Sender<Job>) -> Vec<Named> {
         let mut entries = Vec::with_capacity(BATCH.min(self.names.len()));
-        for Listed { name, says_dir } in self.names.by_ref() {
+        while let Some(Listed { name, says_dir }) = self.names.pop() {
             let name = name.into_vec();
             let path = entry_path(&self.prefix, &name);
             if keep(&path) {
@@ -280,6 +283,14 @@ impl Ahead {
             self.sent += 1;
         }
         Ok(())
+    }
+}
+
+impl Drop for Ahead {
+    /// A large directory's listing is freed without raising the allocator's threshold (see
+    /// `zeroclaw_bundle_store::heap`).
+    fn drop(&mut self) {
+        heap::release(std::mem::take(&mut self.names));
     }
 }
 

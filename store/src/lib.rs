@@ -95,6 +95,7 @@
 
 // The handle and the state its rooms share.
 mod handle;
+pub mod heap;
 mod inner;
 
 // The five rooms.

@@ -62,6 +62,7 @@ use std::time::SystemTime;
 
 use super::compressed;
 use crate::error::StoreError;
+use crate::heap;
 use crate::id::{IdHasher, ObjectId};
 use crate::pack_format::{
     decode_entry, encode_index, encode_trailer, PackEntry, END, ENTRY_LEN, FLAG_ZSTD, HEADER_LEN,
@@ -111,6 +112,8 @@ pub(crate) struct Packed {
 struct Writer {
     open: bool,
     packer: Option<Packer>,
+    /// The index of the last packer finished, cleared, for the next one (see [`PackerIndex`]).
+    spare: PackerIndex,
 }
 
 #[derive(Debug, Default)]
@@ -156,17 +159,50 @@ pub(crate) struct Packer {
     path: PathBuf,
     hasher: IdHasher,
     len: u64,
+    index: PackerIndex,
+    /// False for an import's packer ([`ImportPacks`]), which is never looked up: it keeps no
+    /// map of its ids, and its bytes are written [`PENDING`] at a time (from `pending`), not
+    /// one object at a time.
+    lookups: bool,
+    pending: Vec<u8>,
+}
+
+/// What a packer knows of the objects it holds. Made at its full size once
+/// ([`ROLL_ENTRIES`]; memory is touched only as it fills) and handed from one packer to the
+/// next of a capture, cleared: a growing hash table frees each smaller table, and a capture of
+/// a million small files rolls over 16 times, each roll freeing megabytes. Each such free
+/// raised glibc's mmap threshold and took the capture's peak up by a third (see
+/// [`crate::heap`]).
+#[derive(Default)]
+struct PackerIndex {
     /// Objects in the order they were appended (sorted by id only when finished).
     slots: Vec<Slot>,
     /// The slot of each id's first 8 bytes; an id whose prefix another id took is in
     /// `collided`.
     by_prefix: HashMap<u64, u32>,
     collided: HashMap<ObjectId, u32>,
-    /// False for an import's packer ([`ImportPacks`]), which is never looked up: it keeps no
-    /// map of its ids, and its bytes are written [`PENDING`] at a time (from `pending`), not
-    /// one object at a time.
-    lookups: bool,
-    pending: Vec<u8>,
+}
+
+impl std::fmt::Debug for PackerIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackerIndex")
+            .field("objects", &self.slots.len())
+            .finish()
+    }
+}
+
+impl PackerIndex {
+    /// Empty, with room for a full pack (and its lookups, with `lookups`).
+    fn ready(mut self, lookups: bool) -> PackerIndex {
+        self.slots.clear();
+        self.by_prefix.clear();
+        self.collided.clear();
+        self.slots.reserve(ROLL_ENTRIES);
+        if lookups {
+            self.by_prefix.reserve(ROLL_ENTRIES);
+        }
+        self
+    }
 }
 
 /// Bytes an import's packer gathers before it writes them.
@@ -249,15 +285,20 @@ impl Packed {
         {
             return Ok(true);
         }
+        let writer = &mut *writer;
         let packer = match &mut writer.packer {
             Some(p) => p,
-            none => none.insert(Packer::create(&self.tmp)?),
+            none => none.insert(Packer::create(
+                &self.tmp,
+                std::mem::take(&mut writer.spare),
+                true,
+            )?),
         };
         packer.append(id, stored, len, zstd)?;
         if packer.is_full() {
             let full = writer.packer.take().expect("just appended to");
             // Published under the writer's lock: a lookup meanwhile must not miss its objects.
-            self.publish(full)?;
+            writer.spare = self.publish(full)?;
         }
         Ok(true)
     }
@@ -268,20 +309,23 @@ impl Packed {
     pub(crate) fn finish(&self) -> Result<(), StoreError> {
         let mut writer = lock(&self.writer);
         writer.open = false;
+        // The capture is over: its index goes (its vector without moving glibc's threshold).
+        heap::release(std::mem::take(&mut writer.spare).slots);
         match writer.packer.take() {
-            Some(p) => self.publish(p),
+            Some(p) => self.publish(p).map(|index| heap::release(index.slots)),
             None => Ok(()),
         }
     }
 
-    fn publish(&self, packer: Packer) -> Result<(), StoreError> {
-        let pack = packer.finish_into(&self.dir)?;
+    /// Finishes `packer` into `packs/`; its index, for the next packer.
+    fn publish(&self, packer: Packer) -> Result<PackerIndex, StoreError> {
+        let (pack, index) = packer.finish_into(&self.dir)?;
         let mut state = lock(&self.state);
         let name = file_name(&pack.path);
         if state.seen.insert(name) {
             Arc::make_mut(&mut state.packs).push(Arc::new(pack));
         }
-        Ok(())
+        Ok(index)
     }
 
     /// Publishes the packs of an import (see [`ImportPacks`]): each is finished (index,
@@ -448,7 +492,7 @@ impl Packed {
                 continue;
             }
             if dead < entries.len() {
-                let mut packer = Packer::create(&self.tmp)?;
+                let mut packer = Packer::create(&self.tmp, PackerIndex::default(), true)?;
                 let mut buf = Vec::new();
                 for e in entries.iter().filter(|e| !doomed.contains(&e.id)) {
                     pack.read_stored(e, &mut buf)?;
@@ -499,6 +543,7 @@ impl Packed {
         }
         let mut seen = HashSet::new();
         let mut packer: Option<Packer> = None;
+        let mut spare = PackerIndex::default();
         let mut buf = Vec::new();
         for (_, pack) in merging {
             let mut entries = pack.entries()?;
@@ -510,11 +555,13 @@ impl Packed {
                 pack.read_stored(&e, &mut buf)?;
                 let p = match &mut packer {
                     Some(p) => p,
-                    none => none.insert(Packer::create(&self.tmp)?),
+                    none => {
+                        none.insert(Packer::create(&self.tmp, std::mem::take(&mut spare), true)?)
+                    }
                 };
                 p.append(&e.id, &buf, e.len, e.zstd)?;
                 if p.is_full() {
-                    self.publish(packer.take().expect("just appended to"))?;
+                    spare = self.publish(packer.take().expect("just appended to"))?;
                 }
             }
         }
@@ -590,6 +637,8 @@ pub(crate) struct ImportPacks {
     dir: PathBuf,
     current: Option<Packer>,
     finished: Vec<LocalPack>,
+    /// The last finished packer's index, for the next (see [`PackerIndex`]).
+    spare: PackerIndex,
     added: usize,
 }
 
@@ -601,6 +650,7 @@ impl ImportPacks {
             dir: dir.to_path_buf(),
             current: None,
             finished: Vec::new(),
+            spare: PackerIndex::default(),
             added: 0,
         }
     }
@@ -618,17 +668,19 @@ impl ImportPacks {
         debug_assert!(len <= compressed::MAX_LEN as u64);
         let packer = match &mut self.current {
             Some(p) => p,
-            none => {
-                let mut p = Packer::create(&self.dir)?;
-                p.lookups = false;
-                none.insert(p)
-            }
+            none => none.insert(Packer::create(
+                &self.dir,
+                std::mem::take(&mut self.spare),
+                false,
+            )?),
         };
         packer.append(id, stored, len, zstd)?;
         self.added += 1;
         if packer.is_full() {
             if let Some(full) = self.current.take() {
-                self.finished.push(full.finish_into(&self.dir)?);
+                let (pack, index) = full.finish_into(&self.dir)?;
+                self.finished.push(pack);
+                self.spare = index;
             }
         }
         Ok(())
@@ -641,7 +693,9 @@ impl ImportPacks {
 }
 
 impl Packer {
-    fn create(tmp: &Path) -> Result<Packer, StoreError> {
+    /// A new pack file in `tmp`, its index in `index` (a finished packer's, or a new one);
+    /// `lookups` as the field.
+    fn create(tmp: &Path, index: PackerIndex, lookups: bool) -> Result<Packer, StoreError> {
         fs::create_dir_all(tmp).map_err(|e| StoreError::io("create", tmp, e))?;
         let (file, path) = loop {
             let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
@@ -668,10 +722,8 @@ impl Packer {
             path,
             hasher: IdHasher::new(),
             len: 0,
-            slots: Vec::new(),
-            by_prefix: HashMap::new(),
-            collided: HashMap::new(),
-            lookups: true,
+            index: index.ready(lookups),
+            lookups,
             pending: Vec::new(),
         };
         let mut header = Vec::with_capacity(HEADER_LEN as usize);
@@ -726,17 +778,18 @@ impl Packer {
             zstd,
         };
         self.write(stored)?;
-        let i = u32::try_from(self.slots.len()).expect("a pack rolls over long before");
-        self.slots.push(slot);
+        let index = &mut self.index;
+        let i = u32::try_from(index.slots.len()).expect("a pack rolls over long before");
+        index.slots.push(slot);
         if !self.lookups {
             return Ok(());
         }
-        match self.by_prefix.entry(prefix(id)) {
+        match index.by_prefix.entry(prefix(id)) {
             std::collections::hash_map::Entry::Vacant(v) => {
                 v.insert(i);
             }
             std::collections::hash_map::Entry::Occupied(_) => {
-                self.collided.insert(*id, i);
+                index.collided.insert(*id, i);
             }
         }
         Ok(())
@@ -744,25 +797,26 @@ impl Packer {
 
     /// Whether this pack is to be finished and a new one begun.
     fn is_full(&self) -> bool {
-        self.slots.len() >= ROLL_ENTRIES || self.len >= ROLL_BYTES
+        self.index.slots.len() >= ROLL_ENTRIES || self.len >= ROLL_BYTES
     }
 
     /// The entry of `id`, if this packer holds it.
     fn lookup(&self, id: &ObjectId) -> Option<PackEntry> {
-        let i = *self.by_prefix.get(&prefix(id))?;
-        let slot = &self.slots[i as usize];
+        let index = &self.index;
+        let i = *index.by_prefix.get(&prefix(id))?;
+        let slot = &index.slots[i as usize];
         if slot.id == *id {
             return Some(slot.entry());
         }
-        let i = *self.collided.get(id)?;
-        Some(self.slots[i as usize].entry())
+        let i = *index.collided.get(id)?;
+        Some(index.slots[i as usize].entry())
     }
 
-    /// Writes the index and trailer, fsyncs, renames into `dir`; the pack, open for reading.
-    fn finish_into(mut self, dir: &Path) -> Result<LocalPack, StoreError> {
-        self.by_prefix = HashMap::new();
-        self.collided = HashMap::new();
-        let mut slots = std::mem::take(&mut self.slots);
+    /// Writes the index and trailer, fsyncs, renames into `dir`; the pack, open for reading,
+    /// and this packer's index for the next one.
+    fn finish_into(mut self, dir: &Path) -> Result<(LocalPack, PackerIndex), StoreError> {
+        let mut index = std::mem::take(&mut self.index);
+        let slots = &mut index.slots;
         slots.sort_unstable_by_key(|s| s.id);
         let objects_end = self.len;
         // The index, a chunk at a time (its count, then each entry).
@@ -790,14 +844,15 @@ impl Packer {
         rename_making_dir(&self.path, &dest, dir)
             .map_err(|e| StoreError::io("rename into", &dest, e))?;
         self.path = PathBuf::new(); // renamed: nothing for Drop to remove
-        Ok(LocalPack {
+        let pack = LocalPack {
             path: dest,
             file: self.file.clone(),
             prefixes: slots.iter().map(|e| short_prefix(&e.id)).collect(),
             entries_at: objects_end + 8,
             objects_end,
             modified: SystemTime::now(),
-        })
+        };
+        Ok((pack, index))
     }
 }
 
@@ -806,7 +861,7 @@ impl std::fmt::Debug for Packer {
         f.debug_struct("Packer")
             .field("path", &self.path)
             .field("len", &self.len)
-            .field("objects", &self.slots.len())
+            .field("objects", &self.index.slots.len())
             .finish()
     }
 }
@@ -1298,7 +1353,8 @@ mod tests {
     #[test]
     fn ids_that_share_their_first_8_bytes_are_told_apart() {
         let (_t, store) = store();
-        let mut packer = Packer::create(store.objects().tmp_dir()).unwrap();
+        let mut packer =
+            Packer::create(store.objects().tmp_dir(), PackerIndex::default(), true).unwrap();
         let id = |last: u8| {
             let mut b = [7u8; 32];
             b[31] = last;
@@ -1313,7 +1369,7 @@ mod tests {
         }
         assert!(packer.lookup(&id(2)).is_none());
         let dir = store.root().join("objects").join(PACKS_DIR);
-        let pack = packer.finish_into(&dir).unwrap();
+        let (pack, _) = packer.finish_into(&dir).unwrap();
         let reopened = LocalPack::open(pack.path()).unwrap().unwrap();
         for p in [&pack, &reopened] {
             for (i, bytes) in objects {
