@@ -751,7 +751,6 @@ impl<'s> Capture<'s> {
                 self.old_cache.put(key.as_bytes(), &tree_record(id));
             }
         }
-        heap::release(tree.into_entries());
         Ok(id)
     }
 
