@@ -6,20 +6,26 @@
 //! 32 MiB) and the heap's trim threshold to twice it. From then on allocations up to that
 //! size come from the heaps of the thread arenas (one per thread, up to 8 per core), and
 //! each heap keeps up to twice it of freed memory. A capture of a directory of 200,000
-//! entries frees vectors of 6 to 14 MB once it is written; with the dozen threads of a
-//! capture the peak of the rest of a million-file snapshot went from 52 MB to 87 MB.
+//! entries frees vectors of 6 to 14 MB once it is written (its listing, its entries, its
+//! encoding), and so does the commit's tree index, which reads it back; with the dozen
+//! threads of a capture, a million-file first snapshot peaked at 87 MB instead of 52 MB.
 //!
 //! [`release`] shrinks a vector to one element before freeing it: `realloc` shrinks a
 //! mapping in place (`mremap`), and freeing a one-page mapping moves no threshold. With
 //! another allocator, or a vector that came from a heap, it costs one `realloc`. The
 //! threshold itself is one `mallopt` call, which needs `unsafe`, forbidden here.
 
+/// glibc's mmap threshold at start: a smaller allocation never had a mapping of its own.
+const MAPPED_FROM: usize = 128 * 1024;
+
 /// Frees `vector` (of any size) without raising the allocator's mmap threshold (see the
 /// module doc). For vectors that may hold many megabytes: a directory's listing, entries
-/// or encoding.
+/// or encoding, a pack's index. A small one is simply dropped.
 pub fn release<T>(mut vector: Vec<T>) {
-    vector.clear();
-    vector.shrink_to(1);
+    if vector.capacity().saturating_mul(size_of::<T>()) >= MAPPED_FROM {
+        vector.clear();
+        vector.shrink_to(1);
+    }
 }
 
 #[cfg(all(test, target_os = "linux", target_env = "gnu"))]
