@@ -243,8 +243,13 @@ impl Waiting {
             return None;
         }
         let mut dir = self.dirs[key].take()?;
-        self.free.push(key);
         let parent = dir.parent.take();
+        // A starting directory's key names its result until `take_root`: reused before that,
+        // a skill walked next would write its result under the same key (a skill bundle whose
+        // first skill was all cached failed its capture, now and then, under load).
+        if parent.is_some() {
+            self.free.push(key);
+        }
         Some(Ready { key, dir, parent })
     }
 
@@ -253,8 +258,46 @@ impl Waiting {
         self.roots.insert(key, walked);
     }
 
-    /// What a walk's starting directory `key` became, once written.
+    /// What a walk's starting directory `key` became, once written; its key is free again.
     pub(crate) fn take_root(&mut self, key: usize) -> Option<Walked> {
-        self.roots.remove(&key)
+        let walked = self.roots.remove(&key)?;
+        self.free.push(key);
+        Some(walked)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use zeroclaw_bundle_store::ObjectId;
+
+    fn walked(files: u64) -> Walked {
+        Walked {
+            id: ObjectId::of(&files.to_be_bytes()),
+            size: files,
+            files,
+        }
+    }
+
+    /// Two starting directories (two skills of a bundle), the first written before the
+    /// second is opened: each result is taken back under its own key.
+    #[test]
+    fn a_written_starting_directory_keeps_its_key_until_its_result_is_taken() {
+        let mut waiting = Waiting::new();
+        let first = waiting.open("a/", 0, 1);
+        let ready = waiting.listed(first).expect("nothing is out");
+        assert!(ready.parent.is_none());
+        waiting.root_written(ready.key, walked(1));
+        let second = waiting.open("b/", 0, 2);
+        assert_ne!(
+            first, second,
+            "a key whose result is not taken is not reused"
+        );
+        let ready = waiting.listed(second).expect("nothing is out");
+        waiting.root_written(ready.key, walked(2));
+        assert_eq!(waiting.take_root(first).map(|w| w.files), Some(1));
+        assert_eq!(waiting.take_root(second).map(|w| w.files), Some(2));
+        // Taken, the key serves again.
+        assert_eq!(waiting.open("c/", 0, 3), second);
     }
 }
