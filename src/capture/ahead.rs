@@ -180,11 +180,10 @@ impl Ahead {
     pub(crate) fn new(
         dir: &Arc<OwnedFd>,
         prefix: &str,
-        names: Vec<Listed>,
+        mut names: Vec<Listed>,
         cold: &Arc<ColdMeter>,
     ) -> Ahead {
         let (reply_tx, reply_rx) = mpsc::channel();
-        let mut names = names;
         names.reverse();
         Ahead {
             dir: Arc::clone(dir),

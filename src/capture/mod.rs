@@ -42,7 +42,7 @@ use std::sync::{mpsc, Arc};
 use std::time::Instant;
 
 use zeroclaw_bundle_store::{
-    heap, CaptureReport, ObjectId, Skipped, SourceKey, SourceStatCache, StatCacheUpdate, StatEntry,
+    CaptureReport, ObjectId, Skipped, SourceKey, SourceStatCache, StatCacheUpdate, StatEntry,
     Store, StoreError, Tally, Tree, TreeEntry, WriteLock,
 };
 
@@ -745,9 +745,7 @@ impl<'s> Capture<'s> {
         match self.old_cache.get(key.as_bytes()) {
             Some((position, old)) if old.id == id => self.old_cache.keep(position),
             _ => {
-                let encoded = tree.encode();
-                self.store.objects().write_bytes(&encoded).map_err(stored)?;
-                heap::release(encoded);
+                self.store.objects().write_tree(&tree).map_err(stored)?;
                 self.old_cache.put(key.as_bytes(), &tree_record(id));
             }
         }

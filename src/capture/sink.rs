@@ -115,7 +115,7 @@ impl Sink {
         match self {
             Sink::Store => store.objects().write_tree(&tree),
             Sink::Memory(objects, _) => {
-                let id = ObjectId::of(&tree.encode());
+                let id = tree.id();
                 lock(&objects.trees).insert(id, tree);
                 Ok(id)
             }
