@@ -20,13 +20,18 @@
 //! against 0.41 s for `tar --listed-incremental`); warming one level only gave 0.36-0.43 s,
 //! three levels no more than two.
 //!
-//! Only while the tree is cold ([`ColdMeter`]): on a warm tree each warm job is the walker's
+//! Only while the tree is cold ([`Warming`]): on a warm tree each warm job is the walker's
 //! own calls made twice (a warm directory diff took 15% longer with it always on). The first
 //! listing of each directory is timed: the walker's while warming is off, a warm job's of the
 //! subdirectories it reaches one level down (nothing has read those yet; the directory a job
 //! starts from was most often read one level down by the job before it). A slow one turns
 //! warming on for the next [`COLD_CREDITS`] first listings, so a warm tree is never warmed
 //! and a cold one stays warmed.
+//!
+//! Each directory is read by one warm job at most ([`Warming::claim`]): a directory is asked
+//! for twice, as a job's own and one level below its parent's job, and reading it both times
+//! stated the entries of a million-file tree three times over (2.2 million `fstatat`s where
+//! the walker makes 1.2 million).
 //!
 //! Nothing a warm job learns is used: the walker makes every call of its own, in order, and
 //! the safety checks are all its. A warm job reads metadata only (listings and inodes, never
@@ -35,11 +40,11 @@
 //! keep, and states at most `sys::WARM_STATS` entries of any directory. A job whose parent
 //! the walker has already left is dropped unread (it holds the parent weakly).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{mpsc, Arc, Weak};
+use std::sync::{mpsc, Arc, Mutex, Weak};
 use std::time::Duration;
 
 use zeroclaw_bundle_store::{escape_name, heap};
@@ -61,15 +66,23 @@ const SLOW_BASE: Duration = Duration::from_micros(40);
 /// ... per entry listed (a warm listing of 100,000 entries is not a cold one).
 const SLOW_PER_ENTRY: Duration = Duration::from_micros(1);
 
-/// How cold the walk is: the credits left from the last slow first listing (see the module
-/// doc). Shared by the walker and the warm jobs; its answer changes only how fast a capture
-/// is, never what it captures.
+/// What warming ahead shares between the walker and the warm jobs: how cold the walk is (the
+/// credits left from the last slow first listing, see the module doc), and which directories
+/// a warm job has already read. Its answers change only how fast a capture is, never what it
+/// captures.
 #[derive(Default)]
-pub(crate) struct ColdMeter {
+pub(crate) struct Warming {
     credits: AtomicU32,
+    /// Inode numbers of the directories warm jobs have read (at most [`READ_REMEMBERED`]).
+    read: Mutex<HashSet<u64>>,
 }
 
-impl ColdMeter {
+/// Directories [`Warming`] remembers as read, at most; past it, it forgets them all (small
+/// enough that the set never takes a mapping of its own; see `zeroclaw_bundle_store::heap`).
+/// A directory is warmed just ahead of the walker, so only recent ones matter.
+const READ_REMEMBERED: usize = 4096;
+
+impl Warming {
     /// Whether to warm ahead.
     pub(crate) fn is_cold(&self) -> bool {
         self.credits.load(Ordering::Relaxed) > 0
@@ -86,6 +99,19 @@ impl ColdMeter {
                 .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1));
         }
     }
+
+    /// Whether directory `ino` is the asking warm job's to read: only the first ask is (a
+    /// directory is warmed both as a job's own and as the subdirectory of its parent's job;
+    /// reading it twice stated a million-file tree's entries three times over).
+    pub(crate) fn claim(&self, ino: u64) -> bool {
+        let Ok(mut read) = self.read.lock() else {
+            return true;
+        };
+        if read.len() >= READ_REMEMBERED {
+            read.clear();
+        }
+        read.insert(ino)
+    }
 }
 
 /// An entry named for classification: its name and its bundle path.
@@ -97,7 +123,7 @@ pub(crate) type Classified = (Vec<u8>, String, io::Result<Stat>);
 pub(crate) struct WarmJob {
     dir: Weak<OwnedFd>,
     name: Vec<u8>,
-    cold: Arc<ColdMeter>,
+    warming: Arc<Warming>,
 }
 
 impl WarmJob {
@@ -105,9 +131,13 @@ impl WarmJob {
     /// failure ends it quietly: the walker meets the same entry and reports what it finds.
     pub(crate) fn run(self) {
         if let Some(dir) = self.dir.upgrade() {
-            sys::warm_dir(dir.as_fd(), &self.name, WARM_LEVELS, &|first| {
-                self.cold.observe(first, 0)
-            });
+            sys::warm_dir(
+                dir.as_fd(),
+                &self.name,
+                WARM_LEVELS,
+                &|ino| self.warming.claim(ino),
+                &|first| self.warming.observe(first, 0),
+            );
         }
     }
 }
@@ -164,7 +194,7 @@ pub(crate) struct Ahead {
     prefix: String,
     /// The names not yet batched, last first (taken with `pop`; released whole on drop).
     names: Vec<Listed>,
-    cold: Arc<ColdMeter>,
+    warming: Arc<Warming>,
     reply_tx: mpsc::Sender<(usize, Vec<Classified>)>,
     reply_rx: mpsc::Receiver<(usize, Vec<Classified>)>,
     /// Batches that arrived before the walker needed them.
@@ -181,7 +211,7 @@ impl Ahead {
         dir: &Arc<OwnedFd>,
         prefix: &str,
         mut names: Vec<Listed>,
-        cold: &Arc<ColdMeter>,
+        warming: &Arc<Warming>,
     ) -> Ahead {
         let (reply_tx, reply_rx) = mpsc::channel();
         names.reverse();
@@ -189,7 +219,7 @@ impl Ahead {
             dir: Arc::clone(dir),
             prefix: prefix.to_string(),
             names,
-            cold: Arc::clone(cold),
+            warming: Arc::clone(warming),
             reply_tx,
             reply_rx,
             arrived: HashMap::new(),
@@ -247,12 +277,12 @@ impl Ahead {
             let name = name.into_vec();
             let path = entry_path(&self.prefix, &name);
             if keep(&path) {
-                if says_dir && self.cold.is_cold() {
+                if says_dir && self.warming.is_cold() {
                     // Advisory: with the pool gone the walker fails on its own next send.
                     let _ = jobs.send(Job::Warm(WarmJob {
                         dir: Arc::downgrade(&self.dir),
                         name: name.clone(),
-                        cold: Arc::clone(&self.cold),
+                        warming: Arc::clone(&self.warming),
                     }));
                 }
                 entries.push((name, path));
@@ -299,7 +329,7 @@ mod tests {
 
     #[test]
     fn the_cold_meter_warms_after_a_slow_first_listing_until_enough_fast_ones() {
-        let meter = ColdMeter::default();
+        let meter = Warming::default();
         assert!(!meter.is_cold(), "a walk starts as if warm");
         meter.observe(Duration::from_micros(5), 8);
         assert!(!meter.is_cold());
@@ -317,6 +347,24 @@ mod tests {
         // A long listing of a large directory is not a cold one.
         meter.observe(Duration::from_micros(300), 100_000);
         assert!(!meter.is_cold());
+    }
+
+    #[test]
+    fn a_directory_is_claimed_once_until_too_many_are_remembered() {
+        let warming = Warming::default();
+        assert!(warming.claim(7));
+        assert!(!warming.claim(7), "read once per capture");
+        for ino in 100..100 + READ_REMEMBERED as u64 {
+            warming.claim(ino);
+        }
+        assert!(
+            warming.read.lock().unwrap().len() <= READ_REMEMBERED,
+            "the set stays bounded"
+        );
+        assert!(
+            warming.claim(7),
+            "forgotten past the bound: read again, never lost"
+        );
     }
 
     #[test]

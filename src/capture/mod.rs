@@ -51,7 +51,7 @@ use crate::statmatch::{self, Racy};
 use crate::sys::{self, FileKind, Stat};
 use crate::{hooks, workers};
 
-use ahead::{Ahead, ColdMeter, StatJob, WarmJob};
+use ahead::{Ahead, StatJob, WarmJob, Warming};
 use file::{open_failure, read_file, FileJob, FileOutcome, OpenFailure};
 use waiting::{Answer, Ready, Waiting};
 
@@ -199,8 +199,9 @@ pub struct Capture<'s> {
     /// (dev, ino) of the store's root directory: a directory with this identity is never
     /// entered, wherever it sits in the captured tree and however the store path was spelled.
     store_dir: (u64, u64),
-    /// Whether the walk is meeting cold directories (so warming ahead pays; see `ahead`).
-    cold: Arc<ColdMeter>,
+    /// Whether the walk is meeting cold directories (so warming ahead pays), and what the warm
+    /// jobs have read (see `ahead`).
+    warming: Arc<Warming>,
     /// The directories of the walk in progress still waiting on files (see `waiting`).
     waiting: Waiting,
 }
@@ -239,7 +240,7 @@ impl<'s> Capture<'s> {
             sink: Sink::Store,
             progressed: Totals::default(),
             store_dir: (store_dir.dev, store_dir.ino),
-            cold: Arc::new(ColdMeter::default()),
+            warming: Arc::new(Warming::default()),
             waiting: Waiting::new(),
         })
     }
@@ -508,17 +509,17 @@ impl<'s> Capture<'s> {
         }
         // A directory listed while warming ahead is on was most likely warmed: only the
         // others tell how cold the tree is.
-        let first_touch = !self.cold.is_cold();
+        let first_touch = !self.warming.is_cold();
         let started = Instant::now();
         let names = self.list(dir.as_fd(), prefix)?;
         if first_touch {
-            self.cold.observe(started.elapsed(), names.len());
+            self.warming.observe(started.elapsed(), names.len());
         }
         let key = self.waiting.open(prefix, names.len(), seq);
         if let Some((parent, slot, name)) = parent {
             self.waiting.wait_for(parent, slot, name, key);
         }
-        let mut ahead = Ahead::new(dir, prefix, names, &self.cold);
+        let mut ahead = Ahead::new(dir, prefix, names, &self.warming);
         while let Some((name, path, classified)) = ahead.next(keep, jobs)? {
             self.progress
                 .check_cancel()
@@ -991,12 +992,7 @@ mod tests {
             let (report, update) = capture.finish();
             let skipped: Vec<String> = report.skipped.iter().map(|s| s.path.clone()).collect();
             assert_eq!(skipped, want_skipped, "{round}: skips in listing order");
-            store
-                .catalog()
-                .session()
-                .unwrap()
-                .update_stat_cache(&update)
-                .unwrap();
+            store.catalog().update_source_cache(&update).unwrap();
         }
     }
     /// One capture of `src` as source `key`, its stat cache recorded: the root tree's id.
