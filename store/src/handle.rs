@@ -101,6 +101,7 @@ impl Store {
                         "leases",
                         index::TREES_DIR,
                         dircache::DIR,
+                        dircache::NO_CATALOG_CACHES,
                         signatures::SIGNATURES_DIR,
                         MARKER,
                         "STORE.tmp",
@@ -128,6 +129,8 @@ impl Store {
                 fs::create_dir_all(&trees).map_err(|e| StoreError::io("create", &trees, e))?;
                 let marker = Store::stage_marker(root)?;
                 lock::create(root)?;
+                // A new store's catalog never held an older version's caches.
+                dircache::mark_no_catalog_caches(root);
                 ObjectDir::new(root).create_layout()?;
                 Store::place_marker(root, &marker)?;
                 for stale in stale_markers {

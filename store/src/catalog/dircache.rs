@@ -22,6 +22,15 @@
 //! catalog is read from there until its next commit writes the file (see
 //! `Catalog::load_source_cache`).
 //!
+//! Looking there costs a catalog session (sled replays its log and starts its threads, and
+//! freeing its page tables after raised the allocator's mmap threshold to 4 MiB for the rest
+//! of a first capture; see `crate::heap`), on every first capture of a source and every first
+//! publish to a destination. So a store whose catalog holds none says so: the empty file
+//! [`NO_CATALOG_CACHES`] at its root, made with every new store, and by any lookup or `gc`
+//! that finds the catalog's caches and records all gone. It is a hint that only saves work: a
+//! cache an older build writes into the catalog after it is made is not read, and that source
+//! is hashed again, as after `gc`.
+//!
 //! The destination records of publishes (the stat of each file a checkout or export wrote)
 //! are files of the same shape at `<store>/destcache/<blake3 of the key>` ([`DEST_MAGIC`],
 //! the time the stats were taken after the key), written and read the same way; sled held
@@ -42,8 +51,8 @@ use std::path::{Path, PathBuf};
 
 use super::keys::{DestKey, SourceKey};
 use super::session::{
-    record_at, DestCache, DestRecord, EachRecord, SourceStatCache, StatCacheUpdate, StatEntry,
-    STAT_LEN,
+    record_at, CatalogSession, DestCache, DestRecord, EachRecord, SourceStatCache, StatCacheUpdate,
+    StatEntry, STAT_LEN,
 };
 use super::Catalog;
 use crate::error::StoreError;
@@ -61,12 +70,49 @@ pub(crate) const DEST_DIR: &str = "destcache";
 /// What every destination record file starts with; its key is followed by the time the
 /// stats were taken (i64 big-endian ns), then the records.
 const DEST_MAGIC: &[u8] = b"zeroclaw-bundle destcache 1\n";
+/// The file at the store's root saying its catalog holds no stat cache and no destination
+/// record (see the module doc).
+pub(crate) const NO_CATALOG_CACHES: &str = "catalog.no-caches";
 /// A cache file above this is not read (a real one holds about 100 bytes per file).
 const MAX_FILE: u64 = 1 << 32;
 /// Bytes read at a time while a cache file is checked.
 const PIECE: usize = 64 * 1024;
 
+/// Makes [`NO_CATALOG_CACHES`] at `root`. A hint: failing to make it only leaves the
+/// lookups in the catalog.
+pub(crate) fn mark_no_catalog_caches(root: &Path) {
+    let _ = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(root.join(NO_CATALOG_CACHES));
+}
+
 impl Catalog<'_> {
+    /// Whether the catalog may still hold an older version's stat caches or destination
+    /// records (no [`NO_CATALOG_CACHES`] at the root).
+    pub(crate) fn may_hold_caches(&self) -> bool {
+        fs::symlink_metadata(self.root().join(NO_CATALOG_CACHES)).is_err()
+    }
+
+    /// Marks the store when `session` shows its catalog holds no cache and no record.
+    pub(crate) fn mark_if_cache_free(&self, session: &CatalogSession) {
+        if session.holds_no_caches() {
+            mark_no_catalog_caches(self.root());
+        }
+    }
+
+    /// An older version's record of destination `key` in the catalog, when it may hold one.
+    fn catalog_dest_record(&self, key: &DestKey) -> Result<Option<DestCache>, StoreError> {
+        if !self.may_hold_caches() {
+            return Ok(None);
+        }
+        let session = self.session()?;
+        let record = session.load_dest_cache(key)?;
+        self.mark_if_cache_free(&session);
+        Ok(record)
+    }
+
     /// Where the cache of `key` lives.
     fn dircache_path(&self, key: &[u8]) -> PathBuf {
         self.root().join(DIR).join(ObjectId::of(key).to_hex())
@@ -159,7 +205,7 @@ impl Catalog<'_> {
             let at = <[u8; 8]>::try_from(&at[..]).map_or(0, i64::from_be_bytes);
             return Ok(Some(DestCache::new(SourceStatCache::from_file(cache), at)));
         }
-        self.session()?.load_dest_cache(key)
+        self.catalog_dest_record(key)
     }
 
     /// Whether a publish left a record at destination `key` (a whole file's header, or an
@@ -174,7 +220,7 @@ impl Catalog<'_> {
                 return Ok(true);
             }
         }
-        Ok(self.session()?.load_dest_cache(key)?.is_some())
+        Ok(self.catalog_dest_record(key)?.is_some())
     }
 
     /// Records what a publish left at destination `key`, replacing any earlier record: a
@@ -833,7 +879,8 @@ mod tests {
             .load_dest_cache(&key)
             .unwrap()
             .is_none());
-        // A torn file: the older version's record in the catalog is read instead.
+        // A torn file: the older version's record in the catalog is read instead, in a store
+        // an older version made (a new one says its catalog holds none, and is not asked).
         let path = catalog.dest_path(&key.encode());
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
@@ -844,11 +891,14 @@ mod tests {
             .unwrap()
             .store_dest_cache(&key, &old)
             .unwrap();
+        assert!(catalog.load_dest_record(&key).unwrap().is_none());
+        fs::remove_file(store.root().join(NO_CATALOG_CACHES)).unwrap();
         let loaded = catalog
             .load_dest_record(&key)
             .unwrap()
             .expect("the catalog's");
         assert_eq!((loaded.len(), loaded.recorded_at_ns()), (1, 99));
+        assert!(catalog.may_hold_caches(), "it holds one");
         fs::write(&path, &bytes).unwrap();
         // The sweep: a gone destination's file goes, a present one's stays, a foreign file goes.
         catalog

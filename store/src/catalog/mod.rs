@@ -180,13 +180,20 @@ impl<'s> Catalog<'s> {
 
     /// The stat cache a capture of `key` starts from: from its own file under `dircache/`,
     /// without a catalog session. A source without one may have a cache an older version
-    /// kept in the catalog: that is read instead (the commit that writes the file removes
-    /// it). The records the capture adds go to an unnamed file under `tmp/` past a bound.
+    /// kept in the catalog, unless the store says its catalog holds none (see `dircache`):
+    /// that is read instead (the commit that writes the file removes it). The records the capture adds go to an unnamed file under `tmp/` past a bound.
     pub fn load_source_cache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
         let mut cache = match self.load_dircache(key)? {
             Some(cache) => cache,
-            None if matches!(key, SourceKey::Diff(_)) => SourceStatCache::empty(),
-            None => self.session()?.load_source_cache(key)?,
+            None if matches!(key, SourceKey::Diff(_)) || !self.may_hold_caches() => {
+                SourceStatCache::empty()
+            }
+            None => {
+                let session = self.session()?;
+                let cache = session.load_source_cache(key)?;
+                self.mark_if_cache_free(&session);
+                cache
+            }
         };
         cache.spill_into(self.objects().tmp_dir());
         Ok(cache)
@@ -502,7 +509,8 @@ mod tests {
     }
 
     /// A source's stat cache lives in a file under `dircache/`: one an older version kept in
-    /// the catalog is read when there is no file, the next commit writes the file and removes
+    /// the catalog is read when there is no file (in a store that does not say its catalog
+    /// holds none), the next commit writes the file and removes
     /// the catalog's copy, and clearing the caches (gc) removes both kinds.
     #[test]
     fn a_catalog_stat_cache_is_read_then_moved_to_its_file() {
@@ -530,8 +538,13 @@ mod tests {
             .unwrap();
         let file = store.root().join(dircache::DIR);
         assert!(!file.exists());
+        // A new store says its catalog holds no cache, and is not asked.
+        assert!(store.catalog().load_source_cache(&key).unwrap().is_empty());
+        // A store an older version made is.
+        fs::remove_file(store.root().join(dircache::NO_CATALOG_CACHES)).unwrap();
         let mut cache = store.catalog().load_source_cache(&key).unwrap();
         assert_eq!(cache.get(b"b.md").map(|(_, e)| e), Some(entry(2)));
+        assert!(store.catalog().may_hold_caches());
         let (at, _) = cache.get(b"a.md").unwrap();
         cache.keep(at);
         cache.put(b"c.md", &entry(3));
@@ -579,7 +592,12 @@ mod tests {
             .unwrap();
         store.catalog().clear_stat_caches().unwrap();
         assert_eq!(fs::read_dir(&file).unwrap().count(), 0);
+        assert!(store.catalog().may_hold_caches());
         assert!(store.catalog().load_source_cache(&key).unwrap().is_empty());
+        assert!(
+            !store.catalog().may_hold_caches(),
+            "a lookup that finds the catalog empty says so"
+        );
         assert!(store
             .catalog()
             .load_source_cache(&SourceKey::Dir("/other".into()))

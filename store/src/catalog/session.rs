@@ -1003,6 +1003,12 @@ impl CatalogSession {
         Ok(())
     }
 
+    /// Whether this catalog holds no stat cache and no destination record (an older
+    /// version's; this one keeps them in files).
+    pub(crate) fn holds_no_caches(&self) -> bool {
+        self.stat.is_empty() && self.dest.is_empty()
+    }
+
     /// Drops every source's stat cache (after `gc` removed objects a cache may name). The
     /// destination records stay: a reused file is checked against the tree being published,
     /// never looked up in the store.

@@ -1,15 +1,17 @@
 //! # Store layout
 //!
 //! ```text
-//! <store>/STORE              format marker and version, 4 (a newer version is refused with a
-//!                            clear error; 1 to 3 are read and raised to 4)
+//! <store>/STORE              format marker and version, 5 (a newer version is refused with a
+//!                            clear error; 1 to 4 are read and raised to 5)
 //! <store>/objects/ab/cdef..  immutable objects named by the blake3 of their bytes (`b3sum` verifies any)
 //! <store>/objects/ab/cdef...zst  a small object stored as one zstd frame, named by the blake3 of
 //!                            its uncompressed bytes
 //! <store>/objects/packs/<digest>.pack  the small objects of a capture, packed into one file
 //! <store>/tmp/               writers' temp files and staging directories
 //! <store>/catalog/           sled, format 2: snapshot index, names (and an older version's
-//!                            destination records); rebuildable with `reindex`
+//!                            stat caches and destination records); rebuildable with `reindex`
+//! <store>/catalog.no-caches  empty: the catalog holds no stat cache or destination record, so a
+//!                            first capture or publish does not open it to look (a hint)
 //! <store>/destcache/<hash>   the destination record of each checkout or export directory (the
 //!                            stat of each file it wrote, so the next one there reuses it; a file
 //!                            per destination, outside sled, checksummed; gc drops the ones whose

@@ -812,8 +812,10 @@ impl<'s> Maintenance<'s> {
         // is gone (a review checkout deleted, say), so is the record.
         let gone = |path: &std::path::Path| matches!(fs::symlink_metadata(path), Err(e) if e.kind() == std::io::ErrorKind::NotFound);
         // Files (this version's records) and an older version's in the catalog.
-        report.dest_records_removed = self.catalog().remove_dest_files(&gone)?
-            + self.catalog().session()?.remove_dest_records(&gone)?;
+        let session = self.catalog().session()?;
+        report.dest_records_removed =
+            self.catalog().remove_dest_files(&gone)? + session.remove_dest_records(&gone)?;
+        self.catalog().mark_if_cache_free(&session);
         Ok(())
     }
 
