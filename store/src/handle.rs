@@ -136,6 +136,15 @@ impl Store {
                 for stale in stale_markers {
                     let _ = fs::remove_file(stale);
                 }
+                let store = Store {
+                    inner: Inner::at(root),
+                };
+                // The catalog is made now, while the store is empty: a catalog made later
+                // rebuilds its index from the snapshot records by scanning every object (the
+                // commit of a first capture of 1.2 million files scanned them all, and held
+                // their 117 MB listing). Failing here only leaves that to the first use.
+                let _ = store.catalog().session();
+                return Ok(store);
             }
             Err(e) => return Err(e),
         }

@@ -181,7 +181,8 @@ impl<'s> Catalog<'s> {
     /// The stat cache a capture of `key` starts from: from its own file under `dircache/`,
     /// without a catalog session. A source without one may have a cache an older version
     /// kept in the catalog, unless the store says its catalog holds none (see `dircache`):
-    /// that is read instead (the commit that writes the file removes it). The records the capture adds go to an unnamed file under `tmp/` past a bound.
+    /// that is read instead (the commit that writes the file removes it). The records the
+    /// capture adds go to an unnamed file under `tmp/` past a bound.
     pub fn load_source_cache(&self, key: &SourceKey) -> Result<SourceStatCache, StoreError> {
         let mut cache = match self.load_dircache(key)? {
             Some(cache) => cache,
