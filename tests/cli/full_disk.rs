@@ -218,9 +218,11 @@ fn an_unpack_out_of_space_says_whether_its_record_was_written() {
         ) else {
             return;
         };
-        // Into a store that exists (made by `remote add`, so its catalog is made by the
-        // unpack, as in a new store): a store the unpack was to create is removed whole when
-        // it fails (first_run.rs), so only an existing one can keep a record.
+        // Into a store that exists (made by `remote add`): a store the unpack was to create
+        // is removed whole when it fails (first_run.rs), so only an existing one can keep a
+        // record. Its catalog is removed, as if lost, so that the unpack makes it, after the
+        // objects and the record have taken most of the space (a new store's catalog is made
+        // with the store, and adding one entry to it seldom runs out).
         let store = fs.path.join("store");
         env.run(&[
             "--store",
@@ -231,6 +233,7 @@ fn an_unpack_out_of_space_says_whether_its_record_was_written() {
             &format!("file://{}", env.path("remote").display()),
         ])
         .ok();
+        std::fs::remove_dir_all(store.join("catalog")).unwrap();
         let run = env.run(&[
             "--store",
             &store.to_string_lossy(),
