@@ -275,7 +275,8 @@ pub fn read_dir_listing(dir: BorrowedFd<'_>) -> io::Result<Vec<Listed>> {
 ///
 /// `claim(ino)` is asked once for each directory before its entries are stated: a directory
 /// another call has already read (`false`) is not read again, and below the top level not
-/// even opened; its subdirectories are still visited. The starting directory's number is its
+/// even opened; its subdirectories are still visited (the starting directory is not listed
+/// again when its link count says it has none). The starting directory's number is its
 /// `fstat`'s, a subdirectory's is its listing entry's (`d_ino`): a filesystem where the two
 /// differ only reads a directory twice. `timed` is told how long the open and first listing
 /// read of each directory of the last level took: those are the ones nothing else has read
@@ -291,9 +292,14 @@ pub fn warm_dir(
     let Ok(sub) = open_dir_at(dir, name) else {
         return Warmed::default();
     };
-    let mine = rustix::fs::fstat(&sub).is_ok_and(|st| claim(st.st_ino));
-    if !mine && levels == 1 {
-        return Warmed { dirs: 1, stats: 0 };
+    let Ok(st) = rustix::fs::fstat(&sub) else {
+        return Warmed::default();
+    };
+    let mine = claim(st.st_ino);
+    // Read already, and nothing below it to read: a directory's link count is 2 plus its
+    // subdirectories on ext4, xfs and tmpfs (btrfs says 1, and is listed).
+    if !mine && (levels == 1 || st.st_nlink == 2) {
+        return Warmed::default();
     }
     warm_opened(&sub, started, mine, levels, claim, timed)
 }
@@ -347,7 +353,7 @@ fn warm_opened(
 /// 1,000 made 1.71 million `fstatat`s; at 64, 1.27 million).
 pub const WARM_STATS: usize = 64;
 
-/// What one [`warm_dir`] did: directories opened and listed, entries stated.
+/// What one [`warm_dir`] did: directories listed, entries stated.
 #[derive(Debug, Default)]
 pub struct Warmed {
     pub dirs: usize,
@@ -749,8 +755,8 @@ mod tests {
         std::os::unix::fs::symlink(&outside, sub.join("link")).unwrap();
         let root = open_dir_path(tmp.path()).unwrap();
 
-        // What each call did: (directories opened and listed, entries stated, directories
-        // of the last level timed). Each call has a claim set of its own unless given one.
+        // What each call did: (directories listed, entries stated, directories of the last
+        // level timed). Each call has a claim set of its own unless given one.
         let did_with = |claimed: &std::cell::RefCell<std::collections::HashSet<u64>>,
                         dir: BorrowedFd<'_>,
                         name: &[u8],
@@ -780,7 +786,10 @@ mod tests {
         assert_eq!(did_with(&claimed, root.as_fd(), b"top", 2), (1, 0, 0));
         assert_eq!(did_with(&claimed, top_fd.as_fd(), b"sub", 2), (2, 1, 1));
         assert_eq!(did_with(&claimed, top_fd.as_fd(), b"sub", 2), (1, 0, 0));
-        assert_eq!(did_with(&claimed, top_fd.as_fd(), b"sub", 1), (1, 0, 0));
+        assert_eq!(did_with(&claimed, top_fd.as_fd(), b"sub", 1), (0, 0, 0));
+        // third, read and without a subdirectory, is not even listed again.
+        let sub_fd = open_dir_path(&sub).unwrap();
+        assert_eq!(did_with(&claimed, sub_fd.as_fd(), b"third", 2), (0, 0, 0));
 
         let big = tmp.path().join("big");
         std::fs::create_dir(&big).unwrap();
