@@ -22,10 +22,9 @@
 //! catalog is read from there until its next commit writes the file (see
 //! `Catalog::load_source_cache`).
 //!
-//! Looking there costs a catalog session (sled replays its log and starts its threads, and
-//! freeing its page tables after raised the allocator's mmap threshold to 4 MiB for the rest
-//! of a first capture; see `crate::heap`), on every first capture of a source and every first
-//! publish to a destination. So a store whose catalog holds none says so: the empty file
+//! Looking there costs a catalog session (sled replays its log, starts its threads and
+//! builds its page tables), on every first capture of a source and every first publish to a
+//! destination. So a store whose catalog holds none says so: the empty file
 //! [`NO_CATALOG_CACHES`] at its root, made with every new store, and by any lookup or `gc`
 //! that finds the catalog's caches and records all gone. It is a hint that only saves work: a
 //! cache an older build writes into the catalog after it is made is not read, and that source

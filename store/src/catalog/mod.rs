@@ -511,8 +511,8 @@ mod tests {
 
     /// A source's stat cache lives in a file under `dircache/`: one an older version kept in
     /// the catalog is read when there is no file (in a store that does not say its catalog
-    /// holds none), the next commit writes the file and removes
-    /// the catalog's copy, and clearing the caches (gc) removes both kinds.
+    /// holds none), the next commit writes the file and removes the catalog's copy, and
+    /// clearing the caches (gc) removes both kinds.
     #[test]
     fn a_catalog_stat_cache_is_read_then_moved_to_its_file() {
         let dir = tempfile::tempdir().unwrap();
