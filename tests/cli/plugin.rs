@@ -1265,6 +1265,35 @@ fn a_plugin_update_to_an_older_version_is_named_a_downgrade() {
         std::fs::read(tree.join("plugin.json")).expect("manifest"),
         manifest_before
     );
+    // The library refuses on its own, for a program that links it and asks no question:
+    // a plan taken without the allowance (grants accepted, so nothing else stops it) is
+    // not applied, and nothing is written.
+    let bundles = zeroclaw_bundle::Bundles::open(&env.store).expect("store");
+    let request = zeroclaw_bundle::UpdateRequest {
+        source: older.as_os_str(),
+        install: &b,
+        alias: None,
+        conflicts: zeroclaw_bundle::ConflictPolicy::Refuse,
+        accept_grants: true,
+        allow_downgrade: false,
+        require: None,
+    };
+    let plan = bundles
+        .update_plan(&request, &zeroclaw_bundle::Silent)
+        .expect("plan");
+    assert!(plan.unallowed_downgrade().is_some(), "{plan:?}");
+    let refused = bundles
+        .update(&plan, &zeroclaw_bundle::Silent)
+        .expect_err("a downgrade without the allowance is refused");
+    assert!(format!("{refused:#}").contains("downgrade"), "{refused:#}");
+    assert_eq!(
+        std::fs::read(b.join("config.toml")).expect("config"),
+        config_before
+    );
+    assert_eq!(
+        std::fs::read(tree.join("plugin.json")).expect("manifest"),
+        manifest_before
+    );
     let applied = import_plugin(&env, &older, &b, &["--allow-downgrade"])
         .ok()
         .json();
