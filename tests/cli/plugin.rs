@@ -1249,6 +1249,16 @@ fn a_plugin_update_to_an_older_version_is_named_a_downgrade() {
     let config_before = std::fs::read(b.join("config.toml")).expect("config");
     let tree = b.join("shared/plugins/research_tools");
     let manifest_before = std::fs::read(tree.join("plugin.json")).expect("manifest");
+    let nothing_written = || {
+        assert_eq!(
+            std::fs::read(b.join("config.toml")).expect("config"),
+            config_before
+        );
+        assert_eq!(
+            std::fs::read(tree.join("plugin.json")).expect("manifest"),
+            manifest_before
+        );
+    };
     for refused in [dry, import_plugin(&env, &older, &b, &[])] {
         assert_eq!(refused.code(), 1, "{}", refused.stderr());
         assert!(
@@ -1257,14 +1267,7 @@ fn a_plugin_update_to_an_older_version_is_named_a_downgrade() {
             refused.stderr()
         );
     }
-    assert_eq!(
-        std::fs::read(b.join("config.toml")).expect("config"),
-        config_before
-    );
-    assert_eq!(
-        std::fs::read(tree.join("plugin.json")).expect("manifest"),
-        manifest_before
-    );
+    nothing_written();
     // The library refuses on its own, for a program that links it and asks no question:
     // a plan taken without the allowance (grants accepted, so nothing else stops it) is
     // not applied, and nothing is written.
@@ -1286,14 +1289,7 @@ fn a_plugin_update_to_an_older_version_is_named_a_downgrade() {
         .update(&plan, &zeroclaw_bundle::Silent)
         .expect_err("a downgrade without the allowance is refused");
     assert!(format!("{refused:#}").contains("downgrade"), "{refused:#}");
-    assert_eq!(
-        std::fs::read(b.join("config.toml")).expect("config"),
-        config_before
-    );
-    assert_eq!(
-        std::fs::read(tree.join("plugin.json")).expect("manifest"),
-        manifest_before
-    );
+    nothing_written();
     let applied = import_plugin(&env, &older, &b, &["--allow-downgrade"])
         .ok()
         .json();
