@@ -69,6 +69,7 @@ impl Store {
             Err(e) => return Err(StoreError::io("open store", root, e)),
         }
         let marker = root.join(MARKER);
+        let mut created = false;
         match Store::read_marker(root, &marker) {
             Ok(text) => {
                 if Store::check_marker(root, &text)? < STORE_VERSION {
@@ -136,21 +137,21 @@ impl Store {
                 for stale in stale_markers {
                     let _ = fs::remove_file(stale);
                 }
-                let store = Store {
-                    inner: Inner::at(root),
-                };
-                // The catalog is made now, while the store is empty: a catalog made later
-                // rebuilds its index from the snapshot records by scanning every object (the
-                // commit of a first capture of 1.2 million files scanned them all, and held
-                // their 117 MB listing). Failing here only leaves that to the first use.
-                let _ = store.catalog().session();
-                return Ok(store);
+                created = true;
             }
             Err(e) => return Err(e),
         }
-        Ok(Store {
+        let store = Store {
             inner: Inner::at(root),
-        })
+        };
+        if created {
+            // The catalog is made now, while the store is empty: a catalog made later
+            // rebuilds its index from the snapshot records by scanning every object (the
+            // commit of a first capture of 1.2 million files scanned them all, and held
+            // their 117 MB listing). Failing here only leaves that to the first use.
+            let _ = store.catalog().session();
+        }
+        Ok(store)
     }
 
     /// Makes the store's root owner-only (0700) when it is open to others: the objects hold the
