@@ -3,7 +3,9 @@
 # for the FUSE mount tests, which mount for real), util-linux (setpriv, to drop privileges in
 # tests that need an unprivileged user), attr (getfattr) and b3sum (to check object names
 # against an independent blake3), openssh-client (ssh-keygen: the signature tests check interop
-# with OpenSSH), age (the encrypted-pack tests check interop with the `age` command), and s3s-fs (cargo install: the S3 server of the remote-store tests). Runs
+# with OpenSSH), age (the encrypted-pack tests check interop with the `age` command), openssl
+# and python3 (the https remote test's certificates and TLS front), and s3s-fs (cargo install:
+# the S3 server of the remote-store tests). Runs
 # apt-get as root; as another user it only reports.
 # `setup.sh --demo` installs only what scripts/demo.sh uses (fuse3, attr): no b3sum, and no
 # s3s-fs build (minutes of compiling a server the demo never starts).
@@ -18,6 +20,9 @@ if ! $demo; then
   command -v b3sum >/dev/null 2>&1 || need+=(b3sum)
   command -v ssh-keygen >/dev/null 2>&1 || need+=(openssh-client)
   command -v age >/dev/null 2>&1 || need+=(age)
+  # The https remote test: openssl makes its certificates, python3's ssl serves them.
+  command -v openssl >/dev/null 2>&1 || need+=(openssl)
+  command -v python3 >/dev/null 2>&1 || need+=(python3)
 fi
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then

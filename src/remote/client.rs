@@ -1362,14 +1362,33 @@ impl Remote {
 
 /// What to check, in one line, for an S3 error whose whole text (with its causes) is
 /// `chain`: S3's error code (`<Code>...</Code>` in the response body) names the setting at
-/// fault (the secret key, the access key, the bucket, the clock), and a refused connection
-/// means no server listens at the endpoint. `None` when the error is none of those.
+/// fault (the secret key, the access key, the bucket, the clock), a refused connection
+/// means no server listens at the endpoint, and a TLS failure says whether the certificate
+/// was refused (and why, in rustls's words) or the server does not speak TLS. `None` when the
+/// error is none of those.
 fn explain_s3(chain: &str, refused: bool, bucket: &str, endpoint: Option<&str>) -> Option<String> {
     let at = endpoint.unwrap_or("the AWS endpoint");
     if refused || chain.contains("Connection refused") || chain.contains("connection refused") {
         return Some(format!(
             "nothing accepts connections at {at} (connection refused): is the S3 server running, \
              and is the remote's --endpoint right (`remote list` shows it)?"
+        ));
+    }
+    if let Some(at_cert) = chain.find("invalid peer certificate") {
+        // rustls's words, "invalid peer certificate: <why>" (UnknownIssuer, NotValidForName,
+        // Expired, ...), then whatever wraps it.
+        let why: Vec<&str> = chain[at_cert..].splitn(3, ": ").take(2).collect();
+        return Some(format!(
+            "the TLS certificate of {at} was refused ({}): when a private CA signed it, point \
+             SSL_CERT_FILE at that CA's certificate or add it to this host's trusted \
+             certificates; check that the endpoint's host name is one the certificate names",
+            why.join(": ")
+        ));
+    }
+    if chain.contains("corrupt message") || chain.contains("InvalidContentType") {
+        return Some(format!(
+            "{at} does not answer in TLS: if the server speaks plain HTTP, give the remote an \
+             http:// endpoint (`remote add NAME URL --endpoint http://...`)"
         ));
     }
     let code = chain

@@ -2,7 +2,8 @@
 //! on 127.0.0.1 with a port it picks itself, stopped by a guard. Pins the same paths as the
 //! `file://` tests through S3's protocol (signed requests, multipart upload of a large pack,
 //! prefixes): push/pull between hosts, concurrent pushes, a push killed after its pack, and
-//! that the secret key reaches no output and no file of the store. Under CI a missing
+//! that the secret key reaches no output and no file of the store; and https through a TLS
+//! front (Python's `ssl`) with certificates the `openssl` command makes. Under CI a missing
 //! server fails the test instead of skipping it.
 
 use std::io::{BufRead, BufReader};
@@ -624,4 +625,202 @@ fn s3_pull_interrupted_between_parts_leaves_nothing() {
     f.on("b", &["pull", &format!("origin/{id}")]).ok();
     f.on("b", &["verify"]).ok();
     drop(server);
+}
+
+/// A TLS front for `backend` (host:port): Python's `ssl` (OpenSSL) terminates TLS with
+/// `cert`/`key` and forwards the bytes. It prints the port it listens on.
+const TLS_FRONT: &str = r#"
+import asyncio, ssl, sys
+cert, key, host, port = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(cert, key)
+async def pipe(r, w):
+    try:
+        while data := await r.read(65536):
+            w.write(data)
+            await w.drain()
+    except Exception:
+        pass
+    finally:
+        w.close()
+async def handle(cr, cw):
+    try:
+        br, bw = await asyncio.open_connection(host, port)
+    except Exception:
+        cw.close()
+        return
+    await asyncio.gather(pipe(cr, bw), pipe(br, cw))
+async def main():
+    srv = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=ctx)
+    print(srv.sockets[0].getsockname()[1], flush=True)
+    await srv.serve_forever()
+asyncio.run(main())
+"#;
+
+/// A certificate authority and a certificate for 127.0.0.1 it signed, made by the `openssl`
+/// command in `dir`: (ca.pem, leaf.pem, leaf.key).
+fn tls_certificates(dir: &std::path::Path) -> (PathBuf, PathBuf, PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let openssl = |args: &[&str]| {
+        let out = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("the openssl command runs");
+        assert!(out.status.success(), "openssl {args:?}: {out:?}");
+    };
+    let ec = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:prime256v1",
+        "-nodes",
+    ];
+    openssl(
+        &[
+            &["req", "-x509", "-new"][..],
+            &ec,
+            &["-keyout", "ca.key", "-out", "ca.pem"],
+            &["-subj", "/CN=zeroclaw-bundle test CA", "-days", "2"],
+        ]
+        .concat(),
+    );
+    openssl(
+        &[
+            &["req", "-new"][..],
+            &ec,
+            &["-keyout", "leaf.key", "-out", "leaf.csr"],
+            &["-subj", "/CN=127.0.0.1"],
+        ]
+        .concat(),
+    );
+    std::fs::write(
+        dir.join("leaf.ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .unwrap();
+    openssl(&[
+        "x509",
+        "-req",
+        "-in",
+        "leaf.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "leaf.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "leaf.ext",
+    ]);
+    (
+        dir.join("ca.pem"),
+        dir.join("leaf.pem"),
+        dir.join("leaf.key"),
+    )
+}
+
+/// S3 over https, through a TLS front on the real server: the client checks the server's
+/// certificate against the trusted roots (`SSL_CERT_FILE` here). Push and pull work with the
+/// test CA trusted; an untrusted issuer, a host name the certificate does not name, and an
+/// https endpoint that speaks plain HTTP are each refused with what to check, and nothing is
+/// sent.
+#[test]
+fn s3_over_https_checks_the_certificate() {
+    let Some((mut f, server)) = s3_fleet() else {
+        return;
+    };
+    let (ca, leaf, key) = tls_certificates(&f.env.path("tls"));
+    let backend = server.endpoint.trim_start_matches("http://").to_string();
+    let (host, port) = backend.rsplit_once(':').unwrap();
+    let mut front = Command::new("python3")
+        .args(["-c", TLS_FRONT])
+        .args([leaf.as_os_str(), key.as_os_str()])
+        .args([host, port])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut line = String::new();
+    BufReader::new(front.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let https = format!("https://127.0.0.1:{}", line.trim());
+    let _front = Server {
+        child: front,
+        endpoint: https.clone(),
+    };
+    assert!(
+        line.trim().parse::<u16>().is_ok(),
+        "the TLS front says its port: {line:?}"
+    );
+
+    let src = tree(&f.env.path("src"), 70);
+    f.host("untrusted", &["--endpoint", &https]);
+    let id = f.snapshot("untrusted", &src);
+    // Each refusal says what to check, in rustls's words, and nothing is sent.
+    let refused = |remote: &str, env: &[(&str, &str)], says: &[&str]| {
+        let run = f.on_with("untrusted", &["push", &id, remote], env);
+        for needle in says {
+            assert!(
+                run.stderr().contains(needle),
+                "{needle}: {}",
+                run.describe()
+            );
+        }
+        assert_eq!(run.code(), 1, "{}", run.describe());
+    };
+    // The machine's roots do not hold the test CA.
+    let why = "the TLS certificate of https://127.0.0.1:";
+    refused(
+        "origin",
+        &[],
+        &[
+            why,
+            "(invalid peer certificate: UnknownIssuer)",
+            "SSL_CERT_FILE",
+        ],
+    );
+    // The CA is trusted, but the certificate names 127.0.0.1, not localhost.
+    let ca_file = ca.to_string_lossy().into_owned();
+    let by_name = https.replace("127.0.0.1", "localhost");
+    f.on(
+        "untrusted",
+        &["remote", "add", "byname", &f.url, "--endpoint", &by_name],
+    )
+    .ok();
+    let trusted = [
+        ("SSL_CERT_FILE", ca_file.as_str()),
+        ("NO_PROXY", "localhost,127.0.0.1"),
+    ];
+    refused(
+        "byname",
+        &trusted,
+        &["certificate not valid for name \"localhost\""],
+    );
+    // https:// to a server that speaks plain HTTP.
+    let plain = server.endpoint.replace("http://", "https://");
+    f.on(
+        "untrusted",
+        &["remote", "add", "plain", &f.url, "--endpoint", &plain],
+    )
+    .ok();
+    refused(
+        "plain",
+        &trusted,
+        &["does not answer in TLS", "http:// endpoint"],
+    );
+    assert!(
+        !f.env.path("s3-root/bundles/fleet").exists(),
+        "nothing was pushed"
+    );
+
+    f.vars.push(("SSL_CERT_FILE".to_string(), ca_file));
+    f.host("a", &["--endpoint", &https]);
+    let id = f.snapshot("a", &src);
+    f.on("a", &["push", &id]).ok();
+    f.host("b", &["--endpoint", &https]);
+    f.pull_and_check("b", &id, &src);
 }
