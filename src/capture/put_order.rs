@@ -96,7 +96,7 @@ mod tests {
         for seq in [1, 2, 3, 5, 8] {
             order.sent(seq);
         }
-        let mut answer = |order: &mut PutOrder, seq: u64, cached: bool| {
+        let answer = |order: &mut PutOrder, seq: u64, cached: bool| {
             let mut out = Vec::new();
             order.answered(seq, cached.then(|| record(seq)), &mut |p, _| {
                 out.push(p.to_string())
