@@ -3,10 +3,10 @@
 //!
 //! The next capture asks the cache for its records in walk order, and finds each one right
 //! after the one before it without hashing its path (`CacheFile::get`'s cursor). A file's
-//! record is made when its worker answers, and eight workers answer out of order: a
-//! million-file tree's first snapshot wrote its records with 420,000 descents, and the cold
-//! no-op after it missed the cursor on 930,000 of its 1.2 million lookups, each a search of
-//! the whole index (half of the no-op's user time).
+//! record is made when its worker answers, and the workers (eight on two cores) answer out of
+//! order: a million-file tree's first snapshot wrote its records with 420,000 descents, and
+//! the cold no-op after it missed the cursor on 930,000 of its 1.2 million lookups, each a
+//! search of the whole index (a third of the no-op's user time).
 //!
 //! So an answered file's record is held while any file sent before it is still at the
 //! workers, and added once none is. At most [`HELD`] records are held: past it the earliest
