@@ -294,7 +294,7 @@ impl SnapshotFs {
     /// [`SnapshotFs::prefetch_listed`]). Each directory's files are hinted once. (On the
     /// first read, not the open: a file opened and not read, as `ls --color` or a `file`
     /// probe may, hints nothing.)
-    fn prefetch_siblings(&self, node: &Node, ino: INodeNo) {
+    fn prefetch_siblings(&self, node: &Node) {
         if self.prefetch.is_none() {
             return;
         }
@@ -305,13 +305,7 @@ impl SnapshotFs {
         let Ok((_, tree)) = self.dir_stream(INodeNo(node.parent())) else {
             return;
         };
-        let position = self
-            .inodes
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .position_in_parent(ino.0)
-            .unwrap_or(0);
-        self.hint(files_within(&tree, position, PREFETCH_BYTES));
+        self.hint(files_within(&tree, node.index as usize, PREFETCH_BYTES));
     }
 
     fn hint(&self, ids: Vec<ObjectId>) {
@@ -331,8 +325,8 @@ impl SnapshotFs {
         if node.kind == EntryKind::Dir {
             return Err(Fault::IsADirectory);
         }
-        self.prefetch_siblings(&node, ino);
-        let blob = self.open_blob(&node)?;
+        self.prefetch_siblings(&node);
+        let blob = self.open_blob(ino.0, &node)?;
         let mut open = lock(&self.open_blobs);
         if open.len() >= OPEN_BLOBS {
             // Evict the least recently read (a linear scan over a small, bounded map).
@@ -393,11 +387,31 @@ impl SnapshotFs {
         Ok(tree)
     }
 
-    fn dir_tree(&self, node: &Node) -> Result<Arc<Tree>, Fault> {
+    /// The tree of directory inode `ino` (whose node is `node`).
+    fn dir_tree(&self, ino: u64, node: &Node) -> Result<Arc<Tree>, Fault> {
         if node.kind != EntryKind::Dir {
             return Err(Fault::NotADirectory);
         }
-        self.tree(&node.id)
+        let id = self
+            .inodes
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .dir_id(ino)
+            .ok_or(Fault::NotFound)?;
+        self.tree(&id)
+    }
+
+    /// The object id of inode `ino` (whose node is `node`): a directory's tree id from the
+    /// inode table, a file's blob id from its entry in its parent's tree (see `inodes`).
+    fn id_of(&self, ino: u64, node: &Node) -> Result<ObjectId, Fault> {
+        if node.kind == EntryKind::Dir {
+            let table = self.inodes.read().unwrap_or_else(PoisonError::into_inner);
+            return table.dir_id(ino).ok_or(Fault::NotFound);
+        }
+        let parent = self.node(INodeNo(node.parent()))?;
+        let tree = self.dir_tree(node.parent(), &parent)?;
+        let entry = tree.entries().get(node.index as usize);
+        entry.map(|e| e.id).ok_or(Fault::NotFound)
     }
 
     fn attr(&self, ino: u64, node: &Node) -> FileAttr {
@@ -430,7 +444,7 @@ impl SnapshotFs {
 
     fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<(u64, Node), Fault> {
         let dir = self.node(parent)?;
-        let tree = self.dir_tree(&dir)?;
+        let tree = self.dir_tree(parent.0, &dir)?;
         let name = name.as_bytes();
         let index = tree
             .entries()
@@ -450,40 +464,42 @@ impl SnapshotFs {
                 .unwrap_or_else(PoisonError::into_inner)
                 .intern(parent.0, tree.entries().len(), index, entry),
         };
-        let node = Node::of(parent.0, entry);
+        let node = Node::of(parent.0, index, entry);
         Ok((ino, node))
     }
 
-    /// Opens a blob for reading after checking its length and (once per id) its hash.
-    fn open_blob(&self, node: &Node) -> Result<Blob, Fault> {
+    /// Opens the blob of file inode `ino` (whose node is `node`) for reading after checking
+    /// its length and (once per id) its hash.
+    fn open_blob(&self, ino: u64, node: &Node) -> Result<Blob, Fault> {
+        let id = self.id_of(ino, node)?;
         // The size the tree records bounds what is read: a pack refuses another length from
         // its index, before decompressing anything.
         let blob = self
             .source
-            .blob_of_size(&node.id, node.size)
+            .blob_of_size(&id, node.size)
             .map_err(|e| self.damaged(&e))?;
         if blob.len() != node.size {
             self.faults.record(format!(
                 "object {} is {} bytes long but its tree records {} bytes",
-                node.id,
+                id,
                 blob.len(),
                 node.size
             ));
             return Err(Fault::Damaged);
         }
-        let known = lock(&self.verified).get(&node.id).copied();
+        let known = lock(&self.verified).get(&id).copied();
         let good = match known {
             Some(good) => good,
             None => {
                 // Hash outside the lock: two first opens of one blob may both hash it.
-                let good = match blob.verify(&node.id) {
+                let good = match blob.verify(&id) {
                     Ok(()) => true,
                     Err(e) => {
                         self.damaged(&e);
                         false
                     }
                 };
-                lock(&self.verified).insert(node.id, good);
+                lock(&self.verified).insert(id, good);
                 good
             }
         };
@@ -498,7 +514,7 @@ impl SnapshotFs {
     /// the same inode always lists the same entries.
     fn dir_stream(&self, ino: INodeNo) -> Result<(Node, Arc<Tree>), Fault> {
         let node = self.node(ino)?;
-        let tree = self.dir_tree(&node)?;
+        let tree = self.dir_tree(ino.0, &node)?;
         Ok((node, tree))
     }
 
@@ -529,7 +545,7 @@ impl SnapshotFs {
                     let index = position - 2;
                     let entry = &entries[index];
                     let child = table.intern(ino.0, entries.len(), index, entry);
-                    let child_node = Node::of(ino.0, entry);
+                    let child_node = Node::of(ino.0, index, entry);
                     add(child, next, &entry.name, &child_node)
                 }
             };
@@ -551,7 +567,7 @@ impl SnapshotFs {
         }
         let node = self.node(ino)?;
         if name.as_bytes() == XATTR_BLAKE3.as_bytes() {
-            Ok(node.id.to_hex().into_bytes())
+            Ok(self.id_of(ino.0, &node)?.to_hex().into_bytes())
         } else if let (true, Some(note)) = (
             ino.0 == ROOT && name.as_bytes() == XATTR_SIGNATURES.as_bytes(),
             &self.view.root_note,
@@ -616,10 +632,10 @@ impl Filesystem for SnapshotFs {
                     ROOT,
                     &Node {
                         parent: ROOT as u32,
+                        index: 0,
                         kind: EntryKind::File,
                         mode: 0o644,
                         size: 0,
-                        id: ObjectId::from_bytes([0; 32]),
                     },
                 );
                 attr.ino = INodeNo(0);
@@ -753,7 +769,7 @@ impl Filesystem for SnapshotFs {
     /// contents cached: FOPEN_CACHE_DIR is its default then). Listings are served from the
     /// tree cache by inode.
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.node(ino).and_then(|node| self.dir_tree(&node)) {
+        match self.node(ino).and_then(|node| self.dir_tree(ino.0, &node)) {
             Ok(_) => reply.error(Errno::ENOSYS),
             Err(fault) => reply.error(errno(fault)),
         }

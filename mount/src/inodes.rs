@@ -4,10 +4,13 @@
 //! Inode 1 is the snapshot's root. Every other inode is (parent inode, index of the entry in
 //! the parent's tree): trees are immutable, so that pair always names the same entry, and the
 //! same entry always gets the same number however it is reached (lookup, readdir,
-//! readdirplus). The table only grows: memory is 48 bytes per entry the kernel has been told
-//! about, plus 8 bytes per entry of each directory that was listed or searched. FORGET
-//! is ignored on purpose; a number handed out stays valid, so `find -inum` and hard-link
-//! heuristics (`du`, `tar`) see stable numbers.
+//! readdirplus). The table only grows: memory is 24 bytes per entry the kernel has been told
+//! about, plus 4 bytes per entry of each directory that was listed or searched, plus a
+//! directory's tree id (about 60 bytes with the map's own) per directory. A file's blob id
+//! is not kept: it is its parent's tree entry at the node's index, read through the tree
+//! cache when the file is opened (a node with the id took 48 bytes, and a `find` of a
+//! million-file tree peaked at 115 MiB). FORGET is ignored on purpose; a number handed out
+//! stays valid, so `find -inum` and hard-link heuristics (`du`, `tar`) see stable numbers.
 
 use std::collections::HashMap;
 
@@ -16,22 +19,23 @@ use zeroclaw_bundle_store::{EntryKind, ObjectId, TreeEntry, DIR_MODE, MODE_BITS}
 /// The root's inode number (FUSE_ROOT_ID).
 pub(crate) const ROOT: u64 = 1;
 
-/// What an inode stands for: one tree entry (or the root). 48 bytes: the table holds one
-/// per entry the kernel has seen, 300,000 of them after a `find` of the scale test's tree.
+/// What an inode stands for: one tree entry (or the root). 24 bytes: the table holds one
+/// per entry the kernel has seen, 1.2 million of them after a `find` of the scale test's
+/// million-file tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Node {
     /// The inode of the directory holding it (the root is its own parent). Inode numbers
     /// count the table's entries, which the expansion limit (`MAX_ENTRIES`, ten million)
     /// keeps far below 2^32. Read it through [`Node::parent`].
     pub(crate) parent: u32,
+    /// Its index among its parent's tree entries (0 for the root): where its id is.
+    pub(crate) index: u32,
     /// File, exec-file or dir.
     pub(crate) kind: EntryKind,
     /// The permission bits its tree entry records (at most 0o777, so 16 bits hold them).
     pub(crate) mode: u16,
     /// File length, or total file bytes beneath a directory.
     pub(crate) size: u64,
-    /// Blob id (files) or tree id (directories).
-    pub(crate) id: ObjectId,
 }
 
 impl Node {
@@ -40,16 +44,16 @@ impl Node {
         u64::from(self.parent)
     }
 
-    /// The node of `entry`, an entry of directory inode `dir` (a number this table handed
-    /// out, so below 2^32; see `parent`).
-    pub(crate) fn of(dir: u64, entry: &TreeEntry) -> Node {
+    /// The node of `entry`, entry `index` of directory inode `dir` (a number this table
+    /// handed out, so below 2^32; see `parent`; a tree holds fewer than 2^32 entries).
+    pub(crate) fn of(dir: u64, index: usize, entry: &TreeEntry) -> Node {
         Node {
             parent: u32::try_from(dir).unwrap_or(u32::MAX),
+            index: u32::try_from(index).unwrap_or(u32::MAX),
             kind: entry.kind,
             // A decoded tree holds no mode beyond 0o777; the mask only makes the cast lossless.
             mode: (entry.mode & MODE_BITS) as u16,
             size: entry.size,
-            id: entry.id,
         }
     }
 }
@@ -60,7 +64,9 @@ pub(crate) struct InodeTable {
     /// `nodes[ino - 1]`.
     nodes: Vec<Node>,
     /// Directory inode -> inode of each of its entries by index (0 = not yet assigned).
-    children: HashMap<u64, Box<[u64]>>,
+    children: HashMap<u64, Box<[u32]>>,
+    /// Directory inode -> its tree id (the root's included).
+    dir_ids: HashMap<u32, ObjectId>,
 }
 
 impl InodeTable {
@@ -69,12 +75,13 @@ impl InodeTable {
         InodeTable {
             nodes: vec![Node {
                 parent: ROOT as u32,
+                index: 0,
                 kind: EntryKind::Dir,
                 mode: DIR_MODE as u16,
                 size,
-                id: root,
             }],
             children: HashMap::new(),
+            dir_ids: HashMap::from([(ROOT as u32, root)]),
         }
     }
 
@@ -84,23 +91,15 @@ impl InodeTable {
         self.nodes.get(index).copied()
     }
 
+    /// The tree id of directory inode `ino`, if that number was handed out to a directory.
+    pub(crate) fn dir_id(&self, ino: u64) -> Option<ObjectId> {
+        self.dir_ids.get(&u32::try_from(ino).ok()?).copied()
+    }
+
     /// The inode of entry `index` of directory `dir`, if already assigned.
     pub(crate) fn child(&self, dir: u64, index: usize) -> Option<u64> {
         let ino = *self.children.get(&dir)?.get(index)?;
-        (ino != 0).then_some(ino)
-    }
-
-    /// Where entry `ino` sits in its parent's tree (a scan of the parent's slots; `None` for
-    /// the root or an unknown number).
-    pub(crate) fn position_in_parent(&self, ino: u64) -> Option<usize> {
-        let node = self.get(ino)?;
-        if ino == ROOT {
-            return None;
-        }
-        self.children
-            .get(&node.parent())?
-            .iter()
-            .position(|&c| c == ino)
+        (ino != 0).then_some(u64::from(ino))
     }
 
     /// The inode of entry `index` (which is `entry`) of directory `dir`, which has `len`
@@ -110,17 +109,22 @@ impl InodeTable {
             .children
             .entry(dir)
             .or_insert_with(|| vec![0; len].into_boxed_slice());
-        let Some(slot) = slots.get_mut(index) else {
-            // Cannot happen for a well-formed caller (index < len of the same immutable
-            // tree); answer with a fresh, unshared number rather than panic.
-            self.nodes.push(Node::of(dir, entry));
-            return self.nodes.len() as u64;
-        };
-        if *slot == 0 {
-            self.nodes.push(Node::of(dir, entry));
-            *slot = self.nodes.len() as u64;
+        match slots.get_mut(index) {
+            Some(&mut slot) if slot != 0 => u64::from(slot),
+            slot => {
+                self.nodes.push(Node::of(dir, index, entry));
+                let ino = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+                if entry.kind == EntryKind::Dir {
+                    self.dir_ids.insert(ino, entry.id);
+                }
+                // No slot cannot happen for a well-formed caller (index < len of the same
+                // immutable tree): the number is then fresh and unshared, not remembered.
+                if let Some(slot) = slot {
+                    *slot = ino;
+                }
+                u64::from(ino)
+            }
         }
-        *slot
     }
 
     /// How many inode numbers exist (statfs reports it as the file count).
@@ -158,7 +162,15 @@ mod tests {
         let inner = t.intern(b, 1, 0, &entry("a", EntryKind::ExecFile));
         assert_ne!(inner, a);
         assert_eq!(t.get(inner).unwrap().parent(), b);
-        assert_eq!(std::mem::size_of::<Node>(), 48);
+        assert_eq!(
+            (t.get(inner).unwrap().index, t.get(b).unwrap().index),
+            (0, 1)
+        );
+        // Directories keep their tree id; files do not (their parent's tree holds it).
+        assert_eq!(t.dir_id(ROOT), Some(ObjectId::of(b"root")));
+        assert_eq!(t.dir_id(b), Some(ObjectId::of(b"b")));
+        assert_eq!(t.dir_id(a), None);
+        assert_eq!(std::mem::size_of::<Node>(), 24);
         assert_eq!(t.len(), 4);
         assert_eq!(t.get(99), None);
     }

@@ -1,6 +1,8 @@
 //! Pins that every listing carries its entries' attributes (READDIRPLUS on every chunk, not
 //! only the first): after a walk that never stats (`find`), stat-ing each entry (`ls -l`)
-//! is answered by the kernel alone, without a LOOKUP per entry reaching the daemon.
+//! is answered by the kernel alone, without a LOOKUP per entry reaching the daemon. And
+//! that a file whose directory's tree left the cache still reads its own bytes and id (the
+//! inode table keeps no blob id; the parent's tree is read again).
 
 use std::fs;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -71,5 +73,57 @@ fn stat_after_a_listing_sends_no_lookup() {
         source.reads.load(Ordering::SeqCst),
         before,
         "stat of listed entries reached the daemon (a LOOKUP per entry)"
+    );
+}
+
+/// A file's blob id is not kept in the inode table: it is the file's entry in its parent's
+/// tree. Read after that tree has left a one-tree cache, every file still gives its own
+/// bytes and its own id (`user.zeroclaw.blake3`), found by reading the parent's tree again.
+#[test]
+fn a_file_whose_directory_left_the_tree_cache_reads_its_own_bytes_and_id() {
+    let env = Env::new();
+    let files = |d: &str| -> Vec<_> {
+        (0..50)
+            .map(|i| file(format!("f{i:02}"), format!("{d} {i}\n")))
+            .collect()
+    };
+    let (root, expected) = env.build(vec![dir("a", files("a")), dir("b", files("b"))]);
+    let watched: ObjectId = expected[&b"a"[..]].id.parse().unwrap();
+    let source = Arc::new(Counting {
+        inner: env.store.objects().reader(),
+        watched,
+        reads: AtomicU64::new(0),
+    });
+    let opts = MountOptions {
+        tree_cache_entries: 1,
+        ..MountOptions::default()
+    };
+    let Some(m) = env.mount_source(source.clone(), root, &opts) else {
+        return;
+    };
+    // Every entry listed and stated, `a` first: all inodes are handed out, and the cache
+    // holds `b`'s tree.
+    for d in ["a", "b"] {
+        for e in fs::read_dir(m.path.join(d)).unwrap() {
+            assert!(fs::symlink_metadata(e.unwrap().path()).unwrap().is_file());
+        }
+    }
+    let before = source.reads.load(Ordering::SeqCst);
+    for i in (0..50).rev() {
+        let rel = format!("a/f{i:02}");
+        assert_eq!(
+            fs::read_to_string(m.path.join(&rel)).unwrap(),
+            format!("a {i}\n"),
+            "{rel}"
+        );
+        assert_eq!(
+            crate::util::xattr_id(&m.path.join(&rel)),
+            expected[rel.as_bytes()].id,
+            "{rel}"
+        );
+    }
+    assert!(
+        source.reads.load(Ordering::SeqCst) > before,
+        "a's tree was read again to find the ids"
     );
 }
