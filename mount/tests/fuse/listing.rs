@@ -32,6 +32,26 @@ impl ObjectSource for Counting {
     }
 }
 
+/// Mounts `root` with a one-tree cache, through a source that counts the reads of tree
+/// `watched` (hex); `None` where FUSE is unavailable outside CI.
+fn mount_counting(
+    env: &Env,
+    root: ObjectId,
+    watched: &str,
+) -> Option<(crate::util::Mounted, Arc<Counting>)> {
+    let source = Arc::new(Counting {
+        inner: env.store.objects().reader(),
+        watched: watched.parse().unwrap(),
+        reads: AtomicU64::new(0),
+    });
+    let opts = MountOptions {
+        tree_cache_entries: 1,
+        ..MountOptions::default()
+    };
+    let m = env.mount_source(source.clone(), root, &opts)?;
+    Some((m, source))
+}
+
 #[test]
 fn stat_after_a_listing_sends_no_lookup() {
     let env = Env::new();
@@ -41,17 +61,7 @@ fn stat_after_a_listing_sends_no_lookup() {
         .map(|i| file(format!("entry-{i:05}.txt"), format!("{i}\n")))
         .collect();
     let (root, expected) = env.build(vec![dir("many", many), dir("other", vec![file("x", "x")])]);
-    let watched: ObjectId = expected[&b"many"[..]].id.parse().unwrap();
-    let source = Arc::new(Counting {
-        inner: env.store.objects().reader(),
-        watched,
-        reads: AtomicU64::new(0),
-    });
-    let opts = MountOptions {
-        tree_cache_entries: 1,
-        ..MountOptions::default()
-    };
-    let Some(m) = env.mount_source(source.clone(), root, &opts) else {
+    let Some((m, source)) = mount_counting(&env, root, &expected[&b"many"[..]].id) else {
         return;
     };
 
@@ -88,17 +98,7 @@ fn a_file_whose_directory_left_the_tree_cache_reads_its_own_bytes_and_id() {
             .collect()
     };
     let (root, expected) = env.build(vec![dir("a", files("a")), dir("b", files("b"))]);
-    let watched: ObjectId = expected[&b"a"[..]].id.parse().unwrap();
-    let source = Arc::new(Counting {
-        inner: env.store.objects().reader(),
-        watched,
-        reads: AtomicU64::new(0),
-    });
-    let opts = MountOptions {
-        tree_cache_entries: 1,
-        ..MountOptions::default()
-    };
-    let Some(m) = env.mount_source(source.clone(), root, &opts) else {
+    let Some((m, source)) = mount_counting(&env, root, &expected[&b"a"[..]].id) else {
         return;
     };
     // Every entry listed and stated, `a` first: all inodes are handed out, and the cache
