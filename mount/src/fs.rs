@@ -387,17 +387,16 @@ impl SnapshotFs {
         Ok(tree)
     }
 
-    /// The tree of directory inode `ino` (whose node is `node`).
-    fn dir_tree(&self, ino: u64, node: &Node) -> Result<Arc<Tree>, Fault> {
-        if node.kind != EntryKind::Dir {
-            return Err(Fault::NotADirectory);
-        }
-        let id = self
-            .inodes
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .dir_id(ino)
-            .ok_or(Fault::NotFound)?;
+    /// The tree of directory inode `ino` (only directories have a tree id in the table).
+    fn dir_tree(&self, ino: u64) -> Result<Arc<Tree>, Fault> {
+        let id = {
+            let table = self.inodes.read().unwrap_or_else(PoisonError::into_inner);
+            match (table.dir_id(ino), table.get(ino)) {
+                (Some(id), _) => id,
+                (None, Some(_)) => return Err(Fault::NotADirectory),
+                (None, None) => return Err(Fault::NotFound),
+            }
+        };
         self.tree(&id)
     }
 
@@ -408,8 +407,7 @@ impl SnapshotFs {
             let table = self.inodes.read().unwrap_or_else(PoisonError::into_inner);
             return table.dir_id(ino).ok_or(Fault::NotFound);
         }
-        let parent = self.node(INodeNo(node.parent()))?;
-        let tree = self.dir_tree(node.parent(), &parent)?;
+        let tree = self.dir_tree(node.parent())?;
         let entry = tree.entries().get(node.index as usize);
         entry.map(|e| e.id).ok_or(Fault::NotFound)
     }
@@ -443,8 +441,7 @@ impl SnapshotFs {
     }
 
     fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<(u64, Node), Fault> {
-        let dir = self.node(parent)?;
-        let tree = self.dir_tree(parent.0, &dir)?;
+        let tree = self.dir_tree(parent.0)?;
         let name = name.as_bytes();
         let index = tree
             .entries()
@@ -514,7 +511,7 @@ impl SnapshotFs {
     /// the same inode always lists the same entries.
     fn dir_stream(&self, ino: INodeNo) -> Result<(Node, Arc<Tree>), Fault> {
         let node = self.node(ino)?;
-        let tree = self.dir_tree(ino.0, &node)?;
+        let tree = self.dir_tree(ino.0)?;
         Ok((node, tree))
     }
 
@@ -769,7 +766,7 @@ impl Filesystem for SnapshotFs {
     /// contents cached: FOPEN_CACHE_DIR is its default then). Listings are served from the
     /// tree cache by inode.
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        match self.node(ino).and_then(|node| self.dir_tree(ino.0, &node)) {
+        match self.dir_tree(ino.0) {
             Ok(_) => reply.error(Errno::ENOSYS),
             Err(fault) => reply.error(errno(fault)),
         }
