@@ -1,4 +1,5 @@
-//! `TreeCache`: decoded trees by id, least recently used first out, bounded by total entries.
+//! `TreeCache`: trees by id (kept as their verified encoding, [`TreeView`]), least recently
+//! used first out, bounded by total entries.
 //!
 //! The invariant: the entries held add up to at most the budget, except that the most
 //! recently inserted tree is always kept even when it alone exceeds the budget (so a huge
@@ -11,7 +12,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use zeroclaw_bundle_store::{ObjectId, Tree};
+use zeroclaw_bundle_store::{ObjectId, TreeView};
 
 /// A bounded LRU of decoded trees, shared by the FUSE worker threads.
 #[derive(Debug)]
@@ -31,14 +32,14 @@ struct Lru {
 
 #[derive(Debug)]
 struct Slot {
-    tree: Arc<Tree>,
+    tree: Arc<TreeView>,
     tick: u64,
     weight: usize,
 }
 
 /// What a tree costs in the budget: its entries, plus one so empty trees count.
-fn weight(tree: &Tree) -> usize {
-    tree.entries().len() + 1
+fn weight(tree: &TreeView) -> usize {
+    tree.len() + 1
 }
 
 impl TreeCache {
@@ -62,7 +63,7 @@ impl TreeCache {
     }
 
     /// The cached tree, marked as just used.
-    pub(crate) fn get(&self, id: &ObjectId) -> Option<Arc<Tree>> {
+    pub(crate) fn get(&self, id: &ObjectId) -> Option<Arc<TreeView>> {
         let mut lru = self.lock();
         lru.tick += 1;
         let now = lru.tick;
@@ -75,7 +76,7 @@ impl TreeCache {
     }
 
     /// Adds a tree, evicting the least recently used ones beyond the budget.
-    pub(crate) fn insert(&self, id: ObjectId, tree: Arc<Tree>) {
+    pub(crate) fn insert(&self, id: ObjectId, tree: Arc<TreeView>) {
         let mut lru = self.lock();
         if lru.map.contains_key(&id) {
             return;
@@ -114,9 +115,9 @@ impl TreeCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zeroclaw_bundle_store::{EntryKind, TreeEntry};
+    use zeroclaw_bundle_store::{EntryKind, Tree, TreeEntry};
 
-    fn tree(n: usize, salt: u8) -> (ObjectId, Arc<Tree>) {
+    fn tree(n: usize, salt: u8) -> (ObjectId, Arc<TreeView>) {
         let entries = (0..n)
             .map(|i| TreeEntry {
                 name: format!("f{i}").into_bytes(),
@@ -127,7 +128,7 @@ mod tests {
             })
             .collect();
         let t = Tree::from_entries(entries).unwrap();
-        (ObjectId::of(&t.encode()), Arc::new(t))
+        (ObjectId::of(&t.encode()), Arc::new(TreeView::of(&t)))
     }
 
     #[test]

@@ -57,7 +57,7 @@ use fuser::{
     ReplyEmpty, ReplyEntry, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow,
     WriteFlags,
 };
-use zeroclaw_bundle_store::{Blob, EntryKind, ObjectId, ObjectSource, StoreError, Tree};
+use zeroclaw_bundle_store::{Blob, EntryKind, ObjectId, ObjectSource, StoreError, TreeView};
 
 use crate::cache::TreeCache;
 use crate::inodes::{InodeTable, Node, ROOT};
@@ -114,11 +114,11 @@ fn start_prefetcher(source: Arc<dyn ObjectSource>) -> Option<mpsc::SyncSender<Ve
 
 /// The file blobs of `tree` from entry `start` on, in order, until their sizes would pass
 /// `budget`.
-fn files_within(tree: &Tree, start: usize, budget: u64) -> Vec<ObjectId> {
+fn files_within(tree: &TreeView, start: usize, budget: u64) -> Vec<ObjectId> {
     let mut left = budget;
     let mut ids = Vec::new();
-    for e in tree.entries()[start.min(tree.entries().len())..]
-        .iter()
+    for e in (start..tree.len())
+        .filter_map(|index| tree.entry(index))
         .filter(|e| e.kind.is_file())
     {
         if e.size > left {
@@ -241,7 +241,7 @@ impl SnapshotFs {
     pub(crate) fn new(
         source: Arc<dyn ObjectSource>,
         root: ObjectId,
-        root_tree: Tree,
+        root_tree: TreeView,
         view: View,
         faults: Arc<Faults>,
         requests: Arc<Requests>,
@@ -274,9 +274,8 @@ impl SnapshotFs {
     /// contents are not hinted: a `find` or `ls -R` never reads them, and hinting them would
     /// open every object file and queue its bytes on the disk while the walk runs. Dropped
     /// when the queue is full: prefetching is only an optimisation.
-    fn prefetch_listed(&self, ino: INodeNo, tree: &Tree) {
+    fn prefetch_listed(&self, ino: INodeNo, tree: &TreeView) {
         let mut ids: Vec<ObjectId> = tree
-            .entries()
             .iter()
             .filter(|e| e.kind == EntryKind::Dir)
             .map(|e| e.id)
@@ -378,17 +377,17 @@ impl SnapshotFs {
             .ok_or(Fault::NotFound)
     }
 
-    fn tree(&self, id: &ObjectId) -> Result<Arc<Tree>, Fault> {
+    fn tree(&self, id: &ObjectId) -> Result<Arc<TreeView>, Fault> {
         if let Some(tree) = self.trees.get(id) {
             return Ok(tree);
         }
-        let tree = Arc::new(self.source.tree(id).map_err(|e| self.damaged(&e))?);
+        let tree = Arc::new(self.source.tree_view(id).map_err(|e| self.damaged(&e))?);
         self.trees.insert(*id, tree.clone());
         Ok(tree)
     }
 
     /// The tree of directory inode `ino` (only directories have a tree id in the table).
-    fn dir_tree(&self, ino: u64) -> Result<Arc<Tree>, Fault> {
+    fn dir_tree(&self, ino: u64) -> Result<Arc<TreeView>, Fault> {
         let id = {
             let table = self.inodes.read().unwrap_or_else(PoisonError::into_inner);
             match (table.dir_id(ino), table.get(ino)) {
@@ -408,7 +407,7 @@ impl SnapshotFs {
             return table.dir_id(ino).ok_or(Fault::NotFound);
         }
         let tree = self.dir_tree(node.parent())?;
-        let entry = tree.entries().get(node.index as usize);
+        let entry = tree.entry(node.index as usize);
         entry.map(|e| e.id).ok_or(Fault::NotFound)
     }
 
@@ -443,11 +442,8 @@ impl SnapshotFs {
     fn lookup_entry(&self, parent: INodeNo, name: &OsStr) -> Result<(u64, Node), Fault> {
         let tree = self.dir_tree(parent.0)?;
         let name = name.as_bytes();
-        let index = tree
-            .entries()
-            .binary_search_by(|e| e.name.as_slice().cmp(name))
-            .map_err(|_| Fault::NotFound)?;
-        let entry = &tree.entries()[index];
+        let index = tree.find(name).ok_or(Fault::NotFound)?;
+        let entry = tree.entry(index).ok_or(Fault::NotFound)?;
         let known = self
             .inodes
             .read()
@@ -459,7 +455,7 @@ impl SnapshotFs {
                 .inodes
                 .write()
                 .unwrap_or_else(PoisonError::into_inner)
-                .intern(parent.0, tree.entries().len(), index, entry),
+                .intern(parent.0, tree.len(), index, entry),
         };
         let node = Node::of(parent.0, index, entry);
         Ok((ino, node))
@@ -509,7 +505,7 @@ impl SnapshotFs {
 
     /// A directory's node and its (immutable) tree, by inode: no handle is needed, since
     /// the same inode always lists the same entries.
-    fn dir_stream(&self, ino: INodeNo) -> Result<(Node, Arc<Tree>), Fault> {
+    fn dir_stream(&self, ino: INodeNo) -> Result<(Node, Arc<TreeView>), Fault> {
         let node = self.node(ino)?;
         let tree = self.dir_tree(ino.0)?;
         Ok((node, tree))
@@ -528,9 +524,8 @@ impl SnapshotFs {
             self.prefetch_listed(ino, &tree);
         }
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        let entries = tree.entries();
         let mut table = self.inodes.write().unwrap_or_else(PoisonError::into_inner);
-        for position in start..entries.len().saturating_add(2) {
+        for position in start..tree.len().saturating_add(2) {
             let next = position as u64 + 1;
             let full = match position {
                 0 => add(ino.0, next, b".", &node),
@@ -540,10 +535,12 @@ impl SnapshotFs {
                 }
                 _ => {
                     let index = position - 2;
-                    let entry = &entries[index];
-                    let child = table.intern(ino.0, entries.len(), index, entry);
+                    let Some(entry) = tree.entry(index) else {
+                        break;
+                    };
+                    let child = table.intern(ino.0, tree.len(), index, entry);
                     let child_node = Node::of(ino.0, index, entry);
-                    add(child, next, &entry.name, &child_node)
+                    add(child, next, entry.name, &child_node)
                 }
             };
             if full {

@@ -204,7 +204,7 @@ pub fn mount(
     let _one_at_a_time = sys::lock_directory(mountpoint);
     let path = checked_mountpoint(mountpoint)?;
     let root_tree = source
-        .tree(&root)
+        .tree_view(&root)
         .map_err(|source| MountError::Root { root, source })?;
     // A hostile tree (a diamond expanding to 2^40 paths, a chain 20,000 deep) would grow the
     // inode table without bound as it is walked: refuse it before mounting. A tree whose

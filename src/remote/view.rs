@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use zeroclaw_bundle_store::{
     decode_pack_object, random_token, Blob, ObjectId, ObjectSource, PackEntry, PackLayout,
-    PackReader, Snapshot, StoreError, Tree,
+    PackReader, Snapshot, StoreError, Tree, TreeView,
 };
 
 use super::{Remote, RemoteError};
@@ -307,6 +307,13 @@ impl ObjectSource for RemoteView {
         match &self.trees {
             Some(pack) => pack.tree(id),
             None => self.ranged_tree(id),
+        }
+    }
+
+    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        match &self.trees {
+            Some(pack) => pack.tree_view(id),
+            None => self.ranged_tree(id).map(|tree| TreeView::of(&tree)),
         }
     }
 

@@ -119,6 +119,7 @@ mod snapshot;
 mod source;
 mod sys;
 mod tree;
+mod tree_view;
 mod warm;
 
 pub use handle::{Store, STORE_VERSION};
@@ -152,6 +153,8 @@ pub use snapshot::{
 pub use source::{resolve_path, ObjectSource};
 pub use sys::random_token;
 pub use tree::{
-    invalid_name_reason, EntryKind, Tree, TreeEntry, TreeShape, DIR_MODE, MAX_SIZE, MODE_BITS,
+    invalid_name_reason, EntryKind, Tree, TreeEntry, TreeEntryRef, TreeShape, DIR_MODE, MAX_SIZE,
+    MODE_BITS,
 };
+pub use tree_view::TreeView;
 pub use warm::{warm_for_mount, warm_for_mount_ref, WARM_PROBE_NAME};

@@ -38,6 +38,7 @@ use crate::pack_writer::{write_blobs, write_err, HashingWriter, Tuning};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree, TreeShape};
+use crate::tree_view::TreeView;
 
 /// Largest tree or record [`PackReader::read`] reads into memory (64 MiB, the size of the
 /// largest tree index read whole: [`crate::limits::MAX_INDEX_IN_MEMORY`]).
@@ -640,8 +641,9 @@ impl PackReader {
         }
         // A compressed entry's declared length is not trusted for the allocation.
         let mut bytes = Vec::new();
-        decode_pack_object(&self.path, &e, &mut &stored[..], &mut bytes)?;
-        Ok(bytes)
+        let decoded = decode_pack_object(&self.path, &e, &mut &stored[..], &mut bytes);
+        crate::heap::release(stored);
+        decoded.map(|()| bytes)
     }
 
     /// Reads entry `e`'s stored (possibly compressed) bytes into `buf`, resized to its stored
@@ -899,6 +901,19 @@ impl ObjectSource for PackReader {
         self.decoded_tree(id, Tree::decode)
     }
 
+    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        // The view keeps the bytes read (no second copy of a 12 MB encoding).
+        let bytes = match self.verified_in_memory(id) {
+            Some(bytes) => bytes.to_vec(),
+            None => self.read(id)?,
+        };
+        TreeView::decode(bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        })
+    }
+
     fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
         self.decoded_tree(id, TreeShape::decode)
     }
@@ -977,6 +992,13 @@ impl ObjectSource for PackOverStore {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
         match (self.pack.tree(id), &self.store) {
             (Err(StoreError::MissingObject(_)), Some(store)) => store.tree(id),
+            (found, _) => found,
+        }
+    }
+
+    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        match (self.pack.tree_view(id), &self.store) {
+            (Err(StoreError::MissingObject(_)), Some(store)) => store.tree_view(id),
             (found, _) => found,
         }
     }

@@ -7,6 +7,7 @@ use crate::escape::{c1_alternative, escape_name};
 use crate::id::ObjectId;
 use crate::objects::Blob;
 use crate::tree::{EntryKind, Tree, TreeEntry, TreeShape};
+use crate::tree_view::TreeView;
 
 /// Anything that can hand out trees and blobs by id.
 pub trait ObjectSource: Send + Sync {
@@ -17,6 +18,13 @@ pub trait ObjectSource: Send + Sync {
     /// memory says so faster than through a decoded [`Tree`].
     fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
         self.tree(id).map(|tree| TreeShape::of(&tree))
+    }
+    /// A tree kept as its encoding ([`TreeView`]), read and verified as
+    /// [`ObjectSource::tree`] does, with the same errors: for a reader that holds trees for
+    /// long (a mount). A source reading the encoding gives it without decoding; the default
+    /// encodes the decoded tree.
+    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        self.tree(id).map(|tree| TreeView::of(&tree))
     }
     /// Opens a blob for positioned reads (verify with [`Blob::verify`] when needed).
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError>;

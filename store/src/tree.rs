@@ -37,10 +37,10 @@ const MAGIC: &[u8; 4] = b"ZCBT";
 const VERSION: u8 = 2;
 /// The first format: no mode field, modes implied by kinds. Read, and re-encoded only from a
 /// decoded format-1 tree.
-const VERSION_1: u8 = 1;
-const HEADER_LEN: usize = 4 + 1 + 4;
-const FIXED_RECORD_LEN_1: usize = 1 + 2 + 8 + 32;
-const FIXED_RECORD_LEN: usize = FIXED_RECORD_LEN_1 + 2;
+pub(crate) const VERSION_1: u8 = 1;
+pub(crate) const HEADER_LEN: usize = 4 + 1 + 4;
+pub(crate) const FIXED_RECORD_LEN_1: usize = 1 + 2 + 8 + 32;
+pub(crate) const FIXED_RECORD_LEN: usize = FIXED_RECORD_LEN_1 + 2;
 
 /// The largest size an entry, or a whole tree, may record: `i64::MAX` (Linux's `off_t` bound).
 pub const MAX_SIZE: u64 = i64::MAX as u64;
@@ -144,6 +144,17 @@ impl TreeEntry {
             mode: DIR_MODE,
             size,
             id,
+        }
+    }
+
+    /// The entry, its name borrowed.
+    pub fn borrowed(&self) -> TreeEntryRef<'_> {
+        TreeEntryRef {
+            name: &self.name,
+            kind: self.kind,
+            mode: self.mode,
+            size: self.size,
+            id: self.id,
         }
     }
 
@@ -342,14 +353,8 @@ impl Tree {
             fn reserve(&mut self, n: usize) {
                 self.0.reserve(n);
             }
-            fn push(&mut self, e: EntryRef<'a>) {
-                self.0.push(TreeEntry {
-                    name: e.name.to_vec(),
-                    kind: e.kind,
-                    mode: e.mode,
-                    size: e.size,
-                    id: e.id,
-                });
+            fn push(&mut self, _at: usize, e: TreeEntryRef<'a>) {
+                self.0.push(e.to_entry());
             }
         }
         let mut owned = Owned(Vec::new());
@@ -403,18 +408,71 @@ impl TreeShape {
 
 impl<'a> EntrySink<'a> for TreeShape {
     fn reserve(&mut self, _: usize) {}
-    fn push(&mut self, e: EntryRef<'a>) {
+    fn push(&mut self, _at: usize, e: TreeEntryRef<'a>) {
         self.add(e.kind, e.size, e.id);
     }
 }
 
-/// One entry as [`decode_into`] reads it, its name borrowed from the encoding.
-struct EntryRef<'a> {
-    name: &'a [u8],
-    kind: EntryKind,
-    mode: u32,
-    size: u64,
-    id: ObjectId,
+/// One entry of a tree, its name borrowed: from a tree's encoding ([`TreeView::entry`]) or
+/// from a [`TreeEntry`] ([`TreeEntry::borrowed`]). The fields mean what [`TreeEntry`]'s mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TreeEntryRef<'a> {
+    /// The raw name bytes (one path component).
+    pub name: &'a [u8],
+    /// File, exec-file or dir.
+    pub kind: EntryKind,
+    /// Permission bits ([`TreeEntry::mode`]).
+    pub mode: u32,
+    /// File length, or total file bytes beneath a directory.
+    pub size: u64,
+    /// Blob id for files, tree id for directories.
+    pub id: ObjectId,
+}
+
+impl TreeEntryRef<'_> {
+    /// The entry with its name copied.
+    pub fn to_entry(&self) -> TreeEntry {
+        TreeEntry {
+            name: self.name.to_vec(),
+            kind: self.kind,
+            mode: self.mode,
+            size: self.size,
+            id: self.id,
+        }
+    }
+}
+
+/// The entry recorded at byte `at` of a tree encoding in format `version`, read without any
+/// check: for an encoding [`decode_into`] accepted, with `at` a record start it reported.
+pub(crate) fn record_at(bytes: &[u8], at: usize, version: u8) -> Option<TreeEntryRef<'_>> {
+    let mut r = Reader { bytes, pos: at };
+    let kind = EntryKind::from_code(r.take(1).ok()?[0]).ok()?;
+    let mode = if version == VERSION_1 {
+        kind.implied_mode()
+    } else {
+        u32::from(u16::from_be_bytes(r.array().ok()?))
+    };
+    let len = usize::from(u16::from_be_bytes(r.array().ok()?));
+    let name = r.take(len).ok()?;
+    let size = u64::from_be_bytes(r.array().ok()?);
+    let id = ObjectId::from_bytes(r.array().ok()?);
+    Some(TreeEntryRef {
+        name,
+        kind,
+        mode,
+        size,
+        id,
+    })
+}
+
+/// Where a record's name starts, from the record's start `at`, in format `version`; and the
+/// name's length, read from the encoding.
+pub(crate) fn name_at(bytes: &[u8], at: usize, version: u8) -> Option<&[u8]> {
+    let len_at = at + if version == VERSION_1 { 1 } else { 3 };
+    let len = usize::from(u16::from_be_bytes(
+        bytes.get(len_at..len_at + 2)?.try_into().ok()?,
+    ));
+    bytes.get(len_at + 2..len_at + 2 + len)
 }
 
 /// The length of the tree encoding that `bytes` starts with, read off its entry count and
@@ -445,15 +503,19 @@ pub(crate) fn encoded_len(bytes: &[u8]) -> Option<usize> {
 }
 
 /// Where [`decode_into`] puts the entries it checked.
-trait EntrySink<'a> {
+pub(crate) trait EntrySink<'a> {
     /// About how many entries follow (never more than the bytes can hold).
     fn reserve(&mut self, n: usize);
-    fn push(&mut self, e: EntryRef<'a>);
+    /// Entry `e`, whose record starts at byte `at` of the encoding.
+    fn push(&mut self, at: usize, e: TreeEntryRef<'a>);
 }
 
 /// Decodes and validates a tree object into `sink`; returns its format version. The one
 /// decoder of trees: [`Tree::decode`] and [`TreeShape::decode`] differ only in what they keep.
-fn decode_into<'a>(bytes: &'a [u8], sink: &mut dyn EntrySink<'a>) -> Result<u8, DecodeError> {
+pub(crate) fn decode_into<'a>(
+    bytes: &'a [u8],
+    sink: &mut dyn EntrySink<'a>,
+) -> Result<u8, DecodeError> {
     let mut r = Reader { bytes, pos: 0 };
     if r.take(4)? != MAGIC {
         return Err(DecodeError::BadMagic);
@@ -472,6 +534,7 @@ fn decode_into<'a>(bytes: &'a [u8], sink: &mut dyn EntrySink<'a>) -> Result<u8, 
     let mut total: u64 = 0;
     let mut size_problem: Option<&[u8]> = None;
     for _ in 0..count {
+        let at = r.pos;
         let kind = EntryKind::from_code(r.take(1)?[0])?;
         let mode = if v1 {
             kind.implied_mode()
@@ -502,13 +565,16 @@ fn decode_into<'a>(bytes: &'a [u8], sink: &mut dyn EntrySink<'a>) -> Result<u8, 
                 None => size_problem = Some(name),
             }
         }
-        sink.push(EntryRef {
-            name,
-            kind,
-            mode,
-            size,
-            id,
-        });
+        sink.push(
+            at,
+            TreeEntryRef {
+                name,
+                kind,
+                mode,
+                size,
+                id,
+            },
+        );
     }
     if r.pos != bytes.len() {
         return Err(DecodeError::TrailingBytes(bytes.len() - r.pos));

@@ -45,6 +45,7 @@ use crate::objects::{Blob, ObjectDir, StoreReader};
 use crate::pack::{write_tree_pack, PackReader, PackStats};
 use crate::source::ObjectSource;
 use crate::tree::{EntryKind, Tree, TreeShape};
+use crate::tree_view::TreeView;
 
 mod expansion;
 
@@ -229,6 +230,16 @@ impl ObjectSource for SnapshotSource {
 
     fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
         self.read_index_or_objects(id, |source| source.tree_shape(id))
+    }
+
+    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        if let Some((root, tree)) = self.head_root.as_deref() {
+            if root == id {
+                self.from_index.fetch_add(1, Ordering::Relaxed);
+                return Ok(TreeView::of(tree));
+            }
+        }
+        self.read_index_or_objects(id, |source| source.tree_view(id))
     }
 
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {

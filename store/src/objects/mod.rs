@@ -44,6 +44,7 @@ use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
 use crate::sys;
 use crate::tree::Tree;
+use crate::tree_view::TreeView;
 
 pub(crate) mod compressed;
 mod packed;
@@ -315,6 +316,16 @@ impl ObjectDir {
         // 12 MB for a directory of 200,000 entries (see `heap`).
         crate::heap::release(bytes);
         tree
+    }
+
+    /// Reads and verifies a tree object, kept as its encoding (see [`TreeView`]).
+    pub fn read_tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        let bytes = self.read_verified(id)?;
+        TreeView::decode(bytes).map_err(|why| StoreError::Malformed {
+            id: *id,
+            what: "tree",
+            why,
+        })
     }
 
     /// Reads, verifies and decodes a snapshot record.
@@ -1280,6 +1291,10 @@ pub struct StoreReader {
 impl ObjectSource for StoreReader {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
         self.objects.read_tree(id)
+    }
+
+    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        self.objects.read_tree_view(id)
     }
 
     fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
