@@ -3,18 +3,18 @@
 //!
 //! The invariant: the entries held add up to at most the budget, except that the most
 //! recently inserted tree is always kept even when it alone exceeds the budget (so a huge
-//! directory is decoded once per use, not once per lookup). Memory therefore stays below
+//! directory is read once per use, not once per lookup). Memory therefore stays below
 //! max(budget, largest directory) however many directories a walk visits.
 //!
 //! Trees are immutable and named by their hash, so a cached tree never goes stale; two
-//! threads that miss at once both decode, and the second insert is a no-op.
+//! threads that miss at once both read it, and the second insert is a no-op.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use zeroclaw_bundle_store::{ObjectId, TreeView};
 
-/// A bounded LRU of decoded trees, shared by the FUSE worker threads.
+/// A bounded LRU of trees (their verified encodings), shared by the FUSE worker threads.
 #[derive(Debug)]
 pub(crate) struct TreeCache {
     inner: Mutex<Lru>,

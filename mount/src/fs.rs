@@ -34,7 +34,8 @@
 //!   every reader of the mount sees (tried: a daemon answering opens ENOSYS made the warm
 //!   `tar` 5x faster, and a break-it pass did exactly that). The second line is tested on a
 //!   real mount without `ro` (`MountOptions::kernel_ro`) and after a remount `rw`.
-//! - Memory: decoded trees sit in the bounded [`TreeCache`]; at most `OPEN_BLOBS` object
+//! - Memory: trees sit in the bounded [`TreeCache`], each kept as its verified encoding
+//!   (`TreeView`: about 57 bytes an entry, no allocation per name); at most `OPEN_BLOBS` object
 //!   files are held open for reads; inode numbers grow with the entries the kernel has seen
 //!   (see `inodes`).
 //! - The first read of a large blob hashes it on the calling FUSE worker (blake3, roughly

@@ -51,7 +51,7 @@ impl Node {
             parent: u32::try_from(dir).unwrap_or(u32::MAX),
             index: u32::try_from(index).unwrap_or(u32::MAX),
             kind: entry.kind,
-            // A decoded tree holds no mode beyond 0o777; the mask only makes the cast lossless.
+            // A checked tree holds no mode beyond 0o777; the mask only makes the cast lossless.
             mode: (entry.mode & MODE_BITS) as u16,
             size: entry.size,
         }

@@ -2,8 +2,8 @@
 //! that implements [`ObjectSource`] (the store's objects, later a pack file).
 //!
 //! The view is built on fuser's low-level (inode) API: inode numbers are assigned to tree
-//! entries on first sight and stay fixed for the life of the mount; decoded trees live in a
-//! bounded LRU; file reads are positioned reads on the object; each blob is verified against
+//! entries on first sight and stay fixed for the life of the mount; trees live in a bounded
+//! LRU as their verified encodings; file reads are positioned reads on the object; each blob is verified against
 //! its blake3 id on first open (damage answers EIO); every write answers EROFS. Each file
 //! and directory carries the extended attribute `user.zeroclaw.blake3`, its object id.
 //! Where the kernel allows it (Linux 6.9+, a server with `CAP_SYS_ADMIN`), an open of a large

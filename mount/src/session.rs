@@ -50,7 +50,8 @@ pub struct MountOptions {
     pub threads: usize,
     /// The atime/mtime/ctime every entry reports (e.g. the snapshot's creation time).
     pub time: SystemTime,
-    /// Bound on decoded trees kept in memory, in directory entries (about 100 bytes each).
+    /// Bound on trees kept in memory, in directory entries (about 60 bytes each, kept as the
+    /// tree's verified encoding).
     pub tree_cache_entries: usize,
     /// Mount with the kernel's `ro` option (default true). Only tests set it false, to check
     /// that the daemon's own refusals (the second line, see `fs`) hold without it; nothing
@@ -84,9 +85,10 @@ impl Default for MountOptions {
                 .map(|n| n.get().min(4))
                 .unwrap_or(2),
             time: SystemTime::UNIX_EPOCH,
-            // About 5 MB of decoded trees (the largest directory is kept whatever its
-            // size): with 100,000 the daemon peaked at 66 MB after a `find` of the 300,000-file
-            // scale tree; listings come from READDIRPLUS, so the kernel seldom asks again.
+            // About 3 MB of tree encodings (the largest directory is kept whatever its size):
+            // with 100,000 decoded entries the daemon peaked at 66 MB after a `find` of the
+            // 300,000-file scale tree; listings come from READDIRPLUS, so the kernel seldom
+            // asks again.
             tree_cache_entries: 50_000,
             kernel_ro: true,
             root_note: None,

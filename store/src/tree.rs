@@ -413,7 +413,7 @@ impl<'a> EntrySink<'a> for TreeShape {
     }
 }
 
-/// One entry of a tree, its name borrowed: from a tree's encoding ([`TreeView::entry`]) or
+/// One entry of a tree, its name borrowed: from a tree's encoding ([`crate::TreeView::entry`]) or
 /// from a [`TreeEntry`] ([`TreeEntry::borrowed`]). The fields mean what [`TreeEntry`]'s mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TreeEntryRef<'a> {
