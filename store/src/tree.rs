@@ -465,8 +465,8 @@ pub(crate) fn record_at(bytes: &[u8], at: usize, version: u8) -> Option<TreeEntr
     })
 }
 
-/// Where a record's name starts, from the record's start `at`, in format `version`; and the
-/// name's length, read from the encoding.
+/// The name of the record that starts at byte `at` of a tree encoding in format `version`,
+/// read without any check (as [`record_at`]): what a search by name compares.
 pub(crate) fn name_at(bytes: &[u8], at: usize, version: u8) -> Option<&[u8]> {
     let len_at = at + if version == VERSION_1 { 1 } else { 3 };
     let len = usize::from(u16::from_be_bytes(
@@ -511,7 +511,8 @@ pub(crate) trait EntrySink<'a> {
 }
 
 /// Decodes and validates a tree object into `sink`; returns its format version. The one
-/// decoder of trees: [`Tree::decode`] and [`TreeShape::decode`] differ only in what they keep.
+/// decoder of trees: [`Tree::decode`], [`TreeShape::decode`] and [`crate::TreeView::decode`]
+/// differ only in what they keep (`at`, each record's start, is what a view keeps).
 pub(crate) fn decode_into<'a>(
     bytes: &'a [u8],
     sink: &mut dyn EntrySink<'a>,

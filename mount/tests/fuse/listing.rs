@@ -5,52 +5,8 @@
 //! inode table keeps no blob id; the parent's tree is read again).
 
 use std::fs;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
-use zeroclaw_bundle_mount::MountOptions;
-use zeroclaw_bundle_store::{Blob, ObjectId, ObjectSource, StoreError, StoreReader, Tree};
-
-use crate::util::{dir, file, Env};
-
-/// The store's reader, counting the reads of one tree.
-struct Counting {
-    inner: StoreReader,
-    watched: ObjectId,
-    reads: AtomicU64,
-}
-
-impl ObjectSource for Counting {
-    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        if *id == self.watched {
-            self.reads.fetch_add(1, Ordering::SeqCst);
-        }
-        self.inner.tree(id)
-    }
-    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
-        self.inner.blob(id)
-    }
-}
-
-/// Mounts `root` with a one-tree cache, through a source that counts the reads of tree
-/// `watched` (hex); `None` where FUSE is unavailable outside CI.
-fn mount_counting(
-    env: &Env,
-    root: ObjectId,
-    watched: &str,
-) -> Option<(crate::util::Mounted, Arc<Counting>)> {
-    let source = Arc::new(Counting {
-        inner: env.store.objects().reader(),
-        watched: watched.parse().unwrap(),
-        reads: AtomicU64::new(0),
-    });
-    let opts = MountOptions {
-        tree_cache_entries: 1,
-        ..MountOptions::default()
-    };
-    let m = env.mount_source(source.clone(), root, &opts)?;
-    Some((m, source))
-}
+use crate::util::{dir, file, mount_counting, Env};
 
 #[test]
 fn stat_after_a_listing_sends_no_lookup() {
@@ -72,7 +28,7 @@ fn stat_after_a_listing_sends_no_lookup() {
         .collect();
     assert_eq!(names.len(), 3000);
     assert_eq!(fs::read_dir(m.path.join("other")).unwrap().count(), 1);
-    let before = source.reads.load(Ordering::SeqCst);
+    let before = source.reads();
 
     // `ls -l`: a LOOKUP of any entry would have to read `many` again (it left the cache).
     for name in &names {
@@ -80,7 +36,7 @@ fn stat_after_a_listing_sends_no_lookup() {
         assert!(meta.is_file());
     }
     assert_eq!(
-        source.reads.load(Ordering::SeqCst),
+        source.reads(),
         before,
         "stat of listed entries reached the daemon (a LOOKUP per entry)"
     );
@@ -108,7 +64,7 @@ fn a_file_whose_directory_left_the_tree_cache_reads_its_own_bytes_and_id() {
             assert!(fs::symlink_metadata(e.unwrap().path()).unwrap().is_file());
         }
     }
-    let before = source.reads.load(Ordering::SeqCst);
+    let before = source.reads();
     for i in (0..50).rev() {
         let rel = format!("a/f{i:02}");
         assert_eq!(
@@ -123,7 +79,7 @@ fn a_file_whose_directory_left_the_tree_cache_reads_its_own_bytes_and_id() {
         );
     }
     assert!(
-        source.reads.load(Ordering::SeqCst) > before,
+        source.reads() > before,
         "a's tree was read again to find the ids"
     );
 }

@@ -14,17 +14,13 @@ use std::io::Read;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 
 use rustix::fs::{statx, AtFlags, StatxFlags, CWD};
 use zeroclaw_bundle_mount::MountOptions;
 use zeroclaw_bundle_store::limits::Expansion;
-use zeroclaw_bundle_store::{
-    Blob, ObjectId, ObjectSource, StoreError, StoreReader, Tree, TreeEntry, TreeView,
-};
+use zeroclaw_bundle_store::{ObjectId, Tree, TreeEntry};
 
-use crate::util::{errno_of, moded, xattr_id, Env, Mounted};
+use crate::util::{errno_of, moded, mount_counting, xattr_id, Env, Mounted};
 
 /// The smallest size the inode table keeps beside its packed node (2^48 - 1).
 const SPILLED: u64 = (1 << 48) - 1;
@@ -336,31 +332,6 @@ fn the_largest_recordable_size_reports_exactly_through_every_request() {
     assert_every_request_reports(&env, root, &expected);
 }
 
-/// The store's reader, counting the reads of one tree (as the mount reads them: views).
-struct Counting {
-    inner: StoreReader,
-    watched: ObjectId,
-    reads: AtomicU64,
-}
-
-impl ObjectSource for Counting {
-    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        self.inner.tree(id)
-    }
-    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
-        if *id == self.watched {
-            self.reads.fetch_add(1, Ordering::SeqCst);
-        }
-        self.inner.tree_view(id)
-    }
-    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
-        self.inner.blob(id)
-    }
-    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
-        self.inner.blob_of_size(id, size)
-    }
-}
-
 const MANY: usize = 5_000;
 
 /// 5,000 distinct names of 1 to 200 bytes (no NUL, no `/`, not `.` or `..`): many not UTF-8,
@@ -441,16 +412,7 @@ fn five_thousand_names_each_find_their_own_file_through_a_one_tree_cache() {
         crate::util::dir("many", many),
         crate::util::dir("other", other),
     ]);
-    let source = Arc::new(Counting {
-        inner: env.store.objects().reader(),
-        watched: expected[&b"many"[..]].id.parse().unwrap(),
-        reads: AtomicU64::new(0),
-    });
-    let opts = MountOptions {
-        tree_cache_entries: 1,
-        ..MountOptions::default()
-    };
-    let Some(m) = env.mount_source(source.clone(), root, &opts) else {
+    let Some((m, source)) = mount_counting(&env, root, &expected[&b"many"[..]].id) else {
         return;
     };
     let path = |name: &[u8]| m.path.join("many").join(OsStr::from_bytes(name));
@@ -496,7 +458,7 @@ fn five_thousand_names_each_find_their_own_file_through_a_one_tree_cache() {
         );
     }
     assert!(
-        source.reads.load(Ordering::SeqCst) >= evictions,
+        source.reads() >= evictions,
         "many's tree was read again after each eviction"
     );
 

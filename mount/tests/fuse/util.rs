@@ -12,9 +12,14 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use tempfile::TempDir;
 use zeroclaw_bundle_mount::{mount, MountError, MountHandle, MountOptions, XATTR_BLAKE3};
-use zeroclaw_bundle_store::{EntryKind, ObjectId, ObjectSource, Store, Tree, TreeEntry};
+
+use zeroclaw_bundle_store::{
+    Blob, EntryKind, ObjectId, ObjectSource, Store, StoreError, StoreReader, Tree, TreeEntry,
+    TreeView,
+};
 
 /// A tree to store, described in code.
 pub enum Spec {
@@ -298,4 +303,56 @@ pub fn errno_of<T: std::fmt::Debug>(what: &str, r: std::io::Result<T>) -> i32 {
             .raw_os_error()
             .unwrap_or_else(|| panic!("{what}: {e} has no errno")),
     }
+}
+
+/// The store's reader, counting the mount's reads (views) of one tree.
+pub struct CountingSource {
+    inner: StoreReader,
+    watched: ObjectId,
+    reads: AtomicU64,
+}
+
+impl CountingSource {
+    /// How many times the watched tree was read so far.
+    pub fn reads(&self) -> u64 {
+        self.reads.load(Ordering::SeqCst)
+    }
+}
+
+impl ObjectSource for CountingSource {
+    fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
+        self.inner.tree(id)
+    }
+    fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
+        if *id == self.watched {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+        }
+        self.inner.tree_view(id)
+    }
+    fn blob(&self, id: &ObjectId) -> Result<Blob, StoreError> {
+        self.inner.blob(id)
+    }
+    fn blob_of_size(&self, id: &ObjectId, size: u64) -> Result<Blob, StoreError> {
+        self.inner.blob_of_size(id, size)
+    }
+}
+
+/// Mounts `root` with a one-tree cache, through a source that counts the reads of tree
+/// `watched` (hex); `None` where FUSE is unavailable outside CI.
+pub fn mount_counting(
+    env: &Env,
+    root: ObjectId,
+    watched: &str,
+) -> Option<(Mounted, Arc<CountingSource>)> {
+    let source = Arc::new(CountingSource {
+        inner: env.store.objects().reader(),
+        watched: watched.parse().unwrap(),
+        reads: AtomicU64::new(0),
+    });
+    let opts = MountOptions {
+        tree_cache_entries: 1,
+        ..MountOptions::default()
+    };
+    let m = env.mount_source(source.clone(), root, &opts)?;
+    Some((m, source))
 }
