@@ -69,7 +69,8 @@ struct Packed {
     size_low: u32,
     /// The size's bits 32 to 47.
     size_high: u16,
-    /// The permission bits (9) and, above them, the kind's code (see [`kind_bits`]).
+    /// The permission bits (9) and, above them, the kind's encoding code
+    /// ([`EntryKind::code`]).
     kind_mode: u16,
 }
 
@@ -78,22 +79,6 @@ const SIZE_SPILLED: u64 = (1 << 48) - 1;
 
 /// Where the kind sits in `Packed::kind_mode`, above the nine permission bits.
 const KIND_SHIFT: u32 = 9;
-
-fn kind_bits(kind: EntryKind) -> u16 {
-    match kind {
-        EntryKind::File => 0,
-        EntryKind::ExecFile => 1,
-        EntryKind::Dir => 2,
-    }
-}
-
-fn kind_of_bits(bits: u16) -> EntryKind {
-    match bits {
-        0 => EntryKind::File,
-        1 => EntryKind::ExecFile,
-        _ => EntryKind::Dir,
-    }
-}
 
 impl Packed {
     /// `node` packed, and whether its size did not fit (the caller keeps it whole).
@@ -106,7 +91,7 @@ impl Packed {
             // Truncations on purpose: the low 32 bits, then bits 32 to 47 (below 2^48 here).
             size_low: size as u32,
             size_high: (size >> 32) as u16,
-            kind_mode: kind_bits(node.kind) << KIND_SHIFT | (node.mode & 0o777),
+            kind_mode: u16::from(node.kind.code()) << KIND_SHIFT | (node.mode & 0o777),
         };
         (packed, spilled)
     }
@@ -117,7 +102,11 @@ impl Packed {
         Node {
             parent: self.parent,
             index: self.index,
-            kind: kind_of_bits(self.kind_mode >> KIND_SHIFT),
+            // Only `of` wrote it, from a kind: the code is always one.
+            kind: u8::try_from(self.kind_mode >> KIND_SHIFT)
+                .ok()
+                .and_then(|code| EntryKind::from_code(code).ok())
+                .unwrap_or(EntryKind::File),
             mode: self.kind_mode & 0o777,
             size: if size == SIZE_SPILLED {
                 large().unwrap_or(size)

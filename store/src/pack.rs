@@ -17,6 +17,7 @@
 //! (`write_tree_pack`), shared by every snapshot with that root; a small pack is read whole
 //! into memory ([`PackReader::open_within`]), with its trailer checked at once.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -578,15 +579,16 @@ impl PackReader {
             .map(|i| &self.index[i])
     }
 
-    /// Tree `id` read, verified and decoded by `decode` (in place when the pack is in memory).
+    /// Tree `id` read, verified and decoded by `decode`: borrowed where it lies when the pack
+    /// is in memory, else the bytes read (which a decoder keeping them takes without a copy).
     fn decoded_tree<T>(
         &self,
         id: &ObjectId,
-        decode: fn(&[u8]) -> Result<T, DecodeError>,
+        decode: fn(Cow<'_, [u8]>) -> Result<T, DecodeError>,
     ) -> Result<T, StoreError> {
         let decoded = match self.verified_in_memory(id) {
-            Some(bytes) => decode(bytes),
-            None => decode(&self.read(id)?),
+            Some(bytes) => decode(Cow::Borrowed(bytes)),
+            None => decode(Cow::Owned(self.read(id)?)),
         };
         decoded.map_err(|why| StoreError::Malformed {
             id: *id,
@@ -898,24 +900,16 @@ impl Write for HashingSink<'_> {
 
 impl ObjectSource for PackReader {
     fn tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        self.decoded_tree(id, Tree::decode)
+        self.decoded_tree(id, |bytes| Tree::decode(&bytes))
     }
 
     fn tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
         // The view keeps the bytes read (no second copy of a 12 MB encoding).
-        let bytes = match self.verified_in_memory(id) {
-            Some(bytes) => bytes.to_vec(),
-            None => self.read(id)?,
-        };
-        TreeView::decode(bytes).map_err(|why| StoreError::Malformed {
-            id: *id,
-            what: "tree",
-            why,
-        })
+        self.decoded_tree(id, |bytes| TreeView::decode(bytes.into_owned()))
     }
 
     fn tree_shape(&self, id: &ObjectId) -> Result<TreeShape, StoreError> {
-        self.decoded_tree(id, TreeShape::decode)
+        self.decoded_tree(id, |bytes| TreeShape::decode(&bytes))
     }
 
     /// An uncompressed blob is a range of the pack file (positioned reads, no copy); a

@@ -37,10 +37,19 @@ const MAGIC: &[u8; 4] = b"ZCBT";
 const VERSION: u8 = 2;
 /// The first format: no mode field, modes implied by kinds. Read, and re-encoded only from a
 /// decoded format-1 tree.
-pub(crate) const VERSION_1: u8 = 1;
+const VERSION_1: u8 = 1;
 pub(crate) const HEADER_LEN: usize = 4 + 1 + 4;
-pub(crate) const FIXED_RECORD_LEN_1: usize = 1 + 2 + 8 + 32;
+const FIXED_RECORD_LEN_1: usize = 1 + 2 + 8 + 32;
 pub(crate) const FIXED_RECORD_LEN: usize = FIXED_RECORD_LEN_1 + 2;
+
+/// A record's length without its name, in format `version` (1 or 2).
+pub(crate) fn fixed_record_len(version: u8) -> usize {
+    if version == VERSION_1 {
+        FIXED_RECORD_LEN_1
+    } else {
+        FIXED_RECORD_LEN
+    }
+}
 
 /// The largest size an entry, or a whole tree, may record: `i64::MAX` (Linux's `off_t` bound).
 pub const MAX_SIZE: u64 = i64::MAX as u64;
@@ -65,7 +74,8 @@ pub enum EntryKind {
 }
 
 impl EntryKind {
-    fn code(self) -> u8 {
+    /// The kind's code in the tree encoding (1 file, 2 exec-file, 3 dir).
+    pub fn code(self) -> u8 {
         match self {
             EntryKind::File => 1,
             EntryKind::ExecFile => 2,
@@ -73,7 +83,8 @@ impl EntryKind {
         }
     }
 
-    fn from_code(code: u8) -> Result<EntryKind, DecodeError> {
+    /// The kind of encoding code `code` ([`EntryKind::code`]); BadKind for any other.
+    pub fn from_code(code: u8) -> Result<EntryKind, DecodeError> {
         match code {
             1 => Ok(EntryKind::File),
             2 => Ok(EntryKind::ExecFile),
@@ -295,12 +306,7 @@ impl Tree {
 
     /// The canonical encoding, in the tree's format; its blake3 is the tree's id.
     pub fn encode(&self) -> Vec<u8> {
-        let v1 = self.version == VERSION_1;
-        let fixed = if v1 {
-            FIXED_RECORD_LEN_1
-        } else {
-            FIXED_RECORD_LEN
-        };
+        let fixed = fixed_record_len(self.version);
         let body: usize = self.entries.iter().map(|e| fixed + e.name.len()).sum();
         let mut out = Vec::with_capacity(HEADER_LEN + body);
         self.encode_in_parts(&mut out, usize::MAX, &mut |_| {});

@@ -10,8 +10,7 @@
 
 use crate::error::DecodeError;
 use crate::tree::{
-    decode_into, name_at, record_at, EntrySink, Tree, TreeEntryRef, FIXED_RECORD_LEN,
-    FIXED_RECORD_LEN_1, HEADER_LEN, VERSION_1,
+    decode_into, fixed_record_len, name_at, record_at, EntrySink, Tree, TreeEntryRef, HEADER_LEN,
 };
 
 /// A verified tree's encoding, with where each entry's record starts. See the module doc.
@@ -59,11 +58,7 @@ impl TreeView {
     /// The view of a decoded tree (its encoding, in its format).
     pub fn of(tree: &Tree) -> TreeView {
         let version = tree.format_version();
-        let fixed = if version == VERSION_1 {
-            FIXED_RECORD_LEN_1
-        } else {
-            FIXED_RECORD_LEN
-        };
+        let fixed = fixed_record_len(version);
         let mut starts = Vec::with_capacity(tree.entries().len());
         let mut at = HEADER_LEN;
         for e in tree.entries() {
@@ -123,7 +118,7 @@ impl TreeView {
 mod tests {
     use super::*;
     use crate::id::ObjectId;
-    use crate::tree::{EntryKind, TreeEntry};
+    use crate::tree::{EntryKind, TreeEntry, FIXED_RECORD_LEN};
 
     fn sample() -> Tree {
         let mut entries = vec![

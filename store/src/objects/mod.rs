@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::error::StoreError;
+use crate::error::{DecodeError, StoreError};
 use crate::id::{IdHasher, ObjectId};
 use crate::snapshot::Snapshot;
 use crate::source::ObjectSource;
@@ -307,21 +307,26 @@ impl ObjectDir {
 
     /// Reads, verifies and decodes a tree object.
     pub fn read_tree(&self, id: &ObjectId) -> Result<Tree, StoreError> {
-        let bytes = self.read_verified(id)?;
-        let tree = Tree::decode(&bytes).map_err(|why| StoreError::Malformed {
-            id: *id,
-            what: "tree",
-            why,
-        });
-        // 12 MB for a directory of 200,000 entries (see `heap`).
-        crate::heap::release(bytes);
-        tree
+        self.decoded_tree(id, |bytes| {
+            let tree = Tree::decode(&bytes);
+            // 12 MB for a directory of 200,000 entries (see `heap`).
+            crate::heap::release(bytes);
+            tree
+        })
     }
 
     /// Reads and verifies a tree object, kept as its encoding (see [`TreeView`]).
     pub fn read_tree_view(&self, id: &ObjectId) -> Result<TreeView, StoreError> {
-        let bytes = self.read_verified(id)?;
-        TreeView::decode(bytes).map_err(|why| StoreError::Malformed {
+        self.decoded_tree(id, TreeView::decode)
+    }
+
+    /// Tree `id` read, verified and decoded by `decode`, which takes the bytes read.
+    fn decoded_tree<T>(
+        &self,
+        id: &ObjectId,
+        decode: impl FnOnce(Vec<u8>) -> Result<T, DecodeError>,
+    ) -> Result<T, StoreError> {
+        decode(self.read_verified(id)?).map_err(|why| StoreError::Malformed {
             id: *id,
             what: "tree",
             why,
