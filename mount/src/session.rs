@@ -246,8 +246,13 @@ pub fn mount(
         path: mountpoint.to_path_buf(),
         source,
     };
+    let notifier = fs.notifier_slot();
     let session = fuser::Session::new(fs, &path, &options.fuser_config())
-        .and_then(fuser::Session::spawn)
+        .and_then(|session| {
+            // Set before the session serves, so every open can store (see `fs`).
+            let _ = notifier.set(session.notifier());
+            fuser::Session::spawn(session)
+        })
         .map_err(mount_err)?;
     Ok(MountHandle {
         path,
@@ -298,6 +303,13 @@ impl MountHandle {
     #[doc(hidden)]
     pub fn read_requests(&self) -> u64 {
         self.requests.reads.load(Ordering::Relaxed)
+    }
+
+    /// How many files' bytes an open stored in the kernel's page cache (so no READ follows):
+    /// for tests (see `fs`).
+    #[doc(hidden)]
+    pub fn stored_at_open(&self) -> u64 {
+        self.requests.stored.load(Ordering::Relaxed)
     }
 
     /// How many opens were answered with passthrough: for tests (see `passthrough`).

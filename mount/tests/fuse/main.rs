@@ -11,13 +11,15 @@
 //! files, verified first; the rest through the daemon; the root's xattr says which),
 //! `records` (every entry reports exactly the kind, mode and size its tree records, through
 //! listing, lookup and getattr alike: sizes past the inode table's packed 48 bits, 5,000
-//! near-sorting names through a one-tree cache, format-1 trees).
+//! near-sorting names through a one-tree cache, format-1 trees), `page_cache` (a small
+//! file's first open stores its verified bytes in the page cache, so no READ follows).
 
 mod damage;
 mod expansion;
 mod large;
 mod lifecycle;
 mod listing;
+mod page_cache;
 mod passthrough;
 mod prefetch;
 mod readonly;
