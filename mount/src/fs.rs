@@ -713,8 +713,9 @@ impl Filesystem for SnapshotFs {
     /// (EISDIR). A read-only open of a file of at least [`PASSTHROUGH_MIN_SIZE`] bytes is
     /// passed through when it can be (see the module doc and `passthrough`): it then fails
     /// with EIO when the blob is damaged. Any other is answered with file handle 0 and
-    /// FOPEN_KEEP_CACHE, so the page cache survives across opens (content never changes),
-    /// and its blob is opened and verified on its first read. Not answered ENOSYS: the
+    /// FOPEN_KEEP_CACHE, so the page cache survives across opens (content never changes);
+    /// at its first open its blob is opened, verified and stored in that page cache (see
+    /// [`SnapshotFs::store_in_page_cache`]), else on its first read. Not answered ENOSYS: the
     /// kernel would then stop sending opens at all (`no_open`), and a write open after a
     /// remount `rw` (or on a mount without `ro`) would succeed without this check (see the
     /// module doc).
