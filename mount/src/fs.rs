@@ -304,31 +304,32 @@ impl SnapshotFs {
         let Some(notifier) = self.notifier.get() else {
             return;
         };
-        {
-            let mut stored = lock(&self.stored);
-            let (word, bit) = ((ino.0 / 64) as usize, 1u64 << (ino.0 % 64));
-            if stored.len() <= word {
-                stored.resize(word + 1, 0);
-            }
-            if stored[word] & bit != 0 {
-                return;
-            }
-            stored[word] |= bit;
+        if !self.first_store(ino.0) {
+            return;
         }
         let Ok(blob) = self.blob_of(ino) else {
             return;
         };
+        // `blob_of` checked the blob is `node.size` long, and `read_at` fills all it can.
         let mut bytes = vec![0u8; node.size as usize];
-        let mut filled = 0;
-        while filled < bytes.len() {
-            match blob.read_at(&mut bytes[filled..], filled as u64) {
-                Ok(0) | Err(_) => return,
-                Ok(n) => filled += n,
-            }
+        if !matches!(blob.read_at(&mut bytes, 0), Ok(n) if n == bytes.len()) {
+            return;
         }
         if notifier.store(ino, 0, &bytes).is_ok() {
             self.requests.stored.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// Marks file inode `ino` as stored in the page cache; `false` when it already was.
+    fn first_store(&self, ino: u64) -> bool {
+        let mut stored = lock(&self.stored);
+        let (word, bit) = ((ino / 64) as usize, 1u64 << (ino % 64));
+        if stored.len() <= word {
+            stored.resize(word + 1, 0);
+        }
+        let first = stored[word] & bit == 0;
+        stored[word] |= bit;
+        first
     }
 
     /// Hints the children of directory `ino` (whose tree is `tree`) as it is listed: its

@@ -3,26 +3,13 @@
 //! are ENOENT; an unreadable root tree refuses the mount.
 
 use std::fs;
-use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 
 use zeroclaw_bundle_mount::{mount, MountError, MountOptions};
 use zeroclaw_bundle_store::ObjectId;
 
 use crate::sample;
-use crate::util::{errno_of, skip_or_fail, Env};
-
-fn corrupt(env: &Env, id: &str) {
-    let path = env
-        .store
-        .objects()
-        .path_of(&id.parse::<ObjectId>().unwrap());
-    let mut bytes = fs::read(&path).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0x55;
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-    fs::write(&path, bytes).unwrap();
-}
+use crate::util::{corrupt, errno_of, skip_or_fail, Env};
 
 #[test]
 fn damaged_objects_answer_eio_and_the_rest_still_reads() {

@@ -5,26 +5,15 @@
 //! nothing and reads EIO, every time.
 
 use std::fs::{self, File};
-use std::io::Read;
-use std::os::unix::fs::PermissionsExt;
 
 use rustix::fs::{fadvise, Advice};
 use zeroclaw_bundle_mount::MountOptions;
-use zeroclaw_bundle_store::ObjectId;
 
 use crate::noise;
-use crate::util::{errno_of, file, Env};
+use crate::util::{corrupt, errno_of, file, Env};
 
 /// The largest file the daemon reads itself: one byte short of a passed-through one.
 const LARGEST_READ_BY_THE_DAEMON: usize = 256 * 1024;
-
-fn read_whole(path: &std::path::Path) -> Vec<u8> {
-    let mut got = Vec::new();
-    File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut got))
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    got
-}
 
 #[test]
 fn a_small_files_first_open_stores_its_bytes_and_no_read_follows() {
@@ -39,18 +28,13 @@ fn a_small_files_first_open_stores_its_bytes_and_no_read_follows() {
         ("damaged", noise(9_000, 4)),
     ];
     let (root, expected) = env.build(files.iter().map(|(n, d)| file(*n, d.clone())).collect());
-    let damaged = expected[&b"damaged"[..]].id.parse::<ObjectId>().unwrap();
-    let path = env.store.objects().path_of(&damaged);
-    let mut bytes = fs::read(&path).unwrap();
-    bytes[100] ^= 0x55;
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
-    fs::write(&path, bytes).unwrap();
+    corrupt(&env, &expected[&b"damaged"[..]].id);
     let Some(mut m) = env.mount(root, &MountOptions::default()) else {
         return;
     };
     let readable = &files[..6];
     for (name, data) in readable {
-        assert!(read_whole(&m.path.join(name)) == *data, "{name}");
+        assert!(fs::read(m.path.join(name)).unwrap() == *data, "{name}");
     }
     assert_eq!(
         (m.handle().read_requests(), m.handle().stored_at_open()),
@@ -59,7 +43,10 @@ fn a_small_files_first_open_stores_its_bytes_and_no_read_follows() {
     );
     // A second open finds the pages cached: nothing stored again, still no READ.
     for (name, data) in readable {
-        assert!(read_whole(&m.path.join(name)) == *data, "{name} again");
+        assert!(
+            fs::read(m.path.join(name)).unwrap() == *data,
+            "{name} again"
+        );
     }
     assert_eq!(
         (m.handle().read_requests(), m.handle().stored_at_open()),
@@ -73,7 +60,7 @@ fn a_small_files_first_open_stores_its_bytes_and_no_read_follows() {
         drop(f);
         let reads = m.handle().read_requests();
         assert!(
-            read_whole(&p) == *data,
+            fs::read(&p).unwrap() == *data,
             "{name} after its pages were dropped"
         );
         assert!(

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -173,6 +173,20 @@ impl Env {
 }
 
 /// Outside CI: print why and skip. Under CI: fail.
+/// Damages the stored object `id` (hex) in place: its last byte flipped, so it no longer
+/// hashes to its id.
+pub fn corrupt(env: &Env, id: &str) {
+    let path = env
+        .store
+        .objects()
+        .path_of(&id.parse::<ObjectId>().unwrap());
+    let mut bytes = fs::read(&path).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::write(&path, bytes).unwrap();
+}
+
 pub fn skip_or_fail(why: &str) {
     if std::env::var_os("CI").is_some() {
         panic!("cannot mount (CI is set, so this fails): {why}");
